@@ -1,0 +1,23 @@
+"""hpc_magics: run notebook cells as Slurm jobs and keep your server's allocation in view.
+
+``%load_ext hpc_magics`` registers the magics. Importing this package is cheap: the
+widget stack, nbconvert, tornado and submitit load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from .magics import register
+
+    register(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .magics import unregister
+
+    unregister(ipython)

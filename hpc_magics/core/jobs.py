@@ -1,0 +1,71 @@
+"""The job model: Slurm's states, what they mean, and immutable job snapshots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Slurm job states (squeue/sacct long names) → coarse phase.
+PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD",
+                            "REQUEUE_FED", "RESV_DEL_HOLD", "SUSPENDED", "STOPPED",
+                            "RESIZING", "SIGNALING", "STAGE_OUT", "UNKNOWN", "SUBMITTED"})
+RUNNING_STATES = frozenset({"RUNNING", "COMPLETING"})
+FAILED_STATES = frozenset({"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+                           "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED",
+                           "SPECIAL_EXIT", "INTERRUPTED"})
+SUCCESS_STATES = frozenset({"COMPLETED", "FINISHED", "DONE"})
+FINAL_STATES = FAILED_STATES | SUCCESS_STATES
+
+# squeue's compact codes (``%t``) → long names.
+SHORT_CODES = {"PD": "PENDING", "R": "RUNNING", "CG": "COMPLETING", "CD": "COMPLETED",
+               "CA": "CANCELLED", "F": "FAILED", "TO": "TIMEOUT", "NF": "NODE_FAIL",
+               "PR": "PREEMPTED", "OOM": "OUT_OF_MEMORY", "S": "SUSPENDED", "ST": "STOPPED",
+               "CF": "CONFIGURING", "RQ": "REQUEUED", "BF": "BOOT_FAIL", "DL": "DEADLINE",
+               "RS": "RESIZING", "SE": "SPECIAL_EXIT", "RD": "RESV_DEL_HOLD",
+               "RH": "REQUEUE_HOLD", "RF": "REQUEUE_FED", "SI": "SIGNALING", "SO": "STAGE_OUT"}
+
+
+def normalize_state(raw: str) -> str:
+    """``CANCELLED by 0`` → ``CANCELLED``; ``TO`` → ``TIMEOUT``; unknown text upper-cased."""
+    word = raw.strip().split(" ")[0].rstrip("+").upper()
+    return SHORT_CODES.get(word, word) or "UNKNOWN"
+
+
+def is_final(state: str) -> bool:
+    return normalize_state(state) in FINAL_STATES
+
+
+def phase(state: str) -> str:
+    """One of ``pending``, ``running``, ``done``, ``failed``."""
+    state = normalize_state(state)
+    if state in SUCCESS_STATES:
+        return "done"
+    if state in FAILED_STATES:
+        return "failed"
+    if state in RUNNING_STATES:
+        return "running"
+    return "pending"
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """What is known about one job at one moment; views render these."""
+
+    job_id: str
+    state: str
+    name: str = ""
+    partition: str = ""
+    nodes: str = ""
+    elapsed_s: int | None = None
+    time_limit_s: int | None = None
+    end_time: float | None = None  # epoch seconds
+    reason: str = ""
+    backend: str = "slurm"
+    folder: str = ""
+
+    @property
+    def phase(self) -> str:
+        return phase(self.state)
+
+    @property
+    def final(self) -> bool:
+        return is_final(self.state)

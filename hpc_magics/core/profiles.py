@@ -1,0 +1,138 @@
+"""Cluster profiles: what a site allows and how it spells requests, kept as data.
+
+Profiles are TOML files.  The packaged ones live in ``hpc_magics/profiles``; a site
+can add or override them in ``/etc/hpc_magics/profiles`` and a user in
+``~/.config/hpc_magics/profiles``; ``HPC_MAGICS_PROFILE_PATH`` (``os.pathsep``
+separated) comes first of all.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidRequest
+from .units import parse_memory, parse_time
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PACKAGED_DIR = Path(__file__).resolve().parent.parent / "profiles"
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    max_time_s: int | None = None
+    max_nodes: int | None = None
+    cpus_per_node: int | None = None
+    mem_per_node_mb: int | None = None
+    gpus_per_node: int = 0
+    gpu_types: tuple[str, ...] = ()
+    requires_qos: str | None = None
+    whole_node: bool = False
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterProfile:
+    name: str
+    description: str = ""
+    default_partition: str | None = None
+    partitions: Mapping[str, Partition] = field(default_factory=dict)
+    account_required: bool = False
+    account_pattern: str | None = None
+    account_example: str = ""
+    account_placeholders: tuple[str, ...] = ()
+    gpu_type_required: bool = False
+    gpu_constraint_for_cpu_only: str | None = None
+    gpu_flag: str = "gpus-per-node"  # or "gres"
+    time_required: bool = False
+    shebang: str = "#!/bin/bash"
+    setup: tuple[str, ...] = ()
+    defaults: Mapping[str, str] = field(default_factory=dict)
+    extra_directives: tuple[tuple[str, str], ...] = ()
+    billing: str = "node"  # what a node-hour counts: "node" or "core"
+    source: str = ""
+
+    def partition(self, name: str | None) -> Partition | None:
+        return self.partitions.get(name or self.default_partition or "")
+
+
+def _partition(name: str, data: Mapping[str, Any]) -> Partition:
+    return Partition(
+        name=name,
+        max_time_s=parse_time(data["max_time"]) if "max_time" in data else None,
+        max_nodes=data.get("max_nodes"),
+        cpus_per_node=data.get("cpus_per_node"),
+        mem_per_node_mb=parse_memory(data["mem_per_node"]) if "mem_per_node" in data else None,
+        gpus_per_node=int(data.get("gpus_per_node", 0)),
+        gpu_types=tuple(data.get("gpu_types", ())),
+        requires_qos=data.get("requires_qos"),
+        whole_node=bool(data.get("whole_node", False)),
+        note=data.get("note", ""),
+    )
+
+
+def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -> ClusterProfile:
+    partitions = {
+        pname: _partition(pname, pdata) for pname, pdata in data.get("partitions", {}).items()
+    }
+    return ClusterProfile(
+        name=name,
+        description=data.get("description", ""),
+        default_partition=data.get("default_partition"),
+        partitions=partitions,
+        account_required=bool(data.get("account_required", False)),
+        account_pattern=data.get("account_pattern"),
+        account_example=data.get("account_example", ""),
+        account_placeholders=tuple(data.get("account_placeholders", ())),
+        gpu_type_required=bool(data.get("gpu_type_required", False)),
+        gpu_constraint_for_cpu_only=data.get("gpu_constraint_for_cpu_only"),
+        gpu_flag=data.get("gpu_flag", "gpus-per-node"),
+        time_required=bool(data.get("time_required", False)),
+        shebang=data.get("shebang", "#!/bin/bash"),
+        setup=tuple(data.get("setup", ())),
+        defaults=dict(data.get("defaults", {})),
+        extra_directives=tuple((k, str(v)) for k, v in data.get("extra_directives", {}).items()),
+        billing=data.get("billing", "node"),
+        source=source,
+    )
+
+
+def search_path() -> list[Path]:
+    """Folders searched for profiles, first match wins."""
+    paths = [Path(p) for p in os.environ.get("HPC_MAGICS_PROFILE_PATH", "").split(os.pathsep) if p]
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config"))
+    paths += [config_home / "hpc_magics" / "profiles", Path("/etc/hpc_magics/profiles")]
+    paths.append(PACKAGED_DIR)
+    return paths
+
+
+def available_profiles(paths: Iterable[Path] | None = None) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for folder in paths if paths is not None else search_path():
+        if folder.is_dir():
+            for file in sorted(folder.glob("*.toml")):
+                found.setdefault(file.stem, file)
+    return found
+
+
+def load_profile(name: str, paths: Iterable[Path] | None = None) -> ClusterProfile:
+    files = available_profiles(paths)
+    if name not in files:
+        raise InvalidRequest(
+            f"profile {name!r} is unknown: use one of {', '.join(sorted(files))}"
+        )
+    with files[name].open("rb") as handle:
+        try:
+            data = tomllib.load(handle)
+        except tomllib.TOMLDecodeError as error:
+            raise InvalidRequest(f"profile file {files[name]} is not valid TOML: {error}") from None
+    return profile_from_mapping(name, data, source=str(files[name]))

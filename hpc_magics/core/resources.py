@@ -1,0 +1,202 @@
+"""The resource request: one frozen value, built and merged by pure functions."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from .errors import InvalidRequest
+from .units import UNLIMITED, format_memory, format_time, parse_memory, parse_time
+
+BACKENDS = ("auto", "slurm", "local")
+
+
+@dataclass(frozen=True)
+class GpuRequest:
+    """GPUs per node, optionally typed (``A40:1`` → type ``A40``, count 1)."""
+
+    count: int
+    type: str | None = None
+
+    @classmethod
+    def parse(cls, text: str, *, flag: str = "--gpus-per-node") -> GpuRequest:
+        value = text.strip().strip("'\"")
+        if value.lower().startswith("gpu:"):
+            value = value[4:]
+        parts = value.split(":")
+        if len(parts) == 1 and parts[0].isdigit():
+            return cls(int(parts[0]))
+        if len(parts) == 2 and parts[1].isdigit() and parts[0]:
+            return cls(int(parts[1]), parts[0])
+        if len(parts) == 1 and re.fullmatch(r"[A-Za-z][\w.-]*", parts[0]):
+            return cls(1, parts[0])
+        raise InvalidRequest(
+            f"{flag} {text!r} is not understood: use a count ('2') or TYPE:COUNT ('A40:1')"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.count}" if self.type else str(self.count)
+
+
+@dataclass(frozen=True)
+class ResourceRequest:
+    """What a job asks the scheduler for. ``None`` means "leave it to the cluster"."""
+
+    partition: str | None = None
+    time_s: int | None = None
+    nodes: int | None = None
+    ntasks_per_node: int | None = None
+    cpus_per_task: int | None = None
+    mem_mb: int | None = None
+    gpus_per_node: GpuRequest | None = None
+    gres: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    setup: tuple[str, ...] = ()
+    backend: str = "auto"
+    profile: str = "generic"
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    # ------------------------------------------------------------ derived values
+    @property
+    def node_count(self) -> int:
+        return self.nodes or 1
+
+    def gpus(self) -> GpuRequest | None:
+        """The GPUs per node, whether asked through --gpus-per-node or --gres=gpu."""
+        if self.gpus_per_node is not None:
+            return self.gpus_per_node
+        if self.gres:
+            for item in self.gres.split(","):
+                if item.startswith("gpu"):
+                    return GpuRequest.parse(item, flag="--gres")
+        return None
+
+    def node_hours(self) -> float | None:
+        if self.time_s is None or self.time_s == UNLIMITED:
+            return None
+        return self.node_count * self.time_s / 3600
+
+    def gpu_hours(self) -> float | None:
+        gpus = self.gpus()
+        hours = self.node_hours()
+        if gpus is None or hours is None:
+            return None
+        return hours * gpus.count
+
+    def changed(self, **updates: Any) -> ResourceRequest:
+        return replace(self, **updates)
+
+
+# Flag spellings accepted from users (sbatch's long and short names) → field.
+FLAG_FIELDS: Mapping[str, str] = {
+    "partition": "partition", "p": "partition",
+    "time": "time_s", "t": "time_s",
+    "nodes": "nodes", "N": "nodes",
+    "ntasks-per-node": "ntasks_per_node",
+    "cpus-per-task": "cpus_per_task", "c": "cpus_per_task",
+    "mem": "mem_mb",
+    "gpus-per-node": "gpus_per_node",
+    "gres": "gres",
+    "account": "account", "A": "account",
+    "qos": "qos", "q": "qos",
+    "constraint": "constraint", "C": "constraint",
+}
+
+
+def _positive_int(name: str, text: str) -> int:
+    try:
+        value = int(str(text).strip().strip("'\""))
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise InvalidRequest(f"--{name} {text!r} must be a whole number of at least 1")
+    return value
+
+
+def parse_field(field_name: str, text: str) -> Any:
+    """Turn the text of one flag into the typed value of its field."""
+    flag = next(k for k, v in FLAG_FIELDS.items() if v == field_name and len(k) > 1)
+    if field_name == "time_s":
+        return parse_time(text)
+    if field_name == "mem_mb":
+        return parse_memory(text)
+    if field_name in {"nodes", "ntasks_per_node", "cpus_per_task"}:
+        return _positive_int(flag, text)
+    if field_name == "gpus_per_node":
+        return GpuRequest.parse(text)
+    if field_name == "gres":
+        value = str(text).strip().strip("'\"")
+        for item in value.split(","):
+            if item.startswith("gpu"):
+                GpuRequest.parse(item, flag="--gres")
+        return value
+    value = str(text).strip().strip("'\"")
+    if not value:
+        raise InvalidRequest(f"--{flag} needs a value")
+    return value
+
+
+def updated(request: ResourceRequest, values: Mapping[str, Any]) -> ResourceRequest:
+    """Apply raw flag texts (keyed by field name) to a request; ``None`` values are skipped."""
+    changes: dict[str, Any] = {}
+    for name, raw in values.items():
+        if raw is None:
+            continue
+        if name == "setup":
+            changes["setup"] = tuple(request.setup) + tuple(raw)
+        elif name == "backend":
+            if raw not in BACKENDS:
+                raise InvalidRequest(f"--backend {raw!r}: use one of {', '.join(BACKENDS)}")
+            changes["backend"] = raw
+        elif name in {f.name for f in fields(ResourceRequest)}:
+            changes[name] = raw if not isinstance(raw, str) else parse_field(name, raw)
+        else:
+            raise InvalidRequest(f"unknown resource {name!r}")
+    return replace(request, **changes)
+
+
+def as_rows(request: ResourceRequest) -> list[tuple[str, str]]:
+    """The request as (label, value) rows for a table; unset values say so."""
+    def show(value: Any, render: Any = str) -> str:
+        return "(cluster default)" if value is None else render(value)
+
+    return [
+        ("profile", request.profile),
+        ("backend", request.backend),
+        ("partition", show(request.partition)),
+        ("time", show(request.time_s, format_time)),
+        ("nodes", show(request.nodes)),
+        ("ntasks-per-node", show(request.ntasks_per_node)),
+        ("cpus-per-task", show(request.cpus_per_task)),
+        ("mem", show(request.mem_mb, format_memory)),
+        ("gpus-per-node", show(request.gpus_per_node)),
+        ("gres", show(request.gres)),
+        ("account", show(request.account)),
+        ("qos", show(request.qos)),
+        ("constraint", show(request.constraint)),
+        ("setup", "; ".join(request.setup) if request.setup else "(none)"),
+    ]
+
+
+def to_dict(request: ResourceRequest) -> dict[str, Any]:
+    """JSON-friendly form (for the job folder and notebook metadata)."""
+    data = dataclasses.asdict(request)
+    data["gpus_per_node"] = str(request.gpus_per_node) if request.gpus_per_node else None
+    data["setup"] = list(request.setup)
+    data["extra"] = [list(pair) for pair in request.extra]
+    return data
+
+
+def from_dict(data: Mapping[str, Any]) -> ResourceRequest:
+    known = {f.name for f in fields(ResourceRequest)}
+    values = {k: v for k, v in data.items() if k in known}
+    if values.get("gpus_per_node"):
+        values["gpus_per_node"] = GpuRequest.parse(values["gpus_per_node"])
+    values["setup"] = tuple(values.get("setup", ()))
+    values["extra"] = tuple(tuple(p) for p in values.get("extra", ()))
+    return ResourceRequest(**values)

@@ -1,0 +1,122 @@
+"""Time and memory units as Slurm spells them, plus the spellings people use.
+
+Slurm's own time formats (sbatch(1)): ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M`` and
+``D-H:M:S``; ``0``, ``infinite`` and ``unlimited`` mean no limit.  People also write
+``90min``, ``2h``, ``1d12h``, ``30s``; those are accepted and rendered back in Slurm's form.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .errors import InvalidRequest
+
+UNLIMITED = -1  # seconds value meaning "no limit"
+
+_HUMAN_UNITS = {
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+}
+_HUMAN_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
+_SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def parse_time(text: str | int) -> int:
+    """Return a time limit in seconds (``UNLIMITED`` for no limit).
+
+    >>> parse_time("1-02:00:00"), parse_time("90min"), parse_time("30")
+    (93600, 5400, 1800)
+    """
+    if isinstance(text, int):
+        return text * 60
+    value = str(text).strip().strip("'\"")
+    if value.lower() in {"infinite", "unlimited"}:
+        return UNLIMITED
+    match = _SLURM_TIME.match(value)
+    if match:
+        days_s, first_s, second_s, third_s = match.groups()
+        days = int(days_s or 0)
+        first, second, third = int(first_s), second_s, third_s
+        if days_s is not None:  # D-H, D-H:M, D-H:M:S
+            hours, minutes, seconds = first, int(second or 0), int(third or 0)
+        elif third is not None:  # H:M:S
+            hours, minutes, seconds = first, int(second or 0), int(third)
+        elif second is not None:  # M:S
+            hours, minutes, seconds = 0, first, int(second)
+        else:  # M
+            hours, minutes, seconds = 0, first, 0
+        total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+        return UNLIMITED if total == 0 else total
+    compact = value.replace(" ", "")
+    parts = _HUMAN_PART.findall(compact)
+    if parts and "".join(f"{n}{u}" for n, u in parts) == compact:
+        total_f = 0.0
+        for number, unit in parts:
+            factor = _HUMAN_UNITS.get(unit.lower())
+            if factor is None:
+                break
+            total_f += float(number) * factor
+        else:
+            if total_f > 0:
+                return round(total_f)
+    raise InvalidRequest(
+        f"time {value!r} is not understood: use minutes ('90'), 'HH:MM:SS', "
+        "'D-HH:MM:SS' or a duration like '2h' or '90min'"
+    )
+
+
+def format_time(seconds: int) -> str:
+    """Render seconds in Slurm's ``D-HH:MM:SS`` form (``HH:MM:SS`` under a day)."""
+    if seconds == UNLIMITED:
+        return "UNLIMITED"
+    days, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def format_duration(seconds: float) -> str:
+    """Short human form, as in a status bar: ``3h12m``, ``45m``, ``2d4h``, ``40s``."""
+    seconds = max(0, int(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m"
+    return f"{secs}s"
+
+
+_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?$", re.IGNORECASE)
+_MEMORY_FACTOR_MB = {"K": 1 / 1024, "M": 1, "": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def parse_memory(text: str | int) -> int:
+    """Return memory in megabytes, as sbatch reads ``--mem`` (no suffix = MB).
+
+    ``0`` means "all the memory of the node", as in sbatch.
+    """
+    value = str(text).strip().strip("'\"")
+    match = _MEMORY.match(value)
+    if not match:
+        raise InvalidRequest(
+            f"memory {value!r} is not understood: use a number of megabytes or a unit "
+            "like '4G', '500M', '1T'"
+        )
+    number, unit = match.groups()
+    return round(float(number) * _MEMORY_FACTOR_MB[unit.upper()])
+
+
+def format_memory(megabytes: int) -> str:
+    """Render megabytes the way sbatch accepts it, preferring whole gigabytes."""
+    if megabytes and megabytes % (1024 * 1024) == 0:
+        return f"{megabytes // (1024 * 1024)}T"
+    if megabytes and megabytes % 1024 == 0:
+        return f"{megabytes // 1024}G"
+    return f"{megabytes}M"

@@ -1,0 +1,1 @@
+"""Talking to Slurm's command-line tools: one narrow door, and a cached view of jobs."""

@@ -1,0 +1,68 @@
+"""The one narrow door through which hpc_magics runs Slurm commands.
+
+Every call has a timeout, never goes through a shell, and runs with the inherited
+``SLURM_*``/``SBATCH_*``/``PMI_*`` variables removed: a Jupyter server that itself runs
+inside a Slurm job would otherwise hand its job's settings to the jobs it submits.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..core.errors import SubmissionError
+
+DEFAULT_TIMEOUT_S = 30.0
+SCRUBBED_PREFIXES = ("SLURM_", "SBATCH_", "SALLOC_", "SRUN_", "PMI_", "PMIX_", "OMPI_")
+
+
+def scrubbed_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``environ`` without variables a Slurm job leaks into its children."""
+    source = os.environ if environ is None else environ
+    return {k: v for k, v in source.items() if not k.startswith(SCRUBBED_PREFIXES)}
+
+
+def slurm_available() -> bool:
+    """``sbatch`` is on PATH: this machine can submit to a Slurm cluster."""
+    return shutil.which("sbatch") is not None
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def first_error_line(self) -> str:
+        for line in (self.stderr or self.stdout).splitlines():
+            if line.strip():
+                return line.strip()
+        return f"exit status {self.returncode}"
+
+
+def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
+        environ: Mapping[str, str] | None = None) -> CommandResult:
+    """Run a Slurm command; a missing command or a time-out becomes ``SubmissionError``."""
+    args = tuple(str(a) for a in argv)
+    try:
+        completed = subprocess.run(  # noqa: S603 - argv list, no shell
+            args, capture_output=True, text=True, timeout=timeout,
+            env=scrubbed_environment(environ), check=False,
+        )
+    except FileNotFoundError:
+        raise SubmissionError(f"{args[0]} was not found: is Slurm installed on this machine?") \
+            from None
+    except subprocess.TimeoutExpired:
+        raise SubmissionError(
+            f"{args[0]} did not answer within {timeout:.0f}s: the scheduler may be busy, "
+            "try again in a minute"
+        ) from None
+    return CommandResult(args, completed.returncode, completed.stdout, completed.stderr)
