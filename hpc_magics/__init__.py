@@ -21,3 +21,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     from .magics import unregister
 
     unregister(ipython)
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """jupyter_server finds the extension here; the module loads tornado only when called."""
+    return [{"module": "hpc_magics.server"}]

@@ -1,0 +1,371 @@
+"""One cached view of the user's Slurm jobs, and what the scheduler says about our own job.
+
+``JobQueue.view()`` runs at most one ``squeue -u USER`` per interval for the whole user,
+however many browser tabs, server handlers and kernels ask: the answer is kept in a JSON
+file in the user's Jupyter runtime directory, and the process that finds it stale takes a
+file lock, checks again (another process may just have refreshed it) and only then asks
+the scheduler. Failures back off exponentially, with jitter, while the last good answer
+keeps being served with the error beside it.
+
+``own_job()`` describes the Slurm job this process runs in (``SLURM_JOB_ID``): its end
+time comes from ``SLURM_JOB_END_TIME`` when Slurm sets it (newer releases), else from
+``squeue -j`` or ``scontrol show job``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import fcntl
+import getpass
+import json
+import os
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import HpcMagicsError
+from ..core.jobs import JobSnapshot, normalize_state
+from . import commands
+
+DEFAULT_INTERVAL_S = 10.0
+DEFAULT_TIMEOUT_S = 20.0
+MAX_BACKOFF_S = 300.0
+CACHE_VERSION = 1
+
+# Fields separated by "|"; the job name goes last so a "|" inside it survives the split.
+SQUEUE_FIELDS = ("%i", "%T", "%P", "%D", "%M", "%l", "%e", "%r", "%S", "%j")
+SQUEUE_FORMAT = "|".join(SQUEUE_FIELDS)
+
+Runner = Callable[..., commands.CommandResult]
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def slurm_duration(text: str) -> int | None:
+    """Seconds in squeue's ``[D-][H:]M:S`` spelling; ``None`` for UNLIMITED, N/A, INVALID."""
+    value = text.strip()
+    if not value or not value[0].isdigit():
+        return None
+    days = 0
+    if "-" in value:
+        day_text, value = value.split("-", 1)
+        days = int(day_text)
+    try:
+        parts = [int(p) for p in value.split(":")] if value else [0]
+    except ValueError:
+        return None
+    if len(parts) > 3:
+        return None
+    seconds = 0
+    for part in parts:
+        seconds = seconds * 60 + part
+    if len(parts) == 1 and days:  # "D-H"
+        seconds = parts[0] * 3600
+    return days * 86400 + seconds
+
+
+def slurm_timestamp(text: str) -> float | None:
+    """Epoch seconds from Slurm's local ``YYYY-MM-DDTHH:MM:SS``, or an epoch number."""
+    value = text.strip()
+    if not value or value.upper() in {"N/A", "UNKNOWN", "NONE", "(NULL)", "0"}:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        return _dt.datetime.fromisoformat(value).timestamp()  # naive = local, as Slurm prints
+    except ValueError:
+        return None
+
+
+def parse_squeue(text: str) -> tuple[JobSnapshot, ...]:
+    """Jobs from ``squeue -h -o SQUEUE_FORMAT`` output; malformed lines are skipped."""
+    jobs = []
+    for line in text.splitlines():
+        parts = line.split("|", len(SQUEUE_FIELDS) - 1)
+        if len(parts) != len(SQUEUE_FIELDS) or not parts[0].strip():
+            continue
+        job_id, state, partition, nodes, elapsed, limit, end, reason, _start, name = parts
+        jobs.append(JobSnapshot(
+            job_id=job_id.strip(), state=normalize_state(state), name=name.strip(),
+            partition=partition.strip(), nodes=nodes.strip(),
+            elapsed_s=slurm_duration(elapsed), time_limit_s=slurm_duration(limit),
+            end_time=slurm_timestamp(end),
+            reason="" if reason.strip() in {"None", "(null)"} else reason.strip(),
+        ))
+    return tuple(jobs)
+
+
+def _snapshot_to_dict(job: JobSnapshot) -> dict[str, Any]:
+    return {"job_id": job.job_id, "state": job.state, "name": job.name,
+            "partition": job.partition, "nodes": job.nodes, "elapsed_s": job.elapsed_s,
+            "time_limit_s": job.time_limit_s, "end_time": job.end_time, "reason": job.reason}
+
+
+def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
+    return JobSnapshot(**{k: data[k] for k in _snapshot_to_dict(JobSnapshot("", "")) if k in data})
+
+
+# --------------------------------------------------------------------------- the cached view
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """The user's jobs as squeue last reported them."""
+
+    jobs: tuple[JobSnapshot, ...] = ()
+    updated: float | None = None  # epoch seconds of the squeue answer shown
+    error: str | None = None  # one line, when the last attempt failed
+    retry_at: float = 0.0  # no new squeue before this (back-off)
+    failures: int = 0
+
+    def find(self, job_id: str) -> JobSnapshot | None:
+        return next((job for job in self.jobs if job.job_id == job_id), None)
+
+
+def _view_to_json(view: QueueView) -> str:
+    return json.dumps({"version": CACHE_VERSION, "updated": view.updated, "error": view.error,
+                       "retry_at": view.retry_at, "failures": view.failures,
+                       "jobs": [_snapshot_to_dict(job) for job in view.jobs]})
+
+
+def _view_from_json(text: str) -> QueueView | None:
+    try:
+        data = json.loads(text)
+        if data.get("version") != CACHE_VERSION:
+            return None
+        return QueueView(jobs=tuple(_snapshot_from_dict(j) for j in data["jobs"]),
+                         updated=data["updated"], error=data["error"],
+                         retry_at=float(data["retry_at"]), failures=int(data["failures"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def default_cache_dir() -> Path:
+    """The user's Jupyter runtime dir: private to the user, shared by server and kernels."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    return Path(jupyter_runtime_dir())
+
+
+@dataclass
+class JobQueue:
+    """A per-user, cross-process cached view of ``squeue -u USER``."""
+
+    user: str = field(default_factory=getpass.getuser)
+    interval_s: float = DEFAULT_INTERVAL_S
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    cache_dir: Path | None = None
+    runner: Runner = commands.run
+    clock: Callable[[], float] = time.time
+    _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def cache_path(self) -> Path:
+        folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
+        safe_user = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.user)
+        return folder / f"hpc_magics-squeue-{safe_user}.json"
+
+    def view(self, max_age_s: float | None = None) -> QueueView:
+        """The cached view, refreshed first when older than ``max_age_s`` (default: interval).
+
+        Blocks while another thread or process refreshes, then reuses its answer.
+        """
+        max_age = self.interval_s if max_age_s is None else max_age_s
+        cached = self._read()
+        if self._usable(cached, max_age):
+            assert cached is not None
+            return cached
+        with self._thread_lock, self._file_lock() as locked:
+            cached = self._read()
+            if not locked or self._usable(cached, max_age):
+                return cached if cached is not None else QueueView(
+                    error="the job list is being refreshed by another process; try again")
+            view = self._refresh(cached or QueueView())
+            self._write(view)
+            return view
+
+    def invalidate(self) -> None:
+        """Make the next ``view()`` ask squeue (after a cancel, say)."""
+        with self._thread_lock, self._file_lock() as locked:
+            cached = self._read()
+            if locked and cached is not None:
+                self._write(replace(cached, updated=None, retry_at=0.0))
+
+    def cancel(self, job_id: str) -> None:
+        """``scancel`` one of the user's jobs; ``LookupError`` when it is not theirs."""
+        if self.view().find(job_id) is None and self.view(max_age_s=0).find(job_id) is None:
+            raise LookupError(f"job {job_id} is not one of {self.user}'s jobs in squeue")
+        result = self.runner(["scancel", job_id], timeout=self.timeout_s)
+        if not result.ok:
+            raise HpcMagicsError(f"scancel {job_id} failed: {result.first_error_line()}")
+        self.invalidate()
+
+    # ------------------------------------------------------------------ internals
+
+    def _usable(self, view: QueueView | None, max_age: float) -> bool:
+        if view is None:
+            return False
+        now = self.clock()
+        if view.error is not None and now < view.retry_at:
+            return True  # backing off: serve the last good jobs with the error
+        return view.updated is not None and view.error is None and now - view.updated < max_age
+
+    def _refresh(self, previous: QueueView) -> QueueView:
+        argv = ["squeue", "-h", "-u", self.user, "-o", SQUEUE_FORMAT]
+        try:
+            result = self.runner(argv, timeout=self.timeout_s)
+            error = None if result.ok else f"squeue failed: {result.first_error_line()}"
+        except HpcMagicsError as exc:
+            result, error = None, str(exc)
+        now = self.clock()
+        if error is None and result is not None:
+            return QueueView(jobs=parse_squeue(result.stdout), updated=now)
+        failures = previous.failures + 1
+        delay = min(self.interval_s * 2 ** failures, MAX_BACKOFF_S) * random.uniform(0.8, 1.2)
+        return replace(previous, error=error, failures=failures, retry_at=now + delay)
+
+    def _read(self) -> QueueView | None:
+        try:
+            return _view_from_json(self.cache_path.read_text(encoding="utf-8"))
+        except OSError:
+            return None
+
+    def _write(self, view: QueueView) -> None:
+        path = self.cache_path
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(_view_to_json(view))
+            os.replace(tmp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[bool]:
+        """An exclusive lock on ``<cache>.lock``; yields False if not had within the timeout."""
+        path = self.cache_path.with_suffix(".lock")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            handle = open(path, "a")
+        except OSError:
+            yield True  # no lockable runtime dir: still answer, just without sharing
+            return
+        with handle:
+            deadline = time.monotonic() + self.timeout_s + 5.0
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        yield False
+                        return
+                    time.sleep(0.02 + random.random() * 0.03)
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# --------------------------------------------------------------------------- our own job
+
+
+@dataclass(frozen=True)
+class OwnJob:
+    """The Slurm job the current process runs in."""
+
+    job_id: str
+    job_name: str | None = None
+    partition: str | None = None
+    nodes: int | None = None
+    start_time: float | None = None  # epoch seconds
+    end_time: float | None = None  # epoch seconds
+
+
+def own_job_id(environ: Mapping[str, str] | None = None) -> str | None:
+    """``SLURM_JOB_ID`` of this process's environment (never anything from a request)."""
+    env = os.environ if environ is None else environ
+    job_id = (env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or "").strip()
+    return job_id if job_id.isdigit() else None
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(str(text).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_scontrol_job(text: str) -> dict[str, str]:
+    """``Key=Value`` pairs of ``scontrol show job -o`` (values stop at the next space)."""
+    pairs: dict[str, str] = {}
+    for token in text.split():
+        key, sep, value = token.partition("=")
+        if sep and key not in pairs:
+            pairs[key] = value
+    return pairs
+
+
+def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = commands.run,
+            timeout_s: float = DEFAULT_TIMEOUT_S) -> OwnJob | None:
+    """Describe this process's Slurm job, or ``None`` outside a job.
+
+    Environment first; missing times from ``squeue -j``, then ``scontrol show job``.
+    Scheduler errors leave fields ``None`` rather than failing.
+    """
+    env = os.environ if environ is None else environ
+    job_id = own_job_id(env)
+    if job_id is None:
+        return None
+    job = OwnJob(
+        job_id=job_id,
+        job_name=env.get("SLURM_JOB_NAME") or None,
+        partition=env.get("SLURM_JOB_PARTITION") or None,
+        nodes=_int_or_none(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES")),
+        start_time=slurm_timestamp(env.get("SLURM_JOB_START_TIME", "")),
+        end_time=slurm_timestamp(env.get("SLURM_JOB_END_TIME", "")),
+    )
+    if job.end_time is not None and job.start_time is not None and job.nodes is not None:
+        return job
+    with contextlib.suppress(HpcMagicsError):
+        result = runner(["squeue", "-h", "-j", job_id, "-o", "%S|%e|%D|%P|%j"],
+                        timeout=timeout_s)
+        line = result.stdout.strip().splitlines()[0] if result.ok and result.stdout.strip() \
+            else ""
+        if line.count("|") >= 4:
+            start, end, nodes, partition, name = line.split("|", 4)
+            job = _fill(job, start=slurm_timestamp(start), end=slurm_timestamp(end),
+                        nodes=_int_or_none(nodes), partition=partition.strip(),
+                        name=name.strip())
+    if job.end_time is None:
+        with contextlib.suppress(HpcMagicsError):
+            result = runner(["scontrol", "show", "job", "-o", job_id], timeout=timeout_s)
+            if result.ok:
+                info = parse_scontrol_job(result.stdout)
+                job = _fill(job, start=slurm_timestamp(info.get("StartTime", "")),
+                            end=slurm_timestamp(info.get("EndTime", "")),
+                            nodes=_int_or_none(info.get("NumNodes")),
+                            partition=info.get("Partition"), name=info.get("JobName"))
+    return job
+
+
+def _fill(job: OwnJob, *, start: float | None, end: float | None, nodes: int | None,
+          partition: str | None, name: str | None) -> OwnJob:
+    """Fill the fields the environment did not give; the environment wins."""
+    return replace(
+        job,
+        start_time=job.start_time if job.start_time is not None else start,
+        end_time=job.end_time if job.end_time is not None else end,
+        nodes=job.nodes if job.nodes is not None else nodes,
+        partition=job.partition or partition or None,
+        job_name=job.job_name or name or None,
+    )

@@ -1,0 +1,207 @@
+"""The server extension: configuration, shared state, idle watcher, and the stop sequence.
+
+Configure it like any Jupyter class, e.g. in ``jupyter_server_config.py``::
+
+    c.HpcMagics.idle_stop_minutes = 60
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from tornado.ioloop import IOLoop, PeriodicCallback
+from traitlets import Float, List, default
+from traitlets.config import LoggingConfigurable
+
+from ..core.errors import HpcMagicsError
+from ..scheduler import commands
+from ..scheduler.queue import JobQueue, OwnJob, own_job, own_job_id
+from . import idle
+from .status import ServerStatus, server_status
+
+SETTINGS_KEY = "hpc_magics"
+
+
+class HpcMagics(LoggingConfigurable):
+    """Settings of the hpc_magics server extension (``c.HpcMagics.<name>``)."""
+
+    idle_stop_minutes = Float(
+        0.0, config=True,
+        help="Stop the server (and cancel its Slurm job) after this many idle minutes; 0 = off.",
+    )
+    idle_stop_seconds = Float(
+        0.0, config=True,
+        help="Like idle_stop_minutes, in seconds; wins when > 0 (for short test timeouts).",
+    )
+    idle_warning_minutes = Float(
+        5.0, config=True,
+        help="Minutes before an idle stop at which the front end offers 'keep working'.",
+    )
+    idle_check_interval_s = Float(
+        15.0, config=True, help="How often the idle watcher looks at the server's activity.",
+    )
+    warn_minutes = List(
+        [15, 5], config=True,
+        help="Minutes before the walltime ends at which the front end warns.",
+    )
+    jobs_poll_interval_s = Float(
+        10.0, config=True,
+        help="At most one squeue per this many seconds for the user, across all processes.",
+    )
+    own_job_refresh_s = Float(
+        60.0, config=True,
+        help="How long the server's own job record (end time, nodes) is reused.",
+    )
+    scheduler_timeout_s = Float(
+        20.0, config=True, help="Time-out for each squeue/scontrol/scancel call.",
+    )
+    shutdown_grace_s = Float(
+        0.3, config=True, help="Pause after answering a stop request before shutting down.",
+    )
+
+    @default("log")
+    def _default_log(self) -> Any:
+        parent = self.parent
+        return parent.log if parent is not None else super()._log_default()
+
+    @property
+    def idle_seconds(self) -> float:
+        return self.idle_stop_seconds if self.idle_stop_seconds > 0 else \
+            self.idle_stop_minutes * 60.0
+
+
+class ServerState:
+    """What the handlers share: settings, the job queue, our job, activity, the stop sequence."""
+
+    def __init__(self, serverapp: Any, config: HpcMagics) -> None:
+        self.serverapp = serverapp
+        self.config = config
+        self.job_id = own_job_id()  # from the server process's environment, never a request
+        self.queue = JobQueue(interval_s=config.jobs_poll_interval_s,
+                              timeout_s=config.scheduler_timeout_s)
+        self.last_user_activity = time.time()
+        self.stopping = False
+        self._own_job: OwnJob | None = None
+        self._own_job_read_at = 0.0
+        self._idle_callback: PeriodicCallback | None = None
+
+    # ------------------------------------------------------------------ own job
+
+    async def own_job(self) -> OwnJob | None:
+        if self.job_id is None:
+            return None
+        if self._own_job is None or time.time() - self._own_job_read_at > \
+                self.config.own_job_refresh_s:
+            loop = asyncio.get_running_loop()
+            timeout = self.config.scheduler_timeout_s
+            self._own_job = await loop.run_in_executor(
+                None, lambda: own_job(timeout_s=timeout))
+            self._own_job_read_at = time.time()
+        return self._own_job
+
+    async def status(self) -> ServerStatus:
+        job = await self.own_job()
+        idle_on = self.config.idle_seconds > 0
+        return server_status(
+            job, time.time(),
+            idle_stop_minutes=round(self.config.idle_seconds / 60.0, 3) if idle_on else None,
+            idle_stop_at=self.idle_stop_at() if idle_on else None,
+            idle_warning_minutes=self.config.idle_warning_minutes,
+            warn_minutes=tuple(int(m) for m in self.config.warn_minutes),
+        )
+
+    # ------------------------------------------------------------------ activity
+
+    def note_user_activity(self) -> None:
+        self.last_user_activity = time.time()
+
+    def idle_stop_at(self) -> float:
+        return idle.idle_stop_at(
+            last_user_activity=self.last_user_activity,
+            kernels=idle.server_kernels(self.serverapp),
+            other_activity=idle.other_activity(self.serverapp),
+            idle_seconds=self.config.idle_seconds, now=time.time(),
+        )
+
+    def start_idle_watch(self) -> None:
+        if self.config.idle_seconds <= 0:
+            return
+        interval = min(self.config.idle_check_interval_s, max(self.config.idle_seconds / 4, 0.5))
+        self._idle_callback = PeriodicCallback(self._check_idle, interval * 1000.0)
+        self._idle_callback.start()
+        self.config.log.info("hpc_magics: idle auto-stop after %.0f s without activity",
+                             self.config.idle_seconds)
+
+    def _check_idle(self) -> None:
+        if self.stopping or time.time() < self.idle_stop_at():
+            return
+        self.config.log.warning("hpc_magics: no activity for %.0f s, stopping the server%s",
+                                self.config.idle_seconds,
+                                f" and cancelling job {self.job_id}" if self.job_id else "")
+        IOLoop.current().add_callback(self.shutdown, "idle")
+
+    # ------------------------------------------------------------------ stopping
+
+    async def shutdown(self, reason: str) -> None:
+        """Shut kernels down, cancel our own job (only ``SLURM_JOB_ID``), stop the loop."""
+        if self.stopping:
+            return
+        self.stopping = True
+        if self._idle_callback is not None:
+            self._idle_callback.stop()
+        log = self.config.log
+        log.info("hpc_magics: stopping the server (%s)", reason)
+        await asyncio.sleep(self.config.shutdown_grace_s)  # let the answer reach the browser
+        app = self.serverapp
+        try:
+            await app._cleanup()  # kernels, terminals, server info file; as /api/shutdown does
+        except Exception as exc:  # keep going: the job must still end
+            log.warning("hpc_magics: cleanup before stopping failed: %s", exc)
+        if self.job_id is not None:
+            job_id, timeout = self.job_id, self.config.scheduler_timeout_s
+            loop = asyncio.get_running_loop()
+            try:
+                result = await loop.run_in_executor(
+                    None, lambda: commands.run(["scancel", job_id], timeout=timeout))
+                if not result.ok:
+                    log.warning("hpc_magics: scancel %s failed: %s", job_id,
+                                result.first_error_line())
+            except HpcMagicsError as exc:
+                log.warning("hpc_magics: scancel %s failed: %s", job_id, exc)
+        http_server = getattr(app, "http_server", None)
+        if http_server is not None:
+            http_server.stop()
+        IOLoop.current().stop()
+
+
+def _observe_requests(state: ServerState, web_app: Any) -> None:
+    """Count a person's requests as activity by wrapping tornado's per-request log hook."""
+    original = web_app.settings.get("log_function")
+
+    def log_and_observe(handler: Any) -> None:
+        if idle.counts_as_activity(handler):
+            state.note_user_activity()
+        if original is not None:
+            original(handler)
+        else:
+            type(web_app).log_request(web_app, handler)
+
+    web_app.settings["log_function"] = log_and_observe
+
+
+def load(serverapp: Any) -> ServerState:
+    """Install handlers and the idle watcher into a jupyter_server ``ServerApp``."""
+    from .handlers import route_table
+
+    config = HpcMagics(parent=serverapp)
+    state = ServerState(serverapp, config)
+    web_app = serverapp.web_app
+    web_app.settings[SETTINGS_KEY] = state
+    web_app.add_handlers(".*$", route_table(web_app.settings["base_url"]))
+    _observe_requests(state, web_app)
+    IOLoop.current().add_callback(state.start_idle_watch)
+    serverapp.log.info("hpc_magics: server extension loaded (%s)",
+                       f"Slurm job {state.job_id}" if state.job_id else "not in a Slurm job")
+    return state

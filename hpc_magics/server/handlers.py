@@ -1,0 +1,117 @@
+"""REST handlers under ``<base_url>hpc-magics/`` (contract: server-api.md).
+
+Every method is ``@tornado.web.authenticated`` (token, or cookie plus XSRF for POSTs);
+tests enumerate the routes and fail on one that is not. Polling GETs set
+``_track_activity = False`` so they never keep an idle server alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+from tornado import web
+from tornado.ioloop import IOLoop
+
+from ..core.errors import HpcMagicsError
+from ..core.jobs import JobSnapshot
+from .extension import SETTINGS_KEY, ServerState
+
+PREFIX = "hpc-magics"
+JOB_ID_PATTERN = r"[0-9]+(?:_[0-9]+)?"
+
+
+class HpcMagicsHandler(APIHandler):
+    @property
+    def state(self) -> ServerState:
+        state: ServerState = self.settings[SETTINGS_KEY]
+        return state
+
+    def write_json(self, payload: dict[str, Any]) -> None:
+        self.set_header("Cache-Control", "no-store")
+        self.finish(json.dumps(payload))
+
+
+class ServerInfoHandler(HpcMagicsHandler):
+    _track_activity = False
+
+    @web.authenticated
+    async def get(self) -> None:
+        status = await self.state.status()
+        self.write_json(status.to_json())
+
+
+class ServerStopHandler(HpcMagicsHandler):
+    @web.authenticated
+    async def post(self) -> None:
+        # The body is deliberately never read: the only job this can cancel is the
+        # server's own SLURM_JOB_ID, fixed when the extension loaded.
+        state = self.state
+        self.write_json({"stopping": True, "job_id": state.job_id})
+        IOLoop.current().add_callback(state.shutdown, "stop requested")
+
+
+class KeepAliveHandler(HpcMagicsHandler):
+    @web.authenticated
+    async def post(self) -> None:
+        state = self.state
+        state.note_user_activity()
+        idle_on = state.config.idle_seconds > 0
+        self.write_json({"idle_stop_at": state.idle_stop_at() if idle_on else None})
+
+
+def job_json(job: JobSnapshot, server_job_id: str | None) -> dict[str, Any]:
+    return {
+        "job_id": job.job_id, "name": job.name, "state": job.state,
+        "partition": job.partition, "nodes": int(job.nodes) if job.nodes.isdigit() else None,
+        "elapsed_s": job.elapsed_s, "time_limit_s": job.time_limit_s,
+        "end_time": job.end_time, "reason": job.reason,
+        "is_server": job.job_id == server_job_id,
+    }
+
+
+class JobsHandler(HpcMagicsHandler):
+    _track_activity = False
+
+    @web.authenticated
+    async def get(self) -> None:
+        state = self.state
+        view = await asyncio.get_running_loop().run_in_executor(None, state.queue.view)
+        self.write_json({
+            "jobs": [job_json(job, state.job_id) for job in view.jobs],
+            "updated": view.updated, "error": view.error, "now": time.time(),
+            "server_job_id": state.job_id,
+        })
+
+
+class JobCancelHandler(HpcMagicsHandler):
+    @web.authenticated
+    async def post(self, job_id: str) -> None:
+        state = self.state
+        if state.job_id is not None and job_id.split("_")[0] == state.job_id:
+            raise web.HTTPError(409, f"job {job_id} runs this server: use POST "
+                                     f"/{PREFIX}/server/stop to save and stop it")
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, state.queue.cancel, job_id)
+        except LookupError as exc:
+            raise web.HTTPError(404, str(exc)) from None
+        except HpcMagicsError as exc:
+            raise web.HTTPError(502, str(exc)) from None
+        self.write_json({"cancelled": job_id})
+
+
+def route_table(base_url: str) -> list[tuple[str, type[HpcMagicsHandler]]]:
+    def route(path: str) -> str:
+        return url_path_join(base_url, PREFIX, path)
+
+    return [
+        (route("server"), ServerInfoHandler),
+        (route("server/stop"), ServerStopHandler),
+        (route("server/keep-alive"), KeepAliveHandler),
+        (route("jobs"), JobsHandler),
+        (route(f"jobs/({JOB_ID_PATTERN})/cancel"), JobCancelHandler),
+    ]
