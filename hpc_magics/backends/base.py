@@ -1,0 +1,44 @@
+"""The small protocol every backend follows: submit, ask many states at once, cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..core.errors import InvalidRequest
+from ..core.profiles import ClusterProfile
+from ..core.resources import ResourceRequest
+from ..scheduler.commands import slurm_available
+from ..shipping.packing import Payload
+from .folder import JobFolder
+
+
+def choose_backend_name(name: str) -> str:
+    if name == "auto":
+        return "slurm" if slurm_available() else "local"
+    if name == "slurm" and not slurm_available():
+        raise InvalidRequest("--backend slurm: sbatch is not on PATH here; use --backend local "
+                             "or run on a cluster login/compute node")
+    if name not in {"slurm", "local"}:
+        raise InvalidRequest(f"--backend {name!r}: use slurm, local or auto")
+    return name
+
+
+class Backend(Protocol):
+    name: str
+
+    def preflight(self, request: ResourceRequest, profile: ClusterProfile) -> None:
+        """Raise InvalidRequest for what the live scheduler would refuse."""
+
+    def submit(self, folder: JobFolder, payload: Payload, request: ResourceRequest,
+               profile: ClusterProfile, job_name: str) -> str:
+        """Submit and return the job id."""
+
+    def states(self, folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
+        """Current states of many jobs, from as few scheduler queries as possible."""
+
+    def cancel(self, job_id: str, folder: JobFolder) -> None:
+        """Cancel one job."""
+
+    def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:
+        """The job's stdout/stderr files, in that order."""

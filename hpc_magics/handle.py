@@ -1,0 +1,235 @@
+"""A submitted job as the notebook sees it: state, wait, fetch, cancel, logs.
+
+Handles survive a kernel restart: everything they need is in the job folder, so
+``attach(job_id)`` (or ``%hpc_fetch JOB``) builds one again from disk.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import time
+from collections.abc import Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+
+from .backends import get_backend
+from .backends.base import Backend
+from .backends.folder import JobFolder, check_owned, find_job_folders
+from .core.errors import HpcMagicsError, JobFailed
+from .core.jobs import FAILED_STATES, is_final, normalize_state, phase
+
+ProgressCallback = Callable[["JobHandle", str, float], None]
+
+_STATE_HINTS = {
+    "TIMEOUT": "it reached its time limit: ask for more with -t",
+    "CANCELLED": "it was cancelled",
+    "OUT_OF_MEMORY": "it ran out of memory: ask for more with --mem",
+    "NODE_FAIL": "its node failed: submit it again",
+    "PREEMPTED": "it was preempted: submit it again",
+}
+
+
+class RemoteError(JobFailed):
+    """The cell raised on the node; IPython shows the node's traceback, not ours."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [*self.remote_traceback.rstrip().splitlines(), "", f"(raised in {self})"]
+
+
+class JobHandle:
+    """One job: ``handle.state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``."""
+
+    def __init__(self, job_id: str, backend: Backend, folder: JobFolder, name: str = "") -> None:
+        self.job_id = job_id
+        self.backend = backend
+        self.folder = folder
+        self.name = name or folder.meta().get("name", "")
+        self._state = "SUBMITTED"
+        self._state_checked = 0.0
+        self.fetched = False
+
+    # --------------------------------------------------------------- state
+    @property
+    def ran_locally(self) -> bool:
+        return self.backend.name == "local"
+
+    def refresh(self) -> str:
+        state = self.backend.states({self.job_id: self.folder}).get(self.job_id, "UNKNOWN")
+        if not is_final(self._state) or is_final(state):
+            self._state = state
+        if state == "UNKNOWN" and self.folder.has_results():
+            self._state = "COMPLETED"
+        self._state_checked = time.monotonic()
+        if is_final(self._state):
+            self.folder.update_meta(state=self._state)
+        return self._state
+
+    @property
+    def state(self) -> str:
+        if not is_final(self._state) and time.monotonic() - self._state_checked > 1.0:
+            self.refresh()
+        return self._state
+
+    @property
+    def done(self) -> bool:
+        return is_final(self.state)
+
+    # ---------------------------------------------------------------- wait
+    def wait(self, timeout: float | None = None, progress: ProgressCallback | None = None,
+             poll_s: float = 1.0) -> str:
+        """Block until the job ends (or its results exist); returns the final state."""
+        start = time.monotonic()
+        delay = 0.25
+        while True:
+            state = self.refresh()
+            elapsed = time.monotonic() - start
+            if progress is not None:
+                progress(self, state, elapsed)
+            if is_final(state):
+                return state
+            if self.folder.has_results() and phase(state) != "pending":
+                # the cell has finished; the job is only tidying up
+                time.sleep(0.2)
+                final = self.refresh()
+                return final if is_final(final) else "COMPLETED"
+            if timeout is not None and elapsed > timeout:
+                raise HpcMagicsError(f"job {self.job_id} is still {state} after {timeout:.0f}s")
+            time.sleep(delay)
+            delay = min(poll_s * 5, delay * 1.5)
+
+    # --------------------------------------------------------------- fetch
+    def fetch(self, namespace: MutableMapping[str, Any] | None = None,
+              show: bool = True) -> dict[str, Any]:
+        """Bring results back: names into ``namespace``, output printed, figures shown."""
+        if not self.folder.has_results():
+            state = self.refresh()
+            if not is_final(state):
+                raise HpcMagicsError(f"job {self.job_id} is {state}: wait for it "
+                                     f"(%hpc_fetch {self.job_id} --wait) or check later")
+            raise self._failure(state, "")
+        result = self.folder.load_results()
+        output = self.folder.output()
+        if show and output:
+            print(output, end="" if output.endswith("\n") else "\n")
+        if show:
+            self._show_figures(result.figures)
+        if result.error_type is not None:
+            raise RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
+                              f"{result.error_type}: {result.error_message}",
+                              result.remote_traceback or "")
+        values: dict[str, Any] = {}
+        for name, module_name in result.modules.items():
+            values[name] = importlib.import_module(module_name)
+        for name, blob in result.values.items():
+            values[name] = cloudpickle.loads(blob)
+        if namespace is not None:
+            namespace.update(values)
+        if show and result.skipped:
+            for name, why in result.skipped.items():
+                print(f"[hpc_magics] {name} did not come back: {why}")
+        if show and values:
+            print(f"[hpc_magics] job {self.job_id}: {', '.join(sorted(values))} "
+                  f"{'is' if len(values) == 1 else 'are'} now in the notebook")
+        last = cloudpickle.loads(result.last_value) if result.last_value is not None else None
+        if show and result.last_value_repr is not None:
+            self._display(last if result.last_value is not None else result.last_value_repr)
+        self.fetched = True
+        self.folder.update_meta(fetched=True)
+        values_with_last = dict(values)
+        if result.last_value is not None:
+            values_with_last["_"] = last
+        return values_with_last
+
+    def _failure(self, state: str, remote: str) -> JobFailed:
+        hint = _STATE_HINTS.get(normalize_state(state), f"it ended {state}")
+        tail = self.log(tail=15)
+        message = f"job {self.job_id} has no results: {hint} (log: {self.folder.path})"
+        return JobFailed(message, remote or tail)
+
+    @staticmethod
+    def _display(value: Any) -> None:
+        try:
+            from IPython.display import display
+        except ImportError:  # pragma: no cover
+            print(repr(value))
+            return
+        display(value)
+
+    def _show_figures(self, figures: tuple[str, ...]) -> None:
+        if not figures:
+            return
+        try:
+            from IPython.display import Image, display
+        except ImportError:  # pragma: no cover
+            return
+        for relative in figures:
+            path = self.folder.path / relative
+            if path.exists():
+                check_owned(path)
+                display(Image(filename=str(path)))
+
+    # -------------------------------------------------------------- control
+    def cancel(self) -> str:
+        self.backend.cancel(self.job_id, self.folder)
+        for _ in range(20):
+            state = self.refresh()
+            if is_final(state):
+                return state
+            time.sleep(0.5)
+        return self.state
+
+    def log(self, tail: int = 50) -> str:
+        """Last lines of the job's output and errors, submitit's own chatter left out."""
+        lines: list[str] = []
+        for path in self.backend.log_paths(self.job_id, self.folder):
+            try:
+                text = Path(path).read_text(errors="replace")
+            except OSError:
+                continue
+            lines += [line for line in text.splitlines() if not line.startswith("submitit ")]
+        return "\n".join(lines[-tail:])
+
+    # -------------------------------------------------------------- display
+    def summary(self) -> str:
+        where = "ran locally (no Slurm here)" if self.ran_locally else "Slurm"
+        return (f"job {self.job_id} ({self.name}) · {self._state} · {where} · "
+                f"folder {self.folder.path}")
+
+    def __repr__(self) -> str:
+        return f"<JobHandle {self.summary()}>"
+
+    def _repr_html_(self) -> str:
+        colour = {"done": "#2e7d32", "failed": "#c62828", "running": "#1565c0"}.get(
+            phase(self._state), "#6d4c41")
+        where = "local executor (no Slurm here)" if self.ran_locally else "Slurm"
+        return (
+            "<table class='hpc-magics-job'>"
+            f"<tr><th>job</th><td><code>{html.escape(self.job_id)}</code> "
+            f"{html.escape(self.name)}</td></tr>"
+            f"<tr><th>state</th><td style='color:{colour}'><b>{html.escape(self._state)}</b>"
+            "</td></tr>"
+            f"<tr><th>backend</th><td>{where}</td></tr>"
+            f"<tr><th>folder</th><td><code>{html.escape(str(self.folder.path))}</code></td></tr>"
+            "</table>"
+        )
+
+
+def attach(job: str, jobs_dir: Path) -> JobHandle:
+    """A handle for a job submitted earlier (even before a kernel restart)."""
+    for folder in find_job_folders(jobs_dir):
+        meta = folder.meta()
+        if job in {str(meta.get("job_id")), folder.path.name, meta.get("name")}:
+            check_owned(folder.path)
+            handle = JobHandle(str(meta["job_id"]), get_backend(meta.get("backend", "auto")),
+                               folder, meta.get("name", ""))
+            if meta.get("state"):
+                handle._state = meta["state"]
+            return handle
+    raise HpcMagicsError(f"no job {job!r} under {jobs_dir}: see %hpc_jobs for the jobs there")
+
+
+def failed(state: str) -> bool:
+    return normalize_state(state) in FAILED_STATES

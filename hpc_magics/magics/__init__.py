@@ -1,0 +1,20 @@
+"""The IPython layer: thin magics that parse, call the core, submit, and show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def register(ipython: Any) -> None:
+    from .jobs import HpcMagics
+
+    ipython.register_magics(HpcMagics)
+    try:
+        from .server import ServerMagics
+    except ImportError:  # the server magic is optional
+        return
+    ipython.register_magics(ServerMagics)
+
+
+def unregister(ipython: Any) -> None:
+    """Nothing to tear down: magics hold no resources beyond the session's defaults."""

@@ -1,0 +1,363 @@
+"""``%hpc_resources``, ``%%sbatch``, ``%hpc_fetch``, ``%hpc_jobs``, ``%hpc_cancel``."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Float, Unicode
+
+from ..core import directives as directive_parser
+from ..core import resources, sbatch, validation
+from ..core.errors import HpcMagicsError, JobFailed
+from ..core.profiles import ClusterProfile, available_profiles, load_profile
+from ..core.resources import ResourceRequest
+
+RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--profile",), {"help": "cluster profile: " + ", ".join(sorted(available_profiles()))}),
+    (("-p", "--partition"), {"help": "partition (queue) to run in"}),
+    (("-t", "--time"), {"help": "time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM:SS, or 2h, 90min"}),
+    (("-N", "--nodes"), {"help": "number of nodes"}),
+    (("--ntasks-per-node",), {"help": "tasks (processes) per node"}),
+    (("-c", "--cpus-per-task"), {"help": "CPU cores per task"}),
+    (("--mem",), {"help": "memory per node: 4G, 500M, 0 for all of it"}),
+    (("--gpus-per-node",), {"help": "GPUs per node: N or TYPE:N (A40:1)"}),
+    (("--gres",), {"help": "generic resources, as sbatch: gpu:v100:2"}),
+    (("-A", "--account"), {"help": "project account to charge"}),
+    (("-q", "--qos"), {"help": "quality of service"}),
+    (("-C", "--constraint"), {"help": "node features, as sbatch: -C gpu"}),
+    (("--setup",), {"action": "append", "metavar": "COMMAND",
+                    "help": "shell line run before the job (repeatable): 'module load X'"}),
+    (("--backend",), {"choices": ["auto", "slurm", "local"],
+                      "help": "slurm, local (this machine), or auto (slurm when sbatch exists)"}),
+]
+
+
+def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
+    for flags, options in reversed(RESOURCE_FLAGS):
+        function = argument(*flags, **options)(function)
+    return function
+
+
+def _values_from_args(args: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {}
+    for flag_field in ("partition", "nodes", "ntasks_per_node", "cpus_per_task", "mem",
+                       "gpus_per_node", "gres", "account", "qos", "constraint"):
+        value = getattr(args, flag_field, None)
+        raw["mem_mb" if flag_field == "mem" else flag_field] = value
+    raw["time_s"] = args.time
+    raw["setup"] = args.setup
+    raw["backend"] = args.backend
+    return raw
+
+
+def _one_line(problems: list[validation.Problem]) -> str:
+    if len(problems) == 1:
+        return problems[0].message
+    return f"{len(problems)} problems: " + "; ".join(p.message for p in problems)
+
+
+class ResourceView:
+    """The request as a table, its #SBATCH lines, the cost and any problems."""
+
+    def __init__(self, request: ResourceRequest, profile: ClusterProfile,
+                 problems: list[validation.Problem]) -> None:
+        self.request, self.profile, self.problems = request, profile, problems
+        self.lines = sbatch.header_lines(request, profile)
+        self.cost = sbatch.cost_line(request)
+
+    def __repr__(self) -> str:
+        rows = resources.as_rows(self.request)
+        width = max(len(label) for label, _ in rows)
+        text = [f"hpc_magics resources ({self.profile.name}: {self.profile.description})"]
+        text += [f"  {label.ljust(width)}  {value}" for label, value in rows]
+        text += ["", *(self.lines or ["(no #SBATCH lines: the cluster's defaults apply)"]), "",
+                 self.cost]
+        text += [str(p) for p in self.problems]
+        return "\n".join(text)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                       f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+                       for k, v in resources.as_rows(self.request))
+        preview = html.escape("\n".join(self.lines) or "(cluster defaults)")
+        problems = "".join(
+            f"<div style='color:{'#c62828' if p.severity == 'error' else '#ef6c00'}'>"
+            f"{html.escape(str(p))}</div>" for p in self.problems)
+        return (f"<div class='hpc-magics-resources'><b>{html.escape(self.profile.name)}</b> "
+                f"<span>{html.escape(self.profile.description)}</span><table>{rows}</table>"
+                f"<pre>{preview}</pre><div><b>{html.escape(self.cost)}</b></div>{problems}</div>")
+
+
+@magics_class
+class HpcMagics(Magics):
+    """Magics that run cells as Slurm jobs (or locally when there is no Slurm)."""
+
+    jobs_dir = Unicode(
+        os.environ.get("HPC_MAGICS_JOBS_DIR", "hpc_jobs"),
+        help="Folder for job folders, relative to the kernel's working directory "
+             "(beside the notebook).").tag(config=True)
+    default_profile = Unicode(
+        os.environ.get("HPC_MAGICS_PROFILE", "generic"),
+        help="Cluster profile used until %hpc_resources --profile says otherwise.",
+    ).tag(config=True)
+    max_shipped_mb = Float(
+        1024.0, help="Largest state (MB, pickled) a %%sbatch cell may ship.").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.request = ResourceRequest(profile=self.default_profile,
+                                       backend=os.environ.get("HPC_MAGICS_BACKEND", "auto"))
+        self.handles: dict[str, Any] = {}
+        self.last_job: str | None = None
+
+    # ------------------------------------------------------------- helpers
+    @property
+    def jobs_root(self) -> Path:
+        return Path(self.jobs_dir).expanduser().resolve()
+
+    def _apply(self, request: ResourceRequest, args: Any) -> ResourceRequest:
+        try:
+            if getattr(args, "profile", None):
+                load_profile(args.profile)  # fail now on an unknown name
+                request = request.changed(profile=args.profile)
+            return resources.updated(request, _values_from_args(args))
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+
+    def _profile(self, request: ResourceRequest) -> ClusterProfile:
+        try:
+            return load_profile(request.profile)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+
+    def _problems(self, request: ResourceRequest) -> list[validation.Problem]:
+        from ..backends import choose_backend_name
+
+        try:
+            resolved = choose_backend_name(request.backend)
+        except HpcMagicsError as error:
+            return [validation.Problem(validation.ERROR, "backend", str(error))]
+        return validation.check(request.changed(backend=resolved), self._profile(request))
+
+    # ------------------------------------------------------------- %hpc_resources
+    @magic_arguments()
+    @resource_arguments
+    @argument("--reset", action="store_true", help="forget the session's settings")
+    @line_magic
+    def hpc_resources(self, line: str = "") -> ResourceView:
+        """Show the resource request, or set the session's defaults with sbatch's flags.
+
+        Without arguments: a table of the current request, the #SBATCH lines it renders
+        to, and its cost in node-hours (GPU-hours when it asks for GPUs).
+
+        Example::
+
+            %hpc_resources --profile alvis --gpus-per-node A40:1 -t 2h -A NAISS2024-5-1
+        """
+        args = parse_argstring(self.hpc_resources, line)
+        request = self.request
+        if args.reset:
+            request = ResourceRequest(profile=self.default_profile)
+        request = self._apply(request, args)
+        self.request = request
+        return ResourceView(request, self._profile(request), self._problems(request))
+
+    # ------------------------------------------------------------- %%sbatch
+    @magic_arguments()
+    @resource_arguments
+    @argument("-J", "--name", help="job name (default: from the notebook and cell)")
+    @argument("--wait", action="store_true",
+              help="block until the job ends, then bring its results into the notebook")
+    @cell_magic
+    def sbatch(self, line: str, cell: str) -> Any:
+        """Run this cell as a Slurm job (or locally when there is no Slurm).
+
+        The names the cell reads are shipped (modules by name, notebook functions and
+        classes by value, data pickled); the names it assigns and its last expression
+        come back with ``--wait``, or later with ``%hpc_fetch``. ``#SBATCH`` lines at the
+        top of the cell are read as sbatch reads them.
+        """
+        from ..shipping.analysis import analyse
+        from ..shipping.packing import pack
+
+        args = parse_argstring(self.sbatch, line)
+        try:
+            parsed = directive_parser.parse(cell)
+            request = resources.updated(self.request, parsed.values)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        request = self._apply(request, args)
+        if parsed.extra:
+            request = request.changed(extra=tuple(request.extra) + parsed.extra)
+        profile = self._profile(request)
+        problems = self._problems(request)
+        errors = validation.errors(problems)
+        if errors:
+            raise UsageError(_one_line(errors))
+        for warning in problems:
+            print(f"[hpc_magics] {warning}", file=sys.stderr)
+        try:
+            from ..backends import get_backend
+
+            backend = get_backend(request.backend)
+            backend.preflight(request, profile)
+            names = analyse(parsed.body)
+            payload = pack(parsed.body, names, self.shell.user_ns if self.shell else {},
+                           self.max_shipped_mb)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        job_name = args.name or parsed.job_name or self._default_job_name()
+        print(f"[hpc_magics] {payload.summary()}")
+        handle = self._submit(backend, payload, request, profile, job_name)
+        self._show_handle(handle)
+        if args.wait:
+            self._wait_and_fetch(handle)
+            return None
+        print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
+        return None
+
+    def _default_job_name(self) -> str:
+        notebook = os.environ.get("JPY_SESSION_NAME", "")
+        stem = Path(notebook).stem if notebook else "cell"
+        count = getattr(self.shell, "execution_count", 0) if self.shell else 0
+        return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{count}")
+
+    def _submit(self, backend: Any, payload: Any, request: ResourceRequest,
+                profile: ClusterProfile, job_name: str) -> Any:
+        from ..backends.folder import JobFolder
+        from ..handle import JobHandle
+
+        folder = JobFolder.create(self.jobs_root, job_name)
+        meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
+                "request": resources.to_dict(request), "shipped": payload.summary(),
+                "results": list(payload.result_names), "notebook":
+                os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING"}
+        folder.write_meta(meta)
+        try:
+            job_id = backend.submit(folder, payload, request, profile, job_name)
+        except HpcMagicsError as error:
+            folder.update_meta(state="NOT_SUBMITTED", error=str(error))
+            raise UsageError(str(error)) from None
+        folder.update_meta(job_id=job_id, state="SUBMITTED")
+        handle = JobHandle(job_id, backend, folder, job_name)
+        self.handles[job_id] = handle
+        self.last_job = job_id
+        return handle
+
+    def _show_handle(self, handle: Any) -> None:
+        from IPython.display import display
+
+        try:
+            from ..widgets.job import job_widget
+
+            display(job_widget(handle))
+        except ImportError:
+            display(handle)
+
+    def _wait_and_fetch(self, handle: Any) -> None:
+        from IPython.display import display
+
+        status = display(f"job {handle.job_id}: waiting", display_id=True)
+
+        def progress(h: Any, state: str, elapsed: float) -> None:
+            if status is not None:
+                status.update(f"job {h.job_id}: {state} · {elapsed:.0f}s")
+
+        try:
+            handle.wait(progress=progress)
+            handle.fetch(self.shell.user_ns if self.shell else None)
+        except JobFailed:
+            raise
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+
+    def _handle(self, job: str | None) -> Any:
+        from ..handle import attach
+
+        key = job or self.last_job
+        if key is None:
+            raise UsageError("no job yet in this session: give a job id (see %hpc_jobs)")
+        if key in self.handles:
+            return self.handles[key]
+        try:
+            handle = attach(key, self.jobs_root)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        self.handles[handle.job_id] = handle
+        return handle
+
+    # ------------------------------------------------------------- %hpc_fetch
+    @magic_arguments()
+    @argument("job", nargs="?", help="job id or folder name (default: the last job)")
+    @argument("--wait", action="store_true", help="wait for the job to end first")
+    @line_magic
+    def hpc_fetch(self, line: str = "") -> None:
+        """Bring a job's results, output and figures into the notebook."""
+        args = parse_argstring(self.hpc_fetch, line)
+        handle = self._handle(args.job)
+        if args.wait:
+            self._wait_and_fetch(handle)
+            return
+        try:
+            handle.fetch(self.shell.user_ns if self.shell else None)
+        except JobFailed:
+            raise
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+
+    # ------------------------------------------------------------- %hpc_cancel
+    @magic_arguments()
+    @argument("job", nargs="?", help="job id or folder name (default: the last job)")
+    @line_magic
+    def hpc_cancel(self, line: str = "") -> None:
+        """Cancel a job of this notebook."""
+        args = parse_argstring(self.hpc_cancel, line)
+        handle = self._handle(args.job)
+        try:
+            state = handle.cancel()
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        print(f"[hpc_magics] job {handle.job_id}: {state}")
+
+    # ------------------------------------------------------------- %hpc_jobs
+    @line_magic
+    def hpc_jobs(self, line: str = "") -> Any:
+        """The jobs in this notebook's job folder, newest first, with their states."""
+        from ..backends import get_backend
+        from ..backends.folder import find_job_folders
+        from ..core.jobs import is_final
+
+        rows = []
+        by_backend: dict[str, dict[str, Any]] = {}
+        for folder in find_job_folders(self.jobs_root):
+            meta = folder.meta()
+            if "job_id" not in meta:
+                continue
+            rows.append((str(meta["job_id"]), meta))
+            if not is_final(meta.get("state", "")):
+                backend_jobs = by_backend.setdefault(meta.get("backend", "slurm"), {})
+                backend_jobs[str(meta["job_id"])] = folder
+        states: dict[str, str] = {}
+        for backend_name, folders in by_backend.items():
+            try:
+                states.update(get_backend(backend_name).states(folders))
+            except HpcMagicsError:
+                continue
+        lines = [f"{'job':>10}  {'state':<12} {'backend':<7} name / folder"]
+        for job_id, meta in rows:
+            state = states.get(job_id, meta.get("state", "UNKNOWN"))
+            lines.append(f"{job_id:>10}  {state:<12} {meta.get('backend', ''):<7} "
+                         f"{meta.get('name', '')}")
+        if len(lines) == 1:
+            lines.append(f"(no jobs under {self.jobs_root})")
+        print("\n".join(lines))
+        return None

@@ -1,0 +1,143 @@
+"""Decide how each free name travels: modules by name, everything else by value.
+
+Functions and classes defined in the notebook go by value through cloudpickle; data is
+pickled.  Things that only make sense in this process (open files, locks, generators,
+sockets) are refused with a message naming them, before anything is submitted.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import socket
+import threading
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+
+from ..core.errors import ShippingError
+from .analysis import CellNames, is_builtin_name
+
+DEFAULT_MAX_SHIPPED_MB = 1024
+
+# Names IPython puts in the user namespace that a job must never receive.
+_SHELL_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "_", "__", "___",
+                          "_i", "_ii", "_iii", "_oh", "_ih", "_dh"})
+_LOCK_TYPES: tuple[type, ...] = (type(threading.Lock()), type(threading.RLock()),
+                                 threading.Condition, threading.Event, threading.Semaphore)
+
+
+@dataclass(frozen=True)
+class ShippedName:
+    name: str
+    how: str  # "module", "function", "class", "data"
+    type_name: str
+    size: int  # bytes on the wire
+    module: str | None = None
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What travels to the job: module names and one pickled blob per value."""
+
+    code: str
+    modules: Mapping[str, str] = field(default_factory=dict)
+    blobs: Mapping[str, bytes] = field(default_factory=dict)
+    manifest: tuple[ShippedName, ...] = ()
+    result_names: tuple[str, ...] = ()
+    capture_last_expression: bool = False
+
+    @property
+    def size(self) -> int:
+        return sum(len(blob) for blob in self.blobs.values())
+
+    def summary(self) -> str:
+        """One line: what is shipped and how big it is."""
+        if not self.manifest:
+            return "shipping nothing: the cell uses no notebook state"
+        parts = []
+        for item in self.manifest:
+            if item.how == "module":
+                parts.append(f"{item.name} (module {item.module})")
+            else:
+                kind = item.type_name if item.how == "data" else item.how
+                parts.append(f"{item.name} ({kind}, {human_size(item.size)})")
+        return f"shipping {human_size(self.size)}: " + ", ".join(parts)
+
+
+def human_size(size: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"  # pragma: no cover
+
+
+def _refusal(name: str, value: Any) -> str | None:
+    """Why this value cannot run elsewhere, or None."""
+    kind = type(value).__name__
+    if isinstance(value, io.IOBase):
+        return f"an open file ({kind}) belongs to this kernel: open it inside the cell"
+    if isinstance(value, _LOCK_TYPES):
+        return f"a {kind} only synchronises threads of this kernel: create it inside the cell"
+    if isinstance(value, (types.GeneratorType, types.AsyncGeneratorType, types.CoroutineType)):
+        return (f"a {kind} cannot be copied mid-iteration: build it inside the cell, "
+                "or turn it into a list first")
+    if isinstance(value, socket.socket):
+        return "a socket is a live connection of this kernel: open it inside the cell"
+    return None
+
+
+def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
+         max_shipped_mb: float = DEFAULT_MAX_SHIPPED_MB) -> Payload:
+    """Build the payload for ``code``; raise ``ShippingError`` naming the first bad name."""
+    modules: dict[str, str] = {}
+    blobs: dict[str, bytes] = {}
+    manifest: list[ShippedName] = []
+    for name in names.free:
+        if name in _SHELL_NAMES or (name.startswith("_i") and name[2:].isdigit()):
+            continue
+        if name not in namespace:
+            continue  # a builtin, or a NameError the job will report like Python would
+        value = namespace[name]
+        if is_builtin_name(name) and value is getattr(builtins, name, object()):
+            continue
+        if isinstance(value, types.ModuleType):
+            if value.__name__ == "__main__":
+                raise ShippingError(f"name {name!r} is the notebook's own module: "
+                                    "it cannot be shipped; use the names it holds")
+            modules[name] = value.__name__
+            manifest.append(ShippedName(name, "module", "module", 0, value.__name__))
+            continue
+        reason = _refusal(name, value)
+        if reason:
+            raise ShippingError(f"cannot ship {name!r}: {reason} (or use %%sbatch --replay)")
+        try:
+            blob = cloudpickle.dumps(value)
+        except Exception as error:
+            first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ShippingError(
+                f"cannot ship {name!r} ({type(value).__name__}): {first_line}; create it "
+                "inside the cell, or use %%sbatch --replay to rebuild it on the node"
+            ) from None
+        if len(blob) > max_shipped_mb * 1e6:
+            raise ShippingError(
+                f"{name!r} is {human_size(len(blob))}, over the {max_shipped_mb:g} MB limit for "
+                "shipped state: save it to a file the job loads (np.save, to_parquet), or raise "
+                "the limit with c.HpcMagics.max_shipped_mb"
+            )
+        how = ("function" if isinstance(value, (types.FunctionType, types.BuiltinFunctionType))
+               else "class" if isinstance(value, type) else "data")
+        blobs[name] = blob
+        manifest.append(ShippedName(name, how, type(value).__name__, len(blob)))
+    total = sum(len(b) for b in blobs.values())
+    if total > max_shipped_mb * 1e6:
+        raise ShippingError(
+            f"the cell's state is {human_size(total)} in all, over the {max_shipped_mb:g} MB limit:"
+            " save the big arrays to files the job loads, or raise c.HpcMagics.max_shipped_mb"
+        )
+    return Payload(code=code, modules=modules, blobs=blobs, manifest=tuple(manifest),
+                   result_names=names.assigned, capture_last_expression=names.has_final_expression)

@@ -1,0 +1,1 @@
+"""ipywidgets views, fed with immutable snapshots; pure view models beside them."""

@@ -1,0 +1,124 @@
+"""The job widget: live state, log tail, cancel and fetch buttons.
+
+One monitor thread per kernel refreshes every live widget in one batched scheduler
+query per backend, at a gentle interval; it stops when no job is left running.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..core.errors import HpcMagicsError
+from ..core.jobs import is_final
+from .job_view import JobView
+
+REFRESH_INTERVAL_S = 5.0
+
+
+def view_of(handle: Any) -> JobView:
+    return JobView(handle.job_id, handle.name, handle._state, handle.backend.name,
+                   str(handle.folder.path), handle.fetched)
+
+
+class JobWidget(widgets.VBox):
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.status = widgets.HTML()
+        self.cancel_button = widgets.Button(description="Cancel", icon="stop",
+                                            button_style="danger", tooltip="scancel this job")
+        self.log_button = widgets.Button(description="Log", icon="file-text-o",
+                                         tooltip="show the last lines of the job's log")
+        self.fetch_button = widgets.Button(description="Fetch", icon="download",
+                                           tooltip="bring results into the notebook")
+        self.output = widgets.Output()
+        self.cancel_button.on_click(lambda _: self._run(self.handle.cancel))
+        self.log_button.on_click(lambda _: self._show_log())
+        self.fetch_button.on_click(lambda _: self._fetch())
+        buttons = widgets.HBox([self.cancel_button, self.log_button, self.fetch_button])
+        super().__init__([self.status, buttons, self.output])
+        self.render()
+
+    def render(self) -> None:
+        view = view_of(self.handle)
+        self.status.value = view.status_html()
+        self.cancel_button.disabled = not view.can_cancel
+        self.fetch_button.disabled = not view.can_fetch and not self.handle.folder.has_results()
+
+    def refresh(self) -> None:
+        self.handle.refresh()
+        self.render()
+
+    def _run(self, action: Any) -> None:
+        with self.output:
+            try:
+                action()
+            except HpcMagicsError as error:
+                print(f"[hpc_magics] {error}")
+        self.render()
+
+    def _show_log(self) -> None:
+        self.output.clear_output()
+        with self.output:
+            print(self.handle.log(tail=40) or "(the log is empty so far)")
+
+    def _fetch(self) -> None:
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        except ImportError:  # pragma: no cover
+            shell = None
+        self._run(lambda: self.handle.fetch(shell.user_ns if shell is not None else None))
+
+
+class _Monitor:
+    """Refreshes live widgets from a single background thread."""
+
+    def __init__(self) -> None:
+        self._widgets: weakref.WeakSet[JobWidget] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def add(self, widget: JobWidget) -> None:
+        with self._lock:
+            self._widgets.add(widget)
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._loop, name="hpc-magics-monitor",
+                                                daemon=True)
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(REFRESH_INTERVAL_S):
+            with self._lock:
+                live = [w for w in self._widgets if not is_final(w.handle._state)]
+            if not live:
+                return
+            groups: dict[Any, list[JobWidget]] = {}
+            for widget in live:
+                groups.setdefault(type(widget.handle.backend), []).append(widget)
+            for group in groups.values():
+                backend = group[0].handle.backend
+                try:
+                    states = backend.states({w.handle.job_id: w.handle.folder for w in group})
+                except HpcMagicsError:
+                    continue
+                for widget in group:
+                    new_state = states.get(widget.handle.job_id)
+                    if new_state and not is_final(widget.handle._state):
+                        widget.handle._state = new_state
+                    widget.render()
+
+
+MONITOR = _Monitor()
+
+
+def job_widget(handle: Any) -> JobWidget:
+    widget = JobWidget(handle)
+    MONITOR.add(widget)
+    return widget

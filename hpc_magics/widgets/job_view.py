@@ -1,0 +1,41 @@
+"""Pure view model of a job handle: what the widget shows, with no widget imports."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from ..core.jobs import phase
+
+PHASE_COLOURS = {"done": "#2e7d32", "failed": "#c62828", "running": "#1565c0",
+                 "pending": "#6d4c41"}
+
+
+@dataclass(frozen=True)
+class JobView:
+    job_id: str
+    name: str
+    state: str
+    backend: str
+    folder: str
+    fetched: bool
+
+    @property
+    def phase(self) -> str:
+        return phase(self.state)
+
+    @property
+    def can_cancel(self) -> bool:
+        return self.phase in {"pending", "running"}
+
+    @property
+    def can_fetch(self) -> bool:
+        return self.phase in {"done", "failed"}
+
+    def status_html(self) -> str:
+        colour = PHASE_COLOURS[self.phase]
+        where = ("local executor (no Slurm here)" if self.backend == "local" else "Slurm")
+        fetched = " · results fetched" if self.fetched else ""
+        return (f"<b>job <code>{html.escape(self.job_id)}</code></b> {html.escape(self.name)} · "
+                f"<span style='color:{colour};font-weight:bold'>{html.escape(self.state)}</span>"
+                f" · {where}{fetched}<br><small><code>{html.escape(self.folder)}</code></small>")
