@@ -26,3 +26,8 @@ def unload_ipython_extension(ipython: Any) -> None:
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     """jupyter_server finds the extension here; the module loads tornado only when called."""
     return [{"module": "hpc_magics.server"}]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The prebuilt labextension (built from labextension/ into hpc_magics/labextension)."""
+    return [{"src": "labextension", "dest": "hpc-magics-labextension"}]

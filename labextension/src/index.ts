@@ -1,0 +1,119 @@
+/**
+ * hpc-magics-labextension: the JupyterLab server's own Slurm job in view.
+ *
+ * - status bar: `job 1234 · 2h41m left · 3.2 node-h` (or a quiet `no Slurm job`);
+ * - click: job details and "Save all and stop my server";
+ * - notifications before the walltime ends and before an idle auto-stop;
+ * - a warning when the tab closes while the job keeps running;
+ * - a jobs panel with Cancel.
+ */
+import {
+  ILabShell,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { IStatusBar } from '@jupyterlab/statusbar';
+import { LabIcon } from '@jupyterlab/ui-components';
+
+import { JobsPanel } from './jobs';
+import { ServerJob } from './serverjob';
+import { ServerJobStatus } from './status';
+import { saveAllAndStop, showServerJobDialog } from './stop';
+import { IdleStopWarning, STOP_COMMAND, WalltimeWarnings } from './warnings';
+
+const JOBS_COMMAND = 'hpc-magics:jobs';
+const DETAILS_COMMAND = 'hpc-magics:server-job';
+const CATEGORY = 'Slurm';
+
+const jobsIcon = new LabIcon({
+  name: 'hpc-magics:jobs',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">' +
+    '<g class="jp-icon3" fill="#616161">' +
+    '<rect x="3" y="4" width="18" height="4" rx="1"/>' +
+    '<rect x="3" y="10" width="18" height="4" rx="1"/>' +
+    '<rect x="3" y="16" width="18" height="4" rx="1"/>' +
+    '</g></svg>'
+});
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'hpc-magics-labextension:plugin',
+  description:
+    "Shows the server's Slurm job time left, stops it on request, lists your jobs.",
+  autoStart: true,
+  optional: [IStatusBar, ICommandPalette, IDocumentManager, ILabShell],
+  activate: (
+    app: JupyterFrontEnd,
+    statusBar: IStatusBar | null,
+    palette: ICommandPalette | null,
+    docManager: IDocumentManager | null,
+    labShell: ILabShell | null
+  ) => {
+    const job = new ServerJob();
+
+    const jobsPanel = new JobsPanel(
+      () => void app.commands.execute(STOP_COMMAND)
+    );
+    jobsPanel.title.icon = jobsIcon;
+    if (labShell) {
+      app.shell.add(jobsPanel, 'right', { rank: 950 });
+    }
+    const openJobs = () => {
+      if (!jobsPanel.isAttached) {
+        app.shell.add(jobsPanel, labShell ? 'right' : 'main');
+      }
+      app.shell.activateById(jobsPanel.id);
+      void jobsPanel.refresh();
+    };
+
+    app.commands.addCommand(JOBS_COMMAND, {
+      label: 'My Slurm Jobs',
+      caption: 'List your Slurm jobs, with Cancel',
+      execute: openJobs
+    });
+    app.commands.addCommand(DETAILS_COMMAND, {
+      label: "Server's Slurm Job…",
+      caption: 'Time left, node-hours, and stop',
+      execute: () => showServerJobDialog(app, job, docManager, openJobs)
+    });
+    app.commands.addCommand(STOP_COMMAND, {
+      label: 'Save All and Stop My Server…',
+      caption: 'Save every open document, stop the server, cancel its Slurm job',
+      isEnabled: () => job.phase !== 'stopped',
+      execute: () => saveAllAndStop(app, job, docManager)
+    });
+    if (palette) {
+      for (const command of [JOBS_COMMAND, DETAILS_COMMAND, STOP_COMMAND]) {
+        palette.addItem({ command, category: CATEGORY });
+      }
+    }
+
+    if (statusBar) {
+      const item = new ServerJobStatus(
+        job,
+        () => void app.commands.execute(DETAILS_COMMAND)
+      );
+      item.id = 'hpc-magics-status';
+      statusBar.registerStatusItem('hpc-magics-labextension:status', {
+        item,
+        align: 'left',
+        rank: 1000
+      });
+    }
+
+    new WalltimeWarnings(job, app.commands);
+    new IdleStopWarning(job);
+
+    // Closing the tab does not end the job: say so before the tab goes.
+    window.addEventListener('beforeunload', event => {
+      if (job.inSlurmJob && job.phase === 'running') {
+        event.preventDefault();
+        event.returnValue = '';
+      }
+    });
+  }
+};
+
+export default plugin;

@@ -1,0 +1,239 @@
+/**
+ * The server-job dialog and "Save all and stop my server".
+ *
+ * Order matters: every open document is saved first, and the server is asked
+ * to stop only when nothing is left unsaved. The server cancels its own job
+ * (it never takes a job id from us).
+ */
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { Widget } from '@lumino/widgets';
+
+import {
+  formatClock,
+  formatDuration,
+  formatNodeHours
+} from './format';
+import { stopServer } from './request';
+import { ServerJob } from './serverjob';
+
+export const SAVE_ALL_COMMAND = 'docmanager:save-all';
+const STOP_LABEL = 'Save all and stop my server';
+const JOBS_LABEL = 'My jobs';
+
+/** Live details of the server's job, updated every second while shown. */
+class ServerJobDetails extends Widget {
+  constructor(private readonly _job: ServerJob) {
+    super();
+    this.addClass('jp-HpcMagics-details');
+    this._job.changed.connect(this._render, this);
+    this._render();
+  }
+
+  dispose(): void {
+    this._job.changed.disconnect(this._render, this);
+    super.dispose();
+  }
+
+  private _render(): void {
+    const job = this._job;
+    const info = job.info;
+    this.node.replaceChildren();
+    if (!info || !job.inSlurmJob) {
+      const text = document.createElement('p');
+      text.textContent =
+        job.phase === 'unreachable'
+          ? `The server did not answer: ${job.lastError}`
+          : 'This server does not run inside a Slurm job, so there is no allocation to stop from here.';
+      this.node.appendChild(text);
+      return;
+    }
+    const rows: Array<[string, string]> = [['Job', info.job_id as string]];
+    if (info.job_name) {
+      rows.push(['Name', info.job_name]);
+    }
+    if (info.partition) {
+      rows.push(['Partition', info.partition]);
+    }
+    if (info.nodes !== null) {
+      rows.push(['Nodes', String(info.nodes)]);
+    }
+    if (info.start_time !== null) {
+      rows.push(['Started', formatClock(info.start_time)]);
+    }
+    const left = job.secondsLeft();
+    if (info.end_time !== null && left !== null) {
+      rows.push([
+        'Walltime ends',
+        `${formatClock(info.end_time)} (${formatDuration(left)} left)`
+      ]);
+    }
+    const used = job.nodeHoursUsed();
+    if (used !== null) {
+      rows.push([
+        'Node-hours',
+        info.node_hours_total !== null
+          ? `${formatNodeHours(used)} used of ${formatNodeHours(info.node_hours_total)}`
+          : `${formatNodeHours(used)} used`
+      ]);
+    }
+    const idle = job.secondsUntilIdleStop();
+    if (info.idle_stop_minutes !== null && idle !== null) {
+      rows.push([
+        'Idle stop',
+        `after ${info.idle_stop_minutes} min without activity (in ${formatDuration(idle)})`
+      ]);
+    }
+    const table = document.createElement('table');
+    for (const [label, value] of rows) {
+      const tr = table.insertRow();
+      const th = document.createElement('th');
+      th.textContent = label;
+      tr.appendChild(th);
+      tr.insertCell().textContent = value;
+    }
+    this.node.appendChild(table);
+    const note = document.createElement('p');
+    note.className = 'jp-HpcMagics-note';
+    note.textContent =
+      'Closing the tab does not stop this job: it keeps using node-hours until its walltime ends.';
+    this.node.appendChild(note);
+  }
+}
+
+export async function showServerJobDialog(
+  app: JupyterFrontEnd,
+  job: ServerJob,
+  docManager: IDocumentManager | null,
+  openJobs: () => void
+): Promise<void> {
+  const body = new ServerJobDetails(job);
+  const buttons = [
+    Dialog.cancelButton({ label: 'Close' }),
+    Dialog.okButton({ label: JOBS_LABEL, displayType: 'default' })
+  ];
+  if (job.inSlurmJob && job.phase !== 'stopped') {
+    buttons.push(Dialog.warnButton({ label: STOP_LABEL }));
+  }
+  const title = job.inSlurmJob
+    ? `Your server's Slurm job ${job.info?.job_id}`
+    : 'Your server';
+  const result = await showDialog({ title, body, buttons });
+  body.dispose();
+  if (!result.button.accept) {
+    return;
+  }
+  if (result.button.label === JOBS_LABEL) {
+    openJobs();
+  } else if (result.button.label === STOP_LABEL) {
+    await saveAllAndStop(app, job, docManager);
+  }
+}
+
+/** Names of open documents that still have unsaved changes. */
+function unsavedDocuments(
+  app: JupyterFrontEnd,
+  docManager: IDocumentManager | null
+): string[] {
+  if (!docManager) {
+    return [];
+  }
+  const names = new Set<string>();
+  for (const widget of app.shell.widgets('main')) {
+    const context = docManager.contextForWidget(widget);
+    if (context && context.model.dirty) {
+      names.add(context.path);
+    }
+  }
+  return [...names];
+}
+
+async function saveAll(
+  app: JupyterFrontEnd,
+  docManager: IDocumentManager | null
+): Promise<void> {
+  if (app.commands.hasCommand(SAVE_ALL_COMMAND)) {
+    await app.commands.execute(SAVE_ALL_COMMAND);
+  }
+  // The command may return before its saves finish: save what is still dirty
+  // ourselves and wait for it.
+  if (docManager) {
+    const pending = new Map<string, Promise<void>>();
+    for (const widget of app.shell.widgets('main')) {
+      const context = docManager.contextForWidget(widget);
+      if (context && context.model.dirty && !pending.has(context.path)) {
+        pending.set(context.path, context.save());
+      }
+    }
+    await Promise.all(pending.values());
+  }
+}
+
+export async function saveAllAndStop(
+  app: JupyterFrontEnd,
+  job: ServerJob,
+  docManager: IDocumentManager | null
+): Promise<void> {
+  const jobId = job.info?.job_id ?? null;
+  const confirm = await showDialog({
+    title: 'Save all and stop my server?',
+    body:
+      'All open documents are saved, then the server shuts down' +
+      (jobId ? ` and its Slurm job ${jobId} is cancelled` : '') +
+      '. Running kernels end. Jobs you submitted with %%sbatch keep running.',
+    buttons: [
+      Dialog.cancelButton(),
+      Dialog.warnButton({ label: 'Save all and stop' })
+    ]
+  });
+  if (!confirm.button.accept) {
+    return;
+  }
+  try {
+    await saveAll(app, docManager);
+  } catch (error) {
+    await showErrorMessage(
+      'Saving failed, the server keeps running',
+      String((error as Error).message ?? error)
+    );
+    return;
+  }
+  const unsaved = unsavedDocuments(app, docManager);
+  if (unsaved.length > 0) {
+    await showErrorMessage(
+      'Unsaved documents, the server keeps running',
+      `Save or close these first: ${unsaved.join(', ')}`
+    );
+    return;
+  }
+  try {
+    const answer = await stopServer();
+    job.markStopped();
+    showStoppedPage(answer.job_id ?? jobId);
+  } catch (error) {
+    await showErrorMessage(
+      'The server did not stop',
+      String((error as Error).message ?? error)
+    );
+  }
+}
+
+/** Cover the whole page: the server is gone, nothing here works any more. */
+export function showStoppedPage(jobId: string | null): void {
+  const page = document.createElement('div');
+  page.className = 'jp-HpcMagics-stopped';
+  page.id = 'jp-HpcMagics-stopped';
+  const box = document.createElement('div');
+  const heading = document.createElement('h1');
+  heading.textContent = 'Server stopped';
+  const detail = document.createElement('p');
+  detail.textContent =
+    (jobId
+      ? `Your documents were saved and Slurm job ${jobId} was cancelled; it no longer uses node-hours. `
+      : 'Your documents were saved and the server shut down. ') +
+    'You can close this tab.';
+  box.append(heading, detail);
+  page.appendChild(box);
+  document.body.appendChild(page);
+}
