@@ -173,9 +173,8 @@ class SlurmBackend(_SubmititBackend):
             params["qos"] = request.qos
         if request.constraint:
             params["constraint"] = request.constraint
-        setup = list(profile.setup) + list(request.setup)
-        if setup:
-            params["setup"] = setup
+        # umask: the job's files stay private to the user, like its folder
+        params["setup"] = ["umask 077", *profile.setup, *request.setup]
         for flag, value in list(profile.extra_directives) + list(request.extra):
             additional[flag] = value if value else True
         if additional:

@@ -118,6 +118,14 @@ def _positive_int(name: str, text: str) -> int:
     return value
 
 
+def _unquote(text: str) -> str:
+    """IPython keeps the quotes of magic arguments: 'module load X' → module load X."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
 def parse_field(field_name: str, text: str) -> Any:
     """Turn the text of one flag into the typed value of its field."""
     flag = next(k for k, v in FLAG_FIELDS.items() if v == field_name and len(k) > 1)
@@ -148,7 +156,7 @@ def updated(request: ResourceRequest, values: Mapping[str, Any]) -> ResourceRequ
         if raw is None:
             continue
         if name == "setup":
-            changes["setup"] = tuple(request.setup) + tuple(raw)
+            changes["setup"] = tuple(request.setup) + tuple(_unquote(line) for line in raw)
         elif name == "backend":
             if raw not in BACKENDS:
                 raise InvalidRequest(f"--backend {raw!r}: use one of {', '.join(BACKENDS)}")

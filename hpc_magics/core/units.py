@@ -7,6 +7,7 @@ Slurm's own time formats (sbatch(1)): ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:
 
 from __future__ import annotations
 
+import math
 import re
 
 from .errors import InvalidRequest
@@ -110,7 +111,8 @@ def parse_memory(text: str | int) -> int:
             "like '4G', '500M', '1T'"
         )
     number, unit = match.groups()
-    return round(float(number) * _MEMORY_FACTOR_MB[unit.upper()])
+    megabytes = float(number) * _MEMORY_FACTOR_MB[unit.upper()]
+    return 0 if megabytes == 0 else max(1, math.ceil(megabytes))
 
 
 def format_memory(megabytes: int) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
+import linecache
 import os
 import pickle
 import sys
@@ -92,6 +93,14 @@ def _save_figures(folder: Path) -> tuple[str, ...]:
     return tuple(saved)
 
 
+def _cell_traceback(error: BaseException) -> str:
+    """The traceback from the cell's own frames on: the runner's frames are noise."""
+    trace = error.__traceback__
+    while trace is not None and trace.tb_frame.f_code.co_filename != CELL_FILENAME:
+        trace = trace.tb_next
+    return "".join(traceback.format_exception(type(error), error, trace or error.__traceback__))
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     with os.fdopen(handle, "wb") as stream:
@@ -101,6 +110,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 def execute(payload: Payload, namespace: dict[str, Any]) -> tuple[bool, Any]:
     """Run the code in ``namespace``; return (has_last_value, last_value)."""
+    # tracebacks show the cell's lines, as they do in the notebook
+    linecache.cache[CELL_FILENAME] = (len(payload.code), None,
+                                      payload.code.splitlines(True), CELL_FILENAME)
     module = ast.parse(payload.code, filename=CELL_FILENAME)
     last: ast.expr | None = None
     if payload.capture_last_expression and module.body and isinstance(module.body[-1], ast.Expr):
@@ -147,11 +159,11 @@ def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
                 has_last, last_value = execute(payload, namespace)
             except BaseException as error:  # the user's error, reported on fetch
                 failure = error
-                remote = traceback.format_exc()
-                sys.stderr.write(remote)
+                remote = _cell_traceback(error)
                 namespace, has_last, last_value = {}, False, None
             figures = _save_figures(job_folder)
     if failure is not None:
+        sys.stderr.write(remote)  # into the job's log, not into the cell's output
         result = CellResult(figures=figures, error_type=type(failure).__name__,
                             error_message=str(failure), remote_traceback=remote,
                             hostname=hostname)

@@ -1,0 +1,145 @@
+"""%%sbatch on submitit's local executor: the embedded default where there is no Slurm."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+
+from hpc_magics.core.errors import JobFailed
+from hpc_magics.handle import attach
+
+
+
+def test_cell_runs_locally_and_results_come_back_with_wait(shell: Any, cells: Any,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell(cells.SETUP)
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", cells.WORK)
+    out = capsys.readouterr().out
+    assert "shipping" in out and "data (ndarray" in out and "scale (function" in out
+    assert "math (module math)" in out and "np (module" not in out
+    assert "sum on the node: 135.0" in out
+    assert shell.user_ns["scaled"].tolist() == [3.0 * i for i in range(10)]
+    assert shell.user_ns["summary"].total == 135.0
+    assert shell.user_ns["root"] == pytest.approx(135.0 ** 0.5)
+    [folder] = sorted(p for p in Path(shell.magics_manager.registry['HpcMagics'].jobs_root).iterdir())
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
+    assert {"job.py", "job.sh", "meta.json", "results.pkl", "output.txt"} <= {
+        p.name for p in folder.iterdir()}
+    assert "scaled = scale(data, 3)" in (folder / "job.py").read_text()
+    assert "local executor" in (folder / "job.sh").read_text()
+
+
+def test_later_fetch_and_reattach_after_restart(shell: Any, cells: Any,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell(cells.SETUP)
+    shell.run_cell_magic("sbatch", "--backend local -t 5", cells.WORK)
+    magics = shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    assert handle.ran_locally
+    assert "ran locally" in handle.summary()
+    handle.wait(timeout=60)
+    assert "scaled" not in shell.user_ns
+    # a "restarted kernel": no handles in memory, only the job folder on disk
+    magics.handles.clear()
+    job_id = magics.last_job
+    magics.last_job = None
+    shell.run_line_magic("hpc_fetch", job_id)
+    assert shell.user_ns["summary"].total == 135.0
+    assert "sum on the node: 135.0" in capsys.readouterr().out
+    again = attach(job_id, Path(magics.jobs_root))
+    assert again.fetch(show=False)["root"] == pytest.approx(135.0 ** 0.5)
+
+
+def test_exception_in_the_job_is_raised_with_the_remote_traceback(shell: Any, cells: Any) -> None:
+    shell.run_cell(cells.SETUP)
+    with pytest.raises(JobFailed) as raised:
+        shell.run_cell_magic("sbatch", "--backend local --wait -t 5", cells.FAILING)
+    remote = raised.value.remote_traceback
+    assert "ZeroDivisionError" in remote and "return int(x) // 0" in remote
+    assert "in inner" in remote and "runner.py" not in remote
+    assert "result" not in shell.user_ns
+
+
+def test_unpicklable_names_are_refused_before_submitting(shell: Any, tmp_path: Path,
+                                                        job_folders: Any) -> None:
+    handle = open(tmp_path / "data.txt", "w")  # noqa: SIM115 - an open file on purpose
+    shell.user_ns.update(log=handle, lock=__import__("threading").Lock(),
+                         gen=(i for i in range(3)))
+    try:
+        for name, fix in (("log", "open it inside the cell"),
+                          ("lock", "create it inside the cell"), ("gen", "list")):
+            with pytest.raises(UsageError) as raised:
+                shell.run_cell_magic("sbatch", "--backend local", f"x = {name}")
+            message = str(raised.value)
+            assert f"'{name}'" in message and fix in message and "\n" not in message
+    finally:
+        handle.close()
+    assert job_folders(shell) == []
+
+
+def test_huge_state_is_refused_naming_the_way_out(shell: Any, job_folders: Any) -> None:
+    magics = shell.magics_manager.registry["HpcMagics"]
+    magics.max_shipped_mb = 0.5
+    shell.user_ns["big"] = bytes(2_000_000)
+    with pytest.raises(UsageError, match=r"'big' is 2\.0 MB, over the 0\.5 MB limit.*np\.save"):
+        shell.run_cell_magic("sbatch", "--backend local", "n = len(big)")
+    magics.max_shipped_mb = 1024.0
+    assert job_folders(shell) == []
+
+
+@pytest.mark.parametrize(("line", "cell", "expected"), [
+    ("--backend local --frobnicate", "x = 1", "unrecognized arguments: --frobnicate"),
+    ("--backend local -t 2hours-ish", "x = 1", "time '2hours-ish' is not understood"),
+    ("--backend local", "x = (1,\n", "syntax error at line"),
+    ("--backend local --profile lab -p gpu", "x = 1", "partition 'gpu' does not exist on lab"),
+    ("--backend local --mem lots", "x = 1", "memory 'lots' is not understood"),
+    ("--backend local --profile lab -t 30", "x = 1", "exceeds the 00:20:00 limit"),
+])
+def test_bad_input_is_one_line_and_submits_nothing(shell: Any, line: str, cell: str,
+                                                   expected: str, job_folders: Any) -> None:
+    with pytest.raises(UsageError) as raised:
+        shell.run_cell_magic("sbatch", line, cell)
+    assert expected in str(raised.value)
+    assert "\n" not in str(raised.value).strip()
+    assert job_folders(shell) == []
+
+
+def test_hpc_resources_sets_defaults_and_shows_the_request(shell: Any) -> None:
+    view = shell.run_line_magic(
+        "hpc_resources", "--profile alvis --gpus-per-node A40:1 -t 2h -A NAISS2024-5-1")
+    text = repr(view)
+    assert "#SBATCH --gpus-per-node=A40:1" in text and "#SBATCH --time=02:00:00" in text
+    assert "≈ 2 GPU-h" in text
+    assert "NAISS2024-5-1" in view._repr_html_()
+    # later calls keep what was set and add to it
+    view = shell.run_line_magic("hpc_resources", "--setup 'module load PyTorch'")
+    assert view.request.setup == ("module load PyTorch",)
+    assert view.request.account == "NAISS2024-5-1"
+    view = shell.run_line_magic("hpc_resources", "--reset")
+    assert view.request.account is None and view.request.profile == "generic"
+
+
+def test_help_is_real(shell: Any) -> None:
+    magics = shell.magics_manager.registry["HpcMagics"]
+    for doc in (magics.sbatch.__doc__, magics.hpc_resources.__doc__):
+        assert "--partition" in doc and "--gpus-per-node" in doc and "HH:MM:SS" in doc
+    assert "--wait" in magics.sbatch.__doc__
+
+
+def test_load_ext_is_cheap() -> None:
+    code = ("import sys, IPython; from IPython.testing.globalipapp import get_ipython;"
+            "ip = get_ipython(); ip.run_line_magic('load_ext', 'hpc_magics');"
+            "heavy = [m for m in ('ipywidgets', 'nbconvert', 'tornado', 'submitit', 'cloudpickle')"
+            " if m in sys.modules]; print(heavy)")
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True, env={**os.environ})
+    assert result.stdout.strip().splitlines()[-1] == "[]"
