@@ -71,7 +71,7 @@ def test_user_profile_folder_overrides_packaged(tmp_path: Path,
 
 
 def test_unknown_profile_names_the_choices() -> None:
-    with pytest.raises(InvalidRequest, match="profile 'nope' is unknown: use one of .*alvis"):
+    with pytest.raises(InvalidRequest, match=r"profile 'nope' is unknown: use one of .*alvis"):
         load_profile("nope")
 
 
@@ -119,7 +119,7 @@ def test_gpu_request_parsing() -> None:
     assert GpuRequest.parse("A40:1") == GpuRequest(1, "A40")
     assert GpuRequest.parse("gpu:v100:2") == GpuRequest(2, "v100")
     assert GpuRequest.parse("4") == GpuRequest(4)
-    with pytest.raises(InvalidRequest, match="'1ß'.*TYPE:COUNT"):
+    with pytest.raises(InvalidRequest, match=r"'1ß'.*TYPE:COUNT"):
         GpuRequest.parse("1ß")
     gres = updated(ResourceRequest(), {"gres": "gpu:v100:2"})
     assert gres.gpus() == GpuRequest(2, "v100")
@@ -153,5 +153,5 @@ def test_directives_read_like_sbatch() -> None:
 
 
 def test_directive_with_en_dash_is_explained() -> None:
-    with pytest.raises(InvalidRequest, match="two hyphens"):
+    with pytest.raises(InvalidRequest, match=r"two hyphens"):
         directives.parse("#SBATCH \u2013time=01:00:00\nx = 1")

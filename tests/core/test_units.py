@@ -69,7 +69,7 @@ def test_parse_memory(text: str, megabytes: int) -> None:
 
 
 def test_parse_memory_rejects() -> None:
-    with pytest.raises(InvalidRequest, match="'4 gigs'.*'4G'"):
+    with pytest.raises(InvalidRequest, match=r"'4 gigs'.*'4G'"):
         parse_memory("4 gigs")
 
 

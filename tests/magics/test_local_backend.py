@@ -14,9 +14,8 @@ from hpc_magics.core.errors import JobFailed
 from hpc_magics.handle import attach
 
 
-
-def test_cell_runs_locally_and_results_come_back_with_wait(shell: Any, cells: Any,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_cell_runs_locally_and_results_come_back_with_wait(
+        shell: Any, cells: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_cell(cells.SETUP)
     shell.run_cell_magic("sbatch", "--backend local --wait -t 5", cells.WORK)
     out = capsys.readouterr().out
@@ -35,8 +34,8 @@ def test_cell_runs_locally_and_results_come_back_with_wait(shell: Any, cells: An
     assert "local executor" in (folder / "job.sh").read_text()
 
 
-def test_later_fetch_and_reattach_after_restart(shell: Any, cells: Any,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_later_fetch_and_reattach_after_restart(
+        shell: Any, cells: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_cell(cells.SETUP)
     shell.run_cell_magic("sbatch", "--backend local -t 5", cells.WORK)
     magics = shell.magics_manager.registry["HpcMagics"]
@@ -68,7 +67,7 @@ def test_exception_in_the_job_is_raised_with_the_remote_traceback(shell: Any, ce
 
 def test_unpicklable_names_are_refused_before_submitting(shell: Any, tmp_path: Path,
                                                         job_folders: Any) -> None:
-    handle = open(tmp_path / "data.txt", "w")  # noqa: SIM115 - an open file on purpose
+    handle = open(tmp_path / "data.txt", "w")
     shell.user_ns.update(log=handle, lock=__import__("threading").Lock(),
                          gen=(i for i in range(3)))
     try:
