@@ -1,0 +1,216 @@
+"""Real jupyter_server processes with the hpc_magics extension: local, or inside a Slurm job.
+
+The extension is enabled the way an installed wheel enables it: the repository's
+``jupyter-config/server-config/hpc_magics.json`` is copied into a private
+``JUPYTER_CONFIG_DIR/jupyter_server_config.d``. Each server gets its own runtime dir, so
+the squeue cache file is private to the test.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+from hpc_magics.scheduler import commands
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SERVER_CONFIG = REPO_ROOT / "jupyter-config" / "server-config" / "hpc_magics.json"
+JUPYTER = Path(sys.executable).parent / "jupyter"
+START_TIMEOUT_S = 60.0
+HTTP_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    url: str  # ends with "/"
+    token: str
+    folder: Path  # holds root/, runtime/, config/, server.log
+    process: subprocess.Popen[bytes] | None = None  # None when Slurm runs it
+    job_id: str | None = None
+
+    @property
+    def runtime_dir(self) -> Path:
+        return self.folder / "runtime"
+
+    @property
+    def log(self) -> str:
+        path = self.folder / "server.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"token {self.token}"}
+
+    def get(self, path: str, **kwargs: object) -> requests.Response:
+        return requests.get(self.url + path, headers=self.headers(), timeout=HTTP_TIMEOUT_S,
+                            **kwargs)  # type: ignore[arg-type]
+
+    def post(self, path: str, **kwargs: object) -> requests.Response:
+        return requests.post(self.url + path, headers=self.headers(), timeout=HTTP_TIMEOUT_S,
+                             **kwargs)  # type: ignore[arg-type]
+
+    def answers(self) -> bool:
+        try:
+            return requests.get(self.url + "api", timeout=2).ok
+        except requests.RequestException:
+            return False
+
+
+def prepare_folder(folder: Path) -> None:
+    for sub in ("root", "runtime", "config/jupyter_server_config.d"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    shutil.copy(SERVER_CONFIG, folder / "config" / "jupyter_server_config.d")
+
+
+def server_argv(port: int, token: str, folder: Path, extra: Sequence[str]) -> list[str]:
+    return [str(JUPYTER), "server", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+            f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={folder / 'root'}", *extra]
+
+
+def server_environment(folder: Path, path_prefix: Path | None = None) -> dict[str, str]:
+    env = commands.scrubbed_environment()
+    env["JUPYTER_RUNTIME_DIR"] = str(folder / "runtime")
+    env["JUPYTER_CONFIG_DIR"] = str(folder / "config")
+    env["JUPYTER_PLATFORM_DIRS"] = "0"
+    if path_prefix is not None:
+        env["PATH"] = f"{path_prefix}:{env['PATH']}"
+    return env
+
+
+def wait_until_answering(server: RunningServer, alive: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.answers():
+        if not alive() or time.monotonic() > deadline:
+            pytest.fail(f"jupyter server at {server.url} did not start:\n{server.log[-3000:]}",
+                        pytrace=False)
+        time.sleep(0.2)
+
+
+def processes_mentioning(text: str) -> list[tuple[int, str]]:
+    """Live (not zombie) processes whose command line contains ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append((int(entry.name), cmdline.strip()))
+    return found
+
+
+StartLocal = Callable[..., RunningServer]
+
+
+@pytest.fixture
+def local_server(tmp_path: Path) -> Iterator[StartLocal]:
+    """Start ``jupyter server`` as a subprocess on 127.0.0.1 (not in a Slurm job)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(*extra: str) -> RunningServer:
+        folder = tmp_path / f"server{len(started)}"
+        prepare_folder(folder)
+        port, token = free_port(), secrets.token_hex(16)
+        with open(folder / "server.log", "wb") as log:
+            process = subprocess.Popen(
+                server_argv(port, token, folder, extra), stdout=log, stderr=subprocess.STDOUT,
+                env=server_environment(folder), start_new_session=True, cwd=folder,
+            )
+        started.append(process)
+        server = RunningServer(f"http://127.0.0.1:{port}/", token, folder, process)
+        wait_until_answering(server, lambda: process.poll() is None)
+        return server
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+
+# ---------------------------------------------------------------- servers inside Slurm jobs
+
+SERVER_JOB_MINUTES = 5
+
+
+def sbatch(script: Path) -> str:
+    answer = commands.run(["sbatch", "--parsable", str(script)], timeout=30)
+    assert answer.ok, answer.first_error_line()
+    return answer.stdout.strip().split(";")[0]
+
+
+def squeue_state(job_id: str) -> str:
+    answer = commands.run(["squeue", "-h", "-j", job_id, "-o", "%T"], timeout=30)
+    return answer.stdout.strip() if answer.ok else ""
+
+
+def wait_running(job_id: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while squeue_state(job_id) != "RUNNING":
+        assert time.monotonic() < deadline, f"job {job_id} did not start running"
+        time.sleep(0.2)
+
+
+StartInJob = Callable[..., RunningServer]
+
+
+@pytest.fixture
+def server_in_job(slurm_cluster: object, tmp_path: Path) -> Iterator[StartInJob]:
+    """sbatch a job that runs ``jupyter server`` on a test node (127.0.0.1, known port/token).
+
+    ``start(*extra_args, path_prefix=None)``: ``path_prefix`` goes in front of PATH inside
+    the job (for the squeue-counting shim).
+    """
+    job_ids: list[str] = []
+
+    def start(*extra: str, path_prefix: Path | None = None) -> RunningServer:
+        folder = tmp_path / f"job{len(job_ids)}"
+        prepare_folder(folder)
+        port, token = free_port(), secrets.token_hex(16)
+        env = server_environment(folder, path_prefix)
+        exports = "\n".join(f"export {k}={shlex.quote(env[k])}" for k in
+                            ("PATH", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR",
+                             "JUPYTER_PLATFORM_DIRS"))
+        argv = " ".join(shlex.quote(a) for a in server_argv(port, token, folder, extra))
+        script = folder / "server.sbatch"
+        script.write_text(
+            "#!/bin/bash\n"
+            f"#SBATCH --job-name=hpc-magics-test-server\n#SBATCH --time={SERVER_JOB_MINUTES}\n"
+            f"#SBATCH --output={folder / 'server.log'}\n#SBATCH --chdir={folder}\n"
+            f"{exports}\nexec {argv}\n"
+        )
+        job_id = sbatch(script)
+        job_ids.append(job_id)
+        server = RunningServer(f"http://127.0.0.1:{port}/", token, folder, job_id=job_id)
+        wait_until_answering(server, lambda: squeue_state(job_id) in {"PENDING", "RUNNING"})
+        return server
+
+    yield start
+    for job_id in job_ids:
+        commands.run(["scancel", job_id], timeout=30)
