@@ -1,0 +1,48 @@
+"""The ``hpc-magics`` command.  Each subcommand lives with its layer and is imported only
+when used, so ``hpc-magics convert`` never loads the Slurm or Jupyter server stack.
+
+To add a subcommand, add ``"name": "module.path"`` to ``SUBCOMMANDS``; the module provides
+``add_parser(subcommands)`` which sets ``run=callable(args) -> int`` as a default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from .core.errors import HpcMagicsError
+
+SUBCOMMANDS: dict[str, str] = {
+    "convert": "hpc_magics.convert.command",
+}
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hpc-magics", description="Run notebooks on Slurm clusters."
+    )
+    subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # Import only the module of the subcommand asked for (all of them for --help).
+    wanted = [a for a in argv if a in SUBCOMMANDS][:1] or list(SUBCOMMANDS)
+    for name in SUBCOMMANDS:
+        if name in wanted:
+            importlib.import_module(SUBCOMMANDS[name]).add_parser(subcommands)
+        else:
+            subcommands.add_parser(name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(arguments).parse_args(arguments)
+    try:
+        return int(args.run(args))
+    except HpcMagicsError as error:
+        print(f"hpc-magics {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

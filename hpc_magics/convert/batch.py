@@ -1,0 +1,93 @@
+"""The ``NAME.sbatch`` file beside a converted script: header, setup lines, the run line."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import InvalidRequest
+from ..core.profiles import ClusterProfile, load_profile
+from ..core.resources import FLAG_FIELDS, ResourceRequest, from_dict, updated
+from ..core.sbatch import cost_line, header_lines
+from ..core.validation import check
+
+DEFAULT_PROFILE = "generic"
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """What the job asks for and where that came from (said in the file, for the reader)."""
+
+    request: ResourceRequest
+    profile: ClusterProfile
+    origin: str
+
+
+def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = None) -> BatchJob:
+    """The request from ``metadata.hpc_magics.resources`` over the profile's defaults.
+
+    ``profile_name`` (``--profile``) wins over the profile named in the metadata.
+    """
+    stored = (
+        metadata.get("hpc_magics", {}).get("resources")
+        if isinstance(metadata.get("hpc_magics"), Mapping)
+        else None
+    )
+    if stored is not None and not isinstance(stored, Mapping):
+        raise InvalidRequest(
+            "notebook metadata hpc_magics.resources must be a mapping of "
+            "resource names to values: fix it in Edit > Notebook Metadata"
+        )
+    notebook_request = from_dict(stored) if stored else None
+    name = profile_name or (notebook_request.profile if notebook_request else DEFAULT_PROFILE)
+    profile = load_profile(name)
+    request = updated(
+        ResourceRequest(profile=profile.name),
+        {FLAG_FIELDS.get(k, k).replace("-", "_"): v for k, v in profile.defaults.items()},
+    )
+    if notebook_request is not None:
+        overrides = {
+            field: value
+            for field, value in vars(notebook_request).items()
+            if value not in (None, (), "auto") and field != "profile"
+        }
+        request = request.changed(**overrides)
+        origin = f"the notebook's metadata (hpc_magics.resources) over profile {profile.name!r}"
+    else:
+        origin = f"profile {profile.name!r} defaults"
+    return BatchJob(request, profile, origin)
+
+
+def job_name(notebook_name: str) -> str:
+    """A job name Slurm and shells take as one word."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", notebook_name).strip("_") or "notebook"
+
+
+def render_sbatch(
+    notebook_name: str, script_name: str, job: BatchJob, interpreter: str = "python"
+) -> str:
+    profile, request = job.profile, job.request
+    lines = [profile.shebang]
+    lines += header_lines(request, profile, job_name=job_name(notebook_name))
+    lines += [
+        "",
+        f"# {notebook_name}.ipynb as a batch job, made by `hpc-magics convert`.",
+        f"# Resources: {job.origin}; {cost_line(request)}.",
+        f"# Submit from this folder: sbatch {shlex.quote(notebook_name + '.sbatch')}",
+    ]
+    lines += [f"# {problem}" for problem in check(request, profile)]
+    lines += ["", "set -e"]
+    setup = list(profile.setup) + [s for s in request.setup if s not in profile.setup]
+    if setup:
+        lines += ["", "# Setup", *setup]
+    lines += [
+        "",
+        "# Display code was stripped; Agg draws any remaining figure off-screen.",
+        "export MPLBACKEND=Agg",
+        f"{interpreter} {shlex.quote(script_name)}",
+        "",
+    ]
+    return "\n".join(lines)

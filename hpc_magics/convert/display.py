@@ -1,0 +1,861 @@
+"""Remove display code from a notebook's cells, keep its computation.
+
+Decided on the syntax tree of the whole notebook, in two passes:
+
+1. *Classify* every statement in execution order while tracking what names mean: modules
+   imported under any alias (``plt``, ``sns``, ``px``, ``alt``, ``IPython.display``,
+   ``ipywidgets``), names bound to figures, axes, charts and widgets (``fig, ax =
+   plt.subplots()``), and pyplot's current figure.  Figures form *groups*: a figure, its axes
+   and artists.  A group is **kept** when its figure is saved (``savefig``, ``write_image``),
+   or read by kept computation (``writer.add_figure("loss", fig)``, ``len(ax.lines)``).
+2. *Decide*: show statements (``plt.show()``, ``display(df)``, ``fig.show()``, ``interact``,
+   a figure or a bare value as a cell's last expression) always go; drawing statements go
+   unless their group is kept; assignments from plotting calls that return data
+   (``counts, bins, _ = plt.hist(x)``) stay when the data is read by kept code.  A block left
+   empty gets ``pass``; a loop or ``if`` whose whole body went, goes; imports of display
+   libraries nothing kept uses go (so the job does not need seaborn or plotly installed).
+
+Removed statements are commented out in place (``# [display] plt.show()``) so the script
+still reads like the notebook, or deleted.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ._source import SourceEditor
+
+# Module → role. Submodules are matched by prefix (``plotly.express`` → chart).
+_MODULE_ROLES = {
+    "matplotlib.pyplot": "pyplot",
+    "pylab": "pyplot",
+    "matplotlib": "mpl",
+    "seaborn": "seaborn",
+    "plotly": "chart",
+    "altair": "chart",
+    "bokeh": "chart",
+    "hvplot": "chart",
+    "holoviews": "chart",
+    "plotnine": "chart",
+    "IPython.display": "ipydisplay",
+    "IPython.core.display": "ipydisplay",
+    "ipywidgets": "widgets",
+    "matplotlib_inline": "ipydisplay",
+    "PIL.Image": "image",
+    "pandas.plotting": "pandas_plotting",
+}
+_SHOW_FUNCTIONS = {
+    "show",
+    "pause",
+    "ion",
+    "ioff",
+    "switch_backend",
+    "install_repl_displayhook",
+    "output_notebook",
+    "interact",
+    "interact_manual",
+    "interactive_output",
+    "set_matplotlib_formats",
+    "clear_output",
+    "display",
+    "update_display",
+}
+_SAVE_METHODS = {
+    "savefig",
+    "imsave",
+    "write_image",
+    "write_html",
+    "write_json",
+    "save",
+    "export_png",
+    "export_svgs",
+    "to_html",
+    "to_json",
+    "add_figure",
+}
+_PYPLOT_CREATORS = {"figure", "subplots", "subplot_mosaic"}
+_SEABORN_CREATORS = {
+    "relplot",
+    "displot",
+    "catplot",
+    "lmplot",
+    "pairplot",
+    "jointplot",
+    "clustermap",
+    "FacetGrid",
+    "PairGrid",
+    "JointGrid",
+}
+_SEABORN_DATA = {"load_dataset", "get_dataset_names"}
+_STYLE_FUNCTIONS = {
+    "rc",
+    "rcdefaults",
+    "rcParams",
+    "style",
+    "set",
+    "set_theme",
+    "set_style",
+    "set_context",
+    "set_palette",
+    "set_color_codes",
+    "xkcd",
+    "rc_context",
+}
+_DATA_RETURNING = {
+    "hist",
+    "hist2d",
+    "psd",
+    "csd",
+    "specgram",
+    "cohere",
+    "xcorr",
+    "acorr",
+    "magnitude_spectrum",
+    "angle_spectrum",
+    "phase_spectrum",
+}
+_PANDAS_PLOT_ATTRS = {"plot", "plotting", "hvplot"}
+_PANDAS_PLOT_METHODS = {"hist", "boxplot"}
+_SAFE_BACKENDS = {
+    "agg",
+    "pdf",
+    "svg",
+    "ps",
+    "cairo",
+    "pgf",
+    "template",
+    "module://matplotlib_inline.backend_inline",
+}
+# Methods that only look at a value: a cell ending with one of these only displays it.
+_INSPECTION_METHODS = {
+    "head",
+    "tail",
+    "describe",
+    "value_counts",
+    "unique",
+    "nunique",
+    "isna",
+    "isnull",
+    "notna",
+    "notnull",
+    "sum",
+    "mean",
+    "median",
+    "std",
+    "var",
+    "min",
+    "max",
+    "count",
+    "corr",
+    "cov",
+    "round",
+    "to_frame",
+    "sort_values",
+    "sort_index",
+    "groupby",
+    "agg",
+    "aggregate",
+    "memory_usage",
+    "keys",
+    "values",
+    "items",
+    "copy",
+    "reset_index",
+    "set_index",
+    "dropna",
+    "nlargest",
+    "nsmallest",
+    "astype",
+    "reshape",
+    "transpose",
+    "argmax",
+    "argmin",
+    "all",
+    "any",
+    "get",
+    "query",
+    "loc",
+    "iloc",
+}
+_INSPECTION_BUILTINS = {
+    "len",
+    "type",
+    "repr",
+    "sorted",
+    "list",
+    "dict",
+    "set",
+    "tuple",
+    "min",
+    "max",
+    "sum",
+    "abs",
+    "round",
+    "str",
+    "id",
+    "dir",
+    "vars",
+    "isinstance",
+}
+
+KEEP, SHOW, DRAW, DATA, STYLE, SAVE, ECHO, IMPORT = (
+    "keep",
+    "show",
+    "draw",
+    "data",
+    "style",
+    "save",
+    "echo",
+    "import",
+)
+
+
+@dataclass
+class _Record:
+    kind: str
+    group: int | None = None
+    targets: tuple[str, ...] = ()
+    bound: tuple[str, ...] = ()  # names an import binds
+
+
+@dataclass
+class _Cell:
+    source: str
+    tree: ast.Module | None
+    keep_all: bool
+
+
+@dataclass
+class StripResult:
+    """The cells' new sources, and for each cell what was removed (for reports and tests)."""
+
+    sources: list[str]
+    removed: list[list[str]] = field(default_factory=list)
+
+
+class _Groups:
+    """Union-find over figure groups; a group is kept once any member is."""
+
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+        self.kept: set[int] = set()
+
+    def new(self) -> int:
+        self.parent.append(len(self.parent))
+        return len(self.parent) - 1
+
+    def find(self, group: int) -> int:
+        while self.parent[group] != group:
+            self.parent[group] = self.parent[self.parent[group]]
+            group = self.parent[group]
+        return group
+
+    def union(self, a: int, b: int) -> int:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+            if rb in self.kept:
+                self.kept.add(ra)
+        return ra
+
+    def keep(self, group: int) -> None:
+        self.kept.add(self.find(group))
+
+    def is_kept(self, group: int) -> bool:
+        return self.find(group) in self.kept
+
+
+class _Analysis:
+    """Pass 1: what every statement of the notebook is, in execution order."""
+
+    def __init__(self) -> None:
+        self.roles: dict[str, str] = {}  # name → module role, or "fn:<role>" for functions
+        self.objects: dict[str, int] = {}  # name → figure group
+        self.images: set[str] = set()
+        self.display_functions: set[str] = set()
+        self.groups = _Groups()
+        self.current: int | None = None
+        self.records: dict[int, _Record] = {}
+        self.reads: set[str] = set()  # names read by computation
+        self.function_names: dict[
+            str, str
+        ] = {}  # ``from seaborn import histplot as h``: h → histplot
+        self.data_names: dict[str, int] = {}  # ``counts`` of ``counts, bins, _ = plt.hist(x)``
+
+    # ------------------------------------------------------------- resolution
+    def _chain(self, node: ast.AST) -> tuple[str | None, list[str], int]:
+        """Root name, attribute names from the root outward, and how many calls it has."""
+        attrs: list[str] = []
+        calls = 0
+        while True:
+            if isinstance(node, ast.Call):
+                calls += 1
+                node = node.func
+            elif isinstance(node, ast.Attribute):
+                attrs.append(node.attr)
+                node = node.value
+            elif isinstance(node, ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.Name):
+                return node.id, attrs[::-1], calls
+            else:
+                return None, attrs[::-1], calls
+
+    def _role_of(self, root: str | None, attrs: list[str]) -> str | None:
+        if root is None:
+            return None
+        role = self.roles.get(root)
+        if role == "mpl" and attrs[:1] == ["pyplot"]:
+            return "pyplot"
+        if role is None and root == "display" and "display" not in self.objects:
+            return "fn:ipydisplay"
+        return role
+
+    def classify_expression(self, node: ast.AST) -> tuple[str, int | None]:
+        """(kind, group) of an expression evaluated for its effect or its value."""
+        if not isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.Name)):
+            return KEEP, None
+        root, attrs, calls = self._chain(node)
+        if root is None:
+            return KEEP, None
+        method = attrs[-1] if attrs else root
+        if root in self.objects:
+            group = self.objects[root]
+            if method in _SAVE_METHODS:
+                return SAVE, group
+            if method == "show" or not attrs:
+                return SHOW, group
+            return DRAW, group
+        if root in self.images:
+            return (SHOW, None) if method == "show" and calls else (KEEP, None)
+        role = self._role_of(root, attrs)
+        if role is not None:
+            return self._classify_role(role, root, attrs, calls, node)
+        if root in self.display_functions and calls:
+            return SHOW, None
+        if calls and attrs and "style" in attrs:  # pandas Styler: a rendered table
+            return DRAW, self.groups.new()
+        if (
+            calls
+            and attrs
+            and (set(attrs) & _PANDAS_PLOT_ATTRS or attrs[-1] in _PANDAS_PLOT_METHODS)
+        ):
+            return DRAW, self._current_group()
+        return KEEP, None
+
+    def _classify_role(
+        self, role: str, root: str, attrs: list[str], calls: int, node: ast.AST
+    ) -> tuple[str, int | None]:
+        if role == "pyplot" or role == "fn:pyplot":
+            names = attrs[1:] if self.roles.get(root) == "mpl" else attrs
+            function = (
+                names[0]
+                if names and role == "pyplot"
+                else (self._function_name(root) if role == "fn:pyplot" else None)
+            )
+            if function is None:
+                return KEEP, None
+            if function in _SHOW_FUNCTIONS:
+                return SHOW, None
+            if function in {"savefig", "imsave"}:
+                return SAVE, self._current_group()
+            if function in _PYPLOT_CREATORS:
+                group = self.groups.new()
+                self.current = group
+                return DRAW, group
+            if function in _STYLE_FUNCTIONS:
+                return STYLE, None
+            if function == "close":
+                group = self._current_group()
+                self.current = None
+                return DRAW, group
+            return DRAW, self._current_group()
+        if role == "mpl":
+            if attrs[:1] == ["use"] and isinstance(node, ast.Call) and node.args:
+                backend = node.args[0]
+                if (
+                    isinstance(backend, ast.Constant)
+                    and str(backend.value).lower() in _SAFE_BACKENDS
+                ):
+                    return KEEP, None
+                return SHOW, None
+            return (STYLE, None) if attrs[:1] and attrs[0] in _STYLE_FUNCTIONS else (KEEP, None)
+        if role in {"seaborn", "fn:seaborn"}:
+            function = attrs[0] if attrs and role == "seaborn" else self._function_name(root)
+            if function in _SEABORN_DATA:
+                return KEEP, None
+            if function in _STYLE_FUNCTIONS or (function or "").endswith("_style"):
+                return STYLE, None
+            if function in _SEABORN_CREATORS:
+                return DRAW, self.groups.new()
+            return DRAW, self._current_group()
+        if role in {"chart", "fn:chart"}:
+            function = attrs[-1] if attrs else self._function_name(root)
+            if function in {"show", "output_notebook", "output_file"}:
+                return SHOW, None
+            if function in _SAVE_METHODS:
+                return SAVE, None
+            if not calls:
+                return STYLE, None
+            return DRAW, self.groups.new()
+        if role in {"ipydisplay", "fn:ipydisplay", "widgets", "fn:widgets"}:
+            if not calls:
+                return (SHOW, None) if not attrs else (KEEP, None)
+            function = (
+                attrs[0] if attrs and not role.startswith("fn:") else (self._function_name(root))
+            )
+            if function in _SHOW_FUNCTIONS or (function or "").startswith("display"):
+                return SHOW, None
+            return DRAW, self.groups.new()
+        if role in {"image", "fn:image"}:
+            return KEEP, None
+        if role in {"pandas_plotting", "fn:pandas_plotting"}:
+            return DRAW, self._current_group()
+        return KEEP, None
+
+    def _function_name(self, alias: str) -> str | None:
+        return self.function_names.get(alias)
+
+    def _current_group(self) -> int:
+        if self.current is None:
+            self.current = self.groups.new()
+        return self.current
+
+    # ------------------------------------------------------------- statements
+    def walk_cell(self, tree: ast.Module, keep_all: bool) -> None:
+        self.walk_body(tree.body, keep_all, last_is_echo=True)
+        self.current = None  # the inline backend closes the cell's figures
+
+    def walk_body(
+        self, body: Sequence[ast.stmt], keep_all: bool, last_is_echo: bool = False
+    ) -> None:
+        for index, statement in enumerate(body):
+            last = last_is_echo and index == len(body) - 1
+            record = self.statement(statement, keep_all, last)
+            if keep_all and record.kind not in {IMPORT}:
+                record = _Record(KEEP)
+            self.records[id(statement)] = record
+            if record.kind == KEEP:
+                self._read(self._own_expressions(statement))
+
+    def _read(self, nodes: Iterable[ast.AST]) -> None:
+        """Computation reads these expressions: any figure they touch must be kept."""
+        for node in nodes:
+            for name in ast.walk(node):
+                if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Load):
+                    self.reads.add(name.id)
+                    if name.id in self.objects:
+                        self.groups.keep(self.objects[name.id])
+
+    def _own_expressions(self, statement: ast.stmt) -> list[ast.AST]:
+        """The parts of a statement outside its nested bodies."""
+        if isinstance(statement, (ast.For, ast.AsyncFor)):
+            return [statement.iter]
+        if isinstance(statement, (ast.While, ast.If)):
+            return [statement.test]
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            return [item.context_expr for item in statement.items]
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return [*statement.decorator_list]
+        if isinstance(statement, ast.Try):
+            return [h.type for h in statement.handlers if h.type is not None]
+        return [statement]
+
+    def statement(self, node: ast.stmt, keep_all: bool, last: bool) -> _Record:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return self._import(node)
+        if isinstance(node, ast.Expr):
+            kind, group = self.classify_expression(node.value)
+            if kind == KEEP and last and _only_displays(node.value):
+                return _Record(ECHO)
+            if kind == SAVE and group is not None:
+                self.groups.keep(group)
+            if kind == DRAW and group is not None:
+                self._join(node.value, group)
+            return _Record(kind, group)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            return self._assignment(node)
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            kind, group = self.classify_expression(node.iter)
+            iter_names = _names(node.iter)
+            if kind == DRAW or (iter_names & set(self.objects)):
+                group = (
+                    group
+                    if group is not None
+                    else next(self.objects[n] for n in iter_names if n in self.objects)
+                )
+                for name in _target_names(node.target):
+                    if _derived_from_display(node, name, self):
+                        self.objects[name] = group
+                before = set(self.records)
+                self.walk_body(node.body, keep_all)
+                self.walk_body(node.orelse, keep_all)
+                if any(r.kind == KEEP for k, r in self.records.items() if k not in before):
+                    self.groups.keep(group)  # the loop stays for its computation: so do its axes
+                return _Record(DRAW, group)
+            self._forget(_target_names(node.target))
+            self.walk_body(node.body, keep_all)
+            self.walk_body(node.orelse, keep_all)
+            return _Record(KEEP)
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            kinds = [self.classify_expression(item.context_expr)[0] for item in node.items]
+            self.walk_body(node.body, keep_all)
+            if all(k in {STYLE, DRAW} for k in kinds):
+                return _Record(STYLE)
+            return _Record(KEEP)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            saved = self.current
+            self.current = None
+            self.roles.pop(node.name, None)
+            before = set(self.records)
+            self.walk_body(node.body, keep_all)
+            self.current = saved
+            inner = [self.records[k] for k in self.records if k not in before]
+            body_kinds = {r.kind for r in inner}
+            docstring_only = all(
+                isinstance(s, ast.Pass)
+                or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+                for s in node.body
+            )
+            if inner and not docstring_only and body_kinds <= {SHOW, DRAW, STYLE, ECHO}:
+                self.display_functions.add(node.name)
+            else:
+                self.display_functions.discard(node.name)
+            return _Record(KEEP)
+        if isinstance(node, (ast.If, ast.While)):
+            self.walk_body(node.body, keep_all)
+            self.walk_body(node.orelse, keep_all)
+            return _Record(KEEP)
+        if isinstance(node, ast.Try):
+            self.walk_body(node.body, keep_all)
+            for handler in node.handlers:
+                self.walk_body(handler.body, keep_all)
+            self.walk_body(node.orelse, keep_all)
+            self.walk_body(node.finalbody, keep_all)
+            return _Record(KEEP)
+        if isinstance(node, ast.ClassDef):
+            self.walk_body(node.body, keep_all)
+            return _Record(KEEP)
+        return _Record(KEEP)
+
+    def _join(self, expression: ast.AST, group: int) -> None:
+        """Figures a drawing call mentions belong together (``fig.colorbar(im, ax=ax)``)."""
+        for name in _names(expression):
+            if name in self.objects:
+                self.groups.union(group, self.objects[name])
+            elif name in self.data_names:
+                self.groups.union(group, self.data_names[name])
+
+    def _assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> _Record:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = tuple(n for t in targets for n in _target_names(t))
+        value = node.value
+        # Assigning into a figure or a display module: ``ax.title.text = ...``, ``plt.rcParams[..]``
+        for target in targets:
+            if isinstance(target, (ast.Attribute, ast.Subscript)):
+                root, attrs, _ = self._chain(target)
+                if root in self.objects:
+                    if value is not None:
+                        self._join(value, self.objects[root])
+                    return _Record(DRAW, self.objects[root])
+                role = self._role_of(root, attrs)
+                if role in {"pyplot", "mpl", "seaborn", "chart"}:
+                    return _Record(STYLE)
+        if value is None:
+            return _Record(KEEP)
+        kind, group = self.classify_expression(value)
+        if kind in {DRAW, SHOW} and isinstance(value, ast.Call):
+            root, attrs, _ = self._chain(value)
+            function = attrs[-1] if attrs else self.function_names.get(root or "")
+            matplotlib = root in self.objects or self._role_of(root, attrs) in {
+                "pyplot",
+                "fn:pyplot",
+            }
+            group = group if group is not None else self.groups.new()
+            self._join(value, group)
+            if function in _DATA_RETURNING and matplotlib:
+                self._forget(names)
+                self.data_names.update(dict.fromkeys(names, group))
+                return _Record(DATA, group, names)
+            for name in names:
+                self.objects[name] = group
+                self.images.discard(name)
+            return _Record(DRAW, group, names)
+        if kind == STYLE:
+            return _Record(STYLE)
+        self._forget(names)
+        root = _chain_root(value)
+        if root is not None and (
+            root in self.images or self.roles.get(root) in {"image", "fn:image"}
+        ):
+            self.images.update(names)
+        return _Record(KEEP)
+
+    def _forget(self, names: Iterable[str]) -> None:
+        for name in names:
+            self.objects.pop(name, None)
+            self.data_names.pop(name, None)
+            self.images.discard(name)
+            self.roles.pop(name, None)
+            self.display_functions.discard(name)
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> _Record:
+        bound: list[str] = []
+        display_only = True
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                module = alias.name if alias.asname else alias.name.split(".")[0]
+                role = _role_for_module(module)
+                if role is None and not alias.asname and "." in alias.name:
+                    role = _role_for_module(alias.name.split(".")[0])
+                self._forget([name])
+                if role is None:
+                    display_only = False
+                else:
+                    self.roles[name] = role
+                bound.append(name)
+        else:
+            module = node.module or ""
+            for alias in node.names:
+                name = alias.asname or alias.name
+                self._forget([name])
+                submodule_role = _role_for_module(f"{module}.{alias.name}")
+                role = _role_for_module(module)
+                if submodule_role is not None and submodule_role != role:
+                    self.roles[name] = submodule_role
+                elif role is not None:
+                    self.roles[name] = f"fn:{role}"
+                    self.function_names[name] = alias.name
+                else:
+                    display_only = False
+                bound.append(name)
+        return _Record(IMPORT if display_only else KEEP, bound=tuple(bound))
+
+
+def _role_for_module(module: str) -> str | None:
+    best = None
+    for prefix, role in _MODULE_ROLES.items():
+        if (module == prefix or module.startswith(prefix + ".")) and (
+            best is None or len(prefix) > len(best[0])
+        ):
+            best = (prefix, role)
+    return best[1] if best else None
+
+
+def _chain_root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _target_names(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for element in target.elts for n in _target_names(element)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return []
+
+
+def _derived_from_display(loop: ast.For | ast.AsyncFor, name: str, analysis: _Analysis) -> bool:
+    """In ``for ax, img in zip(axes.flat, images)`` only ``ax`` is a figure part."""
+    iterator, target = loop.iter, loop.target
+    if (
+        isinstance(iterator, ast.Call)
+        and isinstance(iterator.func, ast.Name)
+        and isinstance(target, (ast.Tuple, ast.List))
+    ):
+        if iterator.func.id == "zip" and len(iterator.args) == len(target.elts):
+            for argument, element in zip(iterator.args, target.elts, strict=False):
+                if name in _target_names(element):
+                    return bool(_names(argument) & set(analysis.objects)) or (
+                        analysis.classify_expression(argument)[0] == DRAW
+                    )
+        if iterator.func.id == "enumerate" and len(target.elts) == 2:
+            return name in _target_names(target.elts[1])
+    return True
+
+
+def _only_displays(node: ast.AST) -> bool:
+    """A bare value, or a chain of inspection methods on one: the notebook only showed it."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, (ast.Attribute, ast.Subscript)):
+        return _only_displays(node.value)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_only_displays(e) for e in node.elts)
+    if isinstance(node, ast.Compare):
+        return _only_displays(node.left) and all(_only_displays(c) for c in node.comparators)
+    if isinstance(node, ast.BinOp):
+        return _only_displays(node.left) and _only_displays(node.right)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.Call):
+        simple_args = all(_only_displays(a) for a in node.args) and all(
+            _only_displays(k.value) for k in node.keywords
+        )
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _INSPECTION_METHODS:
+            return simple_args and _only_displays(node.func.value)
+        if isinstance(node.func, ast.Name) and node.func.id in _INSPECTION_BUILTINS:
+            return simple_args
+    return False
+
+
+# ---------------------------------------------------------------------- pass 2
+_MARKERS = {
+    SHOW: "[display]",
+    DRAW: "[display]",
+    STYLE: "[display]",
+    ECHO: "[output]",
+    DATA: "[display]",
+    IMPORT: "[display import]",
+}
+
+
+class _Decider:
+    def __init__(self, analysis: _Analysis, comment_removed: bool) -> None:
+        self.analysis = analysis
+        self.comment_removed = comment_removed
+        self.any_kept = bool(analysis.groups.kept)
+        self.kept_reads: set[str] = set()
+
+    def dropped(self, statement: ast.stmt) -> bool:
+        record = self.analysis.records.get(id(statement))
+        if record is None:
+            return False
+        groups = self.analysis.groups
+        if record.kind in {SHOW, ECHO}:
+            return True
+        if record.kind == DRAW:
+            if isinstance(statement, (ast.For, ast.AsyncFor)):
+                return self._all_dropped(statement.body) and self._all_dropped(statement.orelse)
+            return record.group is None or not groups.is_kept(record.group)
+        if record.kind == DATA:
+            kept = record.group is not None and groups.is_kept(record.group)
+            return not kept and not (set(record.targets) & self.analysis.reads)
+        if record.kind == STYLE:
+            if isinstance(statement, (ast.With, ast.AsyncWith)):
+                return not self.any_kept or self._all_dropped(statement.body)
+            return not self.any_kept
+        if record.kind == IMPORT:
+            return not (set(record.bound) & self.kept_reads)
+        if isinstance(
+            statement, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)
+        ):
+            body_gone = self._all_dropped(statement.body)
+            orelse = getattr(statement, "orelse", [])
+            return (
+                body_gone
+                and self._all_dropped(orelse)
+                and (not isinstance(statement, ast.While) or True)
+            )
+        return False
+
+    def _all_dropped(self, body: Sequence[ast.stmt]) -> bool:
+        return all(self.dropped(s) for s in body)
+
+    def collect_kept_reads(self, trees: Iterable[ast.Module]) -> None:
+        for tree in trees:
+            self._collect(tree.body)
+
+    def _collect(self, body: Sequence[ast.stmt]) -> None:
+        for statement in body:
+            record = self.analysis.records.get(id(statement))
+            if record is not None and record.kind == IMPORT:
+                continue
+            if self.dropped(statement):
+                continue
+            for part in self.analysis._own_expressions(statement):
+                self.kept_reads |= _names(part)
+                self.kept_reads |= {n.split(".")[0] for n in _attribute_roots(part)}
+            for child in _bodies(statement):
+                self._collect(child)
+
+    def edit(self, editor: SourceEditor, body: Sequence[ast.stmt], removed: list[str]) -> None:
+        decisions = [self.dropped(s) for s in body]
+        for index, (statement, gone) in enumerate(zip(body, decisions, strict=False)):
+            if gone:
+                record = self.analysis.records[id(statement)]
+                marker = _MARKERS.get(record.kind, "[display]") if self.comment_removed else None
+                needs_pass = index == 0 and all(decisions) and not _is_module_body(body)
+                editor.remove_statement(statement, marker, pass_if_empty=needs_pass)
+                removed.append(ast.get_source_segment(editor.text, statement) or "")
+                continue
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for decorator in statement.decorator_list:
+                    if self.analysis.classify_expression(decorator)[0] == SHOW:
+                        _remove_decorator(editor, decorator, self.comment_removed)
+                        removed.append("@" + (ast.get_source_segment(editor.text, decorator) or ""))
+            for child in _bodies(statement):
+                self.edit(editor, child, removed)
+
+
+def _is_module_body(body: Sequence[ast.stmt]) -> bool:
+    return bool(body) and body[0].col_offset == 0
+
+
+def _remove_decorator(editor: SourceEditor, decorator: ast.expr, comment: bool) -> None:
+    line = editor.line_text(decorator.lineno)
+    indent = line[: len(line) - len(line.lstrip())]
+    text = f"{indent}# [display] {line.lstrip()}" if comment else ""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    editor.replace_lines(decorator.lineno, decorator.end_lineno or decorator.lineno, text)
+
+
+def _bodies(statement: ast.stmt) -> list[list[ast.stmt]]:
+    bodies = []
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(statement, name, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            bodies.append(value)
+    for handler in getattr(statement, "handlers", []):
+        bodies.append(handler.body)
+    for case in getattr(statement, "cases", []):
+        bodies.append(case.body)
+    return bodies
+
+
+def _attribute_roots(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def strip_display(
+    cells: Sequence[tuple[str, bool]], *, comment_removed: bool = True
+) -> StripResult:
+    """Strip display code from code cells given as ``(source, keep_all)`` in notebook order.
+
+    ``keep_all`` (the ``hpc-keep`` tag) keeps a cell as it is; its reads still keep the
+    figures it uses.  Sources that do not parse are returned unchanged.
+    """
+    analysis = _Analysis()
+    parsed: list[_Cell] = []
+    for source, keep_all in cells:
+        try:
+            tree: ast.Module | None = ast.parse(source)
+        except SyntaxError:
+            tree = None
+        parsed.append(_Cell(source, tree, keep_all))
+        if tree is not None:
+            analysis.walk_cell(tree, keep_all)
+    decider = _Decider(analysis, comment_removed)
+    decider.collect_kept_reads(c.tree for c in parsed if c.tree is not None)
+    result = StripResult([])
+    for cell in parsed:
+        removed: list[str] = []
+        if cell.tree is None or cell.keep_all:
+            result.sources.append(cell.source)
+        else:
+            editor = SourceEditor(cell.source)
+            decider.edit(editor, cell.tree.body, removed)
+            result.sources.append(editor.result())
+        result.removed.append(removed)
+    return result

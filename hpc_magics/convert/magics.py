@@ -1,0 +1,380 @@
+"""Translate IPython syntax (magics, ``!cmd``, ``obj?``) into plain Python for a batch job.
+
+Why translate rather than run the script under ``ipython``: the job then runs with plain
+``python`` (no IPython start-up files, no history database written to a shared file
+system by hundreds of jobs, no extra start-up time), and the script reads as ordinary
+Python a student can learn from: ``!ls`` becomes ``subprocess.run(...)``.  Magics with no
+plain-Python form (``%run``, ``%store``, unknown ones) still work: they go to IPython's own
+shell bound to the script's globals (``_ipython()``), created only if such a magic is used.
+
+IPython's own input transformer parses the special syntax, so continuation lines,
+indentation and assignments (``files = !ls``) are understood exactly as IPython does.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from ._source import SourceEditor, string_literal
+
+#: helper names a translated cell may need in the script's prelude
+SUBPROCESS, TIMER, TIMEIT, IPYTHON, OS, SYS = (
+    "subprocess",
+    "timer",
+    "timeit",
+    "ipython",
+    "os",
+    "sys",
+)
+
+_SPECIAL = re.compile(r"^\s*[%!]|=\s*[%!]|[?]\s*$|get_ipython", re.MULTILINE)
+_INSTALLERS = re.compile(
+    r"^\s*(?:\S*python[\d.]*\s+-m\s+|\{sys\.executable\}\s+-m\s+|sudo\s+)?"
+    r"(?:pip3?|conda|mamba|micromamba|uv\s+pip)\s+(?:install|uninstall|remove|update)\b"
+)
+_DISPLAY_CELL_MAGICS = {"html", "HTML", "javascript", "js", "markdown", "latex", "svg"}
+_SCRIPT_CELL_MAGICS = {"bash", "sh", "perl", "ruby", "python", "python2", "python3", "pypy"}
+_INTERACTIVE_LINE_MAGICS = {
+    "load_ext",
+    "reload_ext",
+    "unload_ext",
+    "autoreload",
+    "aimport",
+    "who",
+    "whos",
+    "who_ls",
+    "history",
+    "hist",
+    "lsmagic",
+    "magic",
+    "quickref",
+    "page",
+    "pprint",
+    "xmode",
+    "colors",
+    "precision",
+    "notebook",
+    "qtconsole",
+    "autosave",
+    "automagic",
+    "autocall",
+    "doctest_mode",
+    "pdb",
+    "debug",
+    "tb",
+    "clear",
+    "cls",
+    "alias_magic",
+    "rehashx",
+    "recall",
+    "rerun",
+    "edit",
+    "load",
+    "save",
+    "pastebin",
+    "gui",
+    "config",
+    "sbatch_defaults",
+    "bookmark",
+    "dhist",
+}
+_HELP_LINE_MAGICS = {"pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pfile"}
+_INSTALL_LINE_MAGICS = {"pip", "conda", "mamba", "micromamba", "uv"}
+_HPC_LINE_MAGICS = re.compile(r"^(?:hpc_\w+|sbatch\w*|jobs?)$")
+
+
+@dataclass(frozen=True)
+class Translated:
+    """A cell in plain Python, and the helpers it needs at the top of the script."""
+
+    source: str
+    needs: frozenset[str] = field(default_factory=frozenset)
+    notes: tuple[str, ...] = ()
+
+
+class _Needs:
+    def __init__(self) -> None:
+        self.items: set[str] = set()
+
+    def add(self, *names: str) -> None:
+        self.items.update(names)
+
+
+def translate_magics(source: str) -> Translated:
+    """The cell ``source`` with every IPython-only construct made plain Python.
+
+    Raises ``SyntaxError`` when the cell is not valid even as IPython input.
+    """
+    needs = _Needs()
+    text = _translate(source, needs)
+    return Translated(text, frozenset(needs.items))
+
+
+def _translate(source: str, needs: _Needs) -> str:
+    stripped = source.lstrip()
+    if stripped.startswith("%%"):
+        return _cell_magic(stripped, needs)
+    if not _SPECIAL.search(source):
+        return source
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    text = TransformerManager().transform_cell(source)
+    tree = ast.parse(text)
+    editor = SourceEditor(text)
+    statement_calls: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and _ipython_call(node.value):
+            replacement = _line_statement(node.value, editor.indentation(node), needs)  # type: ignore[arg-type]
+            if replacement is not None:
+                statement_calls.add(id(node.value))
+                editor.replace_lines(node.lineno, node.end_lineno or node.lineno, replacement)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and id(node) not in statement_calls:
+            method = _ipython_call(node)
+            if method == "getoutput" and _string_args(node):
+                editor.replace_node(node, _captured_command(_string_args(node)[0], needs))
+                continue
+        if (
+            isinstance(node, ast.Name)
+            and node.id == "get_ipython"
+            and not _inside_handled(node, tree, statement_calls)
+        ):
+            needs.add(IPYTHON)
+            editor.replace_node(node, "_ipython")
+    return editor.result()
+
+
+def _inside_handled(name: ast.Name, tree: ast.AST, handled: set[int]) -> bool:
+    for node in ast.walk(tree):
+        if id(node) in handled or (
+            isinstance(node, ast.Call) and _ipython_call(node) == "getoutput" and _string_args(node)
+        ):
+            if any(child is name for child in ast.walk(node)):
+                return True
+    return False
+
+
+def _ipython_call(node: ast.AST) -> str | None:
+    """``run_line_magic`` for ``get_ipython().run_line_magic(...)``, else None."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Name)
+        and node.func.value.func.id == "get_ipython"
+    ):
+        return node.func.attr
+    return None
+
+
+def _string_args(call: ast.Call) -> list[str]:
+    values = [
+        a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+    ]
+    return values if len(values) == len(call.args) else []
+
+
+# ---------------------------------------------------------------------- line level
+def _line_statement(call: ast.Call, indent: str, needs: _Needs) -> str | None:
+    """Replacement lines for a magic used as a statement; None keeps the IPython call."""
+    method = _ipython_call(call)
+    args = _string_args(call)
+    if not args:
+        return None
+    if method == "system":
+        return _system(args[0], indent, needs)
+    if method == "getoutput":
+        return indent + _captured_command(args[0], needs) + "\n"
+    if method == "run_cell_magic" and len(args) == 3:
+        body = _cell_magic(f"%%{args[0]} {args[1]}\n{args[2]}", needs)
+        return "".join(indent + line + "\n" for line in body.splitlines())
+    if method != "run_line_magic" or len(args) != 2:
+        return None
+    name, line = args
+    shown = f"%{name} {line}".strip()
+    if name == "time":
+        needs.add(TIMER)
+        inner = _translate(line + "\n", needs).rstrip("\n")
+        inner_lines = "".join(f"{indent}{text}\n" for text in inner.splitlines())
+        return (
+            f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
+            f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n'
+        )
+    if name == "timeit":
+        timeit_call = _timeit_call(line, None, needs)
+        return None if timeit_call is None else f"{indent}{timeit_call}  # {shown}\n"
+    if name == "matplotlib":
+        return (
+            f"{indent}# {shown}: dropped, a batch job has no display "
+            "(figures render off-screen with MPLBACKEND=Agg)\n"
+        )
+    if name in _INSTALL_LINE_MAGICS:
+        return f"{indent}# {shown}: dropped, {_INSTALL_WHY}\n"
+    if name in _HELP_LINE_MAGICS:
+        return f"{indent}# {line}?: help look-up dropped, nobody reads it in a batch job\n"
+    if name in _INTERACTIVE_LINE_MAGICS or _HPC_LINE_MAGICS.match(name):
+        return f"{indent}# {shown}: dropped, it only matters in an interactive session\n"
+    if name in {"system", "sx"} and line:
+        return (
+            _system(line, indent, needs)
+            if name == "system"
+            else indent + _captured_command(line, needs) + "\n"
+        )
+    if name == "cd" and line and line.strip() != "-":
+        needs.add(OS)
+        return f"{indent}os.chdir(os.path.expanduser({_command_literal(line.strip())}))\n"
+    if name == "env":
+        return _env(line, indent, shown, needs)
+    needs.add(IPYTHON)
+    return f"{indent}_ipython().run_line_magic({name!r}, {line!r})\n"
+
+
+_INSTALL_WHY = (
+    "install packages before the job runs (setup lines of the .sbatch file or "
+    "the environment), not inside it"
+)
+
+
+def _system(command: str, indent: str, needs: _Needs) -> str:
+    if _INSTALLERS.match(command):
+        return f"{indent}# !{command}: dropped, {_INSTALL_WHY}\n"
+    needs.add(SUBPROCESS)
+    return f'{indent}subprocess.run(["bash", "-c", {_command_literal(command)}], check=False)\n'
+
+
+def _captured_command(command: str, needs: _Needs) -> str:
+    needs.add(SUBPROCESS)
+    return (
+        f'subprocess.run(["bash", "-c", {_command_literal(command)}], capture_output=True, '
+        "text=True, check=False).stdout.splitlines()"
+    )
+
+
+def _command_literal(command: str) -> str:
+    """The command as an f-string when IPython would expand ``{expr}`` in it, else a string.
+
+    ``$NAME`` is left to the shell (environment variables), which is what IPython does for
+    names that are not Python variables.
+    """
+    if "{" in command:
+        candidate = "f" + repr(command)
+        try:
+            tree = ast.parse(candidate, mode="eval")
+        except SyntaxError:
+            return repr(command)
+        values = [n for n in ast.walk(tree) if isinstance(n, ast.FormattedValue)]
+        if values and not any(isinstance(v.value, ast.Tuple) for v in values):
+            return candidate
+    return repr(command)
+
+
+def _env(line: str, indent: str, shown: str, needs: _Needs) -> str:
+    match = re.fullmatch(r"\s*(\w+)\s*(?:=\s*|\s+)(.+?)\s*", line)
+    if not match:
+        return f"{indent}# {shown}: dropped, it only shows the environment\n"
+    needs.add(OS)
+    return f"{indent}os.environ[{match.group(1)!r}] = {_command_literal(match.group(2))}\n"
+
+
+def _timeit_call(line: str, body: str | None, needs: _Needs) -> str | None:
+    try:
+        words = shlex.split(line, posix=False)
+    except ValueError:
+        return None
+    number, repeat, rest = 0, 7, []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word in {"-n", "-r"} and index + 1 < len(words) and words[index + 1].isdigit():
+            if word == "-n":
+                number = int(words[index + 1])
+            else:
+                repeat = int(words[index + 1])
+            index += 2
+            continue
+        if word in {"-q", "-p", "-c", "-t"} or (word.startswith("-p") and word[2:].isdigit()):
+            index += 1
+            continue
+        if word == "-o":  # returns a result object: only IPython has it
+            return None
+        rest = words[index:]
+        break
+    code = " ".join(rest) if body is None else body
+    setup = "" if body is None else " ".join(rest)
+    needs.add(TIMEIT)
+    arguments = [string_literal(code)]
+    if setup:
+        arguments.append(f"setup={setup!r}")
+    if number:
+        arguments.append(f"number={number}")
+    if repeat != 7:
+        arguments.append(f"repeat={repeat}")
+    return f"_timeit({', '.join(arguments)})"
+
+
+# ---------------------------------------------------------------------- cell level
+def _cell_magic(text: str, needs: _Needs) -> str:
+    first, _, body = text.partition("\n")
+    name, _, line = first[2:].strip().partition(" ")
+    line = line.strip()
+    shown = f"%%{name} {line}".strip()
+    if name == "time":
+        needs.add(TIMER)
+        inner = _translate(body, needs)
+        return (
+            f"_started = _perf_counter()  # {shown}\n{inner.rstrip()}\n"
+            'print(f"Wall time: {_perf_counter() - _started:.3f} s")\n'
+        )
+    if name == "timeit":
+        call = _timeit_call(line, body, needs)
+        if call is not None:
+            return f"# {shown}\n{call}\n"
+    if name == "capture":
+        return f"# {shown}: dropped, the output goes to the job's log\n" + _translate(body, needs)
+    if name == "sbatch":
+        return "# %%sbatch: this cell already runs inside the batch job\n" + _translate(body, needs)
+    if name in _DISPLAY_CELL_MAGICS:
+        return f"# {shown}: cell dropped, it only displays in the notebook\n"
+    if name == "writefile":
+        return _writefile(line, body, shown, needs)
+    if name in _SCRIPT_CELL_MAGICS or name == "script":
+        program = _script_program(name, line)
+        if program is not None:
+            needs.add(SUBPROCESS)
+            if program == ["python"]:
+                needs.add(SYS)
+            argv = "[sys.executable]" if program == ["python"] else repr(program)
+            return (
+                f"# {shown}\nsubprocess.run({argv}, input={string_literal(body)}, "
+                "text=True, check=True)\n"
+            )
+    needs.add(IPYTHON)
+    return f"_ipython().run_cell_magic({name!r}, {line!r}, {string_literal(body)})\n"
+
+
+def _script_program(name: str, line: str) -> list[str] | None:
+    if name == "script":
+        words = [w for w in shlex.split(line) if not w.startswith("-")]
+        if len(words) != len(shlex.split(line)) or not words:
+            return None  # --bg, --out and friends: IPython's shell handles them
+        return words
+    if line.strip() and line.strip() != "--no-raise-error":
+        return None
+    return ["python"] if name.startswith("python") or name == "pypy" else [name]
+
+
+def _writefile(line: str, body: str, shown: str, needs: _Needs) -> str:
+    words = shlex.split(line)
+    append = any(w in {"-a", "--append"} for w in words)
+    paths = [w for w in words if not w.startswith("-")]
+    if len(paths) != 1:
+        needs.add(IPYTHON)
+        return f"_ipython().run_cell_magic('writefile', {line!r}, {string_literal(body)})\n"
+    mode = "a" if append else "w"
+    return (
+        f"# {shown}\nwith open({paths[0]!r}, {mode!r}) as _file:\n"
+        f"    _file.write({string_literal(body)})\n"
+    )

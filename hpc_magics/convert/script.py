@@ -1,0 +1,239 @@
+"""The conversion steps on plain notebook cells, and the script they make.
+
+Each step works on the list of cell dicts in place and never removes a cell (a skipped
+cell becomes an empty raw cell with a note), so cell numbers in the script match the
+notebook's.  The nbconvert preprocessors call these same steps; ``convert_notebook`` runs
+them all without importing nbconvert, which keeps ``hpc-magics convert`` fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import HpcMagicsError
+from . import magics
+from .cells import KEEP_TAGS, RUN_AS_IS, SKIP, SKIP_TAGS, cell_policy, source_text, tags
+from .display import strip_display
+from .progress import plain_progress_bars
+
+Cell = MutableMapping[str, Any]
+
+
+class ConversionError(HpcMagicsError):
+    """The notebook cannot be turned into a script as it is."""
+
+
+# ---------------------------------------------------------------------- the steps
+def skip_cells(cells: list[Cell], skip_tags: Collection[str] = SKIP_TAGS) -> None:
+    """Tagged cells become empty raw cells that remember why."""
+    for index, cell in enumerate(cells):
+        if cell_policy(cell, skip_tags, ()) == SKIP:
+            tag = next(t for t in tags(cell) if t in skip_tags)
+            cells[index] = {
+                "cell_type": "raw",
+                "source": "",
+                "id": cell.get("id", f"c{index}"),
+                "metadata": {"hpc_magics": {"skipped": tag}},
+            }
+
+
+def translate_cells(cells: Iterable[Cell], needs: set[str]) -> None:
+    """IPython syntax → plain Python in every code cell; ``needs`` gets the helpers used."""
+    for number, cell in enumerate(cells, start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            translated = magics.translate_magics(source_text(cell))
+        except SyntaxError as error:
+            raise ConversionError(
+                f"cell {number} is not valid Python (line {error.lineno}: {error.msg}): "
+                "fix it or tag the cell hpc-skip"
+            ) from None
+        cell["source"] = translated.source
+        needs.update(translated.needs)
+
+
+def progress_cells(cells: Iterable[Cell]) -> None:
+    for cell in cells:
+        if cell.get("cell_type") == "code":
+            cell["source"] = plain_progress_bars(source_text(cell))
+
+
+def strip_cells(
+    cells: Sequence[Cell], keep_tags: Collection[str] = KEEP_TAGS, comment_removed: bool = True
+) -> list[list[str]]:
+    """Strip display code from all code cells at once; returns what went, per code cell."""
+    code = [c for c in cells if c.get("cell_type") == "code"]
+    result = strip_display(
+        [(source_text(c), cell_policy(c, (), keep_tags) == RUN_AS_IS) for c in code],
+        comment_removed=comment_removed,
+    )
+    for cell, source in zip(code, result.sources, strict=False):
+        cell["source"] = source
+    return result.removed
+
+
+# ---------------------------------------------------------------------- the script
+_FUTURE = re.compile(r"^from __future__ import [^\n]*\n?", re.MULTILINE)
+
+_HELPERS = {
+    magics.SYS: "import sys\n",
+    magics.SUBPROCESS: "import subprocess\n",
+    magics.TIMER: "from time import perf_counter as _perf_counter\n",
+    magics.TIMEIT: '''
+
+def _timeit(statement, setup="pass", number=0, repeat=7):
+    """What %timeit printed in the notebook: mean and spread of `repeat` timed runs."""
+    import timeit
+
+    timer = timeit.Timer(statement, setup, globals=globals())
+    if not number:
+        number = timer.autorange()[0]
+    runs = [total / number for total in timer.repeat(repeat, number)]
+    mean = sum(runs) / len(runs)
+    spread = (sum((run - mean) ** 2 for run in runs) / len(runs)) ** 0.5
+
+    def text(seconds):
+        for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+            if seconds >= scale:
+                return f"{seconds / scale:.3g} {unit}"
+        return f"{seconds / 1e-9:.3g} ns"
+
+    print(f"{text(mean)} +- {text(spread)} per loop "
+          f"(mean +- std. dev. of {repeat} runs, {number} loops each)")
+''',
+    magics.IPYTHON: '''
+
+def _ipython():
+    """IPython's shell on this script's globals, for the magics with no plain-Python form."""
+    import sys
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False  # no history database on a shared file system
+    return InteractiveShell.instance(config=config, user_module=sys.modules[__name__])
+''',
+}
+
+_HEADLESS = """\
+import os
+
+# A batch job has no display: figures are drawn off-screen and saved, nothing opens a
+# window, an image viewer or a browser.
+os.environ["MPLBACKEND"] = "Agg"
+for _variable in ("DISPLAY", "WAYLAND_DISPLAY"):
+    os.environ.pop(_variable, None)
+os.environ["BROWSER"] = "true"
+"""
+
+
+def render_script(
+    name: str,
+    cells: Sequence[Mapping[str, Any]],
+    needs: Collection[str],
+    *,
+    markdown_as_comments: bool = True,
+) -> str:
+    """The batch script: header, headless set-up, helpers, then one ``# %%`` block per cell."""
+    body: list[str] = []
+    futures: list[str] = []
+    for number, cell in enumerate(cells, start=1):
+        kind = cell.get("cell_type")
+        text = source_text(cell)
+        note = cell.get("metadata", {}).get("hpc_magics", {})
+        if kind == "code":
+            futures += _FUTURE.findall(text)
+            text = _FUTURE.sub("", text)
+            body.append(
+                f"# %% cell {number}\n{text.rstrip()}\n"
+                if text.strip()
+                else f"# %% cell {number} (empty)\n"
+            )
+        elif isinstance(note, Mapping) and note.get("skipped"):
+            body.append(f"# %% cell {number} left out (tag {note['skipped']})\n")
+        elif markdown_as_comments and text.strip():
+            label = "markdown" if kind == "markdown" else "raw"
+            lines = "".join(f"# {line}".rstrip() + "\n" for line in text.rstrip().splitlines())
+            body.append(f"# %% [{label}]\n{lines}")
+    header = (
+        "#!/usr/bin/env python\n"
+        f'"""{name}.ipynb as a batch script, made by `hpc-magics convert`.\n\n'
+        "Run it with plain python; it never needs a display.  Display code is commented out\n"
+        'as "# [display]" (figures that are saved stay), values a cell only showed as\n'
+        '"# [output]", and IPython magics are translated to plain Python.\n"""\n'
+    )
+    helpers = "".join(
+        _HELPERS[n]
+        for n in (magics.SYS, magics.SUBPROCESS, magics.TIMER, magics.TIMEIT, magics.IPYTHON)
+        if n in needs
+    )
+    return (
+        header
+        + "".join(dict.fromkeys(futures))
+        + _HEADLESS
+        + ("\n" + helpers if helpers else "")
+        + "\n\n"
+        + "\n\n".join(body)
+    )
+
+
+# ---------------------------------------------------------------------- all at once
+@dataclass(frozen=True)
+class Conversion:
+    script: str
+    removed: tuple[tuple[str, ...], ...]  # per code cell, the statements that went
+
+
+def convert_notebook(
+    notebook: Mapping[str, Any],
+    name: str,
+    *,
+    skip_tags: Collection[str] = SKIP_TAGS,
+    keep_tags: Collection[str] = KEEP_TAGS,
+    comment_removed: bool = True,
+    markdown_as_comments: bool = True,
+) -> Conversion:
+    """Run every step on a notebook (a dict as read from JSON; outputs are ignored)."""
+    cells: list[Cell] = [
+        {
+            "cell_type": c.get("cell_type"),
+            "source": source_text(c),
+            "metadata": dict(c.get("metadata", {})),
+            "id": c.get("id", str(i)),
+        }
+        for i, c in enumerate(notebook.get("cells", []))
+    ]
+    needs: set[str] = set()
+    skip_cells(cells, skip_tags)
+    translate_cells(cells, needs)
+    progress_cells(cells)
+    removed = strip_cells(cells, keep_tags, comment_removed)
+    script = render_script(name, cells, needs, markdown_as_comments=markdown_as_comments)
+    return Conversion(script, tuple(tuple(r) for r in removed))
+
+
+def read_notebook(path: Path) -> dict[str, Any]:
+    """A notebook file as a dict, without its outputs (a batch script never needs them)."""
+    try:
+        with path.open("rb") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise ConversionError(f"{path}: no such notebook") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConversionError(f"{path} is not a notebook (invalid JSON: {error})") from None
+    if not isinstance(data, dict) or "cells" not in data:
+        if isinstance(data, dict) and data.get("nbformat", 4) < 4:  # pragma: no cover - rare
+            import nbformat
+
+            return dict(nbformat.reads(json.dumps(data), as_version=4))
+        raise ConversionError(f"{path} is not a Jupyter notebook (no cells): pass an .ipynb file")
+    for cell in data["cells"]:
+        cell.pop("outputs", None)
+    return data
