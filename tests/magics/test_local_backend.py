@@ -15,7 +15,7 @@ from hpc_magics.handle import attach
 
 
 def test_cell_runs_locally_and_results_come_back_with_wait(
-        shell: Any, cells: Any, capsys: pytest.CaptureFixture[str]) -> None:
+        shell: Any, cells: Any, job_folders: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_cell(cells.SETUP)
     shell.run_cell_magic("sbatch", "--backend local --wait -t 5", cells.WORK)
     out = capsys.readouterr().out
@@ -25,7 +25,7 @@ def test_cell_runs_locally_and_results_come_back_with_wait(
     assert shell.user_ns["scaled"].tolist() == [3.0 * i for i in range(10)]
     assert shell.user_ns["summary"].total == 135.0
     assert shell.user_ns["root"] == pytest.approx(135.0 ** 0.5)
-    [folder] = sorted(p for p in Path(shell.magics_manager.registry['HpcMagics'].jobs_root).iterdir())
+    [folder] = job_folders(shell)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
     assert {"job.py", "job.sh", "meta.json", "results.pkl", "output.txt"} <= {
