@@ -1,0 +1,179 @@
+"""A jupyter_server started INSIDE a real Slurm job on the test cluster.
+
+Each test sbatches a job whose batch script execs ``jupyter server`` on 127.0.0.1 with a
+known port and token (the test nodes run on this host), then talks to it over HTTP.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from hpc_magics.scheduler import commands
+from hpc_magics.scheduler.queue import JobQueue, own_job, slurm_timestamp
+
+from .conftest import (
+    SERVER_JOB_MINUTES,
+    StartInJob,
+    processes_mentioning,
+    sbatch,
+    squeue_state,
+    wait_running,
+)
+
+if TYPE_CHECKING:
+    from conftest import SacctState
+
+pytestmark = pytest.mark.timeout(240)
+ENDED = {"CANCELLED", "COMPLETED"}
+
+
+def sleeper_job(folder: Path, minutes: int = 5) -> str:
+    """A second job of the same user, which the server must list and must not stop."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "sleeper.sbatch"
+    script.write_text(f"#!/bin/bash\n#SBATCH --job-name=hpc-magics-test-sleeper\n"
+                      f"#SBATCH --time={minutes}\n#SBATCH --output={folder / 'sleeper.log'}\n"
+                      "sleep 600\n")
+    job_id = sbatch(script)
+    wait_running(job_id)
+    return job_id
+
+
+def scheduler_end_time(job_id: str) -> float | None:
+    answer = commands.run(["squeue", "-h", "-j", job_id, "-o", "%e"], timeout=30)
+    return slurm_timestamp(answer.stdout.strip())
+
+
+def test_server_in_a_job_reports_its_job(server_in_job: StartInJob) -> None:
+    server = server_in_job()
+    info = server.get("hpc-magics/server").json()
+    assert info["in_slurm_job"] is True
+    assert info["job_id"] == server.job_id
+    assert info["job_name"] == "hpc-magics-test-server"
+    assert info["partition"] == "debug"
+    assert info["nodes"] == 1
+    # Slurm 22.05 sets no SLURM_JOB_END_TIME: the end time came from squeue/scontrol.
+    assert info["end_time"] == pytest.approx(scheduler_end_time(server.job_id), abs=1)
+    assert info["end_time"] - info["start_time"] == pytest.approx(SERVER_JOB_MINUTES * 60, abs=1)
+    assert 0 < info["seconds_left"] <= SERVER_JOB_MINUTES * 60
+    assert info["seconds_left"] == pytest.approx(info["end_time"] - info["now"], abs=1)
+    assert info["node_hours_total"] == pytest.approx(SERVER_JOB_MINUTES / 60, abs=0.001)
+    assert 0 <= info["node_hours_used"] < info["node_hours_total"]
+    assert info["idle_stop_minutes"] is None
+
+
+def test_own_job_reads_a_real_job_record(server_in_job: StartInJob) -> None:
+    server = server_in_job()
+    assert server.job_id is not None
+    job = own_job({"SLURM_JOB_ID": server.job_id})
+    assert job is not None
+    assert job.end_time == pytest.approx(scheduler_end_time(server.job_id), abs=1)
+    assert job.nodes == 1 and job.partition == "debug"
+    assert own_job({}) is None
+
+
+def test_jobs_lists_and_cancels_another_job_but_not_the_servers(
+        server_in_job: StartInJob, tmp_path: Path, sacct_state: SacctState) -> None:
+    server = server_in_job()
+    other = sleeper_job(tmp_path / "other")
+    listed = server.get("hpc-magics/jobs").json()
+    by_id = {job["job_id"]: job for job in listed["jobs"]}
+    assert listed["server_job_id"] == server.job_id
+    assert by_id[server.job_id]["is_server"] is True
+    assert by_id[other]["is_server"] is False
+    assert by_id[other]["name"] == "hpc-magics-test-sleeper"
+    assert by_id[other]["state"] == "RUNNING"
+    assert by_id[other]["time_limit_s"] == 300
+    assert by_id[other]["nodes"] == 1
+
+    refused = server.post(f"hpc-magics/jobs/{server.job_id}/cancel")
+    assert refused.status_code == 409
+    assert "server/stop" in refused.json()["message"]
+
+    assert server.post(f"hpc-magics/jobs/{other}/cancel").json() == {"cancelled": other}
+    assert sacct_state(other, until={"CANCELLED"}) == "CANCELLED"
+    assert squeue_state(server.job_id) == "RUNNING"
+    # The cancel invalidated the cache: the next list no longer shows the job running.
+    again = {job["job_id"]: job for job in server.get("hpc-magics/jobs").json()["jobs"]}
+    assert other not in again or again[other]["state"] != "RUNNING"
+
+
+def test_stop_ends_only_the_servers_job_and_leaves_no_process(
+        server_in_job: StartInJob, tmp_path: Path, sacct_state: SacctState) -> None:
+    server = server_in_job()
+    other = sleeper_job(tmp_path / "other")
+    kernel = server.post("api/kernels", json={"name": "python3"}).json()
+    assert processes_mentioning(kernel["id"]) and processes_mentioning(server.token)
+
+    # Try to steer the stop at the other job: query, JSON body and form field are ignored.
+    answer = server.post(f"hpc-magics/server/stop?job_id={other}",
+                         json={"job_id": other, "id": other})
+    assert answer.json() == {"stopping": True, "job_id": server.job_id}
+
+    assert sacct_state(server.job_id, until=ENDED, timeout=60) in ENDED
+    assert squeue_state(other) == "RUNNING"
+    deadline = time.monotonic() + 30
+    while processes_mentioning(server.token) or processes_mentioning(kernel["id"]):
+        assert time.monotonic() < deadline, (processes_mentioning(server.token),
+                                             processes_mentioning(kernel["id"]))
+        time.sleep(0.2)
+    assert not server.answers()
+
+
+def test_idle_stop_ends_the_job(server_in_job: StartInJob, sacct_state: SacctState) -> None:
+    server = server_in_job("--HpcMagics.idle_stop_seconds=8",
+                           "--HpcMagics.idle_check_interval_s=0.5")
+    started = time.monotonic()
+    info = server.get("hpc-magics/server").json()
+    assert info["idle_stop_minutes"] == pytest.approx(8 / 60, abs=0.001)
+    assert info["idle_stop_at"] - info["now"] <= 8
+    # Polling like an open browser tab does not keep it alive.
+    while server.answers() and time.monotonic() - started < 60:
+        server.get("hpc-magics/server")
+        server.get("api/kernels")
+        time.sleep(1)
+    assert sacct_state(server.job_id, until=ENDED, timeout=60) in ENDED
+    assert "no activity for 8 s" in server.log
+    assert not processes_mentioning(server.token)
+
+
+SQUEUE_SHIM = """#!/bin/sh
+# Counts squeue calls for test_concurrent_jobs_requests_share_one_squeue, then runs the real one.
+echo "$$ $*" >> {log}
+exec {real} "$@"
+"""
+
+
+def test_concurrent_jobs_requests_share_one_squeue(server_in_job: StartInJob,
+                                                   tmp_path: Path) -> None:
+    """N concurrent GET /hpc-magics/jobs run at most one ``squeue -u``.
+
+    Counted with a PATH shim: the server's job puts a directory first on PATH whose
+    ``squeue`` appends its arguments to a log and then execs the real squeue.
+    """
+    real = commands.run(["sh", "-c", "command -v squeue"], timeout=10).stdout.strip()
+    shim_dir, log = tmp_path / "shim", tmp_path / "squeue-calls.log"
+    shim_dir.mkdir()
+    (shim_dir / "squeue").write_text(SQUEUE_SHIM.format(log=log, real=real))
+    (shim_dir / "squeue").chmod(0o755)
+    server = server_in_job("--HpcMagics.jobs_poll_interval_s=60", path_prefix=shim_dir)
+
+    def user_queries() -> list[str]:
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [line for line in lines if " -u " in f" {line} "]
+
+    assert user_queries() == []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+        answers = list(pool.map(lambda _: server.get("hpc-magics/jobs").json(), range(16)))
+    assert len(user_queries()) == 1, user_queries()
+    assert len({a["updated"] for a in answers}) == 1
+    assert server.job_id in {job["job_id"] for job in answers[0]["jobs"]}
+    # A kernel-side view (another process, same runtime dir) reuses the server's answer.
+    kernel_view = JobQueue(cache_dir=server.runtime_dir, interval_s=60).view()
+    assert kernel_view.updated == answers[0]["updated"]
+    assert len(user_queries()) == 1
