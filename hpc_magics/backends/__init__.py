@@ -7,9 +7,9 @@ from .base import Backend, choose_backend_name
 __all__ = ["Backend", "choose_backend_name", "get_backend"]
 
 
-def get_backend(name: str) -> Backend:
+def get_backend(name: str, python: str | None = None) -> Backend:
     """The backend called ``name`` ("auto" picks slurm when sbatch is on PATH)."""
     from .submitit_backend import LocalBackend, SlurmBackend
 
     resolved = choose_backend_name(name)
-    return SlurmBackend() if resolved == "slurm" else LocalBackend()
+    return SlurmBackend(python) if resolved == "slurm" else LocalBackend()

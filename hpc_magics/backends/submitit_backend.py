@@ -115,6 +115,9 @@ class _SubmititBackend:
 class SlurmBackend(_SubmititBackend):
     name = "slurm"
 
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or os.environ.get("HPC_MAGICS_PYTHON") or sys.executable
+
     def preflight(self, request: ResourceRequest, profile: ClusterProfile) -> None:
         """Check the partition against the live cluster (one cached ``sinfo``)."""
         if not request.partition:
@@ -139,8 +142,7 @@ class SlurmBackend(_SubmititBackend):
         return names if result.ok else frozenset()
 
     def _executor(self, folder: JobFolder) -> Any:
-        python = os.environ.get("HPC_MAGICS_PYTHON") or sys.executable
-        return submitit.SlurmExecutor(folder=folder.path, max_num_timeout=0, python=python)
+        return submitit.SlurmExecutor(folder=folder.path, max_num_timeout=0, python=self.python)
 
     def _parameters(self, request: ResourceRequest, profile: ClusterProfile,
                     job_name: str) -> dict[str, Any]:

@@ -109,6 +109,10 @@ class HpcMagics(Magics):
         os.environ.get("HPC_MAGICS_PROFILE", "generic"),
         help="Cluster profile used until %hpc_resources --profile says otherwise.",
     ).tag(config=True)
+    python = Unicode(
+        "", help="Python the job runs with; empty means this kernel's own interpreter "
+                 "(it must exist on the compute nodes, as it does on a shared file system)."
+    ).tag(config=True)
     max_shipped_mb = Float(
         1024.0, help="Largest state (MB, pickled) a %%sbatch cell may ship.").tag(config=True)
 
@@ -208,7 +212,7 @@ class HpcMagics(Magics):
         try:
             from ..backends import get_backend
 
-            backend = get_backend(request.backend)
+            backend = get_backend(request.backend, python=self.python or None)
             backend.preflight(request, profile)
             names = analyse(parsed.body)
             payload = pack(parsed.body, names, self.shell.user_ns if self.shell else {},

@@ -142,3 +142,22 @@ def test_load_ext_is_cheap() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, check=True, env={**os.environ})
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_figures_come_back_as_images(shell: Any, job_folders: Any,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    shown: list[Any] = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "\n".join([
+        "import matplotlib.pyplot as plt",
+        "fig, ax = plt.subplots()",
+        "ax.plot([1, 2, 3], [3, 1, 2])",
+        "plt.show()",
+        "peak = 3",
+    ]))
+    [folder] = job_folders(shell)
+    pngs = sorted((folder / "figures").glob("*.png"))
+    assert len(pngs) == 1 and pngs[0].read_bytes().startswith(b"\x89PNG")
+    images = [o for o in shown if type(o).__name__ == "Image"]
+    assert len(images) == 1 and images[0].data.startswith(b"\x89PNG")
+    assert shell.user_ns["peak"] == 3
