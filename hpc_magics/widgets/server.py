@@ -1,0 +1,111 @@
+"""The ``%hpc_server`` widget: the server's job, time left, and Stop with a confirmation.
+
+Built from immutable ``ServerStatus`` snapshots and two callbacks (read status, stop), so
+it works the same for a server reached over HTTP and for a kernel on its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable
+
+import ipywidgets as widgets
+
+from ..core.errors import HpcMagicsError
+from ..server.status import ServerStatus
+from .server_view import ServerView, server_view
+
+TICK_S = 30.0
+
+
+class ServerWidget(widgets.VBox):
+    def __init__(self, status: ServerStatus, *, stop_target: str,
+                 read_status: Callable[[], ServerStatus] | None = None,
+                 stop: Callable[[], str] | None = None,
+                 clock: Callable[[], float] = time.time, tick_s: float | None = TICK_S) -> None:
+        self.snapshot = status
+        self.stop_target = stop_target
+        self._read_status = read_status
+        self._stop = stop
+        self._clock = clock
+        self.info = widgets.HTML()
+        self.stop_button = widgets.Button(description="Stop my server", icon="power-off",
+                                          button_style="danger")
+        self.refresh_button = widgets.Button(description="Refresh", icon="refresh",
+                                             disabled=read_status is None)
+        self.confirm_text = widgets.HTML()
+        self.confirm_button = widgets.Button(description="Yes, stop it", button_style="danger")
+        self.cancel_button = widgets.Button(description="Keep it running")
+        self.confirm_box = widgets.VBox(
+            [self.confirm_text, widgets.HBox([self.confirm_button, self.cancel_button])],
+            layout=widgets.Layout(display="none"))
+        self.message = widgets.HTML()
+        self.stop_button.on_click(lambda _: self.ask_to_confirm())
+        self.confirm_button.on_click(lambda _: self.confirm_stop())
+        self.cancel_button.on_click(lambda _: self.hide_confirmation())
+        self.refresh_button.on_click(lambda _: self.refresh())
+        super().__init__([self.info, widgets.HBox([self.stop_button, self.refresh_button]),
+                          self.confirm_box, self.message])
+        self.stopped = False
+        self.render()
+        if tick_s:
+            _start_ticker(self, tick_s)
+
+    @property
+    def view(self) -> ServerView:
+        return server_view(self.snapshot, self._clock(), self.stop_target)
+
+    def render(self) -> None:
+        view = self.view
+        self.info.value = view.html()
+        self.stop_button.description = view.stop_label
+        self.stop_button.tooltip = view.confirm_text
+        self.stop_button.disabled = self.stopped or not view.can_stop or self._stop is None
+        self.confirm_text.value = view.confirm_text
+
+    def refresh(self) -> None:
+        if self._read_status is None or self.stopped:
+            return
+        try:
+            self.snapshot = self._read_status()
+        except HpcMagicsError as error:
+            self.message.value = f"<span style='color:#c62828'>{error}</span>"
+        self.render()
+
+    def ask_to_confirm(self) -> None:
+        if not self.stop_button.disabled:
+            self.confirm_box.layout.display = "flex"
+
+    def hide_confirmation(self) -> None:
+        self.confirm_box.layout.display = "none"
+
+    def confirm_stop(self) -> None:
+        self.hide_confirmation()
+        if self._stop is None or self.stopped:
+            return
+        try:
+            said = self._stop()
+        except HpcMagicsError as error:
+            self.message.value = f"<span style='color:#c62828'>{error}</span>"
+            return
+        self.stopped = True
+        self.message.value = f"<b>{said}</b>"
+        self.render()
+
+
+def _start_ticker(widget: ServerWidget, interval_s: float) -> None:
+    """Re-render every ``interval_s`` so the countdown moves; no scheduler or HTTP calls."""
+    ref = weakref.ref(widget)
+
+    def tick() -> None:
+        while True:
+            time.sleep(interval_s)
+            alive = ref()
+            if alive is None or alive.stopped or alive.comm is None:
+                return
+            alive.render()
+            del alive
+
+    threading.Thread(target=tick, name="hpc_server-countdown", daemon=True).start()
