@@ -29,6 +29,8 @@ _STATE_HINTS = {
     "OUT_OF_MEMORY": "it ran out of memory: ask for more with --mem",
     "NODE_FAIL": "its node failed: submit it again",
     "PREEMPTED": "it was preempted: submit it again",
+    "ENDED": ("it ended without results, and without accounting Slurm does not say why "
+              "(time limit, cancel, node failure): see the log"),
 }
 
 
@@ -60,7 +62,7 @@ class JobHandle:
         state = self.backend.states({self.job_id: self.folder}).get(self.job_id, "UNKNOWN")
         if not is_final(self._state) or is_final(state):
             self._state = state
-        if state == "UNKNOWN" and self.folder.has_results():
+        if state in {"UNKNOWN", "ENDED"} and self.folder.has_results():
             self._state = "COMPLETED"
         self._state_checked = time.monotonic()
         if is_final(self._state):

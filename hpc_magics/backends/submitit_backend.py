@@ -192,7 +192,11 @@ class SlurmBackend(_SubmititBackend):
         if jobs:
             watcher = next(iter(jobs.values())).watcher
             watcher.update()
-        return {job_id: normalize_state(job.state) for job_id, job in jobs.items()}
+        states = {job_id: normalize_state(job.state) for job_id, job in jobs.items()}
+        unknown = [job_id for job_id, state in states.items() if state == "UNKNOWN"]
+        if unknown:
+            states.update(_states_from_squeue({i: folder_by_id[i] for i in unknown}))
+        return states
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
         result = commands.run(["scancel", job_id], timeout=30)
@@ -244,6 +248,26 @@ class LocalBackend(_SubmititBackend):
             job.cancel(check=False)
         elif _pid_alive(job_id):
             os.kill(int(job_id), 15)
+
+
+def _states_from_squeue(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
+    """Without accounting, sacct knows nothing: ask the user's shared squeue view instead.
+
+    A job missing from a squeue answer taken well after its submission has ended; Slurm
+    no longer says how, so it is ``ENDED`` (its results, if any, tell the rest).
+    """
+    from ..scheduler.queue import JobQueue
+
+    view = JobQueue().view()
+    states: dict[str, str] = {}
+    for job_id, folder in folder_by_id.items():
+        snapshot = view.find(job_id)
+        submitted_at = float(folder.meta().get("submitted_at", 0) or 0)
+        if snapshot is not None:
+            states[job_id] = normalize_state(snapshot.state)
+        elif view.updated is not None and submitted_at and view.updated > submitted_at + 2:
+            states[job_id] = "ENDED"
+    return states
 
 
 def _pid_alive(job_id: str) -> bool:

@@ -11,7 +11,8 @@ PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD"
 RUNNING_STATES = frozenset({"RUNNING", "COMPLETING"})
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                            "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED",
-                           "SPECIAL_EXIT", "INTERRUPTED"})
+                           "SPECIAL_EXIT", "INTERRUPTED",
+                           "ENDED"})  # gone from squeue, no accounting to say how
 SUCCESS_STATES = frozenset({"COMPLETED", "FINISHED", "DONE"})
 FINAL_STATES = FAILED_STATES | SUCCESS_STATES
 

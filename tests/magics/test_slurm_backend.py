@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -129,3 +130,40 @@ def test_reattach_after_kernel_restart(slurm_shell: Any, cells: Any) -> None:
     time.sleep(0.5)
     slurm_shell.run_line_magic("hpc_fetch", f"{job_id} --wait")
     assert slurm_shell.user_ns["summary"].total == 135.0
+
+
+@pytest.fixture
+def no_accounting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A sacct that answers as Slurm does when accounting is off.
+
+    A fake on purpose: the test cluster runs slurmdbd, and turning accounting off for one
+    test would restart the whole cluster. The rest (sbatch, squeue, scancel) is real.
+    """
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    sacct = shims / "sacct"
+    sacct.write_text("#!/bin/sh\necho 'sacct: error: Slurm accounting storage is disabled' >&2\n"
+                     "exit 1\n")
+    sacct.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    return shims
+
+
+@pytest.mark.timeout(180)
+def test_without_accounting_squeue_tells_the_state(slurm_shell: Any, cells: Any,
+                                                   no_accounting: Path) -> None:
+    slurm_shell.run_cell(cells.SETUP)
+    slurm_shell.run_cell_magic("sbatch", "--wait", cells.WORK)
+    assert slurm_shell.user_ns["summary"].total == 135.0
+
+    slurm_shell.run_cell_magic("sbatch", "", "import time\ntime.sleep(300)")
+    handle = last_handle(slurm_shell)
+    deadline = time.monotonic() + 60
+    while handle.refresh() != "RUNNING" and time.monotonic() < deadline:
+        time.sleep(1)
+    assert handle.state == "RUNNING"  # from squeue: sacct only ever fails here
+    handle.cancel()
+    assert handle.wait(timeout=90) == "ENDED"
+    with pytest.raises(JobFailed, match="without accounting"):
+        handle.fetch(show=False)
