@@ -6,6 +6,7 @@ query per backend, at a gentle interval; it stops when no job is left running.
 
 from __future__ import annotations
 
+import html
 import threading
 import weakref
 from typing import Any
@@ -34,12 +35,14 @@ class JobWidget(widgets.VBox):
                                          tooltip="show the last lines of the job's log")
         self.fetch_button = widgets.Button(description="Fetch", icon="download",
                                            tooltip="bring results into the notebook")
-        self.output = widgets.Output()
+        # HTML, not Output: it renders without a kernel's output capture (and tests see it)
+        self.message = widgets.HTML()
+        self.log_view = widgets.HTML()
         self.cancel_button.on_click(lambda _: self._run(self.handle.cancel))
         self.log_button.on_click(lambda _: self._show_log())
         self.fetch_button.on_click(lambda _: self._fetch())
         buttons = widgets.HBox([self.cancel_button, self.log_button, self.fetch_button])
-        super().__init__([self.status, buttons, self.output])
+        super().__init__([self.status, buttons, self.message, self.log_view])
         self.render()
 
     def render(self) -> None:
@@ -53,17 +56,17 @@ class JobWidget(widgets.VBox):
         self.render()
 
     def _run(self, action: Any) -> None:
-        with self.output:
-            try:
-                action()
-            except HpcMagicsError as error:
-                print(f"[hpc_magics] {error}")
+        self.message.value = ""
+        try:
+            action()
+        except HpcMagicsError as error:
+            self.message.value = f"<span style='color:#c62828'>{html.escape(str(error))}</span>"
         self.render()
 
     def _show_log(self) -> None:
-        self.output.clear_output()
-        with self.output:
-            print(self.handle.log(tail=40) or "(the log is empty so far)")
+        text = self.handle.log(tail=40) or "(the log is empty so far)"
+        self.log_view.value = (f"<pre style='max-height:20em;overflow:auto'>"
+                               f"{html.escape(text)}</pre>")
 
     def _fetch(self) -> None:
         try:
@@ -72,7 +75,17 @@ class JobWidget(widgets.VBox):
             shell = get_ipython()
         except ImportError:  # pragma: no cover
             shell = None
-        self._run(lambda: self.handle.fetch(shell.user_ns if shell is not None else None))
+
+        def fetch() -> None:
+            # a button callback's prints go nowhere visible: show everything in the widget
+            values = self.handle.fetch(shell.user_ns if shell is not None else None, show=False)
+            names = ", ".join(sorted(n for n in values if n != "_")) or "nothing"
+            self.message.value = f"now in the notebook: <code>{html.escape(names)}</code>"
+            output = self.handle.folder.output()
+            if output:
+                self.log_view.value = f"<pre>{html.escape(output)}</pre>"
+
+        self._run(fetch)
 
 
 class _Monitor:

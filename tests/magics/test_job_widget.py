@@ -1,0 +1,62 @@
+"""The job widget: live state, log tail, cancel — clicked like a user would, on real jobs."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from hpc_magics.widgets.job import JobWidget
+from hpc_magics.widgets.job_view import JobView
+
+
+def test_view_model_decides_buttons() -> None:
+    running = JobView("7", "train", "RUNNING", "slurm", "/x", False)
+    assert running.can_cancel and not running.can_fetch and "RUNNING" in running.status_html()
+    done = JobView("7", "train", "COMPLETED", "local", "/x", True)
+    assert done.can_fetch and not done.can_cancel
+    assert "local executor" in done.status_html() and "results fetched" in done.status_html()
+    timeout = JobView("7", "<b>", "TIMEOUT", "slurm", "/x", False)
+    assert "&lt;b&gt;" in timeout.status_html() and "#c62828" in timeout.status_html()
+
+
+def test_widget_cancel_and_log_on_the_cluster(shell: Any, slurm_cluster: Any,
+                                              sacct_state: Any) -> None:
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    shell.run_cell_magic("sbatch", "", "import time\nprint('started', flush=True)\n"
+                                       "time.sleep(300)")
+    magics = shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    widget = JobWidget(handle)
+    sacct_state(handle.job_id, until={"RUNNING"}, timeout=30)
+    deadline = time.monotonic() + 30
+    while "RUNNING" not in widget.status.value and time.monotonic() < deadline:
+        widget.refresh()
+        time.sleep(0.5)
+    assert "RUNNING" in widget.status.value and not widget.cancel_button.disabled
+    deadline = time.monotonic() + 30
+    while "started" not in handle.log() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    widget.log_button.click()
+    assert "started" in widget.log_view.value
+    widget.cancel_button.click()
+    assert sacct_state(handle.job_id, until={"CANCELLED"}) == "CANCELLED"
+    assert "CANCELLED" in widget.status.value and widget.cancel_button.disabled
+    assert widget.get_state()["children"]  # a real widget model, as the front end sees it
+
+
+@pytest.mark.timeout(120)
+def test_widget_fetch_button_brings_results(shell: Any, cells: Any) -> None:
+    shell.run_cell(cells.SETUP)
+    shell.run_cell_magic("sbatch", "--backend local -t 5", cells.WORK)
+    magics = shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    widget = JobWidget(handle)
+    handle.wait(timeout=60)
+    widget.render()
+    assert not widget.fetch_button.disabled
+    widget.fetch_button.click()
+    assert shell.user_ns["summary"].total == 135.0
+    assert "results fetched" in widget.status.value
+    assert "summary" in widget.message.value and "sum on the node" in widget.log_view.value
