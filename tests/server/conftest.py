@@ -48,6 +48,12 @@ class RunningServer:
     job_id: str | None = None
 
     @property
+    def job(self) -> str:
+        """The Slurm job id of a server started by ``server_in_job``."""
+        assert self.job_id is not None, "this server does not run in a Slurm job"
+        return self.job_id
+
+    @property
     def runtime_dir(self) -> Path:
         return self.folder / "runtime"
 
@@ -214,3 +220,46 @@ def server_in_job(slurm_cluster: object, tmp_path: Path) -> Iterator[StartInJob]
     yield start
     for job_id in job_ids:
         commands.run(["scancel", job_id], timeout=30)
+
+
+def execute(server: RunningServer, kernel_id: str, code: str, timeout: float = 60.0) -> str:
+    """Run ``code`` in one of the server's kernels over its websocket; return its output.
+
+    Output is stdout/stderr text plus error tracebacks, up to the kernel's idle status.
+    """
+    import json
+    import uuid
+
+    import websocket
+
+    session, msg_id = uuid.uuid4().hex, uuid.uuid4().hex
+    url = server.url.replace("http://", "ws://") + f"api/kernels/{kernel_id}/channels"
+    connection = websocket.create_connection(f"{url}?session_id={session}", timeout=timeout,
+                                             header=[f"Authorization: token {server.token}"])
+    try:
+        connection.send(json.dumps({
+            "header": {"msg_id": msg_id, "username": "test", "session": session,
+                       "msg_type": "execute_request", "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": False,
+                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True},
+        }))
+        output: list[str] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                message = json.loads(connection.recv())
+            except websocket.WebSocketConnectionClosedException:
+                break  # the kernel went away (a stop does that)
+            if message.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind, content = message["msg_type"], message["content"]
+            if kind == "stream":
+                output.append(content["text"])
+            elif kind == "error":
+                output.append("\n".join(content["traceback"]))
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+        return "".join(output)
+    finally:
+        connection.close()

@@ -67,7 +67,7 @@ def test_own_job_from_environment_alone_asks_no_scheduler() -> None:
     env = {"SLURM_JOB_ID": "77", "SLURM_JOB_NAME": "lab", "SLURM_JOB_PARTITION": "normal",
            "SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_START_TIME": "1795300000",
            "SLURM_JOB_END_TIME": "1795303600"}
-    job = own_job(env, runner=lambda *a, **k: calls.append(a))  # type: ignore[arg-type,func-returns-value]
+    job = own_job(env, runner=lambda *a, **k: calls.append(a))  # type: ignore[arg-type]
     assert job == OwnJob("77", "lab", "normal", 2, 1795300000.0, 1795303600.0)
     assert calls == []
     assert own_job_id({"SLURM_JOB_ID": "12; rm -rf /"}) is None

@@ -31,7 +31,8 @@ def _authenticated_wrapper_code() -> Any:
     return web.authenticated(probe).__code__
 
 
-def registered_routes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[str, type]]:
+def registered_routes(monkeypatch: pytest.MonkeyPatch,
+                      tmp_path: Path) -> list[tuple[str, type[web.RequestHandler]]]:
     """Every (pattern, handler) the extension added to a real, in-process tornado app."""
     from jupyter_server.serverapp import ServerApp
 
@@ -42,7 +43,7 @@ def registered_routes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[t
                          "--ip=127.0.0.1", "--port=0", "--allow-root", "--no-browser",
                          f"--ServerApp.root_dir={tmp_path}"],
                    find_extensions=False, new_httpserver=False)
-    found: list[tuple[str, type]] = []
+    found: list[tuple[str, type[web.RequestHandler]]] = []
 
     def walk(router: Any) -> None:
         for rule in router.rules:
@@ -106,7 +107,7 @@ def test_cookie_session_needs_xsrf_for_posts(local_server: StartLocal) -> None:
         refused = browser.post(server.url + path, timeout=HTTP_TIMEOUT_S)
         assert refused.status_code == 403, f"cookie POST {path} without XSRF: {refused.status_code}"
     allowed = browser.post(server.url + "hpc-magics/server/keep-alive", timeout=HTTP_TIMEOUT_S,
-                           headers={"X-XSRFToken": browser.cookies["_xsrf"]})
+                           headers={"X-XSRFToken": browser.cookies["_xsrf"] or ""})
     assert allowed.status_code == 200
     assert server.answers()
 

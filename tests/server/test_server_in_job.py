@@ -19,6 +19,7 @@ from hpc_magics.scheduler.queue import JobQueue, own_job, slurm_timestamp
 from .conftest import (
     SERVER_JOB_MINUTES,
     StartInJob,
+    execute,
     processes_mentioning,
     sbatch,
     squeue_state,
@@ -53,12 +54,12 @@ def test_server_in_a_job_reports_its_job(server_in_job: StartInJob) -> None:
     server = server_in_job()
     info = server.get("hpc-magics/server").json()
     assert info["in_slurm_job"] is True
-    assert info["job_id"] == server.job_id
+    assert info["job_id"] == server.job
     assert info["job_name"] == "hpc-magics-test-server"
     assert info["partition"] == "debug"
     assert info["nodes"] == 1
     # Slurm 22.05 sets no SLURM_JOB_END_TIME: the end time came from squeue/scontrol.
-    assert info["end_time"] == pytest.approx(scheduler_end_time(server.job_id), abs=1)
+    assert info["end_time"] == pytest.approx(scheduler_end_time(server.job), abs=1)
     assert info["end_time"] - info["start_time"] == pytest.approx(SERVER_JOB_MINUTES * 60, abs=1)
     assert 0 < info["seconds_left"] <= SERVER_JOB_MINUTES * 60
     assert info["seconds_left"] == pytest.approx(info["end_time"] - info["now"], abs=1)
@@ -69,10 +70,9 @@ def test_server_in_a_job_reports_its_job(server_in_job: StartInJob) -> None:
 
 def test_own_job_reads_a_real_job_record(server_in_job: StartInJob) -> None:
     server = server_in_job()
-    assert server.job_id is not None
-    job = own_job({"SLURM_JOB_ID": server.job_id})
+    job = own_job({"SLURM_JOB_ID": server.job})
     assert job is not None
-    assert job.end_time == pytest.approx(scheduler_end_time(server.job_id), abs=1)
+    assert job.end_time == pytest.approx(scheduler_end_time(server.job), abs=1)
     assert job.nodes == 1 and job.partition == "debug"
     assert own_job({}) is None
 
@@ -83,21 +83,21 @@ def test_jobs_lists_and_cancels_another_job_but_not_the_servers(
     other = sleeper_job(tmp_path / "other")
     listed = server.get("hpc-magics/jobs").json()
     by_id = {job["job_id"]: job for job in listed["jobs"]}
-    assert listed["server_job_id"] == server.job_id
-    assert by_id[server.job_id]["is_server"] is True
+    assert listed["server_job_id"] == server.job
+    assert by_id[server.job]["is_server"] is True
     assert by_id[other]["is_server"] is False
     assert by_id[other]["name"] == "hpc-magics-test-sleeper"
     assert by_id[other]["state"] == "RUNNING"
     assert by_id[other]["time_limit_s"] == 300
     assert by_id[other]["nodes"] == 1
 
-    refused = server.post(f"hpc-magics/jobs/{server.job_id}/cancel")
+    refused = server.post(f"hpc-magics/jobs/{server.job}/cancel")
     assert refused.status_code == 409
     assert "server/stop" in refused.json()["message"]
 
     assert server.post(f"hpc-magics/jobs/{other}/cancel").json() == {"cancelled": other}
     assert sacct_state(other, until={"CANCELLED"}) == "CANCELLED"
-    assert squeue_state(server.job_id) == "RUNNING"
+    assert squeue_state(server.job) == "RUNNING"
     # The cancel invalidated the cache: the next list no longer shows the job running.
     again = {job["job_id"]: job for job in server.get("hpc-magics/jobs").json()["jobs"]}
     assert other not in again or again[other]["state"] != "RUNNING"
@@ -113,9 +113,9 @@ def test_stop_ends_only_the_servers_job_and_leaves_no_process(
     # Try to steer the stop at the other job: query, JSON body and form field are ignored.
     answer = server.post(f"hpc-magics/server/stop?job_id={other}",
                          json={"job_id": other, "id": other})
-    assert answer.json() == {"stopping": True, "job_id": server.job_id}
+    assert answer.json() == {"stopping": True, "job_id": server.job}
 
-    assert sacct_state(server.job_id, until=ENDED, timeout=60) in ENDED
+    assert sacct_state(server.job, until=ENDED, timeout=60) in ENDED
     assert squeue_state(other) == "RUNNING"
     deadline = time.monotonic() + 30
     while processes_mentioning(server.token) or processes_mentioning(kernel["id"]):
@@ -137,7 +137,7 @@ def test_idle_stop_ends_the_job(server_in_job: StartInJob, sacct_state: SacctSta
         server.get("hpc-magics/server")
         server.get("api/kernels")
         time.sleep(1)
-    assert sacct_state(server.job_id, until=ENDED, timeout=60) in ENDED
+    assert sacct_state(server.job, until=ENDED, timeout=60) in ENDED
     assert "no activity for 8 s" in server.log
     assert not processes_mentioning(server.token)
 
@@ -172,8 +172,40 @@ def test_concurrent_jobs_requests_share_one_squeue(server_in_job: StartInJob,
         answers = list(pool.map(lambda _: server.get("hpc-magics/jobs").json(), range(16)))
     assert len(user_queries()) == 1, user_queries()
     assert len({a["updated"] for a in answers}) == 1
-    assert server.job_id in {job["job_id"] for job in answers[0]["jobs"]}
+    assert server.job in {job["job_id"] for job in answers[0]["jobs"]}
     # A kernel-side view (another process, same runtime dir) reuses the server's answer.
     kernel_view = JobQueue(cache_dir=server.runtime_dir, interval_s=60).view()
     assert kernel_view.updated == answers[0]["updated"]
     assert len(user_queries()) == 1
+
+
+STOP_FROM_THE_WIDGET = """
+from hpc_magics.server.client import ServerControl
+from hpc_magics.widgets.server import ServerWidget
+control = ServerControl.discover()
+print("stop target:", control.stop_target)
+widget = ServerWidget(control.status(), stop_target=control.stop_target,
+                      read_status=control.status, stop=control.stop, tick_s=None)
+widget.stop_button.click()
+widget.confirm_button.click()
+print("said:", widget.message.value)
+"""
+
+
+def test_hpc_server_in_a_kernel_finds_and_stops_its_server(
+        server_in_job: StartInJob, sacct_state: SacctState) -> None:
+    """The kernel inherits the job; %hpc_server reaches the server that is its ancestor."""
+    server = server_in_job()
+    kernel = server.post("api/kernels", json={"name": "python3"}).json()
+    shown = execute(server, kernel["id"], "%load_ext hpc_magics\n%hpc_server --text")
+    assert f"job {server.job} · " in shown, shown
+    assert "Slurm job: " + server.job in shown
+    said = execute(server, kernel["id"], STOP_FROM_THE_WIDGET)
+    assert "stop target: server" in said, said
+    assert sacct_state(server.job, until=ENDED, timeout=60) in ENDED
+    if "said:" in said:  # the kernel may be shut down before its output gets out
+        assert f"The server is stopping and cancelling job {server.job}." in said
+    deadline = time.monotonic() + 30
+    while processes_mentioning(server.token) or processes_mentioning(kernel["id"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
