@@ -282,6 +282,8 @@ class _Analysis:
         self.function_names: dict[
             str, str
         ] = {}  # ``from seaborn import histplot as h``: h → histplot
+        self.rebound: set[str] = set()  # names the notebook binds itself (``display = print``)
+        self.display_decorators: set[int] = set()  # ``@interact``: ids of decorator nodes
         self.data_names: dict[str, int] = {}  # ``counts`` of ``counts, bins, _ = plt.hist(x)``
 
     # ------------------------------------------------------------- resolution
@@ -309,7 +311,7 @@ class _Analysis:
         role = self.roles.get(root)
         if role == "mpl" and attrs[:1] == ["pyplot"]:
             return "pyplot"
-        if role is None and root == "display" and "display" not in self.objects:
+        if role is None and root == "display" and "display" not in self.rebound:
             return "fn:ipydisplay"
         return role
 
@@ -415,8 +417,9 @@ class _Analysis:
             return DRAW, self._current_group()
         return KEEP, None
 
-    def _function_name(self, alias: str) -> str | None:
-        return self.function_names.get(alias)
+    def _function_name(self, alias: str) -> str:
+        """The real name of an imported function (``from seaborn import histplot as h``)."""
+        return self.function_names.get(alias, alias)
 
     def _current_group(self) -> int:
         if self.current is None:
@@ -458,12 +461,16 @@ class _Analysis:
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             return [item.context_expr for item in statement.items]
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return [*statement.decorator_list]
+            return [d for d in statement.decorator_list if id(d) not in self.display_decorators]
         if isinstance(statement, ast.Try):
             return [h.type for h in statement.handlers if h.type is not None]
         return [statement]
 
     def statement(self, node: ast.stmt, keep_all: bool, last: bool) -> _Record:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for decorator in node.decorator_list:
+                if not keep_all and self.classify_expression(decorator)[0] == SHOW:
+                    self.display_decorators.add(id(decorator))
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return self._import(node)
         if isinstance(node, ast.Expr):
@@ -508,7 +515,7 @@ class _Analysis:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             saved = self.current
             self.current = None
-            self.roles.pop(node.name, None)
+            self._forget([node.name])
             before = set(self.records)
             self.walk_body(node.body, keep_all)
             self.current = saved
@@ -595,6 +602,7 @@ class _Analysis:
 
     def _forget(self, names: Iterable[str]) -> None:
         for name in names:
+            self.rebound.add(name)
             self.objects.pop(name, None)
             self.data_names.pop(name, None)
             self.images.discard(name)
@@ -791,7 +799,7 @@ class _Decider:
                 continue
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 for decorator in statement.decorator_list:
-                    if self.analysis.classify_expression(decorator)[0] == SHOW:
+                    if id(decorator) in self.analysis.display_decorators:
                         _remove_decorator(editor, decorator, self.comment_removed)
                         removed.append("@" + (ast.get_source_segment(editor.text, decorator) or ""))
             for child in _bodies(statement):

@@ -30,9 +30,9 @@ class HpcScriptExporter(Exporter):
     def _file_extension_default(self) -> str:
         return ".py"
 
-    def from_notebook_node(
+    def from_notebook_node(  # type: ignore[override]  # a text exporter returns str
         self, nb: NotebookNode, resources: dict[str, Any] | None = None, **kw: Any
-    ) -> tuple[str, dict[str, Any]]:  # type: ignore[override]  # text exporters return str
+    ) -> tuple[str, dict[str, Any]]:
         # Outputs never reach a script: leave them behind instead of deep-copying megabytes.
         light = from_dict(
             {
