@@ -147,14 +147,16 @@ CASES = [
          kept=("if show_plots:", "def draw(v):", "pass"), printed=("done",)),
     Case("comments-and-formatting-survive",
          (NUMPY, "# normalise the signal\nscale = float(x.max())  # the peak\n"
-                 "normalised = [\n    v / scale\n    for v in x\n]\nplt.plot(normalised)  # quick look\n"
+                 "normalised = [\n    v / scale\n    for v in x\n]\n"
+                 "plt.plot(normalised)  # quick look\n"
                  "print('n', len(normalised))"),
          kept=("# normalise the signal", "scale = float(x.max())  # the peak", "v / scale"),
          gone=("plt.plot(normalised)",), printed=("n 50",)),
     Case("subplots-loop-over-axes",
          (NUMPY, "images = [x.reshape(5, 10) * k for k in range(4)]\n"
                  "fig, axes = plt.subplots(2, 2)\nfor ax, image in zip(axes.flat, images):\n"
-                 "    ax.imshow(image)\n    ax.axis('off')\nplt.show()\nprint('images', len(images))"),
+                 "    ax.imshow(image)\n    ax.axis('off')\nplt.show()\n"
+                 "print('images', len(images))"),
          gone=("fig, axes = plt.subplots(2, 2)", "for ax, image in zip", "ax.imshow(image)"),
          kept=("images = [x.reshape",), printed=("images 4",)),
     Case("same-line-statements",
