@@ -36,8 +36,8 @@ export class JobsPanel extends Widget {
     header.append(heading, refresh);
 
     this._status.className = 'jp-HpcMagics-jobs-status';
-    this._table.className = 'jp-HpcMagics-jobs-table';
-    this.node.append(header, this._status, this._table);
+    this._list.className = 'jp-HpcMagics-jobs-list';
+    this.node.append(header, this._status, this._list);
   }
 
   async refresh(): Promise<void> {
@@ -78,55 +78,72 @@ export class JobsPanel extends Widget {
       return;
     }
     const jobs = list?.jobs ?? [];
-    const updated = list ? new Date(list.updated * 1000) : new Date();
-    this._status.dataset.kind = 'ok';
+    this._status.dataset.kind = list?.error ? 'error' : 'ok';
     this._status.textContent =
+      (list?.error ? `${list.error} · ` : '') +
       (jobs.length === 0
         ? 'No jobs in the queue.'
         : `${jobs.length} job${jobs.length === 1 ? '' : 's'}`) +
-      ` · updated ${updated.toLocaleTimeString()}`;
+      (list?.updated
+        ? ` · updated ${new Date(list.updated * 1000).toLocaleTimeString()}`
+        : '');
 
-    this._table.replaceChildren();
-    if (jobs.length === 0) {
-      return;
-    }
-    const head = this._table.createTHead().insertRow();
-    for (const label of ['Job', 'Name', 'State', 'Time', '']) {
-      const th = document.createElement('th');
-      th.textContent = label;
-      head.appendChild(th);
-    }
-    const body = this._table.createTBody();
+    this._list.replaceChildren();
     for (const job of jobs) {
-      const row = body.insertRow();
-      row.dataset.jobId = job.job_id;
-      row.insertCell().textContent = job.job_id;
-      const name = row.insertCell();
-      name.textContent = job.name;
-      name.title = [job.name, job.partition, job.nodes ? `${job.nodes} node(s)` : '']
-        .filter(Boolean)
-        .join(' · ');
-      const state = row.insertCell();
-      state.textContent = job.state;
-      state.className = `jp-HpcMagics-state jp-HpcMagics-state-${job.state.toLowerCase()}`;
-      if (job.reason && job.reason !== 'None') {
-        state.title = job.reason;
-      }
-      row.insertCell().textContent = timeText(job);
-      const action = row.insertCell();
-      const button = document.createElement('button');
-      button.className = 'jp-Button jp-mod-styled jp-mod-warn jp-HpcMagics-cancel';
-      if (job.is_server) {
-        button.textContent = 'Stop server';
-        button.title = 'This job runs this JupyterLab: save all and stop it';
-        button.addEventListener('click', () => this._onStopServer());
-      } else {
-        button.textContent = 'Cancel';
-        button.title = `scancel ${job.job_id}`;
-        button.addEventListener('click', () => void this._cancel(job, button));
-      }
-      action.appendChild(button);
+      this._list.appendChild(this._jobRow(job));
     }
+  }
+
+  /** One job: `1234 name` over `RUNNING · 2m10s / 15m00s`, the button on the right. */
+  private _jobRow(job: IJob): HTMLElement {
+    const row = document.createElement('li');
+    row.className = 'jp-HpcMagics-job';
+    row.dataset.jobId = job.job_id;
+    row.title = [
+      `job ${job.job_id}: ${job.name}`,
+      job.partition ? `partition ${job.partition}` : '',
+      job.nodes ? `${job.nodes} node(s)` : '',
+      job.reason && job.reason !== 'None' ? `reason: ${job.reason}` : ''
+    ]
+      .filter(Boolean)
+      .join('\n');
+
+    const text = document.createElement('div');
+    text.className = 'jp-HpcMagics-job-text';
+    const first = document.createElement('div');
+    first.className = 'jp-HpcMagics-job-title';
+    const id = document.createElement('span');
+    id.className = 'jp-HpcMagics-job-id';
+    id.textContent = job.job_id;
+    const name = document.createElement('span');
+    name.className = 'jp-HpcMagics-job-name';
+    name.textContent = job.is_server ? `${job.name} (this server)` : job.name;
+    first.append(id, name);
+    const second = document.createElement('div');
+    second.className = 'jp-HpcMagics-job-detail';
+    const state = document.createElement('span');
+    state.textContent = job.state;
+    state.className = `jp-HpcMagics-state jp-HpcMagics-state-${job.state.toLowerCase()}`;
+    const reason =
+      job.state === 'PENDING' && job.reason && job.reason !== 'None'
+        ? ` (${job.reason})`
+        : '';
+    second.append(state, `${reason} · ${timeText(job)}`);
+    text.append(first, second);
+
+    const button = document.createElement('button');
+    button.className = 'jp-Button jp-mod-styled jp-mod-warn jp-HpcMagics-cancel';
+    if (job.is_server) {
+      button.textContent = 'Stop server';
+      button.title = 'This job runs this JupyterLab: save all and stop it';
+      button.addEventListener('click', () => this._onStopServer());
+    } else {
+      button.textContent = 'Cancel';
+      button.title = `Cancel job ${job.job_id} (scancel)`;
+      button.addEventListener('click', () => void this._cancel(job, button));
+    }
+    row.append(text, button);
+    return row;
   }
 
   private async _cancel(job: IJob, button: HTMLButtonElement): Promise<void> {
@@ -156,7 +173,7 @@ export class JobsPanel extends Widget {
   }
 
   private _status = document.createElement('div');
-  private _table = document.createElement('table');
+  private _list = document.createElement('ul');
   private _timer = 0;
   private _loading = false;
 }

@@ -44,6 +44,8 @@ export interface IJobList {
   jobs: IJob[];
   updated: number;
   server_job_id: string | null;
+  /** Why the last scheduler query failed; the list is then the last good one. */
+  error?: string | null;
 }
 
 /** A failed call, with the server's own message when it sent one. */

@@ -1,0 +1,261 @@
+"""Browser tests: real JupyterLab servers (here and inside Slurm jobs) driven by Chromium.
+
+Chromium is Debian's (`apt-get install chromium fonts-liberation`), driven by Playwright's
+Python API; `playwright install` cannot download browsers on these machines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hpc_magics.scheduler import commands
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+SERVER_START_TIMEOUT_S = 90.0
+# Where a developer wants screenshots kept; by default they go to the test's tmp_path.
+SCREENSHOT_DIR_VARIABLE = "HPC_MAGICS_E2E_SCREENSHOTS"
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A running JupyterLab server the browser can open."""
+
+    url: str
+    token: str
+    root_dir: Path
+    job_id: str | None = None
+
+    def lab_url(self, path: str = "lab") -> str:
+        return f"{self.url}/{path}?token={self.token}"
+
+    def api(self, method: str, path: str, timeout: float = 10.0) -> tuple[int, bytes]:
+        request = urllib.request.Request(
+            f"{self.url}/{path}", method=method,
+            headers={"Authorization": f"token {self.token}"},
+            data=b"{}" if method == "POST" else None)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                return answer.status, answer.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+        except (urllib.error.URLError, OSError):
+            return 0, b""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def write_lab_settings(settings_dir: Path) -> Path:
+    """A JupyterLab settings dir with the 'Jupyter news?' toast and update checks off."""
+    target = settings_dir / "@jupyterlab" / "apputils-extension"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    return settings_dir
+
+
+def write_notebook(path: Path, source: str) -> Path:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells.append(nbformat.v4.new_code_cell(source))
+    notebook.metadata["kernelspec"] = {
+        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(notebook, str(path))
+    return path
+
+
+def notebook_sources(path: Path) -> str:
+    notebook = nbformat.read(str(path), as_version=4)
+    return "\n".join(str(cell.source) for cell in notebook.cells)
+
+
+def lab_argv(port: int, token: str, root_dir: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+        "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
+    ]
+
+
+def wait_for_server(lab: Lab, alive: Callable[[], bool], describe: Callable[[], str]) -> None:
+    """Wait until the server answers /api/status; fail early when its process/job ended."""
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        status, _ = lab.api("GET", "api/status", timeout=2.0)
+        if status == 200:
+            return
+        if not alive():
+            pytest.fail(f"JupyterLab ended before answering:\n{describe()}", pytrace=False)
+        time.sleep(0.3)
+    pytest.fail(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S:.0f}s:\n{describe()}",
+                pytrace=False)
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Process ids whose command line contains ``text`` (zombies excluded)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
+        if text in cmdline and state != "Z" and int(entry.name) != os.getpid():
+            found.append(int(entry.name))
+    return found
+
+
+# ------------------------------------------------------------------------------ browser
+
+@pytest.fixture(scope="session")
+def chromium_browser() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is missing: apt-get install -y --no-install-recommends "
+                    "chromium fonts-liberation (scripts/run-tests does it)", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium_browser: object, request: pytest.FixtureRequest,
+         tmp_path: Path) -> Iterator[object]:
+    context = chromium_browser.new_context(  # type: ignore[attr-defined]
+        viewport={"width": 1400, "height": 850})
+    page = context.new_page()
+    yield page
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        try:
+            page.screenshot(path=str(screenshot_path(tmp_path, "failure")))
+        except Exception as error:  # a screenshot is a courtesy; the test already failed
+            print(f"no failure screenshot: {error}")
+    context.close()
+
+
+def screenshot_path(tmp_path: Path, name: str) -> Path:
+    folder = Path(os.environ.get(SCREENSHOT_DIR_VARIABLE) or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{name}.png"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+        item: pytest.Item, call: pytest.CallInfo[None],
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    # Lets the `page` fixture know whether the test failed (for the failure screenshot).
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+# ------------------------------------------------------------------------------ servers
+
+@pytest.fixture
+def local_lab(tmp_path: Path) -> Iterator[Lab]:
+    """JupyterLab on 127.0.0.1 (random port, token), outside any Slurm job."""
+    root_dir = tmp_path / "work"
+    root_dir.mkdir()
+    token = secrets.token_hex(16)
+    port = free_port()
+    env = commands.scrubbed_environment()
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(write_lab_settings(tmp_path / "lab-settings"))
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
+    log_path = tmp_path / "jupyter-lab.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            lab_argv(port, token, root_dir), stdout=log, stderr=subprocess.STDOUT,
+            env=env, cwd=root_dir, start_new_session=True)
+    lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root_dir=root_dir)
+    try:
+        wait_for_server(lab, lambda: process.poll() is None,
+                        lambda: log_path.read_text(errors="replace")[-3000:])
+        yield lab
+    finally:
+        lab.api("POST", "api/shutdown", timeout=5.0)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@dataclass(frozen=True)
+class SlurmLab:
+    lab: Lab
+    job_id: str
+    log_path: Path
+
+
+def submit_lab_job(tmp_path: Path, time_limit: str, name: str) -> SlurmLab:
+    """sbatch a job that runs `jupyter lab` on a test node with a known port and token."""
+    root_dir = tmp_path / "work"
+    root_dir.mkdir(parents=True)
+    token = secrets.token_hex(16)
+    port = free_port()
+    settings_dir = write_lab_settings(tmp_path / "lab-settings")
+    log_path = tmp_path / "slurm-lab.log"
+    script = tmp_path / "lab-job.sh"
+    script.write_text("\n".join([
+        "#!/bin/bash",
+        f"export JUPYTERLAB_SETTINGS_DIR={shlex.quote(str(settings_dir))}",
+        f"export JUPYTER_RUNTIME_DIR={shlex.quote(str(tmp_path / 'runtime'))}",
+        f"cd {shlex.quote(str(root_dir))}",
+        "exec " + shlex.join(lab_argv(port, token, root_dir)),
+        "",
+    ]))
+    submitted = commands.run(
+        ["sbatch", "--parsable", "-J", name, "-t", time_limit, "-N", "1", "-c", "1",
+         "--mem=1000", "-o", str(log_path), str(script)], timeout=30)
+    assert submitted.ok, f"sbatch failed: {submitted.first_error_line()}"
+    job_id = submitted.stdout.strip().split(";")[0]
+    lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root_dir=root_dir, job_id=job_id)
+
+    def job_alive() -> bool:
+        answer = commands.run(["squeue", "-h", "-j", job_id, "-o", "%T"], timeout=10)
+        return answer.ok and answer.stdout.strip() in {"PENDING", "CONFIGURING", "RUNNING"}
+
+    def describe() -> str:
+        log = log_path.read_text(errors="replace")[-3000:] if log_path.exists() else "(no log)"
+        return f"job {job_id}, log {log_path}:\n{log}"
+
+    try:
+        wait_for_server(lab, job_alive, describe)
+    except BaseException:
+        commands.run(["scancel", job_id], timeout=10)
+        raise
+    return SlurmLab(lab=lab, job_id=job_id, log_path=log_path)
+
+
+def end_job(job_id: str) -> None:
+    commands.run(["scancel", job_id], timeout=10)
