@@ -118,6 +118,7 @@ def _translate(source: str, needs: _Needs) -> str:
     if stripped.startswith("%%"):
         return _cell_magic(stripped, needs)
     if not _SPECIAL.search(source):
+        ast.parse(source)  # a broken cell is reported now, not hours into the job
         return source
     from IPython.core.inputtransformer2 import TransformerManager
 
