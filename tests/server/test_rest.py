@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 import requests
 from tornado import web
 
-from .conftest import HTTP_TIMEOUT_S, StartLocal, processes_mentioning
+from .conftest import HTTP_TIMEOUT_S, StartLocal, execute, processes_mentioning
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -162,6 +163,28 @@ def test_keep_alive_postpones_idle_stop_but_polling_does_not(local_server: Start
     assert kept["idle_stop_at"] >= first["idle_stop_at"] + 1.0
     after = server.get("hpc-magics/server").json()
     assert after["idle_stop_at"] == pytest.approx(kept["idle_stop_at"], abs=0.01)
+    time.sleep(1.2)
+    saved = requests.put(server.url + "api/contents/notes.txt", headers=server.headers(),
+                         json={"type": "file", "format": "text", "content": "hi"},
+                         timeout=HTTP_TIMEOUT_S)
+    assert saved.status_code == 201
+    after_save = server.get("hpc-magics/server").json()
+    assert after_save["idle_stop_at"] >= kept["idle_stop_at"] + 1.0
+
+
+def test_a_busy_kernel_keeps_the_server_alive(local_server: StartLocal) -> None:
+    server = local_server("--HpcMagics.idle_stop_seconds=4",
+                          "--HpcMagics.idle_check_interval_s=0.5")
+    kernel = server.post("api/kernels", json={"name": "python3"}).json()
+    assert execute(server, kernel["id"], "print('ready')").strip() == "ready"
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        running = pool.submit(execute, server, kernel["id"],
+                              "import time; time.sleep(9); print('slept')")
+        time.sleep(7)  # well past the 4 s idle limit, but the kernel is busy
+        assert server.answers()
+        assert running.result(timeout=30).strip() == "slept"
+    assert server.process is not None
+    assert server.process.wait(timeout=30) == 0  # idle once the cell finished
 
 
 def test_idle_stop_outside_a_job_shuts_the_server_down(local_server: StartLocal) -> None:
