@@ -132,12 +132,18 @@ StartLocal = Callable[..., RunningServer]
 
 @pytest.fixture
 def local_server(tmp_path: Path) -> Iterator[StartLocal]:
-    """Start ``jupyter server`` as a subprocess on 127.0.0.1 (not in a Slurm job)."""
+    """Start ``jupyter server`` as a subprocess on 127.0.0.1 (not in a Slurm job).
+
+    ``start(*extra_args, config_py="")``: ``config_py`` becomes the server's
+    ``jupyter_server_config.py``.
+    """
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(*extra: str) -> RunningServer:
+    def start(*extra: str, config_py: str = "") -> RunningServer:
         folder = tmp_path / f"server{len(started)}"
         prepare_folder(folder)
+        if config_py:
+            (folder / "config" / "jupyter_server_config.py").write_text(config_py)
         port, token = free_port(), secrets.token_hex(16)
         with open(folder / "server.log", "wb") as log:
             process = subprocess.Popen(

@@ -210,3 +210,13 @@ def test_stop_outside_a_job_ignores_any_job_id_and_shuts_down(local_server: Star
     while processes_mentioning(kernel["id"]):
         assert time.monotonic() < deadline, processes_mentioning(kernel["id"])
         time.sleep(0.2)
+
+
+def test_traits_come_from_jupyter_server_config_py(local_server: StartLocal) -> None:
+    server = local_server(config_py="c.HpcMagics.idle_stop_minutes = 60\n"
+                                    "c.HpcMagics.idle_warning_minutes = 10\n"
+                                    "c.HpcMagics.warn_minutes = [30, 10]\n")
+    info = server.get("hpc-magics/server").json()
+    assert info["idle_stop_minutes"] == 60 and info["idle_warning_minutes"] == 10
+    assert info["warn_minutes"] == [30, 10]
+    assert info["idle_stop_at"] == pytest.approx(time.time() + 3600, abs=60)
