@@ -64,7 +64,8 @@ def test_every_construct_in_one_notebook_same_values(tmp_path: Path, viewer_trap
         "counts, edges, _ = plt.hist(data.x, bins=8)\nplt.close()\ncounts",
         "fig, ax = plt.subplots()\nline, = ax.plot(np.sort(data.x))\n"
         "n_points = len(line.get_xdata())\nax.set_title('sorted')\nfig",
-        "steps = []\nfor i in tqdm(range(5)):\n    steps.append(i ** 2)\n    clear_output(wait=True)\n"
+        "steps = []\nfor i in tqdm(range(5)):\n    steps.append(i ** 2)\n"
+        "    clear_output(wait=True)\n"
         "    display(HTML(f'<i>{i}</i>'))",
         "image = Image.fromarray(np.full((4, 4), 200, dtype=np.uint8))\nimage.show()\n"
         "brightness = int(np.asarray(image).mean())",
