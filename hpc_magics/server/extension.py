@@ -85,6 +85,7 @@ class ServerState:
         self.stopping = False
         self._own_job: OwnJob | None = None
         self._own_job_read_at = 0.0
+        self._own_job_lock = asyncio.Lock()
         self._idle_callback: PeriodicCallback | None = None
 
     # ------------------------------------------------------------------ own job
@@ -92,13 +93,14 @@ class ServerState:
     async def own_job(self) -> OwnJob | None:
         if self.job_id is None:
             return None
-        if self._own_job is None or time.time() - self._own_job_read_at > \
-                self.config.own_job_refresh_s:
-            loop = asyncio.get_running_loop()
-            timeout = self.config.scheduler_timeout_s
-            self._own_job = await loop.run_in_executor(
-                None, lambda: own_job(timeout_s=timeout))
-            self._own_job_read_at = time.time()
+        async with self._own_job_lock:  # many tabs asking at once: one scheduler query
+            if self._own_job is None or time.time() - self._own_job_read_at > \
+                    self.config.own_job_refresh_s:
+                loop = asyncio.get_running_loop()
+                timeout = self.config.scheduler_timeout_s
+                self._own_job = await loop.run_in_executor(
+                    None, lambda: own_job(timeout_s=timeout))
+                self._own_job_read_at = time.time()
         return self._own_job
 
     async def status(self) -> ServerStatus:

@@ -170,7 +170,12 @@ def test_concurrent_jobs_requests_share_one_squeue(server_in_job: StartInJob,
     assert user_queries() == []
     with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
         answers = list(pool.map(lambda _: server.get("hpc-magics/jobs").json(), range(16)))
+        infos = list(pool.map(lambda _: server.get("hpc-magics/server").json(), range(16)))
     assert len(user_queries()) == 1, user_queries()
+    # The server's own job record: one squeue -j for all those tabs too.
+    own_queries = [q for q in log.read_text().splitlines() if f"-j {server.job}" in q]
+    assert len(own_queries) == 1, own_queries
+    assert {info["job_id"] for info in infos} == {server.job}
     assert len({a["updated"] for a in answers}) == 1
     assert server.job in {job["job_id"] for job in answers[0]["jobs"]}
     # A kernel-side view (another process, same runtime dir) reuses the server's answer.
