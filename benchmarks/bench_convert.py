@@ -1,0 +1,117 @@
+"""Benchmark: ``hpc-magics convert`` against ``jupyter nbconvert --to script`` on one big notebook.
+
+Builds a 500-cell notebook carrying about 50 MB of outputs (PNG figures and text), converts
+it with both commands in the same run, prints the times and the ratio, and exits non-zero
+if our conversion is the slower one.
+
+    python benchmarks/bench_convert.py [--cells 500] [--megabytes 50] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+BIN = Path(sys.executable).parent
+TIMEOUT_S = 600
+
+CELL_SOURCES = [
+    "%matplotlib inline\nimport numpy as np\nimport matplotlib.pyplot as plt\nimport pandas as pd",
+    "data_{i} = np.random.default_rng({i}).normal(size=1000)\n"
+    "plt.hist(data_{i}, bins=30)\nplt.title('sample {i}')\nplt.show()",
+    "fig, ax = plt.subplots()\nax.plot(np.cumsum(data_{j}))\nax.set_title('walk {i}')\n"
+    "fig.savefig('walk_{i}.png')",
+    "summary_{i} = pd.Series(data_{j}).describe()\ndisplay(summary_{i})\nsummary_{i}",
+    "!echo step {i}\n%time total_{i} = float(np.sum(data_{j} ** 2))\ntotal_{i}",
+]
+
+
+def build_notebook(cells: int, megabytes: float) -> nbformat.NotebookNode:
+    code_cells = cells - sum(1 for i in range(cells) if i % 10 == 5)
+    per_cell = int(megabytes * 1_000_000 / code_cells)
+    # Random bytes so the base64 text does not compress or intern: like real PNGs.
+    png = base64.b64encode(os.urandom(per_cell * 3 // 4)).decode()
+    nb_cells = []
+    last_data = 1
+    for i in range(cells):
+        if i % 10 == 5:
+            nb_cells.append(new_markdown_cell(f"## Part {i // 10}\nNotes for the next cells."))
+            continue
+        template = CELL_SOURCES[0] if i == 0 else CELL_SOURCES[1 + i % 4]
+        if template is CELL_SOURCES[1]:
+            last_data = i
+        source = template.format(i=i, j=last_data)
+        outputs = [
+            new_output("stream", name="stdout", text=f"step {i}\nWall time: 1 ms\n"),
+            new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"}),
+            new_output("execute_result", data={"text/plain": f"{i * 1.5}"}, execution_count=i),
+        ]
+        nb_cells.append(new_code_cell(source, outputs=outputs, execution_count=i))
+    return new_notebook(cells=nb_cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python", "file_extension": ".py",
+                          "mimetype": "text/x-python"}})
+
+
+def timed(argv: list[str], cwd: Path) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT_S,
+                          check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed:\n{done.stderr}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=500)
+    parser.add_argument("--megabytes", type=float, default=50.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = folder / "big.ipynb"
+        nbformat.write(build_notebook(args.cells, args.megabytes), path)
+        size_mb = path.stat().st_size / 1e6
+        print(f"notebook: {args.cells} cells, {size_mb:.1f} MB on disk")
+        ours_argv = [str(BIN / "hpc-magics"), "convert", str(path), "-o", str(folder / "ours")]
+        theirs_argv = [str(BIN / "jupyter"), "nbconvert", "--to", "script", str(path),
+                       "--output-dir", str(folder / "nbconvert")]
+        exporter_argv = [str(BIN / "jupyter"), "nbconvert", "--to", "hpc_script", str(path),
+                         "--output-dir", str(folder / "exporter")]
+        ours: list[float] = []
+        theirs: list[float] = []
+        exporter: list[float] = []
+        for _ in range(args.repeat):  # interleaved, so all see the same machine load
+            theirs.append(timed(theirs_argv, folder))
+            ours.append(timed(ours_argv, folder))
+            exporter.append(timed(exporter_argv, folder))
+        ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
+        script = (folder / "ours" / "big.py").read_text()
+        print(f"hpc-magics convert:           {ours_s:6.2f} s (median of {args.repeat})")
+        print(f"jupyter nbconvert --to script: {theirs_s:6.2f} s (median of {args.repeat})")
+        print(f"jupyter nbconvert --to hpc_script (for information): "
+              f"{statistics.median(exporter):6.2f} s")
+        print(f"ratio ours/nbconvert: {ours_s / theirs_s:.2f}")
+        print(f"script: {len(script.splitlines())} lines, "
+              f"{script.count('# [display]')} display lines commented out")
+        if ours_s > theirs_s:
+            print("FAIL: hpc-magics convert is slower than jupyter nbconvert --to script")
+            return 1
+        print("OK: hpc-magics convert is not slower")
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
