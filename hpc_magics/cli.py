@@ -16,6 +16,7 @@ from .core.errors import HpcMagicsError
 
 SUBCOMMANDS: dict[str, str] = {
     "convert": "hpc_magics.convert.command",
+    "submit": "hpc_magics.convert.submit",
 }
 
 

@@ -14,7 +14,11 @@ def plain_progress_bars(source: str, tree: ast.Module | None = None) -> str:
     """``source`` with every notebook progress bar replaced by its plain tqdm twin."""
     if "tqdm" not in source:
         return source
-    tree = tree if tree is not None else ast.parse(source)
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:  # IPython syntax left in (a notebook job): line by line
+            return "".join(_plain_line(line) for line in source.splitlines(keepends=True))
     editor = SourceEditor(source)
     for node in ast.walk(tree):
         replacement = _replacement(node)
@@ -53,3 +57,21 @@ def _plain_alias(alias: ast.alias) -> ast.alias:
     if alias.name in _NOTEBOOK_ALIASES:
         return ast.alias(_NOTEBOOK_ALIASES[alias.name], alias.asname or alias.name)
     return alias
+
+
+
+def _plain_line(line: str) -> str:
+    """One line, for cells that are not plain Python (``%matplotlib`` beside an import)."""
+    if "tqdm" not in line:
+        return line
+    indent = line[: len(line) - len(line.lstrip())]
+    try:
+        statement = ast.parse(line.strip()).body
+    except SyntaxError:
+        return line
+    if len(statement) != 1:
+        return line
+    replacement = _replacement(statement[0])
+    if replacement is None:
+        return line
+    return indent + replacement + ("\n" if line.endswith("\n") else "")

@@ -134,6 +134,12 @@ os.environ["BROWSER"] = "true"
 """
 
 
+def helper_code(needs: Collection[str]) -> str:
+    """The imports and helper functions translated magics use (see ``magics``)."""
+    order = (magics.SYS, magics.SUBPROCESS, magics.TIMER, magics.TIMEIT, magics.IPYTHON)
+    return "".join(_HELPERS[name] for name in order if name in needs)
+
+
 def render_script(
     name: str,
     cells: Sequence[Mapping[str, Any]],
@@ -169,11 +175,7 @@ def render_script(
         'as "# [display]" (figures that are saved stay), values a cell only showed as\n'
         '"# [output]", and IPython magics are translated to plain Python.\n"""\n'
     )
-    helpers = "".join(
-        _HELPERS[n]
-        for n in (magics.SYS, magics.SUBPROCESS, magics.TIMER, magics.TIMEIT, magics.IPYTHON)
-        if n in needs
-    )
+    helpers = helper_code(needs)
     return (
         header
         + "".join(dict.fromkeys(futures))

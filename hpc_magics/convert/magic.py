@@ -1,0 +1,82 @@
+"""``%hpc_submit_notebook [PATH] [flags]``: the whole notebook, as one job.
+
+Registered beside ``HpcMagics`` (``hpc_magics.magics.register``); it uses that class's
+session settings (``%hpc_resources``), job folder and handles when it is loaded, so
+``%hpc_fetch``, ``%hpc_cancel`` and ``%hpc_jobs`` work on notebook jobs too.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..core import resources
+from ..core.errors import HpcMagicsError
+from ..core.profiles import load_profile
+from ..magics.jobs import _values_from_args, resource_arguments
+from .batch import job_for_notebook
+from .notebook_job import FIGURES_DIR
+from .script import read_notebook
+from .submit import DEFAULT_JOBS_DIR, submit_notebook
+
+
+@magics_class
+class NotebookJobMagics(Magics):
+    @magic_arguments()
+    @argument("path", nargs="?", help="notebook file (default: this notebook, as saved)")
+    @resource_arguments
+    @argument("-J", "--name", help="job name (default: the notebook's name)")
+    @argument("--strip-display", action="store_true",
+              help="remove display code first, as hpc-magics convert does")
+    @argument("--wait", action="store_true", help="block until the job ends, then show "
+              "its figures and where the executed notebook is")
+    @line_magic
+    def hpc_submit_notebook(self, line: str = "") -> Any:
+        """Run a whole notebook as one job, cell by cell on a kernel on the node.
+
+        The executed notebook is saved in the job folder after every cell, so the cells
+        that finished keep their outputs even if the job reaches its time limit.  Save the
+        notebook first: the job runs the file as it is on disk.
+        """
+        args = parse_argstring(self.hpc_submit_notebook, line)
+        path = Path(args.path or os.environ.get("JPY_SESSION_NAME", "")).expanduser()
+        if not str(path) or path.suffix != ".ipynb":
+            raise UsageError("which notebook? give its path: %hpc_submit_notebook analysis.ipynb")
+        hpc = self.shell.magics_manager.registry.get("HpcMagics") if self.shell else None
+        try:
+            notebook = read_notebook(path)
+            request = job_for_notebook(notebook.get("metadata", {})).request
+            if hpc is not None and hpc.request != resources.ResourceRequest(
+                    profile=hpc.default_profile, backend=hpc.request.backend):
+                request = hpc.request  # %hpc_resources settings of this session win
+            if args.profile:
+                load_profile(args.profile)
+                request = request.changed(profile=args.profile)
+            request = resources.updated(request, _values_from_args(args))
+            profile = load_profile(request.profile)
+            jobs_root = hpc.jobs_root if hpc is not None else Path(DEFAULT_JOBS_DIR).resolve()
+            job = submit_notebook(path, request, profile, jobs_root=jobs_root,
+                                  python=(hpc.python or None) if hpc is not None else None,
+                                  name=args.name, strip_display=args.strip_display)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        handle = job.handle
+        if hpc is not None:
+            hpc.handles[handle.job_id] = handle
+            hpc.last_job = handle.job_id
+            hpc._show_handle(handle)
+        print(f"[hpc_magics] executed notebook, saved after every cell: {job.executed_notebook}")
+        if not args.wait:
+            return None
+        state = handle.wait()
+        print(f"[hpc_magics] job {handle.job_id}: {state}")
+        from IPython.display import Image, display
+
+        for figure in sorted((handle.folder.path / FIGURES_DIR).glob("cell-*.png")):
+            display(Image(filename=str(figure)))
+        return None

@@ -1,0 +1,128 @@
+"""Submit a whole notebook as one job: ``hpc-magics submit NB.ipynb`` and the magic behind
+``%hpc_submit_notebook``.  The job goes through the same backends (Slurm or local) and job
+folders as ``%%sbatch`` cells, so ``%hpc_jobs``, ``%hpc_cancel`` and the job widget see it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core import validation
+from ..core.errors import InvalidRequest
+from ..core.profiles import ClusterProfile, load_profile
+from ..core.resources import ResourceRequest, to_dict, updated
+from .batch import job_for_notebook, job_name
+from .notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
+from .script import read_notebook
+
+DEFAULT_JOBS_DIR = "hpc_jobs"
+
+
+@dataclass(frozen=True)
+class NotebookJob:
+    handle: Any  # hpc_magics.handle.JobHandle
+    executed_notebook: Path
+
+
+def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
+                    jobs_root: Path, python: str | None = None, name: str | None = None,
+                    strip_display: bool = False) -> NotebookJob:
+    """Prepare the notebook in a new job folder and submit it; returns at once."""
+    from ..backends import get_backend
+    from ..backends.folder import JobFolder
+    from ..handle import JobHandle
+    from ..shipping.packing import Payload
+
+    errors = validation.errors(validation.check(request, profile))
+    if errors:
+        raise InvalidRequest("; ".join(problem.message for problem in errors))
+    notebook = read_notebook(path)
+    prepared = prepare_notebook(notebook, strip_display=strip_display)
+    backend = get_backend(request.backend, python=python)
+    backend.preflight(request, profile)
+    name = name or job_name(path.stem)
+    folder = JobFolder.create(jobs_root, name)
+    (folder.path / NOTEBOOK_IN).write_text(json.dumps(prepared, indent=1), encoding="utf-8")
+    workdir = str(path.resolve().parent)
+    code = ("from hpc_magics.convert.notebook_job import run_notebook_job\n"
+            f"run_notebook_job({str(folder.path)!r}, {workdir!r})\n")
+    executed = folder.path / NOTEBOOK_OUT
+    folder.write_meta({"name": name, "backend": backend.name, "profile": profile.name,
+                       "request": to_dict(request), "kind": "notebook",
+                       "shipped": f"the notebook {path.name} ({len(prepared['cells'])} cells)",
+                       "results": [], "notebook": str(path.resolve()),
+                       "executed_notebook": str(executed), "state": "SUBMITTING"})
+    try:
+        job_id = backend.submit(folder, Payload(code=code), request, profile, name)
+    except Exception as error:
+        folder.update_meta(state="NOT_SUBMITTED", error=str(error))
+        raise
+    folder.update_meta(job_id=job_id, state="SUBMITTED", submitted_at=time.time())
+    return NotebookJob(JobHandle(job_id, backend, folder, name), executed)
+
+
+# ---------------------------------------------------------------------- the command
+_FLAGS = [("-p", "--partition"), ("-t", "--time"), ("-N", "--nodes"), ("-c", "--cpus-per-task"),
+          ("--mem",), ("--gpus-per-node",), ("--gres",), ("-A", "--account"), ("-q", "--qos"),
+          ("-C", "--constraint")]
+_FIELDS = {"time": "time_s", "mem": "mem_mb", "cpus-per-task": "cpus_per_task",
+           "gpus-per-node": "gpus_per_node"}
+
+
+def add_parser(subcommands: argparse._SubParsersAction) -> None:
+    parser = subcommands.add_parser(
+        "submit", help="run a whole notebook as one job",
+        description="Run the notebook cell by cell as one job; the executed notebook is saved "
+                    "after every cell in the job folder, so finished cells survive a time limit.")
+    parser.add_argument("notebook", type=Path, help="the .ipynb file")
+    parser.add_argument("--profile", default=None, help="cluster profile (default: the "
+                        "notebook's metadata, else 'generic')")
+    for flags in _FLAGS:
+        parser.add_argument(*flags, default=None, help=f"as sbatch {flags[-1]}")
+    parser.add_argument("--setup", action="append", metavar="COMMAND",
+                        help="shell line run before the job (repeatable)")
+    parser.add_argument("--backend", choices=["auto", "slurm", "local"], default=None)
+    parser.add_argument("--python", default=None, help="python the job runs with "
+                        "(default: this one)")
+    parser.add_argument("-J", "--name", default=None, help="job name (default: the notebook's)")
+    parser.add_argument("--jobs-dir", type=Path, default=None,
+                        help="folder for job folders (default: hpc_jobs beside the notebook)")
+    parser.add_argument("--strip-display", action="store_true",
+                        help="remove display code first, as hpc-magics convert does")
+    parser.add_argument("--wait", action="store_true", help="wait for the job to end")
+    parser.set_defaults(run=run)
+
+
+def request_from_args(args: argparse.Namespace, metadata: dict[str, Any]
+                      ) -> tuple[ResourceRequest, ClusterProfile]:
+    job = job_for_notebook(metadata, args.profile)
+    values: dict[str, Any] = {}
+    for flags in _FLAGS:
+        flag = flags[-1].lstrip("-")
+        values[_FIELDS.get(flag, flag.replace("-", "_"))] = getattr(
+            args, flag.replace("-", "_"))
+    values["setup"] = args.setup
+    values["backend"] = args.backend
+    request = updated(job.request, values)
+    return request, load_profile(request.profile)
+
+
+def run(args: argparse.Namespace) -> int:
+    notebook = read_notebook(args.notebook)
+    request, profile = request_from_args(args, notebook.get("metadata", {}))
+    jobs_root = (args.jobs_dir or args.notebook.resolve().parent / DEFAULT_JOBS_DIR).resolve()
+    job = submit_notebook(args.notebook, request, profile, jobs_root=jobs_root,
+                          python=args.python, name=args.name, strip_display=args.strip_display)
+    handle = job.handle
+    print(f"submitted job {handle.job_id} ({handle.backend.name}): {handle.folder.path}")
+    print(f"executed notebook (saved after every cell): {job.executed_notebook}")
+    if not args.wait:
+        return 0
+    state = handle.wait()
+    print(f"job {handle.job_id}: {state}")
+    return 0 if state in {"COMPLETED", "FINISHED"} else 1

@@ -1,0 +1,113 @@
+"""A whole notebook as one job: prepared, run cell by cell, saved after every cell."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import nbformat
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from hpc_magics.convert.notebook_job import NOTEBOOK_OUT, prepare_notebook
+
+from .conftest import NOTEBOOKS, VENV_BIN, headless_env, notebook, tagged
+
+if TYPE_CHECKING:
+    from conftest import SlurmCluster
+
+TIMEOUT_S = 300
+
+
+def hpc_magics(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(VENV_BIN / "hpc-magics"), *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+                          env=headless_env(None))
+
+
+def _executed(folder: Path) -> nbformat.NotebookNode:
+    [path] = folder.glob(f"hpc_jobs/*/{NOTEBOOK_OUT}")
+    return nbformat.read(path, as_version=4)
+
+
+def test_prepared_notebook_leaves_out_skips_and_installs() -> None:
+    nb = notebook("%pip install numpy\n!pip install -q rich\nimport numpy as np",
+                  tagged("raise SystemExit", "hpc-skip"),
+                  "from tqdm.notebook import tqdm\n%matplotlib inline\n!echo kept")
+    prepared = prepare_notebook(nb)
+    sources = [c["source"] for c in prepared["cells"]]
+    assert sources[0].startswith("# %pip install numpy: dropped, install packages before")
+    assert "# !pip install -q rich: dropped" in sources[0] and "import numpy as np" in sources[0]
+    assert prepared["cells"][1]["cell_type"] == "raw" and sources[1] == ""
+    assert sources[2] == "from tqdm import tqdm\n%matplotlib inline\n!echo kept"
+    assert all(c.get("outputs") == [] for c in prepared["cells"] if c["cell_type"] == "code")
+
+
+def test_prepared_notebook_can_strip_display() -> None:
+    nb = notebook("import matplotlib.pyplot as plt\nplt.plot([1])\nplt.show()\n%time x = 1")
+    prepared = prepare_notebook(nb, strip_display=True)
+    helpers, cell = prepared["cells"]
+    assert "_perf_counter" in helpers["source"]
+    assert "# [display] plt.show()" in cell["source"] and "x = 1" in cell["source"]
+
+
+def test_submit_command_runs_the_notebook_and_keeps_outputs_and_figures(tmp_path: Path) -> None:
+    nb = nbformat.read(NOTEBOOKS / "weather_pandas.ipynb", as_version=4)
+    nbformat.write(nb, tmp_path / "weather.ipynb")
+    done = hpc_magics("submit", "weather.ipynb", "--backend", "local", "--wait", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "executed notebook (saved after every cell)" in done.stdout
+    executed = _executed(tmp_path)
+    progress = executed.metadata["hpc_magics_job"]
+    assert progress["finished"] and progress["cells_done"] == progress["cells"] == 10
+    describe = executed.cells[4]
+    assert describe.outputs and "text/html" in describe.outputs[0]["data"]
+    assert (tmp_path / "results.json").exists(), "the notebook runs in its own folder"
+    [job] = (tmp_path / "hpc_jobs").iterdir()
+    figures = sorted(p.name for p in (job / "figures").glob("*.png"))
+    assert "cell-6-1.png" in figures and "cell-9-1.png" in figures
+
+
+def test_magic_submits_this_notebook_with_session_settings(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    from hpc_magics.convert.magic import NotebookJobMagics
+
+    nbformat.write(notebook("value = 6 * 7\nprint('value', value)"), tmp_path / "mine.ipynb")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "mine.ipynb"))
+    shell: Any = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "hpc_magics")
+    shell.register_magics(NotebookJobMagics)
+    magics = shell.magics_manager.registry["HpcMagics"]
+    magics.jobs_dir = str(tmp_path / "jobs")
+    magics.handles.clear()
+    shell.run_line_magic("hpc_submit_notebook", "--backend local -t 5 --wait")
+    out = capsys.readouterr().out
+    assert "saved after every cell" in out and "FINISHED" in out
+    handle = magics.handles[magics.last_job]
+    executed = nbformat.read(handle.folder.path / NOTEBOOK_OUT, as_version=4)
+    assert executed.cells[0].outputs[0]["text"] == "value 42\n"
+    assert json.loads((handle.folder.path / "meta.json").read_text())["kind"] == "notebook"
+
+
+def test_time_limit_keeps_the_outputs_of_finished_cells(slurm_cluster: SlurmCluster,
+                                                        tmp_path: Path) -> None:
+    nbformat.write(notebook("print('first cell')", "import time\nprint('second cell')",
+                            "time.sleep(600)", "print('never')"), tmp_path / "long.ipynb")
+    started = time.monotonic()
+    done = hpc_magics("submit", "long.ipynb", "--profile", "lab", "-t", "1", "--wait",
+                      "--python", str(VENV_BIN / "python"), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "TIMEOUT" in done.stdout
+    assert time.monotonic() - started < TIMEOUT_S
+    executed = _executed(tmp_path)
+    assert executed.cells[0].outputs[0]["text"] == "first cell\n"
+    assert executed.cells[1].outputs[0]["text"] == "second cell\n"
+    assert executed.cells[3].outputs == []
+    assert executed.metadata["hpc_magics_job"]["cells_done"] == 2
+    assert not executed.metadata["hpc_magics_job"]["finished"]
