@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
@@ -58,3 +59,28 @@ def test_cells_that_never_parsed_are_left_out_with_a_note(tmp_path: Path) -> Non
     code = replay_source(["x = 1", "def broken(:", "y = x + 1"], "print('y', y)")
     assert "history entry 2 left out: it is not valid Python" in code
     assert "y 2" in _run(code, tmp_path).stdout
+
+
+def test_replayed_cell_runs_as_a_slurm_job(slurm_cluster: Any, tmp_path: Path) -> None:
+    """What ``%%sbatch --replay`` submits: no shipped state, the history rebuilds it."""
+    from hpc_magics.backends import get_backend
+    from hpc_magics.backends.folder import JobFolder
+    from hpc_magics.core.profiles import load_profile
+    from hpc_magics.core.resources import ResourceRequest
+    from hpc_magics.handle import JobHandle
+    from hpc_magics.shipping.packing import Payload
+
+    workdir = tmp_path / "notebook folder"
+    workdir.mkdir()
+    history = [f"import os\nos.chdir({str(workdir)!r})", *HISTORY]
+    payload = Payload(code=replay_source(history, CELL + "\nvalue * 2"),
+                      result_names=("value",), capture_last_expression=True)
+    request = ResourceRequest(profile="lab", partition="debug", time_s=300, backend="slurm")
+    backend = get_backend("slurm", python=sys.executable)
+    folder = JobFolder.create(tmp_path / "jobs", "replay")
+    job_id = backend.submit(folder, payload, request, load_profile("lab"), "replay")
+    handle = JobHandle(job_id, backend, folder, "replay")
+    assert handle.wait(timeout=180) == "COMPLETED", handle.log()
+    values = handle.fetch(show=False)
+    assert values["value"] == 12 and values["_"] == 24
+    assert (workdir / "log.txt").read_text() == "value 12\n"
