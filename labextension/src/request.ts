@@ -23,6 +23,8 @@ export interface IServerInfo {
   now: number;
   idle_stop_minutes: number | null;
   idle_stop_at: number | null;
+  /** How long before an idle stop the front end offers "keep working". */
+  idle_warning_minutes?: number | null;
   warn_minutes: number[];
 }
 

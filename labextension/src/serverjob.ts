@@ -11,6 +11,8 @@ import { fetchServerInfo, IServerInfo } from './request';
 
 export const RESYNC_MS = 60_000;
 const TICK_MS = 1_000;
+const DEADLINE_GRACE_S = 3;
+const DEADLINE_RECHECK_MS = 15_000;
 
 export type ServerJobPhase = 'loading' | 'running' | 'unreachable' | 'stopped';
 
@@ -84,6 +86,7 @@ export class ServerJob {
     if (this._phase === 'stopped' || this._disposed) {
       return;
     }
+    this._lastFetchMs = Date.now();
     try {
       const info = await fetchServerInfo();
       if (this._isStopped()) {
@@ -130,9 +133,28 @@ export class ServerJob {
   }
 
   private _tick(): void {
-    if (this._info) {
-      this._changed.emit();
+    if (!this._info) {
+      return;
     }
+    // Past the walltime or the idle deadline the server is likely gone: find out
+    // now rather than at the next minute's fetch (at most every 15 s).
+    if (
+      this._phase === 'running' &&
+      this._deadlinePassed() &&
+      Date.now() - this._lastFetchMs > DEADLINE_RECHECK_MS
+    ) {
+      void this.refresh();
+    }
+    this._changed.emit();
+  }
+
+  private _deadlinePassed(): boolean {
+    const idle = this.secondsUntilIdleStop();
+    const end = this._info?.end_time ?? null;
+    return (
+      (idle !== null && idle < -DEADLINE_GRACE_S) ||
+      (end !== null && this.serverNow() > end + DEADLINE_GRACE_S)
+    );
   }
 
   private _stopTimers(): void {
@@ -145,6 +167,7 @@ export class ServerJob {
   private _phase: ServerJobPhase = 'loading';
   private _lastError: string | null = null;
   private _clockOffset = 0;
+  private _lastFetchMs = 0;
   private _disposed = false;
   private _tickTimer: number;
   private _resyncTimer: number;

@@ -44,8 +44,12 @@ export class ServerJobStatus extends Widget {
       text = 'server stopped';
       title = 'This server was stopped.';
       kind = 'quiet';
+    } else if (job.phase === 'unreachable') {
+      text = 'server not answering';
+      title = `The server did not answer: ${job.lastError}`;
+      kind = 'quiet';
     } else if (!info) {
-      text = job.phase === 'unreachable' ? 'Slurm job: unknown' : 'Slurm job…';
+      text = 'Slurm job…';
       title = job.lastError ?? 'Asking the server about its Slurm job';
       kind = 'quiet';
     } else if (!job.inSlurmJob) {
@@ -57,9 +61,6 @@ export class ServerJobStatus extends Widget {
       const left = job.secondsLeft();
       text = statusText(info.job_id as string, left, job.nodeHoursUsed());
       title = 'Your server runs as this Slurm job. Click for details and stop.';
-      if (job.phase === 'unreachable') {
-        title += `\nLast update failed: ${job.lastError}`;
-      }
       kind =
         left === null
           ? 'ok'

@@ -82,7 +82,7 @@ class ServerJobDetails extends Widget {
     if (info.idle_stop_minutes !== null && idle !== null) {
       rows.push([
         'Idle stop',
-        `after ${info.idle_stop_minutes} min without activity (in ${formatDuration(idle)})`
+        `after ${formatDuration(info.idle_stop_minutes * 60)} without activity (in ${formatDuration(Math.max(0, idle))})`
       ]);
     }
     const table = document.createElement('table');

@@ -11,7 +11,7 @@ import { ServerJob } from './serverjob';
 import { SAVE_ALL_COMMAND } from './stop';
 
 export const STOP_COMMAND = 'hpc-magics:stop-server';
-const IDLE_WARNING_MAX_SECONDS = 5 * 60;
+const DEFAULT_IDLE_WARNING_MINUTES = 5;
 
 /** Thresholds already announced survive a page reload of the same job. */
 function warnedKey(jobId: string, minutes: number): string {
@@ -112,9 +112,12 @@ export class IdleStopWarning {
     this._job.changed.disconnect(this._check, this);
   }
 
+  /** Seconds before the idle stop at which to warn: the server's setting, at most half the idle period. */
   private _warningWindow(): number {
-    const minutes = this._job.info?.idle_stop_minutes ?? 0;
-    return Math.min(IDLE_WARNING_MAX_SECONDS, (minutes * 60) / 2);
+    const info = this._job.info;
+    const idleSeconds = (info?.idle_stop_minutes ?? 0) * 60;
+    const configured = (info?.idle_warning_minutes ?? DEFAULT_IDLE_WARNING_MINUTES) * 60;
+    return configured > 0 && configured < idleSeconds ? configured : idleSeconds / 2;
   }
 
   private _dismiss(): void {

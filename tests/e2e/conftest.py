@@ -181,33 +181,49 @@ def pytest_runtest_makereport(
 
 # ------------------------------------------------------------------------------ servers
 
+LocalLabFactory = Callable[..., Lab]
+
+
 @pytest.fixture
-def local_lab(tmp_path: Path) -> Iterator[Lab]:
-    """JupyterLab on 127.0.0.1 (random port, token), outside any Slurm job."""
-    root_dir = tmp_path / "work"
-    root_dir.mkdir()
-    token = secrets.token_hex(16)
-    port = free_port()
-    env = commands.scrubbed_environment()
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(write_lab_settings(tmp_path / "lab-settings"))
-    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
-    log_path = tmp_path / "jupyter-lab.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            lab_argv(port, token, root_dir), stdout=log, stderr=subprocess.STDOUT,
-            env=env, cwd=root_dir, start_new_session=True)
-    lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root_dir=root_dir)
-    try:
+def start_local_lab(tmp_path: Path) -> Iterator[LocalLabFactory]:
+    """``start_local_lab(*extra_args)``: JupyterLab on 127.0.0.1 (random port, token),
+    outside any Slurm job; every server started is shut down after the test."""
+    started: list[tuple[Lab, subprocess.Popen[bytes]]] = []
+
+    def start(*extra_args: str) -> Lab:
+        home = tmp_path / f"lab{len(started)}"
+        root_dir = home / "work"
+        root_dir.mkdir(parents=True)
+        token = secrets.token_hex(16)
+        port = free_port()
+        env = commands.scrubbed_environment()
+        env["JUPYTERLAB_SETTINGS_DIR"] = str(write_lab_settings(home / "lab-settings"))
+        env["JUPYTER_RUNTIME_DIR"] = str(home / "runtime")
+        log_path = home / "jupyter-lab.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [*lab_argv(port, token, root_dir), *extra_args], stdout=log,
+                stderr=subprocess.STDOUT, env=env, cwd=root_dir, start_new_session=True)
+        lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root_dir=root_dir)
+        started.append((lab, process))
         wait_for_server(lab, lambda: process.poll() is None,
                         lambda: log_path.read_text(errors="replace")[-3000:])
-        yield lab
-    finally:
-        lab.api("POST", "api/shutdown", timeout=5.0)
+        return lab
+
+    yield start
+    for lab, process in started:
+        if process.poll() is None:
+            lab.api("POST", "api/shutdown", timeout=5.0)
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
+
+
+@pytest.fixture
+def local_lab(start_local_lab: LocalLabFactory) -> Lab:
+    return start_local_lab()
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ on the test cluster (countdown, save all and stop, walltime warning, jobs panel)
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -206,3 +207,34 @@ def test_jobs_panel_lists_a_job_and_cancels_it(lab_job_near_walltime: SlurmLab, 
     confirm.wait_for()
     confirm.get_by_role("button", name="Cancel job").click()
     assert sacct_state(batch_job, until={"CANCELLED"}, timeout=30) == "CANCELLED"
+
+
+# ------------------------------------------------------------------------- idle stop
+
+def test_idle_warning_keep_working_then_idle_stop(start_local_lab: Any, page: Any,
+                                                  tmp_path: Path) -> None:
+    """An open but untouched tab must not keep the server alive: warning, keep working,
+    then the idle stop (JupyterLab's own polling and workspace saves do not count)."""
+    # Idle stop after 40 s, warned 30 s before: the warning is due ~10 s after the last activity.
+    lab = start_local_lab("--HpcMagics.idle_stop_seconds=40",
+                          "--HpcMagics.idle_warning_minutes=0.5",
+                          "--HpcMagics.idle_check_interval_s=1")
+    open_lab(page, lab)
+    warning = page.locator(".Toastify__toast", has_text="No activity for a while")
+    warning.wait_for(timeout=40_000)
+    page.wait_for_timeout(800)  # let the toast finish sliding in
+    page.screenshot(path=str(screenshot_path(tmp_path, "idle-warning")))
+    before = json.loads(lab.api("GET", "hpc-magics/server")[1])["idle_stop_at"]
+
+    warning.get_by_role("button", name="Keep working").click()
+    warning.wait_for(state="detached", timeout=10_000)
+    after = json.loads(lab.api("GET", "hpc-magics/server")[1])["idle_stop_at"]
+    assert after > before + 5, "Keep working did not push the idle stop back"
+
+    # Left alone, the tab warns again and the server stops itself.
+    warning.wait_for(timeout=40_000)
+    deadline = time.monotonic() + 60
+    while lab.api("GET", "api/status", timeout=2.0)[0] != 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert lab.api("GET", "api/status", timeout=2.0)[0] == 0, "the idle server did not stop"
+    wait_for_status(page, re.compile(r"^server not answering$"), timeout_s=30)
