@@ -1,8 +1,8 @@
 """The ``hpc-magics`` command.  Each subcommand lives with its layer and is imported only
 when used, so ``hpc-magics convert`` never loads the Slurm or Jupyter server stack.
 
-To add a subcommand, add ``"name": "module.path"`` to ``SUBCOMMANDS``; the module provides
-``add_parser(subcommands)`` which sets ``run=callable(args) -> int`` as a default.
+To add a subcommand, add ``"name": ("module.path", "one-line help")`` to ``SUBCOMMANDS``; the
+module provides ``add_parser(subcommands)`` which sets ``run=callable(args) -> int``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 from .core.errors import HpcMagicsError
 
-SUBCOMMANDS: dict[str, str] = {
-    "convert": "hpc_magics.convert.command",
-    "submit": "hpc_magics.convert.submit",
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "convert": ("hpc_magics.convert.command", "notebook → headless NAME.py + NAME.sbatch"),
+    "submit": ("hpc_magics.convert.submit", "run a whole notebook as one job"),
 }
 
 
@@ -25,13 +25,13 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         prog="hpc-magics", description="Run notebooks on Slurm clusters."
     )
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    # Import only the module of the subcommand asked for (all of them for --help).
-    wanted = [a for a in argv if a in SUBCOMMANDS][:1] or list(SUBCOMMANDS)
-    for name in SUBCOMMANDS:
+    # Import only the module of the subcommand asked for: the others may be heavy.
+    wanted = [a for a in argv if a in SUBCOMMANDS][:1]
+    for name, (module, summary) in SUBCOMMANDS.items():
         if name in wanted:
-            importlib.import_module(SUBCOMMANDS[name]).add_parser(subcommands)
+            importlib.import_module(module).add_parser(subcommands)
         else:
-            subcommands.add_parser(name)
+            subcommands.add_parser(name, help=summary)
     return parser
 
 
