@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from hpc_magics.scheduler import commands
 
@@ -221,7 +222,15 @@ def test_idle_warning_keep_working_then_idle_stop(start_local_lab: Any, page: An
                           "--HpcMagics.idle_check_interval_s=1")
     open_lab(page, lab)
     warning = page.locator(".Toastify__toast", has_text="No activity for a while")
-    warning.wait_for(timeout=40_000)
+    first_deadline = json.loads(lab.api("GET", "hpc-magics/server")[1])["idle_stop_at"]
+    try:
+        warning.wait_for(timeout=40_000)
+    except PlaywrightTimeout:
+        later_deadline = json.loads(lab.api("GET", "hpc-magics/server")[1])["idle_stop_at"]
+        pytest.fail(f"no idle warning in 40 s: the server moved idle_stop_at by "
+                    f"{later_deadline - first_deadline:.0f} s while nobody touched the tab "
+                    "(does a passive request, e.g. JupyterLab's workspace autosave "
+                    "PUT /lab/api/workspaces, count as activity?)", pytrace=False)
     page.wait_for_timeout(800)  # let the toast finish sliding in
     page.screenshot(path=str(screenshot_path(tmp_path, "idle-warning")))
     before = json.loads(lab.api("GET", "hpc-magics/server")[1])["idle_stop_at"]
