@@ -231,6 +231,7 @@ class SlurmLab:
     lab: Lab
     job_id: str
     log_path: Path
+    runtime_dir: Path  # kernels' connection files: every kernel's command line names it
 
 
 def submit_lab_job(tmp_path: Path, time_limit: str, name: str) -> SlurmLab:
@@ -270,7 +271,8 @@ def submit_lab_job(tmp_path: Path, time_limit: str, name: str) -> SlurmLab:
     except BaseException:
         commands.run(["scancel", job_id], timeout=10)
         raise
-    return SlurmLab(lab=lab, job_id=job_id, log_path=log_path)
+    return SlurmLab(lab=lab, job_id=job_id, log_path=log_path,
+                    runtime_dir=tmp_path / "runtime")
 
 
 def end_job(job_id: str) -> None:

@@ -96,6 +96,11 @@ def test_save_all_and_stop_ends_the_job_and_keeps_the_edit(
     time.sleep(2.2)
     assert status_text(page) != first, "the countdown did not move in 2 s"
 
+    # The kernel is up (a process of the job that must be gone after the stop).
+    page.get_by_text("(ipykernel) | Idle").wait_for(timeout=60_000)
+    left_behind = [str(lab.token), str(lab_job_to_stop.runtime_dir)]
+    assert any(processes_mentioning(text) for text in left_behind[1:]), "no kernel started"
+
     editor = page.locator(".jp-Notebook .jp-Cell .cm-content").first
     editor.click()
     page.keyboard.press("Control+End")
@@ -125,9 +130,13 @@ def test_save_all_and_stop_ends_the_job_and_keeps_the_edit(
     assert state in {"CANCELLED", "COMPLETED"}
     assert marker in notebook_sources(notebook)
     deadline = time.monotonic() + 15
-    while processes_mentioning(lab.token) and time.monotonic() < deadline:
+
+    def leftovers() -> list[int]:
+        return sorted({pid for text in left_behind for pid in processes_mentioning(text)})
+
+    while leftovers() and time.monotonic() < deadline:
         time.sleep(0.3)
-    assert processes_mentioning(lab.token) == [], "a jupyter process of the job is left"
+    assert leftovers() == [], "a jupyter server or kernel process of the job is left"
 
 
 @pytest.fixture(scope="module")
