@@ -168,6 +168,26 @@ def test_walltime_warning_appears_near_the_limit(lab_job_near_walltime: SlurmLab
     assert page.locator(".Toastify__toast", has_text="reaches its walltime").count() == 0
 
 
+@pytest.fixture
+def lab_job_last_minutes(slurm_cluster: object, tmp_path: Path) -> Iterator[SlurmLab]:
+    running = submit_lab_job(tmp_path, time_limit="5", name="hpc-e2e-last-minutes")
+    yield running
+    end_job(running.job_id)
+
+
+def test_both_thresholds_passed_announces_only_the_urgent_one(
+        lab_job_last_minutes: SlurmLab, page: Any, tmp_path: Path) -> None:
+    open_lab(page, lab_job_last_minutes.lab)
+    wait_for_status(page, STATUS_IN_JOB)
+    toast = page.locator(".Toastify__toast", has_text="reaches its walltime")
+    toast.wait_for(timeout=15_000)
+    assert "reaches its walltime in 5 minutes" in toast.inner_text()
+    assert page.locator(STATUS).get_attribute("data-kind") == "urgent"
+    page.wait_for_timeout(2000)
+    assert toast.count() == 1, "the 15-minute warning must not follow the 5-minute one"
+    page.screenshot(path=str(screenshot_path(tmp_path, "walltime-urgent")))
+
+
 def test_closing_the_tab_warns_while_the_job_runs(lab_job_near_walltime: SlurmLab,
                                                   page: Any) -> None:
     open_lab(page, lab_job_near_walltime.lab)
