@@ -7,14 +7,19 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { fetchServerInfo, IServerInfo } from './request';
+import { fetchServerInfo, HpcRequestError, IServerInfo } from './request';
 
 export const RESYNC_MS = 60_000;
 const TICK_MS = 1_000;
 const DEADLINE_GRACE_S = 3;
 const DEADLINE_RECHECK_MS = 15_000;
 
-export type ServerJobPhase = 'loading' | 'running' | 'unreachable' | 'stopped';
+export type ServerJobPhase =
+  | 'loading'
+  | 'running'
+  | 'unreachable'
+  | 'no-extension'
+  | 'stopped';
 
 export class ServerJob {
   constructor() {
@@ -100,7 +105,11 @@ export class ServerJob {
       if (this._isStopped()) {
         return;
       }
-      this._phase = 'unreachable';
+      // 404: the server runs without the hpc_magics server extension.
+      this._phase =
+        error instanceof HpcRequestError && error.status === 404
+          ? 'no-extension'
+          : 'unreachable';
       this._lastError = String((error as Error).message ?? error);
     }
     this._changed.emit();

@@ -44,6 +44,12 @@ export class ServerJobStatus extends Widget {
       text = 'server stopped';
       title = 'This server was stopped.';
       kind = 'quiet';
+    } else if (job.phase === 'no-extension') {
+      text = 'Slurm job: n/a';
+      title =
+        'The hpc_magics server extension is not enabled on this server ' +
+        '(jupyter server extension enable hpc_magics).';
+      kind = 'quiet';
     } else if (job.phase === 'unreachable') {
       text = 'server not answering';
       title = `The server did not answer: ${job.lastError}`;
