@@ -113,11 +113,18 @@ class JobHandle:
                                      f"(%hpc_fetch {self.job_id} --wait) or check later")
             raise self._failure(state, "")
         result = self.folder.load_results()
+        meta = self.folder.meta()
         output = self.folder.output()
         if show and output:
             print(output, end="" if output.endswith("\n") else "\n")
+        figures = result.figures
+        if meta.get("kind") == "notebook":  # a whole-notebook job saves figures per cell
+            figures = tuple(str(p.relative_to(self.folder.path))
+                            for p in sorted((self.folder.path / "figures").glob("cell-*.png")))
         if show:
-            self._show_figures(result.figures)
+            self._show_figures(figures)
+            if meta.get("executed_notebook"):
+                print(f"[hpc_magics] executed notebook: {meta['executed_notebook']}")
         if result.error_type is not None:
             raise RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
                               f"{result.error_type}: {result.error_message}",
@@ -149,6 +156,9 @@ class JobHandle:
         hint = _STATE_HINTS.get(normalize_state(state), f"it ended {state}")
         tail = self.log(tail=15)
         message = f"job {self.job_id} has no results: {hint} (log: {self.folder.path})"
+        executed = self.folder.meta().get("executed_notebook")
+        if executed:
+            message += f"; the cells that finished kept their outputs in {executed}"
         return JobFailed(message, remote or tail)
 
     @staticmethod

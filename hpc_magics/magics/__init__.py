@@ -6,9 +6,11 @@ from typing import Any
 
 
 def register(ipython: Any) -> None:
+    from ..convert.magic import NotebookJobMagics
     from .jobs import HpcMagics
 
     ipython.register_magics(HpcMagics)
+    ipython.register_magics(NotebookJobMagics)
     try:
         from .server import ServerMagics
     except ImportError:  # the server magic is optional

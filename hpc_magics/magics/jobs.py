@@ -182,6 +182,9 @@ class HpcMagics(Magics):
     @argument("-J", "--name", help="job name (default: from the notebook and cell)")
     @argument("--wait", action="store_true",
               help="block until the job ends, then bring its results into the notebook")
+    @argument("--replay", action="store_true",
+              help="ship nothing: the job rebuilds the state by running this notebook's "
+                   "earlier cells (display code stripped) first; for state that does not pickle")
     @cell_magic
     def sbatch(self, line: str, cell: str) -> Any:
         """Run this cell as a Slurm job (or locally when there is no Slurm).
@@ -216,8 +219,11 @@ class HpcMagics(Magics):
             backend = get_backend(request.backend, python=self.python or None)
             backend.preflight(request, profile)
             names = analyse(parsed.body)
-            payload = pack(parsed.body, names, self.shell.user_ns if self.shell else {},
-                           self.max_shipped_mb)
+            if args.replay:
+                payload = self._replay_payload(parsed.body, names)
+            else:
+                payload = pack(parsed.body, names, self.shell.user_ns if self.shell else {},
+                               self.max_shipped_mb)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         job_name = args.name or parsed.job_name or self._default_job_name()
@@ -229,6 +235,19 @@ class HpcMagics(Magics):
             return None
         print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
         return None
+
+    def _replay_payload(self, body: str, names: Any) -> Any:
+        from ..convert.replay import replay_source
+        from ..shipping.packing import Payload
+
+        history: list[str] = []
+        if self.shell is not None:
+            # In[1:N] are the cells run before this one (In[N] is this cell, in a kernel)
+            history = list(self.shell.user_ns.get("In", [""])[1:self.shell.execution_count])
+        code = replay_source(history, body)
+        return Payload(code=code, result_names=names.assigned,
+                       capture_last_expression=names.has_final_expression,
+                       replayed_cells=len(history))
 
     def _default_job_name(self) -> str:
         notebook = os.environ.get("JPY_SESSION_NAME", "")

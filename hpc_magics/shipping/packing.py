@@ -49,6 +49,7 @@ class Payload:
     manifest: tuple[ShippedName, ...] = ()
     result_names: tuple[str, ...] = ()
     capture_last_expression: bool = False
+    replayed_cells: int = 0  # with --replay: earlier cells the job runs first
 
     @property
     def size(self) -> int:
@@ -56,6 +57,9 @@ class Payload:
 
     def summary(self) -> str:
         """One line: what is shipped and how big it is."""
+        if self.replayed_cells:
+            return (f"shipping nothing: the job replays the {self.replayed_cells} earlier "
+                    "cells to rebuild the state, then runs this one")
         if not self.manifest:
             return "shipping nothing: the cell uses no notebook state"
         parts = []

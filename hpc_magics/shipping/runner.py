@@ -68,8 +68,17 @@ class _Tee:
         return getattr(self._primary, name)
 
 
+def _node_display(*objects: Any, **_: Any) -> None:
+    """``display`` on a node: figures are kept (saved at the end), the rest printed."""
+    for value in objects:
+        if type(value).__name__ == "Figure" and hasattr(value, "savefig"):
+            continue  # still open: saved as PNG with the other figures when the cell ends
+        print(repr(value))
+
+
 def _rebuild_namespace(payload: Payload) -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__,
+                                 "display": _node_display}
     for name, module_name in payload.modules.items():
         namespace[name] = importlib.import_module(module_name)
     for name, blob in payload.blobs.items():

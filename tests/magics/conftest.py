@@ -23,6 +23,8 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     magics.request = ResourceRequest(profile="generic")
     magics.handles.clear()
     magics.last_job = None
+    del ip.user_ns["In"][1:]  # a fresh history, as in a new kernel (--replay reads it)
+    ip.execution_count = 1
     saved = dict(ip.user_ns)
     yield ip
     ip.user_ns.clear()

@@ -161,3 +161,42 @@ def test_figures_come_back_as_images(shell: Any, job_folders: Any,
     images = [o for o in shown if type(o).__name__ == "Image"]
     assert len(images) == 1 and images[0].data.startswith(b"\x89PNG")
     assert shell.user_ns["peak"] == 3
+
+
+def test_display_of_a_figure_on_the_node(shell: Any, job_folders: Any,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    shown: list[Any] = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "\n".join([
+        "import matplotlib.pyplot as plt",
+        "fig = plt.figure()",
+        "plt.plot([0, 1])",
+        "display(fig)",
+        "display('a note')",
+    ]))
+    [folder] = job_folders(shell)
+    assert len(list((folder / "figures").glob("*.png"))) == 1
+    assert "'a note'" in (folder / "output.txt").read_text()
+    assert sum(type(o).__name__ == "Image" for o in shown) == 1
+
+
+def test_whole_notebook_job_and_fetch(shell: Any, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    notebook = tmp_path / "analysis.ipynb"
+    nbformat.write(new_notebook(cells=[
+        new_code_cell("values = [1, 2, 3]\nprint('total', sum(values))"),
+        new_code_cell("import matplotlib.pyplot as plt\nplt.plot(values)\nplt.show()"),
+    ]), notebook)
+    shell.run_line_magic("hpc_submit_notebook", f"{notebook} --backend local -t 10")
+    magics = shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    handle.wait(timeout=180)
+    capsys.readouterr()
+    shell.run_line_magic("hpc_fetch", handle.job_id)
+    out = capsys.readouterr().out
+    assert "executed notebook:" in out
+    executed = nbformat.read(handle.folder.path / "executed.ipynb", as_version=4)
+    assert "total 6" in executed.cells[0].outputs[0]["text"]

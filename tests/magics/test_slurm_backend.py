@@ -167,3 +167,23 @@ def test_without_accounting_squeue_tells_the_state(slurm_shell: Any, cells: Any,
     assert handle.wait(timeout=90) == "ENDED"
     with pytest.raises(JobFailed, match="without accounting"):
         handle.fetch(show=False)
+
+
+def test_replay_rebuilds_state_that_does_not_pickle(slurm_shell: Any, tmp_path: Path) -> None:
+    data_file = tmp_path / "numbers.txt"
+    data_file.write_text("1\n2\n3\n")
+    slurm_shell.run_cell(f"import threading\nlock = threading.Lock()\n"
+                         f"stream = open({str(data_file)!r})\nfirst = stream.readline()",
+                         store_history=True)  # as a kernel runs cells
+    slurm_shell.run_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
+                         store_history=True)
+    with pytest.raises(UsageError, match="cannot ship 'lock'.*--replay"):
+        slurm_shell.run_cell_magic("sbatch", "", "with lock:\n    rest = stream.read()")
+    slurm_shell.run_cell_magic("sbatch", "--wait --replay",
+                               "with lock:\n    rest = stream.read()\nfirst.strip() + rest")
+    assert slurm_shell.user_ns["rest"] == "2\n3\n"
+    job = last_handle(slurm_shell)
+    code = (job.folder.path / "job.py").read_text()
+    assert "lock = threading.Lock()" in code and "2 earlier cells run first" in code
+    shows = [line for line in code.splitlines() if "plt.show()" in line]
+    assert shows and all(line.lstrip().startswith("#") for line in shows)  # stripped
