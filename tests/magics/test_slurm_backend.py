@@ -177,7 +177,7 @@ def test_replay_rebuilds_state_that_does_not_pickle(slurm_shell: Any, tmp_path: 
                          store_history=True)  # as a kernel runs cells
     slurm_shell.run_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
                          store_history=True)
-    with pytest.raises(UsageError, match="cannot ship 'lock'.*--replay"):
+    with pytest.raises(UsageError, match=r"cannot ship 'lock'.*--replay"):
         slurm_shell.run_cell_magic("sbatch", "", "with lock:\n    rest = stream.read()")
     slurm_shell.run_cell_magic("sbatch", "--wait --replay",
                                "with lock:\n    rest = stream.read()\nfirst.strip() + rest")
