@@ -58,8 +58,11 @@ class JobHandle:
     def ran_locally(self) -> bool:
         return self.backend.name == "local"
 
-    def refresh(self) -> str:
-        state = self.backend.states({self.job_id: self.folder}).get(self.job_id, "UNKNOWN")
+    def refresh(self, max_age_s: float | None = None) -> str:
+        if is_final(self._state):
+            return self._state  # an ended job is never asked about again
+        states = self.backend.states({self.job_id: self.folder}, max_age_s=max_age_s)
+        state = states.get(self.job_id, "UNKNOWN")
         if not is_final(self._state) or is_final(state):
             self._state = state
         if state in {"UNKNOWN", "ENDED"} and self.folder.has_results():
@@ -86,8 +89,9 @@ class JobHandle:
         start = time.monotonic()
         delay = 0.25
         while True:
-            state = self.refresh()
             elapsed = time.monotonic() - start
+            # someone is waiting: accept fresher shared answers early on, gentler later
+            state = self.refresh(max_age_s=min(10.0, max(1.0, elapsed / 4)))
             if progress is not None:
                 progress(self, state, elapsed)
             if is_final(state):
@@ -95,7 +99,7 @@ class JobHandle:
             if self.folder.has_results() and phase(state) != "pending":
                 # the cell has finished; the job is only tidying up
                 time.sleep(0.2)
-                final = self.refresh()
+                final = self.refresh(max_age_s=1.0)
                 return final if is_final(final) else "COMPLETED"
             if timeout is not None and elapsed > timeout:
                 raise HpcMagicsError(f"job {self.job_id} is still {state} after {timeout:.0f}s")
@@ -187,7 +191,7 @@ class JobHandle:
     def cancel(self) -> str:
         self.backend.cancel(self.job_id, self.folder)
         for _ in range(20):
-            state = self.refresh()
+            state = self.refresh(max_age_s=1.0)
             if is_final(state):
                 return state
             time.sleep(0.5)

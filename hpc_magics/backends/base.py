@@ -34,8 +34,12 @@ class Backend(Protocol):
                profile: ClusterProfile, job_name: str) -> str:
         """Submit and return the job id."""
 
-    def states(self, folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
-        """Current states of many jobs, from as few scheduler queries as possible."""
+    def states(self, folder_by_id: dict[str, JobFolder],
+               max_age_s: float | None = None) -> dict[str, str]:
+        """Current states of many jobs, from as few scheduler queries as possible.
+
+        ``max_age_s``: how old a shared answer may be (default: the queue's interval).
+        """
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
         """Cancel one job."""

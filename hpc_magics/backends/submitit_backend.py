@@ -187,23 +187,22 @@ class SlurmBackend(_SubmititBackend):
             params["ntasks_per_node"] = 1
         return params
 
-    def states(self, folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
-        """All states through submitit's shared watcher: one sacct call for all jobs."""
-        jobs: dict[str, Any] = {job_id: submitit.SlurmJob(folder=f.path, job_id=job_id)
-                for job_id, f in folder_by_id.items()}
-        if jobs:
-            watcher = next(iter(jobs.values())).watcher
-            watcher.update()
-        states = {job_id: normalize_state(job.state) for job_id, job in jobs.items()}
-        unknown = [job_id for job_id, state in states.items() if state == "UNKNOWN"]
-        if unknown:
-            states.update(_states_from_squeue({i: folder_by_id[i] for i in unknown}))
-        return states
+    def states(self, folder_by_id: dict[str, JobFolder],
+               max_age_s: float | None = None) -> dict[str, str]:
+        """All states from the user's shared squeue view, plus one sacct for ended jobs."""
+        from ..scheduler.states import job_states
+
+        submitted = {job_id: float(folder.meta().get("submitted_at", 0) or 0)
+                     for job_id, folder in folder_by_id.items()}
+        return job_states(submitted, max_age_s=max_age_s)
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
+        from ..scheduler.queue import JobQueue
+
         result = commands.run(["scancel", job_id], timeout=30)
         if not result.ok:
             raise SubmissionError(f"scancel {job_id} failed: {result.first_error_line()}")
+        JobQueue().invalidate()  # the next look at the queue should see the cancel
 
 
 class LocalBackend(_SubmititBackend):
@@ -230,7 +229,8 @@ class LocalBackend(_SubmititBackend):
                   ""]
         (folder.path / "job.sh").write_text("\n".join(script))
 
-    def states(self, folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
+    def states(self, folder_by_id: dict[str, JobFolder],
+               max_age_s: float | None = None) -> dict[str, str]:
         states: dict[str, str] = {}
         for job_id, folder in folder_by_id.items():
             job = LocalBackend._jobs.get(job_id)
@@ -250,26 +250,6 @@ class LocalBackend(_SubmititBackend):
             job.cancel(check=False)
         elif _pid_alive(job_id):
             os.kill(int(job_id), 15)
-
-
-def _states_from_squeue(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
-    """Without accounting, sacct knows nothing: ask the user's shared squeue view instead.
-
-    A job missing from a squeue answer taken well after its submission has ended; Slurm
-    no longer says how, so it is ``ENDED`` (its results, if any, tell the rest).
-    """
-    from ..scheduler.queue import JobQueue
-
-    view = JobQueue().view()
-    states: dict[str, str] = {}
-    for job_id, folder in folder_by_id.items():
-        snapshot = view.find(job_id)
-        submitted_at = float(folder.meta().get("submitted_at", 0) or 0)
-        if snapshot is not None:
-            states[job_id] = normalize_state(snapshot.state)
-        elif view.updated is not None and submitted_at and view.updated > submitted_at + 2:
-            states[job_id] = "ENDED"
-    return states
 
 
 def _pid_alive(job_id: str) -> bool:

@@ -38,10 +38,17 @@ def idle_stop_at(*, last_user_activity: float, kernels: Iterable[KernelActivity]
     return latest + idle_seconds
 
 
+# Requests a browser tab makes on its own, with nobody at the keyboard: JupyterLab saves
+# its layout (PUT <base>lab/api/workspaces/...) every few seconds.
+AUTOMATIC_PATHS = ("/lab/api/workspaces",)
+
+
 def counts_as_activity(handler: Any) -> bool:
     """Did this finished request come from a person acting, not from polling?"""
+    path = str(getattr(handler.request, "path", ""))
     return (
         handler.request.method not in PASSIVE_METHODS
+        and not any(marker in path for marker in AUTOMATIC_PATHS)
         and bool(getattr(handler, "_track_activity", False))
         and getattr(handler, "_jupyter_current_user", None) is not None
         and handler.get_status() < 400
