@@ -47,6 +47,12 @@ hm_system_packages() {
   # the labextension is built with node/npm when the package is installed
   command -v node >/dev/null || pkgs+=(nodejs npm)
   hm_apt_install "${pkgs[@]}"
+  # rspack (the labextension's bundler) needs node ^20.19 or >= 22.12; Debian 12's own is 18
+  local node_version
+  node_version=$(node -p 'process.versions.node' 2>/dev/null || echo 0)
+  node -e 'const [a,b]=process.versions.node.split(".").map(Number);
+           process.exit((a===20&&b>=19)||(a===22&&b>=12)||a>22?0:1)' 2>/dev/null \
+    || hm_die "node $node_version is too old to build the labextension: install node 20.19+ or 22.12+"
 }
 
 # A fingerprint of what the editable install depends on: when it changes, reinstall.
