@@ -6,8 +6,8 @@ from typing import Any
 
 
 def register(ipython: Any) -> None:
-    from ..convert.magic import NotebookJobMagics
     from .jobs import HpcMagics
+    from .notebook import NotebookJobMagics
 
     ipython.register_magics(HpcMagics)
     ipython.register_magics(NotebookJobMagics)

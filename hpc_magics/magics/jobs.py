@@ -48,7 +48,7 @@ def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     return function
 
 
-def _values_from_args(args: Any) -> dict[str, Any]:
+def values_from_args(args: Any) -> dict[str, Any]:
     raw: dict[str, Any] = {}
     for flag_field in ("partition", "nodes", "ntasks_per_node", "cpus_per_task", "mem",
                        "gpus_per_node", "gres", "account", "qos", "constraint"):
@@ -134,7 +134,7 @@ class HpcMagics(Magics):
             if getattr(args, "profile", None):
                 load_profile(args.profile)  # fail now on an unknown name
                 request = request.changed(profile=args.profile)
-            return resources.updated(request, _values_from_args(args))
+            return resources.updated(request, values_from_args(args))
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
 

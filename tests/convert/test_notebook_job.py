@@ -75,7 +75,7 @@ def test_magic_submits_this_notebook_with_session_settings(tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]
                                                            ) -> None:
-    from hpc_magics.convert.magic import NotebookJobMagics
+    from hpc_magics.magics.notebook import NotebookJobMagics
 
     nbformat.write(notebook("value = 6 * 7\nprint('value', value)"), tmp_path / "mine.ipynb")
     monkeypatch.chdir(tmp_path)

@@ -15,14 +15,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from ..convert.batch import job_for_notebook
+from ..convert.notebook_job import FIGURES_DIR
+from ..convert.script import read_notebook
+from ..convert.submit import DEFAULT_JOBS_DIR, submit_notebook
 from ..core import resources
 from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
-from ..magics.jobs import _values_from_args, resource_arguments
-from .batch import job_for_notebook
-from .notebook_job import FIGURES_DIR
-from .script import read_notebook
-from .submit import DEFAULT_JOBS_DIR, submit_notebook
+from .jobs import resource_arguments, values_from_args
 
 
 @magics_class
@@ -57,7 +57,7 @@ class NotebookJobMagics(Magics):
             if args.profile:
                 load_profile(args.profile)
                 request = request.changed(profile=args.profile)
-            request = resources.updated(request, _values_from_args(args))
+            request = resources.updated(request, values_from_args(args))
             profile = load_profile(request.profile)
             jobs_root = hpc.jobs_root if hpc is not None else Path(DEFAULT_JOBS_DIR).resolve()
             job = submit_notebook(path, request, profile, jobs_root=jobs_root,
