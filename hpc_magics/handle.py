@@ -66,7 +66,8 @@ class JobHandle:
         if not is_final(self._state) or is_final(state):
             self._state = state
         if state in {"UNKNOWN", "ENDED"} and self.folder.has_results():
-            self._state = "COMPLETED"
+            # no accounting to ask: the results say whether the cell succeeded
+            self._state = "FAILED" if self.folder.load_results().error_type else "COMPLETED"
         self._state_checked = time.monotonic()
         if is_final(self._state):
             self.folder.update_meta(state=self._state)
@@ -97,10 +98,13 @@ class JobHandle:
             if is_final(state):
                 return state
             if self.folder.has_results() and phase(state) != "pending":
-                # the cell has finished; the job is only tidying up
-                time.sleep(0.2)
-                final = self.refresh(max_age_s=1.0)
-                return final if is_final(final) else "COMPLETED"
+                # the cell has finished; the job is only tidying up: give Slurm a moment
+                # to say how it ended (a time limit can strike while results are written)
+                settle_until = time.monotonic() + 15
+                while not is_final(state) and time.monotonic() < settle_until:
+                    time.sleep(0.5)
+                    state = self.refresh(max_age_s=1.0)
+                return state
             if timeout is not None and elapsed > timeout:
                 raise HpcMagicsError(f"job {self.job_id} is still {state} after {timeout:.0f}s")
             time.sleep(delay)

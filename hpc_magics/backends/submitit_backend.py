@@ -98,6 +98,8 @@ class _SubmititBackend:
         _write_job_py(folder, payload, job_name)
         executor = self._executor(folder)
         executor.update_parameters(**self._parameters(request, profile, job_name))
+        # before sbatch: a squeue answer older than this cannot have seen the job
+        folder.update_meta(submitted_at=time.time())
         try:
             with scrubbed_process_environment():
                 job = executor.submit(run_cell, payload, str(folder.path))
@@ -192,8 +194,9 @@ class SlurmBackend(_SubmititBackend):
         """All states from the user's shared squeue view, plus one sacct for ended jobs."""
         from ..scheduler.states import job_states
 
-        submitted = {job_id: float(folder.meta().get("submitted_at", 0) or 0)
-                     for job_id, folder in folder_by_id.items()}
+        submitted = {
+            job_id: float(folder.meta().get("submitted_at") or folder.path.stat().st_mtime)
+            for job_id, folder in folder_by_id.items()}
         return job_states(submitted, max_age_s=max_age_s)
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +61,7 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     except Exception as error:
         folder.update_meta(state="NOT_SUBMITTED", error=str(error))
         raise
-    folder.update_meta(job_id=job_id, state="SUBMITTED", submitted_at=time.time())
+    folder.update_meta(job_id=job_id, state="SUBMITTED")
     return NotebookJob(JobHandle(job_id, backend, folder, name), executed)
 
 

@@ -6,7 +6,6 @@ import html
 import os
 import re
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -271,7 +270,7 @@ class HpcMagics(Magics):
         except HpcMagicsError as error:
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
             raise UsageError(str(error)) from None
-        folder.update_meta(job_id=job_id, state="SUBMITTED", submitted_at=time.time())
+        folder.update_meta(job_id=job_id, state="SUBMITTED")
         handle = JobHandle(job_id, backend, folder, job_name)
         self.handles[job_id] = handle
         self.last_job = job_id

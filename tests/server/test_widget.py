@@ -79,11 +79,11 @@ def test_refresh_replaces_the_snapshot() -> None:
 
 def test_hpc_server_magic_outside_a_job(monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from IPython.testing.globalipapp import get_ipython
+    from IPython.core.interactiveshell import InteractiveShell
 
     for name in ("SLURM_JOB_ID", "SLURM_JOBID"):
         monkeypatch.delenv(name, raising=False)
-    shell = get_ipython()
+    shell = InteractiveShell.instance()  # the suite's one shell, as the other tests use
     shell.run_line_magic("load_ext", "hpc_magics")
     shell.run_line_magic("hpc_server", "--text")
     assert "not running in a Slurm job" in capsys.readouterr().out
