@@ -62,9 +62,7 @@ class JobHandle:
         if is_final(self._state):
             return self._state  # an ended job is never asked about again
         states = self.backend.states({self.job_id: self.folder}, max_age_s=max_age_s)
-        state = states.get(self.job_id, "UNKNOWN")
-        if not is_final(self._state) or is_final(state):
-            self._state = state
+        state = self._state = states.get(self.job_id, "UNKNOWN")
         if state in {"UNKNOWN", "ENDED"} and self.folder.has_results():
             # no accounting to ask: the results say whether the cell succeeded
             self._state = "FAILED" if self.folder.load_results().error_type else "COMPLETED"
