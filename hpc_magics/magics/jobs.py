@@ -228,9 +228,9 @@ class HpcMagics(Magics):
         job_name = args.name or parsed.job_name or self._default_job_name()
         print(f"[hpc_magics] {payload.summary()}")
         handle = self._submit(backend, payload, request, profile, job_name)
-        self._show_handle(handle)
+        widget = self._show_handle(handle)
         if args.wait:
-            self._wait_and_fetch(handle)
+            self._wait_and_fetch(handle, widget)
             return None
         print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
         return None
@@ -276,24 +276,29 @@ class HpcMagics(Magics):
         self.last_job = job_id
         return handle
 
-    def _show_handle(self, handle: Any) -> None:
+    def _show_handle(self, handle: Any) -> Any:
+        """Display the job's widget (or its summary without ipywidgets); return the widget."""
         from IPython.display import display
 
         try:
             from ..widgets.job import job_widget
-
-            display(job_widget(handle))
         except ImportError:
             display(handle)
+            return None
+        widget = job_widget(handle)
+        display(widget)
+        return widget
 
-    def _wait_and_fetch(self, handle: Any) -> None:
-        from IPython.display import display
+    def _wait_and_fetch(self, handle: Any, widget: Any = None) -> None:
+        from IPython.display import Pretty, display
 
-        status = display(f"job {handle.job_id}: waiting", display_id=True)
+        status = display(Pretty(f"job {handle.job_id}: waiting"), display_id=True)
 
         def progress(h: Any, state: str, elapsed: float) -> None:
             if status is not None:
-                status.update(f"job {h.job_id}: {state} · {elapsed:.0f}s")
+                status.update(Pretty(f"job {h.job_id}: {state} · {elapsed:.0f}s"))
+            if widget is not None and widget.rendered_key != widget.key():
+                widget.render()
 
         try:
             handle.wait(progress=progress)
@@ -302,6 +307,9 @@ class HpcMagics(Magics):
             raise
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
+        finally:
+            if widget is not None:
+                widget.render()
 
     def _handle(self, job: str | None) -> Any:
         from ..handle import attach

@@ -46,10 +46,15 @@ class JobWidget(widgets.VBox):
         self.render()
 
     def render(self) -> None:
+        self.rendered_key = self.key()
         view = view_of(self.handle)
         self.status.value = view.status_html()
         self.cancel_button.disabled = not view.can_cancel
         self.fetch_button.disabled = not view.can_fetch and not self.handle.folder.has_results()
+
+    def key(self) -> tuple[str, bool]:
+        """What the widget shows that can change: re-render when this differs."""
+        return (self.handle._state, self.handle.fetched)
 
     def refresh(self) -> None:
         self.handle.refresh()
@@ -109,7 +114,11 @@ class _Monitor:
     def _loop(self) -> None:
         while not self._stop.wait(REFRESH_INTERVAL_S):
             with self._lock:
-                live = [w for w in self._widgets if not is_final(w.handle._state)]
+                widgets_now = list(self._widgets)
+            for widget in widgets_now:  # a wait or fetch elsewhere may have moved it on
+                if widget.rendered_key != widget.key():
+                    widget.render()
+            live = [w for w in widgets_now if not is_final(w.handle._state)]
             if not live:
                 return
             groups: dict[Any, list[JobWidget]] = {}

@@ -60,3 +60,16 @@ def test_widget_fetch_button_brings_results(shell: Any, cells: Any) -> None:
     assert shell.user_ns["summary"].total == 135.0
     assert "results fetched" in widget.status.value
     assert "summary" in widget.message.value and "sum on the node" in widget.log_view.value
+
+
+def test_widget_shown_by_wait_ends_in_the_final_state(shell: Any, cells: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    shown: list[Any] = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
+    shell.run_cell(cells.SETUP)
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", cells.WORK)
+    [widget] = [o for o in shown if isinstance(o, JobWidget)]
+    assert "FINISHED" in widget.status.value or "COMPLETED" in widget.status.value
+    assert "results fetched" in widget.status.value and widget.cancel_button.disabled
+    progress = [o for o in shown if type(o).__name__ == "Pretty"]
+    assert progress and progress[0].data.startswith("job ")  # plain text, not a quoted str
