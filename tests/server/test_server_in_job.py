@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,8 +34,23 @@ pytestmark = pytest.mark.timeout(240)
 ENDED = {"CANCELLED", "COMPLETED"}
 
 
-def sleeper_job(folder: Path, minutes: int = 5) -> str:
-    """A second job of the same user, which the server must list and must not stop."""
+@pytest.fixture
+def sleeper_job() -> Iterator[Callable[[Path], str]]:
+    """``sleeper_job(folder)``: a second job of the user, which the server must list and must
+    not stop; cancelled after the test so it does not hold a CPU of the test cluster."""
+    started: list[str] = []
+
+    def submit(folder: Path) -> str:
+        job_id = _sleeper_job(folder)
+        started.append(job_id)
+        return job_id
+
+    yield submit
+    for job_id in started:
+        commands.run(["scancel", job_id], timeout=30)
+
+
+def _sleeper_job(folder: Path, minutes: int = 5) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "sleeper.sbatch"
     script.write_text(f"#!/bin/bash\n#SBATCH --job-name=hpc-magics-test-sleeper\n"
@@ -78,7 +94,8 @@ def test_own_job_reads_a_real_job_record(server_in_job: StartInJob) -> None:
 
 
 def test_jobs_lists_and_cancels_another_job_but_not_the_servers(
-        server_in_job: StartInJob, tmp_path: Path, sacct_state: SacctState) -> None:
+        server_in_job: StartInJob, tmp_path: Path, sacct_state: SacctState,
+        sleeper_job: Callable[[Path], str]) -> None:
     server = server_in_job()
     other = sleeper_job(tmp_path / "other")
     listed = server.get("hpc-magics/jobs").json()
@@ -104,7 +121,8 @@ def test_jobs_lists_and_cancels_another_job_but_not_the_servers(
 
 
 def test_stop_ends_only_the_servers_job_and_leaves_no_process(
-        server_in_job: StartInJob, tmp_path: Path, sacct_state: SacctState) -> None:
+        server_in_job: StartInJob, tmp_path: Path, sacct_state: SacctState,
+        sleeper_job: Callable[[Path], str]) -> None:
     server = server_in_job()
     other = sleeper_job(tmp_path / "other")
     kernel = server.post("api/kernels", json={"name": "python3"}).json()
