@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,30 @@ def values_from_args(args: Any) -> dict[str, Any]:
     raw["setup"] = args.setup
     raw["backend"] = args.backend
     return raw
+
+
+def _plain_python(body: str) -> tuple[str, str]:
+    """A cell with IPython syntax (``!cmd``, ``%time``, ``%%bash``) as plain Python.
+
+    Returns the translated cell and the helper code it needs; a cell that is already plain
+    Python comes back unchanged, and one that is not valid either way is left for the
+    syntax check to report.
+    """
+    import ast
+
+    try:
+        ast.parse(body)
+        return body, ""
+    except SyntaxError:
+        pass
+    from ..convert.magics import translate_magics
+    from ..convert.script import helper_code
+
+    try:
+        translated = translate_magics(body)
+    except SyntaxError:
+        return body, ""
+    return translated.source, helper_code(translated.needs)
 
 
 def _one_line(problems: list[validation.Problem]) -> str:
@@ -217,12 +242,18 @@ class HpcMagics(Magics):
 
             backend = get_backend(request.backend, python=self.python or None)
             backend.preflight(request, profile)
-            names = analyse(parsed.body)
+            body, helpers = _plain_python(parsed.body)
+            names = analyse(body)
+            if body != parsed.body:  # names the translation made up are not the user's results
+                names = replace(names, assigned=tuple(
+                    n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
             if args.replay:
-                payload = self._replay_payload(parsed.body, names)
+                payload = self._replay_payload(body, names)
             else:
-                payload = pack(parsed.body, names, self.shell.user_ns if self.shell else {},
+                payload = pack(body, names, self.shell.user_ns if self.shell else {},
                                self.max_shipped_mb)
+            if helpers:  # the translated magics' helpers run first; they are not results
+                payload = replace(payload, code=helpers + payload.code)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         job_name = args.name or parsed.job_name or self._default_job_name()

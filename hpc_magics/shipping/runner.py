@@ -14,11 +14,13 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import traceback
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 import cloudpickle
 
@@ -46,26 +48,45 @@ class CellResult:
     hostname: str = ""
 
 
-class _Tee:
-    """Write to the job's log and to the job folder's output file."""
+def _pump(source_fd: int, target_fd: int, copy: BinaryIO, lock: threading.Lock) -> None:
+    with os.fdopen(source_fd, "rb", buffering=0) as source:
+        while chunk := source.read(65536):
+            os.write(target_fd, chunk)
+            with lock:
+                copy.write(chunk)
+                copy.flush()
 
-    def __init__(self, primary: TextIO, copy: TextIO) -> None:
-        self._primary, self._copy = primary, copy
 
-    def write(self, text: str) -> int:
-        self._copy.write(text)
-        self._copy.flush()
-        return self._primary.write(text)
-
-    def flush(self) -> None:
-        self._primary.flush()
-        self._copy.flush()
-
-    def isatty(self) -> bool:
-        return False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._primary, name)
+@contextlib.contextmanager
+def _tee_output(copy_path: Path) -> Iterator[None]:
+    """Everything written to stdout and stderr, by Python, C code or child processes
+    (``!cmd``), goes to the job's logs as before and also to ``copy_path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    lock = threading.Lock()
+    saved: dict[int, int] = {}
+    pumps = []
+    with open(copy_path, "ab") as copy:
+        for fd in (1, 2):
+            read_end, write_end = os.pipe()
+            saved[fd] = os.dup(fd)
+            os.dup2(write_end, fd)
+            os.close(write_end)
+            pump = threading.Thread(target=_pump, args=(read_end, saved[fd], copy, lock),
+                                    daemon=True)
+            pump.start()
+            pumps.append(pump)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, original in saved.items():
+                os.dup2(original, fd)  # the pipe closes: its pump sees the end
+            for pump in pumps:
+                pump.join(timeout=5)  # a background child may keep the pipe open
+            for original in saved.values():
+                os.close(original)
 
 
 def _node_display(*objects: Any, **_: Any) -> None:
@@ -159,18 +180,16 @@ def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
     job_folder = Path(folder)
     os.environ.setdefault("MPLBACKEND", "Agg")  # a job has no display; never open a window
     hostname = os.uname().nodename
-    with open(job_folder / OUTPUT_FILE, "a", encoding="utf-8") as copy:
-        out, err = _Tee(sys.stdout, copy), _Tee(sys.stderr, copy)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            failure: BaseException | None = None
-            try:
-                namespace = _rebuild_namespace(payload)
-                has_last, last_value = execute(payload, namespace)
-            except BaseException as error:  # the user's error, reported on fetch
-                failure = error
-                remote = _cell_traceback(error)
-                namespace, has_last, last_value = {}, False, None
-            figures = _save_figures(job_folder)
+    with _tee_output(job_folder / OUTPUT_FILE):
+        failure: BaseException | None = None
+        try:
+            namespace = _rebuild_namespace(payload)
+            has_last, last_value = execute(payload, namespace)
+        except BaseException as error:  # the user's error, reported on fetch
+            failure = error
+            remote = _cell_traceback(error)
+            namespace, has_last, last_value = {}, False, None
+        figures = _save_figures(job_folder)
     if failure is not None:
         sys.stderr.write(remote)  # into the job's log, not into the cell's output
         result = CellResult(figures=figures, error_type=type(failure).__name__,

@@ -200,3 +200,18 @@ def test_whole_notebook_job_and_fetch(shell: Any, tmp_path: Path,
     assert "executed notebook:" in out
     executed = nbformat.read(handle.folder.path / "executed.ipynb", as_version=4)
     assert "total 6" in executed.cells[0].outputs[0]["text"]
+
+
+def test_magics_in_a_cell_run_as_plain_python(shell: Any, job_folders: Any,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "\n".join([
+        "!echo shell says hi",
+        "files = !ls /",
+        "%time total = sum(range(1000))",
+        "n_files = len(files)",
+    ]))
+    out = capsys.readouterr().out
+    assert "shell says hi" in out and "Wall time" in out
+    assert shell.user_ns["total"] == 499500 and shell.user_ns["n_files"] > 3
+    [folder] = job_folders(shell)
+    assert "subprocess.run" in (folder / "job.py").read_text()
