@@ -59,6 +59,7 @@ class ClusterProfile:
     defaults: Mapping[str, str] = field(default_factory=dict)
     extra_directives: tuple[tuple[str, str], ...] = ()
     billing: str = "node"  # what a node-hour counts: "node" or "core"
+    cluster_names: tuple[str, ...] = ()  # Slurm ClusterName values this profile describes
     source: str = ""
 
     def partition(self, name: str | None) -> Partition | None:
@@ -102,6 +103,7 @@ def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -
         defaults=dict(data.get("defaults", {})),
         extra_directives=tuple((k, str(v)) for k, v in data.get("extra_directives", {}).items()),
         billing=data.get("billing", "node"),
+        cluster_names=tuple(data.get("cluster_names", ())),
         source=source,
     )
 
@@ -136,3 +138,28 @@ def load_profile(name: str, paths: Iterable[Path] | None = None) -> ClusterProfi
         except tomllib.TOMLDecodeError as error:
             raise InvalidRequest(f"profile file {files[name]} is not valid TOML: {error}") from None
     return profile_from_mapping(name, data, source=str(files[name]))
+
+
+def profile_for_cluster(cluster_name: str, paths: Iterable[Path] | None = None) -> str | None:
+    """The profile whose ``cluster_names`` include ``cluster_name`` (Slurm's ClusterName)."""
+    wanted = cluster_name.strip().lower()
+    if not wanted:
+        return None
+    for name in available_profiles(paths):
+        try:
+            profile = load_profile(name, paths)
+        except InvalidRequest:
+            continue  # a broken site file must not stop detection
+        if wanted in {c.lower() for c in profile.cluster_names}:
+            return name
+    return None
+
+
+def default_profile_name(environ: Mapping[str, str] | None = None) -> str:
+    """``HPC_MAGICS_PROFILE``; else the profile of the cluster this runs on, as a server
+    started by a hub inside a job sees it (``SLURM_CLUSTER_NAME``); else ``generic``."""
+    env = os.environ if environ is None else environ
+    chosen = env.get("HPC_MAGICS_PROFILE", "").strip()
+    if chosen:
+        return chosen
+    return profile_for_cluster(env.get("SLURM_CLUSTER_NAME", "")) or "generic"

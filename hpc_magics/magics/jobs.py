@@ -19,7 +19,12 @@ from traitlets import Float, Unicode
 from ..core import directives as directive_parser
 from ..core import resources, sbatch, validation
 from ..core.errors import HpcMagicsError, JobFailed
-from ..core.profiles import ClusterProfile, available_profiles, load_profile
+from ..core.profiles import (
+    ClusterProfile,
+    available_profiles,
+    default_profile_name,
+    load_profile,
+)
 from ..core.resources import ResourceRequest
 
 RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
@@ -131,8 +136,9 @@ class HpcMagics(Magics):
         help="Folder for job folders, relative to the kernel's working directory "
              "(beside the notebook).").tag(config=True)
     default_profile = Unicode(
-        os.environ.get("HPC_MAGICS_PROFILE", "generic"),
-        help="Cluster profile used until %hpc_resources --profile says otherwise.",
+        default_profile_name(),
+        help="Cluster profile used until %hpc_resources --profile says otherwise (default: "
+             "$HPC_MAGICS_PROFILE, else the profile of $SLURM_CLUSTER_NAME, else generic).",
     ).tag(config=True)
     python = Unicode(
         "", help="Python the job runs with; empty means this kernel's own interpreter "

@@ -155,3 +155,14 @@ def test_directives_read_like_sbatch() -> None:
 def test_directive_with_en_dash_is_explained() -> None:
     with pytest.raises(InvalidRequest, match=r"two hyphens"):
         directives.parse("#SBATCH \u2013time=01:00:00\nx = 1")
+
+
+def test_profile_follows_the_cluster_a_hub_server_runs_on() -> None:
+    from hpc_magics.core.profiles import default_profile_name
+
+    assert default_profile_name({"SLURM_CLUSTER_NAME": "alvis"}) == "alvis"
+    assert default_profile_name({"SLURM_CLUSTER_NAME": "Narval"}) == "narval"
+    assert default_profile_name({"SLURM_CLUSTER_NAME": "elsewhere"}) == "generic"
+    assert default_profile_name({"SLURM_CLUSTER_NAME": "alvis",
+                                 "HPC_MAGICS_PROFILE": "m3"}) == "m3"
+    assert default_profile_name({}) == "generic"
