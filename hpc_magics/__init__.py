@@ -17,6 +17,21 @@ def load_ipython_extension(ipython: Any) -> None:
     register(ipython)
 
 
+def job(job_id: str | None = None) -> Any:
+    """The handle of a job of this notebook (the last one when no id is given).
+
+    ``job().state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``; it works after a
+    kernel restart too, from the job folder.
+    """
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    magics = shell.magics_manager.registry.get("HpcMagics") if shell is not None else None
+    if magics is None:
+        raise RuntimeError("load the extension first: %load_ext hpc_magics")
+    return magics._handle(job_id)
+
+
 def unload_ipython_extension(ipython: Any) -> None:
     from .magics import unregister
 

@@ -361,6 +361,8 @@ class HpcMagics(Magics):
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         self.handles[handle.job_id] = handle
+        if self.last_job is None:  # after a restart, the job looked at becomes the current one
+            self.last_job = handle.job_id
         return handle
 
     # ------------------------------------------------------------- %hpc_fetch

@@ -180,7 +180,11 @@ def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
     job_folder = Path(folder)
     os.environ.setdefault("MPLBACKEND", "Agg")  # a job has no display; never open a window
     hostname = os.uname().nodename
-    with _tee_output(job_folder / OUTPUT_FILE):
+    # In a job with several tasks every task runs the cell (torch.distributed, mpi4py);
+    # task 0 speaks for the job: its output and results come back, the others only log.
+    lead_task = os.environ.get("SLURM_PROCID", "0") == "0"
+    output = job_folder / OUTPUT_FILE if lead_task else Path(os.devnull)
+    with _tee_output(output):
         failure: BaseException | None = None
         try:
             namespace = _rebuild_namespace(payload)
@@ -189,14 +193,18 @@ def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
             failure = error
             remote = _cell_traceback(error)
             namespace, has_last, last_value = {}, False, None
-        figures = _save_figures(job_folder)
+        figures = _save_figures(job_folder) if lead_task else ()
     if failure is not None:
         sys.stderr.write(remote)  # into the job's log, not into the cell's output
+        if not lead_task:
+            raise failure
         result = CellResult(figures=figures, error_type=type(failure).__name__,
                             error_message=str(failure), remote_traceback=remote,
                             hostname=hostname)
         _write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))
         raise failure
+    if not lead_task:
+        return {"names": [], "figures": []}
     values, modules, skipped = _collect(payload, namespace)
     last_blob = last_repr = None
     if has_last and last_value is not None:

@@ -53,6 +53,10 @@ def test_later_fetch_and_reattach_after_restart(
     assert "sum on the node: 135.0" in capsys.readouterr().out
     again = attach(job_id, Path(magics.jobs_root))
     assert again.fetch(show=False)["root"] == pytest.approx(135.0 ** 0.5)
+    import hpc_magics
+
+    assert hpc_magics.job(job_id).job_id == job_id  # finds the shell like a user's call
+    assert hpc_magics.job().state in {"FINISHED", "COMPLETED"}
 
 
 def test_exception_in_the_job_is_raised_with_the_remote_traceback(shell: Any, cells: Any) -> None:

@@ -187,3 +187,20 @@ def test_replay_rebuilds_state_that_does_not_pickle(slurm_shell: Any, tmp_path: 
     assert "lock = threading.Lock()" in code and "2 earlier cells run first" in code
     shows = [line for line in code.splitlines() if "plt.show()" in line]
     assert shows and all(line.lstrip().startswith("#") for line in shows)  # stripped
+
+
+def test_several_tasks_run_the_cell_and_task_zero_answers(slurm_shell: Any) -> None:
+    slurm_shell.run_cell_magic("sbatch", "--wait -N 2 --ntasks-per-node 2", "\n".join([
+        "import os, socket",
+        "rank = int(os.environ['SLURM_PROCID'])",
+        "world = int(os.environ['SLURM_NTASKS'])",
+        "print('task', rank, 'of', world, 'on', os.environ['SLURMD_NODENAME'], flush=True)",
+    ]))
+    assert slurm_shell.user_ns["rank"] == 0 and slurm_shell.user_ns["world"] == 4
+    handle = last_handle(slurm_shell)
+    output = handle.folder.output()
+    assert output.count("task ") == 1 and "task 0 of 4" in output
+    # every task ran it: the other ranks' lines are in the job's logs, on both nodes
+    logs = "".join(p.read_text() for p in handle.folder.path.glob("*_log.out"))
+    assert all(f"task {rank} of 4" in logs for rank in range(4))
+    assert "on c1" in logs and "on c2" in logs
