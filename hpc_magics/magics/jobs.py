@@ -89,6 +89,27 @@ def _plain_python(body: str) -> tuple[str, str]:
     return translated.source, helper_code(translated.needs)
 
 
+def _sbatch_body(source: str) -> str | None:
+    """The body of a ``%%sbatch`` cell, raw or as IPython's history stores it; else None."""
+    import ast
+
+    if source.lstrip().startswith("%%sbatch"):
+        return source.lstrip().partition("\n")[2]
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
+        call = tree.body[0].value
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "run_cell_magic" and len(call.args) == 3
+                and isinstance(call.args[0], ast.Constant) and call.args[0].value == "sbatch"
+                and isinstance(call.args[2], ast.Constant)
+                and isinstance(call.args[2].value, str)):
+            return call.args[2].value
+    return None
+
+
 def _one_line(problems: list[validation.Problem]) -> str:
     if len(problems) == 1:
         return problems[0].message
@@ -274,16 +295,35 @@ class HpcMagics(Magics):
 
     def _replay_payload(self, body: str, names: Any) -> Any:
         from ..convert.replay import replay_source
-        from ..shipping.packing import Payload
+        from ..shipping.analysis import CellNames, analyse
+        from ..shipping.packing import Payload, pack
 
         history: list[str] = []
         if self.shell is not None:
             # In[1:N] are the cells run before this one (In[N] is this cell, in a kernel)
             history = list(self.shell.user_ns.get("In", [""])[1:self.shell.execution_count])
-        code = replay_source(history, body)
-        return Payload(code=code, result_names=names.assigned,
+        # Earlier %%sbatch cells may have run for hours: ship their fetched results instead
+        # of running them again.
+        earlier_results: list[str] = []
+        replayed: list[str] = []
+        for source in history:
+            job_body = _sbatch_body(source)
+            if job_body is None:
+                replayed.append(source)
+                continue
+            try:
+                earlier_results += [n for n in analyse(job_body).assigned
+                                    if n not in earlier_results]
+            except HpcMagicsError:
+                continue  # it failed in the notebook too
+        namespace = self.shell.user_ns if self.shell else {}
+        results = pack("", CellNames(tuple(n for n in earlier_results if n in namespace), (),
+                                     False), namespace, self.max_shipped_mb)
+        return Payload(code=replay_source(replayed, body), modules=results.modules,
+                       blobs=results.blobs, manifest=results.manifest,
+                       result_names=names.assigned,
                        capture_last_expression=names.has_final_expression,
-                       replayed_cells=len(history))
+                       replayed_cells=len(replayed))
 
     def _default_job_name(self) -> str:
         notebook = os.environ.get("JPY_SESSION_NAME", "")

@@ -58,8 +58,11 @@ class Payload:
     def summary(self) -> str:
         """One line: what is shipped and how big it is."""
         if self.replayed_cells:
-            return (f"shipping nothing: the job replays the {self.replayed_cells} earlier "
-                    "cells to rebuild the state, then runs this one")
+            shipped = (f"; shipping the results of earlier %%sbatch cells: "
+                       f"{', '.join(item.name for item in self.manifest)} "
+                       f"({human_size(self.size)})") if self.manifest else ""
+            return (f"the job replays the {self.replayed_cells} earlier cells to rebuild the "
+                    f"state, then runs this one{shipped}")
         if not self.manifest:
             return "shipping nothing: the cell uses no notebook state"
         parts = []
