@@ -317,6 +317,11 @@ class HpcMagics(Magics):
             except HpcMagicsError:
                 continue  # it failed in the notebook too
         namespace = self.shell.user_ns if self.shell else {}
+        missing = [n for n in earlier_results if n not in namespace and n in names.free]
+        if missing:
+            raise HpcMagicsError(
+                f"{', '.join(repr(n) for n in missing)} would come from an earlier %%sbatch job "
+                "whose results are not in the notebook: %hpc_fetch that job first")
         results = pack("", CellNames(tuple(n for n in earlier_results if n in namespace), (),
                                      False), namespace, self.max_shipped_mb)
         return Payload(code=replay_source(replayed, body), modules=results.modules,

@@ -181,6 +181,10 @@ def test_replay_rebuilds_state_that_does_not_pickle(slurm_shell: Any, tmp_path: 
     slurm_shell.run_cell(f"%%sbatch --wait\nwith open({str(marker)!r}, 'a') as log:\n"
                          "    print('trained', file=log)\ntrained = 40", store_history=True)
     assert slurm_shell.user_ns["trained"] == 40 and marker.read_text() == "trained\n"
+    trained = slurm_shell.user_ns.pop("trained")
+    with pytest.raises(UsageError, match=r"'trained' would come from an earlier %%sbatch job"):
+        slurm_shell.run_cell_magic("sbatch", "--replay", "after = trained + 2")
+    slurm_shell.user_ns["trained"] = trained
     with pytest.raises(UsageError, match=r"cannot ship 'lock'.*--replay"):
         slurm_shell.run_cell_magic("sbatch", "", "with lock:\n    rest = stream.read()")
     slurm_shell.run_cell_magic("sbatch", "--wait --replay",
