@@ -19,7 +19,7 @@ from .backends import get_backend
 from .backends.base import Backend
 from .backends.folder import JobFolder, check_owned, find_job_folders
 from .core.errors import HpcMagicsError, JobFailed
-from .core.jobs import FAILED_STATES, is_final, normalize_state, phase
+from .core.jobs import is_final, normalize_state, phase
 
 ProgressCallback = Callable[["JobHandle", str, float], None]
 
@@ -247,7 +247,3 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
                 handle._state = meta["state"]
             return handle
     raise HpcMagicsError(f"no job {job!r} under {jobs_dir}: see %hpc_jobs for the jobs there")
-
-
-def failed(state: str) -> bool:
-    return normalize_state(state) in FAILED_STATES
