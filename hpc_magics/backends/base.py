@@ -30,9 +30,13 @@ class Backend(Protocol):
     def preflight(self, request: ResourceRequest, profile: ClusterProfile) -> None:
         """Raise InvalidRequest for what the live scheduler would refuse."""
 
+    def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
+                   job_name: str) -> str:
+        """The exact ``job.sh`` a job in ``folder`` gets; pure, so a dry run can show it."""
+
     def submit(self, folder: JobFolder, payload: Payload, request: ResourceRequest,
                profile: ClusterProfile, job_name: str) -> str:
-        """Submit and return the job id."""
+        """Submit and return the job id; ``folder/job.sh`` is then what was submitted."""
 
     def states(self, folder_by_id: dict[str, JobFolder],
                max_age_s: float | None = None) -> dict[str, str]:

@@ -24,6 +24,7 @@ from ..shipping.runner import OUTPUT_FILE, RESULTS_FILE, CellResult
 
 META_FILE = "meta.json"
 PRIVATE = 0o700
+WOULD_BE_STAMP, WOULD_BE_TOKEN = "YYYYMMDD-HHMMSS", "XXXX"
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -50,12 +51,16 @@ class JobFolder:
     @classmethod
     def create(cls, root: Path, name: str) -> JobFolder:
         ensure_private_dir(root)
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "job"
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = root / f"{safe}-{stamp}-{secrets.token_hex(2)}"
+        path = root / _folder_name(name, time.strftime("%Y%m%d-%H%M%S"), secrets.token_hex(2))
         path.mkdir(mode=PRIVATE)
         path.chmod(PRIVATE)
         return cls(path)
+
+    @staticmethod
+    def would_be(root: Path, name: str) -> Path:
+        """Where ``create`` would put the folder, its time stamp and random part spelled out
+        (for a dry run, which creates nothing)."""
+        return root / _folder_name(name, WOULD_BE_STAMP, WOULD_BE_TOKEN)
 
     # --------------------------------------------------------------- metadata
     def write_meta(self, meta: dict[str, Any]) -> None:
@@ -98,6 +103,11 @@ class JobFolder:
             return (self.path / OUTPUT_FILE).read_text(errors="replace")
         except OSError:
             return ""
+
+
+def _folder_name(name: str, stamp: str, token: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "job"
+    return f"{safe}-{stamp}-{token}"
 
 
 def find_job_folders(root: Path) -> Iterator[JobFolder]:

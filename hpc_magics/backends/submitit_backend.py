@@ -2,61 +2,55 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import shutil
-import subprocess
+import re
+import shlex
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import submitit
+from submitit.slurm.slurm import SlurmJobEnvironment
 
 from ..core.errors import InvalidRequest, SubmissionError
 from ..core.jobs import normalize_state
+from ..core.jobscript import cell_parts, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
-from ..core.units import UNLIMITED, format_memory
+from ..core.units import UNLIMITED
 from ..scheduler import commands
 from ..shipping.packing import Payload
 from ..shipping.runner import run_cell
 from .folder import JobFolder
 
-_ENVIRONMENT_LOCK = threading.Lock()
 _PARTITIONS_CACHE: dict[str, tuple[float, frozenset[str]]] = {}
 _PARTITIONS_TTL_S = 300.0
+SBATCH_TIMEOUT_S = 60.0
+JOB_SCRIPT = "job.sh"
+# sbatch --parsable: "ID" or "ID;CLUSTER"; IDs of arrays ("123_4", "123_[1-5]") and
+# heterogeneous jobs ("123+0") are taken as given
+_JOB_ID = re.compile(r"^\d+(?:[_+][\w\[\],%-]+)?$")
 
 
-@contextlib.contextmanager
-def scrubbed_process_environment() -> Iterator[None]:
-    """submitit runs sbatch with this process's environment: hide inherited job variables."""
-    with _ENVIRONMENT_LOCK:
-        saved = {k: v for k, v in os.environ.items() if k.startswith(commands.SCRUBBED_PREFIXES)}
-        for key in saved:
-            del os.environ[key]
-        try:
-            yield
-        finally:
-            os.environ.update(saved)
+def _refusal(result: commands.CommandResult) -> str:
+    """sbatch's reason in one line."""
+    for line in (result.stderr + "\n" + result.stdout).splitlines():
+        if line.strip().startswith("sbatch: error:"):
+            return line.strip().removeprefix("sbatch: error:").strip()
+    return result.first_error_line()
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error)
-    output = getattr(error, "output", None) or getattr(error, "stderr", None)
-    if isinstance(output, bytes):
-        output = output.decode(errors="replace")
-    for line in f"{output or ''}\n{text}".splitlines():
-        line = line.strip()
-        if line.startswith("sbatch: error:"):
-            return line.removeprefix("sbatch: error:").strip()
-    for line in text.splitlines():
-        if "error" in line.lower() and line.strip():
-            return line.strip()
-    return text.splitlines()[0] if text else type(error).__name__
+def parse_job_id(output: str) -> str:
+    """The job id from ``sbatch --parsable``'s answer."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    job_id = lines[-1].split(";", 1)[0] if lines else ""
+    if not _JOB_ID.match(job_id):
+        raise SubmissionError(f"sbatch answered {output.strip()!r}, not a job id: the job may "
+                              "have been submitted, check squeue before submitting again")
+    return job_id
 
 
 def _write_job_py(folder: JobFolder, payload: Payload, job_name: str) -> None:
@@ -76,6 +70,36 @@ def _write_job_py(folder: JobFolder, payload: Payload, job_name: str) -> None:
     (folder.path / "job.py").write_text("\n".join(lines))
 
 
+class ScriptedSlurmExecutor(submitit.SlurmExecutor):
+    """submitit's Slurm engine (pickled call, job environment, checkpointing) running the
+    project's script: sbatch gets ``job.sh`` as rendered, through the scheduler door."""
+
+    def __init__(self, folder: Path, script: str, num_tasks: int) -> None:
+        super().__init__(folder=folder, max_num_timeout=0)
+        self.script = script
+        self.task_count = num_tasks
+
+    def _num_tasks(self) -> int:
+        return self.task_count
+
+    def _internal_process_submissions(self, delayed_submissions: list[Any]) -> list[Any]:
+        if len(delayed_submissions) != 1:  # submitit would render its own array script
+            raise SubmissionError("job arrays are not supported yet: submit one cell at a time")
+        return list(super()._internal_process_submissions(delayed_submissions))
+
+    def _submit_command(self, command: str) -> Any:
+        # written once: this file is what sbatch reads, and stays as the job's record
+        script_path = Path(self.folder) / JOB_SCRIPT
+        script_path.write_text(self.script)
+        result = commands.run(["sbatch", "--parsable", str(script_path)],
+                              timeout=SBATCH_TIMEOUT_S)
+        if not result.ok:
+            raise SubmissionError(f"the scheduler refused the job: {_refusal(result)}")
+        job_id = parse_job_id(result.stdout)
+        return self.job_class(folder=self.folder, job_id=job_id,
+                              tasks=list(range(self._num_tasks())))
+
+
 class _SubmititBackend:
     name = "slurm"
 
@@ -86,34 +110,30 @@ class _SubmititBackend:
         paths = submitit.core.utils.JobPaths(folder.path, job_id=job_id, task_id=0)
         return [str(paths.stdout), str(paths.stderr)]
 
-    def _executor(self, folder: JobFolder) -> Any:
+    def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
+                   job_name: str) -> str:
+        """The job's ``job.sh`` for a job folder at ``folder`` (pure: a dry run calls it)."""
         raise NotImplementedError
 
-    def _parameters(self, request: ResourceRequest, profile: ClusterProfile,
-                    job_name: str) -> dict[str, Any]:
+    def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
         raise NotImplementedError
 
     def submit(self, folder: JobFolder, payload: Payload, request: ResourceRequest,
                profile: ClusterProfile, job_name: str) -> str:
+        script = self.job_script(str(folder.path.absolute()), request, profile, job_name)
         _write_job_py(folder, payload, job_name)
-        executor = self._executor(folder)
-        executor.update_parameters(**self._parameters(request, profile, job_name))
+        executor = self._executor(folder, script, request)
         # before sbatch: a squeue answer older than this cannot have seen the job
         folder.update_meta(submitted_at=time.time())
         try:
-            with scrubbed_process_environment():
-                job = executor.submit(run_cell, payload, str(folder.path))
-        except (subprocess.CalledProcessError, submitit.core.utils.FailedJobError) as error:
-            raise SubmissionError(f"the scheduler refused the job: {_first_line(error)}") from None
+            job = executor.submit(run_cell, payload, str(folder.path))
         except FileNotFoundError as error:
             raise SubmissionError(f"could not submit: {error}") from None
-        self._after_submit(job, folder)
+        self._after_submit(job, folder, script)
         return str(job.job_id)
 
-    def _after_submit(self, job: Any, folder: JobFolder) -> None:
-        submission = Path(job.paths.submission_file)
-        if submission.exists():
-            shutil.copyfile(submission, folder.path / "job.sh")
+    def _after_submit(self, job: Any, folder: JobFolder, script: str) -> None:
+        return None
 
 
 class SlurmBackend(_SubmititBackend):
@@ -145,49 +165,19 @@ class SlurmBackend(_SubmititBackend):
             _PARTITIONS_CACHE["sinfo"] = (time.monotonic(), names)
         return names if result.ok else frozenset()
 
-    def _executor(self, folder: JobFolder) -> Any:
-        return submitit.SlurmExecutor(folder=folder.path, max_num_timeout=0, python=self.python)
+    def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
+                   job_name: str) -> str:
+        # a path is quoted; text with spaces is a command ("apptainer exec img.sif python")
+        python = self.python if any(c.isspace() for c in self.python) \
+            else shlex.quote(self.python)
+        # USR2 at the limit itself: a cell is not checkpointable, and an earlier signal would
+        # end it as failed before its time is up instead of as TIMEOUT
+        signal = f"{SlurmJobEnvironment.USR_SIG}@0"
+        return render(request, profile, cell_parts(folder, python, job_name, signal=signal))
 
-    def _parameters(self, request: ResourceRequest, profile: ClusterProfile,
-                    job_name: str) -> dict[str, Any]:
-        params: dict[str, Any] = {"job_name": job_name, "signal_delay_s": 0,
-                                  "time": None, "stderr_to_stdout": False}
-        if request.time_s is not None and request.time_s != UNLIMITED:
-            params["time"] = max(1, math.ceil(request.time_s / 60))
-        if request.partition:
-            params["partition"] = request.partition
-        if request.nodes:
-            params["nodes"] = request.nodes
-        if request.ntasks_per_node:
-            params["ntasks_per_node"] = request.ntasks_per_node
-        if request.cpus_per_task:
-            params["cpus_per_task"] = request.cpus_per_task
-        if request.mem_mb is not None:
-            params["mem"] = format_memory(request.mem_mb) if request.mem_mb else "0"
-        additional: dict[str, Any] = {}
-        if request.gpus_per_node is not None:
-            if profile.gpu_flag == "gres":
-                gres = f"gpu:{request.gpus_per_node}"
-                params["gres"] = f"{request.gres},{gres}" if request.gres else gres
-            else:
-                additional["gpus-per-node"] = str(request.gpus_per_node)
-        if request.gres and "gres" not in params:
-            params["gres"] = request.gres
-        if request.account:
-            params["account"] = request.account
-        if request.qos:
-            params["qos"] = request.qos
-        if request.constraint:
-            params["constraint"] = request.constraint
-        # umask: the job's files stay private to the user, like its folder
-        params["setup"] = ["umask 077", *profile.setup, *request.setup]
-        for flag, value in list(profile.extra_directives) + list(request.extra):
-            additional[flag] = value if value else True
-        if additional:
-            params["additional_parameters"] = additional
-        if request.nodes is None and request.ntasks_per_node is None:
-            params["ntasks_per_node"] = 1
-        return params
+    def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
+        tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
+        return ScriptedSlurmExecutor(folder.path, script, tasks)
 
     def states(self, folder_by_id: dict[str, JobFolder],
                max_age_s: float | None = None) -> dict[str, str]:
@@ -214,23 +204,30 @@ class LocalBackend(_SubmititBackend):
     name = "local"
     _jobs: dict[str, Any] = {}
 
-    def _executor(self, folder: JobFolder) -> Any:
-        return submitit.LocalExecutor(folder=folder.path, max_num_timeout=0)
+    def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
+                   job_name: str) -> str:
+        controller = shlex.join([sys.executable, "-m", "submitit.local._local", folder])
+        task = shlex.join([sys.executable, "-u", "-m", "submitit.core._submit", folder])
+        return "\n".join([
+            "#!/bin/bash",
+            "# Ran on this machine through submitit's local executor (no Slurm here): no",
+            "# #SBATCH line applies; the executor stops the job after "
+            f"{_timeout_min(request)} min.",
+            "# It started its controller, with SUBMITIT_EXECUTOR=local and its SUBMITIT_LOCAL_*",
+            "# variables:",
+            f"#   {controller}",
+            "# which ran the cell as:",
+            f"#   {task}",
+            ""])
 
-    def _parameters(self, request: ResourceRequest, profile: ClusterProfile,
-                    job_name: str) -> dict[str, Any]:
-        timeout_min = 60 * 24 * 365
-        if request.time_s is not None and request.time_s != UNLIMITED:
-            timeout_min = max(1, math.ceil(request.time_s / 60))
-        return {"timeout_min": timeout_min, "name": job_name, "signal_delay_s": 0}
+    def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
+        executor = submitit.LocalExecutor(folder=folder.path, max_num_timeout=0)
+        executor.update_parameters(timeout_min=_timeout_min(request), signal_delay_s=0)
+        return executor
 
-    def _after_submit(self, job: Any, folder: JobFolder) -> None:
+    def _after_submit(self, job: Any, folder: JobFolder, script: str) -> None:
         LocalBackend._jobs[str(job.job_id)] = job
-        script = ["#!/bin/bash",
-                  "# Ran on this machine through submitit's local executor (no Slurm here).",
-                  f"# Rerun by hand: {sys.executable} -m submitit.core._submit {folder.path}",
-                  ""]
-        (folder.path / "job.sh").write_text("\n".join(script))
+        (folder.path / JOB_SCRIPT).write_text(script)
 
     def states(self, folder_by_id: dict[str, JobFolder],
                max_age_s: float | None = None) -> dict[str, str]:
@@ -253,6 +250,12 @@ class LocalBackend(_SubmititBackend):
             job.cancel(check=False)
         elif _pid_alive(job_id):
             os.kill(int(job_id), 15)
+
+
+def _timeout_min(request: ResourceRequest) -> int:
+    if request.time_s is not None and request.time_s != UNLIMITED:
+        return max(1, math.ceil(request.time_s / 60))
+    return 60 * 24 * 365
 
 
 def _pid_alive(job_id: str) -> bool:

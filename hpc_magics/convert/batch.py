@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import InvalidRequest
+from ..core.flags import FLAG_FIELDS
+from ..core.jobscript import JobParts, render
 from ..core.profiles import ClusterProfile, load_profile
-from ..core.resources import FLAG_FIELDS, ResourceRequest, from_dict, updated
-from ..core.sbatch import cost_line, header_lines
+from ..core.resources import ResourceRequest, from_dict, updated
+from ..core.sbatch import cost_line
 from ..core.validation import check
 
 DEFAULT_PROFILE = "generic"
@@ -69,25 +71,20 @@ def job_name(notebook_name: str) -> str:
 def render_sbatch(
     notebook_name: str, script_name: str, job: BatchJob, interpreter: str = "python"
 ) -> str:
-    profile, request = job.profile, job.request
-    lines = [profile.shebang]
-    lines += header_lines(request, profile, job_name=job_name(notebook_name))
-    lines += [
-        "",
-        f"# {notebook_name}.ipynb as a batch job, made by `hpc-magics convert`.",
-        f"# Resources: {job.origin}; {cost_line(request)}.",
-        f"# Submit from this folder: sbatch {shlex.quote(notebook_name + '.sbatch')}",
+    """The ``.sbatch`` file, from the same renderer as the jobs ``%%sbatch`` submits."""
+    request = job.request
+    notes = [
+        f"{notebook_name}.ipynb as a batch job, made by `hpc-magics convert`.",
+        f"Resources: {job.origin}; {cost_line(request)}.",
+        f"Submit from this folder: sbatch {shlex.quote(notebook_name + '.sbatch')}",
+        *(str(problem) for problem in check(request, job.profile)),
     ]
-    lines += [f"# {problem}" for problem in check(request, profile)]
-    lines += ["", "set -e"]
-    setup = list(profile.setup) + [s for s in request.setup if s not in profile.setup]
-    if setup:
-        lines += ["", "# Setup", *setup]
-    lines += [
-        "",
-        "# Display code was stripped; Agg draws any remaining figure off-screen.",
-        "export MPLBACKEND=Agg",
-        f"{interpreter} {shlex.quote(script_name)}",
-        "",
-    ]
-    return "\n".join(lines)
+    parts = JobParts(
+        job_name=job_name(notebook_name),
+        notes=tuple(notes),
+        prologue=("set -e",),
+        run=("# Display code was stripped; Agg draws any remaining figure off-screen.",
+             "export MPLBACKEND=Agg",
+             f"{interpreter} {shlex.quote(script_name)}"),
+    )
+    return render(request, job.profile, parts)

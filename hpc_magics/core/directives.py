@@ -12,10 +12,9 @@ import shlex
 from dataclasses import dataclass
 
 from .errors import InvalidRequest
-from .resources import FLAG_FIELDS
+from .flags import FLAG_FIELDS, SHORT_WITH_VALUE
 
 _DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
-_SHORT_WITH_VALUE = {"p", "t", "N", "c", "A", "q", "C", "J", "o", "e", "n", "G", "w", "x", "d"}
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ def parse(cell: str) -> Directives:
                     value = tokens[position] if position < len(tokens) else ""
             elif token.startswith("-") and len(token) >= 2:
                 flag, value = token[1], token[2:]
-                if not value and flag in _SHORT_WITH_VALUE:
+                if not value and flag in SHORT_WITH_VALUE:
                     position += 1
                     value = tokens[position] if position < len(tokens) else ""
             else:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .errors import InvalidRequest
+from .flags import FLAG_FIELDS
 from .units import UNLIMITED, format_memory, format_time, parse_memory, parse_time
 
 BACKENDS = ("auto", "slurm", "local")
@@ -90,22 +91,6 @@ class ResourceRequest:
 
     def changed(self, **updates: Any) -> ResourceRequest:
         return replace(self, **updates)
-
-
-# Flag spellings accepted from users (sbatch's long and short names) → field.
-FLAG_FIELDS: Mapping[str, str] = {
-    "partition": "partition", "p": "partition",
-    "time": "time_s", "t": "time_s",
-    "nodes": "nodes", "N": "nodes",
-    "ntasks-per-node": "ntasks_per_node",
-    "cpus-per-task": "cpus_per_task", "c": "cpus_per_task",
-    "mem": "mem_mb",
-    "gpus-per-node": "gpus_per_node",
-    "gres": "gres",
-    "account": "account", "A": "account",
-    "qos": "qos", "q": "qos",
-    "constraint": "constraint", "C": "constraint",
-}
 
 
 def _positive_int(name: str, text: str) -> int:

@@ -17,8 +17,9 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Float, Unicode
 
 from ..core import directives as directive_parser
-from ..core import resources, sbatch, validation
+from ..core import jobscript, resources, sbatch, validation
 from ..core.errors import HpcMagicsError, JobFailed
+from ..core.flags import SBATCH_FLAGS
 from ..core.profiles import (
     ClusterProfile,
     available_profiles,
@@ -29,17 +30,7 @@ from ..core.resources import ResourceRequest
 
 RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--profile",), {"help": "cluster profile: " + ", ".join(sorted(available_profiles()))}),
-    (("-p", "--partition"), {"help": "partition (queue) to run in"}),
-    (("-t", "--time"), {"help": "time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM:SS, or 2h, 90min"}),
-    (("-N", "--nodes"), {"help": "number of nodes"}),
-    (("--ntasks-per-node",), {"help": "tasks (processes) per node"}),
-    (("-c", "--cpus-per-task"), {"help": "CPU cores per task"}),
-    (("--mem",), {"help": "memory per node: 4G, 500M, 0 for all of it"}),
-    (("--gpus-per-node",), {"help": "GPUs per node: N or TYPE:N (A40:1)"}),
-    (("--gres",), {"help": "generic resources, as sbatch: gpu:v100:2"}),
-    (("-A", "--account"), {"help": "project account to charge"}),
-    (("-q", "--qos"), {"help": "quality of service"}),
-    (("-C", "--constraint"), {"help": "node features, as sbatch: -C gpu"}),
+    *((flag.spellings, {"help": flag.help}) for flag in SBATCH_FLAGS),
     (("--setup",), {"action": "append", "metavar": "COMMAND",
                     "help": "shell line run before the job (repeatable): 'module load X'"}),
     (("--backend",), {"choices": ["auto", "slurm", "local"],
@@ -54,12 +45,8 @@ def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def values_from_args(args: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {}
-    for flag_field in ("partition", "nodes", "ntasks_per_node", "cpus_per_task", "mem",
-                       "gpus_per_node", "gres", "account", "qos", "constraint"):
-        value = getattr(args, flag_field, None)
-        raw["mem_mb" if flag_field == "mem" else flag_field] = value
-    raw["time_s"] = args.time
+    """The parsed magic arguments, keyed by request field, as ``resources.updated`` takes them."""
+    raw: dict[str, Any] = {flag.field: getattr(args, flag.dest, None) for flag in SBATCH_FLAGS}
     raw["setup"] = args.setup
     raw["backend"] = args.backend
     return raw
@@ -122,7 +109,8 @@ class ResourceView:
     def __init__(self, request: ResourceRequest, profile: ClusterProfile,
                  problems: list[validation.Problem]) -> None:
         self.request, self.profile, self.problems = request, profile, problems
-        self.lines = sbatch.header_lines(request, profile)
+        self.header = jobscript.header_lines(request, profile)
+        self.lines = [profile.shebang or jobscript.DEFAULT_SHEBANG, *self.header]
         self.cost = sbatch.cost_line(request)
 
     def __repr__(self) -> str:
@@ -130,7 +118,8 @@ class ResourceView:
         width = max(len(label) for label, _ in rows)
         text = [f"hpc_magics resources ({self.profile.name}: {self.profile.description})"]
         text += [f"  {label.ljust(width)}  {value}" for label, value in rows]
-        text += ["", *(self.lines or ["(no #SBATCH lines: the cluster's defaults apply)"]), "",
+        text += ["", *self.lines, *([] if self.header else
+                                    ["(no #SBATCH lines: the cluster's defaults apply)"]), "",
                  self.cost]
         text += [str(p) for p in self.problems]
         return "\n".join(text)
@@ -139,7 +128,8 @@ class ResourceView:
         rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
                        f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
                        for k, v in resources.as_rows(self.request))
-        preview = html.escape("\n".join(self.lines) or "(cluster defaults)")
+        preview = html.escape("\n".join(self.lines if self.header else
+                                         [*self.lines, "(cluster defaults)"]))
         problems = "".join(
             f"<div style='color:{'#c62828' if p.severity == 'error' else '#ef6c00'}'>"
             f"{html.escape(str(p))}</div>" for p in self.problems)
@@ -236,6 +226,8 @@ class HpcMagics(Magics):
     @argument("--replay", action="store_true",
               help="ship nothing: the job rebuilds the state by running this notebook's "
                    "earlier cells (display code stripped) first; for state that does not pickle")
+    @argument("--dry-run", action="store_true",
+              help="print the exact job script and what would be shipped; submit nothing")
     @cell_magic
     def sbatch(self, line: str, cell: str) -> Any:
         """Run this cell as a Slurm job (or locally when there is no Slurm).
@@ -281,9 +273,20 @@ class HpcMagics(Magics):
                                self.max_shipped_mb)
             if helpers:  # the translated magics' helpers run first; they are not results
                 payload = replace(payload, code=helpers + payload.code)
+            job_name = args.name or parsed.job_name or self._default_job_name()
+            # rendered before any folder exists: a script that cannot be written stops here
+            from ..backends.folder import JobFolder
+
+            would_be = JobFolder.would_be(self.jobs_root, job_name)
+            script = backend.job_script(str(would_be), request, profile, job_name)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
-        job_name = args.name or parsed.job_name or self._default_job_name()
+        if args.dry_run:
+            print(f"# dry run: nothing submitted. The job folder would be {would_be}"
+                  " (its time stamp and random part are set at submission).")
+            print(script, end="")
+            print(f"# {payload.summary()}")
+            return None
         print(f"[hpc_magics] {payload.summary()}")
         handle = self._submit(backend, payload, request, profile, job_name)
         widget = self._show_handle(handle)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hpc_magics.core import directives, sbatch, validation
+from hpc_magics.core import directives, jobscript, sbatch, validation
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.profiles import available_profiles, load_profile
 from hpc_magics.core.resources import (
@@ -41,7 +41,8 @@ def test_sbatch_header_matches_golden_file(case: str) -> None:
     profile = load_profile(profile_name)
     request = updated(ResourceRequest(profile=profile_name), values)
     assert validation.errors(validation.check(request, profile)) == []
-    rendered = "\n".join([profile.shebang, *sbatch.header_lines(request, profile, "train")]) + "\n"
+    header = jobscript.header_lines(request, profile, "train")
+    rendered = "\n".join([profile.shebang, *header]) + "\n"
     golden = GOLDEN / f"{case}.sbatch"
     if os.environ.get("HPC_MAGICS_UPDATE_GOLDEN"):  # regenerate on purpose, then review
         golden.write_text(rendered)

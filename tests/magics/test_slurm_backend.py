@@ -38,7 +38,7 @@ def test_round_trip_with_wait(slurm_shell: Any, cells: Any, sacct_state: Any,
     # the cell's print went to the job's log too, and job.sh is what sbatch ran
     assert "sum on the node: 135.0" in handle.log()
     script = (handle.folder.path / "job.sh").read_text()
-    assert "#SBATCH --time=5" in script and "#SBATCH --job-name=roundtrip" in script
+    assert "#SBATCH --time=00:05:00" in script and "#SBATCH --job-name=roundtrip" in script
     assert "umask 077" in script
 
 

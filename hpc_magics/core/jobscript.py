@@ -1,0 +1,144 @@
+"""The one renderer of job scripts: shebang, ``#SBATCH`` header, setup lines, run line.
+
+``%hpc_resources`` shows its header, ``%%sbatch --dry-run`` prints its script, the Slurm
+backend submits that very text and ``hpc-magics convert`` writes it as ``NAME.sbatch``.
+Pure: the request, the profile and the job's own parts (:class:`JobParts`) in, text out.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .errors import InvalidRequest
+from .flags import ENGINE_FLAGS, SBATCH_FLAGS
+from .profiles import ClusterProfile
+from .resources import ResourceRequest
+from .units import format_memory, format_time
+
+DEFAULT_SHEBANG = "#!/bin/bash"
+
+
+@dataclass(frozen=True)
+class JobParts:
+    """What one job adds to the request: its name, the engine's directives, its lines."""
+
+    job_name: str | None = None
+    engine: tuple[tuple[str, str], ...] = ()  # directives the engine needs (logs, signal)
+    notes: tuple[str, ...] = ()  # comment lines under the header, for the reader
+    prologue: tuple[str, ...] = ()  # lines before the setup ("umask 077", "set -e")
+    run: tuple[str, ...] = ()  # what the job runs
+
+
+def _gres(request: ResourceRequest, profile: ClusterProfile | None) -> str | None:
+    """One ``--gres`` value: the request's, with its GPUs from --gpus-per-node on a gres site."""
+    items = [item for item in (request.gres or "").split(",") if item]
+    if request.gpus_per_node is not None and profile is not None and profile.gpu_flag == "gres":
+        items = [item for item in items if not item.startswith("gpu")]
+        items.append(f"gpu:{request.gpus_per_node}")
+    return ",".join(items) or None
+
+
+def _value(field: str, request: ResourceRequest, profile: ClusterProfile | None) -> str | None:
+    if field == "gres":
+        return _gres(request, profile)
+    value = getattr(request, field)
+    if value is None:
+        return None
+    if field == "time_s":
+        return format_time(value)
+    if field == "mem_mb":
+        return format_memory(value) if value else "0"
+    if field == "gpus_per_node" and profile is not None and profile.gpu_flag == "gres":
+        return None  # said in --gres
+    return str(value)
+
+
+def directives(request: ResourceRequest, profile: ClusterProfile | None = None,
+               job_name: str | None = None) -> list[tuple[str, str]]:
+    """The (flag, value) pairs of the request, in the table's order; one flag, one line."""
+    pairs: list[tuple[str, str]] = [("job-name", job_name)] if job_name else []
+    for flag in SBATCH_FLAGS:
+        value = _value(flag.field, request, profile)
+        if value is not None:
+            pairs.append((flag.name, value))
+    taken = {flag for flag, _ in pairs}
+    if profile is not None:
+        pairs += [pair for pair in profile.extra_directives if pair[0] not in taken]
+    pairs += list(request.extra)
+    return pairs
+
+
+def _line(flag: str, value: str) -> str:
+    dashes = "-" if len(flag) == 1 else "--"
+    if not value:
+        return f"#SBATCH {dashes}{flag}"
+    joiner = " " if len(flag) == 1 else "="
+    # sbatch reads directive values with shell-like quoting; an unquoted '#' starts a comment
+    return f"#SBATCH {dashes}{flag}{joiner}{shlex.quote(value)}"
+
+
+def header_lines(request: ResourceRequest, profile: ClusterProfile | None = None,
+                 job_name: str | None = None,
+                 engine: Iterable[tuple[str, str]] = ()) -> list[str]:
+    """The ``#SBATCH`` lines; ``engine`` (log paths, signal) come last and are not overridable."""
+    engine = tuple(engine)
+    pairs = directives(request, profile, job_name)
+    if engine:
+        clashes = [flag for flag, _ in pairs if flag in ENGINE_FLAGS]
+        if clashes:
+            raise InvalidRequest(
+                f"#SBATCH --{clashes[0]}: hpc_magics sets the job's log files and signals "
+                "itself (the logs are in the job folder): remove that line")
+    return [_line(flag, value) for flag, value in (*pairs, *engine)]
+
+
+def _unique(lines: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(lines))
+
+
+def render(request: ResourceRequest, profile: ClusterProfile, parts: JobParts) -> str:
+    """The whole job script, exactly as sbatch gets it."""
+    lines = [profile.shebang or DEFAULT_SHEBANG]
+    lines += header_lines(request, profile, parts.job_name, parts.engine)
+    if parts.notes:
+        lines += ["", *(f"# {note}" if note else "#" for note in parts.notes)]
+    if parts.prologue:
+        lines += ["", *parts.prologue]
+    setup = _unique([*profile.setup, *request.setup])
+    if setup:
+        lines += ["", "# Setup", *setup]
+    if parts.run:
+        lines += ["", *parts.run]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------- a %%sbatch cell's job
+def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
+               array: str | None = None) -> JobParts:
+    """The parts submitit's engine needs on the node, as its own sbatch script has them.
+
+    ``folder``: the job folder (absolute); ``python``: the interpreter command, as shell
+    text; ``signal``: ``SIG@SECONDS`` for submitit's time-out/preemption handler;
+    ``array``: an sbatch ``--array`` range (task logs then use ``%A_%a`` for ``%j``).
+    Logs: sbatch's own output goes to task 0's files, srun writes one pair per task.
+    """
+    job = "%A_%a" if array else "%j"
+    stdout, stderr = f"{folder}/{job}_%t_log.out", f"{folder}/{job}_%t_log.err"
+    engine: list[tuple[str, str]] = []
+    if array:
+        engine.append(("array", array))
+    engine += [("output", stdout.replace("%t", "0")), ("error", stderr.replace("%t", "0")),
+               ("signal", signal), ("open-mode", "append")]
+    srun = shlex.join(["srun", "--unbuffered", "--output", stdout, "--error", stderr])
+    return JobParts(
+        job_name=job_name,
+        engine=tuple(engine),
+        notes=("hpc_magics: runs the %%sbatch cell (job.py) through submitit's engine;",
+               "results.pkl and output.txt come back to the notebook."),
+        # the job's files stay private to the user, like its folder
+        prologue=("umask 077",),
+        run=("export SUBMITIT_EXECUTOR=slurm",
+             f"{srun} {python} -u -m submitit.core._submit {shlex.quote(folder)}"),
+    )
