@@ -219,3 +219,27 @@ def test_magics_in_a_cell_run_as_plain_python(shell: Any, job_folders: Any,
     assert shell.user_ns["total"] == 499500 and shell.user_ns["n_files"] > 3
     [folder] = job_folders(shell)
     assert "subprocess.run" in (folder / "job.py").read_text()
+
+
+def test_dry_run_prints_the_script_and_shipping_and_submits_nothing(
+        shell: Any, cells: Any, job_folders: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell(cells.SETUP)
+    capsys.readouterr()
+    shell.run_cell_magic("sbatch", "--backend local --dry-run -t 5 --name preview", cells.WORK)
+    out = capsys.readouterr().out
+    assert out.startswith("# dry run: nothing submitted. The job folder would be ")
+    assert "/preview-YYYYMMDD-HHMMSS-XXXX" in out
+    assert "#!/bin/bash\n# Ran on this machine through submitit's local executor" in out
+    assert "stops the job after 5 min" in out
+    assert out.rstrip().splitlines()[-1].startswith("# shipping") and "data (ndarray" in out
+    assert "sum on the node" not in out and "scaled" not in shell.user_ns
+    assert job_folders(shell) == []
+    assert not Path(shell.magics_manager.registry["HpcMagics"].jobs_root).exists()
+
+
+def test_hpc_resources_shows_the_profiles_shebang_and_one_gres_line(shell: Any) -> None:
+    view = shell.run_line_magic("hpc_resources", "--profile daint -p debug -t 30 -A g123")
+    assert repr(view).count("#!/bin/bash -l\n#SBATCH --account=g123\n") == 1
+    view = shell.run_line_magic(
+        "hpc_resources", "--profile lab -p debug --gpus-per-node v100:1 --gres gpu:1,tmp:1")
+    assert [line for line in view.lines if "gres" in line] == ["#SBATCH --gres=tmp:1,gpu:v100:1"]

@@ -1,0 +1,18 @@
+#!/bin/bash
+#SBATCH --job-name=train
+#SBATCH --partition=sequana_gpu_shared
+#SBATCH --time=04:00:00
+#SBATCH --gres=gpu:2
+#SBATCH --no-requeue
+#SBATCH --output=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.out
+#SBATCH --error=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.err
+#SBATCH --signal=USR2@0
+#SBATCH --open-mode=append
+
+# hpc_magics: runs the %%sbatch cell (job.py) through submitit's engine;
+# results.pkl and output.txt come back to the notebook.
+
+umask 077
+
+export SUBMITIT_EXECUTOR=slurm
+srun --unbuffered --output /scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_%t_log.out --error /scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_%t_log.err /opt/venv/bin/python -u -m submitit.core._submit /scratch/ada/hpc_jobs/train-20250101-120000-abcd
