@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core import validation
 from ..core.errors import InvalidRequest
+from ..core.flags import SBATCH_FLAGS
 from ..core.profiles import ClusterProfile, load_profile
 from ..core.resources import ResourceRequest, to_dict, updated
 from .batch import job_for_notebook, job_name
@@ -66,13 +67,6 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
 
 
 # ---------------------------------------------------------------------- the command
-_FLAGS = [("-p", "--partition"), ("-t", "--time"), ("-N", "--nodes"), ("-c", "--cpus-per-task"),
-          ("--mem",), ("--gpus-per-node",), ("--gres",), ("-A", "--account"), ("-q", "--qos"),
-          ("-C", "--constraint")]
-_FIELDS = {"time": "time_s", "mem": "mem_mb", "cpus-per-task": "cpus_per_task",
-           "gpus-per-node": "gpus_per_node"}
-
-
 def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser = subcommands.add_parser(
         "submit", help="run a whole notebook as one job",
@@ -81,8 +75,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument("notebook", type=Path, help="the .ipynb file")
     parser.add_argument("--profile", default=None, help="cluster profile (default: the "
                         "notebook's metadata, else 'generic')")
-    for flags in _FLAGS:
-        parser.add_argument(*flags, default=None, help=f"as sbatch {flags[-1]}")
+    for flag in SBATCH_FLAGS:
+        parser.add_argument(*flag.spellings, default=None, help=flag.help)
     parser.add_argument("--setup", action="append", metavar="COMMAND",
                         help="shell line run before the job (repeatable)")
     parser.add_argument("--backend", choices=["auto", "slurm", "local"], default=None)
@@ -100,11 +94,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
 def request_from_args(args: argparse.Namespace, metadata: dict[str, Any]
                       ) -> tuple[ResourceRequest, ClusterProfile]:
     job = job_for_notebook(metadata, args.profile)
-    values: dict[str, Any] = {}
-    for flags in _FLAGS:
-        flag = flags[-1].lstrip("-")
-        values[_FIELDS.get(flag, flag.replace("-", "_"))] = getattr(
-            args, flag.replace("-", "_"))
+    values: dict[str, Any] = {flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS}
     values["setup"] = args.setup
     values["backend"] = args.backend
     request = updated(job.request, values)
