@@ -53,9 +53,11 @@ class _HashSink:
     def __init__(self) -> None:
         self.digest = hashlib.blake2b(digest_size=16)
 
-    def write(self, chunk: bytes) -> int:
-        self.digest.update(chunk)
-        return len(chunk)
+    def write(self, chunk: Any) -> int:
+        # big buffers arrive as a PickleBuffer, written without a copy: any buffer will do
+        with memoryview(chunk) as view:
+            self.digest.update(view)
+            return view.nbytes
 
 
 def fingerprint(value: Any) -> bytes | None:
