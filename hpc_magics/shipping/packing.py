@@ -47,7 +47,7 @@ class Payload:
 
     code: str
     modules: Mapping[str, str] = field(default_factory=dict)
-    state: bytes = b""
+    state: bytes = field(default=b"", repr=False)
     state_names: tuple[str, ...] = ()
     manifest: tuple[ShippedName, ...] = ()
     # id() of each shipped value in the kernel: on fetch, a reference to an unchanged shipped

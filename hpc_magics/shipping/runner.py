@@ -38,7 +38,7 @@ class CellResult:
 
     # the values and the last expression's value, ONE pickle of ``(values, last)``
     # (``stream.dump_results``): shipped objects the cell left unchanged are references
-    state: bytes = b""
+    state: bytes = field(default=b"", repr=False)
     names: tuple[str, ...] = ()  # the names in ``state``
     changed_in_place: tuple[str, ...] = ()  # shipped names the cell changed without assigning
     referenced: tuple[str, ...] = ()  # unchanged shipped names ``state`` refers to

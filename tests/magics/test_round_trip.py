@@ -16,6 +16,9 @@ import numpy as np
 import pytest
 
 from hpc_magics.handle import attach
+from hpc_magics.shipping.analysis import analyse
+from hpc_magics.shipping.packing import pack
+from hpc_magics.shipping.stream import load_names
 
 # A tiny model and an optimizer holding its parameters, as torch's are: the optimizer
 # changes the model's arrays in place, and the training cell assigns neither.
@@ -230,3 +233,33 @@ def test_training_in_place_on_the_cluster(shell: Any, slurm_cluster: Any,
     assert not magics.handles[magics.last_job].ran_locally
     _trained_in_place(shell, capsys.readouterr().out)
     assert np.allclose(shell.user_ns["model"].w, expected.w)
+
+
+def test_a_result_that_does_not_pickle_is_named_and_the_rest_still_comes_back(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell("items = [1]\nshared = {'items': items}")
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "\n".join([
+        "import threading",
+        "lock = threading.Lock()",
+        "items.append(2)",
+        "count = len(shared['items'])",
+    ]))
+    out = capsys.readouterr().out
+    ns = shell.user_ns
+    assert "lock did not come back: lock does not pickle" in out
+    assert "lock" not in ns
+    assert ns["count"] == 2 and ns["items"] == [1, 2] and ns["shared"]["items"] is ns["items"]
+
+
+def test_one_pickle_for_all_names_keeps_each_names_size() -> None:
+    array = np.zeros(100_000)
+    box = {"array": array}
+    code = "n = len(box['array']) + len(array)"
+    payload = pack(code, analyse(code), {"array": array, "box": box})
+    sizes = {item.name: item.size for item in payload.manifest}
+    # the cell reads ``array`` first: its bytes travel once, ``box`` only refers to them
+    assert sizes["array"] > 800_000 and sizes["box"] < 100
+    assert sum(sizes.values()) == payload.size == len(payload.state)
+    assert "array (ndarray, 800.1 kB), box (dict, 25 B)" in payload.summary()
+    loaded = load_names(payload.state, payload.state_names)  # one unpickler: memo kept
+    assert loaded["box"]["array"] is loaded["array"]
