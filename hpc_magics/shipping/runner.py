@@ -24,7 +24,7 @@ from typing import Any
 
 from . import tee
 from .packing import Payload
-from .stream import dump_results, fingerprint, load_names
+from .stream import dump_results, fingerprint, load_names, pickling_error
 
 RESULTS_FILE = "results.pkl"
 OUTPUT_FILE = "output.txt"
@@ -187,17 +187,21 @@ def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
         return state, referenced, last, skipped
     except Exception:
         pass
-    for name in list(values):  # find the culprits, hashing rather than keeping the bytes
-        if fingerprint(values[name]) is None:
+    for name in list(values):  # find the culprits
+        error = pickling_error(values[name])
+        if error is not None:
             value = values.pop(name)
-            try:
-                dump_results({name: value}, None, unchanged)
-            except Exception as error:
-                skipped[name] = (f"{type(value).__name__} does not pickle "
-                                 f"({error})").splitlines()[0]
-    if last is not None and fingerprint(last) is None:
+            skipped[name] = f"{type(value).__name__} does not pickle ({error})".splitlines()[0]
+    if last is not None and pickling_error(last) is not None:
         last = None
-    state, referenced = dump_results(values, last, unchanged)
+    try:
+        state, referenced = dump_results(values, last, unchanged)
+    except Exception as error:  # each pickles alone, not together: say so rather than crash
+        skipped.update((name, f"the results do not pickle together ({error})".splitlines()[0])
+                       for name in values)
+        values.clear()
+        last = None
+        state, referenced = dump_results({}, None, {})
     return state, referenced, last, skipped
 
 
@@ -253,5 +257,4 @@ def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
                         last_value_repr=last_repr, skipped=skipped, figures=figures,
                         hostname=hostname)
     _write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))
-    names = [n for n in values if n not in skipped]
-    return {"names": sorted(names) + sorted(modules), "figures": list(figures)}
+    return {"names": sorted(values) + sorted(modules), "figures": list(figures)}

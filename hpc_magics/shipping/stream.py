@@ -60,6 +60,15 @@ class _HashSink:
             return view.nbytes
 
 
+def pickling_error(value: Any) -> Exception | None:
+    """Why the value does not pickle, or None; hashes rather than keeps the bytes."""
+    try:
+        cloudpickle.CloudPickler(_HashSink(), protocol=PROTOCOL).dump(value)
+    except Exception as error:
+        return error
+    return None
+
+
 def fingerprint(value: Any) -> bytes | None:
     """A hash of the value's standalone pickle (its whole state), or None if it does not
     pickle any more (then it counts as changed)."""
