@@ -13,13 +13,13 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-import cloudpickle
-
 from .backends import get_backend
 from .backends.base import Backend
 from .backends.folder import JobFolder, check_owned, find_job_folders
 from .core.errors import HpcMagicsError, JobFailed
 from .core.jobs import is_final, normalize_state, phase
+from .shipping.runner import CellResult
+from .shipping.stream import load_results
 
 ProgressCallback = Callable[["JobHandle", str, float], None]
 
@@ -135,28 +135,54 @@ class JobHandle:
             raise RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
                               f"{result.error_type}: {result.error_message}",
                               result.remote_traceback or "")
-        values: dict[str, Any] = {}
-        for name, module_name in result.modules.items():
-            values[name] = importlib.import_module(module_name)
-        for name, blob in result.values.items():
-            values[name] = cloudpickle.loads(blob)
+        notes: list[str] = []
+        values, last = load_results(result.state, self._resolver(result, namespace, notes))
+        values.update((name, importlib.import_module(module_name))
+                      for name, module_name in result.modules.items())
         if namespace is not None:
             namespace.update(values)
-        if show and result.skipped:
+        if show:
             for name, why in result.skipped.items():
                 print(f"[hpc_magics] {name} did not come back: {why}")
-        if show and values:
-            print(f"[hpc_magics] job {self.job_id}: {', '.join(sorted(values))} "
-                  f"{'is' if len(values) == 1 else 'are'} now in the notebook")
-        last = cloudpickle.loads(result.last_value) if result.last_value is not None else None
-        if show and result.last_value_repr is not None:
-            self._display(last if result.last_value is not None else result.last_value_repr)
+            for note in notes:
+                print(f"[hpc_magics] {note}")
+            if values:
+                changed = [n for n in result.changed_in_place if n in values]
+                assigned = sorted(n for n in values if n not in changed)
+                said = [f"{', '.join(assigned)} {'is' if len(assigned) == 1 else 'are'} now "
+                        "in the notebook"] if assigned else []
+                if changed:
+                    said.append(f"{', '.join(changed)} came back changed in place")
+                print(f"[hpc_magics] job {self.job_id}: {'; '.join(said)}")
+            if result.last_value_repr is not None:
+                self._display(last if result.has_last_value else result.last_value_repr)
         self.fetched = True
         self.folder.update_meta(fetched=True)
         values_with_last = dict(values)
-        if result.last_value is not None:
+        if result.has_last_value:
             values_with_last["_"] = last
         return values_with_last
+
+    def _resolver(self, result: CellResult, namespace: MutableMapping[str, Any] | None,
+                  notes: list[str]) -> Callable[[str], Any]:
+        """Results refer to shipped objects the cell left unchanged by name (their bytes do
+        not travel back): the notebook's own object is the value, as it was shipped."""
+        if namespace is None:
+            namespace = _shell_namespace()
+
+        def resolve(name: str) -> Any:
+            if namespace is None or name not in namespace:
+                raise HpcMagicsError(
+                    f"the results of job {self.job_id} refer to the notebook's {name!r} (the "
+                    "cell left it unchanged, so it was not sent back), but the notebook has "
+                    f"no {name!r} now: define it again as it was shipped, then fetch again")
+            value = namespace[name]
+            if id(value) != result.notebook_ids.get(name):
+                notes.append(f"the results refer to {name!r} as the notebook holds it now, "
+                             "not the object shipped (rebound since, or a restarted kernel)")
+            return value
+
+        return resolve
 
     def _failure(self, state: str, remote: str) -> JobFailed:
         hint = _STATE_HINTS.get(normalize_state(state), f"it ended {state}")
@@ -233,6 +259,15 @@ class JobHandle:
             f"<tr><th>folder</th><td><code>{html.escape(str(self.folder.path))}</code></td></tr>"
             "</table>"
         )
+
+
+def _shell_namespace() -> MutableMapping[str, Any] | None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return None
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else None
 
 
 def attach(job: str, jobs_dir: Path) -> JobHandle:

@@ -299,7 +299,7 @@ class HpcMagics(Magics):
     def _replay_payload(self, body: str, names: Any) -> Any:
         from ..convert.replay import replay_source
         from ..shipping.analysis import CellNames, analyse
-        from ..shipping.packing import Payload, pack
+        from ..shipping.packing import pack
 
         history: list[str] = []
         if self.shell is not None:
@@ -327,8 +327,7 @@ class HpcMagics(Magics):
                 "whose results are not in the notebook: %hpc_fetch that job first")
         results = pack("", CellNames(tuple(n for n in earlier_results if n in namespace), (),
                                      False), namespace, self.max_shipped_mb)
-        return Payload(code=replay_source(replayed, body), modules=results.modules,
-                       blobs=results.blobs, manifest=results.manifest,
+        return replace(results, code=replay_source(replayed, body),
                        result_names=names.assigned,
                        capture_last_expression=names.has_final_expression,
                        replayed_cells=len(replayed))

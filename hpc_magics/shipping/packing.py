@@ -1,8 +1,10 @@
 """Decide how each free name travels: modules by name, everything else by value.
 
 Functions and classes defined in the notebook go by value through cloudpickle; data is
-pickled.  Things that only make sense in this process (open files, locks, generators,
-sockets) are refused with a message naming them, before anything is submitted.
+pickled.  All of them travel in ONE pickle (see ``stream``), so two names for one object
+stay one object on the node.  Things that only make sense in this process (open files,
+locks, generators, sockets) are refused with a message naming them, before anything is
+submitted.
 """
 
 from __future__ import annotations
@@ -12,14 +14,13 @@ import io
 import socket
 import threading
 import types
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import cloudpickle
-
 from ..core.errors import ShippingError
 from .analysis import CellNames, is_builtin_name
+from .stream import dump_names
 
 DEFAULT_MAX_SHIPPED_MB = 1024
 
@@ -41,19 +42,29 @@ class ShippedName:
 
 @dataclass(frozen=True)
 class Payload:
-    """What travels to the job: module names and one pickled blob per value."""
+    """What travels to the job: module names, and the values in one pickle (``state``,
+    read back name by name in the order of ``state_names``)."""
 
     code: str
     modules: Mapping[str, str] = field(default_factory=dict)
-    blobs: Mapping[str, bytes] = field(default_factory=dict)
+    state: bytes = field(default=b"", repr=False)
+    state_names: tuple[str, ...] = ()
     manifest: tuple[ShippedName, ...] = ()
+    # id() of each shipped value in the kernel: on fetch, a reference to an unchanged shipped
+    # object resolves to the notebook's name only while it still holds that very object
+    notebook_ids: Mapping[str, int] = field(default_factory=dict)
     result_names: tuple[str, ...] = ()
     capture_last_expression: bool = False
     replayed_cells: int = 0  # with --replay: earlier cells the job runs first
 
     @property
     def size(self) -> int:
-        return sum(len(blob) for blob in self.blobs.values())
+        return len(self.state)
+
+    @property
+    def data_names(self) -> tuple[str, ...]:
+        """Shipped data (not functions, classes or modules): what may change in place."""
+        return tuple(item.name for item in self.manifest if item.how == "data")
 
     def summary(self) -> str:
         """One line: what is shipped and how big it is."""
@@ -102,8 +113,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
          max_shipped_mb: float = DEFAULT_MAX_SHIPPED_MB) -> Payload:
     """Build the payload for ``code``; raise ``ShippingError`` naming the first bad name."""
     modules: dict[str, str] = {}
-    blobs: dict[str, bytes] = {}
-    manifest: list[ShippedName] = []
+    values: dict[str, Any] = {}
     for name in names.free:
         if name in _SHELL_NAMES or (name.startswith("_i") and name[2:].isdigit()):
             continue
@@ -117,34 +127,57 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                 raise ShippingError(f"name {name!r} is the notebook's own module: "
                                     "it cannot be shipped; use the names it holds")
             modules[name] = value.__name__
-            manifest.append(ShippedName(name, "module", "module", 0, value.__name__))
             continue
         reason = _refusal(name, value)
         if reason:
             raise ShippingError(f"cannot ship {name!r}: {reason} (or use %%sbatch --replay)")
-        try:
-            blob = cloudpickle.dumps(value)
-        except Exception as error:
-            first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        values[name] = value
+    sizes: dict[str, int] = {}
+
+    def check_size(name: str, size: int) -> None:
+        sizes[name] = size
+        if size > max_shipped_mb * 1e6:
             raise ShippingError(
-                f"cannot ship {name!r} ({type(value).__name__}): {first_line}; create it "
-                "inside the cell, or use %%sbatch --replay to rebuild it on the node"
-            ) from None
-        if len(blob) > max_shipped_mb * 1e6:
-            raise ShippingError(
-                f"{name!r} is {human_size(len(blob))}, over the {max_shipped_mb:g} MB limit for "
+                f"{name!r} is {human_size(size)}, over the {max_shipped_mb:g} MB limit for "
                 "shipped state: save it to a file the job loads (np.save, to_parquet), or raise "
-                "the limit with c.HpcMagics.max_shipped_mb"
-            )
-        how = ("function" if isinstance(value, (types.FunctionType, types.BuiltinFunctionType))
-               else "class" if isinstance(value, type) else "data")
-        blobs[name] = blob
-        manifest.append(ShippedName(name, how, type(value).__name__, len(blob)))
-    total = sum(len(b) for b in blobs.values())
-    if total > max_shipped_mb * 1e6:
+                "the limit with c.HpcMagics.max_shipped_mb")
+
+    pickling: list[str] = []  # the name being pickled, for the message if it fails
+
+    def in_order() -> Iterator[tuple[str, Any]]:
+        for name, value in values.items():
+            pickling[:] = [name]
+            yield name, value
+
+    try:
+        # one pickler for all names: what two names share is written once and stays shared
+        state = dump_names(in_order(), on_size=check_size)
+    except ShippingError:
+        raise
+    except Exception as error:
+        name = pickling[0]
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ShippingError(
-            f"the cell's state is {human_size(total)} in all, over the {max_shipped_mb:g} MB limit:"
-            " save the big arrays to files the job loads, or raise c.HpcMagics.max_shipped_mb"
-        )
-    return Payload(code=code, modules=modules, blobs=blobs, manifest=tuple(manifest),
-                   result_names=names.assigned, capture_last_expression=names.has_final_expression)
+            f"cannot ship {name!r} ({type(values[name]).__name__}): {first_line}; create it "
+            "inside the cell, or use %%sbatch --replay to rebuild it on the node"
+        ) from None
+    if len(state) > max_shipped_mb * 1e6:
+        raise ShippingError(
+            f"the cell's state is {human_size(len(state))} in all, over the "
+            f"{max_shipped_mb:g} MB limit: save the big arrays to files the job loads, "
+            "or raise c.HpcMagics.max_shipped_mb")
+    manifest = []
+    for name in names.free:  # the order the cell reads them in
+        if name in modules:
+            manifest.append(ShippedName(name, "module", "module", 0, modules[name]))
+        elif name in values:
+            value = values[name]
+            how = ("function" if isinstance(value, (types.FunctionType,
+                                                    types.BuiltinFunctionType))
+                   else "class" if isinstance(value, type) else "data")
+            manifest.append(ShippedName(name, how, type(value).__name__, sizes[name]))
+    return Payload(code=code, modules=modules, state=state, state_names=tuple(values),
+                   manifest=tuple(manifest),
+                   notebook_ids={name: id(value) for name, value in values.items()},
+                   result_names=names.assigned,
+                   capture_last_expression=names.has_final_expression)

@@ -12,19 +12,19 @@ import importlib
 import linecache
 import os
 import pickle
+import subprocess
 import sys
 import tempfile
-import threading
 import traceback
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-import cloudpickle
-
+from . import tee
 from .packing import Payload
+from .stream import dump_results, fingerprint, load_names, pickling_error
 
 RESULTS_FILE = "results.pkl"
 OUTPUT_FILE = "output.txt"
@@ -36,9 +36,15 @@ CELL_FILENAME = "<%%sbatch cell>"
 class CellResult:
     """What the job sends back; stored as ``results.pkl`` in the job folder."""
 
-    values: dict[str, bytes] = field(default_factory=dict)  # name → cloudpickled value
+    # the values and the last expression's value, ONE pickle of ``(values, last)``
+    # (``stream.dump_results``): shipped objects the cell left unchanged are references
+    state: bytes = field(default=b"", repr=False)
+    names: tuple[str, ...] = ()  # the names in ``state``
+    changed_in_place: tuple[str, ...] = ()  # shipped names the cell changed without assigning
+    referenced: tuple[str, ...] = ()  # unchanged shipped names ``state`` refers to
+    notebook_ids: dict[str, int] = field(default_factory=dict)  # see Payload.notebook_ids
     modules: dict[str, str] = field(default_factory=dict)  # name → module to import
-    last_value: bytes | None = None
+    has_last_value: bool = False
     last_value_repr: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # name → why it did not come back
     figures: tuple[str, ...] = ()
@@ -48,45 +54,39 @@ class CellResult:
     hostname: str = ""
 
 
-def _pump(source_fd: int, target_fd: int, copy: BinaryIO, lock: threading.Lock) -> None:
-    with os.fdopen(source_fd, "rb", buffering=0) as source:
-        while chunk := source.read(65536):
-            os.write(target_fd, chunk)
-            with lock:
-                copy.write(chunk)
-                copy.flush()
-
-
 @contextlib.contextmanager
 def _tee_output(copy_path: Path) -> Iterator[None]:
     """Everything written to stdout and stderr, by Python, C code or child processes
-    (``!cmd``), goes to the job's logs as before and also to ``copy_path``."""
+    (``!cmd``), goes to the job's logs as before and also to ``copy_path``.
+
+    The copying is a separate process (``tee.py``) that owns its file descriptors: a child
+    still writing after the cell can never hit a descriptor this process closes and reuses
+    (the results file), and its late output still reaches the log and ``copy_path``."""
     sys.stdout.flush()
     sys.stderr.flush()
-    lock = threading.Lock()
+    pipes = {fd: os.pipe() for fd in (1, 2)}
+    # waited for with a time-out below; it outlives us only while a child still writes
+    copier = subprocess.Popen(  # noqa: S603 - argv list, no shell
+        [sys.executable, tee.__file__, str(copy_path), str(pipes[1][0]), str(pipes[2][0])],
+        pass_fds=(pipes[1][0], pipes[2][0]), stdin=subprocess.DEVNULL)
     saved: dict[int, int] = {}
-    pumps = []
-    with open(copy_path, "ab") as copy:
-        for fd in (1, 2):
-            read_end, write_end = os.pipe()
-            saved[fd] = os.dup(fd)
-            os.dup2(write_end, fd)
-            os.close(write_end)
-            pump = threading.Thread(target=_pump, args=(read_end, saved[fd], copy, lock),
-                                    daemon=True)
-            pump.start()
-            pumps.append(pump)
+    for fd, (read_end, write_end) in pipes.items():
+        os.close(read_end)  # the copier has it
+        saved[fd] = os.dup(fd)
+        os.dup2(write_end, fd)
+        os.close(write_end)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, original in saved.items():
+            os.dup2(original, fd)  # our end of the pipe closes
+            os.close(original)  # only ever used here, never by the copier
         try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            for fd, original in saved.items():
-                os.dup2(original, fd)  # the pipe closes: its pump sees the end
-            for pump in pumps:
-                pump.join(timeout=5)  # a background child may keep the pipe open
-            for original in saved.values():
-                os.close(original)
+            copier.wait(timeout=5)  # the cell's output is complete before results appear
+        except subprocess.TimeoutExpired:
+            pass  # a background child still writes: the copier goes on without us
 
 
 def _node_display(*objects: Any, **_: Any) -> None:
@@ -102,8 +102,7 @@ def _rebuild_namespace(payload: Payload) -> dict[str, Any]:
                                  "display": _node_display}
     for name, module_name in payload.modules.items():
         namespace[name] = importlib.import_module(module_name)
-    for name, blob in payload.blobs.items():
-        namespace[name] = cloudpickle.loads(blob)
+    namespace.update(load_names(payload.state, payload.state_names))
     return namespace
 
 
@@ -156,23 +155,54 @@ def execute(payload: Payload, namespace: dict[str, Any]) -> tuple[bool, Any]:
     return True, eval(compile(expression, CELL_FILENAME, "eval"), namespace)
 
 
-def _collect(payload: Payload, namespace: dict[str, Any]) -> tuple[dict[str, bytes], dict[str, str],
-                                                                     dict[str, str]]:
-    values: dict[str, bytes] = {}
-    modules: dict[str, str] = {}
+def _fingerprints(payload: Payload, namespace: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """name → (shipped object, hash of its state): kept alive, so no id is ever reused."""
+    return {name: (namespace[name], fingerprint(namespace[name]))
+            for name in payload.data_names if name in namespace}
+
+
+def _changed_in_place(before: dict[str, tuple[Any, Any]], namespace: dict[str, Any],
+                      assigned: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """Shipped names still bound to the shipped object whose state changed, and the
+    unchanged shipped objects (name → object) results may refer to."""
+    changed: list[str] = []
+    unchanged: dict[str, Any] = {}
+    for name, (original, shipped_hash) in before.items():
+        if namespace.get(name) is not original:
+            continue  # rebound or deleted: an assigned name comes back as any other
+        state_hash = fingerprint(original)
+        if state_hash is not None and state_hash == shipped_hash:
+            unchanged[name] = original
+        elif name not in assigned:
+            changed.append(name)
+    return tuple(changed), unchanged
+
+
+def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
+                    ) -> tuple[bytes, tuple[str, ...], Any, dict[str, str]]:
+    """One pickle for all; a value that does not pickle is left out with the reason."""
     skipped: dict[str, str] = {}
-    for name in payload.result_names:
-        if name not in namespace:
-            continue
-        value = namespace[name]
-        if isinstance(value, types.ModuleType):
-            modules[name] = value.__name__
-            continue
-        try:
-            values[name] = cloudpickle.dumps(value)
-        except Exception as error:
+    try:
+        state, referenced = dump_results(values, last, unchanged)
+        return state, referenced, last, skipped
+    except Exception:
+        pass
+    for name in list(values):  # find the culprits
+        error = pickling_error(values[name])
+        if error is not None:
+            value = values.pop(name)
             skipped[name] = f"{type(value).__name__} does not pickle ({error})".splitlines()[0]
-    return values, modules, skipped
+    if last is not None and pickling_error(last) is not None:
+        last = None
+    try:
+        state, referenced = dump_results(values, last, unchanged)
+    except Exception as error:  # each pickles alone, not together: say so rather than crash
+        skipped.update((name, f"the results do not pickle together ({error})".splitlines()[0])
+                       for name in values)
+        values.clear()
+        last = None
+        state, referenced = dump_results({}, None, {})
+    return state, referenced, last, skipped
 
 
 def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
@@ -188,11 +218,14 @@ def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
         failure: BaseException | None = None
         try:
             namespace = _rebuild_namespace(payload)
+            shipped = _fingerprints(payload, namespace) if lead_task else {}
             has_last, last_value = execute(payload, namespace)
+            changed, unchanged = _changed_in_place(shipped, namespace, payload.result_names)
         except BaseException as error:  # the user's error, reported on fetch
             failure = error
             remote = _cell_traceback(error)
             namespace, has_last, last_value = {}, False, None
+            changed, unchanged = (), {}
         figures = _save_figures(job_folder) if lead_task else ()
     if failure is not None:
         sys.stderr.write(remote)  # into the job's log, not into the cell's output
@@ -205,15 +238,22 @@ def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
         raise failure
     if not lead_task:
         return {"names": [], "figures": []}
-    values, modules, skipped = _collect(payload, namespace)
-    last_blob = last_repr = None
-    if has_last and last_value is not None:
-        last_repr = repr(last_value)[:10000]
-        try:
-            last_blob = cloudpickle.dumps(last_value)
-        except Exception:
-            last_blob = None
-    result = CellResult(values=values, modules=modules, last_value=last_blob,
+    modules: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    for name in (*payload.result_names, *changed):
+        if name not in namespace:
+            continue
+        value = namespace[name]
+        if isinstance(value, types.ModuleType):
+            modules[name] = value.__name__
+        else:
+            values[name] = value
+    last_repr = repr(last_value)[:10000] if has_last and last_value is not None else None
+    state, referenced, last_value, skipped = _pickle_results(
+        values, last_value if has_last else None, unchanged)
+    result = CellResult(state=state, names=tuple(values), changed_in_place=changed,
+                        referenced=referenced, notebook_ids=dict(payload.notebook_ids),
+                        modules=modules, has_last_value=last_value is not None,
                         last_value_repr=last_repr, skipped=skipped, figures=figures,
                         hostname=hostname)
     _write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))

@@ -1,0 +1,123 @@
+"""One pickle for many names, both ways, so identity and shared references survive.
+
+Names are dumped one after another by ONE pickler on one stream: its memo is shared, so an
+object two names hold (an optimizer's parameters and the model's) is written once and
+comes back as one object; the stream offset after each name gives that name's size. An
+unpickler's memo persists across ``load()`` calls too, so loading name after name rebuilds
+the same graph.
+
+Results coming back may refer to shipped objects the cell left unchanged: those are written
+as a reference to the shipped name (``persistent_id``) and resolved in the notebook to the
+notebook's own object, so their bytes never travel back.
+
+Imported on the compute node: standard library and cloudpickle only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import pickle
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import cloudpickle
+
+PROTOCOL = pickle.HIGHEST_PROTOCOL
+_SHIPPED = "hpc_magics.shipped"  # tag of a reference to a shipped name
+
+
+def dump_names(values: Iterable[tuple[str, Any]],
+               on_size: Callable[[str, int], None] | None = None) -> bytes:
+    """Pickle the values in order into one stream; ``on_size(name, bytes)`` after each, so a
+    caller can refuse an over-size name before the rest is pickled."""
+    stream = io.BytesIO()
+    pickler = cloudpickle.CloudPickler(stream, protocol=PROTOCOL)
+    for name, value in values:
+        before = stream.tell()
+        pickler.dump(value)
+        if on_size is not None:
+            on_size(name, stream.tell() - before)
+    return stream.getvalue()  # BytesIO hands its buffer over without a copy
+
+
+def load_names(data: bytes, names: Iterable[str]) -> dict[str, Any]:
+    """The inverse of ``dump_names``: one unpickler, its memo kept from name to name."""
+    unpickler = pickle.Unpickler(io.BytesIO(data))
+    return {name: unpickler.load() for name in names}
+
+
+class _HashSink:
+    """A file-like object that only hashes what is written: no copy of the pickle is kept."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.blake2b(digest_size=16)
+
+    def write(self, chunk: Any) -> int:
+        # big buffers arrive as a PickleBuffer, written without a copy: any buffer will do
+        with memoryview(chunk) as view:
+            self.digest.update(view)
+            return view.nbytes
+
+
+def pickling_error(value: Any) -> Exception | None:
+    """Why the value does not pickle, or None; hashes rather than keeps the bytes."""
+    try:
+        cloudpickle.CloudPickler(_HashSink(), protocol=PROTOCOL).dump(value)
+    except Exception as error:
+        return error
+    return None
+
+
+def fingerprint(value: Any) -> bytes | None:
+    """A hash of the value's standalone pickle (its whole state), or None if it does not
+    pickle any more (then it counts as changed)."""
+    sink = _HashSink()
+    try:
+        cloudpickle.CloudPickler(sink, protocol=PROTOCOL).dump(value)
+    except Exception:
+        return None
+    return sink.digest.digest()
+
+
+class _ResultPickler(cloudpickle.CloudPickler):
+    """Writes shipped objects the cell left unchanged as references to their names."""
+
+    def __init__(self, stream: Any, references: Mapping[int, str]) -> None:
+        super().__init__(stream, protocol=PROTOCOL)
+        self._references = references
+        self.referenced: set[str] = set()
+
+    def persistent_id(self, obj: Any) -> Any:
+        name = self._references.get(id(obj))
+        if name is None:
+            return None
+        self.referenced.add(name)
+        return (_SHIPPED, name)
+
+
+def dump_results(values: Mapping[str, Any], last: Any,
+                 unchanged: Mapping[str, Any]) -> tuple[bytes, tuple[str, ...]]:
+    """Pickle ``(values, last)`` as one object; objects in ``unchanged`` (name → the shipped
+    object, still alive) go by reference. Returns the pickle and the names referenced."""
+    stream = io.BytesIO()
+    pickler = _ResultPickler(stream, {id(obj): name for name, obj in unchanged.items()})
+    pickler.dump((dict(values), last))
+    return stream.getvalue(), tuple(sorted(pickler.referenced))
+
+
+class _ResultUnpickler(pickle.Unpickler):
+    def __init__(self, stream: Any, resolve: Callable[[str], Any]) -> None:
+        super().__init__(stream)
+        self._resolve = resolve
+
+    def persistent_load(self, pid: Any) -> Any:
+        if not (isinstance(pid, tuple) and len(pid) == 2 and pid[0] == _SHIPPED):
+            raise pickle.UnpicklingError(f"unknown reference {pid!r} in a result file")
+        return self._resolve(pid[1])
+
+
+def load_results(data: bytes, resolve: Callable[[str], Any]) -> tuple[dict[str, Any], Any]:
+    """The inverse of ``dump_results``: ``resolve(name)`` gives the notebook's object."""
+    values, last = _ResultUnpickler(io.BytesIO(data), resolve).load()
+    return values, last
