@@ -157,8 +157,8 @@ class Watcher:
         self._lock = threading.RLock()
         self._latest: dict[str, JobStatus] = {}
         self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
-        self._sacct: tuple[float, frozenset[str], tuple[AccountingRecord, ...] | None] | None = \
-            None
+        # base job id → (when asked, its records; None: accounting was unreachable)
+        self._sacct: dict[str, tuple[float, tuple[AccountingRecord, ...] | None]] = {}
 
     @property
     def queue(self) -> JobQueue:
@@ -276,16 +276,27 @@ class Watcher:
 
     def _accounting(self, job_ids: list[str],
                     max_age_s: float | None) -> tuple[AccountingRecord, ...] | None:
-        """One sacct per interval for every job that needs it (array ranges by their base)."""
-        bases = frozenset(p.base if p is not None else j
-                          for j, p in ((j, parse_job_id(j)) for j in job_ids))
+        """At most one sacct per interval for every job that needs it.
+
+        Answers are kept per job (array ranges and het components by their base id), so
+        handles, widgets and %hpc_jobs asking in turn share one call. ``None``: unreachable.
+        """
+        bases = {p.base if p is not None else j
+                 for j, p in ((j, parse_job_id(j)) for j in job_ids)}
         max_age = self.queue.interval_s if max_age_s is None else max_age_s
-        cached = self._sacct
-        if cached is not None and time.time() - cached[0] < max_age and bases <= cached[1]:
-            return cached[2]
-        records = sacct_records(sorted(bases))
-        self._sacct = (time.time(), bases, records)
-        return records
+        now = time.time()
+        stale = sorted(b for b in bases
+                       if b not in self._sacct or now - self._sacct[b][0] >= max_age)
+        if stale:
+            answer = sacct_records(stale)
+            for base in stale:
+                mine = None if answer is None else tuple(
+                    r for r in answer if same_job(base, r.job_id))
+                self._sacct[base] = (now, mine)
+        answers = [self._sacct[b][1] for b in bases]
+        if any(a is None for a in answers):
+            return None
+        return tuple(r for a in answers for r in (a or ()))
 
     def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
         from ..backends.submitit_backend import LocalBackend
