@@ -247,7 +247,12 @@ class Watcher:
                     and submission.matches(r.submit_time)]
             if mine:
                 state = combined_state([r.state for r in mine])
-                return JobStatus(submission.job_id, state, "sacct", "", now)
+                said = JobStatus(submission.job_id, state, "sacct", "", now)
+                if said.final:
+                    return said
+                # accounting still says it runs (it lags, or a stale record): the folder and
+                # the queue can still prove the end
+                previous = said
         absences = self._absent.get(str(folder.path), [])
         if records is not None and absences and now - absences[0] < SACCT_LAG_S \
                 and not folder.has_results():
@@ -259,6 +264,8 @@ class Watcher:
                      note: str, gone: bool = False) -> JobStatus:
         """What the folder proves, when Slurm has nothing (more) to say."""
         now = time.time()
+        if previous.final and previous.source == "results":
+            return replace(previous, note=note, checked_at=now)  # read it once, not per poll
         results = folder.has_results()
         if results and (gone or self._absent.get(str(folder.path))):
             try:

@@ -232,6 +232,8 @@ def test_a_result_file_shown_late_is_waited_for(
         time.sleep(5)
         hidden.rename(results)
 
+    # Slurm's word decides the job is over (squeue may still list it COMPLETING a moment)
+    assert handle.wait(timeout=60) == "COMPLETED" and handle.status.source == "sacct"
     writer = threading.Thread(target=appear)
     writer.start()
     started = time.monotonic()
