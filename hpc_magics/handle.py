@@ -58,6 +58,8 @@ class JobHandle:
         self.backend = backend
         self.folder = folder
         self.name = name or folder.meta().get("name", "")
+        # an array task of the folder's job (attach("123_4") on job 123's folder), else None
+        self._task = None if job_id == str(folder.meta().get("job_id", job_id)) else job_id
         self._state_checked = 0.0
         self.fetched = False
 
@@ -69,7 +71,7 @@ class JobHandle:
     @property
     def status(self) -> JobStatus:
         """The watcher's latest snapshot of this job (asks nobody)."""
-        return watcher().latest(self.folder)
+        return watcher().latest(self.folder, self._task)
 
     @property
     def _state(self) -> str:
@@ -77,9 +79,9 @@ class JobHandle:
 
     def refresh(self, max_age_s: float | None = None) -> str:
         """Ask the watcher for a fresh snapshot (batched and cached there)."""
-        status = watcher().poll([self.folder], max_age_s=max_age_s)[self.folder.path]
+        polled = watcher().poll_jobs([(self.folder, self._task)], max_age_s=max_age_s)
         self._state_checked = time.monotonic()
-        return status.state
+        return next(iter(polled.values())).state
 
     @property
     def state(self) -> str:
@@ -296,6 +298,9 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
 
         folder, meta = max(candidates, key=rank)
         check_owned(folder.path)
-        return JobHandle(str(meta["job_id"]), get_backend(meta.get("backend", "auto")),
-                         folder, meta.get("name", ""))
+        # an array task found through its job's folder keeps its own id: cancel and state
+        # are the task's, never the whole array's
+        job_id = str(meta["job_id"]) if exact else str(wanted)
+        return JobHandle(job_id, get_backend(meta.get("backend", "auto")), folder,
+                         meta.get("name", ""))
     raise HpcMagicsError(f"no job {job!r} under {jobs_dir}: see %hpc_jobs for the jobs there")

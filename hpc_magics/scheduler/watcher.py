@@ -167,13 +167,16 @@ class Watcher:
         return self._queue
 
     # ------------------------------------------------------------------ reading
-    def latest(self, folder: JobFolder) -> JobStatus:
-        """The last snapshot of the folder's job, without asking anyone."""
+    def latest(self, folder: JobFolder, job_id: str | None = None) -> JobStatus:
+        """The last snapshot of the folder's job (or of ``job_id``, one of its array
+        tasks), without asking anyone."""
         with self._lock:
-            known = self._latest.get(str(folder.path))
+            known = self._latest.get(_key(folder, job_id))
         if known is not None:
             return known
         meta = folder.meta()
+        if job_id is not None and job_id != str(meta.get("job_id", "")):
+            return JobStatus(job_id, "UNKNOWN", "recorded")
         return JobStatus(str(meta.get("job_id", "")), str(meta.get("state") or "UNKNOWN"),
                          str(meta.get("state_source") or "recorded"),
                          str(meta.get("state_note") or ""))
@@ -186,37 +189,45 @@ class Watcher:
              max_age_s: float | None = None) -> dict[Path, JobStatus]:
         """Fresh snapshots of all ``folders`` jobs: one squeue, at most one sacct."""
         folders = list(folders)
+        polled = self.poll_jobs([(folder, None) for folder in folders], max_age_s)
+        return {folder.path: polled[_key(folder, None)] for folder in folders}
+
+    def poll_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]],
+                  max_age_s: float | None = None) -> dict[str, JobStatus]:
+        """Like ``poll``, for (folder, job id) pairs: ``job id`` names one array task of
+        the folder's job (``None``: the folder's own job). Keyed by ``_key``."""
         with self._lock:
-            result: dict[Path, JobStatus] = {}
-            slurm: list[tuple[JobFolder, Submission, JobStatus]] = []
-            for folder in folders:
-                meta = folder.meta()
-                submission = Submission.of(folder, meta)
-                previous = self.latest(folder)
+            result: dict[str, JobStatus] = {}
+            slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
+            for folder, job_id in jobs:
+                key = _key(folder, job_id)
+                submission = Submission.of(folder)
+                if job_id is not None:
+                    submission = replace(submission, job_id=job_id)
+                previous = self.latest(folder, job_id)
                 if not submission.job_id or previous.definite:
-                    result[folder.path] = previous  # not submitted, or settled for good
+                    result[key] = previous  # not submitted, or settled for good
                 elif submission.backend == "local":
-                    result[folder.path] = self._local(folder, submission)
+                    result[key] = self._local(folder, submission)
                 else:
-                    slurm.append((folder, submission, previous))
+                    slurm.append((key, folder, submission, previous))
             if slurm:
                 result.update(self._poll_slurm(slurm, max_age_s))
-            for folder in folders:
-                self._remember(folder, result[folder.path])
+            for folder, job_id in jobs:
+                self._remember(folder, job_id, result[_key(folder, job_id)])
             return result
 
-    def _poll_slurm(self, jobs: list[tuple[JobFolder, Submission, JobStatus]],
-                    max_age_s: float | None) -> dict[Path, JobStatus]:
+    def _poll_slurm(self, jobs: list[tuple[str, JobFolder, Submission, JobStatus]],
+                    max_age_s: float | None) -> dict[str, JobStatus]:
         view = self.queue.view(max_age_s)
         current_cluster = self.queue.cluster
         now = time.time()
-        decided: dict[Path, JobStatus] = {}
-        ask: list[tuple[JobFolder, Submission, JobStatus]] = []
-        for folder, submission, previous in jobs:
-            key = str(folder.path)
+        decided: dict[str, JobStatus] = {}
+        ask: list[tuple[str, JobFolder, Submission, JobStatus]] = []
+        for key, folder, submission, previous in jobs:
             if not submission.on_this_cluster(current_cluster):
-                decided[folder.path] = self._from_folder(
-                    folder, submission, previous,
+                decided[key] = self._from_folder(
+                    key, folder, submission, previous,
                     note=f"submitted on cluster {submission.cluster}, not {current_cluster}")
                 continue
             entries = [e for e in view.find_all(submission.job_id)
@@ -224,23 +235,24 @@ class Watcher:
             if entries and view.updated is not None:
                 self._absent.pop(key, None)
                 state = combined_state([normalize_state(e.state) for e in entries])
-                decided[folder.path] = JobStatus(submission.job_id, state, "squeue", "", now)
+                decided[key] = JobStatus(submission.job_id, state, "squeue", "", now)
                 continue
             if view.updated is not None and view.error is None \
                     and view.updated >= submission.seen_after:
                 seen = self._absent.setdefault(key, [])
                 if view.updated not in seen:
                     seen.append(view.updated)
-            ask.append((folder, submission, previous))
+            ask.append((key, folder, submission, previous))
         if ask:
-            records = self._accounting([s.job_id for _, s, _ in ask], max_age_s)
-            for folder, submission, previous in ask:
-                decided[folder.path] = self._after_queue(folder, submission, previous, records,
-                                                         now)
+            records = self._accounting([s.job_id for _, _, s, _ in ask], max_age_s)
+            for key, folder, submission, previous in ask:
+                decided[key] = self._after_queue(key, folder, submission, previous, records,
+                                                 now)
         return decided
 
-    def _after_queue(self, folder: JobFolder, submission: Submission, previous: JobStatus,
-                     records: tuple[AccountingRecord, ...] | None, now: float) -> JobStatus:
+    def _after_queue(self, key: str, folder: JobFolder, submission: Submission,
+                     previous: JobStatus, records: tuple[AccountingRecord, ...] | None,
+                     now: float) -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
             mine = [r for r in records if same_job(submission.job_id, r.job_id)
@@ -253,21 +265,23 @@ class Watcher:
                 # accounting still says it runs (it lags, or a stale record): the folder and
                 # the queue can still prove the end
                 previous = said
-        absences = self._absent.get(str(folder.path), [])
+        absences = self._absent.get(key, [])
         if records is not None and absences and now - absences[0] < SACCT_LAG_S \
                 and not folder.has_results():
             return replace(previous, checked_at=now)  # give sacct a moment to catch up
         note = UNREACHABLE if records is None else ""
-        return self._from_folder(folder, submission, previous, note=note, gone=len(absences) >= 2)
+        return self._from_folder(key, folder, submission, previous, note=note,
+                                 gone=len(absences) >= 2)
 
-    def _from_folder(self, folder: JobFolder, submission: Submission, previous: JobStatus,
-                     note: str, gone: bool = False) -> JobStatus:
+    def _from_folder(self, key: str, folder: JobFolder, submission: Submission,
+                     previous: JobStatus, note: str, gone: bool = False) -> JobStatus:
         """What the folder proves, when Slurm has nothing (more) to say."""
         now = time.time()
         if previous.final and previous.source == "results":
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
-        results = folder.has_results()
-        if results and (gone or self._absent.get(str(folder.path))):
+        # the result file is the folder's own job's, not one array task's
+        results = key == _key(folder, None) and folder.has_results()
+        if results and (gone or self._absent.get(key)):
             try:
                 failed = folder.load_results().error_type is not None
             except Exception:  # a result we cannot read proves nothing
@@ -317,9 +331,9 @@ class Watcher:
                              "results", "", now)
         return JobStatus(submission.job_id, normalize_state(raw), "local", "", now)
 
-    def _remember(self, folder: JobFolder, status: JobStatus) -> None:
-        """Keep the snapshot; write meta.json when what it says changed."""
-        key = str(folder.path)
+    def _remember(self, folder: JobFolder, job_id: str | None, status: JobStatus) -> None:
+        """Keep the snapshot; write meta.json when what it says (of the folder's job) changed."""
+        key = _key(folder, job_id)
         before = self._latest.get(key)
         self._latest[key] = status
         if status.final and status.source != "recorded":
@@ -328,6 +342,8 @@ class Watcher:
                 (status.state, status.source, status.note):
             return
         meta = folder.meta()
+        if status.job_id != str(meta.get("job_id", "")):
+            return  # an array task's state: the folder records its job's own
         if (meta.get("state"), meta.get("state_source"), meta.get("state_note", "")) != \
                 (status.state, status.source, status.note) and status.source != "recorded":
             folder.update_meta(state=status.state, state_source=status.source,
@@ -338,10 +354,10 @@ class Watcher:
         """``scancel`` one of the user's own jobs (``LookupError`` when it is not theirs)."""
         self.queue.cancel(job_id)
 
-    def forget(self, folder: JobFolder) -> None:
-        with self._lock:
-            self._latest.pop(str(folder.path), None)
-            self._absent.pop(str(folder.path), None)
+
+
+def _key(folder: JobFolder, job_id: str | None) -> str:
+    return str(folder.path) if job_id is None else f"{folder.path}#{job_id}"
 
 
 _WATCHER: Watcher | None = None

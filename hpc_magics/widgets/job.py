@@ -120,7 +120,7 @@ class _Monitor:
             live = [w for w in widgets_now if not w.handle.status.definite]
             if live:
                 try:  # one batched poll for every live widget; the watcher decides states
-                    watcher().poll([w.handle.folder for w in live])
+                    watcher().poll_jobs([(w.handle.folder, w.handle._task) for w in live])
                 except HpcMagicsError:
                     pass
             for widget in widgets_now:

@@ -182,6 +182,15 @@ def test_array_job_and_its_tasks_show_their_real_states(
     assert parent.state == "FAILED"  # one task failed, one was cancelled
     # attach (and %hpc_fetch) by task id finds the task's folder
     assert attach(f"{job_id}_2", root).folder == folders[f"{job_id}_2"]
+    # with only the array's folder, a task is found through it and keeps its own state
+    only_parent = tmp_path / "array only"
+    parent_folder = job_folder(only_parent, job_id)
+    task = attach(f"{job_id}_1", only_parent)
+    assert task.job_id == f"{job_id}_1" and task.folder == parent_folder
+    assert task.state == "COMPLETED"
+    assert parent_folder.meta()["state"] == "SUBMITTED"  # a task never writes its job's state
+    assert attach(job_id, only_parent).state == "FAILED"
+    assert parent_folder.meta()["state"] == "FAILED"
 
 
 def test_a_reused_job_id_is_never_taken_for_the_old_job(
