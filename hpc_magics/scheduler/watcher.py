@@ -226,8 +226,9 @@ class Watcher:
         ask: list[tuple[str, JobFolder, Submission, JobStatus]] = []
         for key, folder, submission, previous in jobs:
             if not submission.on_this_cluster(current_cluster):
+                # this cluster's scheduler knows nothing of it: only the folder can tell
                 decided[key] = self._from_folder(
-                    key, folder, submission, previous,
+                    key, folder, submission, previous, results_prove=True,
                     note=f"submitted on cluster {submission.cluster}, not {current_cluster}")
                 continue
             entries = [e for e in view.find_all(submission.job_id)
@@ -237,8 +238,12 @@ class Watcher:
                 state = combined_state([normalize_state(e.state) for e in entries])
                 decided[key] = JobStatus(submission.job_id, state, "squeue", "", now)
                 continue
-            if view.updated is not None and view.error is None \
-                    and view.updated >= submission.seen_after:
+            if view.error is None and (view.updated is None
+                                       or view.updated < submission.seen_after):
+                # squeue works but has not looked since sbatch returned: nothing new to ask
+                decided[key] = replace(previous, checked_at=now)
+                continue
+            if view.updated is not None and view.error is None:
                 seen = self._absent.setdefault(key, [])
                 if view.updated not in seen:
                     seen.append(view.updated)
@@ -274,14 +279,16 @@ class Watcher:
                                  gone=len(absences) >= 2)
 
     def _from_folder(self, key: str, folder: JobFolder, submission: Submission,
-                     previous: JobStatus, note: str, gone: bool = False) -> JobStatus:
+                     previous: JobStatus, note: str, gone: bool = False,
+                     results_prove: bool = False) -> JobStatus:
         """What the folder proves, when Slurm has nothing (more) to say."""
         now = time.time()
         if previous.final and previous.source == "results":
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
         # the result file is the folder's own job's, not one array task's
         results = key == _key(folder, None) and folder.has_results()
-        if results and (gone or self._absent.get(key)):
+        # results prove the end once the queue no longer lists the job (it may be tidying up)
+        if results and (gone or results_prove or self._absent.get(key)):
             try:
                 failed = folder.load_results().error_type is not None
             except Exception:  # a result we cannot read proves nothing

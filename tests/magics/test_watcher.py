@@ -22,7 +22,7 @@ from hpc_magics.handle import attach
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.cluster import cluster_name
 from hpc_magics.scheduler.queue import JobQueue
-from hpc_magics.scheduler.watcher import UNREACHABLE, JobStatus, Watcher, record_submission
+from hpc_magics.scheduler.watcher import UNREACHABLE, JobStatus, Watcher
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -69,34 +69,41 @@ def failing_sacct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     return FailingSacct(tmp_path / "shims", monkeypatch)
 
 
-@pytest.fixture
-def submitted(tmp_path: Path, slurm_cluster: Any) -> Iterator[Callable[..., str]]:
-    """``submitted(*sbatch_args, wrap=CMD)``: a real job's id; cancelled at the end."""
-    ids: list[str] = []
+class Submitter:
+    """``submitted(*sbatch_args, wrap=CMD)``: a real job's id, its sbatch call's window
+    kept for the job folders the test builds (``window(job_id)``)."""
 
-    def submit(*args: str, wrap: str) -> str:
+    def __init__(self, output: Path) -> None:
+        self.output = output
+        self.windows: dict[str, tuple[float, float]] = {}
+
+    def __call__(self, *args: str, wrap: str) -> str:
+        started = time.time()
         answer = commands.run(["sbatch", "--parsable", "-p", "debug", "-t", "3",
-                               "-o", str(tmp_path / "slurm-%A_%a.out"), *args, "--wrap", wrap],
-                              timeout=30)
+                               "-o", str(self.output / "slurm-%A_%a.out"), *args,
+                               "--wrap", wrap], timeout=30)
         assert answer.ok, answer.stderr
-        ids.append(answer.stdout.strip().split(";")[0])
-        return ids[-1]
+        job_id = answer.stdout.strip().split(";")[0]
+        self.windows[job_id] = (started, time.time())
+        return job_id
 
-    yield submit
-    for job_id in ids:  # only our own jobs, by id
+
+@pytest.fixture
+def submitted(tmp_path: Path, slurm_cluster: Any) -> Iterator[Submitter]:
+    """Real jobs, cancelled at the end (only ours, by id)."""
+    submitter = Submitter(tmp_path)
+    yield submitter
+    for job_id in submitter.windows:
         commands.run(["scancel", job_id], timeout=30)
 
 
-def job_folder(root: Path, job_id: str, *, submitted_at: float | None = None,
-               returned_at: float | None = None, cluster: str | None = None) -> JobFolder:
-    """A job folder as %%sbatch leaves it, for a job submitted by the test."""
+def job_folder(root: Path, job_id: str, window: tuple[float, float], *,
+               cluster: str | None = None) -> JobFolder:
+    """A job folder as %%sbatch leaves it, for a job whose sbatch ran within ``window``."""
     folder = JobFolder.create(root, f"job-{job_id}")
-    folder.write_meta({"name": f"job-{job_id}", "backend": "slurm", "state": "SUBMITTING"})
-    if submitted_at is None:
-        record_submission(folder, job_id, time.time() - 2)
-    else:
-        folder.update_meta(job_id=job_id, state="SUBMITTED", submitted_at=submitted_at,
-                           submit_returned_at=returned_at, cluster=cluster)
+    folder.write_meta({"name": f"job-{job_id}", "backend": "slurm", "state": "SUBMITTED",
+                       "job_id": job_id, "submitted_at": window[0],
+                       "submit_returned_at": window[1], "cluster": cluster or cluster_name()})
     return folder
 
 
@@ -111,10 +118,10 @@ def poll_until(watcher: Watcher, folder: JobFolder, done: Callable[[JobStatus], 
 
 
 def test_sacct_outage_never_ends_or_fails_a_job_and_accounting_corrects_it(
-        tmp_path: Path, failing_sacct: FailingSacct, submitted: Callable[..., str]) -> None:
+        tmp_path: Path, failing_sacct: FailingSacct, submitted: Submitter) -> None:
     watcher = Watcher(JobQueue())
     job_id = submitted(wrap="sleep 6")
-    folder = job_folder(tmp_path / "jobs", job_id)
+    folder = job_folder(tmp_path / "jobs", job_id, submitted.windows[job_id])
     running = poll_until(watcher, folder, lambda s: s.state == "RUNNING")
     assert running.state == "RUNNING" and running.source == "squeue"
     # It leaves the queue while accounting is unreachable: never FAILED, never a guess
@@ -154,12 +161,13 @@ def test_a_running_cell_stays_running_while_accounting_is_down(
 
 
 def test_array_job_and_its_tasks_show_their_real_states(
-        tmp_path: Path, submitted: Callable[..., str], private_runtime: Path,
+        tmp_path: Path, submitted: Submitter, private_runtime: Path,
         sacct_state: Any) -> None:
     job_id = submitted("--array=1-3", wrap='case "$SLURM_ARRAY_TASK_ID" in 1) true;; '
                                             "2) exit 3;; *) sleep 300;; esac")
     root = tmp_path / "jobs"
-    folders = {key: job_folder(root, key) for key in
+    window = submitted.windows[job_id]
+    folders = {key: job_folder(root, key, window) for key in
                (job_id, f"{job_id}_1", f"{job_id}_2", f"{job_id}_3", f"{job_id}_[2-3]")}
     sacct_state(f"{job_id}_2", until={"FAILED"}, timeout=30)
     sacct_state(f"{job_id}_3", until={"RUNNING"}, timeout=30)
@@ -184,7 +192,7 @@ def test_array_job_and_its_tasks_show_their_real_states(
     assert attach(f"{job_id}_2", root).folder == folders[f"{job_id}_2"]
     # with only the array's folder, a task is found through it and keeps its own state
     only_parent = tmp_path / "array only"
-    parent_folder = job_folder(only_parent, job_id)
+    parent_folder = job_folder(only_parent, job_id, window)
     task = attach(f"{job_id}_1", only_parent)
     assert task.job_id == f"{job_id}_1" and task.folder == parent_folder
     assert task.state == "COMPLETED"
@@ -202,8 +210,7 @@ def test_a_reused_job_id_is_never_taken_for_the_old_job(
     magics = shell.magics_manager.registry["HpcMagics"]
     new = magics.handles[magics.last_job]
     long_ago = time.time() - 30 * 86400
-    old = job_folder(Path(magics.jobs_root), new.job_id, submitted_at=long_ago,
-                     returned_at=long_ago + 1, cluster=cluster_name())
+    old = job_folder(Path(magics.jobs_root), new.job_id, (long_ago, long_ago + 1))
     try:
         assert poll_until(Watcher(JobQueue()), new.folder,
                           lambda s: s.state == "RUNNING").state == "RUNNING"
@@ -213,6 +220,13 @@ def test_a_reused_job_id_is_never_taken_for_the_old_job(
         assert "RUNNING" not in seen and "PENDING" not in seen, seen
         assert status.state == "ENDED"  # not in the queue, unknown to accounting: over
         assert watcher.poll([new.folder])[new.folder.path].state == "RUNNING"
+        # the same id and submit time, but recorded on another cluster: not this job either
+        meta = new.folder.meta()
+        foreign = job_folder(tmp_path / "elsewhere", new.job_id,
+                             (meta["submitted_at"], meta["submit_returned_at"]),
+                             cluster="elsewhere")
+        status = watcher.poll([foreign])[foreign.path]
+        assert status.state == "SUBMITTED" and "cluster elsewhere" in status.note
         # the old folder was written last (newest mtime); attach still picks the live job
         assert attach(new.job_id, Path(magics.jobs_root)).folder == new.folder
         magics.handles.clear()
