@@ -185,6 +185,7 @@ class JobQueue:
     @property
     def cache_path(self) -> Path:
         folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
+
         def safe(text: str) -> str:
             return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 

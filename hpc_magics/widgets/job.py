@@ -2,7 +2,7 @@
 
 One monitor thread per kernel asks the watcher for fresh snapshots of every live
 widget's job in one batched poll, at a gentle interval, and re-renders what changed; it
-stops when every job has a definite end. It never decides or writes a state itself.
+stops when every job has ended. It never decides or writes a state itself.
 """
 
 from __future__ import annotations
@@ -117,7 +117,9 @@ class _Monitor:
         while not self._stop.wait(REFRESH_INTERVAL_S):
             with self._lock:
                 widgets_now = list(self._widgets)
-            live = [w for w in widgets_now if not w.handle.status.definite]
+            # until the end; a provisional end is corrected by the next %hpc_jobs or fetch,
+            # so a cluster without accounting never keeps this thread polling
+            live = [w for w in widgets_now if not w.handle.status.final]
             if live:
                 try:  # one batched poll for every live widget; the watcher decides states
                     watcher().poll_jobs([(w.handle.folder, w.handle._task) for w in live])
