@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import os
 import time
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
@@ -17,7 +18,9 @@ from .backends import get_backend
 from .backends.base import Backend
 from .backends.folder import JobFolder, check_owned, find_job_folders
 from .core.errors import HpcMagicsError, JobFailed
-from .core.jobs import is_final, normalize_state, phase
+from .core.jobids import parse_job_id, same_job
+from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
+from .scheduler.watcher import UNREACHABLE, JobStatus, watcher
 from .shipping.runner import CellResult
 from .shipping.stream import load_results
 
@@ -29,9 +32,15 @@ _STATE_HINTS = {
     "OUT_OF_MEMORY": "it ran out of memory: ask for more with --mem",
     "NODE_FAIL": "its node failed: submit it again",
     "PREEMPTED": "it was preempted: submit it again",
-    "ENDED": ("it ended without results, and without accounting Slurm does not say why "
-              "(time limit, cancel, node failure): see the log"),
+    "COMPLETED": ("Slurm says it COMPLETED, but its result file did not appear (a slow "
+                  "network file system?): try %hpc_fetch again in a minute"),
+    "ENDED": ("it left the queue without results, and without accounting Slurm does not "
+              "say why (time limit, cancel, node failure): see the log"),
 }
+# A network file system can show a finished job's result file seconds late.
+RESULTS_GRACE_S = 30.0
+# A provisional end (results seen, or gone from the queue) waits this long for sacct's word.
+SETTLE_S = 5.0
 
 
 class RemoteError(JobFailed):
@@ -49,7 +58,8 @@ class JobHandle:
         self.backend = backend
         self.folder = folder
         self.name = name or folder.meta().get("name", "")
-        self._state = "SUBMITTED"
+        # an array task of the folder's job (attach("123_4") on job 123's folder), else None
+        self._task = None if job_id == str(folder.meta().get("job_id", job_id)) else job_id
         self._state_checked = 0.0
         self.fetched = False
 
@@ -58,22 +68,24 @@ class JobHandle:
     def ran_locally(self) -> bool:
         return self.backend.name == "local"
 
+    @property
+    def status(self) -> JobStatus:
+        """The watcher's latest snapshot of this job (asks nobody)."""
+        return watcher().latest(self.folder, self._task)
+
+    @property
+    def _state(self) -> str:
+        return self.status.state
+
     def refresh(self, max_age_s: float | None = None) -> str:
-        if is_final(self._state):
-            return self._state  # an ended job is never asked about again
-        states = self.backend.states({self.job_id: self.folder}, max_age_s=max_age_s)
-        state = self._state = states.get(self.job_id, "UNKNOWN")
-        if state in {"UNKNOWN", "ENDED"} and self.folder.has_results():
-            # no accounting to ask: the results say whether the cell succeeded
-            self._state = "FAILED" if self.folder.load_results().error_type else "COMPLETED"
+        """Ask the watcher for a fresh snapshot (batched and cached there)."""
+        polled = watcher().poll_jobs([(self.folder, self._task)], max_age_s=max_age_s)
         self._state_checked = time.monotonic()
-        if is_final(self._state):
-            self.folder.update_meta(state=self._state)
-        return self._state
+        return next(iter(polled.values())).state
 
     @property
     def state(self) -> str:
-        if not is_final(self._state) and time.monotonic() - self._state_checked > 1.0:
+        if not self.status.definite and time.monotonic() - self._state_checked > 1.0:
             self.refresh()
         return self._state
 
@@ -84,7 +96,11 @@ class JobHandle:
     # ---------------------------------------------------------------- wait
     def wait(self, timeout: float | None = None, progress: ProgressCallback | None = None,
              poll_s: float = 1.0) -> str:
-        """Block until the job ends (or its results exist); returns the final state."""
+        """Block until the job ends; returns the final state.
+
+        Ended means Slurm said so, or the job left the queue (results written, or gone
+        from two queue views); a provisional end waits a moment for accounting's word.
+        """
         start = time.monotonic()
         delay = 0.25
         while True:
@@ -94,12 +110,9 @@ class JobHandle:
             if progress is not None:
                 progress(self, state, elapsed)
             if is_final(state):
-                return state
-            if self.folder.has_results() and phase(state) != "pending":
-                # the cell has finished; the job is only tidying up: give Slurm a moment
-                # to say how it ended (a time limit can strike while results are written)
-                settle_until = time.monotonic() + 15
-                while not is_final(state) and time.monotonic() < settle_until:
+                settle_until = time.monotonic() + SETTLE_S
+                while not self.status.definite and self.status.note != UNREACHABLE \
+                        and time.monotonic() < settle_until:
                     time.sleep(0.5)
                     state = self.refresh(max_age_s=1.0)
                 return state
@@ -117,7 +130,8 @@ class JobHandle:
             if not is_final(state):
                 raise HpcMagicsError(f"job {self.job_id} is {state}: wait for it "
                                      f"(%hpc_fetch {self.job_id} --wait) or check later")
-            raise self._failure(state, "")
+            if normalize_state(state) not in SUCCESS_STATES or not self._await_results(show):
+                raise self._failure(state, "")
         result = self.folder.load_results()
         meta = self.folder.meta()
         output = self.folder.output()
@@ -183,6 +197,26 @@ class JobHandle:
             return value
 
         return resolve
+
+    def _await_results(self, show: bool) -> bool:
+        """Slurm says COMPLETED but no result file yet: a network file system may show it
+        late. Wait (bounded), saying so; False when it never appears."""
+        if show:
+            print(f"[hpc_magics] job {self.job_id} COMPLETED; waiting up to "
+                  f"{RESULTS_GRACE_S:.0f}s for its results to appear in {self.folder.path} "
+                  "(network file systems can show files late)")
+        deadline = time.monotonic() + RESULTS_GRACE_S
+        while time.monotonic() < deadline:
+            try:  # listing the folder makes NFS revalidate its cached directory entries
+                os.listdir(self.folder.path)
+            except OSError:
+                pass
+            if self.folder.has_results():
+                return True
+            time.sleep(0.5)
+        if show:
+            print(f"[hpc_magics] job {self.job_id}: no results after {RESULTS_GRACE_S:.0f}s")
+        return False
 
     def _failure(self, state: str, remote: str) -> JobFailed:
         hint = _STATE_HINTS.get(normalize_state(state), f"it ended {state}")
@@ -271,14 +305,37 @@ def _shell_namespace() -> MutableMapping[str, Any] | None:
 
 
 def attach(job: str, jobs_dir: Path) -> JobHandle:
-    """A handle for a job submitted earlier (even before a kernel restart)."""
+    """A handle for a job submitted earlier (even before a kernel restart).
+
+    A job id the controller reused (ids restart after a cluster reset) can be in several
+    folders: the most recent submission on this cluster wins. ``123_4`` finds the folder
+    of array job ``123`` when no folder has that task on its own.
+    """
+    from .scheduler.cluster import cluster_name
+
+    exact, parent = [], []
+    wanted = parse_job_id(job)
     for folder in find_job_folders(jobs_dir):
         meta = folder.meta()
-        if job in {str(meta.get("job_id")), folder.path.name, meta.get("name")}:
-            check_owned(folder.path)
-            handle = JobHandle(str(meta["job_id"]), get_backend(meta.get("backend", "auto")),
-                               folder, meta.get("name", ""))
-            if meta.get("state"):
-                handle._state = meta["state"]
-            return handle
+        job_id = str(meta.get("job_id", ""))
+        if job in {job_id, folder.path.name, meta.get("name")}:
+            exact.append((folder, meta))
+        elif wanted is not None and job_id and same_job(job_id, job):
+            parent.append((folder, meta))
+    candidates = exact or parent
+    if candidates:
+        here = cluster_name() if any(m.get("cluster") for _, m in candidates) else None
+
+        def rank(item: tuple[JobFolder, dict[str, Any]]) -> tuple[bool, float]:
+            folder, meta = item
+            return (meta.get("cluster") in (None, here),
+                    float(meta.get("submitted_at") or folder.path.stat().st_mtime))
+
+        folder, meta = max(candidates, key=rank)
+        check_owned(folder.path)
+        # an array task found through its job's folder keeps its own id: cancel and state
+        # are the task's, never the whole array's
+        job_id = str(meta["job_id"]) if exact else str(wanted)
+        return JobHandle(job_id, get_backend(meta.get("backend", "auto")), folder,
+                         meta.get("name", ""))
     raise HpcMagicsError(f"no job {job!r} under {jobs_dir}: see %hpc_jobs for the jobs there")

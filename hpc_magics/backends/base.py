@@ -42,11 +42,13 @@ class Backend(Protocol):
                max_age_s: float | None = None) -> dict[str, str]:
         """Current states of many jobs, from as few scheduler queries as possible.
 
+        Slurm's come from the watcher (``scheduler/watcher.py``), the one place that
+        decides states; the local backend's are the raw facts the watcher reads.
         ``max_age_s``: how old a shared answer may be (default: the queue's interval).
         """
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
-        """Cancel one job."""
+        """Cancel one job (Slurm: also an array task ``123_4``, a range, a het ``123+0``)."""
 
     def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:
         """The job's stdout/stderr files, in that order."""

@@ -181,21 +181,21 @@ class SlurmBackend(_SubmititBackend):
 
     def states(self, folder_by_id: dict[str, JobFolder],
                max_age_s: float | None = None) -> dict[str, str]:
-        """All states from the user's shared squeue view, plus one sacct for ended jobs."""
-        from ..scheduler.states import job_states
+        """The watcher's states (it alone decides them: scheduler/watcher.py)."""
+        from ..scheduler.watcher import watcher
 
-        submitted = {
-            job_id: float(folder.meta().get("submitted_at") or folder.path.stat().st_mtime)
-            for job_id, folder in folder_by_id.items()}
-        return job_states(submitted, max_age_s=max_age_s)
+        polled = watcher().poll(folder_by_id.values(), max_age_s=max_age_s)
+        return {job_id: polled[folder.path].state for job_id, folder in folder_by_id.items()}
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
-        from ..scheduler.queue import JobQueue
+        from ..core.jobids import require_job_id
+        from ..scheduler.watcher import watcher
 
+        job_id = str(require_job_id(job_id))  # 123, 123_4, 123_[1-5], 123+0
         result = commands.run(["scancel", job_id], timeout=30)
         if not result.ok:
             raise SubmissionError(f"scancel {job_id} failed: {result.first_error_line()}")
-        JobQueue().invalidate()  # the next look at the queue should see the cancel
+        watcher().queue.invalidate()  # the next look at the queue should see the cancel
 
 
 class LocalBackend(_SubmititBackend):

@@ -11,10 +11,12 @@ PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD"
 RUNNING_STATES = frozenset({"RUNNING", "COMPLETING"})
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                            "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED",
-                           "SPECIAL_EXIT", "INTERRUPTED",
-                           "ENDED"})  # gone from squeue, no accounting to say how
+                           "SPECIAL_EXIT", "INTERRUPTED"})
 SUCCESS_STATES = frozenset({"COMPLETED", "FINISHED", "DONE"})
-FINAL_STATES = FAILED_STATES | SUCCESS_STATES
+# Gone from the queue (two views after sbatch returned) and Slurm cannot say how:
+# accounting is off or unreachable. Over, but neither a success nor a failure.
+ENDED_STATES = frozenset({"ENDED"})
+FINAL_STATES = FAILED_STATES | SUCCESS_STATES | ENDED_STATES
 
 # squeue's compact codes (``%t``) → long names.
 SHORT_CODES = {"PD": "PENDING", "R": "RUNNING", "CG": "COMPLETING", "CD": "COMPLETED",
@@ -36,10 +38,12 @@ def is_final(state: str) -> bool:
 
 
 def phase(state: str) -> str:
-    """One of ``pending``, ``running``, ``done``, ``failed``."""
+    """One of ``pending``, ``running``, ``done``, ``failed``, ``ended`` (how is unknown)."""
     state = normalize_state(state)
     if state in SUCCESS_STATES:
         return "done"
+    if state in ENDED_STATES:
+        return "ended"
     if state in FAILED_STATES:
         return "failed"
     if state in RUNNING_STATES:
@@ -60,6 +64,7 @@ class JobSnapshot:
     time_limit_s: int | None = None
     end_time: float | None = None  # epoch seconds
     reason: str = ""
+    submit_time: float | None = None  # epoch seconds, as Slurm recorded the submission
     backend: str = "slurm"
     folder: str = ""
 

@@ -6,6 +6,7 @@ import html
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -342,6 +343,7 @@ class HpcMagics(Magics):
                 profile: ClusterProfile, job_name: str) -> Any:
         from ..backends.folder import JobFolder
         from ..handle import JobHandle
+        from ..scheduler.watcher import record_submission
 
         folder = JobFolder.create(self.jobs_root, job_name)
         meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
@@ -349,12 +351,13 @@ class HpcMagics(Magics):
                 "results": list(payload.result_names), "notebook":
                 os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING"}
         folder.write_meta(meta)
+        started = time.time()
         try:
             job_id = backend.submit(folder, payload, request, profile, job_name)
         except HpcMagicsError as error:
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
             raise UsageError(str(error)) from None
-        folder.update_meta(job_id=job_id, state="SUBMITTED")
+        record_submission(folder, job_id, started)  # cluster and submit window: see watcher
         handle = JobHandle(job_id, backend, folder, job_name)
         self.handles[job_id] = handle
         self.last_job = job_id
@@ -449,31 +452,20 @@ class HpcMagics(Magics):
     @line_magic
     def hpc_jobs(self, line: str = "") -> Any:
         """The jobs in this notebook's job folder, newest first, with their states."""
-        from ..backends import get_backend
         from ..backends.folder import find_job_folders
-        from ..core.jobs import is_final
+        from ..scheduler.watcher import watcher
 
-        rows = []
-        by_backend: dict[str, dict[str, Any]] = {}
-        for folder in find_job_folders(self.jobs_root):
-            meta = folder.meta()
-            if "job_id" not in meta:
-                continue
-            rows.append((str(meta["job_id"]), meta))
-            if not is_final(meta.get("state", "")):
-                backend_jobs = by_backend.setdefault(meta.get("backend", "slurm"), {})
-                backend_jobs[str(meta["job_id"])] = folder
-        states: dict[str, str] = {}
-        for backend_name, folders in by_backend.items():
-            try:
-                states.update(get_backend(backend_name).states(folders))
-            except HpcMagicsError:
-                continue
+        folders = [f for f in find_job_folders(self.jobs_root) if "job_id" in f.meta()]
+        try:  # one batched poll for all of them; settled jobs are not asked again
+            polled = watcher().poll(folders)
+        except HpcMagicsError:
+            polled = {f.path: watcher().latest(f) for f in folders}
         lines = [f"{'job':>10}  {'state':<12} {'backend':<7} name / folder"]
-        for job_id, meta in rows:
-            state = states.get(job_id, meta.get("state", "UNKNOWN"))
-            lines.append(f"{job_id:>10}  {state:<12} {meta.get('backend', ''):<7} "
-                         f"{meta.get('name', '')}")
+        for folder in folders:
+            meta, status = folder.meta(), polled[folder.path]
+            note = f" ({status.note})" if status.note else ""
+            lines.append(f"{status.job_id:>10}  {status.state:<12} "
+                         f"{meta.get('backend', ''):<7} {meta.get('name', '')}{note}")
         if len(lines) == 1:
             lines.append(f"(no jobs under {self.jobs_root})")
         print("\n".join(lines))

@@ -54,7 +54,9 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
     args = tuple(str(a) for a in argv)
     try:
         completed = subprocess.run(  # noqa: S603 - argv list, no shell
-            args, capture_output=True, text=True, timeout=timeout,
+            # errors="replace": a job name or reason in another encoding never breaks polling
+            args, capture_output=True, text=True, encoding="utf-8", errors="replace",
+            timeout=timeout,
             env=scrubbed_environment(environ), check=False,
         )
     except FileNotFoundError:

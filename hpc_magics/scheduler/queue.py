@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import fcntl
+import errno
 import getpass
 import json
 import os
@@ -29,17 +29,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import filelock
+
 from ..core.errors import HpcMagicsError
+from ..core.jobids import require_job_id, same_job
 from ..core.jobs import JobSnapshot, normalize_state
 from . import commands
+from .cluster import cluster_name
 
 DEFAULT_INTERVAL_S = 10.0
 DEFAULT_TIMEOUT_S = 20.0
 MAX_BACKOFF_S = 300.0
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+# flock refused by the file system (some NFS/Lustre mounts): lock with a lock file instead
+NO_FLOCK_ERRNOS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS})
 
 # Fields separated by "|"; the job name goes last so a "|" inside it survives the split.
-SQUEUE_FIELDS = ("%i", "%T", "%P", "%D", "%M", "%l", "%e", "%r", "%S", "%j")
+# %V: submit time, so a job id the controller reuses is never taken for an older job.
+SQUEUE_FIELDS = ("%i", "%T", "%P", "%D", "%M", "%l", "%e", "%r", "%S", "%V", "%j")
 SQUEUE_FORMAT = "|".join(SQUEUE_FIELDS)
 
 Runner = Callable[..., commands.CommandResult]
@@ -91,13 +98,15 @@ def parse_squeue(text: str) -> tuple[JobSnapshot, ...]:
         parts = line.split("|", len(SQUEUE_FIELDS) - 1)
         if len(parts) != len(SQUEUE_FIELDS) or not parts[0].strip():
             continue
-        job_id, state, partition, nodes, elapsed, limit, end, reason, _start, name = parts
+        job_id, state, partition, nodes, elapsed, limit, end, reason, _start, submit, name = \
+            parts
         jobs.append(JobSnapshot(
             job_id=job_id.strip(), state=normalize_state(state), name=name.strip(),
             partition=partition.strip(), nodes=nodes.strip(),
             elapsed_s=slurm_duration(elapsed), time_limit_s=slurm_duration(limit),
             end_time=slurm_timestamp(end),
             reason="" if reason.strip() in {"None", "(null)"} else reason.strip(),
+            submit_time=slurm_timestamp(submit),
         ))
     return tuple(jobs)
 
@@ -105,7 +114,8 @@ def parse_squeue(text: str) -> tuple[JobSnapshot, ...]:
 def _snapshot_to_dict(job: JobSnapshot) -> dict[str, Any]:
     return {"job_id": job.job_id, "state": job.state, "name": job.name,
             "partition": job.partition, "nodes": job.nodes, "elapsed_s": job.elapsed_s,
-            "time_limit_s": job.time_limit_s, "end_time": job.end_time, "reason": job.reason}
+            "time_limit_s": job.time_limit_s, "end_time": job.end_time, "reason": job.reason,
+            "submit_time": job.submit_time}
 
 
 def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
@@ -126,7 +136,12 @@ class QueueView:
     failures: int = 0
 
     def find(self, job_id: str) -> JobSnapshot | None:
-        return next((job for job in self.jobs if job.job_id == job_id), None)
+        """The first entry of ``job_id`` (an array's task or pending range counts)."""
+        return next(iter(self.find_all(job_id)), None)
+
+    def find_all(self, job_id: str) -> tuple[JobSnapshot, ...]:
+        """Every entry belonging to ``job_id``: ``123`` gets ``123_4``, ``123_[5-9]``, ``123+1``."""
+        return tuple(job for job in self.jobs if same_job(job_id, job.job_id))
 
 
 def _view_to_json(view: QueueView) -> str:
@@ -159,6 +174,7 @@ class JobQueue:
     """A per-user, cross-process cached view of ``squeue -u USER``."""
 
     user: str = field(default_factory=getpass.getuser)
+    cluster: str = field(default_factory=cluster_name)
     interval_s: float = DEFAULT_INTERVAL_S
     timeout_s: float = DEFAULT_TIMEOUT_S
     cache_dir: Path | None = None
@@ -169,8 +185,12 @@ class JobQueue:
     @property
     def cache_path(self) -> Path:
         folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
-        safe_user = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.user)
-        return folder / f"hpc_magics-squeue-{safe_user}.json"
+
+        def safe(text: str) -> str:
+            return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+        # per user and per cluster: one home seen from two clusters keeps two views
+        return folder / f"hpc_magics-squeue-{safe(self.user)}-{safe(self.cluster)}.json"
 
     def view(self, max_age_s: float | None = None) -> QueueView:
         """The cached view, refreshed first when older than ``max_age_s`` (default: interval).
@@ -199,7 +219,12 @@ class JobQueue:
                 self._write(replace(cached, updated=None, retry_at=0.0))
 
     def cancel(self, job_id: str) -> None:
-        """``scancel`` one of the user's jobs; ``LookupError`` when it is not theirs."""
+        """``scancel`` one of the user's jobs; ``LookupError`` when it is not theirs.
+
+        ``job_id`` may name an array task (``123_4``), a range (``123_[1-5]``) or a het
+        component (``123+0``); it must match an entry of this user's ``squeue -u``.
+        """
+        job_id = str(require_job_id(job_id))
         if self.view().find(job_id) is None and self.view(max_age_s=0).find(job_id) is None:
             raise LookupError(f"job {job_id} is not one of {self.user}'s jobs in squeue")
         result = self.runner(["scancel", job_id], timeout=self.timeout_s)
@@ -251,29 +276,47 @@ class JobQueue:
 
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[bool]:
-        """An exclusive lock on ``<cache>.lock``; yields False if not had within the timeout."""
+        """An exclusive lock on ``<cache>.lock``; yields False if not had within the timeout.
+
+        ``flock`` where the file system has it; where it refuses (ENOLCK, EOPNOTSUPP) a
+        lock file (``<cache>.softlock``) does the same job.
+        """
         path = self.cache_path.with_suffix(".lock")
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            handle = open(path, "a")
         except OSError:
-            yield True  # no lockable runtime dir: still answer, just without sharing
+            yield True  # no runtime dir: still answer, just without sharing
             return
-        with handle:
-            deadline = time.monotonic() + self.timeout_s + 5.0
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        yield False
-                        return
-                    time.sleep(0.02 + random.random() * 0.03)
-            try:
-                yield True
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        timeout = self.timeout_s + 5.0
+        lock: filelock.BaseFileLock = (
+            filelock.SoftFileLock(path.with_suffix(".softlock"), timeout=timeout)
+            if _soft_locks_only else filelock.FileLock(path, timeout=timeout))
+        try:
+            lock.acquire(poll_interval=0.02 + random.random() * 0.03)
+        except filelock.Timeout:
+            yield False
+            return
+        except OSError as error:
+            if error.errno not in NO_FLOCK_ERRNOS or _soft_locks_only:
+                yield True  # an unlockable runtime dir: answer without sharing
+                return
+            _use_soft_locks()
+            with self._file_lock() as locked:
+                yield locked
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
+
+
+_soft_locks_only = False
+
+
+def _use_soft_locks() -> None:
+    """Remember for this process that flock does not work where the cache lives."""
+    global _soft_locks_only
+    _soft_locks_only = True
 
 
 # --------------------------------------------------------------------------- our own job

@@ -18,6 +18,7 @@ from traitlets.config import LoggingConfigurable
 from ..core.errors import HpcMagicsError
 from ..scheduler import commands
 from ..scheduler.queue import JobQueue, OwnJob, own_job, own_job_id
+from ..scheduler.watcher import Watcher
 from . import idle
 from .status import ServerStatus, server_status
 
@@ -81,6 +82,7 @@ class ServerState:
         self.job_id = own_job_id()  # from the server process's environment, never a request
         self.queue = JobQueue(interval_s=config.jobs_poll_interval_s,
                               timeout_s=config.scheduler_timeout_s)
+        self.watcher = Watcher(self.queue)  # the handlers read and cancel through it
         self.last_user_activity = time.time()
         self.stopping = False
         self._own_job: OwnJob | None = None

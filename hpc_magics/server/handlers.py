@@ -18,11 +18,14 @@ from tornado import web
 from tornado.ioloop import IOLoop
 
 from ..core.errors import HpcMagicsError
+from ..core.jobids import parse_job_id
 from ..core.jobs import JobSnapshot
 from .extension import SETTINGS_KEY, ServerState
 
 PREFIX = "hpc-magics"
-JOB_ID_PATTERN = r"[0-9]+(?:_[0-9]+)?"
+# Plain, array task or range, het component: 123, 123_4, 123_[1-5] (%5B/%5D when quoted),
+# 123+0. The handler parses the decoded id strictly; the route only keeps out slashes.
+JOB_ID_PATTERN = r"[0-9][0-9_+\[\],%A-Fa-f-]*"
 
 
 class HpcMagicsHandler(APIHandler):
@@ -80,7 +83,7 @@ class JobsHandler(HpcMagicsHandler):
     @web.authenticated
     async def get(self) -> None:
         state = self.state
-        view = await asyncio.get_running_loop().run_in_executor(None, state.queue.view)
+        view = await asyncio.get_running_loop().run_in_executor(None, state.watcher.queue_view)
         self.write_json({
             "jobs": [job_json(job, state.job_id) for job in view.jobs],
             "updated": view.updated, "error": view.error, "now": time.time(),
@@ -92,11 +95,16 @@ class JobCancelHandler(HpcMagicsHandler):
     @web.authenticated
     async def post(self, job_id: str) -> None:
         state = self.state
-        if state.job_id is not None and job_id.split("_")[0] == state.job_id:
+        parsed = parse_job_id(job_id)
+        if parsed is None:
+            raise web.HTTPError(400, f"{job_id!r} is not a Slurm job id: use 123, 123_4, "
+                                     "123_[1-5] or 123+0")
+        if state.job_id is not None and parsed.base == state.job_id:
             raise web.HTTPError(409, f"job {job_id} runs this server: use POST "
                                      f"/{PREFIX}/server/stop to save and stop it")
         try:
-            await asyncio.get_running_loop().run_in_executor(None, state.queue.cancel, job_id)
+            await asyncio.get_running_loop().run_in_executor(None, state.watcher.cancel,
+                                                             str(parsed))
         except LookupError as exc:
             raise web.HTTPError(404, str(exc)) from None
         except HpcMagicsError as exc:

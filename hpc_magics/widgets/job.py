@@ -1,7 +1,8 @@
 """The job widget: live state, log tail, cancel and fetch buttons.
 
-One monitor thread per kernel refreshes every live widget in one batched scheduler
-query per backend, at a gentle interval; it stops when no job is left running.
+One monitor thread per kernel asks the watcher for fresh snapshots of every live
+widget's job in one batched poll, at a gentle interval, and re-renders what changed; it
+stops when every job has ended. It never decides or writes a state itself.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..core.errors import HpcMagicsError
-from ..core.jobs import is_final
 from .job_view import JobView
 
 REFRESH_INTERVAL_S = 5.0
@@ -112,29 +112,24 @@ class _Monitor:
                 self._thread.start()
 
     def _loop(self) -> None:
+        from ..scheduler.watcher import watcher
+
         while not self._stop.wait(REFRESH_INTERVAL_S):
             with self._lock:
                 widgets_now = list(self._widgets)
-            for widget in widgets_now:  # a wait or fetch elsewhere may have moved it on
+            # until the end; a provisional end is corrected by the next %hpc_jobs or fetch,
+            # so a cluster without accounting never keeps this thread polling
+            live = [w for w in widgets_now if not w.handle.status.final]
+            if live:
+                try:  # one batched poll for every live widget; the watcher decides states
+                    watcher().poll_jobs([(w.handle.folder, w.handle._task) for w in live])
+                except HpcMagicsError:
+                    pass
+            for widget in widgets_now:
                 if widget.rendered_key != widget.key():
                     widget.render()
-            live = [w for w in widgets_now if not is_final(w.handle._state)]
             if not live:
                 return
-            groups: dict[Any, list[JobWidget]] = {}
-            for widget in live:
-                groups.setdefault(type(widget.handle.backend), []).append(widget)
-            for group in groups.values():
-                backend = group[0].handle.backend
-                try:
-                    states = backend.states({w.handle.job_id: w.handle.folder for w in group})
-                except HpcMagicsError:
-                    continue
-                for widget in group:
-                    new_state = states.get(widget.handle.job_id)
-                    if new_state and not is_final(widget.handle._state):
-                        widget.handle._state = new_state
-                    widget.render()
 
 
 MONITOR = _Monitor()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..core.jobs import phase
 
 PHASE_COLOURS = {"done": "#2e7d32", "failed": "#c62828", "running": "#1565c0",
-                 "pending": "#6d4c41"}
+                 "pending": "#6d4c41", "ended": "#616161"}  # ended: how is unknown
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class JobView:
 
     @property
     def can_fetch(self) -> bool:
-        return self.phase in {"done", "failed"}
+        return self.phase in {"done", "failed", "ended"}
 
     def status_html(self) -> str:
         colour = PHASE_COLOURS[self.phase]

@@ -39,19 +39,22 @@ def test_slurm_timestamp_is_local_time() -> None:
 
 def test_parse_squeue_keeps_pipes_in_names_and_skips_junk() -> None:
     text = (
-        "41|RUNNING|debug|1|2:03|20:00|2026-11-22T14:30:05|None|2026-11-22T14:10:05|jupyter\n"
-        "42|PENDING|long|2|0:00|2-00:00:00|N/A|Priority|N/A|my|odd name\n"
+        "41|RUNNING|debug|1|2:03|20:00|2026-11-22T14:30:05|None|2026-11-22T14:10:05|"
+        "2026-11-22T14:10:01|jupyter\n"
+        "42|PENDING|long|2|0:00|2-00:00:00|N/A|Priority|N/A|2026-11-22T14:11:00|my|odd name\n"
         "garbage line\n"
-        "43_7|CANCELLED by 0|debug|1|0:10|UNLIMITED|N/A|(null)|N/A|array\n"
+        "43_7|CANCELLED by 0|debug|1|0:10|UNLIMITED|N/A|(null)|N/A|N/A|array\n"
     )
     first, second, third = parse_squeue(text)
     assert first.job_id == "41" and first.state == "RUNNING" and first.name == "jupyter"
     assert first.elapsed_s == 123 and first.time_limit_s == 1200
     assert first.end_time == dt.datetime(2026, 11, 22, 14, 30, 5).timestamp()
     assert first.reason == ""
+    assert first.submit_time == dt.datetime(2026, 11, 22, 14, 10, 1).timestamp()
     assert second.name == "my|odd name" and second.nodes == "2" and second.reason == "Priority"
     assert second.time_limit_s == 172800 and second.end_time is None
     assert third.job_id == "43_7" and third.state == "CANCELLED" and third.time_limit_s is None
+    assert third.submit_time is None
 
 
 def test_parse_scontrol_job_one_line_record() -> None:

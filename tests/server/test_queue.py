@@ -21,7 +21,7 @@ from hpc_magics.scheduler.queue import JobQueue
 
 pytestmark = pytest.mark.timeout(120)
 
-LINE = "501|RUNNING|debug|1|0:05|20:00|N/A|None|N/A|shimmed job"
+LINE = "501|RUNNING|debug|1|0:05|20:00|N/A|None|N/A|2026-11-22T14:10:01|shimmed job"
 
 
 class FakeSqueue:
@@ -66,7 +66,10 @@ def test_view_parses_and_caches(fake_squeue: FakeSqueue, tmp_path: Path) -> None
     assert fake_squeue.calls == 1
     assert queue.view(max_age_s=0).updated != view.updated
     assert fake_squeue.calls == 2
-    assert (tmp_path / "runtime" / "hpc_magics-squeue-alice.json").exists()
+    # one cache per user AND cluster: a home shared by two clusters keeps two views
+    assert (tmp_path / "runtime" / f"hpc_magics-squeue-alice-{queue.cluster}.json").exists()
+    other = JobQueue(user="alice", cluster="other-cluster", cache_dir=tmp_path / "runtime")
+    assert other.cache_path != queue.cache_path and "other-cluster" in other.cache_path.name
 
 
 def test_concurrent_threads_share_one_squeue(fake_squeue: FakeSqueue, tmp_path: Path) -> None:

@@ -1,0 +1,85 @@
+"""Slurm job ids: plain (``123``), array (``123_4``, ``123_[1-5,7%2]``), heterogeneous (``123+0``).
+
+Pure parsing and matching, so the queue, accounting, job folders, cancel and the REST
+route all agree on which scheduler entry belongs to which job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import HpcMagicsError
+
+# base, then an array task or task range, or a het component
+_JOB_ID = re.compile(r"^(\d+)(?:_(\d+|\[[\d,\-%:]+\]))?(?:\+(\d+))?$")
+
+
+@dataclass(frozen=True)
+class JobId:
+    base: str
+    tasks: str | None = None  # "4" or "[1-5,7]"; None: the whole job
+    het: str | None = None
+
+    @property
+    def task_numbers(self) -> frozenset[int] | None:
+        """The array tasks named (``None``: all of them)."""
+        if self.tasks is None:
+            return None
+        if not self.tasks.startswith("["):
+            return frozenset({int(self.tasks)})
+        numbers: set[int] = set()
+        for part in self.tasks[1:-1].split("%")[0].split(","):
+            start, _, end = part.partition("-")
+            if not start:
+                continue
+            step_text = end.split(":")[1] if ":" in end else "1"
+            end = end.split(":")[0]
+            numbers.update(range(int(start), int(end or start) + 1, max(1, int(step_text))))
+        return frozenset(numbers)
+
+    def covers(self, other: JobId) -> bool:
+        """Is ``other`` (a queue or accounting entry) this job or one of its parts?"""
+        if self.base != other.base:
+            return False
+        if self.het is not None and other.het is not None and self.het != other.het:
+            return False
+        if self.het is not None and other.het is None:
+            return False
+        mine, theirs = self.task_numbers, other.task_numbers
+        if mine is None:
+            return True  # the whole job covers all its tasks and components
+        return theirs is not None and bool(mine & theirs)
+
+    def __str__(self) -> str:
+        text = self.base
+        if self.tasks is not None:
+            text += f"_{self.tasks}"
+        if self.het is not None:
+            text += f"+{self.het}"
+        return text
+
+
+def parse_job_id(text: str) -> JobId | None:
+    """A ``JobId``, or ``None`` when ``text`` is not a Slurm job id."""
+    match = _JOB_ID.match(str(text).strip())
+    if match is None:
+        return None
+    return JobId(match.group(1), match.group(2), match.group(3))
+
+
+def require_job_id(text: str) -> JobId:
+    """Like ``parse_job_id``, but bad input is a one-line error naming the fix."""
+    job_id = parse_job_id(text)
+    if job_id is None:
+        raise HpcMagicsError(f"{text!r} is not a Slurm job id: use 123, 123_4, 123_[1-5] "
+                             "or 123+0 (see %hpc_jobs)")
+    return job_id
+
+
+def same_job(wanted: str, listed: str) -> bool:
+    """Does the scheduler entry ``listed`` belong to the job ``wanted``?"""
+    mine, theirs = parse_job_id(wanted), parse_job_id(listed)
+    if mine is None or theirs is None:
+        return wanted == listed
+    return mine.covers(theirs)

@@ -1,0 +1,38 @@
+"""The name of the Slurm cluster this machine submits to, asked once per process.
+
+A job is known by cluster, id and submit time: the name keeps one cluster's job 42 from
+being taken for another's (a shared home seen from two clusters), and keys the queue cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from ..core.errors import HpcMagicsError
+from . import commands
+
+UNKNOWN_CLUSTER = "default"  # no Slurm here, or it would not say
+
+
+def parse_cluster_name(config_text: str) -> str | None:
+    """``ClusterName`` from ``scontrol show config`` output."""
+    for line in config_text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "ClusterName" and value.strip():
+            return value.strip()
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _asked_cluster_name() -> str:
+    try:
+        result = commands.run(["scontrol", "show", "config"], timeout=15)
+    except HpcMagicsError:
+        return UNKNOWN_CLUSTER
+    return (parse_cluster_name(result.stdout) if result.ok else None) or UNKNOWN_CLUSTER
+
+
+def cluster_name() -> str:
+    """``SLURM_CLUSTER_NAME`` (set inside jobs), else ``scontrol show config`` (cached)."""
+    return os.environ.get("SLURM_CLUSTER_NAME", "").strip() or _asked_cluster_name()

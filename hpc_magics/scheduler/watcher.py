@@ -1,0 +1,381 @@
+"""The one place that decides job states; everything else reads its snapshots.
+
+States are only ever what Slurm said or what the job folder proves:
+
+- in the user's queue view (``squeue``, shared per user and cluster): that state;
+- a final state from ``sacct``: definite, never asked again;
+- the job's result file, once the job has left the queue: COMPLETED (or FAILED when the
+  cell raised), until accounting says otherwise;
+- absent from two queue views both taken after ``sbatch`` returned, and accounting has
+  nothing to say: ENDED (over, Slurm cannot say how; not a failure), until it does.
+
+A failing ``sacct`` is "accounting unreachable": the job keeps its last state with that
+note, never "ended" or "failed". A job is known by cluster, id and submit time: a queue or
+accounting entry with the same id but submitted outside the folder's sbatch call is some
+other job (the controller reuses ids after a reset). Polling is batched: one ``squeue``
+per interval for the user (``JobQueue``), one ``sacct`` per interval for every job that
+needs it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..backends.folder import JobFolder
+from ..core.jobids import parse_job_id, same_job
+from ..core.jobs import (
+    FAILED_STATES,
+    RUNNING_STATES,
+    SUCCESS_STATES,
+    is_final,
+    normalize_state,
+    phase,
+)
+from .accounting import AccountingRecord, sacct_records
+from .cluster import UNKNOWN_CLUSTER, cluster_name
+from .queue import JobQueue, QueueView
+
+# Clocks of the submitting host and the controller differ a little.
+CLOCK_SLACK_S = 60.0
+# Without a recorded end of the sbatch call (older folders), how long one may have taken.
+LEGACY_SUBMIT_WINDOW_S = 120.0
+# A queue view must postdate sbatch's return by this much before "not listed" means "gone".
+QUEUE_MARGIN_S = 1.0
+# sacct lags the scheduler by up to ~1.5 s: when it is reachable but silent, give it this
+# long after the job left the queue before calling the job ENDED.
+SACCT_LAG_S = 5.0
+
+UNREACHABLE = "accounting unreachable"
+DEFINITE_SOURCES = frozenset({"sacct", "squeue", "local"})
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """An immutable snapshot of one job's state and where it came from."""
+
+    job_id: str
+    state: str
+    source: str  # squeue, sacct, results, queue (gone twice), recorded, local
+    note: str = ""  # e.g. "accounting unreachable"
+    checked_at: float = 0.0
+
+    @property
+    def final(self) -> bool:
+        return is_final(self.state)
+
+    @property
+    def definite(self) -> bool:
+        """Final and from Slurm itself: nothing later can change it."""
+        return self.final and self.source in DEFINITE_SOURCES
+
+    @property
+    def phase(self) -> str:
+        return phase(self.state)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """How a job folder's job is known: cluster, id and when sbatch ran."""
+
+    job_id: str
+    backend: str
+    cluster: str | None
+    submitted_at: float | None  # just before sbatch
+    returned_at: float | None  # just after sbatch returned
+
+    @classmethod
+    def of(cls, folder: JobFolder, meta: dict[str, Any] | None = None) -> Submission:
+        meta = folder.meta() if meta is None else meta
+        return cls(str(meta.get("job_id", "")), str(meta.get("backend", "slurm")),
+                   meta.get("cluster"), _float(meta.get("submitted_at")),
+                   _float(meta.get("submit_returned_at")))
+
+    @property
+    def seen_after(self) -> float:
+        """A queue view taken after this has had the chance to list the job."""
+        if self.returned_at is not None:
+            return self.returned_at + QUEUE_MARGIN_S
+        return (self.submitted_at or 0.0) + QUEUE_MARGIN_S
+
+    def matches(self, submit_time: float | None) -> bool:
+        """Could a scheduler entry submitted at ``submit_time`` be this folder's job?"""
+        if submit_time is None or self.submitted_at is None:
+            return True  # nothing to compare: trust the id
+        latest = self.returned_at if self.returned_at is not None else \
+            self.submitted_at + LEGACY_SUBMIT_WINDOW_S
+        return self.submitted_at - CLOCK_SLACK_S <= submit_time <= latest + CLOCK_SLACK_S
+
+    def on_this_cluster(self, current: str) -> bool:
+        return (self.cluster in (None, UNKNOWN_CLUSTER) or current == UNKNOWN_CLUSTER
+                or self.cluster == current)
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def combined_state(states: Sequence[str]) -> str:
+    """One state for a job with several entries (an array's tasks, het components)."""
+    if not states:
+        return "UNKNOWN"
+    live = [s for s in states if not is_final(s)]
+    if live:
+        return next((s for s in live if s in RUNNING_STATES), live[0])
+    failed = [s for s in states if s in FAILED_STATES]
+    if failed:
+        return failed[0]
+    if all(s in SUCCESS_STATES for s in states):
+        return "COMPLETED"
+    return next(s for s in states if s not in SUCCESS_STATES)
+
+
+def record_submission(folder: JobFolder, job_id: str, started_at: float) -> None:
+    """After sbatch returned: the id, cluster and submission window, for later matching."""
+    meta = folder.meta()
+    backend = str(meta.get("backend", "slurm"))
+    submitted = _float(meta.get("submitted_at"))
+    folder.update_meta(
+        job_id=job_id, state="SUBMITTED", state_source="recorded",
+        submitted_at=min(submitted, started_at) if submitted is not None else started_at,
+        submit_returned_at=time.time(),
+        cluster=cluster_name() if backend == "slurm" else None)
+
+
+class Watcher:
+    """Decides states from batched scheduler answers; keeps the latest snapshot per job."""
+
+    def __init__(self, queue: JobQueue | None = None) -> None:
+        self._queue = queue
+        self._lock = threading.RLock()
+        self._latest: dict[str, JobStatus] = {}
+        self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
+        # base job id → (when asked, its records; None: accounting was unreachable)
+        self._sacct: dict[str, tuple[float, tuple[AccountingRecord, ...] | None]] = {}
+
+    @property
+    def queue(self) -> JobQueue:
+        if self._queue is None:
+            self._queue = JobQueue()
+        return self._queue
+
+    # ------------------------------------------------------------------ reading
+    def latest(self, folder: JobFolder, job_id: str | None = None) -> JobStatus:
+        """The last snapshot of the folder's job (or of ``job_id``, one of its array
+        tasks), without asking anyone."""
+        with self._lock:
+            known = self._latest.get(_key(folder, job_id))
+        if known is not None:
+            return known
+        meta = folder.meta()
+        if job_id is not None and job_id != str(meta.get("job_id", "")):
+            return JobStatus(job_id, "UNKNOWN", "recorded")
+        return JobStatus(str(meta.get("job_id", "")), str(meta.get("state") or "UNKNOWN"),
+                         str(meta.get("state_source") or "recorded"),
+                         str(meta.get("state_note") or ""))
+
+    def queue_view(self, max_age_s: float | None = None) -> QueueView:
+        return self.queue.view(max_age_s)
+
+    # ------------------------------------------------------------------ polling
+    def poll(self, folders: Iterable[JobFolder],
+             max_age_s: float | None = None) -> dict[Path, JobStatus]:
+        """Fresh snapshots of all ``folders`` jobs: one squeue, at most one sacct."""
+        folders = list(folders)
+        polled = self.poll_jobs([(folder, None) for folder in folders], max_age_s)
+        return {folder.path: polled[_key(folder, None)] for folder in folders}
+
+    def poll_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]],
+                  max_age_s: float | None = None) -> dict[str, JobStatus]:
+        """Like ``poll``, for (folder, job id) pairs: ``job id`` names one array task of
+        the folder's job (``None``: the folder's own job). Keyed by ``_key``."""
+        with self._lock:
+            result: dict[str, JobStatus] = {}
+            slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
+            for folder, job_id in jobs:
+                key = _key(folder, job_id)
+                submission = Submission.of(folder)
+                if job_id is not None:
+                    submission = replace(submission, job_id=job_id)
+                previous = self.latest(folder, job_id)
+                if not submission.job_id or previous.definite:
+                    result[key] = previous  # not submitted, or settled for good
+                elif submission.backend == "local":
+                    result[key] = self._local(folder, submission)
+                else:
+                    slurm.append((key, folder, submission, previous))
+            if slurm:
+                result.update(self._poll_slurm(slurm, max_age_s))
+            for folder, job_id in jobs:
+                self._remember(folder, job_id, result[_key(folder, job_id)])
+            return result
+
+    def _poll_slurm(self, jobs: list[tuple[str, JobFolder, Submission, JobStatus]],
+                    max_age_s: float | None) -> dict[str, JobStatus]:
+        view = self.queue.view(max_age_s)
+        current_cluster = self.queue.cluster
+        now = time.time()
+        decided: dict[str, JobStatus] = {}
+        ask: list[tuple[str, JobFolder, Submission, JobStatus]] = []
+        for key, folder, submission, previous in jobs:
+            if not submission.on_this_cluster(current_cluster):
+                # this cluster's scheduler knows nothing of it: only the folder can tell
+                decided[key] = self._from_folder(
+                    key, folder, submission, previous, results_prove=True,
+                    note=f"submitted on cluster {submission.cluster}, not {current_cluster}")
+                continue
+            entries = [e for e in view.find_all(submission.job_id)
+                       if submission.matches(e.submit_time)]
+            if entries and view.updated is not None:
+                self._absent.pop(key, None)
+                state = combined_state([normalize_state(e.state) for e in entries])
+                decided[key] = JobStatus(submission.job_id, state, "squeue", "", now)
+                continue
+            if view.error is None and (view.updated is None
+                                       or view.updated < submission.seen_after):
+                # squeue works but has not looked since sbatch returned: nothing new to ask
+                decided[key] = replace(previous, checked_at=now)
+                continue
+            if view.updated is not None and view.error is None:
+                seen = self._absent.setdefault(key, [])
+                if view.updated not in seen:
+                    seen.append(view.updated)
+            ask.append((key, folder, submission, previous))
+        if ask:
+            records = self._accounting([s.job_id for _, _, s, _ in ask], max_age_s)
+            for key, folder, submission, previous in ask:
+                decided[key] = self._after_queue(key, folder, submission, previous, records,
+                                                 now)
+        return decided
+
+    def _after_queue(self, key: str, folder: JobFolder, submission: Submission,
+                     previous: JobStatus, records: tuple[AccountingRecord, ...] | None,
+                     now: float) -> JobStatus:
+        """The job is not (or not yet) in the queue: accounting, then the folder decide."""
+        if records is not None:
+            mine = [r for r in records if same_job(submission.job_id, r.job_id)
+                    and submission.matches(r.submit_time)]
+            if mine:
+                state = combined_state([r.state for r in mine])
+                said = JobStatus(submission.job_id, state, "sacct", "", now)
+                if said.final:
+                    return said
+                # accounting still says it runs (it lags, or a stale record): the folder and
+                # the queue can still prove the end
+                previous = said
+        absences = self._absent.get(key, [])
+        if records is not None and absences and now - absences[0] < SACCT_LAG_S \
+                and not folder.has_results():
+            return replace(previous, checked_at=now)  # give sacct a moment to catch up
+        note = UNREACHABLE if records is None else ""
+        return self._from_folder(key, folder, submission, previous, note=note,
+                                 gone=len(absences) >= 2)
+
+    def _from_folder(self, key: str, folder: JobFolder, submission: Submission,
+                     previous: JobStatus, note: str, gone: bool = False,
+                     results_prove: bool = False) -> JobStatus:
+        """What the folder proves, when Slurm has nothing (more) to say."""
+        now = time.time()
+        if previous.final and previous.source == "results":
+            return replace(previous, note=note, checked_at=now)  # read it once, not per poll
+        # the result file is the folder's own job's, not one array task's
+        results = key == _key(folder, None) and folder.has_results()
+        # results prove the end once the queue no longer lists the job (it may be tidying up)
+        if results and (gone or results_prove or self._absent.get(key)):
+            try:
+                failed = folder.load_results().error_type is not None
+            except Exception:  # a result we cannot read proves nothing
+                failed = None
+            if failed is not None:
+                return JobStatus(submission.job_id, "FAILED" if failed else "COMPLETED",
+                                 "results", note, now)
+        if gone:
+            return JobStatus(submission.job_id, "ENDED", "queue", note, now)
+        # nothing definite: the last state stands (RUNNING stays RUNNING), with the note
+        return replace(previous, job_id=submission.job_id, state=previous.state or "UNKNOWN",
+                       note=note, checked_at=now)
+
+    def _accounting(self, job_ids: list[str],
+                    max_age_s: float | None) -> tuple[AccountingRecord, ...] | None:
+        """At most one sacct per interval for every job that needs it.
+
+        Answers are kept per job (array ranges and het components by their base id), so
+        handles, widgets and %hpc_jobs asking in turn share one call. ``None``: unreachable.
+        """
+        bases = {p.base if p is not None else j
+                 for j, p in ((j, parse_job_id(j)) for j in job_ids)}
+        max_age = self.queue.interval_s if max_age_s is None else max_age_s
+        now = time.time()
+        stale = sorted(b for b in bases
+                       if b not in self._sacct or now - self._sacct[b][0] >= max_age)
+        if stale:
+            answer = sacct_records(stale)
+            for base in stale:
+                mine = None if answer is None else tuple(
+                    r for r in answer if same_job(base, r.job_id))
+                self._sacct[base] = (now, mine)
+        answers = [self._sacct[b][1] for b in bases]
+        if any(a is None for a in answers):
+            return None
+        return tuple(r for a in answers for r in (a or ()))
+
+    def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
+        from ..backends.submitit_backend import LocalBackend
+
+        now = time.time()
+        raw = LocalBackend().states({submission.job_id: folder}).get(submission.job_id,
+                                                                     "UNKNOWN")
+        if raw == "UNKNOWN" and folder.has_results():
+            failed = folder.load_results().error_type is not None
+            return JobStatus(submission.job_id, "FAILED" if failed else "COMPLETED",
+                             "results", "", now)
+        return JobStatus(submission.job_id, normalize_state(raw), "local", "", now)
+
+    def _remember(self, folder: JobFolder, job_id: str | None, status: JobStatus) -> None:
+        """Keep the snapshot; write meta.json when what it says (of the folder's job) changed."""
+        key = _key(folder, job_id)
+        before = self._latest.get(key)
+        self._latest[key] = status
+        if status.final and status.source != "recorded":
+            self._absent.pop(key, None)
+        if before is not None and (before.state, before.source, before.note) == \
+                (status.state, status.source, status.note):
+            return
+        meta = folder.meta()
+        if status.job_id != str(meta.get("job_id", "")):
+            return  # an array task's state: the folder records its job's own
+        if (meta.get("state"), meta.get("state_source"), meta.get("state_note", "")) != \
+                (status.state, status.source, status.note) and status.source != "recorded":
+            folder.update_meta(state=status.state, state_source=status.source,
+                               state_note=status.note)
+
+    # ------------------------------------------------------------------ control
+    def cancel(self, job_id: str) -> None:
+        """``scancel`` one of the user's own jobs (``LookupError`` when it is not theirs)."""
+        self.queue.cancel(job_id)
+
+
+
+def _key(folder: JobFolder, job_id: str | None) -> str:
+    return str(folder.path) if job_id is None else f"{folder.path}#{job_id}"
+
+
+_WATCHER: Watcher | None = None
+_WATCHER_LOCK = threading.Lock()
+
+
+def watcher() -> Watcher:
+    """This process's watcher, shared by handles, widgets and magics."""
+    global _WATCHER
+    with _WATCHER_LOCK:
+        if _WATCHER is None:
+            _WATCHER = Watcher()
+        return _WATCHER
+
