@@ -25,190 +25,24 @@ import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from . import display_rules as rules
 from ._source import SourceEditor
-
-# Module → role. Submodules are matched by prefix (``plotly.express`` → chart).
-_MODULE_ROLES = {
-    "matplotlib.pyplot": "pyplot",
-    "pylab": "pyplot",
-    "matplotlib": "mpl",
-    "seaborn": "seaborn",
-    "plotly": "chart",
-    "altair": "chart",
-    "bokeh": "chart",
-    "hvplot": "chart",
-    "holoviews": "chart",
-    "plotnine": "chart",
-    "IPython.display": "ipydisplay",
-    "IPython.core.display": "ipydisplay",
-    "ipywidgets": "widgets",
-    "matplotlib_inline": "ipydisplay",
-    "PIL.Image": "image",
-    "pandas.plotting": "pandas_plotting",
-}
-_SHOW_FUNCTIONS = {
-    "show",
-    "pause",
-    "ion",
-    "ioff",
-    "switch_backend",
-    "install_repl_displayhook",
-    "output_notebook",
-    "interact",
-    "interact_manual",
-    "interactive_output",
-    "set_matplotlib_formats",
-    "clear_output",
-    "display",
-    "update_display",
-}
-_SAVE_METHODS = {
-    "savefig",
-    "imsave",
-    "write_image",
-    "write_html",
-    "write_json",
-    "save",
-    "export_png",
-    "export_svgs",
-    "to_html",
-    "to_json",
-    "add_figure",
-}
-_PYPLOT_CREATORS = {"figure", "subplots", "subplot_mosaic"}
-_SEABORN_CREATORS = {
-    "relplot",
-    "displot",
-    "catplot",
-    "lmplot",
-    "pairplot",
-    "jointplot",
-    "clustermap",
-    "FacetGrid",
-    "PairGrid",
-    "JointGrid",
-}
-_SEABORN_DATA = {"load_dataset", "get_dataset_names"}
-_STYLE_FUNCTIONS = {
-    "rc",
-    "rcdefaults",
-    "rcParams",
-    "style",
-    "set",
-    "set_theme",
-    "set_style",
-    "set_context",
-    "set_palette",
-    "set_color_codes",
-    "xkcd",
-    "rc_context",
-}
-_DATA_RETURNING = {
-    "hist",
-    "hist2d",
-    "psd",
-    "csd",
-    "specgram",
-    "cohere",
-    "xcorr",
-    "acorr",
-    "magnitude_spectrum",
-    "angle_spectrum",
-    "phase_spectrum",
-}
-_PANDAS_PLOT_ATTRS = {"plot", "plotting", "hvplot"}
-_PANDAS_PLOT_METHODS = {"hist", "boxplot"}
-_SAFE_BACKENDS = {
-    "agg",
-    "pdf",
-    "svg",
-    "ps",
-    "cairo",
-    "pgf",
-    "template",
-    "module://matplotlib_inline.backend_inline",
-}
-# Methods that only look at a value: a cell ending with one of these only displays it.
-_INSPECTION_METHODS = {
-    "head",
-    "tail",
-    "describe",
-    "value_counts",
-    "unique",
-    "nunique",
-    "isna",
-    "isnull",
-    "notna",
-    "notnull",
-    "sum",
-    "mean",
-    "median",
-    "std",
-    "var",
-    "min",
-    "max",
-    "count",
-    "corr",
-    "cov",
-    "round",
-    "to_frame",
-    "sort_values",
-    "sort_index",
-    "groupby",
-    "agg",
-    "aggregate",
-    "memory_usage",
-    "keys",
-    "values",
-    "items",
-    "copy",
-    "reset_index",
-    "set_index",
-    "dropna",
-    "nlargest",
-    "nsmallest",
-    "astype",
-    "reshape",
-    "transpose",
-    "argmax",
-    "argmin",
-    "all",
-    "any",
-    "get",
-    "query",
-    "loc",
-    "iloc",
-}
-_INSPECTION_BUILTINS = {
-    "len",
-    "type",
-    "repr",
-    "sorted",
-    "list",
-    "dict",
-    "set",
-    "tuple",
-    "min",
-    "max",
-    "sum",
-    "abs",
-    "round",
-    "str",
-    "id",
-    "dir",
-    "vars",
-    "isinstance",
-}
-
-KEEP, SHOW, DRAW, DATA, STYLE, SAVE, ECHO, IMPORT = (
-    "keep",
-    "show",
-    "draw",
-    "data",
-    "style",
-    "save",
-    "echo",
-    "import",
+from .display_rules import (
+    COMPUTE,
+    DATA,
+    DRAW,
+    DRAW_CURRENT,
+    DRAW_NEW,
+    ECHO,
+    FIRST,
+    IMPORT,
+    KEEP,
+    PURE_BUILTINS,
+    PURE_METHODS,
+    SAVE,
+    SHOW,
+    STYLE,
+    Library,
 )
 
 
@@ -306,13 +140,12 @@ class _Analysis:
                 return None, attrs[::-1], calls
 
     def _role_of(self, root: str | None, attrs: list[str]) -> str | None:
+        """The library ``root`` names (``"fn:"`` + it for an imported function), if any."""
         if root is None:
             return None
         role = self.roles.get(root)
-        if role == "mpl" and attrs[:1] == ["pyplot"]:
-            return "pyplot"
         if role is None and root == "display" and "display" not in self.rebound:
-            return "fn:ipydisplay"
+            return "fn:" + rules.IPYTHON_DISPLAY.name  # the notebook's built-in display()
         return role
 
     def classify_expression(self, node: ast.AST) -> tuple[str, int | None]:
@@ -325,97 +158,87 @@ class _Analysis:
         method = attrs[-1] if attrs else root
         if root in self.objects:
             group = self.objects[root]
-            if method in _SAVE_METHODS:
+            if set(attrs) & rules.SAVE_METHODS:
                 return SAVE, group
             if method == "show" or not attrs:
                 return SHOW, group
             return DRAW, group
         if root in self.images:
-            return (SHOW, None) if method == "show" and calls else (KEEP, None)
+            return (SHOW, None) if method in rules.PIL_IMAGE.show and calls else (KEEP, None)
         role = self._role_of(root, attrs)
         if role is not None:
-            return self._classify_role(role, root, attrs, calls, node)
+            return self._classify_library(role, root, attrs, calls, node)
         if root in self.display_functions and calls:
             return SHOW, None
-        if calls and attrs and "style" in attrs:  # pandas Styler: a rendered table
-            return DRAW, self.groups.new()
-        if (
-            calls
-            and attrs
-            and (set(attrs) & _PANDAS_PLOT_ATTRS or attrs[-1] in _PANDAS_PLOT_METHODS)
-        ):
-            return DRAW, self._current_group()
-        return KEEP, None
+        return self._classify_visualiser(attrs, calls)
 
-    def _classify_role(
+    def _classify_visualiser(self, attrs: list[str], calls: int) -> tuple[str, int | None]:
+        """Any object's own plotting methods: ``df.plot.bar()``, ``x.visualize()``..."""
+        if not calls or not attrs:
+            return KEEP, None
+        drawing = set(attrs) & rules.VISUALISER_ATTRIBUTES or attrs[-1] in rules.VISUALISER_METHODS
+        if not drawing:
+            return KEEP, None
+        if set(attrs) & rules.SAVE_METHODS:  # ``df.plot().get_figure().savefig(...)``
+            return SAVE, self._current_group()
+        if "style" in attrs:  # a pandas Styler: a rendered table of its own
+            return DRAW, self.groups.new()
+        return DRAW, self._current_group()
+
+    def _classify_library(
         self, role: str, root: str, attrs: list[str], calls: int, node: ast.AST
     ) -> tuple[str, int | None]:
-        if role == "pyplot" or role == "fn:pyplot":
-            names = attrs[1:] if self.roles.get(root) == "mpl" else attrs
-            function = (
-                names[0]
-                if names and role == "pyplot"
-                else (self._function_name(root) if role == "fn:pyplot" else None)
-            )
-            if function is None:
-                return KEEP, None
-            if function in _SHOW_FUNCTIONS:
-                return SHOW, None
-            if function in {"savefig", "imsave"}:
-                return SAVE, self._current_group()
-            if function in _PYPLOT_CREATORS:
-                group = self.groups.new()
-                self.current = group
-                return DRAW, group
-            if function in _STYLE_FUNCTIONS:
-                return STYLE, None
-            if function == "close":
-                group = self._current_group()
-                self.current = None
-                return DRAW, group
-            return DRAW, self._current_group()
-        if role == "mpl":
-            if attrs[:1] == ["use"] and isinstance(node, ast.Call) and node.args:
-                backend = node.args[0]
-                if (
-                    isinstance(backend, ast.Constant)
-                    and str(backend.value).lower() in _SAFE_BACKENDS
-                ):
-                    return KEEP, None
-                return SHOW, None
-            return (STYLE, None) if attrs[:1] and attrs[0] in _STYLE_FUNCTIONS else (KEEP, None)
-        if role in {"seaborn", "fn:seaborn"}:
-            function = attrs[0] if attrs and role == "seaborn" else self._function_name(root)
-            if function in _SEABORN_DATA:
-                return KEEP, None
-            if function in _STYLE_FUNCTIONS or (function or "").endswith("_style"):
-                return STYLE, None
-            if function in _SEABORN_CREATORS:
-                return DRAW, self.groups.new()
-            return DRAW, self._current_group()
-        if role in {"chart", "fn:chart"}:
-            function = attrs[-1] if attrs else self._function_name(root)
-            if function in {"show", "output_notebook", "output_file"}:
-                return SHOW, None
-            if function in _SAVE_METHODS:
-                return SAVE, None
-            if not calls:
-                return STYLE, None
-            return DRAW, self.groups.new()
-        if role in {"ipydisplay", "fn:ipydisplay", "widgets", "fn:widgets"}:
-            if not calls:
-                return (SHOW, None) if not attrs else (KEEP, None)
-            function = (
-                attrs[0] if attrs and not role.startswith("fn:") else (self._function_name(root))
-            )
-            if function in _SHOW_FUNCTIONS or (function or "").startswith("display"):
-                return SHOW, None
-            return DRAW, self.groups.new()
-        if role in {"image", "fn:image"}:
+        """A use of a display library, by the library's table in ``display_rules``."""
+        library = rules.BY_NAME[role.removeprefix("fn:")]
+        names = [self._function_name(root), *attrs] if role.startswith("fn:") else list(attrs)
+        if library is rules.MATPLOTLIB and names[:1] == ["pyplot"]:
+            library, names = rules.PYPLOT, names[1:]
+        if library is rules.MATPLOTLIB and names[:1] == ["use"]:
+            return self._backend(node), None
+        if not names:
+            return (SHOW if library.bare == SHOW and not calls else KEEP), None
+        function = names[0] if library.pick == FIRST else names[-1]
+        if not calls:
+            return self._bare_use(library, function, attrs)
+        if set(names) & library.data:  # ``sns.load_dataset(...)``, ``px.data.iris()``
             return KEEP, None
-        if role in {"pandas_plotting", "fn:pandas_plotting"}:
+        if function in library.show or (library.display_prefix and function.startswith("display")):
+            return SHOW, None
+        if function in library.save:
+            return SAVE, self._current_group() if library.pick == FIRST else None
+        if function in library.create:
+            self.current = self.groups.new()
+            return DRAW, self.current
+        if function in library.close:
+            group = self._current_group()
+            self.current = None
+            return DRAW, group
+        if function in library.style or function.endswith(library.style_suffixes or ("\0",)):
+            return STYLE, None
+        if library.otherwise == COMPUTE:
+            return KEEP, None
+        if library.otherwise == DRAW_NEW:
+            return DRAW, self.groups.new()
+        return DRAW, self._current_group()
+
+    def _bare_use(
+        self, library: Library, function: str, attrs: list[str]
+    ) -> tuple[str, int | None]:
+        """A library name used without a call: ``plt.rcParams``, ``HTML``, ``px.colors``."""
+        if library.bare == SHOW:
+            return (SHOW if not attrs else KEEP), None
+        if function in library.style:
+            return STYLE, None
+        if library.bare == DRAW_CURRENT:
             return DRAW, self._current_group()
-        return KEEP, None
+        return library.bare, None
+
+    @staticmethod
+    def _backend(node: ast.AST) -> str:
+        """``matplotlib.use('Agg')`` stays; a backend that opens windows goes."""
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            return KEEP if str(node.args[0].value).lower() in rules.SAFE_BACKENDS else SHOW
+        return SHOW
 
     def _function_name(self, alias: str) -> str:
         """The real name of an imported function (``from seaborn import histplot as h``)."""
@@ -477,8 +300,10 @@ class _Analysis:
             kind, group = self.classify_expression(node.value)
             if kind == KEEP and last and _only_displays(node.value):
                 return _Record(ECHO)
-            if kind == SAVE and group is not None:
-                self.groups.keep(group)
+            if kind == SAVE:
+                self._read([node.value])  # ``pio.write_image(fig, ...)`` keeps ``fig``
+                if group is not None:
+                    self.groups.keep(group)
             if kind == DRAW and group is not None:
                 self._join(node.value, group)
             return _Record(kind, group)
@@ -568,7 +393,7 @@ class _Analysis:
                         self._join(value, self.objects[root])
                     return _Record(DRAW, self.objects[root])
                 role = self._role_of(root, attrs)
-                if role in {"pyplot", "mpl", "seaborn", "chart"}:
+                if role is not None and rules.BY_NAME[role.removeprefix("fn:")].settings:
                     return _Record(STYLE)
         if value is None:
             return _Record(KEEP)
@@ -576,13 +401,12 @@ class _Analysis:
         if kind in {DRAW, SHOW} and isinstance(value, ast.Call):
             root, attrs, _ = self._chain(value)
             function = attrs[-1] if attrs else self.function_names.get(root or "")
-            matplotlib = root in self.objects or self._role_of(root, attrs) in {
-                "pyplot",
-                "fn:pyplot",
-            }
+            matplotlib = root in self.objects or (self._role_of(root, attrs) or "").removeprefix(
+                "fn:"
+            ) in {rules.PYPLOT.name, rules.MATPLOTLIB.name}
             group = group if group is not None else self.groups.new()
             self._join(value, group)
-            if function in _DATA_RETURNING and matplotlib:
+            if function in rules.PYPLOT.data_returning and matplotlib:
                 self._forget(names)
                 self.data_names.update(dict.fromkeys(names, group))
                 return _Record(DATA, group, names)
@@ -595,7 +419,8 @@ class _Analysis:
         self._forget(names)
         root = _chain_root(value)
         if root is not None and (
-            root in self.images or self.roles.get(root) in {"image", "fn:image"}
+            root in self.images
+            or (self.roles.get(root) or "").removeprefix("fn:") == rules.PIL_IMAGE.name
         ):
             self.images.update(names)
         return _Record(KEEP)
@@ -644,12 +469,14 @@ class _Analysis:
 
 
 def _role_for_module(module: str) -> str | None:
-    best = None
-    for prefix, role in _MODULE_ROLES.items():
-        if (module == prefix or module.startswith(prefix + ".")) and (
-            best is None or len(prefix) > len(best[0])
-        ):
-            best = (prefix, role)
+    """The library a module belongs to (its most specific table), by name."""
+    best: tuple[str, str] | None = None
+    for library in rules.LIBRARIES:
+        for prefix in library.modules:
+            if (module == prefix or module.startswith(prefix + ".")) and (
+                best is None or len(prefix) > len(best[0])
+            ):
+                best = (prefix, library.name)
     return best[1] if best else None
 
 
@@ -693,27 +520,40 @@ def _derived_from_display(loop: ast.For | ast.AsyncFor, name: str, analysis: _An
 
 
 def _only_displays(node: ast.AST) -> bool:
-    """A bare value, or a chain of inspection methods on one: the notebook only showed it."""
+    """A value a cell ended with only to show it: removing it changes nothing computed.
+
+    A bare name, attribute or literal, or a chain of known-pure inspection methods on one
+    (``df.describe().round(2)``, ``len(x)``).  A subscript may call ``__missing__`` and any
+    other call may change state (``queue.get()``, ``next(it)``, ``df.dropna(inplace=True)``):
+    those stay, as statements.
+    """
     if isinstance(node, (ast.Name, ast.Constant)):
         return True
-    if isinstance(node, (ast.Attribute, ast.Subscript)):
+    if isinstance(node, ast.Attribute):
         return _only_displays(node.value)
     if isinstance(node, (ast.Tuple, ast.List)):
         return all(_only_displays(e) for e in node.elts)
-    if isinstance(node, ast.Compare):
-        return _only_displays(node.left) and all(_only_displays(c) for c in node.comparators)
-    if isinstance(node, ast.BinOp):
-        return _only_displays(node.left) and _only_displays(node.right)
-    if isinstance(node, ast.JoinedStr):
-        return True
     if isinstance(node, ast.Call):
-        simple_args = all(_only_displays(a) for a in node.args) and all(
-            _only_displays(k.value) for k in node.keywords
-        )
-        if isinstance(node.func, ast.Attribute) and node.func.attr in _INSPECTION_METHODS:
-            return simple_args and _only_displays(node.func.value)
-        if isinstance(node.func, ast.Name) and node.func.id in _INSPECTION_BUILTINS:
-            return simple_args
+        if any(k.arg == "inplace" for k in node.keywords):
+            return False
+        inert = all(_inert(a) for a in node.args) and all(_inert(k.value) for k in node.keywords)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in PURE_METHODS:
+            return inert and _only_displays(node.func.value)
+        if isinstance(node.func, ast.Name) and node.func.id in PURE_BUILTINS:
+            return inert
+    return False
+
+
+def _inert(node: ast.AST) -> bool:
+    """An argument whose evaluation runs no code: a literal, a name, an attribute."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _inert(node.value)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_inert(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _inert(node.operand)
     return False
 
 
