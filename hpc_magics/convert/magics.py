@@ -16,9 +16,11 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ._source import SourceEditor, string_literal
+from .ipython_syntax import alias_command, prefilter_line
 
 #: helper names a translated cell may need in the script's prelude
 SUBPROCESS, TIMER, TIMEIT, IPYTHON, OS, SYS = (
@@ -80,6 +82,11 @@ _INTERACTIVE_LINE_MAGICS = {
     "sbatch_defaults",
     "bookmark",
     "dhist",
+    "pwd",
+    "pycat",
+    "more",
+    "less",
+    "man",
 }
 _HELP_LINE_MAGICS = {"pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pfile"}
 _INSTALL_LINE_MAGICS = {"pip", "conda", "mamba", "micromamba", "uv"}
@@ -103,26 +110,32 @@ class _Needs:
         self.items.update(names)
 
 
-def translate_magics(source: str) -> Translated:
+def translate_magics(source: str, bound: Collection[str] = ()) -> Translated:
     """The cell ``source`` with every IPython-only construct made plain Python.
 
-    Raises ``SyntaxError`` when the cell is not valid even as IPython input.
+    ``bound``: names the notebook defined in earlier cells (they hide automagics, as in
+    IPython).  Raises ``SyntaxError`` when the cell is not valid even as IPython input.
     """
     needs = _Needs()
-    text = _translate(source, needs)
+    text = _translate(source, needs, bound)
     return Translated(text, frozenset(needs.items))
 
 
-def _translate(source: str, needs: _Needs) -> str:
+def _translate(source: str, needs: _Needs, bound: Collection[str] = ()) -> str:
     stripped = source.lstrip()
     if stripped.startswith("%%"):
         return _cell_magic(stripped, needs)
-    if not _SPECIAL.search(source):
-        ast.parse(source)  # a broken cell is reported now, not hours into the job
+    try:
+        plain: ast.Module | None = ast.parse(source)
+    except SyntaxError:
+        plain = None
+    if plain is not None and "get_ipython" not in source and not _maybe_automagic(plain):
         return source
     from IPython.core.inputtransformer2 import TransformerManager
 
     text = TransformerManager().transform_cell(source)
+    if len(text.splitlines()) == 1:  # IPython's prefilter reads one-line cells only
+        text = prefilter_line(text, bound) + "\n"
     tree = ast.parse(text)
     editor = SourceEditor(text)
     statement_calls: set[int] = set()
@@ -146,6 +159,28 @@ def _translate(source: str, needs: _Needs) -> str:
             needs.add(IPYTHON)
             editor.replace_node(node, "_ipython")
     return editor.result()
+
+
+def _maybe_automagic(tree: ast.Module) -> bool:
+    """A one-statement expression cell (``ls``, ``ls -la``, ``pwd``) IPython may read as a magic."""
+    return (
+        len(tree.body) == 1
+        and isinstance(tree.body[0], ast.Expr)
+        and (tree.body[0].end_lineno == tree.body[0].lineno)
+    )
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """Names a cell defines: assignments, imports, functions, classes, loop targets."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
 
 
 def _inside_handled(name: ast.Name, tree: ast.AST, handled: set[int]) -> bool:
@@ -215,7 +250,8 @@ def _line_statement(call: ast.Call, indent: str, needs: _Needs) -> str | None:
     if name in _INSTALL_LINE_MAGICS:
         return f"{indent}# {shown}: dropped, {_INSTALL_WHY}\n"
     if name in _HELP_LINE_MAGICS:
-        return f"{indent}# {line}?: help look-up dropped, nobody reads it in a batch job\n"
+        asked = {"pinfo": f"{line}?", "pinfo2": f"{line}??"}.get(name, shown)
+        return f"{indent}# {asked}: help look-up dropped, nobody reads it in a batch job\n"
     if name in _INTERACTIVE_LINE_MAGICS or _HPC_LINE_MAGICS.match(name):
         return f"{indent}# {shown}: dropped, it only matters in an interactive session\n"
     if name in {"system", "sx"} and line:
@@ -229,6 +265,9 @@ def _line_statement(call: ast.Call, indent: str, needs: _Needs) -> str | None:
         return f"{indent}os.chdir(os.path.expanduser({_command_literal(line.strip())}))\n"
     if name == "env":
         return _env(line, indent, shown, needs)
+    command = alias_command(name, line)
+    if command is not None:  # ``%ls``, ``cat FILE``: IPython's aliases run a shell command
+        return _system(command, indent, needs)
     needs.add(IPYTHON)
     return f"{indent}_ipython().run_line_magic({name!r}, {line!r})\n"
 

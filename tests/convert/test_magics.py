@@ -106,8 +106,18 @@ def test_translation_text(source: str, expected: str) -> None:
     assert translate_magics(source).source == expected
 
 
-def test_invalid_cell_is_reported_with_its_number() -> None:
-    from hpc_magics.convert.script import ConversionError
+def test_invalid_cell_is_refused_with_its_number_when_strict() -> None:
+    from hpc_magics.convert.script import ConversionError, convert_notebook
 
     with pytest.raises(ConversionError, match=r"cell 2 is not valid Python \(line 1: .*hpc-skip"):
-        convert(notebook("x = 1", "def broken(:\n    pass"))
+        convert_notebook(notebook("x = 1", "def broken(:\n    pass"), "nb", strict=True)
+
+
+def test_invalid_cell_is_kept_as_a_comment_with_a_warning(tmp_path: Path) -> None:
+    nb = notebook("x = 1", "def broken(:\n    pass", "print('x', x)")
+    conversion = convert(nb)
+    assert len(conversion.warnings) == 1 and conversion.warnings[0].startswith("cell 2 ")
+    assert commented(conversion.script, "[not python] def broken(:")
+    assert commented(conversion.script, "cell 2 is not valid Python")
+    _, result = run_converted(nb, tmp_path)
+    assert "x 1" in result.stdout
