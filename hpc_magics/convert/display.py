@@ -290,6 +290,7 @@ class _Analysis:
         return [statement]
 
     def statement(self, node: ast.stmt, keep_all: bool, last: bool) -> _Record:
+        """What one statement is; nested bodies are walked (and recorded) on the way."""
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for decorator in node.decorator_list:
                 if not keep_all and self.classify_expression(decorator)[0] == SHOW:
@@ -297,79 +298,72 @@ class _Analysis:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return self._import(node)
         if isinstance(node, ast.Expr):
-            kind, group = self.classify_expression(node.value)
-            if kind == KEEP and last and _only_displays(node.value):
-                return _Record(ECHO)
-            if kind == SAVE:
-                self._read([node.value])  # ``pio.write_image(fig, ...)`` keeps ``fig``
-                if group is not None:
-                    self.groups.keep(group)
-            if kind == DRAW and group is not None:
-                self._join(node.value, group)
-            return _Record(kind, group)
+            return self._expression(node, last)
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             return self._assignment(node)
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            kind, group = self.classify_expression(node.iter)
-            iter_names = _names(node.iter)
-            if kind == DRAW or (iter_names & set(self.objects)):
-                group = (
-                    group
-                    if group is not None
-                    else next(self.objects[n] for n in iter_names if n in self.objects)
-                )
-                for name in _target_names(node.target):
-                    if _derived_from_display(node, name, self):
-                        self.objects[name] = group
-                before = set(self.records)
-                self.walk_body(node.body, keep_all)
-                self.walk_body(node.orelse, keep_all)
-                if any(r.kind == KEEP for k, r in self.records.items() if k not in before):
-                    self.groups.keep(group)  # the loop stays for its computation: so do its axes
-                return _Record(DRAW, group)
+            return self._loop(node, keep_all)
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            kinds = [self.classify_expression(item.context_expr)[0] for item in node.items]
+            self.walk_body(node.body, keep_all)
+            return _Record(STYLE if all(k in {STYLE, DRAW} for k in kinds) else KEEP)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self._function(node, keep_all)
+        for body in _bodies(node):  # if, while, try, class, match: their bodies decide
+            self.walk_body(body, keep_all)
+        return _Record(KEEP)
+
+    def _expression(self, node: ast.Expr, last: bool) -> _Record:
+        kind, group = self.classify_expression(node.value)
+        if kind == KEEP and last and _only_displays(node.value):
+            return _Record(ECHO)
+        if kind == SAVE:
+            self._read([node.value])  # ``pio.write_image(fig, ...)`` keeps ``fig``
+            if group is not None:
+                self.groups.keep(group)
+        if kind == DRAW and group is not None:
+            self._join(node.value, group)
+        return _Record(kind, group)
+
+    def _loop(self, node: ast.For | ast.AsyncFor, keep_all: bool) -> _Record:
+        """A loop over axes or figures draws; it stays (with its figure) if it computes too."""
+        kind, group = self.classify_expression(node.iter)
+        iter_names = _names(node.iter)
+        if kind != DRAW and not (iter_names & set(self.objects)):
             self._forget(_target_names(node.target))
             self.walk_body(node.body, keep_all)
             self.walk_body(node.orelse, keep_all)
             return _Record(KEEP)
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            kinds = [self.classify_expression(item.context_expr)[0] for item in node.items]
-            self.walk_body(node.body, keep_all)
-            if all(k in {STYLE, DRAW} for k in kinds):
-                return _Record(STYLE)
-            return _Record(KEEP)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            saved = self.current
-            self.current = None
-            self._forget([node.name])
-            before = set(self.records)
-            self.walk_body(node.body, keep_all)
-            self.current = saved
-            inner = [self.records[k] for k in self.records if k not in before]
-            body_kinds = {r.kind for r in inner}
-            docstring_only = all(
-                isinstance(s, ast.Pass)
-                or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-                for s in node.body
-            )
-            if inner and not docstring_only and body_kinds <= {SHOW, DRAW, STYLE, ECHO}:
-                self.display_functions.add(node.name)
-            else:
-                self.display_functions.discard(node.name)
-            return _Record(KEEP)
-        if isinstance(node, (ast.If, ast.While)):
-            self.walk_body(node.body, keep_all)
-            self.walk_body(node.orelse, keep_all)
-            return _Record(KEEP)
-        if isinstance(node, ast.Try):
-            self.walk_body(node.body, keep_all)
-            for handler in node.handlers:
-                self.walk_body(handler.body, keep_all)
-            self.walk_body(node.orelse, keep_all)
-            self.walk_body(node.finalbody, keep_all)
-            return _Record(KEEP)
-        if isinstance(node, ast.ClassDef):
-            self.walk_body(node.body, keep_all)
-            return _Record(KEEP)
+        if group is None:
+            group = next(self.objects[n] for n in iter_names if n in self.objects)
+        for name in _target_names(node.target):
+            if _derived_from_display(node, name, self):
+                self.objects[name] = group
+        before = set(self.records)
+        self.walk_body(node.body, keep_all)
+        self.walk_body(node.orelse, keep_all)
+        if any(r.kind == KEEP for k, r in self.records.items() if k not in before):
+            self.groups.keep(group)  # the loop stays for its computation: so do its axes
+        return _Record(DRAW, group)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, keep_all: bool) -> _Record:
+        """A function whose every statement displays is a display function: calls to it go."""
+        saved = self.current
+        self.current = None
+        self._forget([node.name])
+        before = set(self.records)
+        self.walk_body(node.body, keep_all)
+        self.current = saved
+        body_kinds = {self.records[k].kind for k in self.records if k not in before}
+        docstring_only = all(
+            isinstance(s, ast.Pass)
+            or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+            for s in node.body
+        )
+        if body_kinds and not docstring_only and body_kinds <= {SHOW, DRAW, STYLE, ECHO}:
+            self.display_functions.add(node.name)
+        else:
+            self.display_functions.discard(node.name)
         return _Record(KEEP)
 
     def _join(self, expression: ast.AST, group: int) -> None:
@@ -590,8 +584,8 @@ class _Decider:
             kept = record.group is not None and groups.is_kept(record.group)
             return not kept and not (set(record.targets) & self.analysis.reads)
         if record.kind == STYLE:
-            if isinstance(statement, (ast.With, ast.AsyncWith)):
-                return not self.any_kept or self._all_dropped(statement.body)
+            if isinstance(statement, (ast.With, ast.AsyncWith)):  # its body decides
+                return self._all_dropped(statement.body)
             return not self.any_kept
         if record.kind == IMPORT:
             return not (set(record.bound) & self.kept_reads)
