@@ -72,7 +72,7 @@ _MPL_STYLE = _names(
 
 PYPLOT = Library(
     "matplotlib.pyplot",
-    ("matplotlib.pyplot", "pylab"),
+    ("matplotlib.pyplot", "matplotlib.pylab", "pylab"),
     show=_names(
         "show pause ion ioff switch_backend install_repl_displayhook draw draw_if_interactive "
         "ginput waitforbuttonpress"

@@ -40,8 +40,6 @@ _INSTALLERS = re.compile(
 _DISPLAY_CELL_MAGICS = {"html", "HTML", "javascript", "js", "markdown", "latex", "svg"}
 _SCRIPT_CELL_MAGICS = {"bash", "sh", "perl", "ruby", "python", "python2", "python3", "pypy"}
 _INTERACTIVE_LINE_MAGICS = {
-    "load_ext",
-    "reload_ext",
     "unload_ext",
     "autoreload",
     "aimport",
@@ -88,6 +86,9 @@ _INTERACTIVE_LINE_MAGICS = {
     "less",
     "man",
 }
+#: extensions that only help an interactive session; any other (``Cython``, ``rpy2.ipython``,
+#: ``line_profiler``) defines magics later cells use, so it is loaded in the job too
+_INTERACTIVE_EXTENSIONS = {"autoreload", "tensorboard", "watermark", "jupyter_black", "nb_black"}
 _HELP_LINE_MAGICS = {"pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pfile"}
 _INSTALL_LINE_MAGICS = {"pip", "conda", "mamba", "micromamba", "uv"}
 _HPC_LINE_MAGICS = re.compile(r"^(?:hpc_\w+|sbatch\w*|jobs?)$")
@@ -252,6 +253,8 @@ def _line_statement(call: ast.Call, indent: str, needs: _Needs) -> str | None:
     if name in _HELP_LINE_MAGICS:
         asked = {"pinfo": f"{line}?", "pinfo2": f"{line}??"}.get(name, shown)
         return f"{indent}# {asked}: help look-up dropped, nobody reads it in a batch job\n"
+    if name in {"load_ext", "reload_ext"} and line.strip() in _INTERACTIVE_EXTENSIONS:
+        return f"{indent}# {shown}: dropped, it only matters in an interactive session\n"
     if name in _INTERACTIVE_LINE_MAGICS or _HPC_LINE_MAGICS.match(name):
         return f"{indent}# {shown}: dropped, it only matters in an interactive session\n"
     if name in {"system", "sx"} and line:
@@ -378,7 +381,7 @@ def _cell_magic(text: str, needs: _Needs) -> str:
         return "# %%sbatch: this cell already runs inside the batch job\n" + _translate(body, needs)
     if name in _DISPLAY_CELL_MAGICS:
         return f"# {shown}: cell dropped, it only displays in the notebook\n"
-    if name == "writefile":
+    if name in {"writefile", "file"}:  # ``%%file`` is IPython's old name for it
         return _writefile(line, body, shown, needs)
     if name in _SCRIPT_CELL_MAGICS or name == "script":
         program = _script_program(name, line)

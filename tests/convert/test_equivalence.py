@@ -153,6 +153,10 @@ IPYTHON_SYNTAX = notebook(
     "%%capture\nprint('hidden')\ncaptured_value = 7",
     "%%writefile helper.py\nHELPED = 3\n",
     "%run helper.py",
+    "%%file twice_ext.py\ndef load_ipython_extension(ip):\n"
+    "    ip.register_magic_function(lambda line: int(line) * 2, magic_name='twice')\n",
+    "%load_ext twice_ext",
+    "doubled = %twice 21",
     "%matplotlib inline\n%load_ext autoreload\n%autoreload 2",
     "%who",
     "pwd",
