@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from . import display_rules as rules
-from ._source import SourceEditor
+from ._source import SourceEditor, comment_block
 from .display_rules import (
     COMPUTE,
     DATA,
@@ -38,6 +38,7 @@ from .display_rules import (
     IMPORT,
     KEEP,
     PURE_BUILTINS,
+    PURE_FUNCTIONS,
     PURE_METHODS,
     SAVE,
     SHOW,
@@ -52,6 +53,7 @@ class _Record:
     group: int | None = None
     targets: tuple[str, ...] = ()
     bound: tuple[str, ...] = ()  # names an import binds
+    effects: tuple[ast.expr, ...] = ()  # parts of a display call that compute something
 
 
 @dataclass
@@ -323,7 +325,41 @@ class _Analysis:
                 self.groups.keep(group)
         if kind == DRAW and group is not None:
             self._join(node.value, group)
-        return _Record(kind, group)
+        effects = self._effects(node.value) if kind in {SHOW, DRAW} else ()
+        return _Record(kind, group, effects=effects)
+
+    def _effects(self, node: ast.expr) -> tuple[ast.expr, ...]:
+        """Arguments of a display call that compute something: ``display(next(it))``."""
+        found: list[ast.expr] = []
+        for call in (n for n in _executed(node) if isinstance(n, ast.Call)):
+            for argument in [*call.args, *(k.value for k in call.keywords)]:
+                value = argument.value if isinstance(argument, ast.Starred) else argument
+                if not self._computes_nothing(value):
+                    found.append(value)
+        # an argument nested in another one that is kept anyway: keep the outer one only
+        return tuple(a for a in found if not any(a is not b and a in _executed(b) for b in found))
+
+    def _computes_nothing(self, node: ast.expr) -> bool:
+        for child in _executed(node):
+            if isinstance(child, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
+                return False
+            if isinstance(child, ast.Call) and not self._pure_or_display_call(child):
+                return False
+        return True
+
+    def _pure_or_display_call(self, call: ast.Call) -> bool:
+        function = call.func
+        if isinstance(function, ast.Attribute) and function.attr in PURE_FUNCTIONS:
+            return True
+        if isinstance(function, ast.Name) and function.id in PURE_BUILTINS | PURE_FUNCTIONS:
+            return True
+        root = _chain_root(call)
+        return root is not None and (
+            root in self.objects
+            or root in self.images
+            or root in self.display_functions
+            or self._role_of(root, []) is not None
+        )
 
     def _loop(self, node: ast.For | ast.AsyncFor, keep_all: bool) -> _Record:
         """A loop over axes or figures draws; it stays (with its figure) if it computes too."""
@@ -342,7 +378,7 @@ class _Analysis:
         before = set(self.records)
         self.walk_body(node.body, keep_all)
         self.walk_body(node.orelse, keep_all)
-        if any(r.kind == KEEP for k, r in self.records.items() if k not in before):
+        if any(r.kind == KEEP or r.effects for k, r in self.records.items() if k not in before):
             self.groups.keep(group)  # the loop stays for its computation: so do its axes
         return _Record(DRAW, group)
 
@@ -354,7 +390,8 @@ class _Analysis:
         before = set(self.records)
         self.walk_body(node.body, keep_all)
         self.current = saved
-        body_kinds = {self.records[k].kind for k in self.records if k not in before}
+        inner = [self.records[k] for k in self.records if k not in before]
+        body_kinds = {r.kind for r in inner} | ({KEEP} if any(r.effects for r in inner) else set())
         docstring_only = all(
             isinstance(s, ast.Pass)
             or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
@@ -480,6 +517,18 @@ def _chain_root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _executed(node: ast.AST) -> list[ast.AST]:
+    """``node`` and the nodes inside it that run when it is evaluated (not lambda bodies)."""
+    found: list[ast.AST] = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        if not isinstance(current, ast.Lambda):
+            pending.extend(ast.iter_child_nodes(current))
+    return found
+
+
 def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -570,6 +619,15 @@ class _Decider:
         self.kept_reads: set[str] = set()
 
     def dropped(self, statement: ast.stmt) -> bool:
+        """The statement goes entirely (display only, nothing in it computes)."""
+        return self.goes(statement) and not self._effects(statement)
+
+    def _effects(self, statement: ast.stmt) -> tuple[ast.expr, ...]:
+        record = self.analysis.records.get(id(statement))
+        return record.effects if record is not None else ()
+
+    def goes(self, statement: ast.stmt) -> bool:
+        """The statement is display; it may still hold computation (``_effects``)."""
         record = self.analysis.records.get(id(statement))
         if record is None:
             return False
@@ -615,7 +673,8 @@ class _Decider:
                 continue
             if self.dropped(statement):
                 continue
-            for part in self.analysis._own_expressions(statement):
+            parts = self._effects(statement) if self.goes(statement) else ()
+            for part in parts or self.analysis._own_expressions(statement):
                 self.kept_reads |= _names(part)
                 self.kept_reads |= {n.split(".")[0] for n in _attribute_roots(part)}
             for child in _bodies(statement):
@@ -631,6 +690,9 @@ class _Decider:
                 editor.remove_statement(statement, marker, pass_if_empty=needs_pass)
                 removed.append(ast.get_source_segment(editor.text, statement) or "")
                 continue
+            if self._effects(statement) and self.goes(statement):
+                self._keep_effects(editor, statement, removed)
+                continue
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 for decorator in statement.decorator_list:
                     if id(decorator) in self.analysis.display_decorators:
@@ -638,6 +700,20 @@ class _Decider:
                         removed.append("@" + (ast.get_source_segment(editor.text, decorator) or ""))
             for child in _bodies(statement):
                 self.edit(editor, child, removed)
+
+    def _keep_effects(self, editor: SourceEditor, statement: ast.stmt, removed: list[str]) -> None:
+        """``display(next(it))`` → ``next(it)``: the display goes, what it computed stays."""
+        if not editor.alone_on_lines(statement):
+            return  # shares its line with other code: left as written
+        source = ast.get_source_segment(editor.text, statement) or ""
+        indent = editor.indentation(statement)
+        parts = [ast.get_source_segment(editor.text, e) or "" for e in self._effects(statement)]
+        if any("\n" in p for p in parts):
+            return  # a multi-line argument: left as written rather than re-indented
+        text = comment_block(source, indent, "[display]") if self.comment_removed else ""
+        text += "".join(f"{indent}{part}\n" for part in parts)
+        editor.replace_lines(statement.lineno, statement.end_lineno or statement.lineno, text)
+        removed.append(source)
 
 
 def _is_module_body(body: Sequence[ast.stmt]) -> bool:

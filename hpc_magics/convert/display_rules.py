@@ -214,4 +214,19 @@ PURE_METHODS = _names(
     "keys values items copy reset_index set_index dropna nlargest nsmallest astype reshape "
     "transpose argmax argmin all any info to_numpy to_list tolist"
 )
-PURE_BUILTINS = _names("len type repr str id isinstance dir vars abs round")
+PURE_BUILTINS = _names(
+    "len type repr str id isinstance dir vars abs round range zip enumerate float int bool "
+    "reversed format"
+)
+#: functions and methods that compute a value from their arguments and change nothing:
+#: arguments of a display call built with only these (``plt.plot(x, np.sin(x))``) go with
+#: it; any other call in them (``display(next(it))``, ``plt.plot(rng.normal(size=9))``)
+#: stays as a statement, so the random stream and iterators advance as in the notebook
+PURE_FUNCTIONS = PURE_METHODS | _names(
+    "sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh exp log log2 log10 sqrt square "
+    "absolute power linspace arange logspace array asarray zeros ones full empty zeros_like "
+    "ones_like full_like meshgrid histogram cumsum cumprod diff sort argsort where clip "
+    "concatenate stack vstack hstack column_stack ravel flatten squeeze expand_dims "
+    "percentile quantile nanmean nanstd nanmin nanmax join split replace upper lower strip "
+    "format get_xdata get_ydata to_string"
+)

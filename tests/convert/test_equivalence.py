@@ -121,6 +121,11 @@ SIDE_EFFECTS = notebook(
     "frame.plot.bar()\nplt.show()",
     "frame.style.highlight_max()",
     "fig, ax = plt.subplots()\nax.plot(frame.b)\nfig",
+    "from IPython.display import display\nletters = iter('abc')\ndisplay(next(letters))\n"
+    "plt.plot(rng.normal(size=4))\nplt.plot(frame.b, np.sin(frame.b))\nplt.show()",
+    "def draw():\n    plt.plot(rng.normal(size=3))\n\ndraw()",
+    "panels, axes = plt.subplots(2)\nfor ax in axes:\n    ax.hist(rng.normal(size=9))\nplt.show()",
+    "after_plots = (next(letters), float(rng.normal()))",
     "summary = {'rows': len(frame), 'b': frame.b.tolist()}",
 )
 
@@ -169,7 +174,9 @@ def test_side_effecting_last_expressions_compute_the_same(tmp_path: Path,
     for statement in ("frame.dropna(inplace=True)", "jobs.get()", "next(numbers)", "items.pop()",
                       "model.train()", "counts['seen']", "random.random()", "sorted(squares)"):
         assert runs(script, statement), statement
-    for display in ("frame.describe()", "frame.plot.bar()", "frame.style.highlight_max()"):
+    assert runs(script, "next(letters)") and not runs(script, "display(next(letters))")
+    for display in ("frame.describe()", "frame.plot.bar()", "frame.style.highlight_max()",
+                    "plt.plot(frame.b, np.sin(frame.b))"):
         assert not runs(script, display), display
 
 
