@@ -266,7 +266,7 @@ def _line_statement(call: ast.Call, indent: str, needs: _Needs) -> str | None:
     if name == "cd" and line and line.strip() != "-":
         needs.add(OS)
         return f"{indent}os.chdir(os.path.expanduser({_command_literal(line.strip())}))\n"
-    if name == "env":
+    if name in {"env", "set_env"}:
         return _env(line, indent, shown, needs)
     command = alias_command(name, line)
     if command is not None:  # ``%ls``, ``cat FILE``: IPython's aliases run a shell command
@@ -375,7 +375,7 @@ def _cell_magic(text: str, needs: _Needs) -> str:
         call = _timeit_call(line, body, needs)
         if call is not None:
             return f"# {shown}\n{call}\n"
-    if name == "capture":
+    if name == "capture" and not [w for w in line.split() if not w.startswith("-")]:
         return f"# {shown}: dropped, the output goes to the job's log\n" + _translate(body, needs)
     if name == "sbatch":
         return "# %%sbatch: this cell already runs inside the batch job\n" + _translate(body, needs)

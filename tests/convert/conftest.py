@@ -166,16 +166,20 @@ def same_value(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is type(b) and type(a).__module__.startswith(DISPLAY_MODULES):
         return True  # a figure or widget: what it shows is not a computed value
-    if type(a) is type(b) and type(a).__eq__ is object.__eq__:  # identity: compare state
-        if hasattr(a, "__dict__"):
-            return same_value(vars(a), vars(b))
-        import pickle
+    import pickle
 
-        return pickle.dumps(a) == pickle.dumps(b)  # iterators, random generators
     try:
-        return bool(a == b)
-    except Exception:  # an object whose == raises: same type is all we can say
+        if a == b:
+            return True
+        identity = type(a) is type(b) and not a == pickle.loads(pickle.dumps(a))
+    except Exception:  # == raises, or a copy cannot be made: same type is all we can say
         return type(a) is type(b)
+    if not identity:
+        return False
+    # == means "the same object" (iterators, random generators, files in memory): compare state
+    if hasattr(a, "__dict__") and vars(a):
+        return same_value(vars(a), vars(b))
+    return pickle.dumps(a) == pickle.dumps(b)
 
 
 def variable_differences(notebook_folder: Path, script_folder: Path,

@@ -156,6 +156,10 @@ IPYTHON_SYNTAX = notebook(
     "%%bash\necho from-bash > data/b.txt",
     "bash_text = open('data/b.txt').read()",
     "%%capture\nprint('hidden')\ncaptured_value = 7",
+    "%%capture kept_output\nprint('kept')",
+    "kept_text = kept_output.stdout",
+    "%set_env HPC_OTHER=b",
+    "other_value = os.environ['HPC_OTHER']",
     "%%writefile helper.py\nHELPED = 3\n",
     "%run helper.py",
     "%%file twice_ext.py\ndef load_ipython_extension(ip):\n"
