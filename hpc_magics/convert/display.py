@@ -440,11 +440,11 @@ class _Analysis:
             if function in rules.PYPLOT.data_returning and matplotlib:
                 self._forget(names)
                 self.data_names.update(dict.fromkeys(names, group))
-                return _Record(DATA, group, names)
+                return _Record(DATA, group, names, effects=self._effects(value))
             for name in names:
                 self.objects[name] = group
                 self.images.discard(name)
-            return _Record(DRAW, group, names)
+            return _Record(DRAW, group, names, effects=self._effects(value))
         if kind == STYLE:
             return _Record(STYLE)
         self._forget(names)

@@ -125,6 +125,8 @@ SIDE_EFFECTS = notebook(
     "plt.plot(rng.normal(size=4))\nplt.plot(frame.b, np.sin(frame.b))\nplt.show()",
     "def draw():\n    plt.plot(rng.normal(size=3))\n\ndraw()",
     "panels, axes = plt.subplots(2)\nfor ax in axes:\n    ax.hist(rng.normal(size=9))\nplt.show()",
+    "line, = plt.plot(rng.normal(size=4))\nheights, edges, bars = plt.hist(rng.normal(size=20))\n"
+    "plt.close()",
     "after_plots = (next(letters), float(rng.normal()))",
     "summary = {'rows': len(frame), 'b': frame.b.tolist()}",
 )
