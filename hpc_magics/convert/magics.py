@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ._source import SourceEditor, string_literal
@@ -230,49 +230,86 @@ def _line_statement(call: ast.Call, indent: str, needs: _Needs) -> str | None:
         return "".join(indent + line + "\n" for line in body.splitlines())
     if method != "run_line_magic" or len(args) != 2:
         return None
-    name, line = args
+    return _line_magic(args[0], args[1], indent, needs)
+
+
+def _line_magic(name: str, line: str, indent: str, needs: _Needs) -> str:
+    """``%name line`` as plain Python lines: dropped with a reason, translated, an alias's
+    shell command, or else IPython's own shell in the job."""
     shown = f"%{name} {line}".strip()
-    if name == "time":
-        needs.add(TIMER)
-        inner = _translate(line + "\n", needs).rstrip("\n")
-        inner_lines = "".join(f"{indent}{text}\n" for text in inner.splitlines())
-        return (
-            f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
-            f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n'
-        )
-    if name == "timeit":
-        timeit_call = _timeit_call(line, None, needs)
-        return None if timeit_call is None else f"{indent}{timeit_call}  # {shown}\n"
-    if name == "matplotlib":
-        return (
-            f"{indent}# {shown}: dropped, a batch job has no display "
-            "(figures render off-screen with MPLBACKEND=Agg)\n"
-        )
-    if name in _INSTALL_LINE_MAGICS:
-        return f"{indent}# {shown}: dropped, {_INSTALL_WHY}\n"
-    if name in _HELP_LINE_MAGICS:
-        asked = {"pinfo": f"{line}?", "pinfo2": f"{line}??"}.get(name, shown)
-        return f"{indent}# {asked}: help look-up dropped, nobody reads it in a batch job\n"
-    if name in {"load_ext", "reload_ext"} and line.strip() in _INTERACTIVE_EXTENSIONS:
-        return f"{indent}# {shown}: dropped, it only matters in an interactive session\n"
-    if name in _INTERACTIVE_LINE_MAGICS or _HPC_LINE_MAGICS.match(name):
-        return f"{indent}# {shown}: dropped, it only matters in an interactive session\n"
-    if name in {"system", "sx"} and line:
-        return (
-            _system(line, indent, needs)
-            if name == "system"
-            else indent + _captured_command(line, needs) + "\n"
-        )
-    if name == "cd" and line and line.strip() != "-":
-        needs.add(OS)
-        return f"{indent}os.chdir(os.path.expanduser({_command_literal(line.strip())}))\n"
-    if name in {"env", "set_env"}:
-        return _env(line, indent, shown, needs)
+    reason = _why_dropped(name, line, shown)
+    if reason is not None:
+        return f"{indent}# {reason}\n"
+    translate = _LINE_MAGICS.get(name)
+    translated = translate(line, indent, shown, needs) if translate is not None else None
+    if translated is not None:
+        return translated
     command = alias_command(name, line)
     if command is not None:  # ``%ls``, ``cat FILE``: IPython's aliases run a shell command
         return _system(command, indent, needs)
     needs.add(IPYTHON)
     return f"{indent}_ipython().run_line_magic({name!r}, {line!r})\n"
+
+
+def _why_dropped(name: str, line: str, shown: str) -> str | None:
+    """The comment for a line magic that has no place in a batch job, else None."""
+    if name == "matplotlib":
+        return (
+            f"{shown}: dropped, a batch job has no display "
+            "(figures render off-screen with MPLBACKEND=Agg)"
+        )
+    if name in _INSTALL_LINE_MAGICS:
+        return f"{shown}: dropped, {_INSTALL_WHY}"
+    if name in _HELP_LINE_MAGICS:
+        asked = {"pinfo": f"{line}?", "pinfo2": f"{line}??"}.get(name, shown)
+        return f"{asked}: help look-up dropped, nobody reads it in a batch job"
+    interactive_extension = name in {"load_ext", "reload_ext"} and (
+        line.strip() in _INTERACTIVE_EXTENSIONS
+    )
+    if interactive_extension or name in _INTERACTIVE_LINE_MAGICS or _HPC_LINE_MAGICS.match(name):
+        return f"{shown}: dropped, it only matters in an interactive session"
+    return None
+
+
+def _time(line: str, indent: str, shown: str, needs: _Needs) -> str:
+    needs.add(TIMER)
+    inner = _translate(line + "\n", needs).rstrip("\n")
+    inner_lines = "".join(f"{indent}{text}\n" for text in inner.splitlines())
+    return (
+        f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
+        f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n'
+    )
+
+
+def _timeit_magic(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+    call = _timeit_call(line, None, needs)
+    return None if call is None else f"{indent}{call}  # {shown}\n"
+
+
+def _system_magic(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+    return _system(line, indent, needs) if line else None
+
+
+def _sx(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+    return indent + _captured_command(line, needs) + "\n" if line else None
+
+
+def _cd(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+    if not line or line.strip() == "-":
+        return None  # ``%cd`` alone or ``%cd -`` use IPython's directory history
+    needs.add(OS)
+    return f"{indent}os.chdir(os.path.expanduser({_command_literal(line.strip())}))\n"
+
+
+_LINE_MAGICS: dict[str, Callable[[str, str, str, _Needs], str | None]] = {
+    "time": _time,
+    "timeit": _timeit_magic,
+    "system": _system_magic,
+    "sx": _sx,
+    "cd": _cd,
+    "env": lambda line, indent, shown, needs: _env(line, indent, shown, needs),
+    "set_env": lambda line, indent, shown, needs: _env(line, indent, shown, needs),
+}
 
 
 _INSTALL_WHY = (
