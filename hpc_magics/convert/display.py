@@ -339,7 +339,7 @@ class _Analysis:
         # an argument nested in another one that is kept anyway: keep the outer one only
         return tuple(a for a in found if not any(a is not b and a in _executed(b) for b in found))
 
-    def _computes_nothing(self, node: ast.expr) -> bool:
+    def _computes_nothing(self, node: ast.AST) -> bool:
         for child in _executed(node):
             if isinstance(child, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
                 return False
@@ -636,7 +636,11 @@ class _Decider:
             return True
         if record.kind == DRAW:
             if isinstance(statement, (ast.For, ast.AsyncFor)):
-                return self._all_dropped(statement.body) and self._all_dropped(statement.orelse)
+                return (
+                    self._all_dropped(statement.body)
+                    and self._all_dropped(statement.orelse)
+                    and self._header_computes_nothing(statement)
+                )
             return record.group is None or not groups.is_kept(record.group)
         if record.kind == DATA:
             kept = record.group is not None and groups.is_kept(record.group)
@@ -650,14 +654,24 @@ class _Decider:
         if isinstance(
             statement, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)
         ):
-            body_gone = self._all_dropped(statement.body)
-            orelse = getattr(statement, "orelse", [])
             return (
-                body_gone
-                and self._all_dropped(orelse)
-                and (not isinstance(statement, ast.While) or True)
+                self._all_dropped(statement.body)
+                and self._all_dropped(getattr(statement, "orelse", []))
+                and self._header_computes_nothing(statement)
             )
         return False
+
+    def _header_computes_nothing(self, statement: ast.stmt) -> bool:
+        """A block whose body went goes too, unless its own part computes: a loop's
+        iterator or condition that calls something, a loop variable read later."""
+        if isinstance(statement, ast.While):
+            return False  # its condition runs again and again: it stays
+        parts = self.analysis._own_expressions(statement)
+        if not all(self.analysis._computes_nothing(part) for part in parts):
+            return False
+        if isinstance(statement, (ast.For, ast.AsyncFor)):
+            return not (set(_target_names(statement.target)) & self.analysis.reads)
+        return True
 
     def _all_dropped(self, body: Sequence[ast.stmt]) -> bool:
         return all(self.dropped(s) for s in body)

@@ -190,6 +190,13 @@ CASES = [
          ("import plotly.express as px", "iris = px.data.iris()\npx.scatter(iris)"),
          kept=("iris = px.data.iris()", "import plotly.express as px"), gone=("px.scatter(",),
          run=False),
+    Case("display-loops-that-compute-stay",
+         (NUMPY, "for i in range(3):\n    plt.plot(x * i);\nprint('last', i)",
+          "numbers = iter([1, 2])\nfor n in iter(numbers):\n    plt.plot(x * n)\n"
+          "print('left', list(numbers))", "plt.hist(x);"),
+         gone=("plt.plot(x * i);", "plt.plot(x * n)", "plt.hist(x);"),
+         kept=("for i in range(3):", "for n in iter(numbers):"),
+         printed=("last 2", "left []")),
     Case("style-setup-goes-when-nothing-is-drawn",
          (NUMPY, "plt.style.use('ggplot')\nplt.rcParams['figure.dpi'] = 50", "plt.plot(x)"),
          gone=("plt.style.use('ggplot')", "plt.rcParams['figure.dpi'] = 50", "plt.plot(x)")),
