@@ -118,6 +118,21 @@ def execute_notebook(nb: nbformat.NotebookNode, folder: Path) -> nbformat.Notebo
 VARIABLES_FILE = "variables.pkl"
 #: names IPython puts in a kernel's namespace (the script has none of them)
 KERNEL_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
+#: the same random state in kernel and script, so a notebook's unseeded draws compare too
+SEED_CODE = """\
+def _hpc_seed():
+    import importlib.util
+    import random
+
+    random.seed(1234)
+    if importlib.util.find_spec("numpy"):
+        import numpy
+
+        numpy.random.seed(1234)
+
+
+_hpc_seed()
+"""
 SNAPSHOT_CODE = f'''
 def _hpc_snapshot():
     """Every variable of this namespace, pickled on its own (None: it does not pickle)."""
@@ -234,10 +249,12 @@ def assert_same_variables(nb: nbformat.NotebookNode, folder: Path,
                           viewer_trap: Path | None = None) -> str:
     """Run ``nb`` on a real kernel and its conversion with plain python; every variable that
     can be compared must be equal.  Returns the converted script."""
-    with_snapshot = nbformat.from_dict(json.loads(json.dumps(nb)))
+    seeded = nbformat.from_dict(json.loads(json.dumps(nb)))
+    seeded.cells.insert(0, new_code_cell(SEED_CODE))  # unseeded random draws match too
+    with_snapshot = nbformat.from_dict(json.loads(json.dumps(seeded)))
     with_snapshot.cells.append(new_code_cell(SNAPSHOT_CODE))
     execute_notebook(with_snapshot, folder / "notebook")
-    conversion = convert(nb)
+    conversion = convert(seeded)
     script = conversion.script + "\n" + SNAPSHOT_CODE
     (folder / "job").mkdir(parents=True, exist_ok=True)
     (folder / "job" / "nb.py").write_text(script)
