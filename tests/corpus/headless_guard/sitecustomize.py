@@ -39,7 +39,7 @@ def _seed_numpy(module: ModuleType) -> None:
     def default_rng(seed: Any = None) -> Any:
         return unseeded(SEED if seed is None else seed)
 
-    module.default_rng = default_rng
+    module.default_rng = default_rng  # type: ignore[attr-defined]
 
 
 def _seed_torch(module: ModuleType) -> None:
@@ -47,7 +47,7 @@ def _seed_torch(module: ModuleType) -> None:
 
 
 def _guard_pyplot(module: ModuleType) -> None:
-    module.show = _refuse("matplotlib.pyplot.show")
+    module.show = _refuse("matplotlib.pyplot.show")  # type: ignore[attr-defined]
 
 
 def _guard_figure(module: ModuleType) -> None:
