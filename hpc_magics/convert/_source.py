@@ -60,7 +60,9 @@ class SourceEditor:
         start, end = self.span(node)
         before = self.text[self._line_starts[node.lineno - 1] : start]
         after = self.text[end : self._line_starts[node.end_lineno or node.lineno]]
-        return not before.strip() and (not after.strip() or after.strip().startswith("#"))
+        # ``plt.plot(x);`` (the semicolon hides the value in a notebook) counts as alone too
+        rest = after.strip().removeprefix(";").strip()
+        return not before.strip() and (not rest or rest.startswith("#"))
 
     # ------------------------------------------------------------------ edits
     def replace_node(self, node: ast.AST, text: str) -> None:

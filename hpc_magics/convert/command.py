@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from .batch import job_for_notebook, render_sbatch
-from .script import convert_notebook, read_notebook
+from .script import ConversionError, convert_notebook, read_notebook
 
 
 @dataclass(frozen=True)
@@ -15,6 +16,7 @@ class Written:
     script: Path
     sbatch: Path
     removed_statements: int
+    warnings: tuple[str, ...] = ()
 
 
 def convert_file(
@@ -23,10 +25,14 @@ def convert_file(
     profile: str | None = None,
     interpreter: str = "python",
     comment_removed: bool = True,
+    strict: bool = False,
 ) -> Written:
     data = read_notebook(notebook)
     name = notebook.stem
-    conversion = convert_notebook(data, name, comment_removed=comment_removed)
+    try:
+        conversion = convert_notebook(data, name, comment_removed=comment_removed, strict=strict)
+    except ConversionError as error:
+        raise ConversionError(f"{notebook}: {error}") from None
     job = job_for_notebook(data.get("metadata", {}), profile)
     folder = output_dir or notebook.parent
     folder.mkdir(parents=True, exist_ok=True)
@@ -34,7 +40,7 @@ def convert_file(
     sbatch = folder / f"{name}.sbatch"
     script.write_text(conversion.script, encoding="utf-8")
     sbatch.write_text(render_sbatch(name, script.name, job, interpreter), encoding="utf-8")
-    return Written(script, sbatch, sum(len(r) for r in conversion.removed))
+    return Written(script, sbatch, sum(len(r) for r in conversion.removed), conversion.warnings)
 
 
 def add_parser(subcommands: argparse._SubParsersAction) -> None:
@@ -69,6 +75,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="delete display code instead of commenting it out",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a notebook with a cell that is not Python (default: keep the cell as "
+        "a comment and warn)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -79,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
         args.profile,
         args.interpreter,
         comment_removed=not args.delete_removed,
+        strict=args.strict,
     )
+    for warning in written.warnings:
+        print(f"warning: {args.notebook}: {warning}", file=sys.stderr)
     print(f"wrote {written.script} ({written.removed_statements} display statements removed)")
     print(f"wrote {written.sbatch}")
     return 0

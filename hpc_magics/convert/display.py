@@ -25,190 +25,25 @@ import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ._source import SourceEditor
-
-# Module → role. Submodules are matched by prefix (``plotly.express`` → chart).
-_MODULE_ROLES = {
-    "matplotlib.pyplot": "pyplot",
-    "pylab": "pyplot",
-    "matplotlib": "mpl",
-    "seaborn": "seaborn",
-    "plotly": "chart",
-    "altair": "chart",
-    "bokeh": "chart",
-    "hvplot": "chart",
-    "holoviews": "chart",
-    "plotnine": "chart",
-    "IPython.display": "ipydisplay",
-    "IPython.core.display": "ipydisplay",
-    "ipywidgets": "widgets",
-    "matplotlib_inline": "ipydisplay",
-    "PIL.Image": "image",
-    "pandas.plotting": "pandas_plotting",
-}
-_SHOW_FUNCTIONS = {
-    "show",
-    "pause",
-    "ion",
-    "ioff",
-    "switch_backend",
-    "install_repl_displayhook",
-    "output_notebook",
-    "interact",
-    "interact_manual",
-    "interactive_output",
-    "set_matplotlib_formats",
-    "clear_output",
-    "display",
-    "update_display",
-}
-_SAVE_METHODS = {
-    "savefig",
-    "imsave",
-    "write_image",
-    "write_html",
-    "write_json",
-    "save",
-    "export_png",
-    "export_svgs",
-    "to_html",
-    "to_json",
-    "add_figure",
-}
-_PYPLOT_CREATORS = {"figure", "subplots", "subplot_mosaic"}
-_SEABORN_CREATORS = {
-    "relplot",
-    "displot",
-    "catplot",
-    "lmplot",
-    "pairplot",
-    "jointplot",
-    "clustermap",
-    "FacetGrid",
-    "PairGrid",
-    "JointGrid",
-}
-_SEABORN_DATA = {"load_dataset", "get_dataset_names"}
-_STYLE_FUNCTIONS = {
-    "rc",
-    "rcdefaults",
-    "rcParams",
-    "style",
-    "set",
-    "set_theme",
-    "set_style",
-    "set_context",
-    "set_palette",
-    "set_color_codes",
-    "xkcd",
-    "rc_context",
-}
-_DATA_RETURNING = {
-    "hist",
-    "hist2d",
-    "psd",
-    "csd",
-    "specgram",
-    "cohere",
-    "xcorr",
-    "acorr",
-    "magnitude_spectrum",
-    "angle_spectrum",
-    "phase_spectrum",
-}
-_PANDAS_PLOT_ATTRS = {"plot", "plotting", "hvplot"}
-_PANDAS_PLOT_METHODS = {"hist", "boxplot"}
-_SAFE_BACKENDS = {
-    "agg",
-    "pdf",
-    "svg",
-    "ps",
-    "cairo",
-    "pgf",
-    "template",
-    "module://matplotlib_inline.backend_inline",
-}
-# Methods that only look at a value: a cell ending with one of these only displays it.
-_INSPECTION_METHODS = {
-    "head",
-    "tail",
-    "describe",
-    "value_counts",
-    "unique",
-    "nunique",
-    "isna",
-    "isnull",
-    "notna",
-    "notnull",
-    "sum",
-    "mean",
-    "median",
-    "std",
-    "var",
-    "min",
-    "max",
-    "count",
-    "corr",
-    "cov",
-    "round",
-    "to_frame",
-    "sort_values",
-    "sort_index",
-    "groupby",
-    "agg",
-    "aggregate",
-    "memory_usage",
-    "keys",
-    "values",
-    "items",
-    "copy",
-    "reset_index",
-    "set_index",
-    "dropna",
-    "nlargest",
-    "nsmallest",
-    "astype",
-    "reshape",
-    "transpose",
-    "argmax",
-    "argmin",
-    "all",
-    "any",
-    "get",
-    "query",
-    "loc",
-    "iloc",
-}
-_INSPECTION_BUILTINS = {
-    "len",
-    "type",
-    "repr",
-    "sorted",
-    "list",
-    "dict",
-    "set",
-    "tuple",
-    "min",
-    "max",
-    "sum",
-    "abs",
-    "round",
-    "str",
-    "id",
-    "dir",
-    "vars",
-    "isinstance",
-}
-
-KEEP, SHOW, DRAW, DATA, STYLE, SAVE, ECHO, IMPORT = (
-    "keep",
-    "show",
-    "draw",
-    "data",
-    "style",
-    "save",
-    "echo",
-    "import",
+from . import display_rules as rules
+from ._source import SourceEditor, comment_block
+from .display_rules import (
+    COMPUTE,
+    DATA,
+    DRAW,
+    DRAW_CURRENT,
+    DRAW_NEW,
+    ECHO,
+    FIRST,
+    IMPORT,
+    KEEP,
+    PURE_BUILTINS,
+    PURE_FUNCTIONS,
+    PURE_METHODS,
+    SAVE,
+    SHOW,
+    STYLE,
+    Library,
 )
 
 
@@ -218,6 +53,7 @@ class _Record:
     group: int | None = None
     targets: tuple[str, ...] = ()
     bound: tuple[str, ...] = ()  # names an import binds
+    effects: tuple[ast.expr, ...] = ()  # parts of a display call that compute something
 
 
 @dataclass
@@ -306,13 +142,12 @@ class _Analysis:
                 return None, attrs[::-1], calls
 
     def _role_of(self, root: str | None, attrs: list[str]) -> str | None:
+        """The library ``root`` names (``"fn:"`` + it for an imported function), if any."""
         if root is None:
             return None
         role = self.roles.get(root)
-        if role == "mpl" and attrs[:1] == ["pyplot"]:
-            return "pyplot"
         if role is None and root == "display" and "display" not in self.rebound:
-            return "fn:ipydisplay"
+            return "fn:" + rules.IPYTHON_DISPLAY.name  # the notebook's built-in display()
         return role
 
     def classify_expression(self, node: ast.AST) -> tuple[str, int | None]:
@@ -325,97 +160,87 @@ class _Analysis:
         method = attrs[-1] if attrs else root
         if root in self.objects:
             group = self.objects[root]
-            if method in _SAVE_METHODS:
+            if set(attrs) & rules.SAVE_METHODS:
                 return SAVE, group
             if method == "show" or not attrs:
                 return SHOW, group
             return DRAW, group
         if root in self.images:
-            return (SHOW, None) if method == "show" and calls else (KEEP, None)
+            return (SHOW, None) if method in rules.PIL_IMAGE.show and calls else (KEEP, None)
         role = self._role_of(root, attrs)
         if role is not None:
-            return self._classify_role(role, root, attrs, calls, node)
+            return self._classify_library(role, root, attrs, calls, node)
         if root in self.display_functions and calls:
             return SHOW, None
-        if calls and attrs and "style" in attrs:  # pandas Styler: a rendered table
-            return DRAW, self.groups.new()
-        if (
-            calls
-            and attrs
-            and (set(attrs) & _PANDAS_PLOT_ATTRS or attrs[-1] in _PANDAS_PLOT_METHODS)
-        ):
-            return DRAW, self._current_group()
-        return KEEP, None
+        return self._classify_visualiser(attrs, calls)
 
-    def _classify_role(
+    def _classify_visualiser(self, attrs: list[str], calls: int) -> tuple[str, int | None]:
+        """Any object's own plotting methods: ``df.plot.bar()``, ``x.visualize()``..."""
+        if not calls or not attrs:
+            return KEEP, None
+        drawing = set(attrs) & rules.VISUALISER_ATTRIBUTES or attrs[-1] in rules.VISUALISER_METHODS
+        if not drawing:
+            return KEEP, None
+        if set(attrs) & rules.SAVE_METHODS:  # ``df.plot().get_figure().savefig(...)``
+            return SAVE, self._current_group()
+        if "style" in attrs:  # a pandas Styler: a rendered table of its own
+            return DRAW, self.groups.new()
+        return DRAW, self._current_group()
+
+    def _classify_library(
         self, role: str, root: str, attrs: list[str], calls: int, node: ast.AST
     ) -> tuple[str, int | None]:
-        if role == "pyplot" or role == "fn:pyplot":
-            names = attrs[1:] if self.roles.get(root) == "mpl" else attrs
-            function = (
-                names[0]
-                if names and role == "pyplot"
-                else (self._function_name(root) if role == "fn:pyplot" else None)
-            )
-            if function is None:
-                return KEEP, None
-            if function in _SHOW_FUNCTIONS:
-                return SHOW, None
-            if function in {"savefig", "imsave"}:
-                return SAVE, self._current_group()
-            if function in _PYPLOT_CREATORS:
-                group = self.groups.new()
-                self.current = group
-                return DRAW, group
-            if function in _STYLE_FUNCTIONS:
-                return STYLE, None
-            if function == "close":
-                group = self._current_group()
-                self.current = None
-                return DRAW, group
-            return DRAW, self._current_group()
-        if role == "mpl":
-            if attrs[:1] == ["use"] and isinstance(node, ast.Call) and node.args:
-                backend = node.args[0]
-                if (
-                    isinstance(backend, ast.Constant)
-                    and str(backend.value).lower() in _SAFE_BACKENDS
-                ):
-                    return KEEP, None
-                return SHOW, None
-            return (STYLE, None) if attrs[:1] and attrs[0] in _STYLE_FUNCTIONS else (KEEP, None)
-        if role in {"seaborn", "fn:seaborn"}:
-            function = attrs[0] if attrs and role == "seaborn" else self._function_name(root)
-            if function in _SEABORN_DATA:
-                return KEEP, None
-            if function in _STYLE_FUNCTIONS or (function or "").endswith("_style"):
-                return STYLE, None
-            if function in _SEABORN_CREATORS:
-                return DRAW, self.groups.new()
-            return DRAW, self._current_group()
-        if role in {"chart", "fn:chart"}:
-            function = attrs[-1] if attrs else self._function_name(root)
-            if function in {"show", "output_notebook", "output_file"}:
-                return SHOW, None
-            if function in _SAVE_METHODS:
-                return SAVE, None
-            if not calls:
-                return STYLE, None
-            return DRAW, self.groups.new()
-        if role in {"ipydisplay", "fn:ipydisplay", "widgets", "fn:widgets"}:
-            if not calls:
-                return (SHOW, None) if not attrs else (KEEP, None)
-            function = (
-                attrs[0] if attrs and not role.startswith("fn:") else (self._function_name(root))
-            )
-            if function in _SHOW_FUNCTIONS or (function or "").startswith("display"):
-                return SHOW, None
-            return DRAW, self.groups.new()
-        if role in {"image", "fn:image"}:
+        """A use of a display library, by the library's table in ``display_rules``."""
+        library = rules.BY_NAME[role.removeprefix("fn:")]
+        names = [self._function_name(root), *attrs] if role.startswith("fn:") else list(attrs)
+        if library is rules.MATPLOTLIB and names[:1] == ["pyplot"]:
+            library, names = rules.PYPLOT, names[1:]
+        if library is rules.MATPLOTLIB and names[:1] == ["use"]:
+            return self._backend(node), None
+        if not names:
+            return (SHOW if library.bare == SHOW and not calls else KEEP), None
+        function = names[0] if library.pick == FIRST else names[-1]
+        if not calls:
+            return self._bare_use(library, function, attrs)
+        if set(names) & library.data:  # ``sns.load_dataset(...)``, ``px.data.iris()``
             return KEEP, None
-        if role in {"pandas_plotting", "fn:pandas_plotting"}:
+        if function in library.show or (library.display_prefix and function.startswith("display")):
+            return SHOW, None
+        if function in library.save:
+            return SAVE, self._current_group() if library.pick == FIRST else None
+        if function in library.create:
+            self.current = self.groups.new()
+            return DRAW, self.current
+        if function in library.close:
+            group = self._current_group()
+            self.current = None
+            return DRAW, group
+        if function in library.style or function.endswith(library.style_suffixes or ("\0",)):
+            return STYLE, None
+        if library.otherwise == COMPUTE:
+            return KEEP, None
+        if library.otherwise == DRAW_NEW:
+            return DRAW, self.groups.new()
+        return DRAW, self._current_group()
+
+    def _bare_use(
+        self, library: Library, function: str, attrs: list[str]
+    ) -> tuple[str, int | None]:
+        """A library name used without a call: ``plt.rcParams``, ``HTML``, ``px.colors``."""
+        if library.bare == SHOW:
+            return (SHOW if not attrs else KEEP), None
+        if function in library.style:
+            return STYLE, None
+        if library.bare == DRAW_CURRENT:
             return DRAW, self._current_group()
-        return KEEP, None
+        return library.bare, None
+
+    @staticmethod
+    def _backend(node: ast.AST) -> str:
+        """``matplotlib.use('Agg')`` stays; a backend that opens windows goes."""
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            return KEEP if str(node.args[0].value).lower() in rules.SAFE_BACKENDS else SHOW
+        return SHOW
 
     def _function_name(self, alias: str) -> str:
         """The real name of an imported function (``from seaborn import histplot as h``)."""
@@ -467,6 +292,7 @@ class _Analysis:
         return [statement]
 
     def statement(self, node: ast.stmt, keep_all: bool, last: bool) -> _Record:
+        """What one statement is; nested bodies are walked (and recorded) on the way."""
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for decorator in node.decorator_list:
                 if not keep_all and self.classify_expression(decorator)[0] == SHOW:
@@ -474,77 +300,107 @@ class _Analysis:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return self._import(node)
         if isinstance(node, ast.Expr):
-            kind, group = self.classify_expression(node.value)
-            if kind == KEEP and last and _only_displays(node.value):
-                return _Record(ECHO)
-            if kind == SAVE and group is not None:
-                self.groups.keep(group)
-            if kind == DRAW and group is not None:
-                self._join(node.value, group)
-            return _Record(kind, group)
+            return self._expression(node, last)
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             return self._assignment(node)
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            kind, group = self.classify_expression(node.iter)
-            iter_names = _names(node.iter)
-            if kind == DRAW or (iter_names & set(self.objects)):
-                group = (
-                    group
-                    if group is not None
-                    else next(self.objects[n] for n in iter_names if n in self.objects)
-                )
-                for name in _target_names(node.target):
-                    if _derived_from_display(node, name, self):
-                        self.objects[name] = group
-                before = set(self.records)
-                self.walk_body(node.body, keep_all)
-                self.walk_body(node.orelse, keep_all)
-                if any(r.kind == KEEP for k, r in self.records.items() if k not in before):
-                    self.groups.keep(group)  # the loop stays for its computation: so do its axes
-                return _Record(DRAW, group)
+            return self._loop(node, keep_all)
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            kinds = [self.classify_expression(item.context_expr)[0] for item in node.items]
+            self.walk_body(node.body, keep_all)
+            return _Record(STYLE if all(k in {STYLE, DRAW} for k in kinds) else KEEP)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self._function(node, keep_all)
+        for body in _bodies(node):  # if, while, try, class, match: their bodies decide
+            self.walk_body(body, keep_all)
+        return _Record(KEEP)
+
+    def _expression(self, node: ast.Expr, last: bool) -> _Record:
+        kind, group = self.classify_expression(node.value)
+        if kind == KEEP and last and _only_displays(node.value):
+            return _Record(ECHO)
+        if kind == SAVE:
+            self._read([node.value])  # ``pio.write_image(fig, ...)`` keeps ``fig``
+            if group is not None:
+                self.groups.keep(group)
+        if kind == DRAW and group is not None:
+            self._join(node.value, group)
+        effects = self._effects(node.value) if kind in {SHOW, DRAW} else ()
+        return _Record(kind, group, effects=effects)
+
+    def _effects(self, node: ast.expr) -> tuple[ast.expr, ...]:
+        """Arguments of a display call that compute something: ``display(next(it))``."""
+        found: list[ast.expr] = []
+        for call in (n for n in _executed(node) if isinstance(n, ast.Call)):
+            for argument in [*call.args, *(k.value for k in call.keywords)]:
+                value = argument.value if isinstance(argument, ast.Starred) else argument
+                if not self._computes_nothing(value):
+                    found.append(value)
+        # an argument nested in another one that is kept anyway: keep the outer one only
+        return tuple(a for a in found if not any(a is not b and a in _executed(b) for b in found))
+
+    def _computes_nothing(self, node: ast.AST) -> bool:
+        for child in _executed(node):
+            if isinstance(child, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
+                return False
+            if isinstance(child, ast.Call) and not self._pure_or_display_call(child):
+                return False
+        return True
+
+    def _pure_or_display_call(self, call: ast.Call) -> bool:
+        function = call.func
+        if isinstance(function, ast.Attribute) and function.attr in PURE_FUNCTIONS:
+            return True
+        if isinstance(function, ast.Name) and function.id in PURE_BUILTINS | PURE_FUNCTIONS:
+            return True
+        root = _chain_root(call)
+        return root is not None and (
+            root in self.objects
+            or root in self.images
+            or root in self.display_functions
+            or self._role_of(root, []) is not None
+        )
+
+    def _loop(self, node: ast.For | ast.AsyncFor, keep_all: bool) -> _Record:
+        """A loop over axes or figures draws; it stays (with its figure) if it computes too."""
+        kind, group = self.classify_expression(node.iter)
+        iter_names = _names(node.iter)
+        if kind != DRAW and not (iter_names & set(self.objects)):
             self._forget(_target_names(node.target))
             self.walk_body(node.body, keep_all)
             self.walk_body(node.orelse, keep_all)
             return _Record(KEEP)
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            kinds = [self.classify_expression(item.context_expr)[0] for item in node.items]
-            self.walk_body(node.body, keep_all)
-            if all(k in {STYLE, DRAW} for k in kinds):
-                return _Record(STYLE)
-            return _Record(KEEP)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            saved = self.current
-            self.current = None
-            self._forget([node.name])
-            before = set(self.records)
-            self.walk_body(node.body, keep_all)
-            self.current = saved
-            inner = [self.records[k] for k in self.records if k not in before]
-            body_kinds = {r.kind for r in inner}
-            docstring_only = all(
-                isinstance(s, ast.Pass)
-                or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-                for s in node.body
-            )
-            if inner and not docstring_only and body_kinds <= {SHOW, DRAW, STYLE, ECHO}:
-                self.display_functions.add(node.name)
-            else:
-                self.display_functions.discard(node.name)
-            return _Record(KEEP)
-        if isinstance(node, (ast.If, ast.While)):
-            self.walk_body(node.body, keep_all)
-            self.walk_body(node.orelse, keep_all)
-            return _Record(KEEP)
-        if isinstance(node, ast.Try):
-            self.walk_body(node.body, keep_all)
-            for handler in node.handlers:
-                self.walk_body(handler.body, keep_all)
-            self.walk_body(node.orelse, keep_all)
-            self.walk_body(node.finalbody, keep_all)
-            return _Record(KEEP)
-        if isinstance(node, ast.ClassDef):
-            self.walk_body(node.body, keep_all)
-            return _Record(KEEP)
+        if group is None:
+            group = next(self.objects[n] for n in iter_names if n in self.objects)
+        for name in _target_names(node.target):
+            if _derived_from_display(node, name, self):
+                self.objects[name] = group
+        before = set(self.records)
+        self.walk_body(node.body, keep_all)
+        self.walk_body(node.orelse, keep_all)
+        if any(r.kind == KEEP or r.effects for k, r in self.records.items() if k not in before):
+            self.groups.keep(group)  # the loop stays for its computation: so do its axes
+        return _Record(DRAW, group)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, keep_all: bool) -> _Record:
+        """A function whose every statement displays is a display function: calls to it go."""
+        saved = self.current
+        self.current = None
+        self._forget([node.name])
+        before = set(self.records)
+        self.walk_body(node.body, keep_all)
+        self.current = saved
+        inner = [self.records[k] for k in self.records if k not in before]
+        body_kinds = {r.kind for r in inner} | ({KEEP} if any(r.effects for r in inner) else set())
+        docstring_only = all(
+            isinstance(s, ast.Pass)
+            or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+            for s in node.body
+        )
+        if body_kinds and not docstring_only and body_kinds <= {SHOW, DRAW, STYLE, ECHO}:
+            self.display_functions.add(node.name)
+        else:
+            self.display_functions.discard(node.name)
         return _Record(KEEP)
 
     def _join(self, expression: ast.AST, group: int) -> None:
@@ -568,7 +424,7 @@ class _Analysis:
                         self._join(value, self.objects[root])
                     return _Record(DRAW, self.objects[root])
                 role = self._role_of(root, attrs)
-                if role in {"pyplot", "mpl", "seaborn", "chart"}:
+                if role is not None and rules.BY_NAME[role.removeprefix("fn:")].settings:
                     return _Record(STYLE)
         if value is None:
             return _Record(KEEP)
@@ -576,26 +432,26 @@ class _Analysis:
         if kind in {DRAW, SHOW} and isinstance(value, ast.Call):
             root, attrs, _ = self._chain(value)
             function = attrs[-1] if attrs else self.function_names.get(root or "")
-            matplotlib = root in self.objects or self._role_of(root, attrs) in {
-                "pyplot",
-                "fn:pyplot",
-            }
+            matplotlib = root in self.objects or (self._role_of(root, attrs) or "").removeprefix(
+                "fn:"
+            ) in {rules.PYPLOT.name, rules.MATPLOTLIB.name}
             group = group if group is not None else self.groups.new()
             self._join(value, group)
-            if function in _DATA_RETURNING and matplotlib:
+            if function in rules.PYPLOT.data_returning and matplotlib:
                 self._forget(names)
                 self.data_names.update(dict.fromkeys(names, group))
-                return _Record(DATA, group, names)
+                return _Record(DATA, group, names, effects=self._effects(value))
             for name in names:
                 self.objects[name] = group
                 self.images.discard(name)
-            return _Record(DRAW, group, names)
+            return _Record(DRAW, group, names, effects=self._effects(value))
         if kind == STYLE:
             return _Record(STYLE)
         self._forget(names)
         root = _chain_root(value)
         if root is not None and (
-            root in self.images or self.roles.get(root) in {"image", "fn:image"}
+            root in self.images
+            or (self.roles.get(root) or "").removeprefix("fn:") == rules.PIL_IMAGE.name
         ):
             self.images.update(names)
         return _Record(KEEP)
@@ -644,12 +500,14 @@ class _Analysis:
 
 
 def _role_for_module(module: str) -> str | None:
-    best = None
-    for prefix, role in _MODULE_ROLES.items():
-        if (module == prefix or module.startswith(prefix + ".")) and (
-            best is None or len(prefix) > len(best[0])
-        ):
-            best = (prefix, role)
+    """The library a module belongs to (its most specific table), by name."""
+    best: tuple[str, str] | None = None
+    for library in rules.LIBRARIES:
+        for prefix in library.modules:
+            if (module == prefix or module.startswith(prefix + ".")) and (
+                best is None or len(prefix) > len(best[0])
+            ):
+                best = (prefix, library.name)
     return best[1] if best else None
 
 
@@ -657,6 +515,18 @@ def _chain_root(node: ast.AST) -> str | None:
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _executed(node: ast.AST) -> list[ast.AST]:
+    """``node`` and the nodes inside it that run when it is evaluated (not lambda bodies)."""
+    found: list[ast.AST] = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        if not isinstance(current, ast.Lambda):
+            pending.extend(ast.iter_child_nodes(current))
+    return found
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -693,27 +563,40 @@ def _derived_from_display(loop: ast.For | ast.AsyncFor, name: str, analysis: _An
 
 
 def _only_displays(node: ast.AST) -> bool:
-    """A bare value, or a chain of inspection methods on one: the notebook only showed it."""
+    """A value a cell ended with only to show it: removing it changes nothing computed.
+
+    A bare name, attribute or literal, or a chain of known-pure inspection methods on one
+    (``df.describe().round(2)``, ``len(x)``).  A subscript may call ``__missing__`` and any
+    other call may change state (``queue.get()``, ``next(it)``, ``df.dropna(inplace=True)``):
+    those stay, as statements.
+    """
     if isinstance(node, (ast.Name, ast.Constant)):
         return True
-    if isinstance(node, (ast.Attribute, ast.Subscript)):
+    if isinstance(node, ast.Attribute):
         return _only_displays(node.value)
     if isinstance(node, (ast.Tuple, ast.List)):
         return all(_only_displays(e) for e in node.elts)
-    if isinstance(node, ast.Compare):
-        return _only_displays(node.left) and all(_only_displays(c) for c in node.comparators)
-    if isinstance(node, ast.BinOp):
-        return _only_displays(node.left) and _only_displays(node.right)
-    if isinstance(node, ast.JoinedStr):
-        return True
     if isinstance(node, ast.Call):
-        simple_args = all(_only_displays(a) for a in node.args) and all(
-            _only_displays(k.value) for k in node.keywords
-        )
-        if isinstance(node.func, ast.Attribute) and node.func.attr in _INSPECTION_METHODS:
-            return simple_args and _only_displays(node.func.value)
-        if isinstance(node.func, ast.Name) and node.func.id in _INSPECTION_BUILTINS:
-            return simple_args
+        if any(k.arg == "inplace" for k in node.keywords):
+            return False
+        inert = all(_inert(a) for a in node.args) and all(_inert(k.value) for k in node.keywords)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in PURE_METHODS:
+            return inert and _only_displays(node.func.value)
+        if isinstance(node.func, ast.Name) and node.func.id in PURE_BUILTINS:
+            return inert
+    return False
+
+
+def _inert(node: ast.AST) -> bool:
+    """An argument whose evaluation runs no code: a literal, a name, an attribute."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _inert(node.value)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_inert(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _inert(node.operand)
     return False
 
 
@@ -736,6 +619,15 @@ class _Decider:
         self.kept_reads: set[str] = set()
 
     def dropped(self, statement: ast.stmt) -> bool:
+        """The statement goes entirely (display only, nothing in it computes)."""
+        return self.goes(statement) and not self._effects(statement)
+
+    def _effects(self, statement: ast.stmt) -> tuple[ast.expr, ...]:
+        record = self.analysis.records.get(id(statement))
+        return record.effects if record is not None else ()
+
+    def goes(self, statement: ast.stmt) -> bool:
+        """The statement is display; it may still hold computation (``_effects``)."""
         record = self.analysis.records.get(id(statement))
         if record is None:
             return False
@@ -744,28 +636,42 @@ class _Decider:
             return True
         if record.kind == DRAW:
             if isinstance(statement, (ast.For, ast.AsyncFor)):
-                return self._all_dropped(statement.body) and self._all_dropped(statement.orelse)
+                return (
+                    self._all_dropped(statement.body)
+                    and self._all_dropped(statement.orelse)
+                    and self._header_computes_nothing(statement)
+                )
             return record.group is None or not groups.is_kept(record.group)
         if record.kind == DATA:
             kept = record.group is not None and groups.is_kept(record.group)
             return not kept and not (set(record.targets) & self.analysis.reads)
         if record.kind == STYLE:
-            if isinstance(statement, (ast.With, ast.AsyncWith)):
-                return not self.any_kept or self._all_dropped(statement.body)
+            if isinstance(statement, (ast.With, ast.AsyncWith)):  # its body decides
+                return self._all_dropped(statement.body)
             return not self.any_kept
         if record.kind == IMPORT:
             return not (set(record.bound) & self.kept_reads)
         if isinstance(
             statement, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)
         ):
-            body_gone = self._all_dropped(statement.body)
-            orelse = getattr(statement, "orelse", [])
             return (
-                body_gone
-                and self._all_dropped(orelse)
-                and (not isinstance(statement, ast.While) or True)
+                self._all_dropped(statement.body)
+                and self._all_dropped(getattr(statement, "orelse", []))
+                and self._header_computes_nothing(statement)
             )
         return False
+
+    def _header_computes_nothing(self, statement: ast.stmt) -> bool:
+        """A block whose body went goes too, unless its own part computes: a loop's
+        iterator or condition that calls something, a loop variable read later."""
+        if isinstance(statement, ast.While):
+            return False  # its condition runs again and again: it stays
+        parts = self.analysis._own_expressions(statement)
+        if not all(self.analysis._computes_nothing(part) for part in parts):
+            return False
+        if isinstance(statement, (ast.For, ast.AsyncFor)):
+            return not (set(_target_names(statement.target)) & self.analysis.reads)
+        return True
 
     def _all_dropped(self, body: Sequence[ast.stmt]) -> bool:
         return all(self.dropped(s) for s in body)
@@ -781,7 +687,8 @@ class _Decider:
                 continue
             if self.dropped(statement):
                 continue
-            for part in self.analysis._own_expressions(statement):
+            parts = self._effects(statement) if self.goes(statement) else ()
+            for part in parts or self.analysis._own_expressions(statement):
                 self.kept_reads |= _names(part)
                 self.kept_reads |= {n.split(".")[0] for n in _attribute_roots(part)}
             for child in _bodies(statement):
@@ -797,6 +704,9 @@ class _Decider:
                 editor.remove_statement(statement, marker, pass_if_empty=needs_pass)
                 removed.append(ast.get_source_segment(editor.text, statement) or "")
                 continue
+            if self._effects(statement) and self.goes(statement):
+                self._keep_effects(editor, statement, removed)
+                continue
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 for decorator in statement.decorator_list:
                     if id(decorator) in self.analysis.display_decorators:
@@ -804,6 +714,20 @@ class _Decider:
                         removed.append("@" + (ast.get_source_segment(editor.text, decorator) or ""))
             for child in _bodies(statement):
                 self.edit(editor, child, removed)
+
+    def _keep_effects(self, editor: SourceEditor, statement: ast.stmt, removed: list[str]) -> None:
+        """``display(next(it))`` → ``next(it)``: the display goes, what it computed stays."""
+        if not editor.alone_on_lines(statement):
+            return  # shares its line with other code: left as written
+        source = ast.get_source_segment(editor.text, statement) or ""
+        indent = editor.indentation(statement)
+        parts = [ast.get_source_segment(editor.text, e) or "" for e in self._effects(statement)]
+        if any("\n" in p for p in parts):
+            return  # a multi-line argument: left as written rather than re-indented
+        text = comment_block(source, indent, "[display]") if self.comment_removed else ""
+        text += "".join(f"{indent}{part}\n" for part in parts)
+        editor.replace_lines(statement.lineno, statement.end_lineno or statement.lineno, text)
+        removed.append(source)
 
 
 def _is_module_body(body: Sequence[ast.stmt]) -> bool:

@@ -24,6 +24,11 @@ class HpcScriptExporter(Exporter):
     export_from_notebook = "HPC batch script"
     output_mimetype = "text/x-python"
     markdown_as_comments = Bool(True, help="Keep markdown cells as comments.").tag(config=True)
+    strict = Bool(
+        False,
+        help="Refuse a notebook with a cell that is not Python (else: keep it as a comment, "
+        "with a warning naming the cell).",
+    ).tag(config=True)
     default_preprocessors: List[Any] = List(PREPROCESSORS).tag(config=True)
 
     @default("file_extension")
@@ -47,6 +52,7 @@ class HpcScriptExporter(Exporter):
             }
         )
         resources = self._init_resources(resources)
+        resources.setdefault("hpc_magics", {})["strict"] = self.strict
         light, resources = self._preprocess(light, resources)
         name = resources.get("metadata", {}).get("name") or "notebook"
         needs = resources.get("hpc_magics", {}).get("needs", ())

@@ -16,9 +16,11 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ._source import SourceEditor, string_literal
+from .ipython_syntax import alias_command, prefilter_line
 
 #: helper names a translated cell may need in the script's prelude
 SUBPROCESS, TIMER, TIMEIT, IPYTHON, OS, SYS = (
@@ -38,8 +40,6 @@ _INSTALLERS = re.compile(
 _DISPLAY_CELL_MAGICS = {"html", "HTML", "javascript", "js", "markdown", "latex", "svg"}
 _SCRIPT_CELL_MAGICS = {"bash", "sh", "perl", "ruby", "python", "python2", "python3", "pypy"}
 _INTERACTIVE_LINE_MAGICS = {
-    "load_ext",
-    "reload_ext",
     "unload_ext",
     "autoreload",
     "aimport",
@@ -80,7 +80,15 @@ _INTERACTIVE_LINE_MAGICS = {
     "sbatch_defaults",
     "bookmark",
     "dhist",
+    "pwd",
+    "pycat",
+    "more",
+    "less",
+    "man",
 }
+#: extensions that only help an interactive session; any other (``Cython``, ``rpy2.ipython``,
+#: ``line_profiler``) defines magics later cells use, so it is loaded in the job too
+_INTERACTIVE_EXTENSIONS = {"autoreload", "tensorboard", "watermark", "jupyter_black", "nb_black"}
 _HELP_LINE_MAGICS = {"pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pfile"}
 _INSTALL_LINE_MAGICS = {"pip", "conda", "mamba", "micromamba", "uv"}
 _HPC_LINE_MAGICS = re.compile(r"^(?:hpc_\w+|sbatch\w*|jobs?)$")
@@ -103,26 +111,32 @@ class _Needs:
         self.items.update(names)
 
 
-def translate_magics(source: str) -> Translated:
+def translate_magics(source: str, bound: Collection[str] = ()) -> Translated:
     """The cell ``source`` with every IPython-only construct made plain Python.
 
-    Raises ``SyntaxError`` when the cell is not valid even as IPython input.
+    ``bound``: names the notebook defined in earlier cells (they hide automagics, as in
+    IPython).  Raises ``SyntaxError`` when the cell is not valid even as IPython input.
     """
     needs = _Needs()
-    text = _translate(source, needs)
+    text = _translate(source, needs, bound)
     return Translated(text, frozenset(needs.items))
 
 
-def _translate(source: str, needs: _Needs) -> str:
+def _translate(source: str, needs: _Needs, bound: Collection[str] = ()) -> str:
     stripped = source.lstrip()
     if stripped.startswith("%%"):
         return _cell_magic(stripped, needs)
-    if not _SPECIAL.search(source):
-        ast.parse(source)  # a broken cell is reported now, not hours into the job
+    try:
+        plain: ast.Module | None = ast.parse(source)
+    except SyntaxError:
+        plain = None
+    if plain is not None and "get_ipython" not in source and not _maybe_automagic(plain):
         return source
     from IPython.core.inputtransformer2 import TransformerManager
 
     text = TransformerManager().transform_cell(source)
+    if len(text.splitlines()) == 1:  # IPython's prefilter reads one-line cells only
+        text = prefilter_line(text, bound) + "\n"
     tree = ast.parse(text)
     editor = SourceEditor(text)
     statement_calls: set[int] = set()
@@ -146,6 +160,28 @@ def _translate(source: str, needs: _Needs) -> str:
             needs.add(IPYTHON)
             editor.replace_node(node, "_ipython")
     return editor.result()
+
+
+def _maybe_automagic(tree: ast.Module) -> bool:
+    """A one-statement expression cell (``ls``, ``ls -la``, ``pwd``) IPython may read as a magic."""
+    return (
+        len(tree.body) == 1
+        and isinstance(tree.body[0], ast.Expr)
+        and (tree.body[0].end_lineno == tree.body[0].lineno)
+    )
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """Names a cell defines: assignments, imports, functions, classes, loop targets."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
 
 
 def _inside_handled(name: ast.Name, tree: ast.AST, handled: set[int]) -> bool:
@@ -194,43 +230,86 @@ def _line_statement(call: ast.Call, indent: str, needs: _Needs) -> str | None:
         return "".join(indent + line + "\n" for line in body.splitlines())
     if method != "run_line_magic" or len(args) != 2:
         return None
-    name, line = args
+    return _line_magic(args[0], args[1], indent, needs)
+
+
+def _line_magic(name: str, line: str, indent: str, needs: _Needs) -> str:
+    """``%name line`` as plain Python lines: dropped with a reason, translated, an alias's
+    shell command, or else IPython's own shell in the job."""
     shown = f"%{name} {line}".strip()
-    if name == "time":
-        needs.add(TIMER)
-        inner = _translate(line + "\n", needs).rstrip("\n")
-        inner_lines = "".join(f"{indent}{text}\n" for text in inner.splitlines())
-        return (
-            f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
-            f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n'
-        )
-    if name == "timeit":
-        timeit_call = _timeit_call(line, None, needs)
-        return None if timeit_call is None else f"{indent}{timeit_call}  # {shown}\n"
-    if name == "matplotlib":
-        return (
-            f"{indent}# {shown}: dropped, a batch job has no display "
-            "(figures render off-screen with MPLBACKEND=Agg)\n"
-        )
-    if name in _INSTALL_LINE_MAGICS:
-        return f"{indent}# {shown}: dropped, {_INSTALL_WHY}\n"
-    if name in _HELP_LINE_MAGICS:
-        return f"{indent}# {line}?: help look-up dropped, nobody reads it in a batch job\n"
-    if name in _INTERACTIVE_LINE_MAGICS or _HPC_LINE_MAGICS.match(name):
-        return f"{indent}# {shown}: dropped, it only matters in an interactive session\n"
-    if name in {"system", "sx"} and line:
-        return (
-            _system(line, indent, needs)
-            if name == "system"
-            else indent + _captured_command(line, needs) + "\n"
-        )
-    if name == "cd" and line and line.strip() != "-":
-        needs.add(OS)
-        return f"{indent}os.chdir(os.path.expanduser({_command_literal(line.strip())}))\n"
-    if name == "env":
-        return _env(line, indent, shown, needs)
+    reason = _why_dropped(name, line, shown)
+    if reason is not None:
+        return f"{indent}# {reason}\n"
+    translate = _LINE_MAGICS.get(name)
+    translated = translate(line, indent, shown, needs) if translate is not None else None
+    if translated is not None:
+        return translated
+    command = alias_command(name, line)
+    if command is not None:  # ``%ls``, ``cat FILE``: IPython's aliases run a shell command
+        return _system(command, indent, needs)
     needs.add(IPYTHON)
     return f"{indent}_ipython().run_line_magic({name!r}, {line!r})\n"
+
+
+def _why_dropped(name: str, line: str, shown: str) -> str | None:
+    """The comment for a line magic that has no place in a batch job, else None."""
+    if name == "matplotlib":
+        return (
+            f"{shown}: dropped, a batch job has no display "
+            "(figures render off-screen with MPLBACKEND=Agg)"
+        )
+    if name in _INSTALL_LINE_MAGICS:
+        return f"{shown}: dropped, {_INSTALL_WHY}"
+    if name in _HELP_LINE_MAGICS:
+        asked = {"pinfo": f"{line}?", "pinfo2": f"{line}??"}.get(name, shown)
+        return f"{asked}: help look-up dropped, nobody reads it in a batch job"
+    interactive_extension = name in {"load_ext", "reload_ext"} and (
+        line.strip() in _INTERACTIVE_EXTENSIONS
+    )
+    if interactive_extension or name in _INTERACTIVE_LINE_MAGICS or _HPC_LINE_MAGICS.match(name):
+        return f"{shown}: dropped, it only matters in an interactive session"
+    return None
+
+
+def _time(line: str, indent: str, shown: str, needs: _Needs) -> str:
+    needs.add(TIMER)
+    inner = _translate(line + "\n", needs).rstrip("\n")
+    inner_lines = "".join(f"{indent}{text}\n" for text in inner.splitlines())
+    return (
+        f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
+        f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n'
+    )
+
+
+def _timeit_magic(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+    call = _timeit_call(line, None, needs)
+    return None if call is None else f"{indent}{call}  # {shown}\n"
+
+
+def _system_magic(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+    return _system(line, indent, needs) if line else None
+
+
+def _sx(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+    return indent + _captured_command(line, needs) + "\n" if line else None
+
+
+def _cd(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+    if not line or line.strip() == "-":
+        return None  # ``%cd`` alone or ``%cd -`` use IPython's directory history
+    needs.add(OS)
+    return f"{indent}os.chdir(os.path.expanduser({_command_literal(line.strip())}))\n"
+
+
+_LINE_MAGICS: dict[str, Callable[[str, str, str, _Needs], str | None]] = {
+    "time": _time,
+    "timeit": _timeit_magic,
+    "system": _system_magic,
+    "sx": _sx,
+    "cd": _cd,
+    "env": lambda line, indent, shown, needs: _env(line, indent, shown, needs),
+    "set_env": lambda line, indent, shown, needs: _env(line, indent, shown, needs),
+}
 
 
 _INSTALL_WHY = (
@@ -333,13 +412,13 @@ def _cell_magic(text: str, needs: _Needs) -> str:
         call = _timeit_call(line, body, needs)
         if call is not None:
             return f"# {shown}\n{call}\n"
-    if name == "capture":
+    if name == "capture" and not [w for w in line.split() if not w.startswith("-")]:
         return f"# {shown}: dropped, the output goes to the job's log\n" + _translate(body, needs)
     if name == "sbatch":
         return "# %%sbatch: this cell already runs inside the batch job\n" + _translate(body, needs)
     if name in _DISPLAY_CELL_MAGICS:
         return f"# {shown}: cell dropped, it only displays in the notebook\n"
-    if name == "writefile":
+    if name in {"writefile", "file"}:  # ``%%file`` is IPython's old name for it
         return _writefile(line, body, shown, needs)
     if name in _SCRIPT_CELL_MAGICS or name == "script":
         program = _script_program(name, line)

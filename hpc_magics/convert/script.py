@@ -8,8 +8,8 @@ them all without importing nbconvert, which keeps ``hpc-magics convert`` fast.
 
 from __future__ import annotations
 
+import ast
 import json
-import re
 from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.errors import HpcMagicsError
 from . import magics
+from ._source import SourceEditor, comment_block
 from .cells import KEEP_TAGS, RUN_AS_IS, SKIP, SKIP_TAGS, cell_policy, source_text, tags
 from .display import strip_display
 from .progress import plain_progress_bars
@@ -42,20 +43,41 @@ def skip_cells(cells: list[Cell], skip_tags: Collection[str] = SKIP_TAGS) -> Non
             }
 
 
-def translate_cells(cells: Iterable[Cell], needs: set[str]) -> None:
-    """IPython syntax → plain Python in every code cell; ``needs`` gets the helpers used."""
+def translate_cells(
+    cells: Iterable[Cell],
+    needs: set[str],
+    *,
+    strict: bool = True,
+    warnings: list[str] | None = None,
+) -> None:
+    """IPython syntax → plain Python in every code cell; ``needs`` gets the helpers used.
+
+    A cell that is not Python even as IPython input raises ``ConversionError`` when
+    ``strict``; otherwise it is kept as a comment and ``warnings`` gets a line naming it.
+    """
+    bound: set[str] = set()
     for number, cell in enumerate(cells, start=1):
         if cell.get("cell_type") != "code":
             continue
+        source = source_text(cell)
         try:
-            translated = magics.translate_magics(source_text(cell))
+            translated = magics.translate_magics(source, bound)
         except SyntaxError as error:
-            raise ConversionError(
-                f"cell {number} is not valid Python (line {error.lineno}: {error.msg}): "
-                "fix it or tag the cell hpc-skip"
-            ) from None
+            problem = f"cell {number} is not valid Python (line {error.lineno}: {error.msg})"
+            if strict:
+                raise ConversionError(f"{problem}: fix it or tag the cell hpc-skip") from None
+            if warnings is not None:
+                warnings.append(f"{problem}: kept as a comment; fix it or tag it hpc-skip")
+            cell["source"] = f"# [not python] {problem}, kept as a comment:\n" + comment_block(
+                source, "", "[not python]"
+            )
+            continue
         cell["source"] = translated.source
         needs.update(translated.needs)
+        try:
+            bound |= magics.bound_names(ast.parse(translated.source))
+        except SyntaxError:  # pragma: no cover - translate_magics returns Python
+            pass
 
 
 def progress_cells(cells: Iterable[Cell]) -> None:
@@ -79,7 +101,28 @@ def strip_cells(
 
 
 # ---------------------------------------------------------------------- the script
-_FUTURE = re.compile(r"^from __future__ import [^\n]*\n?", re.MULTILINE)
+def hoist_futures(text: str) -> tuple[list[str], str]:
+    """A cell's ``from __future__`` imports, and the cell without them.
+
+    Python accepts them only at the top of a file: the script puts them there, above the
+    code the converter adds, and leaves a comment where they were.
+    """
+    if "__future__" not in text:
+        return [], text
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return [], text
+    futures = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__"
+    ]
+    editor = SourceEditor(text)
+    for node in futures:
+        editor.remove_statement(node, "[moved to the top of the script]")
+    return [ast.unparse(node) + "\n" for node in futures], editor.result()
+
 
 _HELPERS = {
     magics.SYS: "import sys\n",
@@ -155,8 +198,8 @@ def render_script(
         text = source_text(cell)
         note = cell.get("metadata", {}).get("hpc_magics", {})
         if kind == "code":
-            futures += _FUTURE.findall(text)
-            text = _FUTURE.sub("", text)
+            hoisted, text = hoist_futures(text)
+            futures += hoisted
             body.append(
                 f"# %% cell {number}\n{text.rstrip()}\n"
                 if text.strip()
@@ -191,6 +234,7 @@ def render_script(
 class Conversion:
     script: str
     removed: tuple[tuple[str, ...], ...]  # per code cell, the statements that went
+    warnings: tuple[str, ...] = ()  # cells kept as comments, one line each
 
 
 def convert_notebook(
@@ -201,8 +245,12 @@ def convert_notebook(
     keep_tags: Collection[str] = KEEP_TAGS,
     comment_removed: bool = True,
     markdown_as_comments: bool = True,
+    strict: bool = False,
 ) -> Conversion:
-    """Run every step on a notebook (a dict as read from JSON; outputs are ignored)."""
+    """Run every step on a notebook (a dict as read from JSON; outputs are ignored).
+
+    A cell that is not Python is kept as a comment with a warning; ``strict`` refuses it.
+    """
     cells: list[Cell] = [
         {
             "cell_type": c.get("cell_type"),
@@ -214,11 +262,12 @@ def convert_notebook(
     ]
     needs: set[str] = set()
     skip_cells(cells, skip_tags)
-    translate_cells(cells, needs)
+    warnings: list[str] = []
+    translate_cells(cells, needs, strict=strict, warnings=warnings)
     progress_cells(cells)
     removed = strip_cells(cells, keep_tags, comment_removed)
     script = render_script(name, cells, needs, markdown_as_comments=markdown_as_comments)
-    return Conversion(script, tuple(tuple(r) for r in removed))
+    return Conversion(script, tuple(tuple(r) for r in removed), tuple(warnings))
 
 
 def read_notebook(path: Path) -> dict[str, Any]:

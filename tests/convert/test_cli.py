@@ -74,8 +74,13 @@ def test_errors_are_one_line_with_the_fix(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "profile 'nowhere' is unknown: use one of" in unknown.stderr
     broken = tmp_path / "broken.ipynb"
     nbformat.write(notebook("x = (1,"), broken)
-    bad = hpc_magics("convert", broken)
+    bad = hpc_magics("convert", broken, "--strict")
     assert bad.returncode == 2 and "cell 1 is not valid Python" in bad.stderr
+    assert bad.stderr.strip().count("\n") == 0 and "broken.ipynb" in bad.stderr
+    lenient = hpc_magics("convert", broken)
+    assert lenient.returncode == 0, lenient.stderr
+    assert "warning:" in lenient.stderr and "cell 1 is not valid Python" in lenient.stderr
+    assert "# [not python] x = (1," in (tmp_path / "broken.py").read_text()
     not_notebook = tmp_path / "notes.ipynb"
     not_notebook.write_text("{not json")
     invalid = hpc_magics("convert", not_notebook)
@@ -94,6 +99,21 @@ def test_nbconvert_entry_point_matches_the_command(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "nbconvert" / f"{name}.py").read_text() == \
             (tmp_path / "cli" / f"{name}.py").read_text()
+
+
+def test_nbconvert_strict_refuses_a_cell_that_is_not_python(tmp_path: Path) -> None:
+    nbformat.write(notebook("x = 1", "x = (1,"), tmp_path / "broken.ipynb")
+
+    def export(*options: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(VENV_BIN / "jupyter"), "nbconvert", "--to", "hpc_script", "broken.ipynb",
+             *options], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S,
+            env=headless_env(None), check=False)
+
+    lenient = export()
+    assert lenient.returncode == 0 and "cell 2 is not valid Python" in lenient.stderr
+    strict = export("--HpcScriptExporter.strict=True")
+    assert strict.returncode != 0 and "cell 2 is not valid Python" in strict.stderr
 
 
 def test_help_lists_the_convert_command() -> None:

@@ -14,7 +14,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from .conftest import NOTEBOOKS, execute_notebook, headless_env, notebook, run_converted, tagged
+from .conftest import (
+    NOTEBOOKS,
+    assert_same_variables,
+    execute_notebook,
+    headless_env,
+    notebook,
+    run_converted,
+    runs,
+    tagged,
+)
 
 WORKSHOP = sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
 FILES_WRITTEN = {
@@ -82,3 +91,105 @@ def test_every_construct_in_one_notebook_same_values(tmp_path: Path, viewer_trap
     assert "line, = ax.plot(np.sort(data.x))" in script
     assert "# [display] means.plot.bar()" in script
     assert not (viewer_trap / "STARTED").exists()
+
+
+# ---------------------------------------------------------------------- every variable
+SIDE_EFFECTS = notebook(
+    "import collections\nimport queue\nimport random\nimport numpy as np\nimport pandas as pd\n"
+    "import matplotlib.pyplot as plt",
+    "frame = pd.DataFrame({'a': [1.0, None, 3.0], 'b': [3, 2, 1]})\nframe.dropna(inplace=True)",
+    "frame.sort_values('b', inplace=True)",
+    "jobs = queue.Queue()\nfor i in range(3):\n    jobs.put(i)\njobs.get()",
+    "left = jobs.qsize()",
+    "numbers = iter(range(5))\nnext(numbers)",
+    "rest = list(numbers)",
+    "items = [1, 2, 3]\nitems.pop()",
+    "class Model:\n    def __init__(self):\n        self.training = False\n"
+    "    def train(self):\n        self.training = True\n        return self\n\n"
+    "model = Model()\nmodel.train()",
+    "training = model.training",
+    "counts = collections.defaultdict(int)\ncounts['seen']",
+    "settings = {}\nsettings.setdefault('depth', 3)",
+    "random.seed(0)\nrandom.random()",
+    "after = random.random()",
+    "rng = np.random.default_rng(0)\nrng.normal(size=3)",
+    "after_np = rng.normal()",
+    "squares = (i * i for i in range(4))\nsorted(squares)",
+    "squares_left = list(squares)",
+    "frame.describe()",
+    "frame.head()",
+    "frame.plot.bar()\nplt.show()",
+    "frame.style.highlight_max()",
+    "fig, ax = plt.subplots()\nax.plot(frame.b)\nfig",
+    "from IPython.display import display\nletters = iter('abc')\ndisplay(next(letters))\n"
+    "plt.plot(rng.normal(size=4))\nplt.plot(frame.b, np.sin(frame.b))\nplt.show()",
+    "def draw():\n    plt.plot(rng.normal(size=3))\n\ndraw()",
+    "panels, axes = plt.subplots(2)\nfor ax in axes:\n    ax.hist(rng.normal(size=9))\nplt.show()",
+    "line, = plt.plot(rng.normal(size=4))\nheights, edges, bars = plt.hist(rng.normal(size=20))\n"
+    "plt.close()",
+    "after_plots = (next(letters), float(rng.normal()))",
+    "summary = {'rows': len(frame), 'b': frame.b.tolist()}",
+)
+
+IPYTHON_SYNTAX = notebook(
+    "import os",
+    "from __future__ import annotations\n\ndef scale(x: UndefinedType) -> Unknown:\n"
+    "    return 2 * x\n\nannotations = dict(scale.__annotations__)",
+    "os?",
+    "??os.path",
+    "os.sep??",
+    "%pinfo os",
+    "first = 1\nos.path?\nsecond = first + 1",
+    "mkdir -p data",
+    "%%writefile data/a.txt\nhello\nworld\n",
+    "cat data/a.txt",
+    "lines = !cat data/a.txt",
+    "listed = %sx ls data",
+    "cd data",
+    "here = os.path.basename(os.getcwd())",
+    "cd ..",
+    "ls",
+    "%env HPC_TEST_VALUE=42",
+    "env_value = os.environ['HPC_TEST_VALUE']",
+    ",print hello world",
+    "%time total = sum(range(10))",
+    "%%time\nsquares = [i * i for i in range(5)]",
+    "%timeit -n 1 -r 1 sum(range(10))",
+    "%%bash\necho from-bash > data/b.txt",
+    "bash_text = open('data/b.txt').read()",
+    "%%capture\nprint('hidden')\ncaptured_value = 7",
+    "%%capture kept_output\nprint('kept')",
+    "kept_text = kept_output.stdout",
+    "%set_env HPC_OTHER=b",
+    "other_value = os.environ['HPC_OTHER']",
+    "%%writefile helper.py\nHELPED = 3\n",
+    "%run helper.py",
+    "%%file twice_ext.py\ndef load_ipython_extension(ip):\n"
+    "    ip.register_magic_function(lambda line: int(line) * 2, magic_name='twice')\n",
+    "%load_ext twice_ext",
+    "doubled = %twice 21",
+    "%matplotlib inline\n%load_ext autoreload\n%autoreload 2",
+    "%who",
+    "pwd",
+)
+
+
+def test_side_effecting_last_expressions_compute_the_same(tmp_path: Path,
+                                                          viewer_trap: Path) -> None:
+    script = assert_same_variables(SIDE_EFFECTS, tmp_path, viewer_trap)
+    for statement in ("frame.dropna(inplace=True)", "jobs.get()", "next(numbers)", "items.pop()",
+                      "model.train()", "counts['seen']", "random.random()", "sorted(squares)"):
+        assert runs(script, statement), statement
+    assert runs(script, "next(letters)") and not runs(script, "display(next(letters))")
+    for display in ("frame.describe()", "frame.plot.bar()", "frame.style.highlight_max()",
+                    "plt.plot(frame.b, np.sin(frame.b))"):
+        assert not runs(script, display), display
+
+
+def test_every_ipython_construct_computes_the_same(tmp_path: Path, viewer_trap: Path) -> None:
+    script = assert_same_variables(IPYTHON_SYNTAX, tmp_path, viewer_trap)
+    assert "get_ipython" not in script
+    lines = script.splitlines()
+    first_code = next(i for i, line in enumerate(lines) if line.startswith(("import", "from")))
+    assert lines[first_code] == "from __future__ import annotations"
+    assert runs(script, "os.chdir(") and runs(script, "'cat data/a.txt'")

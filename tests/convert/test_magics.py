@@ -106,8 +106,46 @@ def test_translation_text(source: str, expected: str) -> None:
     assert translate_magics(source).source == expected
 
 
-def test_invalid_cell_is_reported_with_its_number() -> None:
-    from hpc_magics.convert.script import ConversionError
+def test_invalid_cell_is_refused_with_its_number_when_strict() -> None:
+    from hpc_magics.convert.script import ConversionError, convert_notebook
 
     with pytest.raises(ConversionError, match=r"cell 2 is not valid Python \(line 1: .*hpc-skip"):
-        convert(notebook("x = 1", "def broken(:\n    pass"))
+        convert_notebook(notebook("x = 1", "def broken(:\n    pass"), "nb", strict=True)
+
+
+def test_invalid_cell_is_kept_as_a_comment_with_a_warning(tmp_path: Path) -> None:
+    nb = notebook("x = 1", "def broken(:\n    pass", "print('x', x)")
+    conversion = convert(nb)
+    assert len(conversion.warnings) == 1 and conversion.warnings[0].startswith("cell 2 ")
+    assert commented(conversion.script, "[not python] def broken(:")
+    assert commented(conversion.script, "cell 2 is not valid Python")
+    _, result = run_converted(nb, tmp_path)
+    assert "x 1" in result.stdout
+
+
+def test_automagics_and_aliases_as_ipython_reads_them(tmp_path: Path) -> None:
+    """One-line cells go through IPython's own prefilter; a notebook variable hides a magic."""
+    import builtins
+    import sys
+
+    from hpc_magics.convert import ipython_syntax
+
+    ipython_syntax._shell.cache_clear()  # the private shell is made in this test
+    main, ps1 = sys.modules["__main__"], hasattr(sys, "ps1")
+    in_ipython = "__IPYTHON__" in vars(builtins)
+    assert translate_magics("cd data\n").source == "os.chdir(os.path.expanduser('data'))\n"
+    assert "'cat notes.txt'" in translate_magics("cat notes.txt\n").source
+    assert "install packages before the job runs" in translate_magics("pip install rich\n").source
+    assert translate_magics("ls\n", bound={"ls"}).source == "ls\n"
+    assert translate_magics("??np.sum\n").source.startswith("# np.sum??: help look-up dropped")
+    # multi-line cells are not prefiltered by IPython either: not Python there
+    with pytest.raises(SyntaxError):
+        translate_magics("x = 1\ncd data\n")
+    # asking IPython's prefilter leaves this process as it was
+    assert sys.modules["__main__"] is main and hasattr(sys, "ps1") == ps1
+    assert ("__IPYTHON__" in vars(builtins)) == in_ipython
+    nb = notebook("from __future__ import annotations\nimport os", "mkdir -p data",
+                  "cd data", "here = os.path.basename(os.getcwd())\nprint('here', here)")
+    script, result = run_converted(nb, tmp_path)
+    assert "here data" in result.stdout
+    assert script.index("from __future__ import annotations") < script.index("import os")

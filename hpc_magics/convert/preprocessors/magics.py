@@ -17,9 +17,20 @@ class MagicsPreprocessor(Preprocessor):
     """
 
     enabled = Bool(True).tag(config=True)
+    strict = Bool(
+        False,
+        help="Refuse a notebook with a cell that is not Python (else: keep it as a comment, "
+        "with a warning). The exporter's own strict setting also turns this on.",
+    ).tag(config=True)
 
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        needs: set[str] = set(resources.get("hpc_magics", {}).get("needs", ()))
-        translate_cells(nb.cells, needs)
-        resources.setdefault("hpc_magics", {})["needs"] = sorted(needs)
+        state = resources.setdefault("hpc_magics", {})
+        needs: set[str] = set(state.get("needs", ()))
+        warnings: list[str] = []
+        strict = self.strict or bool(state.get("strict"))
+        translate_cells(nb.cells, needs, strict=strict, warnings=warnings)
+        for warning in warnings:
+            self.log.warning("%s", warning)
+        state["needs"] = sorted(needs)
+        state["warnings"] = warnings
         return nb, resources
