@@ -215,3 +215,18 @@ def test_cannot_cancel_another_users_job(user_shell: Any, second_user: OtherUser
         assert sacct_state(job_id) in {"RUNNING", "PENDING"}
     finally:
         second_user.run("scancel", job_id, check=False)
+
+
+def test_a_jobs_folder_another_user_keeps_private_is_a_clear_error(
+        user_shell: Any, second_user: OtherUser, project: Path) -> None:
+    jobs = project / "their_jobs"
+    second_user.run("mkdir", "-m", "700", str(jobs))
+    magics_of(user_shell).jobs_dir = str(jobs)
+    # HpcMagicsError: %%sbatch does not turn this one into a UsageError yet (magics/jobs.py)
+    with pytest.raises((UsageError, HpcMagicsError)) as raised:
+        user_shell.run_cell_magic("sbatch", "", WHO_AM_I)
+    assert str(raised.value) == (
+        f"jobs folder {jobs} belongs to {second_user.name} and you may not create job "
+        f"folders in it: ask them to `chmod 3770 {jobs}` (group hpcproj), or set "
+        "HPC_MAGICS_JOBS_DIR to a folder of yours")
+    assert magics_of(user_shell).last_job is None  # nothing was submitted
