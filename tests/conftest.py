@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
 import subprocess
 import time
 from collections.abc import Collection
@@ -44,24 +46,109 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> SlurmCluster:
-    """Bring the test cluster up once per session; tests using it ERROR if it cannot start."""
-    if os.geteuid() != 0:
-        pytest.fail("the Slurm test cluster needs root: run the suite as root "
-                    "(scripts/run-tests)", pytrace=False)
+    """The test cluster, usable; tests using it ERROR if it is not.
+
+    As root it is brought up once per session. As an ordinary user (scripts/run-tests
+    runs the suite as hpcuser1) it must be up already: it is checked, and started through
+    the sudo rule of scripts/run-tests when that rule is there.
+    """
+    if os.geteuid() == 0:
+        _run_cluster_script(["up"])
+        return SlurmCluster()
+    status = subprocess.run(["bash", str(SLURM_CLUSTER_SCRIPT), "status"], capture_output=True,
+                            text=True, timeout=60, env=commands.scrubbed_environment(),
+                            check=False)
+    if status.returncode != 0:
+        if not as_root_allowed():
+            pytest.fail(f"the Slurm test cluster is not usable and {current_user()} may not "
+                        "start it: run `scripts/slurm-cluster up` as root (scripts/run-tests "
+                        f"does):\n{status.stdout}{status.stderr}", pytrace=False)
+        _run_cluster_script(["up"], as_root=True)
+    return SlurmCluster()
+
+
+def _run_cluster_script(args: list[str], as_root: bool = False) -> None:
+    argv = [*ROOT_PREFIX, str(SLURM_CLUSTER_SCRIPT), *args] if as_root else \
+        ["bash", str(SLURM_CLUSTER_SCRIPT), *args]
+    name = f"scripts/slurm-cluster {' '.join(args)}"
     try:
-        started = subprocess.run(
-            ["bash", str(SLURM_CLUSTER_SCRIPT), "up"],
-            capture_output=True, text=True, timeout=CLUSTER_UP_TIMEOUT_S,
-            env=commands.scrubbed_environment(), check=False,
-        )
+        started = subprocess.run(argv, capture_output=True, text=True,
+                                 timeout=CLUSTER_UP_TIMEOUT_S,
+                                 env=commands.scrubbed_environment(), check=False)
     except subprocess.TimeoutExpired as timed_out:
         output = _text(timed_out.stdout) + _text(timed_out.stderr)
-        pytest.fail(f"scripts/slurm-cluster up did not finish within {CLUSTER_UP_TIMEOUT_S}s:\n"
-                    f"{output}", pytrace=False)
+        pytest.fail(f"{name} did not finish within {CLUSTER_UP_TIMEOUT_S}s:\n{output}",
+                    pytrace=False)
     if started.returncode != 0:
-        pytest.fail(f"scripts/slurm-cluster up failed (exit {started.returncode}):\n"
+        pytest.fail(f"{name} failed (exit {started.returncode}):\n"
                     f"{started.stdout}{started.stderr}", pytrace=False)
-    return SlurmCluster()
+
+
+# ------------------------------------------------------------ real users (not root)
+# scripts/slurm-cluster creates them; scripts/run-tests runs the suite as the first and
+# installs a sudo rule: the first may run scripts/slurm-cluster as root, any command as
+# the second.
+TEST_USER = "hpcuser1"
+SECOND_USER = "hpcuser2"
+PROJECT_GROUP = "hpcproj"
+ROOT_PREFIX = ("sudo", "-n", "--")
+SUDO_TIMEOUT_S = 30
+
+
+def current_user() -> str:
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def as_root_allowed() -> bool:
+    """The sudo rule of scripts/run-tests lets this user run scripts/slurm-cluster."""
+    if shutil.which("sudo") is None:
+        return False
+    probe = subprocess.run(["sudo", "-n", "-l", str(SLURM_CLUSTER_SCRIPT)],
+                           capture_output=True, timeout=SUDO_TIMEOUT_S, check=False)
+    return probe.returncode == 0
+
+
+@dataclass(frozen=True)
+class OtherUser:
+    """Runs commands as the second test user (``sudo -n -u``, or ``runuser`` as root)."""
+
+    name: str
+
+    def prefix(self) -> list[str]:
+        if os.geteuid() == 0:
+            return ["runuser", "-u", self.name, "--"]
+        return ["sudo", "-n", "-u", self.name, "--"]
+
+    def run(self, *argv: str, timeout: float = 60, cwd: Path | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*self.prefix(), *argv], capture_output=True, text=True,
+                              timeout=timeout, cwd=cwd, check=False,
+                              env=commands.scrubbed_environment())
+        if check and done.returncode != 0:
+            pytest.fail(f"as {self.name}: {' '.join(argv)} failed (exit {done.returncode}): "
+                        f"{(done.stderr or done.stdout).strip()}", pytrace=False)
+        return done
+
+
+@pytest.fixture(scope="session")
+def unprivileged_user() -> str:
+    """This user's name; SKIPS a test run as root (root may cancel anyone's job)."""
+    if os.geteuid() == 0:
+        pytest.skip("needs an ordinary user: scripts/run-tests runs the suite as hpcuser1")
+    return current_user()
+
+
+@pytest.fixture(scope="session")
+def second_user(unprivileged_user: str, slurm_cluster: SlurmCluster) -> OtherUser:
+    """The other test user, to act as; fails clearly without the sudo rule."""
+    other = OtherUser(SECOND_USER if unprivileged_user != SECOND_USER else TEST_USER)
+    probe = subprocess.run([*other.prefix(), "true"], capture_output=True, text=True,
+                           timeout=SUDO_TIMEOUT_S, check=False)
+    if probe.returncode != 0:
+        pytest.fail(f"{unprivileged_user} may not act as {other.name} "
+                    f"({probe.stderr.strip()}): run the suite with scripts/run-tests, which "
+                    "installs the sudo rule", pytrace=False)
+    return other
 
 
 def _text(output: str | bytes | None) -> str:

@@ -13,9 +13,8 @@ from hpc_magics.core.units import parse_time
 from hpc_magics.scheduler import commands
 
 if TYPE_CHECKING:  # fixture types only; test modules do not import conftest at run time
-    from conftest import SacctState, SlurmCluster
+    from conftest import OtherUser, SacctState, SlurmCluster
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 JOB_TIMEOUT_S = 60
 
 
@@ -74,8 +73,8 @@ def test_gpu_job_gets_cuda_visible_devices(slurm_cluster: SlurmCluster, tmp_path
 
 
 def test_jobs_write_output_outside_tmp(slurm_cluster: SlurmCluster) -> None:
-    # jobs submitted from the checkout (e.g. under /work) must be able to write there
-    with tempfile.TemporaryDirectory(dir=REPO_ROOT, prefix=".test-cluster-") as folder:
+    # jobs submitted from a folder of the user's outside /tmp (their home) write there
+    with tempfile.TemporaryDirectory(dir=Path.home(), prefix=".test-cluster-") as folder:
         done = slurm("sbatch", "--wait", "-t", "1", "-o", "out.txt", "--wrap", "pwd",
                      cwd=Path(folder))
         job_id_of(done)
@@ -114,3 +113,30 @@ def test_both_partitions_run_jobs(slurm_cluster: SlurmCluster, partition: str) -
     answer = slurm("srun", "-p", partition, "-t", "1", "printenv", "SLURM_JOB_PARTITION")
     assert answer.ok, answer.first_error_line()
     assert answer.stdout.strip() == partition
+
+
+def test_users_control_their_own_jobs_only(slurm_cluster: SlurmCluster, unprivileged_user: str,
+                                           second_user: OtherUser,
+                                           sacct_state: SacctState) -> None:
+    sleeper = ("sbatch", "--parsable", "-t", "2", "--chdir=/tmp", "-o", "/dev/null",
+               "--wrap", "sleep 120")
+    theirs = second_user.run(*sleeper).stdout.strip()
+    mine = slurm(*sleeper)
+    assert mine.ok, mine.first_error_line()
+    mine_id = mine.stdout.strip()
+    try:
+        listed = slurm("squeue", "-h", "-u", unprivileged_user, "-o", "%i|%u")
+        assert listed.ok, listed.first_error_line()
+        assert f"{mine_id}|{unprivileged_user}" in listed.stdout.split()
+        assert theirs not in listed.stdout
+        sacct_state(mine_id)  # accounting knows the job (it lags the scheduler)
+        accounting = slurm("sacct", "-n", "-X", "-P", "-j", mine_id, "-o", "User,Account")
+        assert accounting.stdout.split() == [f"{unprivileged_user}|hpcproj"]
+        refused = slurm("scancel", theirs)
+        assert not refused.ok and "Access/permission denied" in refused.stderr
+        assert sacct_state(theirs) in {"PENDING", "RUNNING"}
+        assert slurm("scancel", mine_id).ok
+        assert sacct_state(mine_id, until={"CANCELLED"}) == "CANCELLED"
+    finally:
+        second_user.run("scancel", theirs, check=False)
+        slurm("scancel", mine_id)

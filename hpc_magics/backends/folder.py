@@ -3,13 +3,21 @@
 Layout: ``job.py`` (the cell, readable), ``job.sh`` (the exact script submitted),
 ``meta.json`` (id, backend, request, what was shipped), submitit's pickles and logs,
 ``output.txt`` (the cell's printed output), ``results.pkl`` and ``figures/``.
+
+Each job folder is private to its owner (0700). The jobs root holding them is private too,
+unless it is made inside a shared project folder (group-writable, not world-writable): then
+it is shared with that folder's group (mode 3770: setgid keeps the group, sticky stops
+members renaming or deleting each other's job folders), so the members of a project keep
+their jobs side by side. Only the user's own job folders are ever listed or loaded.
 """
 
 from __future__ import annotations
 
+import grp
 import json
 import os
 import pickle
+import pwd
 import re
 import secrets
 import stat
@@ -23,8 +31,12 @@ from ..core.errors import HpcMagicsError
 from ..shipping.runner import OUTPUT_FILE, RESULTS_FILE, CellResult
 
 META_FILE = "meta.json"
+
+
 PRIVATE = 0o700
 WOULD_BE_STAMP, WOULD_BE_TOKEN = "YYYYMMDD-HHMMSS", "XXXX"
+# setgid: new entries get the folder's group; sticky: only an entry's owner may remove it
+SHARED_JOBS_ROOT = stat.S_ISGID | stat.S_ISVTX | 0o770
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -34,11 +46,69 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return f"gid {gid}"
+
+
+def _is_project_folder(path: Path) -> bool:
+    """Group-writable but not world-writable (``/tmp`` is not a project folder)."""
+    mode = path.stat().st_mode
+    return bool(mode & stat.S_IWGRP) and not mode & stat.S_IWOTH
+
+
+def ensure_jobs_root(root: Path) -> Path:
+    """The folder job folders go in, created private or, in a project folder, group-shared.
+
+    An existing one of ours loses any access for others; its group access (a shared
+    root) stays. One of another user's must let us create folders in it.
+    """
+    if not root.exists():
+        parent = root.parent
+        parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE)
+        shared = _is_project_folder(parent)
+        try:
+            root.mkdir(mode=PRIVATE)
+        except FileExistsError:
+            pass  # a group member made it just now
+        else:
+            if shared:
+                parent_gid = parent.stat().st_gid
+                if root.stat().st_gid != parent_gid:  # parent not setgid: take its group
+                    os.chown(root, -1, parent_gid)
+                root.chmod(SHARED_JOBS_ROOT)
+            else:
+                root.chmod(PRIVATE)
+            return root
+    info = root.stat()
+    if info.st_uid == os.getuid():
+        if info.st_mode & stat.S_IRWXO:
+            root.chmod(stat.S_IMODE(info.st_mode) & ~stat.S_IRWXO)
+        return root
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise HpcMagicsError(
+            f"jobs folder {root} belongs to {_user_name(info.st_uid)} and you may not create "
+            f"job folders in it: ask them to `chmod 3770 {root}` (group "
+            f"{_group_name(info.st_gid)}), or set HPC_MAGICS_JOBS_DIR to a folder of yours")
+    return root
+
+
 def check_owned(path: Path) -> None:
     """Refuse files another user owns or may write: unpickling them runs their code."""
     info = path.stat()
     if info.st_uid != os.getuid():
-        raise HpcMagicsError(f"{path} belongs to another user: refusing to load it")
+        raise HpcMagicsError(
+            f"{path} belongs to {_user_name(info.st_uid)}, not {_user_name(os.getuid())}: "
+            "refusing to load it (unpickling runs its code)")
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise HpcMagicsError(f"{path} is writable by others: refusing to load it "
                              f"(chmod go-w {path} if you trust it)")
@@ -50,7 +120,7 @@ class JobFolder:
 
     @classmethod
     def create(cls, root: Path, name: str) -> JobFolder:
-        ensure_private_dir(root)
+        ensure_jobs_root(root)
         path = root / _folder_name(name, time.strftime("%Y%m%d-%H%M%S"), secrets.token_hex(2))
         path.mkdir(mode=PRIVATE)
         path.chmod(PRIVATE)
@@ -111,10 +181,23 @@ def _folder_name(name: str, stamp: str, token: str) -> str:
 
 
 def find_job_folders(root: Path) -> Iterator[JobFolder]:
-    """Every job folder under ``root``, newest first."""
+    """The user's own job folders under ``root``, newest first.
+
+    In a shared jobs root the other members' folders are skipped: they are private to
+    them, and a folder another user made is never taken for one of ours.
+    """
     if not root.is_dir():
         return
-    candidates = [p for p in root.iterdir() if (p / META_FILE).is_file()]
-    candidates.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    for path in candidates:
+    uid = os.getuid()
+    candidates: list[tuple[float, Path]] = []
+    for path in root.iterdir():
+        try:
+            info = path.lstat()
+            if (stat.S_ISDIR(info.st_mode) and info.st_uid == uid
+                    and (path / META_FILE).is_file()):
+                candidates.append((info.st_mtime, path))
+        except OSError:  # vanished meanwhile, or unreadable
+            continue
+    candidates.sort(key=lambda item: item[0], reverse=True)
+    for _, path in candidates:
         yield JobFolder(path)
