@@ -104,17 +104,33 @@ DISPLAY_FUNCTIONS = frozenset({"display", "display_html", "display_markdown", "c
 DISPLAY_MODULES = ("IPython.display", "IPython.core.display", "ipywidgets")
 
 
+def _computing_widgets(tree: ast.AST) -> set[int]:
+    """``w = interactive(f, ...)`` whose ``w.result`` is read computes ``f``: it must stay."""
+    read = {node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and node.attr == "result" and isinstance(node.value, ast.Name)}
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name) and node.value.func.id == "interactive"
+            and any(isinstance(t, ast.Name) and t.id in read for t in node.targets)}
+
+
 def display_left(script: str) -> list[str]:
     """The display calls and imports that remain in code that runs (comments do not count)."""
     found = []
-    for node in ast.walk(ast.parse(script)):
+    tree = ast.parse(script)
+    kept_widgets = _computing_widgets(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in DISPLAY_METHODS:
                 found.append(f"line {node.lineno}: .{func.attr}()")
-            elif isinstance(func, ast.Name) and func.id in DISPLAY_FUNCTIONS:
+            elif (isinstance(func, ast.Name) and func.id in DISPLAY_FUNCTIONS
+                  and id(node) not in kept_widgets):
                 found.append(f"line {node.lineno}: {func.id}()")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(DISPLAY_MODULES):
+            if kept_widgets and node.module == "ipywidgets" and any(
+                    alias.name == "interactive" for alias in node.names):
+                continue  # the import a kept computing widget needs (importing shows nothing)
             found.append(f"line {node.lineno}: from {node.module} import")
         elif isinstance(node, ast.Import):
             found += [f"line {node.lineno}: import {a.name}" for a in node.names
