@@ -123,13 +123,18 @@ class _SubmititBackend:
         script = self.job_script(str(folder.path.absolute()), request, profile, job_name)
         _write_job_py(folder, payload, job_name)
         executor = self._executor(folder, script, request)
+        from ..scheduler.watcher import record_submission
+
         # before sbatch: a squeue answer older than this cannot have seen the job
-        folder.update_meta(submitted_at=time.time())
+        started = time.time()
+        folder.update_meta(submitted_at=started, backend=self.name)
         try:
             job = executor.submit(run_cell, payload, str(folder.path))
         except FileNotFoundError as error:
             raise SubmissionError(f"could not submit: {error}") from None
         self._after_submit(job, folder, script)
+        # every submission records its id, cluster and window here, so no caller can forget
+        record_submission(folder, str(job.job_id), started)
         return str(job.job_id)
 
     def _after_submit(self, job: Any, folder: JobFolder, script: str) -> None:

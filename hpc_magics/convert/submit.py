@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,6 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     from ..backends import get_backend
     from ..backends.folder import JobFolder
     from ..handle import JobHandle
-    from ..scheduler.watcher import record_submission
     from ..shipping.packing import Payload
 
     errors = validation.errors(validation.check(request, profile))
@@ -59,13 +57,11 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
                        "shipped": f"the notebook {path.name} ({len(prepared['cells'])} cells)",
                        "results": [], "notebook": str(path.resolve()),
                        "executed_notebook": str(executed), "state": "SUBMITTING"})
-    started = time.time()
     try:
         job_id = backend.submit(folder, Payload(code=code), request, profile, name)
     except Exception as error:
         folder.update_meta(state="NOT_SUBMITTED", error=str(error))
         raise
-    record_submission(folder, job_id, started)
     return NotebookJob(JobHandle(job_id, backend, folder, name), executed)
 
 

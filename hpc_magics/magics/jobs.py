@@ -6,7 +6,6 @@ import html
 import os
 import re
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -343,21 +342,17 @@ class HpcMagics(Magics):
                 profile: ClusterProfile, job_name: str) -> Any:
         from ..backends.folder import JobFolder
         from ..handle import JobHandle
-        from ..scheduler.watcher import record_submission
-
         folder = JobFolder.create(self.jobs_root, job_name)
         meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
                 "request": resources.to_dict(request), "shipped": payload.summary(),
                 "results": list(payload.result_names), "notebook":
                 os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING"}
         folder.write_meta(meta)
-        started = time.time()
         try:
             job_id = backend.submit(folder, payload, request, profile, job_name)
         except HpcMagicsError as error:
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
             raise UsageError(str(error)) from None
-        record_submission(folder, job_id, started)  # cluster and submit window: see watcher
         handle = JobHandle(job_id, backend, folder, job_name)
         self.handles[job_id] = handle
         self.last_job = job_id

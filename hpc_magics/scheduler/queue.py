@@ -17,9 +17,9 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
-import getpass
 import json
 import os
+import pwd
 import random
 import tempfile
 import threading
@@ -169,11 +169,19 @@ def default_cache_dir() -> Path:
     return Path(jupyter_runtime_dir())
 
 
+def login_name() -> str:
+    """The account this process runs as; ``$USER`` can be stale (``sudo``, ``su`` without -l)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:  # no passwd entry (some containers): the environment is all there is
+        return os.environ.get("USER") or os.environ.get("LOGNAME") or str(os.getuid())
+
+
 @dataclass
 class JobQueue:
     """A per-user, cross-process cached view of ``squeue -u USER``."""
 
-    user: str = field(default_factory=getpass.getuser)
+    user: str = field(default_factory=login_name)
     cluster: str = field(default_factory=cluster_name)
     interval_s: float = DEFAULT_INTERVAL_S
     timeout_s: float = DEFAULT_TIMEOUT_S
