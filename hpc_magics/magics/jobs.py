@@ -342,7 +342,15 @@ class HpcMagics(Magics):
                 profile: ClusterProfile, job_name: str) -> Any:
         from ..backends.folder import JobFolder
         from ..handle import JobHandle
-        folder = JobFolder.create(self.jobs_root, job_name)
+
+        try:
+            folder = JobFolder.create(self.jobs_root, job_name)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        except OSError as error:  # a read-only or full file system: nothing is submitted
+            raise UsageError(f"cannot create a job folder in {self.jobs_root}: "
+                             f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable folder"
+                             ) from None
         meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
                 "request": resources.to_dict(request), "shipped": payload.summary(),
                 "results": list(payload.result_names), "notebook":
