@@ -1,0 +1,360 @@
+"""Check a job script's ``#SBATCH`` block the way sbatch reads it, against a profile.
+
+A verdict per line and every problem at once.  sbatch reads ``#SBATCH`` lines until the
+first command; later ones are ignored (said, as a warning).  Options hpc_magics models are
+checked against the profile's limits (``core/validation.py``); every other option sbatch
+knows passes through untouched and is reported as passed through; an option sbatch does not
+know is a warning (a site plugin may add it), never a refusal.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import validation
+from .errors import InvalidRequest
+from .flags import FLAG_FIELDS
+from .profiles import ClusterProfile
+from .resources import GpuRequest, ResourceRequest, updated
+from .sbatch_options import BY_SHORT, NONE, OPTIONAL, SbatchOption, ambiguous, lookup
+from .units import parse_memory, parse_time
+
+OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
+    "ok", "warning", "error", "passed", "ignored", "comment")
+_DIRECTIVE = re.compile(r"^\s*#SBATCH(\s|$)(.*)$")
+_LOOKALIKE = re.compile(r"^\s*#+\s*SBATCH\b|^\s*#sbatch\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    option: str  # the option named (long spelling) or "" for the script as a whole
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        return f"{where}{self.severity}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Option:
+    line: int
+    name: str  # sbatch's long spelling ("time"), or what was written if sbatch lacks it
+    value: str | None
+    known: bool
+    modelled: bool
+
+
+@dataclass(frozen=True)
+class LineVerdict:
+    number: int
+    text: str
+    verdict: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScriptReport:
+    profile: str
+    lines: tuple[LineVerdict, ...]
+    findings: tuple[Finding, ...]
+    request: ResourceRequest
+    passed_through: tuple[tuple[str, str | None], ...] = field(default=())
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+# ------------------------------------------------------------ value checks, one per kind
+def _count(text: str, least: int = 1) -> None:
+    if not re.fullmatch(r"\d+", text) or int(text) < least:
+        raise InvalidRequest(f"{text!r} must be a whole number of at least {least}")
+
+
+def _nodes(text: str) -> None:
+    if not re.fullmatch(r"[1-9]\d*(-\d+)?|\d+(,\d+)+", text):
+        raise InvalidRequest(f"{text!r} must be a node count (2) or a range (1-4)")
+
+
+def _gres(text: str) -> None:
+    for item in text.split(","):
+        if item.startswith("gpu"):
+            GpuRequest.parse(item, flag="--gres")
+        elif not re.fullmatch(r"[\w.-]+(:[\w.-]+)*", item):
+            raise InvalidRequest(f"{item!r} is not NAME[:TYPE][:COUNT]")
+
+
+_ARRAY_ITEM = r"\d+(-\d+(:\d+)?)?"
+
+
+def _array(text: str) -> None:
+    if not re.fullmatch(rf"{_ARRAY_ITEM}(,{_ARRAY_ITEM})*(%\d+)?", text):
+        raise InvalidRequest(f"{text!r} is not an index list like 0-15, 1,3,5, 1-9:2 or 1-100%10")
+
+
+_DEPENDENCY_ITEM = (r"singleton|(after|afterany|afterok|afternotok|aftercorr|afterburstbuffer)"
+                    r"(:\d+(_\d+)?(\+\d+)?)+")
+
+
+def _dependency(text: str) -> None:
+    if "$" in text:
+        raise InvalidRequest(f"{text!r}: sbatch does not expand variables in #SBATCH lines; "
+                             "pass the dependency on the command line: sbatch -d afterok:ID")
+    if not re.fullmatch(rf"({_DEPENDENCY_ITEM})([,?]({_DEPENDENCY_ITEM}))*", text):
+        raise InvalidRequest(f"{text!r} is not like afterok:123[:456], afterany:123 or singleton")
+
+
+_MAIL_TYPES = {"NONE", "BEGIN", "END", "FAIL", "REQUEUE", "ALL", "INVALID_DEPEND",
+               "STAGE_OUT", "TIME_LIMIT", "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50",
+               "ARRAY_TASKS"}
+
+
+def _mail_type(text: str) -> None:
+    wrong = [t for t in text.upper().split(",") if t not in _MAIL_TYPES]
+    if wrong:
+        raise InvalidRequest(f"{', '.join(wrong)} is not a mail type: use "
+                             "BEGIN, END, FAIL, ALL or NONE (comma separated)")
+
+
+def _open_mode(text: str) -> None:
+    if text[:1].lower() not in {"a", "t"}:
+        raise InvalidRequest(f"{text!r}: use append or truncate")
+
+
+VALUE_CHECKS: dict[str, Callable[[str], object]] = {
+    "time": parse_time, "memory": parse_memory, "count": _count,
+    "count0": lambda text: _count(text, 0), "nodes": _nodes,
+    "gpus": lambda text: GpuRequest.parse(text, flag="--gpus"), "gres": _gres,
+    "array": _array, "dependency": _dependency, "mail-type": _mail_type,
+    "open-mode": _open_mode,
+}
+_FILENAME_PATTERN = re.compile(r"%(\d*)([%AaJjNnstuxb])?")
+
+
+def _filename_notes(text: str, has_array: bool) -> list[str]:
+    notes = []
+    letters = {m.group(2) for m in _FILENAME_PATTERN.finditer(text)}
+    if None in letters:
+        notes.append(f"{text!r} has a % that is not a file name pattern (%j job id, %A array "
+                     "job id, %a array index, %x job name, %u user, %N node, %%)")
+    if letters & {"a", "A"} and not has_array:
+        notes.append(f"{text!r} uses %a/%A but the job is not an array (--array)")
+    if "$" in text:
+        notes.append(f"{text!r}: sbatch does not expand variables in #SBATCH lines; the file "
+                     "name keeps the '$' literally")
+    return notes
+
+
+# ------------------------------------------------------------ reading the lines
+def _tokens(text: str) -> list[str]:
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError as error:
+        raise InvalidRequest(f"{error}: check the quotes") from None
+
+
+def _options(number: int, text: str, profile: ClusterProfile) -> list[Option]:
+    """The options on one #SBATCH line, as sbatch's getopt_long would read them."""
+    tokens = _tokens(text)
+    found: list[Option] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if token.startswith(("\u2013", "\u2014")):
+            raise InvalidRequest(f"{token!r} starts with a dash that is not '-': type '--' "
+                                 "(two hyphens)")
+        option: SbatchOption | None
+        value: str | None
+        if token.startswith("--"):
+            spelling, has_value, value = token[2:].partition("=")
+            option = lookup(spelling)
+            if option is None:
+                if not has_value and index < len(tokens) and not tokens[index].startswith("-"):
+                    value, index = tokens[index], index + 1
+                found.append(Option(number, spelling, value if has_value or value else None,
+                                    known=spelling in profile.site_options, modelled=False))
+                continue
+            if option.value == NONE and has_value:
+                raise InvalidRequest(f"--{option.name} takes no value (given {value!r})")
+            if option.value == OPTIONAL and not has_value:
+                value = None
+            elif option.value not in (NONE, OPTIONAL) and not has_value:
+                if index >= len(tokens):
+                    raise InvalidRequest(f"--{option.name} needs a value")
+                value, index = tokens[index], index + 1
+        elif token.startswith("-") and len(token) >= 2:
+            option = BY_SHORT.get(token[1])
+            if option is None:
+                raise InvalidRequest(f"-{token[1]} is not an sbatch option")
+            value = token[2:] or None
+            if option.value not in (NONE, OPTIONAL) and value is None:
+                if index >= len(tokens):
+                    raise InvalidRequest(f"-{option.short} (--{option.name}) needs a value")
+                value, index = tokens[index], index + 1
+        else:
+            raise InvalidRequest(f"{token!r} is not an option: options start with '-' or '--'")
+        found.append(Option(number, option.name, value, known=True,
+                            modelled=option.name in FLAG_FIELDS))
+    return found
+
+
+def guess_profile(script: str) -> str | None:
+    """The cluster a script was written for, from its spellings; None when it does not say."""
+    hints = (
+        (r"daint-(gpu|mc)|--constraint[= ]['\"]?(gpu|mc)\b|-C\s*['\"]?(gpu|mc)\b", "daint_xc"),
+        (r"NAISS\d{4}|--gpus-per-node[= ](T4|A40|A100fat|A100):|NOGPU|-p\s*alvis", "alvis"),
+        (r"\b(def|rrg|rpp|ctb)-\w+|StdEnv/20\d\d|SLURM_TMPDIR|narval", "narval"),
+        (r"sequana_|nvidia_(dev|small|long|scal)|-p\s*nvidia\b|sdumont|/scratch/\w+/\w+\.\w+",
+         "sdumont"),
+        (r"partition[= ](m3[a-z]|dgx|desktop|comp)\b|-p\s*(m3[a-z]|dgx)\b|massive", "m3"),
+        (r"--uenv|--environment=|alps", "daint"),
+    )
+    for pattern, name in hints:
+        if re.search(pattern, script, re.IGNORECASE):
+            return name
+    return None
+
+
+def check_script(script: str, profile: ClusterProfile, backend: str = "slurm") -> ScriptReport:
+    """Read ``script`` as sbatch does and check it against ``profile``."""
+    verdicts: dict[int, str] = {}
+    notes: dict[int, list[str]] = {}
+    findings: list[Finding] = []
+    options: list[Option] = []
+    lines = script.splitlines()
+    in_header = True
+
+    def note(number: int, severity: str, option: str, message: str) -> None:
+        findings.append(Finding(severity, option, message, number))
+        notes.setdefault(number, []).append(f"{severity}: {message}")
+
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        match = _DIRECTIVE.match(line)
+        if match is None:
+            if _LOOKALIKE.match(line) and in_header:
+                verdicts[number] = COMMENT
+                notes[number] = ["sbatch ignores this line: only '#SBATCH' at the start counts"]
+            elif stripped and not stripped.startswith("#"):
+                in_header = False
+            continue
+        if not in_header:
+            verdicts[number] = IGNORED
+            note(number, WARNING, "", "after the first command: sbatch ignores this line; "
+                 "move it above the first command")
+            continue
+        try:
+            options += _options(number, match.group(2), profile)
+        except InvalidRequest as error:
+            note(number, ERROR, "", f"#SBATCH line {number}: {error}")
+
+    has_array = any(o.name == "array" for o in options)
+    last_line: dict[str, int] = {}
+    values: dict[str, str] = {}
+    extra: dict[str, str | None] = {}
+    for option in options:
+        number, name, value = option.line, option.name, option.value
+        last_line[name] = number
+        if not option.known:
+            similar = ambiguous(name)
+            if similar:
+                note(number, ERROR, name, f"--{name} is ambiguous to sbatch (--"
+                     + ", --".join(similar) + "): write the option in full")
+            else:
+                note(number, WARNING, name, f"--{name} is not an sbatch option (unless a site "
+                     "plugin adds it): sbatch refuses unknown options; check the spelling")
+            continue
+        spec = lookup(name)
+        if value is not None and validation.PLACEHOLDER.fullmatch(value) and name != "account":
+            note(number, ERROR, name, f"--{name} {value!r} is a placeholder: fill in your own")
+            continue
+        try:
+            if spec and spec.kind in VALUE_CHECKS and value is not None:
+                VALUE_CHECKS[spec.kind](value)
+            if option.modelled and value is not None:
+                field_name = FLAG_FIELDS[name]
+                first = value.split("-")[0] if name == "nodes" else value
+                values[field_name] = first
+                updated(ResourceRequest(), {field_name: first})  # the modelled parse
+        except InvalidRequest as error:
+            note(number, ERROR, name, f"--{name}: {error}")
+            values.pop(FLAG_FIELDS.get(name, ""), None)
+            continue
+        if spec and spec.kind == "filename" and value:
+            for text in _filename_notes(value, has_array):
+                note(number, WARNING, name, f"--{name} {text}")
+        if not option.modelled and name != "job-name":
+            extra[name] = value
+            verdicts.setdefault(number, PASSED)
+
+    request = updated(ResourceRequest(profile=profile.name, backend=backend), values)
+    request = request.changed(extra=tuple((k, v or "") for k, v in extra.items()))
+    for problem in validation.check(request, profile):
+        named = _option_for(problem.field, last_line)
+        note_line = last_line.get(named)
+        finding = Finding(problem.severity, named, problem.message, note_line)
+        findings.append(finding)
+        if note_line:
+            notes.setdefault(note_line, []).append(str(problem))
+
+    return ScriptReport(
+        profile=profile.name,
+        lines=tuple(_verdicts(lines, verdicts, notes)),
+        findings=tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0))),
+        request=request,
+        passed_through=tuple(extra.items()),
+    )
+
+
+def _option_for(field_name: str, last_line: dict[str, int]) -> str:
+    """The option a validation problem is about, as the script spelled the request."""
+    if field_name == "gpus-per-node":
+        for name in ("gpus-per-node", "gres", "gpus"):
+            if name in last_line:
+                return name
+    return field_name
+
+
+def _verdicts(lines: list[str], verdicts: dict[int, str],
+              notes: dict[int, list[str]]) -> list[LineVerdict]:
+    out = []
+    for number, line in enumerate(lines, start=1):
+        said = notes.get(number, [])
+        if not (_DIRECTIVE.match(line) or number in verdicts):
+            continue
+        verdict = verdicts.get(number, OK)
+        if verdict in (OK, PASSED):
+            if any(n.startswith("error") for n in said):
+                verdict = ERROR
+            elif any(n.startswith("warning") for n in said):
+                verdict = WARNING
+        out.append(LineVerdict(number, line.strip(), verdict, tuple(said)))
+    return out
+
+
+def render(report: ScriptReport, name: str = "script") -> str:
+    """The report as text: a verdict per line, then every problem and the summary."""
+    width = len(str(max((v.number for v in report.lines), default=1)))
+    text = [f"{name} (profile {report.profile})"]
+    for verdict in report.lines:
+        text.append(f"  {str(verdict.number).rjust(width)}  {verdict.verdict:<8} {verdict.text}")
+        text += [f"  {' ' * width}           {n}" for n in verdict.notes]
+    if report.passed_through:
+        text.append("passed to sbatch as written (not checked against the profile): "
+                    + ", ".join(f"--{k}" for k, _ in report.passed_through))
+    general = [f for f in report.findings if f.line is None]
+    text += [str(f) for f in general]
+    errors = len(report.errors)
+    warnings = sum(f.severity == WARNING for f in report.findings)
+    text.append(f"{'FAIL' if errors else 'OK'}: {errors} error(s), {warnings} warning(s)")
+    return "\n".join(text)
