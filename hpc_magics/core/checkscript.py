@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import validation
 from .errors import InvalidRequest
@@ -64,6 +64,7 @@ class ScriptReport:
     findings: tuple[Finding, ...]
     request: ResourceRequest
     passed_through: tuple[tuple[str, str | None], ...] = field(default=())
+    option_lines: tuple[tuple[str, int], ...] = field(default=())  # option → its last line
 
     @property
     def errors(self) -> list[Finding]:
@@ -313,7 +314,28 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm") -
         findings=tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0))),
         request=request,
         passed_through=tuple(extra.items()),
+        option_lines=tuple(last_line.items()),
     )
+
+
+def with_findings(report: ScriptReport, more: list[Finding] | tuple[Finding, ...]
+                  ) -> ScriptReport:
+    """``report`` with more findings (live checks), each put on the line of its option."""
+    lines = dict(report.option_lines)
+    placed = [replace(f, line=f.line or lines.get(_option_for(f.option, lines)))
+              for f in more]
+    notes = {v.number: list(v.notes) for v in report.lines}
+    verdicts = {v.number: v.verdict for v in report.lines if v.verdict not in (OK, WARNING,
+                                                                              ERROR)}
+    for finding in placed:
+        if finding.line:
+            notes.setdefault(finding.line, []).append(f"{finding.severity}: {finding.message}")
+    texts = {v.number: v.text for v in report.lines}
+    width = max(texts, default=0)
+    source = [texts.get(n, "") for n in range(1, width + 1)]
+    return replace(report, lines=tuple(_verdicts(source, verdicts, notes)),
+                   findings=tuple(sorted((*report.findings, *placed),
+                                         key=lambda f: (f.severity != ERROR, f.line or 0))))
 
 
 def _option_for(field_name: str, last_line: dict[str, int]) -> str:
@@ -330,7 +352,7 @@ def _verdicts(lines: list[str], verdicts: dict[int, str],
     out = []
     for number, line in enumerate(lines, start=1):
         said = notes.get(number, [])
-        if not (_DIRECTIVE.match(line) or number in verdicts):
+        if not (_DIRECTIVE.match(line) or number in verdicts or number in notes):
             continue
         verdict = verdicts.get(number, OK)
         if verdict in (OK, PASSED):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Float, Unicode
 
@@ -111,7 +111,7 @@ class ResourceView:
         self.request, self.profile, self.problems = request, profile, problems
         self.header = jobscript.header_lines(request, profile)
         self.lines = [profile.shebang or jobscript.DEFAULT_SHEBANG, *self.header]
-        self.cost = sbatch.cost_line(request)
+        self.cost = sbatch.cost_line(request, profile)
 
     def __repr__(self) -> str:
         rows = resources.as_rows(self.request)
@@ -198,8 +198,11 @@ class HpcMagics(Magics):
     @magic_arguments()
     @resource_arguments
     @argument("--reset", action="store_true", help="forget the session's settings")
-    @line_magic
-    def hpc_resources(self, line: str = "") -> ResourceView:
+    @argument("--check", action="store_true",
+              help="check a job script pasted as the cell (%%%%hpc_resources --check), or the "
+                   "session's request, line by line against the profile")
+    @line_cell_magic
+    def hpc_resources(self, line: str = "", cell: str | None = None) -> Any:
         """Show the resource request, or set the session's defaults with sbatch's flags.
 
         Without arguments: a table of the current request, the #SBATCH lines it renders
@@ -210,6 +213,12 @@ class HpcMagics(Magics):
             %hpc_resources --profile alvis --gpus-per-node A40:1 -t 2h -A NAISS2024-5-1
         """
         args = parse_argstring(self.hpc_resources, line)
+        if args.check:
+            from .check import check_view
+
+            view = ResourceView(self.request, self._profile(self.request), [])
+            return check_view(cell if cell is not None else "\n".join(view.lines),
+                              args.profile or self.request.profile)
         request = self.request
         if args.reset:
             request = ResourceRequest(profile=self.default_profile)
