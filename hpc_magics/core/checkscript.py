@@ -156,6 +156,14 @@ def _filename_notes(text: str, has_array: bool) -> list[str]:
 
 
 # ------------------------------------------------------------ reading the lines
+class _OptionError(InvalidRequest):
+    """A line's error that belongs to one option."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
 def _tokens(text: str) -> list[str]:
     try:
         return shlex.split(text, comments=True)
@@ -203,6 +211,10 @@ def _options(number: int, text: str, profile: ClusterProfile) -> list[Option]:
                     raise InvalidRequest(f"-{option.short} (--{option.name}) needs a value")
                 value, index = tokens[index], index + 1
         else:
+            after = found[-1] if found and found[-1].line == number else None
+            if after is not None:  # "--time=2 hours": the value's second word, unquoted
+                raise _OptionError(after.name, f"{token!r} is not an option: a value with a "
+                                   f"space needs quotes (--{after.name}=\"{after.value} {token}\")")
             raise InvalidRequest(f"{token!r} is not an option: options start with '-' or '--'")
         found.append(Option(number, option.name, value, known=True,
                             modelled=option.name in FLAG_FIELDS))
@@ -257,7 +269,7 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm") -
         try:
             options += _options(number, match.group(2), profile)
         except InvalidRequest as error:
-            note(number, ERROR, "", f"#SBATCH line {number}: {error}")
+            note(number, ERROR, getattr(error, "option", ""), f"#SBATCH line {number}: {error}")
 
     has_array = any(o.name == "array" for o in options)
     last_line: dict[str, int] = {}
