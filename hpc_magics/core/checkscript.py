@@ -9,6 +9,7 @@ know is a warning (a site plugin may add it), never a refusal.
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from .errors import InvalidRequest
 from .flags import FLAG_FIELDS
 from .profiles import ClusterProfile
 from .resources import GpuRequest, ResourceRequest, updated
-from .sbatch_options import BY_SHORT, NONE, OPTIONAL, SbatchOption, ambiguous, lookup
+from .sbatch_options import BY_SHORT, NONE, OPTIONAL, OPTIONS, SbatchOption, ambiguous, lookup
 from .units import parse_memory, parse_time
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
@@ -279,16 +280,19 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm") -
         number, name, value = option.line, option.name, option.value
         last_line[name] = number
         if not option.known:
-            similar = ambiguous(name)
+            similar, typo = ambiguous(name), _typo(name, value)
             if similar:
                 note(number, ERROR, name, f"--{name} is ambiguous to sbatch (--"
                      + ", --".join(similar) + "): write the option in full")
+            elif typo:
+                note(number, ERROR, typo[0], f"--{name} is not an sbatch option: {typo[1]}")
             else:
                 note(number, WARNING, name, f"--{name} is not an sbatch option (unless a site "
                      "plugin adds it): sbatch refuses unknown options; check the spelling")
             continue
         spec = lookup(name)
-        if value is not None and validation.PLACEHOLDER.fullmatch(value) and name != "account":
+        if (value is not None and validation.PLACEHOLDER.fullmatch(value)
+                and name not in _FREE_TEXT):
             note(number, ERROR, name, f"--{name} {value!r} is a placeholder: fill in your own")
             continue
         try:
@@ -348,6 +352,26 @@ def with_findings(report: ScriptReport, more: list[Finding] | tuple[Finding, ...
     return replace(report, lines=tuple(_verdicts(source, verdicts, notes)),
                    findings=tuple(sorted((*report.findings, *placed),
                                          key=lambda f: (f.severity != ERROR, f.line or 0))))
+
+
+# Options whose text never stops a job (the account has its own placeholder rule).
+_FREE_TEXT = frozenset({"account", "mail-user", "job-name", "comment"})
+
+
+def _typo(spelling: str, value: str | None) -> tuple[str, str] | None:
+    """A known option misspelt (``--ntaks-per-node``) or glued to its value with a dash
+    (``--mem-4G``): (the option meant, the fix).  No site plugin is named like that, so
+    sbatch certainly refuses it."""
+    for option in OPTIONS:
+        rest = spelling[len(option.name) + 1:]
+        if option.value != NONE and spelling.startswith(option.name + "-") and rest and \
+                lookup(spelling) is None and not any(o.name.startswith(spelling) for o in OPTIONS):
+            return option.name, f"write --{option.name}={rest}"
+    close = difflib.get_close_matches(spelling, [o.name for o in OPTIONS], n=1, cutoff=0.85)
+    if close:
+        shown = f"--{close[0]}={value}" if value else f"--{close[0]}"
+        return close[0], f"did you mean {shown}?"
+    return None
 
 
 def _option_for(field_name: str, last_line: dict[str, int]) -> str:

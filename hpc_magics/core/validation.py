@@ -19,7 +19,11 @@ from .units import UNLIMITED, format_memory, format_time, parse_memory
 
 ERROR = "error"
 WARNING = "warning"
-PLACEHOLDER = re.compile(r".*<[^>]*>.*|\$\{?\w+\}?|X{3,}|your[_-]?(account|project)", re.I)
+# "<ACCOUNT>", "<project>" left in a value; for accounts also "$ACCOUNT", "NAISSXXXX-YY-ZZZZ",
+# the bare words ACCOUNT/PROJECT and "your_project".
+PLACEHOLDER = re.compile(r".*<[^<>@]+>.*")
+ACCOUNT_PLACEHOLDER = re.compile(
+    r".*<[^<>]+>.*|\$\{?\w+\}?|.*X{3,}.*|ACCOUNT|PROJECT|your[_-]?(account|project)")
 
 
 @dataclass(frozen=True)
@@ -64,9 +68,10 @@ def partition_exists(request: ResourceRequest, profile: ClusterProfile,
                      partition: Partition | None) -> Found:
     if request.partition and profile.partitions and request.partition not in profile.partitions:
         choices = ", ".join(profile.partitions)
+        routed = "" if profile.default_partition else " (or leave -p out: the site routes jobs)"
         if profile.partitions_complete:
             yield _error("partition", f"partition {request.partition!r} does not exist on "
-                         f"{profile.name}: use one of {choices}")
+                         f"{profile.name}: use one of {choices}{routed}")
         else:
             yield _warn("partition", f"partition {request.partition!r} is not in the "
                         f"{profile.name} profile (documented on {profile.documented_on or '?'}): "
@@ -190,7 +195,7 @@ def account(request: ResourceRequest, profile: ClusterProfile,
     name = request.account
     example = f" (like {profile.account_example})" if profile.account_example else ""
     if name:
-        if name in profile.account_placeholders or PLACEHOLDER.fullmatch(name):
+        if name in profile.account_placeholders or ACCOUNT_PLACEHOLDER.fullmatch(name):
             yield _error("account", f"account {name!r} is a placeholder: use your own "
                          f"project{example}")
         elif profile.account_pattern and not re.fullmatch(profile.account_pattern, name):

@@ -90,7 +90,9 @@ def test_unmodelled_options_pass_through_and_are_reported() -> None:
     ("#SBATCH --time='2 hours'", "time"),
     ("#SBATCH --output=<dir>/out.log", "output"),
     ("#SBATCH --nodes=0", "nodes"),
-    ("#SBATCH --tim=10", "tim"),
+    ("#SBATCH --tim=10", "tim"),                        # ambiguous: --time, --time-min
+    ("#SBATCH --ntaks-per-node=2", "ntasks-per-node"),  # misspelt: sbatch refuses it
+    ("#SBATCH --mem-4G", "mem"),                        # value glued with a dash
 ])
 def test_malformed_or_impossible_values_name_the_option(line: str, option: str) -> None:
     report = check(f"#!/bin/bash\n#SBATCH -p debug -t 10\n{line}\necho\n")
@@ -137,6 +139,9 @@ def test_sbatch_syntax_errors_are_errors() -> None:
 def test_placeholders_fail_naming_the_option() -> None:
     assert "account" in errors_named(check("#SBATCH -A <ACCOUNT> -t 1:00:00\n", "narval"))
     assert "account" in errors_named(check("#SBATCH --account=def-someuser\n", "narval"))
+    assert "account" in errors_named(check("#SBATCH --account NAISSXXXX-YY-ZZZZ\n", "alvis"))
+    # an address in <> never stops a job
+    assert check("#SBATCH -p debug -t 5 --mail-user=<ada@example.org>\n").ok
 
 
 def test_legacy_daint_scripts_are_recognised_with_advice_for_alps() -> None:
