@@ -11,15 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.checkscript import (
-    ERROR,
-    Finding,
-    ScriptReport,
-    check_script,
-    guess_profile,
-    render,
-    with_findings,
-)
+from ..core.checkscript import ERROR, check_script, guess_profile, render
 from ..core.errors import InvalidRequest
 from ..core.profiles import default_profile_name, load_profile
 
@@ -61,38 +53,16 @@ def _profile_name(chosen: str | None, script: str) -> tuple[str, str]:
     return "generic", ""
 
 
-def _with_live(report: ScriptReport, script: str, wanted: bool | None) -> tuple[ScriptReport, str]:
-    from ..scheduler import commands
-    from ..scheduler.cluster import cluster_name
-
-    if wanted is False or not commands.slurm_available():
-        return report, ""
-    here = load_profile(report.profile).cluster_names
-    if wanted is None and cluster_name().lower() not in {c.lower() for c in here}:
-        return report, ""
-    from ..core.sbatch import cost_line
-    from ..scheduler import live
-
-    answer = live.check(report.request, script)
-    report = with_findings(report, [Finding(f.severity, f.option, f"{f.message} (live)", f.line)
-                                    for f in answer.findings])
-    said = [f"live: asked {', '.join(answer.asked)} on {cluster_name()}"]
-    if answer.start:
-        said.append(f"live: sbatch --test-only expects it to start at {answer.start}")
-    if answer.billing_weights:
-        said.append("live: " + cost_line(report.request, load_profile(report.profile),
-                                         answer.billing_weights))
-    return report, "\n".join(said)
-
-
 def run(args: argparse.Namespace) -> int:
+    from ..scheduler.live import with_live
+
     worst = 0
     for name in args.scripts:
         script = _read(name)
         profile_name, guessed = _profile_name(args.profile, script)
         profile = load_profile(profile_name)
         report = check_script(script, profile)
-        report, live_text = _with_live(report, script, args.live)
+        report, live_text = with_live(report, script, args.live)
         from ..core.sbatch import cost_line
 
         print(render(report, name))

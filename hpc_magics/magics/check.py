@@ -16,11 +16,11 @@ _COLOURS = {ERROR: "#c62828", WARNING: "#ef6c00", "ignored": "#757575", "passed"
 class CheckView:
     """The checker's report: text for terminals, a coloured table in notebooks."""
 
-    def __init__(self, report: ScriptReport) -> None:
-        self.report = report
+    def __init__(self, report: ScriptReport, live: str = "") -> None:
+        self.report, self.live = report, live
 
     def __repr__(self) -> str:
-        return render(self.report, "cell")
+        return "\n".join(filter(None, (render(self.report, "cell"), self.live)))
 
     def _repr_html_(self) -> str:
         rows = []
@@ -33,12 +33,18 @@ class CheckView:
         general = "".join(f"<div>{html.escape(str(f))}</div>"
                           for f in self.report.findings if f.line is None)
         summary = render(self.report).splitlines()[-1]
+        live = f"<pre>{html.escape(self.live)}</pre>" if self.live else ""
         return (f"<div class='hpc-magics-check'><b>profile {html.escape(self.report.profile)}"
-                f"</b><table>{''.join(rows)}</table>{general}<b>{html.escape(summary)}</b></div>")
+                f"</b><table>{''.join(rows)}</table>{general}<b>{html.escape(summary)}</b>"
+                f"{live}</div>")
 
 
 def check_view(script: str, profile_name: str) -> CheckView:
+    """The block checked against the profile; against Slurm too when this is its cluster."""
+    from ..scheduler.live import with_live
+
     try:
-        return CheckView(check_script(script, load_profile(profile_name)))
+        report = check_script(script, load_profile(profile_name))
+        return CheckView(*with_live(report, script))
     except HpcMagicsError as error:
         raise UsageError(str(error)) from None

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.checkscript import ERROR, WARNING, Finding
+from ..core.checkscript import ERROR, WARNING, Finding, ScriptReport, with_findings
 from ..core.errors import HpcMagicsError
 from ..core.resources import ResourceRequest
 from ..core.units import UNLIMITED, format_time
@@ -128,7 +128,9 @@ class TestOnly:
 
 
 def test_only(script: str) -> TestOnly | str:
-    """``sbatch --test-only`` on the script: submits nothing; None-like string if unavailable."""
+    """``sbatch --test-only`` on the script: submits nothing; a string says why it could not."""
+    if not script.startswith("#!"):  # a pasted #SBATCH block: sbatch wants an interpreter line
+        script = "#!/bin/bash\n" + script
     key = ("sbatch", "--test-only", script)
     if key not in _ANSWERS:
         with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as handle:
@@ -248,3 +250,30 @@ def _accounts(request: ResourceRequest, user: str) -> list[Finding]:
 def _int(text: str) -> int:
     digits = re.match(r"\d+", text.strip())
     return int(digits.group(0)) if digits else 0
+
+
+def with_live(report: ScriptReport, script: str, wanted: bool | None = None
+              ) -> tuple[ScriptReport, str]:
+    """``report`` with what the cluster says, and lines saying what was asked.
+
+    ``wanted`` None: only when Slurm is here and the profile describes this cluster (checking
+    an Alvis script on a laptop asks nothing); True: whenever Slurm is here; False: never.
+    """
+    from ..core.profiles import load_profile
+    from ..core.sbatch import cost_line
+    from .cluster import cluster_name
+
+    if wanted is False or not commands.slurm_available():
+        return report, ""
+    profile = load_profile(report.profile)
+    if wanted is None and cluster_name().lower() not in {c.lower() for c in profile.cluster_names}:
+        return report, ""
+    answer = check(report.request, script)
+    report = with_findings(report, [Finding(f.severity, f.option, f"{f.message} (live)", f.line)
+                                    for f in answer.findings])
+    said = [f"live: asked {', '.join(answer.asked)} on {cluster_name()}"]
+    if answer.start:
+        said.append(f"live: sbatch --test-only expects it to start at {answer.start}")
+    if answer.billing_weights:
+        said.append("live: " + cost_line(report.request, profile, answer.billing_weights))
+    return report, "\n".join(said)

@@ -168,15 +168,3 @@ def test_cli_exit_status_for_ci(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "FAIL: 1 error(s)" in out and "exceeds the 00:20:00 limit" in out
     assert main(["check", "--no-live", "--profile", "lab", str(tmp_path / "none.sh")]) == 2
     assert main(["check", "--no-live", "--profile", "nope", str(good)]) == 2
-
-
-def test_hpc_resources_check_on_a_pasted_block() -> None:
-    from IPython.testing.globalipapp import start_ipython
-
-    shell = start_ipython()
-    assert shell is not None
-    shell.run_line_magic("load_ext", "hpc_magics")
-    view = shell.run_cell_magic("hpc_resources", "--check --profile lab",
-                                "#SBATCH -p debug -t 30\n#SBATCH --gres=gpu:v100:1\n")
-    assert "exceeds the 00:20:00 limit" in repr(view) and "FAIL" in repr(view)
-    assert "color" in view._repr_html_()
