@@ -35,6 +35,7 @@ class Finding:
     option: str  # the option named (long spelling) or "" for the script as a whole
     message: str
     line: int | None = None
+    rule: str = "syntax"  # "syntax": how sbatch reads the line; "limit": the profile's rules
 
     def __str__(self) -> str:
         where = f"line {self.line}: " if self.line else ""
@@ -319,7 +320,7 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm") -
     for problem in validation.check(request, profile):
         named = _option_for(problem.field, last_line)
         note_line = last_line.get(named)
-        finding = Finding(problem.severity, named, problem.message, note_line)
+        finding = Finding(problem.severity, named, problem.message, note_line, "limit")
         findings.append(finding)
         if note_line:
             notes.setdefault(note_line, []).append(str(problem))
@@ -416,3 +417,13 @@ def render(report: ScriptReport, name: str = "script") -> str:
     warnings = sum(f.severity == WARNING for f in report.findings)
     text.append(f"{'FAIL' if errors else 'OK'}: {errors} error(s), {warnings} warning(s)")
     return "\n".join(text)
+
+
+def syntax_problems(cell: str, profile: ClusterProfile) -> list[validation.Problem]:
+    """What sbatch itself would say about a cell's #SBATCH lines (misspelt options, malformed
+    values, lines it ignores), for ``%%sbatch``; the limits are checked on the merged request."""
+    report = check_script(cell, profile)
+    return [validation.Problem(f.severity, f.option or "sbatch",
+                               f.message if f.message.startswith("#SBATCH line") or not f.line
+                               else f"#SBATCH line {f.line}: {f.message}")
+            for f in report.findings if f.rule == "syntax"]

@@ -259,7 +259,9 @@ class HpcMagics(Magics):
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
         profile = self._profile(request)
-        problems = self._problems(request)
+        from ..core.checkscript import syntax_problems
+
+        problems = syntax_problems(cell, profile) + self._problems(request)
         errors = validation.errors(problems)
         if errors:
             raise UsageError(_one_line(errors))
