@@ -202,8 +202,8 @@ def account(request: ResourceRequest, profile: ClusterProfile,
             yield _warn("account", f"account {name!r} does not look like a {profile.name} "
                         f"project{example}")
     elif profile.account_required and request.backend != "local":
-        yield _warn("account", f"no -A: Slurm charges your default {profile.name} project, "
-                    f"and refuses the job if you have several: add -A "
+        yield _warn("account", f"no -A/--account: Slurm charges your default {profile.name} "
+                    f"account, and refuses the job if you have several: add -A "
                     f"{profile.account_example or 'PROJECT'}")
 
 
