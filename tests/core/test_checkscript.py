@@ -168,3 +168,16 @@ def test_cli_exit_status_for_ci(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "FAIL: 1 error(s)" in out and "exceeds the 00:20:00 limit" in out
     assert main(["check", "--no-live", "--profile", "lab", str(tmp_path / "none.sh")]) == 2
     assert main(["check", "--no-live", "--profile", "nope", str(good)]) == 2
+
+
+@pytest.mark.parametrize(("script", "cluster"), [
+    ("#SBATCH -A NAISS2024-22-219 -p alvis\n", "alvis"),
+    ("#SBATCH --account=def-smith\nmodule load StdEnv/2023\n", "narval"),
+    ("#SBATCH -p sequana_gpu_shared\n", "sdumont"),
+    ("#SBATCH --partition=m3g --gres=gpu:V100:1\n", "m3"),
+    ("#SBATCH --uenv=prgenv-gnu/24.11:v1\n", "daint"),
+    ("#SBATCH -p debug -t 10\n", None),
+])
+def test_the_cluster_a_script_was_written_for_is_guessed(script: str,
+                                                         cluster: str | None) -> None:
+    assert guess_profile(script) == cluster
