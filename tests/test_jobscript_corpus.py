@@ -30,7 +30,7 @@ def rebuilt(entry: dict[str, Any]) -> str:
 
 
 def judge(entry: dict[str, Any], script: str) -> None:
-    report: ScriptReport = check_script(script, load_profile(entry["cluster"]))
+    report: ScriptReport = check_script(script, load_profile(entry["cluster"]), whole_file=True)
     shown = render(report, entry["name"])
     if entry["valid"]:
         assert report.ok, shown

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         script = _read(name)
         profile_name, guessed = _profile_name(args.profile, script)
         profile = load_profile(profile_name)
-        report = check_script(script, profile)
+        report = check_script(script, profile, whole_file=True)
         report, live_text = with_live(report, script, args.live)
         from ..core.sbatch import cost_line
 

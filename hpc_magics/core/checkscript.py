@@ -240,14 +240,23 @@ def guess_profile(script: str) -> str | None:
     return None
 
 
-def check_script(script: str, profile: ClusterProfile, backend: str = "slurm") -> ScriptReport:
-    """Read ``script`` as sbatch does and check it against ``profile``."""
+def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
+                 whole_file: bool = False) -> ScriptReport:
+    """Read ``script`` as sbatch does and check it against ``profile``.
+
+    ``whole_file``: the script is a file given to sbatch, which refuses one that does not
+    start with ``#!`` (a pasted block or a notebook cell need not).
+    """
     verdicts: dict[int, str] = {}
     notes: dict[int, list[str]] = {}
     findings: list[Finding] = []
     options: list[Option] = []
     lines = script.splitlines()
     in_header = True
+    if whole_file and not script.startswith("#!"):
+        findings.append(Finding(ERROR, "", "sbatch refuses a script whose first line is not "
+                                "an interpreter line: add #!/bin/bash as line 1", 1))
+        notes.setdefault(1, []).append(f"{ERROR}: {findings[-1].message}")
 
     def note(number: int, severity: str, option: str, message: str) -> None:
         findings.append(Finding(severity, option, message, number))

@@ -167,6 +167,10 @@ def test_cli_exit_status_for_ci(tmp_path: Path, capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert "FAIL: 1 error(s)" in out and "exceeds the 00:20:00 limit" in out
     assert main(["check", "--no-live", "--profile", "lab", str(tmp_path / "none.sh")]) == 2
+    bare = tmp_path / "bare.sh"
+    bare.write_text("#SBATCH -p debug -t 10\nhostname\n")  # sbatch wants #! on line 1
+    assert main(["check", "--no-live", "--profile", "lab", str(bare)]) == 1
+    assert "add #!/bin/bash as line 1" in capsys.readouterr().out
     assert main(["check", "--no-live", "--profile", "nope", str(good)]) == 2
 
 
