@@ -105,11 +105,21 @@ def qos_needed(request: ResourceRequest, profile: ClusterProfile,
         yield _error("qos", f"partition {partition.name!r} needs --qos={partition.requires_qos}")
 
 
+def _cpus_on_a_node(request: ResourceRequest) -> int:
+    """CPUs one node must hold: tasks per node x CPUs per task; --ntasks counts only when the
+    job is held to one node (-N 1), else Slurm may spread the tasks."""
+    tasks = request.ntasks_per_node
+    total = _extra(request, "ntasks") or _extra(request, "n")
+    if tasks is None and request.nodes == 1 and total and total.isdigit():
+        tasks = int(total)
+    return (request.cpus_per_task or 1) * (tasks or 1)
+
+
 def cpus_per_node(request: ResourceRequest, profile: ClusterProfile,
                   partition: Partition | None) -> Found:
     if not (partition and partition.cpus_per_node):
         return
-    cpus = (request.cpus_per_task or 1) * (request.ntasks_per_node or 1)
+    cpus = _cpus_on_a_node(request)
     if cpus > partition.cpus_per_node:
         name = "cpus-per-task" if request.cpus_per_task else "ntasks-per-node"
         yield _error(name, f"{cpus} CPUs per node exceed the {partition.cpus_per_node} "
@@ -127,7 +137,7 @@ def memory(request: ResourceRequest, profile: ClusterProfile,
                      "(--mem=0 asks for all of it)")
     per_cpu = _extra(request, "mem-per-cpu")
     if per_cpu:
-        cpus = (request.cpus_per_task or 1) * (request.ntasks_per_node or 1)
+        cpus = _cpus_on_a_node(request)
         total = parse_memory(per_cpu) * cpus
         if total > limit:
             yield _error("mem-per-cpu", f"--mem-per-cpu {per_cpu} x {cpus} CPUs = "

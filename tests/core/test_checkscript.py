@@ -80,6 +80,7 @@ def test_unmodelled_options_pass_through_and_are_reported() -> None:
 
 @pytest.mark.parametrize(("line", "option"), [
     ("#SBATCH --mem-per-cpu=3G -c 3", "mem-per-cpu"),     # 9 GB on an 8000 MB node
+    ("#SBATCH -N 1 --ntasks=3 -c 2", "cpus-per-task"),    # 6 CPUs held on a 4-CPU node
     ("#SBATCH --gpus-per-node=1ß", "gpus-per-node"),
     ("#SBATCH --gres=gpu:v100:3", "gres"),
     ("#SBATCH --gpus=v100:5 -N 2", "gpus"),
