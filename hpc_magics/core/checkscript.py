@@ -4,7 +4,8 @@ A verdict per line and every problem at once.  sbatch reads ``#SBATCH`` lines un
 first command; later ones are ignored (said, as a warning).  Options hpc_magics models are
 checked against the profile's limits (``core/validation.py``); every other option sbatch
 knows passes through untouched and is reported as passed through; an option sbatch does not
-know is a warning (a site plugin may add it), never a refusal.
+know is a warning (a site plugin may add it), unless it is an ambiguous abbreviation or a
+misspelling of one sbatch knows (``--ntaks-per-node``, ``--mem-4G``), which sbatch refuses.
 """
 
 from __future__ import annotations
