@@ -142,9 +142,8 @@ class NodeTask:
             return False
         saved = _load_own(path)
         namespace.update(saved["values"])
-        print(f"[hpc_magics] resumed from the checkpoint of segment {saved['segment'] + 1} "
-              f"({', '.join(saved['values']) or 'nothing'}): segment {self.segment + 1}",
-              file=sys.stderr, flush=True)
+        _say(f"resumed from the checkpoint of segment {saved['segment'] + 1} "
+             f"({', '.join(saved['values']) or 'nothing'}): segment {self.segment + 1}")
         return True
 
     # ----------------------------------------------------------------- checkpoints
@@ -174,19 +173,18 @@ class NodeTask:
             return
         path = self.save_checkpoint()
         if self.segment >= self.options.chain:
-            print(f"[hpc_magics] time limit near: checkpoint saved to {path}; no requeue left "
-                  f"(--chain {self.options.chain} used up)", file=sys.stderr, flush=True)
+            _say(f"time limit near: checkpoint saved to {path}; no requeue left "
+                 f"(--chain {self.options.chain} used up)")
             return
+        # said first: the requeue stops every process of the job, the log's copier too
+        _say(f"time limit near: checkpoint saved to {path}; requeueing (segment "
+             f"{self.segment + 2} of at most {self.options.chain + 1})")
         from ..scheduler import commands
 
         result = commands.run(["scontrol", "requeue", self.job_id], timeout=60)
         if not result.ok:
-            print(f"[hpc_magics] checkpoint saved to {path}, but scontrol requeue failed: "
-                  f"{result.first_error_line()}", file=sys.stderr, flush=True)
+            _say(f"scontrol requeue failed: {result.first_error_line()}; the cell goes on")
             return
-        print(f"[hpc_magics] time limit near: checkpoint saved to {path}; requeued "
-              f"(segment {self.segment + 2} of at most {self.options.chain + 1})",
-              file=sys.stderr, flush=True)
         raise Requeued
 
     def _on_term(self, signum: int, frame: types.FrameType | None) -> None:
@@ -206,6 +204,14 @@ class NodeTask:
 
 
 _CURRENT: NodeTask | None = None
+
+
+def _say(message: str) -> None:
+    """A line in the job's log; a log already closed by Slurm's kill is no error."""
+    try:
+        print(f"[hpc_magics] {message}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 def _set_package_flag(resumed: bool) -> None:

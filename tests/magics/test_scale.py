@@ -66,8 +66,8 @@ def test_two_nodes_two_tasks_all_reduce_and_gather(slurm_shell: Any,
     assert "rank 3 of 4: all_reduce gave 10.0" in logs[3].read_text()
 
 
-# Counts to 40 at about one step a second: with a 1-minute limit (signalled up to ~45 s
-# early at Slurm's 30 s granularity) it needs about three segments.
+# Counts to 75 at about one step a second. With a 1-minute limit and a 20 s margin Slurm
+# signals after 10-40 s of a segment (it checks every 30 s): about three segments.
 COUNTING = """
 import time
 from hpc_magics import resumed as resumed_flag
@@ -84,9 +84,9 @@ while count < TARGET:
 @pytest.mark.slow
 def test_checkpoint_requeue_continues_the_count(slurm_shell: Any, sacct_state: Any) -> None:
     slurm_shell.run_line_magic("hpc_resources", "-t 1")
-    slurm_shell.user_ns["TARGET"] = 40
+    slurm_shell.user_ns["TARGET"] = 75
     slurm_shell.run_cell_magic(
-        "sbatch", "--checkpoint count,starts --checkpoint-margin 20 --chain 5", COUNTING)
+        "sbatch", "--checkpoint count,starts --checkpoint-margin 20 --chain 9", COUNTING)
     handle = last_handle(slurm_shell)
     script = (handle.folder.path / "job.sh").read_text()
     assert "#SBATCH --signal=USR2@20" in script and "#SBATCH --requeue" in script
@@ -94,7 +94,7 @@ def test_checkpoint_requeue_continues_the_count(slurm_shell: Any, sacct_state: A
     partial: list[int] = []
     import time
 
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 400
     while not handle.folder.has_results() and time.monotonic() < deadline:
         if checkpoint.exists():  # the partial state after each segment, in the job folder
             count = pickle.loads(checkpoint.read_bytes())["values"]["count"]
@@ -103,12 +103,17 @@ def test_checkpoint_requeue_continues_the_count(slurm_shell: Any, sacct_state: A
         time.sleep(1)
     assert handle.wait(timeout=30) == "COMPLETED"
     slurm_shell.run_line_magic("hpc_fetch", handle.job_id)
-    assert slurm_shell.user_ns["count"] == 40
+    assert slurm_shell.user_ns["count"] == 75
     starts = slurm_shell.user_ns["starts"]
     assert starts[0] == 0 and len(starts) >= 2, starts  # it resumed, never from zero again
     assert starts == sorted(starts) and all(s > 0 for s in starts[1:])
     assert slurm_shell.user_ns["resumed_flag"] is True  # hpc_magics.resumed on the node
-    assert partial and all(0 < value < 40 for value in partial), partial
+    assert partial and all(0 < value < 75 for value in partial), partial
+    assert partial == starts[1:]  # each segment began where the saved state left off
+    # said in the log and the cell's output before each requeue (the log's copier lives on)
+    said = (handle.folder.path / "output.txt").read_text()
+    assert said.count("requeueing (segment") == len(starts) - 1, said
+    assert "requeueing (segment 2 of at most 10)" in handle.log(tail=1000)
     segments = handle.segments()
     assert len(segments) == len(starts)
     assert [s.state for s in segments] == ["REQUEUED"] * (len(starts) - 1) + ["COMPLETED"]
