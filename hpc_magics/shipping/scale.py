@@ -75,7 +75,10 @@ def export_distributed(environ: MutableMapping[str, str] | None = None) -> None:
         return
     from submitit.helpers import TorchDistributedEnvironment
 
-    dist = TorchDistributedEnvironment()
+    try:
+        dist = TorchDistributedEnvironment()
+    except Exception:  # not submitit's Slurm environment (another engine ran the cell)
+        return
     values = {"MASTER_ADDR": _master_addr(dist.master_addr, env),
               "MASTER_PORT": str(dist.master_port), "RANK": str(dist.rank),
               "WORLD_SIZE": str(dist.world_size), "LOCAL_RANK": str(dist.local_rank),
@@ -166,6 +169,8 @@ class NodeTask:
     def _install_handlers(self) -> None:
         signal.signal(signal.SIGUSR2, self._on_limit)
         signal.signal(signal.SIGTERM, self._on_term)
+        # Slurm sends SIGCONT with every kill: submitit's handler only logs it (noise here)
+        signal.signal(signal.SIGCONT, signal.SIG_DFL)
 
     def _on_limit(self, signum: int, frame: types.FrameType | None) -> None:
         """USR2 before the time limit (or a site's preemption notice)."""

@@ -5,12 +5,16 @@
 from __future__ import annotations
 
 import pickle
+import re
 import tarfile
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
+
+from hpc_magics.widgets.job import JobWidget
 
 pytestmark = pytest.mark.slurm
 
@@ -66,7 +70,7 @@ def test_two_nodes_two_tasks_all_reduce_and_gather(slurm_shell: Any,
     assert "rank 3 of 4: all_reduce gave 10.0" in logs[3].read_text()
 
 
-# Counts to 75 at about one step a second. With a 1-minute limit and a 20 s margin Slurm
+# Counts to 50 at about one step a second. With a 1-minute limit and a 20 s margin Slurm
 # signals after 10-40 s of a segment (it checks every 30 s): about three segments.
 COUNTING = """
 import time
@@ -84,7 +88,7 @@ while count < TARGET:
 @pytest.mark.slow
 def test_checkpoint_requeue_continues_the_count(slurm_shell: Any, sacct_state: Any) -> None:
     slurm_shell.run_line_magic("hpc_resources", "-t 1")
-    slurm_shell.user_ns["TARGET"] = 75
+    slurm_shell.user_ns["TARGET"] = 50
     slurm_shell.run_cell_magic(
         "sbatch", "--checkpoint count,starts --checkpoint-margin 20 --chain 9", COUNTING)
     handle = last_handle(slurm_shell)
@@ -92,28 +96,32 @@ def test_checkpoint_requeue_continues_the_count(slurm_shell: Any, sacct_state: A
     assert "#SBATCH --signal=USR2@20" in script and "#SBATCH --requeue" in script
     checkpoint = handle.folder.path / "checkpoint.pkl"
     partial: list[int] = []
-    import time
-
+    widget = JobWidget(handle)
+    shown: set[str] = set()
     deadline = time.monotonic() + 400
     while not handle.folder.has_results() and time.monotonic() < deadline:
         if checkpoint.exists():  # the partial state after each segment, in the job folder
             count = pickle.loads(checkpoint.read_bytes())["values"]["count"]
             if not partial or partial[-1] != count:
                 partial.append(count)
+        if widget.rendered_key != widget.key():  # as the widget's monitor does
+            widget.render()
+        shown.update(re.findall(r"segment \d+ of ≤\d+", widget.status.value))
         time.sleep(1)
     assert handle.wait(timeout=30) == "COMPLETED"
     slurm_shell.run_line_magic("hpc_fetch", handle.job_id)
-    assert slurm_shell.user_ns["count"] == 75
+    assert slurm_shell.user_ns["count"] == 50
     starts = slurm_shell.user_ns["starts"]
     assert starts[0] == 0 and len(starts) >= 2, starts  # it resumed, never from zero again
     assert starts == sorted(starts) and all(s > 0 for s in starts[1:])
     assert slurm_shell.user_ns["resumed_flag"] is True  # hpc_magics.resumed on the node
-    assert partial and all(0 < value < 75 for value in partial), partial
+    assert partial and all(0 < value < 50 for value in partial), partial
     assert partial == starts[1:]  # each segment began where the saved state left off
     # said in the log and the cell's output before each requeue (the log's copier lives on)
     said = (handle.folder.path / "output.txt").read_text()
     assert said.count("requeueing (segment") == len(starts) - 1, said
     assert "requeueing (segment 2 of at most 10)" in handle.log(tail=1000)
+    assert {"segment 1 of ≤10", "segment 2 of ≤10"} <= shown, shown
     segments = handle.segments()
     assert len(segments) == len(starts)
     assert [s.state for s in segments] == ["REQUEUED"] * (len(starts) - 1) + ["COMPLETED"]
