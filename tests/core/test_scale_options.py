@@ -110,3 +110,16 @@ def test_staging_copies_extracts_and_cleans(tmp_path: Path) -> None:
         assert staging.clean(root, env) and not root.exists()
     finally:
         staging.clean(root, env)
+
+
+def test_segments_from_sacct_duplicates() -> None:
+    from hpc_magics.scheduler.segments import parse_segments
+
+    text = ("595|REQUEUED|2026-11-23T18:04:52|2026-11-23T18:05:25\n"
+            "595|PENDING|Unknown|Unknown\n"
+            "5950|COMPLETED|2026-11-23T18:00:00|2026-11-23T18:01:00\n"
+            "595|REQUEUED|2026-11-23T18:05:38|2026-11-23T18:06:10\n")
+    segments = parse_segments(text, "595")
+    assert [s.state for s in segments] == ["REQUEUED", "REQUEUED", "PENDING"]
+    assert [s.index for s in segments] == [1, 2, 3]
+    assert segments[0].end is not None and segments[2].start is None
