@@ -175,3 +175,19 @@ def test_bad_input_is_one_line_before_submission(slurm_shell: Any, tmp_path: Pat
         with pytest.raises(UsageError, match=says):
             slurm_shell.run_cell_magic("sbatch", flags, "x = 1\n")
     assert job_folders(slurm_shell) == []
+
+
+def test_manual_checkpoint_saves_where_the_cell_says(slurm_shell: Any) -> None:
+    slurm_shell.run_cell_magic(
+        "sbatch", "--wait --checkpoint epoch",
+        "import hpc_magics\n"
+        "epoch = 7\n"
+        "saved_to = str(hpc_magics.checkpoint())\n"
+        "epoch = 8\n"
+        "was_resumed = resumed\n")
+    handle = last_handle(slurm_shell)
+    assert slurm_shell.user_ns["epoch"] == 8 and slurm_shell.user_ns["was_resumed"] is False
+    saved = handle.folder.path / "checkpoint.pkl"
+    assert slurm_shell.user_ns["saved_to"] == str(saved)
+    assert pickle.loads(saved.read_bytes())["values"] == {"epoch": 7}
+    assert oct(saved.stat().st_mode & 0o777) == "0o600"
