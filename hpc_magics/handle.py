@@ -285,10 +285,15 @@ class JobHandle:
             time.sleep(0.5)
         return self.state
 
-    def log(self, tail: int = 50) -> str:
-        """Last lines of the job's output and errors, submitit's own chatter left out."""
+    def log(self, tail: int = 50, rank: int = 0) -> str:
+        """Last lines of the job's output and errors, submitit's own chatter left out;
+        ``rank``: that task's own log, in a job of several tasks (``JOBID_RANK_log.*``)."""
         lines: list[str] = []
-        for path in self.backend.log_paths(self.job_id, self.folder):
+        paths = list(self.backend.log_paths(self.job_id, self.folder))
+        if rank:
+            paths = [path.replace(f"{self.job_id}_0_log.", f"{self.job_id}_{rank}_log.")
+                     for path in paths]
+        for path in paths:
             try:
                 text = Path(path).read_text(errors="replace")
             except OSError:

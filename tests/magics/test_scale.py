@@ -68,6 +68,8 @@ def test_two_nodes_two_tasks_all_reduce_and_gather(slurm_shell: Any,
     logs = sorted(handle.folder.path.glob(f"{handle.job_id}_*_log.out"))
     assert len(logs) == 4
     assert "rank 3 of 4: all_reduce gave 10.0" in logs[3].read_text()
+    assert "rank 2 of 4: all_reduce gave 10.0" in handle.log(rank=2)
+    assert "rank 2 of 4" not in handle.log()
 
 
 # Counts to 50 at about one step a second. With a 1-minute limit and a 20 s margin Slurm
