@@ -46,6 +46,7 @@ print(f"rank {rank} of {world_size}: all_reduce gave {total}")
 """
 
 
+@pytest.mark.slow  # four tasks import torch on a shared 2-core machine: 15-90 s
 def test_two_nodes_two_tasks_all_reduce_and_gather(slurm_shell: Any,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     slurm_shell.run_cell_magic(
@@ -137,19 +138,24 @@ def test_stage_to_both_nodes(slurm_shell: Any, tmp_path: Path) -> None:
     with tarfile.open(archive, "w:gz") as bundle:
         (tmp_path / "b.txt").write_text("beta")
         bundle.add(tmp_path / "b.txt", arcname="inner/b.txt")
+    back = tmp_path / "back"
     slurm_shell.run_cell_magic(
         "sbatch", f"--wait -N 2 --ntasks-per-node 1 --mem 1G --gather found "
-                  f"--stage '{data}' --stage {archive}",
+                  f"--stage '{data}' --stage {archive} --stage-back {back}",
         "import os, pathlib\n"
         "found = (os.environ['SLURMD_NODENAME'], stage_dir,\n"
         "         pathlib.Path(staged['in put'], 'a.txt').read_text(),\n"
-        "         pathlib.Path(staged['bundle'], 'inner', 'b.txt').read_text())\n")
+        "         pathlib.Path(staged['bundle'], 'inner', 'b.txt').read_text())\n"
+        "if rank == 0:\n"
+        "    pathlib.Path(stage_out, 'made.txt').write_text(found[0])\n")
     found = slurm_shell.user_ns["found"]
     assert sorted(f[0] for f in found) == ["c1", "c2"]
     assert all(f[2:] == ("alpha", "beta") for f in found)
     assert found[0][1] != found[1][1]  # each node its own local folder
     for _, local, _, _ in found:  # the private folders under /tmp were removed
         assert not Path(local).exists()
+    # at the normal end, rank 0's node's stage_out came back
+    assert (back / "made.txt").read_text() == found[0][0]
 
 
 @pytest.mark.slow
