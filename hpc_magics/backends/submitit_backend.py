@@ -20,6 +20,7 @@ from ..core.jobs import normalize_state
 from ..core.jobscript import cell_parts, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
+from ..core.scale import ScaleOptions, scaled_parts, signal_directive
 from ..core.units import UNLIMITED
 from ..scheduler import commands
 from ..shipping.packing import Payload
@@ -111,7 +112,7 @@ class _SubmititBackend:
         return [str(paths.stdout), str(paths.stderr)]
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
-                   job_name: str) -> str:
+                   job_name: str, options: ScaleOptions | None = None) -> str:
         """The job's ``job.sh`` for a job folder at ``folder`` (pure: a dry run calls it)."""
         raise NotImplementedError
 
@@ -119,8 +120,10 @@ class _SubmititBackend:
         raise NotImplementedError
 
     def submit(self, folder: JobFolder, payload: Payload, request: ResourceRequest,
-               profile: ClusterProfile, job_name: str) -> str:
-        script = self.job_script(str(folder.path.absolute()), request, profile, job_name)
+               profile: ClusterProfile, job_name: str,
+               options: ScaleOptions | None = None) -> str:
+        script = self.job_script(str(folder.path.absolute()), request, profile, job_name,
+                                 options)
         _write_job_py(folder, payload, job_name)
         executor = self._executor(folder, script, request)
         from ..scheduler.watcher import record_submission
@@ -129,7 +132,9 @@ class _SubmititBackend:
         started = time.time()
         folder.update_meta(submitted_at=started, backend=self.name)
         try:
-            job = executor.submit(run_cell, payload, str(folder.path))
+            # the options travel only when given: a plain cell's call stays as it was
+            extra = (options,) if options is not None and options.active else ()
+            job = executor.submit(run_cell, payload, str(folder.path), *extra)
         except FileNotFoundError as error:
             raise SubmissionError(f"could not submit: {error}") from None
         self._after_submit(job, folder, script)
@@ -171,14 +176,17 @@ class SlurmBackend(_SubmititBackend):
         return names if result.ok else frozenset()
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
-                   job_name: str) -> str:
+                   job_name: str, options: ScaleOptions | None = None) -> str:
         # a path is quoted; text with spaces is a command ("apptainer exec img.sif python")
         python = self.python if any(c.isspace() for c in self.python) \
             else shlex.quote(self.python)
-        # USR2 at the limit itself: a cell is not checkpointable, and an earlier signal would
-        # end it as failed before its time is up instead of as TIMEOUT
-        signal = f"{SlurmJobEnvironment.USR_SIG}@0"
-        return render(request, profile, cell_parts(folder, python, job_name, signal=signal))
+        # USR2 at the limit itself unless the cell checkpoints (core/scale.py says when):
+        # an earlier signal would end a plain cell as failed instead of as TIMEOUT
+        signal = signal_directive(options).replace("USR2", SlurmJobEnvironment.USR_SIG)
+        parts = cell_parts(folder, python, job_name, signal=signal)
+        if options is not None and options.active:
+            parts = scaled_parts(parts, options, python)
+        return render(request, profile, parts)
 
     def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
         tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
@@ -210,7 +218,7 @@ class LocalBackend(_SubmititBackend):
     _jobs: dict[str, Any] = {}
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
-                   job_name: str) -> str:
+                   job_name: str, options: ScaleOptions | None = None) -> str:
         controller = shlex.join([sys.executable, "-m", "submitit.local._local", folder])
         task = shlex.join([sys.executable, "-u", "-m", "submitit.core._submit", folder])
         return "\n".join([

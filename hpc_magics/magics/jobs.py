@@ -27,6 +27,7 @@ from ..core.profiles import (
     load_profile,
 )
 from ..core.resources import ResourceRequest
+from .scale import options_from_args, scale_arguments
 
 RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--profile",), {"help": "cluster profile: " + ", ".join(sorted(available_profiles()))}),
@@ -237,6 +238,7 @@ class HpcMagics(Magics):
                    "earlier cells (display code stripped) first; for state that does not pickle")
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
+    @scale_arguments
     @cell_magic
     def sbatch(self, line: str, cell: str) -> Any:
         """Run this cell as a Slurm job (or locally when there is no Slurm).
@@ -272,6 +274,7 @@ class HpcMagics(Magics):
 
             backend = get_backend(request.backend, python=self.python or None)
             backend.preflight(request, profile)
+            options = options_from_args(args, request, backend.name)
             body, helpers = _plain_python(parsed.body)
             names = analyse(body)
             if body != parsed.body:  # names the translation made up are not the user's results
@@ -289,7 +292,7 @@ class HpcMagics(Magics):
             from ..backends.folder import JobFolder
 
             would_be = JobFolder.would_be(self.jobs_root, job_name)
-            script = backend.job_script(str(would_be), request, profile, job_name)
+            script = backend.job_script(str(would_be), request, profile, job_name, options)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         if args.dry_run:
@@ -299,7 +302,7 @@ class HpcMagics(Magics):
             print(f"# {payload.summary()}")
             return None
         print(f"[hpc_magics] {payload.summary()}")
-        handle = self._submit(backend, payload, request, profile, job_name)
+        handle = self._submit(backend, payload, request, profile, job_name, options)
         widget = self._show_handle(handle)
         if args.wait:
             self._wait_and_fetch(handle, widget)
@@ -350,7 +353,7 @@ class HpcMagics(Magics):
         return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{count}")
 
     def _submit(self, backend: Any, payload: Any, request: ResourceRequest,
-                profile: ClusterProfile, job_name: str) -> Any:
+                profile: ClusterProfile, job_name: str, options: Any = None) -> Any:
         from ..backends.folder import JobFolder
         from ..handle import JobHandle
 
@@ -366,9 +369,11 @@ class HpcMagics(Magics):
                 "request": resources.to_dict(request), "shipped": payload.summary(),
                 "results": list(payload.result_names), "notebook":
                 os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING"}
+        if options is not None and options.active:
+            meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
         folder.write_meta(meta)
         try:
-            job_id = backend.submit(folder, payload, request, profile, job_name)
+            job_id = backend.submit(folder, payload, request, profile, job_name, options)
         except HpcMagicsError as error:
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
             raise UsageError(str(error)) from None

@@ -16,6 +16,7 @@ import ipywidgets as widgets
 
 from ..core.errors import HpcMagicsError
 from .job_view import JobView
+from .segments import segment_html, segment_note
 
 REFRESH_INTERVAL_S = 5.0
 
@@ -48,13 +49,13 @@ class JobWidget(widgets.VBox):
     def render(self) -> None:
         self.rendered_key = self.key()
         view = view_of(self.handle)
-        self.status.value = view.status_html()
+        self.status.value = view.status_html() + segment_html(self.handle.folder.path)
         self.cancel_button.disabled = not view.can_cancel
         self.fetch_button.disabled = not view.can_fetch and not self.handle.folder.has_results()
 
-    def key(self) -> tuple[str, bool]:
+    def key(self) -> tuple[str, bool, str]:
         """What the widget shows that can change: re-render when this differs."""
-        return (self.handle._state, self.handle.fetched)
+        return (self.handle._state, self.handle.fetched, segment_note(self.handle.folder.path))
 
     def refresh(self) -> None:
         self.handle.refresh()
