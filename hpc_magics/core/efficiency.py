@@ -24,8 +24,9 @@ else:  # pragma: no cover
 
 # One sacct call (``sacct -n -P -o USAGE_FIELDS -j IDS``, steps included: MaxRSS is a
 # step's figure) gives states and usage alike.
+# The name goes last: a "|" inside it survives the split.
 USAGE_FIELDS = ("JobID", "State", "Submit", "ExitCode", "Elapsed", "Timelimit", "TotalCPU",
-                "MaxRSS", "ReqMem", "AllocCPUS", "AllocTRES", "NodeList")
+                "MaxRSS", "ReqMem", "AllocCPUS", "AllocTRES", "NodeList", "JobName")
 ADVICE_FILE = Path(__file__).with_name("efficiency_advice.toml")
 
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)([cn]?)$", re.IGNORECASE)
@@ -93,6 +94,7 @@ class Usage:
     gpus: int = 0
     nodes: int = 1
     node_list: str = ""
+    name: str = ""
 
     @property
     def final(self) -> bool:
@@ -141,7 +143,7 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
     jobs: dict[str, Usage] = {}
     steps: dict[str, list[list[str]]] = {}
     for line in text.splitlines():
-        parts = line.strip().split("|")
+        parts = line.strip().split("|", len(USAGE_FIELDS) - 1)
         if len(parts) != len(USAGE_FIELDS) or not parts[0] or not parts[1]:
             continue
         job_id = parts[0]
@@ -160,7 +162,7 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
             max_rss_mb=sacct_megabytes(row["MaxRSS"]) if row["MaxRSS"] else None,
             req_mem_mb=sacct_megabytes(row["ReqMem"], cpus or 1, 1) if row["ReqMem"] else None,
             alloc_cpus=cpus, gpus=_int(allocated.get("gres/gpu", "")) or 0, nodes=nodes,
-            node_list=row["NodeList"])
+            node_list=row["NodeList"], name=row["JobName"])
     for job_id, rows in steps.items():
         if job_id not in jobs:
             continue
@@ -349,8 +351,12 @@ def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
     cpu_time = format_duration(usage.total_cpu_s) if usage.total_cpu_s is not None else "n/a"
     lines.append(f"CPU efficiency {_percent(usage.cpu_efficiency)} "
                  f"({cpu_time} of CPU time on {usage.alloc_cpus or '?'} CPUs)")
-    lines.append(f"memory peak {_memory(usage.max_rss_mb)} of {_memory(usage.req_mem_mb)} "
-                 f"asked ({_percent(usage.memory_fraction)})")
+    if usage.max_rss_mb is None:
+        lines.append(f"memory peak not sampled (the job ended before accounting's first "
+                     f"sample) of {_memory(usage.req_mem_mb)} asked")
+    else:
+        lines.append(f"memory peak {_memory(usage.max_rss_mb)} of {_memory(usage.req_mem_mb)} "
+                     f"asked ({_percent(usage.memory_fraction)})")
     limit = format_duration(usage.time_limit_s) if usage.time_limit_s else "no limit"
     elapsed = format_duration(usage.elapsed_s) if usage.elapsed_s is not None else "n/a"
     lines.append(f"time {elapsed} of {limit} ({_percent(usage.time_fraction)})")

@@ -81,14 +81,21 @@ def all_jobs(folders: list[Any]) -> tuple[list[JobRow], str]:
     recent = _recent_jobs(queue.interval_s)
     if recent is None:
         notes.append("accounting unreachable: ended jobs are not listed")
+    ended = []
     for record in recent or ():
         if record.job_id in seen or not is_final(record.state):
             continue
         usage = record.usage
         elapsed = format_duration(usage.elapsed_s) if usage and usage.elapsed_s else ""
-        rows.append(JobRow(record.job_id, record.state, "", "", elapsed,
-                           usage.node_list if usage else "", folder_of(record.job_id)))
-    return rows, "; ".join(notes)
+        ended.append(JobRow(record.job_id, record.state, usage.name if usage else "", "",
+                            elapsed, usage.node_list if usage else "",
+                            folder_of(record.job_id)))
+    return rows + sorted(ended, key=_newest_first), "; ".join(notes)
+
+
+def _newest_first(row: JobRow) -> tuple[int, int]:
+    base, _, task = row.job_id.partition("_")
+    return (-int(base) if base.isdigit() else 0, -int(task) if task.isdigit() else 0)
 
 
 def wanted_states(text: str | None) -> set[str] | None:

@@ -72,7 +72,7 @@ def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
     submit_at = USAGE_FIELDS.index("Submit")
     submits = {}
     for line in text.splitlines():
-        parts = line.strip().split("|")
+        parts = line.strip().split("|", len(USAGE_FIELDS) - 1)
         if len(parts) == len(USAGE_FIELDS) and parts[0] and "." not in parts[0]:
             submits[parts[0]] = slurm_timestamp(parts[submit_at])
     return tuple(AccountingRecord(u.job_id, u.state, submits.get(u.job_id), u)

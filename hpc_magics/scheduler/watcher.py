@@ -75,6 +75,7 @@ class JobStatus:
     checked_at: float = 0.0
     # the queue's entry (reason, start or its estimate, elapsed, limit, nodes), while listed
     detail: JobSnapshot | None = None
+    detail_at: float = 0.0  # when squeue gave that entry (its elapsed time is from then)
 
     @property
     def final(self) -> bool:
@@ -259,7 +260,8 @@ class Watcher:
                 self._absent.pop(key, None)
                 state = combined_state([normalize_state(e.state) for e in entries])
                 decided[key] = JobStatus(submission.job_id, state, "squeue", "", now,
-                                         detail=_main_entry(entries))
+                                         detail=_main_entry(entries),
+                                         detail_at=view.updated)
                 continue
             if view.error is None and (view.updated is None
                                        or view.updated < submission.seen_after):
@@ -348,8 +350,8 @@ class Watcher:
               max_age_s: float | None = None) -> dict[str, tuple[Usage, ...] | None]:
         """What ended jobs used (one ``Usage`` per job, or per array task), keyed like
         ``poll_jobs``. From the folder's ``usage.json`` once known for good, else from the
-        user's shared sacct call. Missing key: not ended or not answered yet; ``None``:
-        accounting is unreachable."""
+        user's shared sacct call. Missing key: not ended, or accounting's figures are not
+        final yet; ``None``: accounting is unreachable."""
         result: dict[str, tuple[Usage, ...] | None] = {}
         ask: list[tuple[str, JobFolder, Submission]] = []
         for folder, job_id in jobs:
@@ -379,10 +381,10 @@ class Watcher:
             mine = tuple(r.usage for r in records if r.usage is not None
                          and same_job(submission.job_id, r.job_id)
                          and submission.matches(r.submit_time))
-            if not mine:
-                continue
+            if not mine or not self.accounting.settled(base):
+                continue  # the steps' figures come a moment after the job's end
             result[key] = mine
-            if self.accounting.settled(base) and key == _key(folder, None):
+            if key == _key(folder, None):
                 _store_usage(folder, mine)
         return result
 

@@ -45,8 +45,8 @@ def view_of(handle: Any) -> JobView:
     if detail is not None and detail.elapsed_s is not None:
         # the queue's figure is from its last answer: count on from there while it runs
         running = status.phase == "running"
-        elapsed = detail.elapsed_s + (max(0.0, time.time() - status.checked_at)
-                                      if running and status.checked_at else 0.0)
+        elapsed = detail.elapsed_s + (max(0.0, time.time() - status.detail_at)
+                                      if running and status.detail_at else 0.0)
     return JobView(handle.job_id, handle.name, status.state, handle.backend.name,
                    str(handle.folder.path), handle.fetched,
                    reason=detail.reason if detail else "",
