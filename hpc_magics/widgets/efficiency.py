@@ -27,10 +27,15 @@ def gpu_samples(folder: Any, job_id: str) -> tuple[GpuSample, ...]:
 def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[GpuSample, ...]]]:
     """One report per job, or per array task."""
     out = []
-    for usage in usages:
+    for usage in sorted(usages, key=_task_order):
         samples = gpu_samples(folder, usage.job_id)
         out.append((report(usage, samples), samples))
     return out
+
+
+def _task_order(usage: Usage) -> tuple[int, int]:
+    base, _, task = usage.job_id.partition("_")
+    return (int(base) if base.isdigit() else 0, int(task) if task.isdigit() else -1)
 
 
 def report_text(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:

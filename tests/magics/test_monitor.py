@@ -263,3 +263,29 @@ def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
         assert sacct_state(other_id, until={"CANCELLED"}) == "CANCELLED"
     finally:
         commands.run(["scancel", other_id], timeout=30)
+
+
+def test_efficiency_per_task_of_an_array(lab: Any, tmp_path: Path, sacct_state: Any,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """An array job (submitted with sbatch, as a sweep does) gets one report per task."""
+    from hpc_magics.backends.folder import JobFolder
+    from hpc_magics.scheduler.cluster import cluster_name
+
+    started = time.time()
+    answer = commands.run(["sbatch", "--parsable", "--array=0-2", "-t", "2", "-o",
+                           str(tmp_path / "a-%A_%a.out"), "--wrap", "sleep 1"], timeout=30)
+    assert answer.ok, answer.stderr
+    job_id = answer.stdout.strip().split(";")[0]
+    magics = lab.magics_manager.registry["HpcMagics"]
+    folder = JobFolder.create(magics.jobs_root, "array")
+    folder.write_meta({"name": "array", "backend": "slurm", "job_id": job_id,
+                       "state": "SUBMITTED", "submitted_at": started,
+                       "submit_returned_at": time.time(), "cluster": cluster_name()})
+    for task in range(3):
+        sacct_state(f"{job_id}_{task}", until={"COMPLETED"}, timeout=60)
+    capsys.readouterr()
+    lab.run_line_magic("hpc_efficiency", job_id)
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("task ")] == [
+        f"task {job_id}_{task}:" for task in range(3)], out
+    assert out.count("  state COMPLETED") == 3 and out.count("  time ") == 3
