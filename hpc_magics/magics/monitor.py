@@ -66,9 +66,15 @@ def all_jobs(folders: list[Any]) -> tuple[list[JobRow], str]:
     notes = [view.error] if view.error else []
     by_id = {str(f.meta().get("job_id", "")): f for f in folders}
 
+    from ..backends.job_index import entries, folders_for
+
+    indexed = entries()
+
     def folder_of(job_id: str) -> Any:
+        # this notebook's folders, then the user's index (jobs of other notebooks)
         return by_id.get(job_id) or next(
-            (f for known, f in by_id.items() if known and same_job(known, job_id)), None)
+            (f for known, f in by_id.items() if known and same_job(known, job_id)), None) \
+            or next(iter(folders_for(job_id, indexed)), None)
 
     rows: list[JobRow] = []
     seen: set[str] = set()

@@ -155,11 +155,14 @@ def record_submission(folder: JobFolder, job_id: str, started_at: float) -> None
     meta = folder.meta()
     backend = str(meta.get("backend", "slurm"))
     submitted = _float(meta.get("submitted_at"))
+    cluster = cluster_name() if backend == "slurm" else None
     folder.update_meta(
         job_id=job_id, state="SUBMITTED", state_source="recorded",
         submitted_at=min(submitted, started_at) if submitted is not None else started_at,
-        submit_returned_at=time.time(),
-        cluster=cluster_name() if backend == "slurm" else None)
+        submit_returned_at=time.time(), cluster=cluster)
+    from ..backends.job_index import record
+
+    record(job_id, cluster, folder.path)  # found from any notebook (%hpc_jobs --all, job(ID))
 
 
 class Watcher:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,7 @@ def lab(shell: Any, slurm_cluster: Any, tmp_path: Path, monkeypatch: pytest.Monk
     """A shell on the lab profile, a private runtime dir and a fresh watcher polling every 1 s."""
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("HPC_MAGICS_POLL_INTERVAL", "1")
+    monkeypatch.setenv("HPC_MAGICS_JOB_INDEX", str(tmp_path / "job-index.jsonl"))
     monkeypatch.setattr(watcher_module, "_WATCHER", None)
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 3")
     yield shell
@@ -226,6 +228,19 @@ def test_gpu_use_is_sampled_and_plotted(lab: Any, tmp_path: Path,
     assert len((handle.folder.path / f"gpu-{handle.job_id}.csv").read_text()) == size
 
 
+def test_gpu_use_on_a_real_gpu(lab: Any) -> None:
+    """Where the test machine has a GPU (a real nvidia-smi): the real tool's samples parse.
+    This machine has none, so here it skips; the stand-in test above covers the rest."""
+    from hpc_magics.core.efficiency import parse_gpu_samples
+
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("no GPU on this machine (no nvidia-smi)")
+    handle = submit(lab, "--gres gpu:1", "import time\ntime.sleep(12)")
+    handle.wait(timeout=120)
+    samples = parse_gpu_samples((handle.folder.path / f"gpu-{handle.job_id}.csv").read_text())
+    assert len(samples) >= 2 and all(s.memory_total_mb > 0 for s in samples), samples
+
+
 def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str],
                                               sacct_state: Any) -> None:
@@ -236,8 +251,14 @@ def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
                          timeout=30)
     assert other.ok, other.stderr
     other_id = other.stdout.strip().split(";")[0]
+    magics = lab.magics_manager.registry["HpcMagics"]
     try:
+        # submitted from another notebook's folder: found through the user's job index
+        here = magics.jobs_dir
+        magics.jobs_dir = str(tmp_path / "another notebook" / "hpc_jobs")
         mine = submit(lab, "", "#SBATCH --begin=now+600\nz = 1")
+        magics.jobs_dir = here
+        magics.handles.clear()
         capsys.readouterr()
         time.sleep(1.5)  # one poll interval: the shared view lists both
         lab.run_line_magic("hpc_jobs", "--all --state PD")
@@ -248,17 +269,22 @@ def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
         lab.run_line_magic("hpc_jobs", "--all --state R")
         assert other_id not in capsys.readouterr().out
         # the widget table: another tool's job has no handle, ours has
-        rows, _ = all_jobs([mine.folder])
-        widget = JobsTable(rows, "", lab.magics_manager.registry["HpcMagics"])
+        rows, _ = all_jobs([])
+        widget = JobsTable(rows, "", magics)
         assert "handle" not in widget.buttons[other_id]
         widget.buttons[mine.job_id]["handle"].click()
-        assert lab.user_ns[f"job_{mine.job_id}"].job_id == mine.job_id
+        assert lab.user_ns[f"job_{mine.job_id}"].folder == mine.folder
+        import hpc_magics
+
+        assert hpc_magics.job(mine.job_id).folder == mine.folder
         widget.buttons[mine.job_id]["log"].click()
         assert "log is empty" in widget.log_view.value
         widget.buttons[mine.job_id]["cancel"].click()
         widget.confirm_yes.click()
         assert sacct_state(mine.job_id, until={"CANCELLED"}) == "CANCELLED"
         # another tool's job is cancelled by id, as %hpc_jobs --all lists it
+        widget.buttons[other_id]["log"].click()  # Slurm says where its log goes
+        assert f"other-{other_id}.out" in widget.log_view.value
         lab.run_line_magic("hpc_cancel", other_id)
         assert sacct_state(other_id, until={"CANCELLED"}) == "CANCELLED"
     finally:
