@@ -24,6 +24,7 @@ from ..core.units import format_duration
 
 # %hpc_efficiency waits this long for accounting's final figures (it lags a job's end)
 USAGE_WAIT_S = 20.0
+MAX_TABLE_ROWS = 200  # rows of buttons in the --all widget
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,10 @@ class JobsTable:
             f" <small>({html.escape(note)})</small>" if note else ""))
         lines = [header]
         self.buttons: dict[str, dict[str, Any]] = {}
-        for row in rows:
+        if len(rows) > MAX_TABLE_ROWS:
+            note = f"the newest {MAX_TABLE_ROWS} of {len(rows)}: narrow with --state"
+            lines.append(widgets.HTML(f"<small>({html.escape(note)})</small>"))
+        for row in rows[:MAX_TABLE_ROWS]:
             text = widgets.HTML(
                 f"<code>{html.escape(row.job_id)}</code> <b>{html.escape(row.state)}</b> "
                 f"{html.escape(row.partition)} {html.escape(row.elapsed)} "

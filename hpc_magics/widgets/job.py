@@ -30,6 +30,7 @@ from .job_view import JobView
 REFRESH_INTERVAL_S = 5.0
 TAIL_LINES = 8  # the live tail
 MORE_LINES = 200  # "More"
+TAIL_BYTES = 256 * 1024  # read at most this much of the end of each log file
 # after the end, how long the widget keeps asking for the job's usage before giving up
 USAGE_PATIENCE_S = 300.0
 
@@ -135,8 +136,26 @@ class JobWidget(widgets.VBox):
                 pass
         return size
 
+    def _tail(self) -> str:
+        """The log's last lines, reading only the end of each file (logs can be huge and
+        this runs every few seconds); submitit's own chatter left out, as in ``log()``."""
+        lines: list[str] = []
+        for path in self.handle.backend.log_paths(self.handle.job_id, self.handle.folder):
+            try:
+                with open(path, "rb") as stream:
+                    stream.seek(0, os.SEEK_END)
+                    size = stream.tell()
+                    stream.seek(max(0, size - TAIL_BYTES))
+                    chunk = stream.read().decode(errors="replace").splitlines()
+            except OSError:
+                continue
+            if size > TAIL_BYTES:
+                chunk = chunk[1:]  # the first line is cut
+            lines += [line for line in chunk if not line.startswith("submitit ")]
+        return "\n".join(lines[-self.log_lines:])
+
     def _render_log(self) -> None:
-        text = self.handle.log(tail=self.log_lines)
+        text = self._tail()
         _shown(self.log_button, bool(text))
         self.log_button.description = "Less" if self.log_lines > TAIL_LINES else "More"
         self.log_view.value = (f"<pre style='max-height:20em;overflow:auto;margin:0'>"
