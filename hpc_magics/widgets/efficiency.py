@@ -11,7 +11,8 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.efficiency import GpuSample, Report, Usage, parse_gpu_samples, report
+from ..core.efficiency import GpuSample, Usage, parse_gpu_samples
+from ..core.efficiency_report import Report, report
 from ..core.gpu_sampling import samples_file
 
 

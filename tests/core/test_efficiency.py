@@ -7,13 +7,12 @@ import pytest
 
 from hpc_magics.core.efficiency import (
     Usage,
-    advice,
     parse_gpu_samples,
     parse_usage,
-    report,
     sacct_megabytes,
     sacct_seconds,
 )
+from hpc_magics.core.efficiency_report import advice, report
 from hpc_magics.core.pending_reasons import plain_reason
 from hpc_magics.widgets.job_view import JobView
 
