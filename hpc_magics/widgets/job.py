@@ -37,6 +37,8 @@ USAGE_PATIENCE_S = 300.0
 # Extra parts other modules add (a sweep's per-task table, "segment k of N"): each gets
 # the widget and returns a line of HTML ("" for none). Rendered under the story line.
 EXTRA_LINES: list[Callable[[JobWidget], str]] = []
+# Extra sections (a widget each, or None), added at the end when the widget is built.
+EXTRA_SECTIONS: list[Callable[[JobWidget], widgets.Widget | None]] = []
 
 
 def view_of(handle: Any) -> JobView:
@@ -93,8 +95,11 @@ class JobWidget(widgets.VBox):
         self.fetch_button.on_click(lambda _: self._fetch())
         buttons = widgets.HBox([self.cancel_button, self.log_button, self.fetch_button])
         _shown(self.confirm, False)
-        super().__init__([self.status, self.story, self.progress, buttons, self.confirm,
-                          self.message, self.log_view, self.efficiency, self.gpu_plot])
+        parts: list[widgets.Widget] = [
+            self.status, self.story, self.progress, buttons, self.confirm, self.message,
+            self.log_view, self.efficiency, self.gpu_plot]
+        parts += [section for section in (hook(self) for hook in EXTRA_SECTIONS) if section]
+        super().__init__(parts)
         self.render()
 
     # ------------------------------------------------------------------ rendering
