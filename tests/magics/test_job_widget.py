@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -74,3 +75,24 @@ def test_widget_shown_by_wait_ends_in_the_final_state(shell: Any, cells: Any,
     assert "results fetched" in widget.status.value and widget.cancel_button.disabled
     # the widget shows the progress: no separate line left saying "RUNNING · 1s"
     assert not [o for o in shown if type(o).__name__ == "Pretty"]
+
+
+@pytest.mark.timeout(120)
+def test_fetch_wait_line_ends_in_the_final_state(shell: Any, cells: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a widget (%hpc_fetch --wait), the progress line ends saying how the job
+    ended, never a stale "RUNNING · 1s"."""
+    updates: list[str] = []
+
+    class Shown:  # what IPython's display(..., display_id=True) returns, recording updates
+        def update(self, value: Any) -> None:
+            updates.append(value.data)
+
+    monkeypatch.setattr("IPython.display.display",
+                        lambda *objects, **options: Shown() if options.get("display_id")
+                        else None)
+    shell.run_cell(cells.SETUP)
+    shell.run_cell_magic("sbatch", "--backend local -t 5", cells.WORK)
+    shell.run_line_magic("hpc_fetch", "--wait")
+    assert shell.user_ns["summary"].total == 135.0
+    assert updates and re.fullmatch(r"job \d+: (COMPLETED|FINISHED)", updates[-1]), updates
