@@ -346,7 +346,13 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
 
     exact, parent = [], []
     wanted = parse_job_id(job)
-    for folder in find_job_folders(jobs_dir):
+    folders = list(find_job_folders(jobs_dir))
+    if wanted is not None and not any(
+            same_job(str(f.meta().get("job_id", "")), job) for f in folders):
+        from .backends.job_index import folders_for
+
+        folders += folders_for(job)  # submitted from another notebook's folder
+    for folder in folders:
         meta = folder.meta()
         job_id = str(meta.get("job_id", ""))
         if job in {job_id, folder.path.name, meta.get("name")}:

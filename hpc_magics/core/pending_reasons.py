@@ -15,7 +15,7 @@ PENDING_REASONS: dict[str, str] = {
     "None": "just submitted: the scheduler has not looked at it yet",
     "Dependency": "waiting for the jobs it depends on to finish",
     "DependencyNeverSatisfied": "its dependency can never be met: cancel it",
-    "BeginTime": "waiting for its requested start time",
+    "BeginTime": "waiting for its requested start time (--begin)",
     "JobHeldUser": "held by you: release it with scontrol release",
     "JobHeldAdmin": "held by an administrator",
     "ReqNodeNotAvail": "a node it needs is unavailable (down, drained or reserved)",

@@ -398,7 +398,9 @@ class HpcMagics(Magics):
     def _wait_and_fetch(self, handle: Any, widget: Any = None) -> None:
         from IPython.display import Pretty, display
 
-        status = display(Pretty(f"job {handle.job_id}: waiting"), display_id=True)
+        # the widget tells the story itself; without one, a line that ends in the final state
+        status = None if widget is not None else display(
+            Pretty(f"job {handle.job_id}: waiting"), display_id=True)
 
         def progress(h: Any, state: str, elapsed: float) -> None:
             if status is not None:
@@ -416,6 +418,8 @@ class HpcMagics(Magics):
         finally:
             if widget is not None:
                 widget.render()
+            if status is not None:  # never a stale "RUNNING · 1s" under a finished job
+                status.update(Pretty(f"job {handle.job_id}: {handle.status.state}"))
 
     def _handle(self, job: str | None) -> Any:
         from ..handle import attach
@@ -460,19 +464,46 @@ class HpcMagics(Magics):
     def hpc_cancel(self, line: str = "") -> None:
         """Cancel a job of this notebook."""
         args = parse_argstring(self.hpc_cancel, line)
-        handle = self._handle(args.job)
+        try:
+            handle = self._handle(args.job)
+        except UsageError:
+            if not args.job:
+                raise
+            self._cancel_by_id(args.job)  # a job of another tool (see %hpc_jobs --all)
+            return
         try:
             state = handle.cancel()
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         print(f"[hpc_magics] job {handle.job_id}: {state}")
 
+    def _cancel_by_id(self, job_id: str) -> None:
+        from ..scheduler.watcher import watcher
+
+        try:
+            watcher().cancel(job_id)  # only one of the user's own jobs, as squeue lists them
+        except (HpcMagicsError, LookupError) as error:
+            raise UsageError(str(error).strip("'\"")) from None
+        print(f"[hpc_magics] job {job_id}: cancelled")
+
     # ------------------------------------------------------------- %hpc_jobs
+    @magic_arguments()
+    @argument("--all", action="store_true",
+              help="every job of yours: other notebooks, kernels and tools too, and the ones "
+                   "that ended today; Cancel, Log and Handle buttons in Jupyter")
+    @argument("--state", help="only jobs in these states, e.g. R,PD or COMPLETED")
     @line_magic
     def hpc_jobs(self, line: str = "") -> Any:
         """The jobs in this notebook's job folder, newest first, with their states."""
         from ..backends.folder import find_job_folders
         from ..scheduler.watcher import watcher
+
+        args = parse_argstring(self.hpc_jobs, line)
+        if args.all and self.shell is not None:
+            return self.shell.magics_manager.registry["MonitorMagics"].all_jobs(args.state)
+        from .monitor import wanted_states
+
+        wanted = wanted_states(args.state)
 
         folders = [f for f in find_job_folders(self.jobs_root) if "job_id" in f.meta()]
         try:  # one batched poll for all of them; settled jobs are not asked again
@@ -482,6 +513,8 @@ class HpcMagics(Magics):
         lines = [f"{'job':>10}  {'state':<12} {'backend':<7} name / folder"]
         for folder in folders:
             meta, status = folder.meta(), polled[folder.path]
+            if wanted is not None and status.state not in wanted:
+                continue
             note = f" ({status.note})" if status.note else ""
             lines.append(f"{status.job_id:>10}  {status.state:<12} "
                          f"{meta.get('backend', ''):<7} {meta.get('name', '')}{note}")
