@@ -27,6 +27,7 @@ from ..core.profiles import (
     load_profile,
 )
 from ..core.resources import ResourceRequest
+from . import sweep as sweep_magic
 
 RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--profile",), {"help": "cluster profile: " + ", ".join(sorted(available_profiles()))}),
@@ -228,6 +229,7 @@ class HpcMagics(Magics):
                    "earlier cells (display code stripped) first; for state that does not pickle")
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
+    @sweep_magic.sweep_arguments
     @cell_magic
     def sbatch(self, line: str, cell: str) -> Any:
         """Run this cell as a Slurm job (or locally when there is no Slurm).
@@ -241,6 +243,10 @@ class HpcMagics(Magics):
         from ..shipping.packing import pack
 
         args = parse_argstring(self.sbatch, line)
+        if args.retry_failed:
+            self._show_handle(sweep_magic.retry(self, cell))
+            return None
+        points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
         try:
             parsed = directive_parser.parse(cell)
             request = resources.updated(self.request, parsed.values)
@@ -249,6 +255,7 @@ class HpcMagics(Magics):
         request = self._apply(request, args)
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
+        request = sweep_magic.with_dependencies(self, request, args)
         profile = self._profile(request)
         problems = self._problems(request)
         errors = validation.errors(problems)
@@ -263,6 +270,8 @@ class HpcMagics(Magics):
             backend.preflight(request, profile)
             body, helpers = _plain_python(parsed.body)
             names = analyse(body)
+            if points:  # set per task, never shipped
+                names = sweep_magic.without_parameters(names, points)
             if body != parsed.body:  # names the translation made up are not the user's results
                 names = replace(names, assigned=tuple(
                     n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
@@ -281,6 +290,9 @@ class HpcMagics(Magics):
             script = backend.job_script(str(would_be), request, profile, job_name)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
+        if points:
+            return self._sweep(args, backend, payload, request, profile, job_name, points,
+                               cell, str(would_be))
         if args.dry_run:
             print(f"# dry run: nothing submitted. The job folder would be {would_be}"
                   " (its time stamp and random part are set at submission).")
@@ -294,6 +306,27 @@ class HpcMagics(Magics):
             self._wait_and_fetch(handle, widget)
             return None
         print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
+        return None
+
+    def _sweep(self, args: Any, backend: Any, payload: Any, request: ResourceRequest,
+               profile: ClusterProfile, job_name: str, points: list[Any], cell: str,
+               would_be: str) -> Any:
+        if args.dry_run:
+            scripts = sweep_magic.plan(backend, would_be, request, profile, job_name, points,
+                                       args, sweep_magic.check_limits(request, len(points)))
+            print(f"# dry run: nothing submitted. The job folder would be {would_be}.")
+            print(sweep_magic.dry_run_text(scripts, points), end="")
+            print(f"# {payload.summary()} (once, for all tasks)")
+            return None
+        print(f"[hpc_magics] {payload.summary()} (once, for all {len(points)} tasks)")
+        handle = sweep_magic.submit(self, backend, payload, request, profile, job_name,
+                                    points, args, cell)
+        widget = self._show_handle(handle)
+        if args.wait:
+            self._wait_and_fetch(handle, widget)
+            return None
+        print(f"[hpc_magics] sweep {handle.job_id}: table later with "
+              "hpc_magics.job().table()")
         return None
 
     def _replay_payload(self, body: str, names: Any) -> Any:
@@ -340,17 +373,9 @@ class HpcMagics(Magics):
 
     def _submit(self, backend: Any, payload: Any, request: ResourceRequest,
                 profile: ClusterProfile, job_name: str) -> Any:
-        from ..backends.folder import JobFolder
         from ..handle import JobHandle
 
-        try:
-            folder = JobFolder.create(self.jobs_root, job_name)
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
-        except OSError as error:  # a read-only or full file system: nothing is submitted
-            raise UsageError(f"cannot create a job folder in {self.jobs_root}: "
-                             f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable folder"
-                             ) from None
+        folder = self._new_folder(job_name)
         meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
                 "request": resources.to_dict(request), "shipped": payload.summary(),
                 "results": list(payload.result_names), "notebook":
@@ -365,6 +390,18 @@ class HpcMagics(Magics):
         self.handles[job_id] = handle
         self.last_job = job_id
         return handle
+
+    def _new_folder(self, job_name: str) -> Any:
+        from ..backends.folder import JobFolder
+
+        try:
+            return JobFolder.create(self.jobs_root, job_name)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        except OSError as error:  # a read-only or full file system: nothing is submitted
+            raise UsageError(f"cannot create a job folder in {self.jobs_root}: "
+                             f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable folder"
+                             ) from None
 
     def _show_handle(self, handle: Any) -> Any:
         """Display the job's widget (or its summary without ipywidgets); return the widget."""
