@@ -106,7 +106,8 @@ class SweepHandle(JobHandle):
         parameters = list(meta.get("sweep", {}).get("parameters", []))
         rows, names = assemble_rows(self.folder.path, self.points(), states,
                                     self._table_resolver(namespace))
-        results = [n for n in meta.get("results", []) if n not in parameters]
+        # the cell's result names in its order, those that came back (not modules)
+        results = [n for n in meta.get("results", []) if n in names and n not in parameters]
         results += [n for n in names if n not in results and n not in parameters]
         return as_table(rows, [*parameters, *results, STATE, ELAPSED, ERROR])
 
@@ -127,7 +128,7 @@ class SweepHandle(JobHandle):
 
     def fetch(self, namespace: MutableMapping[str, Any] | None = None,
               show: bool = True) -> dict[str, Any]:
-        """A sweep's results are its table: shown, and returned as ``{'table': ...}``."""
+        """A sweep's results are its table (``.table()``): shown; no name is set."""
         if not self.done:
             raise HpcMagicsError(f"sweep {self.job_id} is {self.state}: wait for it "
                                  f"(%hpc_fetch {self.job_id} --wait) or look at "
@@ -137,7 +138,7 @@ class SweepHandle(JobHandle):
             self._display(table)
         self.fetched = True
         self.folder.update_meta(fetched=True)
-        return {"table": table}
+        return {}
 
     def failed_tasks(self) -> list[int]:
         """Points whose latest attempt ended without success."""

@@ -36,6 +36,7 @@ from ..core.jobs import (
     normalize_state,
     phase,
 )
+from ..shipping.sweep_task import task_results_file
 from .accounting import AccountingRecord, sacct_records
 from .cluster import UNKNOWN_CLUSTER, cluster_name
 from .queue import JobQueue, QueueView
@@ -285,12 +286,14 @@ class Watcher:
         now = time.time()
         if previous.final and previous.source == "results":
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
-        # the result file is the folder's own job's, not one array task's
-        results = key == _key(folder, None) and folder.has_results()
+        # the folder's own job's result file, or a sweep task's (not another array task's)
+        results_file = folder.results_path if key == _key(folder, None) else \
+            task_results_file(folder.path, folder.meta(), submission.job_id)
+        results = results_file is not None and results_file.exists()
         # results prove the end once the queue no longer lists the job (it may be tidying up)
         if results and (gone or results_prove or self._absent.get(key)):
             try:
-                failed = folder.load_results().error_type is not None
+                failed = folder.load_results(results_file).error_type is not None
             except Exception:  # a result we cannot read proves nothing
                 failed = None
             if failed is not None:

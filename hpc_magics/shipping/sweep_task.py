@@ -58,3 +58,24 @@ def run_task(folder: str, index: int, parameters: dict[str, Any]) -> dict[str, A
         if lead_task:
             info["elapsed"] = time.time() - info["started"]
             write_task_info(target, info)
+
+
+def task_results_file(folder: Path, meta: dict[str, Any], job_id: str) -> Path | None:
+    """The result file of sweep task ``job_id`` (``123_4``), when that attempt wrote it."""
+    array_id, _, position_text = job_id.partition("_")
+    if not position_text.isdigit():
+        return None
+    position = int(position_text)
+    for array in meta.get("sweep", {}).get("arrays", ()):
+        if str(array.get("job_id")) != array_id:
+            continue
+        for start, stop in array.get("indices", ()):  # runs of point indices, in task order
+            if position < stop - start:
+                target = task_dir(folder, start + position)
+                try:  # written last, with the attempt's id: an earlier attempt's file is not it
+                    info = json.loads((target / TASK_FILE).read_text())
+                except (OSError, ValueError):
+                    return None
+                return target / RESULTS_FILE if info.get("job_id") == job_id else None
+            position -= stop - start
+    return None

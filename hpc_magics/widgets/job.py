@@ -16,6 +16,7 @@ import ipywidgets as widgets
 
 from ..core.errors import HpcMagicsError
 from .job_view import JobView
+from .sweep_view import poll_targets, sweep_section
 
 REFRESH_INTERVAL_S = 5.0
 
@@ -42,7 +43,9 @@ class JobWidget(widgets.VBox):
         self.log_button.on_click(lambda _: self._show_log())
         self.fetch_button.on_click(lambda _: self._fetch())
         buttons = widgets.HBox([self.cancel_button, self.log_button, self.fetch_button])
-        super().__init__([self.status, buttons, self.message, self.log_view])
+        self.sweep = sweep_section(handle)  # a sweep's tasks, else None
+        super().__init__([self.status, *([self.sweep] if self.sweep is not None else []), buttons,
+                          self.message, self.log_view])
         self.render()
 
     def render(self) -> None:
@@ -51,10 +54,13 @@ class JobWidget(widgets.VBox):
         self.status.value = view.status_html()
         self.cancel_button.disabled = not view.can_cancel
         self.fetch_button.disabled = not view.can_fetch and not self.handle.folder.has_results()
+        if self.sweep is not None:
+            self.sweep.render()
 
-    def key(self) -> tuple[str, bool]:
+    def key(self) -> tuple[Any, ...]:
         """What the widget shows that can change: re-render when this differs."""
-        return (self.handle._state, self.handle.fetched)
+        return (self.handle._state, self.handle.fetched,
+                self.sweep.key() if self.sweep is not None else ())
 
     def refresh(self) -> None:
         self.handle.refresh()
@@ -122,7 +128,7 @@ class _Monitor:
             live = [w for w in widgets_now if not w.handle.status.final]
             if live:
                 try:  # one batched poll for every live widget; the watcher decides states
-                    watcher().poll_jobs([(w.handle.folder, w.handle._task) for w in live])
+                    watcher().poll_jobs([t for w in live for t in poll_targets(w.handle)])
                 except HpcMagicsError:
                     pass
             for widget in widgets_now:
