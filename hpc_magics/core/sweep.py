@@ -75,7 +75,10 @@ def _check_name(name: str, origin: str) -> None:
 
 def parse_sweep(spec: str) -> tuple[str, list[Any]]:
     """One ``--sweep NAME=V1,V2`` → (name, values)."""
-    name, equals, text = spec.strip().strip("'\"").partition("=")
+    spec = spec.strip()
+    if len(spec) >= 2 and spec[0] == spec[-1] and spec[0] in "'\"":
+        spec = spec[1:-1]  # IPython keeps the quotes of --sweep 'lr=1,2'
+    name, equals, text = spec.partition("=")
     name = name.strip()
     if not equals:
         raise InvalidRequest(f"--sweep {spec!r} has no '=': write --sweep {name or 'lr'}="
