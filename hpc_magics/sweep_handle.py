@@ -71,7 +71,8 @@ class SweepHandle(JobHandle):
             by_id = {status.job_id: status for status in polled.values()}
             return {index: by_id.get(job_id) or watcher().latest(self.folder, job_id)
                     for index, job_id in ids.items()}
-        return {index: watcher().latest(self.folder, job_id) for index, job_id in ids.items()}
+        latest = watcher().latest_jobs([(self.folder, job_id) for job_id in ids.values()])
+        return dict(zip(ids, latest, strict=True))
 
     def _combined(self, statuses: dict[int, JobStatus]) -> JobStatus:
         states = [s.state for s in statuses.values()]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.folder import JobFolder
-from ..core.jobids import parse_job_id, same_job
+from ..core.jobids import JobIndex, parse_job_id, same_job
 from ..core.jobs import (
     FAILED_STATES,
     RUNNING_STATES,
@@ -160,6 +160,18 @@ class Watcher:
         self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
         # base job id → (when asked, its records; None: accounting was unreachable)
         self._sacct: dict[str, tuple[float, tuple[AccountingRecord, ...] | None]] = {}
+        # meta.json per folder during one poll: a sweep's thousand tasks share one read
+        self._metas: dict[Path, dict[str, Any]] | None = None
+        self._record_index: tuple[tuple[AccountingRecord, ...],
+                                  JobIndex[AccountingRecord]] | None = None
+
+    def _meta(self, folder: JobFolder) -> dict[str, Any]:
+        metas = self._metas
+        if metas is None:
+            return folder.meta()
+        if folder.path not in metas:
+            metas[folder.path] = folder.meta()
+        return metas[folder.path]
 
     @property
     def queue(self) -> JobQueue:
@@ -175,12 +187,21 @@ class Watcher:
             known = self._latest.get(_key(folder, job_id))
         if known is not None:
             return known
-        meta = folder.meta()
+        meta = self._meta(folder)
         if job_id is not None and job_id != str(meta.get("job_id", "")):
             return JobStatus(job_id, "UNKNOWN", "recorded")
         return JobStatus(str(meta.get("job_id", "")), str(meta.get("state") or "UNKNOWN"),
                          str(meta.get("state_source") or "recorded"),
                          str(meta.get("state_note") or ""))
+
+    def latest_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]]) -> list[JobStatus]:
+        """``latest`` of many (folder, job id) pairs, each folder's meta.json read once."""
+        with self._lock:
+            outer, self._metas = self._metas, self._metas if self._metas is not None else {}
+            try:
+                return [self.latest(folder, job_id) for folder, job_id in jobs]
+            finally:
+                self._metas = outer
 
     def queue_view(self, max_age_s: float | None = None) -> QueueView:
         return self.queue.view(max_age_s)
@@ -198,25 +219,33 @@ class Watcher:
         """Like ``poll``, for (folder, job id) pairs: ``job id`` names one array task of
         the folder's job (``None``: the folder's own job). Keyed by ``_key``."""
         with self._lock:
-            result: dict[str, JobStatus] = {}
-            slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
-            for folder, job_id in jobs:
-                key = _key(folder, job_id)
-                submission = Submission.of(folder)
-                if job_id is not None:
-                    submission = replace(submission, job_id=job_id)
-                previous = self.latest(folder, job_id)
-                if not submission.job_id or previous.definite:
-                    result[key] = previous  # not submitted, or settled for good
-                elif submission.backend == "local":
-                    result[key] = self._local(folder, submission)
-                else:
-                    slurm.append((key, folder, submission, previous))
-            if slurm:
-                result.update(self._poll_slurm(slurm, max_age_s))
-            for folder, job_id in jobs:
-                self._remember(folder, job_id, result[_key(folder, job_id)])
-            return result
+            self._metas = {}
+            try:
+                return self._poll_jobs(jobs, max_age_s)
+            finally:
+                self._metas = None
+
+    def _poll_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]],
+                   max_age_s: float | None) -> dict[str, JobStatus]:
+        result: dict[str, JobStatus] = {}
+        slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
+        for folder, job_id in jobs:
+            key = _key(folder, job_id)
+            submission = Submission.of(folder, self._meta(folder))
+            if job_id is not None:
+                submission = replace(submission, job_id=job_id)
+            previous = self.latest(folder, job_id)
+            if not submission.job_id or previous.definite:
+                result[key] = previous  # not submitted, or settled for good
+            elif submission.backend == "local":
+                result[key] = self._local(folder, submission)
+            else:
+                slurm.append((key, folder, submission, previous))
+        if slurm:
+            result.update(self._poll_slurm(slurm, max_age_s))
+        for folder, job_id in jobs:
+            self._remember(folder, job_id, result[_key(folder, job_id)])
+        return result
 
     def _poll_slurm(self, jobs: list[tuple[str, JobFolder, Submission, JobStatus]],
                     max_age_s: float | None) -> dict[str, JobStatus]:
@@ -261,8 +290,8 @@ class Watcher:
                      now: float) -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
-            mine = [r for r in records if same_job(submission.job_id, r.job_id)
-                    and submission.matches(r.submit_time)]
+            mine = [r for r in self._records_of(records, submission.job_id)
+                    if submission.matches(r.submit_time)]
             if mine:
                 state = combined_state([r.state for r in mine])
                 said = JobStatus(submission.job_id, state, "sacct", "", now)
@@ -288,7 +317,7 @@ class Watcher:
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
         # the folder's own job's result file, or a sweep task's (not another array task's)
         results_file = folder.results_path if key == _key(folder, None) else \
-            task_results_file(folder.path, folder.meta(), submission.job_id)
+            task_results_file(folder.path, self._meta(folder), submission.job_id)
         results = results_file is not None and results_file.exists()
         # results prove the end once the queue no longer lists the job (it may be tidying up)
         if results and (gone or results_prove or self._absent.get(key)):
@@ -304,6 +333,13 @@ class Watcher:
         # nothing definite: the last state stands (RUNNING stays RUNNING), with the note
         return replace(previous, job_id=submission.job_id, state=previous.state or "UNKNOWN",
                        note=note, checked_at=now)
+
+    def _records_of(self, records: tuple[AccountingRecord, ...],
+                    job_id: str) -> list[AccountingRecord]:
+        """The records of ``job_id``, through an index kept per answer (a sweep's tasks)."""
+        if self._record_index is None or self._record_index[0] is not records:
+            self._record_index = (records, JobIndex(records, lambda r: r.job_id))
+        return self._record_index[1].find(job_id)
 
     def _accounting(self, job_ids: list[str],
                     max_age_s: float | None) -> tuple[AccountingRecord, ...] | None:
@@ -351,13 +387,15 @@ class Watcher:
         if before is not None and (before.state, before.source, before.note) == \
                 (status.state, status.source, status.note):
             return
-        meta = folder.meta()
+        meta = self._meta(folder)
         if status.job_id != str(meta.get("job_id", "")):
             return  # an array task's state: the folder records its job's own
         if (meta.get("state"), meta.get("state_source"), meta.get("state_note", "")) != \
                 (status.state, status.source, status.note) and status.source != "recorded":
             folder.update_meta(state=status.state, state_source=status.source,
                                state_note=status.note)
+            if self._metas is not None:
+                self._metas.pop(folder.path, None)
 
     # ------------------------------------------------------------------ control
     def cancel(self, job_id: str) -> None:

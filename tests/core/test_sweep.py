@@ -9,6 +9,7 @@ import pytest
 
 from hpc_magics.core import sweep
 from hpc_magics.core.errors import InvalidRequest
+from hpc_magics.core.jobids import JobIndex, same_job
 from hpc_magics.core.jobscript import cell_parts, header_lines, render
 from hpc_magics.core.profiles import load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
@@ -137,3 +138,12 @@ def test_a_cells_own_array_line_points_to_the_sweep() -> None:
     request = ResourceRequest(extra=(("array", "0-9"),))
     with pytest.raises(InvalidRequest, match="--sweep"):
         header_lines(request, engine=[("output", "x")])
+
+
+def test_the_job_index_finds_what_same_job_accepts() -> None:
+    """The watcher looks a sweep's tasks up in an index; it must agree with same_job."""
+    listed = ["5", "5_1", "5_2", "5_[3-9]", "6+0", "6+1", "7_[1,4%2]", "7_4", "8", "9_3"]
+    index = JobIndex(listed, lambda job_id: job_id)
+    for wanted in ["5", "5_1", "5_3", "5_9", "5_10", "6", "6+0", "7_4", "7_1", "7",
+                   "7_[1-4]", "8", "9", "9_3", "9_4", "10", "not-an-id"]:
+        assert sorted(index.find(wanted)) == sorted(j for j in listed if same_job(wanted, j))
