@@ -90,8 +90,14 @@ class SweepHandle(JobHandle):
         return state
 
     def cancel(self) -> str:
+        refusals = []
         for array_id in self.array_ids():  # whole arrays: every task not yet ended
-            self.backend.cancel(array_id, self.folder)
+            try:
+                self.backend.cancel(array_id, self.folder)
+            except HpcMagicsError as error:  # an array that ended long ago, say
+                refusals.append(error)
+        if refusals and len(refusals) == len(self.array_ids()):
+            raise refusals[-1]
         for _ in range(20):
             state = self.refresh(max_age_s=1.0)
             if is_final(state):

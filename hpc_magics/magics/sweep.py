@@ -169,6 +169,9 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
     from ..sweep_handle import SweepHandle
 
     max_array_size = check_limits(request, len(found))
+    # rendered once where the folder would be: what cannot be submitted stops before it exists
+    plan(backend, str(JobFolder.would_be(magics.jobs_root, job_name)), request, profile, job_name,
+         found, args, max_array_size)
     folder = magics._new_folder(job_name)
     scripts = plan(backend, str(folder.path.absolute()), request, profile, job_name, found,
                    args, max_array_size)

@@ -230,3 +230,10 @@ def test_jobs_per_user_limit_is_named_before_submitting(slurm_shell: Any, job_fo
     assert "the sweep has 5 tasks" in text and "limit of 4 jobs per user" in text
     assert "MaxSubmitJobs" in text and "--array-parallelism does not change that" in text
     assert job_folders(slurm_shell) == []
+
+
+def test_a_sweep_without_slurm_is_refused_before_any_folder(shell: Any,
+                                                            job_folders: Any) -> None:
+    with pytest.raises(UsageError, match="--sweep runs a Slurm job array: there is no Slurm"):
+        shell.run_cell_magic("sbatch", "--backend local --sweep x=1,2", "y = x + 1")
+    assert job_folders(shell) == []
