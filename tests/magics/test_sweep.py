@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,6 +115,7 @@ def test_twenty_points_one_array_table_and_retry(slurm_shell: Any, sbatch_log: P
     assert widget.sweep is not None
     assert "20 tasks" in widget.sweep.counts.value and "1 FAILED" in widget.sweep.counts.value
     assert "task 7: <code>{&#x27;x&#x27;: 7}" in widget.sweep.failures.value
+    assert "<table" in widget.sweep.table.value and "first try of 7" in widget.sweep.table.value
 
     # %%sbatch --retry-failed on the same cell: one more sbatch, an array of one
     slurm_shell.run_cell_magic("sbatch", "--retry-failed", SQUARES)
@@ -140,9 +142,17 @@ def test_past_max_array_size_the_sweep_is_split(slurm_shell: Any, sbatch_log: Pa
     assert [Path(c).name for c in calls] == ["job.sh", "job-2.sh", "job-3.sh"]
     assert ["#SBATCH --array=0-2" in Path(c).read_text() for c in calls] == [True, True, False]
     assert "#SBATCH --array=0\n" in Path(calls[2]).read_text()
-    table = last_handle(slurm_shell).table()
+    handle = last_handle(slurm_shell)
+    table = handle.table()
     assert list(table["label"]) == [b * a for a, b in zip(range(1, 8), "abcdefg", strict=True)]
     assert set(table["state"]) == {"COMPLETED"}
+    # after a kernel restart the folder gives the same sweep back
+    from hpc_magics.handle import attach
+    from hpc_magics.sweep_handle import SweepHandle
+
+    again = attach(handle.folder.path.name, magics_of(slurm_shell).jobs_root)
+    assert isinstance(again, SweepHandle) and again.array_ids() == handle.array_ids()
+    assert list(again.table(ask=False)["label"]) == list(table["label"])
 
 
 def _queue_state(job_id: str) -> tuple[str, str]:
@@ -237,3 +247,24 @@ def test_a_sweep_without_slurm_is_refused_before_any_folder(shell: Any,
     with pytest.raises(UsageError, match="--sweep runs a Slurm job array: there is no Slurm"):
         shell.run_cell_magic("sbatch", "--backend local --sweep x=1,2", "y = x + 1")
     assert job_folders(shell) == []
+
+
+def test_the_dry_run_shows_the_array_line(slurm_shell: Any, job_folders: Any,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    slurm_shell.run_cell_magic("sbatch", "--dry-run --sweep lr=0.1,0.01 --sweep opt=adam,sgd "
+                                         "--array-parallelism 3", "loss = lr")
+    out = capsys.readouterr().out
+    assert "# a sweep of 4 tasks as 1 job array; first point: {'lr': 0.1, 'opt': 'adam'}" in out
+    assert "#SBATCH --array=0-3%3\n" in out and "%A_%a_0_log.out" in out
+    assert job_folders(slurm_shell) == []
+
+
+def test_without_pandas_the_table_is_a_list_of_dicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pandas is installed here: hiding it from the import system stands in for its absence."""
+    from hpc_magics.sweep_handle import as_table
+
+    rows = [{"lr": 0.1, "loss": 2.0, "state": "COMPLETED"}, {"lr": 0.2, "state": "FAILED"}]
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    assert as_table(rows, ["lr", "loss", "state"]) == [
+        {"lr": 0.1, "loss": 2.0, "state": "COMPLETED"},
+        {"lr": 0.2, "loss": None, "state": "FAILED"}]
