@@ -291,8 +291,8 @@ class HpcMagics(Magics):
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         if points:
-            return self._sweep(args, backend, payload, request, profile, job_name, points,
-                               cell, str(would_be))
+            return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
+                                   points, cell, str(would_be))
         if args.dry_run:
             print(f"# dry run: nothing submitted. The job folder would be {would_be}"
                   " (its time stamp and random part are set at submission).")
@@ -306,27 +306,6 @@ class HpcMagics(Magics):
             self._wait_and_fetch(handle, widget)
             return None
         print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
-        return None
-
-    def _sweep(self, args: Any, backend: Any, payload: Any, request: ResourceRequest,
-               profile: ClusterProfile, job_name: str, points: list[Any], cell: str,
-               would_be: str) -> Any:
-        if args.dry_run:
-            scripts = sweep_magic.plan(backend, would_be, request, profile, job_name, points,
-                                       args, sweep_magic.check_limits(request, len(points)))
-            print(f"# dry run: nothing submitted. The job folder would be {would_be}.")
-            print(sweep_magic.dry_run_text(scripts, points), end="")
-            print(f"# {payload.summary()} (once, for all tasks)")
-            return None
-        print(f"[hpc_magics] {payload.summary()} (once, for all {len(points)} tasks)")
-        handle = sweep_magic.submit(self, backend, payload, request, profile, job_name,
-                                    points, args, cell)
-        widget = self._show_handle(handle)
-        if args.wait:
-            self._wait_and_fetch(handle, widget)
-            return None
-        print(f"[hpc_magics] sweep {handle.job_id}: table later with "
-              "hpc_magics.job().table()")
         return None
 
     def _replay_payload(self, body: str, names: Any) -> Any:

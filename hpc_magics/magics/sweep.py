@@ -193,6 +193,26 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
     return handle
 
 
+def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceRequest,
+        profile: Any, job_name: str, found: list[sweep.Point], cell: str,
+        would_be: str) -> None:
+    """The sweep part of ``%%sbatch``: a dry run, or submit, show and maybe wait."""
+    if args.dry_run:
+        scripts = plan(backend, would_be, request, profile, job_name, found, args,
+                       check_limits(request, len(found)))
+        print(f"# dry run: nothing submitted. The job folder would be {would_be}.")
+        print(dry_run_text(scripts, found), end="")
+        print(f"# {payload.summary()} (once, for all tasks)")
+        return
+    print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
+    handle = submit(magics, backend, payload, request, profile, job_name, found, args, cell)
+    widget = magics._show_handle(handle)
+    if args.wait:
+        magics._wait_and_fetch(handle, widget)
+        return
+    print(f"[hpc_magics] sweep {handle.job_id}: table later with hpc_magics.job().table()")
+
+
 def retry(magics: Any, body: str) -> Any:
     """``%%sbatch --retry-failed``: the newest sweep of this cell text, its failed tasks."""
     from ..backends.folder import find_job_folders
