@@ -19,9 +19,10 @@ needs it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,16 @@ class Watcher:
         self._record_index: tuple[tuple[AccountingRecord, ...],
                                   JobIndex[AccountingRecord]] | None = None
 
+    @contextlib.contextmanager
+    def _one_meta_read(self) -> Iterator[None]:
+        """Within: each folder's meta.json is read once (``_remember`` forgets what it writes)."""
+        outer = self._metas
+        self._metas = {} if outer is None else outer
+        try:
+            yield
+        finally:
+            self._metas = outer
+
     def _meta(self, folder: JobFolder) -> dict[str, Any]:
         metas = self._metas
         if metas is None:
@@ -196,12 +207,8 @@ class Watcher:
 
     def latest_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]]) -> list[JobStatus]:
         """``latest`` of many (folder, job id) pairs, each folder's meta.json read once."""
-        with self._lock:
-            outer, self._metas = self._metas, self._metas if self._metas is not None else {}
-            try:
-                return [self.latest(folder, job_id) for folder, job_id in jobs]
-            finally:
-                self._metas = outer
+        with self._lock, self._one_meta_read():
+            return [self.latest(folder, job_id) for folder, job_id in jobs]
 
     def queue_view(self, max_age_s: float | None = None) -> QueueView:
         return self.queue.view(max_age_s)
@@ -218,34 +225,26 @@ class Watcher:
                   max_age_s: float | None = None) -> dict[str, JobStatus]:
         """Like ``poll``, for (folder, job id) pairs: ``job id`` names one array task of
         the folder's job (``None``: the folder's own job). Keyed by ``_key``."""
-        with self._lock:
-            self._metas = {}
-            try:
-                return self._poll_jobs(jobs, max_age_s)
-            finally:
-                self._metas = None
-
-    def _poll_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]],
-                   max_age_s: float | None) -> dict[str, JobStatus]:
-        result: dict[str, JobStatus] = {}
-        slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
-        for folder, job_id in jobs:
-            key = _key(folder, job_id)
-            submission = Submission.of(folder, self._meta(folder))
-            if job_id is not None:
-                submission = replace(submission, job_id=job_id)
-            previous = self.latest(folder, job_id)
-            if not submission.job_id or previous.definite:
-                result[key] = previous  # not submitted, or settled for good
-            elif submission.backend == "local":
-                result[key] = self._local(folder, submission)
-            else:
-                slurm.append((key, folder, submission, previous))
-        if slurm:
-            result.update(self._poll_slurm(slurm, max_age_s))
-        for folder, job_id in jobs:
-            self._remember(folder, job_id, result[_key(folder, job_id)])
-        return result
+        with self._lock, self._one_meta_read():
+            result: dict[str, JobStatus] = {}
+            slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
+            for folder, job_id in jobs:
+                key = _key(folder, job_id)
+                submission = Submission.of(folder, self._meta(folder))
+                if job_id is not None:
+                    submission = replace(submission, job_id=job_id)
+                previous = self.latest(folder, job_id)
+                if not submission.job_id or previous.definite:
+                    result[key] = previous  # not submitted, or settled for good
+                elif submission.backend == "local":
+                    result[key] = self._local(folder, submission)
+                else:
+                    slurm.append((key, folder, submission, previous))
+            if slurm:
+                result.update(self._poll_slurm(slurm, max_age_s))
+            for folder, job_id in jobs:
+                self._remember(folder, job_id, result[_key(folder, job_id)])
+            return result
 
     def _poll_slurm(self, jobs: list[tuple[str, JobFolder, Submission, JobStatus]],
                     max_age_s: float | None) -> dict[str, JobStatus]:
