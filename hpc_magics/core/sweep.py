@@ -277,3 +277,12 @@ def task_job_ids(arrays: Iterable[Mapping[str, Any]]) -> dict[int, str]:
         for position, index in enumerate(expand(array.get("indices", ()))):
             latest[index] = f"{array['job_id']}_{position}"
     return latest
+
+
+def superseded_arrays(arrays: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Arrays some of whose tasks were retried later: they cannot all end well, so a job
+    ``--after`` the sweep waits for them with afterany (and afterok for the retries)."""
+    latest = task_job_ids(arrays)
+    return {str(a["job_id"]) for a in arrays
+            if any(not latest[i].startswith(f"{a['job_id']}_")
+                   for i in expand(a.get("indices", ())))}

@@ -87,8 +87,9 @@ def cell_key(body: str) -> str:
 
 
 # ------------------------------------------------------------------ dependencies
-def _job_reference(magics: Any, reference: str) -> list[str]:
-    """A job id, a handle variable's name, or a job folder's name → Slurm job ids."""
+def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
+    """A job id, a handle variable's name, or a job folder's name → Slurm job ids, as
+    (those that must end well, those that need only end)."""
     from ..handle import JobHandle
 
     reference = _unquoted(reference)
@@ -97,7 +98,7 @@ def _job_reference(magics: Any, reference: str) -> list[str]:
     if isinstance(value, JobHandle):
         return _ids_of(value)
     if parse_job_id(reference) is not None:
-        return [reference]
+        return [reference], []
     try:
         return _ids_of(magics._handle(reference))
     except UsageError:
@@ -105,17 +106,27 @@ def _job_reference(magics: Any, reference: str) -> list[str]:
                          "variable of this notebook: see %hpc_jobs") from None
 
 
-def _ids_of(handle: Any) -> list[str]:
+def _ids_of(handle: Any) -> tuple[list[str], list[str]]:
     arrays = getattr(handle, "array_ids", None)
-    return list(arrays()) if callable(arrays) else [str(handle.job_id)]
+    if not callable(arrays):
+        return [str(handle.job_id)], []
+    retried = sweep.superseded_arrays(handle.folder.meta().get("sweep", {}).get("arrays", []))
+    return [a for a in arrays() if a not in retried], [a for a in arrays() if a in retried]
 
 
 def with_dependencies(magics: Any, request: ResourceRequest, args: Any) -> ResourceRequest:
     """``--after``/``--after-any`` added to the request's ``--dependency``."""
     if not args.after and not args.after_any:
         return request
-    after = [i for ref in args.after or [] for i in _job_reference(magics, ref)]
-    after_any = [i for ref in args.after_any or [] for i in _job_reference(magics, ref)]
+    after: list[str] = []
+    after_any: list[str] = []
+    for reference in args.after or []:
+        ok, ended = _job_reference(magics, reference)
+        after += ok
+        after_any += ended
+    for reference in args.after_any or []:
+        ok, ended = _job_reference(magics, reference)
+        after_any += ok + ended
     value = sweep.dependency(after, after_any)
     combined = ",".join(v for v in (request.dependency, value) if v)
     return request.changed(dependency=combined or None)

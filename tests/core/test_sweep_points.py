@@ -147,3 +147,10 @@ def test_the_job_index_finds_what_same_job_accepts() -> None:
     for wanted in ["5", "5_1", "5_3", "5_9", "5_10", "6", "6+0", "7_4", "7_1", "7",
                    "7_[1-4]", "8", "9", "9_3", "9_4", "10", "not-an-id"]:
         assert sorted(index.find(wanted)) == sorted(j for j in listed if same_job(wanted, j))
+
+
+def test_a_retried_array_is_waited_for_with_afterany() -> None:
+    arrays = [{"job_id": "50", "indices": [[0, 5]], "attempt": 0},
+              {"job_id": "51", "indices": [[5, 8]], "attempt": 0},
+              {"job_id": "61", "indices": [[3, 4]], "attempt": 1}]
+    assert sweep.superseded_arrays(arrays) == {"50"}
