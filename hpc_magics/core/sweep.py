@@ -44,7 +44,10 @@ def _values(text: str) -> list[Any]:
         if len(listed) == 1 and isinstance(listed[0], list) and text.startswith("["):
             return list(listed[0])
         return listed
-    return [_literal(part.strip()) for part in _top_level_split(text)]
+    parts = [part.strip() for part in _top_level_split(text)]
+    if "" in parts:
+        raise ValueError("an empty value")
+    return [_literal(part) for part in parts]
 
 
 def _top_level_split(text: str) -> list[str]:
@@ -84,10 +87,11 @@ def parse_sweep(spec: str) -> tuple[str, list[Any]]:
         raise InvalidRequest(f"--sweep {spec!r} has no '=': write --sweep {name or 'lr'}="
                              "VALUE1,VALUE2")
     _check_name(name, f"--sweep {spec!r}")
-    if not text.strip():
-        raise InvalidRequest(f"--sweep {spec!r} has no values: write --sweep {name}=VALUE1,"
-                             "VALUE2")
-    values = _values(text)
+    try:
+        values = _values(text) if text.strip() else []
+    except ValueError:
+        raise InvalidRequest(f"--sweep {spec!r} has an empty value between commas: write "
+                             f"--sweep {name}=VALUE1,VALUE2") from None
     if not values:
         raise InvalidRequest(f"--sweep {spec!r} has no values: write --sweep {name}=VALUE1,"
                              "VALUE2")

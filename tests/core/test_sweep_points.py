@@ -35,7 +35,8 @@ def test_values_are_literals_where_they_read_as_one(spec: str, values: list[obje
 
 
 @pytest.mark.parametrize(("spec", "message"), [
-    ("lr", "has no '='"), ("lr=", "has no values"), ("1x=2", "not a Python variable name"),
+    ("lr", "has no '='"), ("lr=", "has no values"), ("lr=1,,2", "has an empty value"),
+    ("1x=2", "not a Python variable name"),
     ("class=1", "not a Python variable name"),
 ])
 def test_bad_sweeps_name_the_value_and_the_fix(spec: str, message: str) -> None:
