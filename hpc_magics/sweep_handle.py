@@ -176,6 +176,18 @@ class SweepHandle(JobHandle):
         self.fetched = False
         return ids
 
+    def log(self, tail: int = 50, task: int | None = None) -> str:
+        """The log of one task: ``task`` (a point's index), else the first failed, else 0."""
+        ids = self.task_ids()
+        if task is None:
+            failed = [i for i, s in self.task_states(ask=False).items()
+                      if s.final and s.state not in SUCCESS_STATES]
+            task = failed[0] if failed else min(ids, default=0)
+        if task not in ids:
+            raise HpcMagicsError(f"the sweep has no task {task}: use 0 to {len(ids) - 1}")
+        text = JobHandle(ids[task], self.backend, self.folder, self.name).log(tail)
+        return f"(task {task}, job {ids[task]})\n{text}"
+
     # ------------------------------------------------------------ display
     def summary(self) -> str:
         count = self._sweep().get("count", 0)

@@ -108,6 +108,8 @@ def test_twenty_points_one_array_table_and_retry(slurm_shell: Any, sbatch_log: P
     assert 'raise RuntimeError("first try of 7")' in seven["error"]
     assert "RuntimeError: first try of 7" in seven["error"]
 
+    assert "RuntimeError: first try of 7" in handle.log()  # the failed task's log
+
     # the widget's sweep section counts the tasks per state
     from hpc_magics.widgets.job import job_widget
 
