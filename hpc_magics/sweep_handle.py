@@ -30,13 +30,9 @@ from .shipping.sweep_task import POINTS_FILE, TASK_FILE, task_dir
 STATE, ELAPSED, ERROR = "state", "elapsed", "error"
 
 
-def is_sweep(meta: dict[str, Any]) -> bool:
-    return meta.get("kind") == "sweep"
-
-
 class SweepHandle(JobHandle):
     """A sweep's job: ``.table()``, ``.retry_failed()``, ``.task_states()``, plus the job
-    handle's ``.wait()``, ``.cancel()`` (the whole sweep), ``.log()`` (task 0)."""
+    handle's ``.wait()``, ``.cancel()`` (the whole sweep), ``.log()`` (one task's)."""
 
     # ------------------------------------------------------------ bookkeeping
     def _sweep(self) -> dict[str, Any]:

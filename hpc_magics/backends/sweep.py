@@ -78,10 +78,10 @@ def _submit_arrays(folder: JobFolder, scripts: Sequence[ArrayScript], points: Se
             raise SubmissionError(f"could not submit: {error}") from None
         array_id = str(jobs[0].job_id).split("_", 1)[0]
         ids.append(array_id)
-        arrays = folder.meta().get(KIND, {}).get("arrays", [])
-        arrays.append({"job_id": array_id, "indices": compress(indices), "script": script.name,
-                       "attempt": attempt})
         sweep_meta = folder.meta().get(KIND, {})
+        arrays = [*sweep_meta.get("arrays", []), {
+            "job_id": array_id, "indices": compress(indices), "script": script.name,
+            "attempt": attempt}]
         folder.update_meta(**{KIND: {**sweep_meta, "arrays": arrays}})
     return ids
 
@@ -104,7 +104,18 @@ def submit(folder: JobFolder, payload: Payload, request: ResourceRequest,
     folder.update_meta(kind=KIND, submitted_at=started, backend="slurm", **{KIND: {
         "count": len(points), "parameters": names, "parallelism": parallelism,
         "arrays": []}})
-    ids = _submit_arrays(folder, scripts, points, request, attempt=0)
+    try:
+        ids = _submit_arrays(folder, scripts, points, request, attempt=0)
+    except HpcMagicsError as error:
+        submitted = [str(a["job_id"]) for a in folder.meta().get(KIND, {}).get("arrays", [])]
+        if not submitted:
+            raise
+        # a split sweep whose later array was refused: the first ones run, and are known
+        record_submission(folder, submitted[0], started)
+        raise SubmissionError(
+            f"{len(submitted)} of {len(scripts)} arrays of the sweep were submitted "
+            f"({', '.join(submitted)}), then: {error}; cancel them with %hpc_cancel "
+            f"{submitted[0]}, or see the table with hpc_magics.job('{submitted[0]}')") from None
     record_submission(folder, ids[0], started)
     return ids[0]
 

@@ -196,7 +196,8 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
         job_id = sweep_backend.submit(folder, payload, request, scripts, found, job_name,
                                       sweep.check_parallelism(args.array_parallelism))
     except HpcMagicsError as error:
-        folder.update_meta(state="NOT_SUBMITTED", error=str(error))
+        if not folder.meta().get("job_id"):  # else part of a split sweep was submitted
+            folder.update_meta(state="NOT_SUBMITTED", error=str(error))
         raise UsageError(str(error)) from None
     handle = SweepHandle(job_id, backend, JobFolder(folder.path), job_name)
     magics.handles[job_id] = handle
