@@ -6,6 +6,7 @@ and execs the real one.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -65,6 +66,7 @@ def last_handle(shell: Any) -> Any:
 
 
 SQUARES = """
+import json
 import os
 value = x * x
 size = len(blob)
@@ -270,3 +272,32 @@ def test_without_pandas_the_table_is_a_list_of_dicts(monkeypatch: pytest.MonkeyP
     assert as_table(rows, ["lr", "loss", "state"]) == [
         {"lr": 0.1, "loss": 2.0, "state": "COMPLETED"},
         {"lr": 0.2, "loss": None, "state": "FAILED"}]
+
+
+def test_a_split_sweep_refused_halfway_keeps_what_was_submitted(
+        slurm_shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        fresh_limits: None) -> None:
+    """FAKES: a MaxArraySize of 2 (the shared cluster's is 1001), and an sbatch wrapper that
+    refuses its second call (a real controller does not refuse the second of two arrays on
+    demand)."""
+    real = shutil.which("sbatch")
+    wrappers = tmp_path / "refusing bin"
+    wrappers.mkdir()
+    calls = tmp_path / "calls"
+    wrapper = wrappers / "sbatch"
+    wrapper.write_text(
+        f'#!/bin/bash\necho x >> "{calls}"\n'
+        f'if [ "$(wc -l < "{calls}")" -ge 2 ]; then\n'
+        '  echo "sbatch: error: Batch job submission failed: fake refusal" >&2; exit 1\nfi\n'
+        f'exec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrappers}{os.pathsep}{os.environ['PATH']}")
+    limits.remember("max_array_size", 2)
+    with pytest.raises(UsageError, match=r"1 of 2 arrays of the sweep were submitted \(\d+\), "
+                                         r"then: the scheduler refused the job: Batch job "
+                                         r"submission failed: fake refusal") as raised:
+        slurm_shell.run_cell_magic("sbatch", "--sweep x=1,2,3 --name halfway", "y = x")
+    meta = json.loads(next(magics_of(slurm_shell).jobs_root.glob("halfway-*/meta.json"))
+                      .read_text())
+    assert meta["state"] != "NOT_SUBMITTED" and meta["job_id"] in str(raised.value)
+    commands.run(["scancel", meta["job_id"]], timeout=30)
