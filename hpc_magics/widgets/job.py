@@ -44,6 +44,8 @@ class JobWidget(widgets.VBox):
         self.fetch_button.on_click(lambda _: self._fetch())
         buttons = widgets.HBox([self.cancel_button, self.log_button, self.fetch_button])
         self.sweep = sweep_section(handle)  # a sweep's tasks, else None
+        if self.sweep is not None:  # its results are the table the section shows
+            self.fetch_button.layout.display = "none"
         super().__init__([self.status, *([self.sweep] if self.sweep is not None else []), buttons,
                           self.message, self.log_view])
         self.render()

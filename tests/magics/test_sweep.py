@@ -120,6 +120,7 @@ def test_twenty_points_one_array_table_and_retry(slurm_shell: Any, sbatch_log: P
     assert "20 tasks" in widget.sweep.counts.value and "1 FAILED" in widget.sweep.counts.value
     assert "task 7: <code>{&#x27;x&#x27;: 7}" in widget.sweep.failures.value
     assert "<table" in widget.sweep.table.value and "first try of 7" in widget.sweep.table.value
+    assert widget.fetch_button.layout.display == "none"  # the table is the sweep's results
 
     # %%sbatch --retry-failed on the same cell: one more sbatch, an array of one
     slurm_shell.run_cell_magic("sbatch", "--retry-failed", SQUARES)
