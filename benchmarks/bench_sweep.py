@@ -103,7 +103,7 @@ def synthetic_sweep(root: Path) -> Path:
                             hostname="c1")
         (target / RESULTS_FILE).write_bytes(pickle.dumps(result))
         write_task_info(target, {"index": index, "job_id": f"900000_{index}",
-                                 "started": 0.0, "elapsed": 1.5})
+                                 "started": 0.0, "elapsed": 1.5, "failed": False})
     folder.write_meta({
         "name": "synthetic-sweep", "backend": "slurm", "kind": "sweep", "job_id": "900000",
         "results": ["loss", "accuracy"], "cluster": "synthetic-benchmark-cluster",

@@ -159,15 +159,13 @@ class JobFolder:
     def has_results(self) -> bool:
         return self.results_path.exists()
 
-    def load_results(self, path: Path | None = None) -> CellResult:
-        """The job's result file (or ``path``, a sweep task's, inside this folder)."""
-        path = path or self.results_path
+    def load_results(self) -> CellResult:
         check_owned(self.path)
-        check_owned(path)
-        with path.open("rb") as stream:
+        check_owned(self.results_path)
+        with self.results_path.open("rb") as stream:
             result = pickle.load(stream)
         if not isinstance(result, CellResult):
-            raise HpcMagicsError(f"{path} is not an hpc_magics result file")
+            raise HpcMagicsError(f"{self.results_path} is not an hpc_magics result file")
         return result
 
     def output(self) -> str:

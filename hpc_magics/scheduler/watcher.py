@@ -37,7 +37,7 @@ from ..core.jobs import (
     normalize_state,
     phase,
 )
-from ..shipping.sweep_task import task_results_file
+from ..shipping.sweep_task import task_outcome
 from .accounting import AccountingRecord, sacct_records
 from .cluster import UNKNOWN_CLUSTER, cluster_name
 from .queue import JobQueue, QueueView
@@ -314,14 +314,15 @@ class Watcher:
         now = time.time()
         if previous.final and previous.source == "results":
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
-        # the folder's own job's result file, or a sweep task's (not another array task's)
-        results_file = folder.results_path if key == _key(folder, None) else \
-            task_results_file(folder.path, self._meta(folder), submission.job_id)
-        results = results_file is not None and results_file.exists()
+        # the result file is the folder's own job's; a sweep task's outcome is in its task.json
+        own = key == _key(folder, None)
+        task_failed = None if own else \
+            task_outcome(folder.path, self._meta(folder), submission.job_id)
+        results = folder.has_results() if own else task_failed is not None
         # results prove the end once the queue no longer lists the job (it may be tidying up)
         if results and (gone or results_prove or self._absent.get(key)):
             try:
-                failed = folder.load_results(results_file).error_type is not None
+                failed = folder.load_results().error_type is not None if own else task_failed
             except Exception:  # a result we cannot read proves nothing
                 failed = None
             if failed is not None:

@@ -3,7 +3,8 @@
 The cell's shipped state is in the job folder ONCE (``payload.pkl``, written at
 submission); each task's own pickle (submitit's ``%A_%a_submitted.pkl``) holds only its
 index and parameters. A task writes the runner's usual files (``results.pkl``,
-``output.txt``, ``figures/``) into ``tasks/NNNNN/`` plus ``task.json`` (its timing).
+``output.txt``, ``figures/``) into ``tasks/NNNNN/`` plus ``task.json`` (its attempt's id,
+timing and whether the cell raised), written last.
 """
 
 from __future__ import annotations
@@ -52,16 +53,23 @@ def run_task(folder: str, index: int, parameters: dict[str, Any]) -> dict[str, A
         "job_id": f"{array_job}_{os.environ.get('SLURM_ARRAY_TASK_ID', '')}" if array_job
         else os.environ.get("SLURM_JOB_ID", ""),
     }
+    info["failed"] = True  # until the cell returns
     try:
-        return run_cell(replace(payload, parameters=parameters), str(target))
+        returned = run_cell(replace(payload, parameters=parameters), str(target))
+        info["failed"] = False
+        return returned
     finally:
-        if lead_task:
+        if lead_task and (target / RESULTS_FILE).exists():  # task.json comes last
             info["elapsed"] = time.time() - info["started"]
             write_task_info(target, info)
 
 
-def task_results_file(folder: Path, meta: dict[str, Any], job_id: str) -> Path | None:
-    """The result file of sweep task ``job_id`` (``123_4``), when that attempt wrote it."""
+def task_outcome(folder: Path, meta: dict[str, Any], job_id: str) -> bool | None:
+    """Did sweep task ``job_id`` (``123_4``) fail? ``None``: that attempt left no result.
+
+    Read from its ``task.json`` (written after its results, with the attempt's id): a
+    retried task's earlier attempt never answers for the retry, and nothing is unpickled.
+    """
     array_id, _, position_text = job_id.partition("_")
     if not position_text.isdigit():
         return None
@@ -71,11 +79,13 @@ def task_results_file(folder: Path, meta: dict[str, Any], job_id: str) -> Path |
             continue
         for start, stop in array.get("indices", ()):  # runs of point indices, in task order
             if position < stop - start:
-                target = task_dir(folder, start + position)
-                try:  # written last, with the attempt's id: an earlier attempt's file is not it
-                    info = json.loads((target / TASK_FILE).read_text())
+                try:
+                    info = json.loads((task_dir(folder, start + position) / TASK_FILE)
+                                      .read_text())
                 except (OSError, ValueError):
                     return None
-                return target / RESULTS_FILE if info.get("job_id") == job_id else None
+                failed = info.get("failed")
+                return bool(failed) if info.get("job_id") == job_id and failed is not None \
+                    else None
             position -= stop - start
     return None

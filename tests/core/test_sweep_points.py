@@ -13,7 +13,7 @@ from hpc_magics.core.jobids import JobIndex, same_job
 from hpc_magics.core.jobscript import cell_parts, header_lines, render
 from hpc_magics.core.profiles import load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
-from hpc_magics.shipping.sweep_task import TASK_FILE, task_dir, task_results_file
+from hpc_magics.shipping.sweep_task import TASK_FILE, task_dir, task_outcome
 
 
 def test_the_product_of_the_values_as_python_literals() -> None:
@@ -83,17 +83,19 @@ def test_task_ids_follow_the_latest_attempt() -> None:
                                           4: "50_4"}
 
 
-def test_a_task_result_file_counts_only_for_the_attempt_that_wrote_it(tmp_path: Path) -> None:
+def test_a_task_outcome_counts_only_for_the_attempt_that_wrote_it(tmp_path: Path) -> None:
     meta = {"sweep": {"arrays": [{"job_id": "50", "indices": [[0, 5]], "attempt": 0},
                                  {"job_id": "61", "indices": [[1, 2], [3, 4]], "attempt": 1}]}}
     target = task_dir(tmp_path, 3)
     target.mkdir(parents=True)
-    (target / TASK_FILE).write_text(json.dumps({"job_id": "50_3"}))
-    assert task_results_file(tmp_path, meta, "50_3") == target / "results.pkl"
-    assert task_results_file(tmp_path, meta, "61_1") is None  # the retry has not written yet
-    (target / TASK_FILE).write_text(json.dumps({"job_id": "61_1"}))
-    assert task_results_file(tmp_path, meta, "61_1") == target / "results.pkl"
-    assert task_results_file(tmp_path, meta, "61_7") is None
+    assert task_outcome(tmp_path, meta, "50_3") is None  # nothing written yet
+    (target / TASK_FILE).write_text(json.dumps({"job_id": "50_3", "failed": True}))
+    assert task_outcome(tmp_path, meta, "50_3") is True
+    assert task_outcome(tmp_path, meta, "61_1") is None  # the retry has not written yet
+    (target / TASK_FILE).write_text(json.dumps({"job_id": "61_1", "failed": False}))
+    assert task_outcome(tmp_path, meta, "61_1") is False
+    assert task_outcome(tmp_path, meta, "61_7") is None
+    assert task_outcome(tmp_path, meta, "50") is None
 
 
 CONFIG = """Configuration data as of 2026-11-23T18:00:00

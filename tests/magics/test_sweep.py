@@ -302,3 +302,38 @@ def test_a_split_sweep_refused_halfway_keeps_what_was_submitted(
                       .read_text())
     assert meta["state"] != "NOT_SUBMITTED" and meta["job_id"] in str(raised.value)
     commands.run(["scancel", meta["job_id"]], timeout=30)
+
+
+def test_task_files_decide_when_slurm_cannot_say(slurm_cluster: Any, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep folder recorded on another cluster: the watcher asks this one nothing about it,
+    and the tasks' own files decide (written by the real task runner, run here in turn)."""
+    import pickle
+
+    from hpc_magics.backends import get_backend
+    from hpc_magics.backends.folder import JobFolder
+    from hpc_magics.shipping.analysis import analyse
+    from hpc_magics.shipping.packing import pack
+    from hpc_magics.shipping.sweep_task import PAYLOAD_FILE, POINTS_FILE, run_task
+    from hpc_magics.sweep_handle import SweepHandle
+
+    folder = JobFolder.create(tmp_path / "jobs", "elsewhere")
+    code = "y = 10 // x\n"
+    (folder.path / PAYLOAD_FILE).write_bytes(pickle.dumps(pack(code, analyse(code), {})))
+    points = [{"x": 1}, {"x": 0}, {"x": 5}]
+    (folder.path / POINTS_FILE).write_bytes(pickle.dumps(points))
+    folder.write_meta({"name": "elsewhere", "backend": "slurm", "kind": "sweep",
+                       "job_id": "777", "cluster": "another-cluster", "results": ["y"],
+                       "sweep": {"count": 3, "parameters": ["x"], "arrays": [
+                           {"job_id": "777", "indices": [[0, 3]], "attempt": 0}]}})
+    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "777")
+    for index, point in enumerate(points):
+        monkeypatch.setenv("SLURM_ARRAY_TASK_ID", str(index))
+        try:
+            run_task(str(folder.path), index, point)
+        except ZeroDivisionError:
+            assert index == 1
+    table = SweepHandle("777", get_backend("slurm"), folder, "elsewhere").table()
+    assert list(table["state"]) == ["COMPLETED", "FAILED", "COMPLETED"]
+    assert table["y"][0] == 10 and table["y"][2] == 2
+    assert "ZeroDivisionError" in table["error"][1] and table["error"][0] == ""
