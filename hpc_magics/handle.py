@@ -373,6 +373,11 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
         # an array task found through its job's folder keeps its own id: cancel and state
         # are the task's, never the whole array's
         job_id = str(meta["job_id"]) if exact else str(wanted)
-        return JobHandle(job_id, get_backend(meta.get("backend", "auto")), folder,
-                         meta.get("name", ""))
+        kind: type[JobHandle] = JobHandle
+        if exact and meta.get("kind") == "sweep":  # one handle for all its tasks
+            from .sweep_handle import SweepHandle
+
+            kind = SweepHandle
+        return kind(job_id, get_backend(meta.get("backend", "auto")), folder,
+                    meta.get("name", ""))
     raise HpcMagicsError(f"no job {job!r} under {jobs_dir}: see %hpc_jobs for the jobs there")

@@ -88,6 +88,10 @@ def header_lines(request: ResourceRequest, profile: ClusterProfile | None = None
     pairs = directives(request, profile, job_name)
     if engine:
         clashes = [flag for flag, _ in pairs if flag in ENGINE_FLAGS]
+        if clashes and clashes[0] in {"array", "a"}:
+            raise InvalidRequest(
+                f"#SBATCH --{clashes[0]}: a job array here is a sweep: use %%sbatch --sweep "
+                "NAME=V1,V2 (each task gets its value as a variable) and remove that line")
         if clashes:
             raise InvalidRequest(
                 f"#SBATCH --{clashes[0]}: hpc_magics sets the job's log files and signals "

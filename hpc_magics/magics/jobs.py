@@ -27,6 +27,7 @@ from ..core.profiles import (
     load_profile,
 )
 from ..core.resources import ResourceRequest
+from . import sweep as sweep_magic
 from .scale import options_from_args, scale_arguments
 
 RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
@@ -239,6 +240,7 @@ class HpcMagics(Magics):
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
     @scale_arguments
+    @sweep_magic.sweep_arguments
     @cell_magic
     def sbatch(self, line: str, cell: str) -> Any:
         """Run this cell as a Slurm job (or locally when there is no Slurm).
@@ -252,6 +254,10 @@ class HpcMagics(Magics):
         from ..shipping.packing import pack
 
         args = parse_argstring(self.sbatch, line)
+        if args.retry_failed:
+            self._show_handle(sweep_magic.retry(self, cell))
+            return None
+        points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
         try:
             parsed = directive_parser.parse(cell)
             request = resources.updated(self.request, parsed.values)
@@ -260,6 +266,7 @@ class HpcMagics(Magics):
         request = self._apply(request, args)
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
+        request = sweep_magic.with_dependencies(self, request, args)
         profile = self._profile(request)
         from ..core.checkscript import syntax_problems
 
@@ -275,8 +282,16 @@ class HpcMagics(Magics):
             backend = get_backend(request.backend, python=self.python or None)
             backend.preflight(request, profile)
             options = options_from_args(args, request, backend.name)
+            tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
+            if points and (options.active or tasks > 1):
+                raise UsageError("--sweep runs each point as one single-task array task: it "
+                                 "does not combine with --checkpoint, --stage, --stage-back, "
+                                 "--gather or several tasks (-N/--ntasks-per-node) yet; "
+                                 "drop one of them")
             body, helpers = _plain_python(parsed.body)
             names = analyse(body)
+            if points:  # set per task, never shipped
+                names = sweep_magic.without_parameters(names, points)
             if body != parsed.body:  # names the translation made up are not the user's results
                 names = replace(names, assigned=tuple(
                     n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
@@ -295,6 +310,9 @@ class HpcMagics(Magics):
             script = backend.job_script(str(would_be), request, profile, job_name, options)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
+        if points:
+            return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
+                                   points, cell, str(would_be))
         if args.dry_run:
             print(f"# dry run: nothing submitted. The job folder would be {would_be}"
                   " (its time stamp and random part are set at submission).")
@@ -354,17 +372,9 @@ class HpcMagics(Magics):
 
     def _submit(self, backend: Any, payload: Any, request: ResourceRequest,
                 profile: ClusterProfile, job_name: str, options: Any = None) -> Any:
-        from ..backends.folder import JobFolder
         from ..handle import JobHandle
 
-        try:
-            folder = JobFolder.create(self.jobs_root, job_name)
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
-        except OSError as error:  # a read-only or full file system: nothing is submitted
-            raise UsageError(f"cannot create a job folder in {self.jobs_root}: "
-                             f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable folder"
-                             ) from None
+        folder = self._new_folder(job_name)
         meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
                 "request": resources.to_dict(request), "shipped": payload.summary(),
                 "results": list(payload.result_names), "notebook":
@@ -381,6 +391,18 @@ class HpcMagics(Magics):
         self.handles[job_id] = handle
         self.last_job = job_id
         return handle
+
+    def _new_folder(self, job_name: str) -> Any:
+        from ..backends.folder import JobFolder
+
+        try:
+            return JobFolder.create(self.jobs_root, job_name)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        except OSError as error:  # a read-only or full file system: nothing is submitted
+            raise UsageError(f"cannot create a job folder in {self.jobs_root}: "
+                             f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable folder"
+                             ) from None
 
     def _show_handle(self, handle: Any) -> Any:
         """Display the job's widget (or its summary without ipywidgets); return the widget."""

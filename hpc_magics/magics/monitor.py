@@ -246,7 +246,13 @@ class MonitorMagics(Magics):
 
         args = parse_argstring(self.hpc_efficiency, line)
         handle = self.jobs._handle(args.job)
-        state = handle.refresh()
+        state = handle.refresh(max_age_s=1.0)
+        deadline = time.monotonic() + USAGE_WAIT_S
+        # Slurm has not said yet (the user's shared sacct call is due next interval): wait
+        while not is_final(state) and handle.status.source not in ("squeue", "sacct") \
+                and time.monotonic() < deadline:
+            time.sleep(1.0)
+            state = handle.refresh(max_age_s=1.0)
         if not is_final(state):
             raise UsageError(f"job {handle.job_id} is {state}: its efficiency is known once it "
                              f"has ended (%hpc_fetch {handle.job_id} --wait waits for it)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
+import functools
 import json
 import os
 import pwd
@@ -32,7 +33,7 @@ from typing import Any
 import filelock
 
 from ..core.errors import HpcMagicsError
-from ..core.jobids import require_job_id, same_job
+from ..core.jobids import JobIndex, require_job_id
 from ..core.jobs import JobSnapshot, normalize_state, phase
 from . import commands
 from .cluster import cluster_name
@@ -150,7 +151,12 @@ class QueueView:
 
     def find_all(self, job_id: str) -> tuple[JobSnapshot, ...]:
         """Every entry belonging to ``job_id``: ``123`` gets ``123_4``, ``123_[5-9]``, ``123+1``."""
-        return tuple(job for job in self.jobs if same_job(job_id, job.job_id))
+        return tuple(self._index.find(job_id))
+
+    @functools.cached_property
+    def _index(self) -> JobIndex[JobSnapshot]:
+        # built once per view: a sweep's thousand tasks look themselves up in it
+        return JobIndex(self.jobs, lambda job: job.job_id)
 
 
 def _view_to_json(view: QueueView) -> str:

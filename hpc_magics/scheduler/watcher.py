@@ -19,16 +19,17 @@ needs it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..backends.folder import JobFolder
 from ..core.efficiency import Usage
-from ..core.jobids import same_job
+from ..core.jobids import JobIndex, same_job
 from ..core.jobs import (
     FAILED_STATES,
     RUNNING_STATES,
@@ -38,6 +39,7 @@ from ..core.jobs import (
     normalize_state,
     phase,
 )
+from ..shipping.sweep_task import task_outcome
 from .accounting import AccountingRecord, SharedAccounting, base_of
 from .cluster import UNKNOWN_CLUSTER, cluster_name
 from .queue import JobQueue, QueueView
@@ -175,6 +177,28 @@ class Watcher:
         self._lock = threading.RLock()
         self._latest: dict[str, JobStatus] = {}
         self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
+        # meta.json per folder during one poll: a sweep's thousand tasks share one read
+        self._metas: dict[Path, dict[str, Any]] | None = None
+        self._record_index: tuple[tuple[AccountingRecord, ...],
+                                  JobIndex[AccountingRecord]] | None = None
+
+    @contextlib.contextmanager
+    def _one_meta_read(self) -> Iterator[None]:
+        """Within: each folder's meta.json is read once (``_remember`` forgets what it writes)."""
+        outer = self._metas
+        self._metas = {} if outer is None else outer
+        try:
+            yield
+        finally:
+            self._metas = outer
+
+    def _meta(self, folder: JobFolder) -> dict[str, Any]:
+        metas = self._metas
+        if metas is None:
+            return folder.meta()
+        if folder.path not in metas:
+            metas[folder.path] = folder.meta()
+        return metas[folder.path]
 
     @property
     def queue(self) -> JobQueue:
@@ -200,12 +224,17 @@ class Watcher:
             known = self._latest.get(_key(folder, job_id))
         if known is not None:
             return known
-        meta = folder.meta()
+        meta = self._meta(folder)
         if job_id is not None and job_id != str(meta.get("job_id", "")):
             return JobStatus(job_id, "UNKNOWN", "recorded")
         return JobStatus(str(meta.get("job_id", "")), str(meta.get("state") or "UNKNOWN"),
                          str(meta.get("state_source") or "recorded"),
                          str(meta.get("state_note") or ""))
+
+    def latest_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]]) -> list[JobStatus]:
+        """``latest`` of many (folder, job id) pairs, each folder's meta.json read once."""
+        with self._lock, self._one_meta_read():
+            return [self.latest(folder, job_id) for folder, job_id in jobs]
 
     def queue_view(self, max_age_s: float | None = None) -> QueueView:
         return self.queue.view(max_age_s)
@@ -222,12 +251,12 @@ class Watcher:
                   max_age_s: float | None = None) -> dict[str, JobStatus]:
         """Like ``poll``, for (folder, job id) pairs: ``job id`` names one array task of
         the folder's job (``None``: the folder's own job). Keyed by ``_key``."""
-        with self._lock:
+        with self._lock, self._one_meta_read():
             result: dict[str, JobStatus] = {}
             slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
             for folder, job_id in jobs:
                 key = _key(folder, job_id)
-                submission = Submission.of(folder)
+                submission = Submission.of(folder, self._meta(folder))
                 if job_id is not None:
                     submission = replace(submission, job_id=job_id)
                 previous = self.latest(folder, job_id)
@@ -293,8 +322,8 @@ class Watcher:
                      now: float) -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
-            mine = [r for r in records if same_job(submission.job_id, r.job_id)
-                    and submission.matches(r.submit_time)]
+            mine = [r for r in self._records_of(records, submission.job_id)
+                    if submission.matches(r.submit_time)]
             if mine:
                 state = combined_state([r.state for r in mine])
                 said = JobStatus(submission.job_id, state, "sacct", "", now)
@@ -318,12 +347,15 @@ class Watcher:
         now = time.time()
         if previous.final and previous.source == "results":
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
-        # the result file is the folder's own job's, not one array task's
-        results = key == _key(folder, None) and folder.has_results()
+        # the result file is the folder's own job's; a sweep task's outcome is in its task.json
+        own = key == _key(folder, None)
+        task_failed = None if own else \
+            task_outcome(folder.path, self._meta(folder), submission.job_id)
+        results = folder.has_results() if own else task_failed is not None
         # results prove the end once the queue no longer lists the job (it may be tidying up)
         if results and (gone or results_prove or self._absent.get(key)):
             try:
-                failed = folder.load_results().error_type is not None
+                failed = folder.load_results().error_type is not None if own else task_failed
             except Exception:  # a result we cannot read proves nothing
                 failed = None
             if failed is not None:
@@ -335,13 +367,21 @@ class Watcher:
         return replace(previous, job_id=submission.job_id, state=previous.state or "UNKNOWN",
                        note=note, checked_at=now)
 
+    def _records_of(self, records: tuple[AccountingRecord, ...],
+                    job_id: str) -> list[AccountingRecord]:
+        """The records of ``job_id``, through an index kept per answer (a sweep's tasks)."""
+        if self._record_index is None or self._record_index[0] is not records:
+            self._record_index = (records, JobIndex(records, lambda r: r.job_id))
+        return self._record_index[1].find(job_id)
+
     def _accounting(self, job_ids: list[str], max_age_s: float | None
                     ) -> tuple[AccountingRecord, ...] | _NotYet | None:
         """The user's one sacct per interval (shared by all their processes, see
-        ``SharedAccounting``). ``None``: unreachable; ``NOT_YET``: asked next interval."""
+        ``SharedAccounting``). ``None``: unreachable; ``NOT_YET``: asked next interval.
+        Records are per base id, once each (a sweep's thousand tasks share one base)."""
         max_age = self.queue.interval_s if max_age_s is None else max_age_s
         found = self.accounting.answers(job_ids, max_age)
-        answers = [found.get(base_of(j), NOT_YET) for j in job_ids]
+        answers = [found.get(base, NOT_YET) for base in dict.fromkeys(map(base_of, job_ids))]
         if any(a is None for a in answers):
             return None
         if any(isinstance(a, _NotYet) for a in answers):
@@ -413,13 +453,15 @@ class Watcher:
         if before is not None and (before.state, before.source, before.note) == \
                 (status.state, status.source, status.note):
             return
-        meta = folder.meta()
+        meta = self._meta(folder)
         if status.job_id != str(meta.get("job_id", "")):
             return  # an array task's state: the folder records its job's own
         if (meta.get("state"), meta.get("state_source"), meta.get("state_note", "")) != \
                 (status.state, status.source, status.note) and status.source != "recorded":
             folder.update_meta(state=status.state, state_source=status.source,
                                state_note=status.note)
+            if self._metas is not None:
+                self._metas.pop(folder.path, None)
 
     # ------------------------------------------------------------------ control
     def cancel(self, job_id: str) -> None:

@@ -56,6 +56,8 @@ class Payload:
     result_names: tuple[str, ...] = ()
     capture_last_expression: bool = False
     replayed_cells: int = 0  # with --replay: earlier cells the job runs first
+    # a sweep task's parameters (name → value), set as variables before the cell runs
+    parameters: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def size(self) -> int:

@@ -105,6 +105,7 @@ def _rebuild_namespace(payload: Payload) -> dict[str, Any]:
     for name, module_name in payload.modules.items():
         namespace[name] = importlib.import_module(module_name)
     namespace.update(load_names(payload.state, payload.state_names))
+    namespace.update(getattr(payload, "parameters", {}))  # a sweep task's own values
     return namespace
 
 

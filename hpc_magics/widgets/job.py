@@ -27,6 +27,7 @@ import ipywidgets as widgets
 from ..core.errors import HpcMagicsError
 from .job_view import JobView
 from .segments import segment_html, segment_note
+from .sweep_view import poll_targets, sweep_section
 
 REFRESH_INTERVAL_S = 5.0
 TAIL_LINES = 8  # the live tail
@@ -96,9 +97,11 @@ class JobWidget(widgets.VBox):
         self.fetch_button.on_click(lambda _: self._fetch())
         buttons = widgets.HBox([self.cancel_button, self.log_button, self.fetch_button])
         _shown(self.confirm, False)
+        self.sweep = sweep_section(handle)  # a sweep's tasks, else None
         parts: list[widgets.Widget] = [
-            self.status, self.story, self.progress, buttons, self.confirm, self.message,
-            self.log_view, self.efficiency, self.gpu_plot]
+            self.status, *([self.sweep] if self.sweep is not None else []), self.story,
+            self.progress, buttons, self.confirm, self.message, self.log_view, self.efficiency,
+            self.gpu_plot]
         parts += [section for section in (hook(self) for hook in EXTRA_SECTIONS) if section]
         super().__init__(parts)
         self.render()
@@ -120,9 +123,12 @@ class JobWidget(widgets.VBox):
             _shown(self.confirm, False)
         can_fetch = view.can_fetch or self.handle.folder.has_results()
         self.fetch_button.disabled = not can_fetch
-        _shown(self.fetch_button, can_fetch)
+        # a sweep's results are the table its section shows
+        _shown(self.fetch_button, can_fetch and self.sweep is None)
         self._render_log()
         self._render_efficiency(view)
+        if self.sweep is not None:
+            self.sweep.render()
 
     def key(self) -> tuple[Any, ...]:
         """What the widget shows that can change: re-render when this differs."""
@@ -132,7 +138,8 @@ class JobWidget(widgets.VBox):
         return (status.state, status.note, self.handle.fetched, moving,
                 (detail.reason, detail.start_time, detail.node_list) if detail else None,
                 self._log_size(), self.usage is not None, self.usage_note,
-                segment_note(self.handle.folder.path))
+                segment_note(self.handle.folder.path),
+                self.sweep.key() if self.sweep is not None else ())
 
     def _log_size(self) -> int:
         size = 0
@@ -286,7 +293,7 @@ class _Monitor:
         live = [w for w in widgets_now if not w.handle.status.final]
         if live:
             try:  # one batched poll for every live widget; the watcher decides states
-                watcher().poll_jobs([(w.handle.folder, w.handle._task) for w in live])
+                watcher().poll_jobs([t for w in live for t in poll_targets(w.handle)])
             except HpcMagicsError:
                 pass
         ended = [w for w in widgets_now if w.wants_usage()]
