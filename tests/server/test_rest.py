@@ -21,6 +21,7 @@ ROUTES = {  # path → implemented methods, with a concrete id in the cancel rou
     "hpc-magics/server/stop": ("POST",),
     "hpc-magics/server/keep-alive": ("POST",),
     "hpc-magics/jobs": ("GET",),
+    "hpc-magics/jobs/events": ("GET",),
     "hpc-magics/jobs/12345/cancel": ("POST",),
 }
 

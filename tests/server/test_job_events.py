@@ -1,0 +1,121 @@
+"""End-of-job events and the job list of a real jupyter_server, with real jobs ending on the
+test cluster: submitted from one of the server's kernels (%%sbatch) and from a terminal."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from hpc_magics.scheduler import commands
+
+from .conftest import RunningServer, StartLocal, execute
+
+pytestmark = pytest.mark.timeout(240)
+
+FAST = ("--HpcMagics.events_interval_s=2", "--HpcMagics.jobs_poll_interval_s=2")
+EVENT_TIMEOUT_S = 150.0
+
+
+def wait_for_event(server: RunningServer, since: int, job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + EVENT_TIMEOUT_S
+    while time.monotonic() < deadline:
+        answer = server.get(f"hpc-magics/jobs/events?since={since}")
+        assert answer.status_code == 200, answer.text
+        for event in answer.json()["events"]:
+            if event["job_id"] == job_id:
+                return dict(event)
+        time.sleep(1)
+    jobs = server.get("hpc-magics/jobs").json()
+    pytest.fail(f"no end event for job {job_id} in {EVENT_TIMEOUT_S:.0f} s; jobs: {jobs}",
+                pytrace=False)
+
+
+def listed(server: RunningServer) -> dict[str, dict[str, Any]]:
+    answer = server.get("hpc-magics/jobs")
+    assert answer.status_code == 200, answer.text
+    return {job["job_id"]: job for job in answer.json()["jobs"]}
+
+
+def submit_from_kernel(server: RunningServer, kernel_id: str, name: str, cell: str) -> str:
+    output = execute(server, kernel_id, f"%%sbatch --name {name}\n{cell}", timeout=90)
+    job_id = execute(server, kernel_id, "print(hpc_magics.job().job_id)").strip()
+    assert job_id.isdigit(), f"no job id; the cell said:\n{output}\n{job_id}"
+    return job_id
+
+
+@pytest.mark.slow
+def test_jobs_of_the_servers_kernels_end_as_events_with_their_folder(
+        local_server: StartLocal, slurm_cluster: Any, sacct_state: Any) -> None:
+    server = local_server(*FAST)
+    start = server.get("hpc-magics/jobs/events").json()
+    assert start["events"] == [], "without since= only the position is returned"
+    since = start["last"]
+    # a notebook's session: its kernel runs in the server's root, as in JupyterLab
+    session = server.post("api/sessions", json={"path": "notify.ipynb", "type": "notebook",
+                                                "kernel": {"name": "python3"}})
+    assert session.status_code == 201, session.text
+    kernel = session.json()["kernel"]["id"]
+    said = execute(server, kernel, "%load_ext hpc_magics\nimport hpc_magics, os\n"
+                                   "%hpc_resources --profile lab --backend slurm -t 5\n"
+                                   "print(os.environ['HPC_MAGICS_SERVER_ID'])")
+    server_id = server.get("hpc-magics/jobs").json()["server_id"]
+    assert server_id in said, f"the kernel does not carry the server's id:\n{said}"
+
+    ok = submit_from_kernel(server, kernel, "notify-ok", "import time\ntime.sleep(6)\nx = 1")
+    failing = submit_from_kernel(server, kernel, "notify-fail", "import time\ntime.sleep(3)\n"
+                                                                "1 / 0")
+    row = listed(server).get(ok)
+    assert row is not None, f"job {ok} is not in the server's list"
+    assert row["from_this_server"] is True and row["final"] is False
+    assert row["folder"].startswith("hpc_jobs/notify-ok-"), row["folder"]
+    assert row["name"] == "notify-ok"
+
+    event = wait_for_event(server, since, ok)
+    assert event["state"] == "COMPLETED" and event["phase"] == "done"
+    assert event["name"] == "notify-ok" and event["from_this_server"] is True
+    assert event["folder"] == row["folder"]
+    assert (server.folder / "root" / event["folder"] / "job.sh").is_file()
+    # the list shows the same end at the same moment
+    assert listed(server)[ok]["state"] == "COMPLETED"
+    assert sacct_state(ok) == "COMPLETED"
+
+    failed = wait_for_event(server, since, failing)
+    assert failed["state"] == sacct_state(failing) == "FAILED"
+    assert failed["phase"] == "failed"
+    # each end is told once, in order
+    events = server.get(f"hpc-magics/jobs/events?since={since}").json()["events"]
+    assert [e["job_id"] for e in events].count(ok) == 1
+    assert [e["seq"] for e in events] == sorted({e["seq"] for e in events})
+    after = server.get(f"hpc-magics/jobs/events?since={events[-1]['seq']}").json()
+    assert after["events"] == [] and after["last"] == events[-1]["seq"]
+
+
+@pytest.mark.slow
+def test_a_terminal_sbatch_job_ends_as_an_event_too(local_server: StartLocal,
+                                                    slurm_cluster: Any) -> None:
+    server = local_server(*FAST)
+    since = server.get("hpc-magics/jobs/events").json()["last"]
+    submitted = commands.run(["sbatch", "--parsable", "-J", "notify-terminal", "-t", "2",
+                              "-o", "/dev/null", "--chdir=/tmp", "--wrap", "sleep 8"],
+                             timeout=30)
+    assert submitted.ok, submitted.first_error_line()
+    job_id = submitted.stdout.strip().split(";")[0]
+    try:
+        deadline = time.monotonic() + 60
+        while job_id not in listed(server):
+            assert time.monotonic() < deadline, f"job {job_id} never listed"
+            time.sleep(1)
+        event = wait_for_event(server, since, job_id)
+    finally:
+        commands.run(["scancel", job_id], timeout=30)
+    assert event["state"] == "COMPLETED" and event["name"] == "notify-terminal"
+    assert event["folder"] is None and event["from_this_server"] is False
+
+
+def test_events_refuse_a_since_that_is_not_a_number(local_server: StartLocal) -> None:
+    server = local_server()
+    answer = server.get("hpc-magics/jobs/events?since=soon")
+    assert answer.status_code == 400
+    assert "soon" in answer.json()["message"]
