@@ -362,6 +362,14 @@ class Watcher:
             folder.update_meta(state=status.state, state_source=status.source,
                                state_note=status.note)
 
+    def prefetch_accounting(self, job_ids: Sequence[str],
+                            max_age_s: float | None = None) -> None:
+        """Ask ``sacct`` about all these jobs in one call now, so the polls that follow
+        (``poll`` for folders, ``poll_ids`` for the rest) share it instead of asking twice."""
+        if job_ids:
+            with self._lock:
+                self._accounting(list(job_ids), max_age_s)
+
     def poll_ids(self, jobs: Sequence[tuple[str, float | None]],
                  max_age_s: float | None = None) -> dict[str, JobStatus]:
         """Jobs without a folder (``sbatch`` in a terminal, other tools), by id and the

@@ -41,6 +41,7 @@ class TrackedJob:
     submitted_at: float | None = None
     from_this_server: bool = False
     ended_at: float | None = None  # when this server saw it end
+    folder_in_root: str | None = None  # the folder relative to the server's root
 
     @property
     def final(self) -> bool:
@@ -72,23 +73,24 @@ class JobTracker:
     registry_base: Path | None = None  # the runtime dir; None: the default
     keep_ended_s: float = 3600.0  # ended jobs stay listed this long
     started_at: float = field(default_factory=time.time)
+    # cycles one at a time (they ask the scheduler, slowly); _lock only guards the data
+    _cycle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _jobs: dict[str, TrackedJob] = field(default_factory=dict, repr=False)
     _events: deque[EndEvent] = field(default_factory=lambda: deque(maxlen=MAX_EVENTS),
                                      repr=False)
     _seq: int = 0
-    cycled_at: float = 0.0
     error: str | None = None
     updated: float | None = None
 
     # ------------------------------------------------------------------ reading
-    @property
-    def last_seq(self) -> int:
-        return self._seq
-
-    def events_since(self, since: int) -> list[EndEvent]:
+    def events_since(self, since: int | None) -> tuple[list[EndEvent], int]:
+        """The events after ``since`` and the last number, read together (``since``
+        ``None``: no events, only where the list is)."""
         with self._lock:
-            return [e for e in self._events if e.seq > since]
+            if since is None:
+                return [], self._seq
+            return [e for e in self._events if e.seq > since], self._seq
 
     def jobs(self) -> list[TrackedJob]:
         """Live jobs, and those that ended recently, newest submission first."""
@@ -98,19 +100,17 @@ class JobTracker:
                 j.ended_at is not None and now - j.ended_at < self.keep_ended_s)]
         return sorted(shown, key=lambda j: -(j.submitted_at or 0.0))
 
-    def folder_path(self, job: TrackedJob) -> str | None:
+    def _in_root(self, folder: Path) -> str | None:
         """The job folder relative to the server's root, for the file browser."""
-        if job.folder is None:
-            return None
         try:
-            return job.folder.resolve().relative_to(self.root_dir.resolve()).as_posix()
+            return folder.resolve().relative_to(self.root_dir.resolve()).as_posix()
         except (ValueError, OSError):
             return None
 
     # ------------------------------------------------------------------ the cycle
     def cycle(self, max_age_s: float | None = None) -> None:
         """Ask the watcher about every known job; note the ones that ended."""
-        with self._lock:
+        with self._cycle_lock:  # only cycles change _jobs: reading it here needs no _lock
             view = self.watcher.queue_view(max_age_s)
             cluster = self.watcher.queue.cluster
             now = time.time()
@@ -125,13 +125,7 @@ class JobTracker:
                 folder = JobFolder(entry.folder)
                 if _is_own_folder(folder, entry.job_id):
                     folders.append((entry, folder))
-            polled = self.watcher.poll([f for _, f in folders], max_age_s)
-            for entry, folder in folders:
-                queued = view.find(entry.job_id)
-                found[entry.job_id] = TrackedJob(
-                    entry.job_id, entry.name or (queued.name if queued else ""),
-                    polled[folder.path], queued, folder.path, entry.submitted_at,
-                    entry.server_id == self.server_id)
+            registered = {entry.job_id for entry, _ in folders}
 
             # everything else in the user's queue (sbatch in a terminal, other tools), by
             # base id (an array's tasks are one job), and those seen before, until settled
@@ -139,12 +133,26 @@ class JobTracker:
             for job in view.jobs:
                 parsed = parse_job_id(job.job_id)
                 base = parsed.base if parsed is not None else job.job_id
-                if base not in found:
+                if base not in registered:
                     others.setdefault(base, job.submit_time)
             for key, seen in self._jobs.items():
-                if seen.folder is None and key not in others and key not in found and \
+                if seen.folder is None and key not in others and key not in registered and \
                         not seen.status.definite and not self._expired(seen, now):
                     others[key] = seen.submitted_at
+
+            # one sacct for both kinds: every unsettled job the queue no longer lists
+            self.watcher.prefetch_accounting(
+                [e.job_id for e, f in folders
+                 if view.find(e.job_id) is None and not self.watcher.latest(f).definite]
+                + [job_id for job_id in others if view.find(job_id) is None], max_age_s)
+            polled = self.watcher.poll([f for _, f in folders], max_age_s)
+            for entry, folder in folders:
+                queued = view.find(entry.job_id)
+                found[entry.job_id] = TrackedJob(
+                    entry.job_id, entry.name or (queued.name if queued else ""),
+                    polled[folder.path], queued, folder.path, entry.submitted_at,
+                    entry.server_id == self.server_id,
+                    folder_in_root=self._in_root(folder.path))
             states = self.watcher.poll_ids(list(others.items()), max_age_s)
             for job_id, submit_time in others.items():
                 listed = view.find(job_id)
@@ -153,15 +161,15 @@ class JobTracker:
                 found[job_id] = TrackedJob(job_id, name, states[job_id], listed, None,
                                            submit_time)
 
-            for job_id, tracked in found.items():
-                self._note(job_id, tracked, now)
-            # ended jobs no longer polled stay listed until they expire
-            for job_id, known in list(self._jobs.items()):
-                if job_id not in found and (known.final or known.folder is not None) and \
-                        self._expired(known, now):
-                    del self._jobs[job_id]
-            self.cycled_at = now
-            self.updated, self.error = view.updated, view.error
+            with self._lock:
+                for job_id, tracked in found.items():
+                    self._note(job_id, tracked, now)
+                # ended jobs no longer polled stay listed until they expire
+                for job_id, known in list(self._jobs.items()):
+                    if job_id not in found and (known.final or known.folder is not None) \
+                            and self._expired(known, now):
+                        del self._jobs[job_id]
+                self.updated, self.error = view.updated, view.error
 
     def _expired(self, job: TrackedJob, now: float) -> bool:
         return job.ended_at is not None and now - job.ended_at >= self.keep_ended_s
@@ -182,7 +190,7 @@ class JobTracker:
         if ended:
             self._seq += 1
             self._events.append(EndEvent(self._seq, job_id, job.name, job.status.state,
-                                         self.folder_path(job), job.from_this_server, now))
+                                         job.folder_in_root, job.from_this_server, now))
 
 
 def _with(job: TrackedJob, **changes: Any) -> TrackedJob:

@@ -156,7 +156,9 @@ class ServerState:
             return  # a slow scheduler: never pile cycles up
         self._cycle_running = True
         try:
-            await self.refresh_jobs(self.config.events_interval_s)
+            # never more often than the queue's own interval allows
+            await self.refresh_jobs(max(self.config.events_interval_s,
+                                        self.config.jobs_poll_interval_s))
         except Exception as exc:  # keep the server up; the next tick tries again
             self.config.log.warning("hpc_magics: looking at jobs failed: %s", exc)
         finally:

@@ -81,7 +81,7 @@ def job_json(job: TrackedJob, state: ServerState) -> dict[str, Any]:
         "end_time": queued.end_time if queued else None,
         "reason": queued.reason if queued else None,
         "is_server": job.job_id == state.job_id,
-        "folder": state.tracker.folder_path(job),
+        "folder": job.folder_in_root,
         "from_this_server": job.from_this_server, "ended_at": job.ended_at,
     }
 
@@ -112,13 +112,14 @@ class JobEventsHandler(HpcMagicsHandler):
         tracker = state.tracker
         since_text = self.get_query_argument("since", None)
         try:
-            since = int(since_text) if since_text is not None else tracker.last_seq
+            since = int(since_text) if since_text is not None else None
         except ValueError:
             raise web.HTTPError(400, f"since={since_text!r} is not a number: use the "
                                      "'last' of the previous answer") from None
+        events, last = tracker.events_since(since)
         self.write_json({
-            "events": [event.to_json() for event in tracker.events_since(since)],
-            "last": tracker.last_seq, "server_id": state.server_id,
+            "events": [event.to_json() for event in events], "last": last,
+            "server_id": state.server_id,
             "interval_s": state.config.events_interval_s, "now": time.time(),
         })
 

@@ -3,7 +3,10 @@ test cluster: submitted from one of the server's kernels (%%sbatch) and from a t
 
 from __future__ import annotations
 
+import concurrent.futures
+import itertools
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -119,3 +122,68 @@ def test_events_refuse_a_since_that_is_not_a_number(local_server: StartLocal) ->
     answer = server.get("hpc-magics/jobs/events?since=soon")
     assert answer.status_code == 400
     assert "soon" in answer.json()["message"]
+
+
+COUNTING_SHIM = """#!/bin/sh
+# Logs the time of each call (for the per-interval bound), then runs the real command.
+echo "$(date +%s.%N) $*" >> {log}
+exec {real} "$@"
+"""
+
+
+def counting_shims(folder: Path) -> tuple[Path, dict[str, Path]]:
+    shims, logs = folder / "shims", {}
+    shims.mkdir()
+    for command in ("squeue", "sacct"):
+        real = commands.run(["sh", "-c", f"command -v {command}"], timeout=10).stdout.strip()
+        logs[command] = folder / f"{command}.log"
+        shim = shims / command
+        shim.write_text(COUNTING_SHIM.format(log=logs[command], real=real))
+        shim.chmod(0o755)
+    return shims, logs
+
+
+def call_times(log: Path, must_contain: str = "") -> list[float]:
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [float(line.split()[0]) for line in lines if must_contain in line]
+
+
+@pytest.mark.slow
+def test_many_tabs_and_ending_jobs_cost_one_squeue_and_one_sacct_per_interval(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    interval = 3.0
+    shims, logs = counting_shims(tmp_path)
+    server = local_server("--HpcMagics.events_interval_s=2",
+                          f"--HpcMagics.jobs_poll_interval_s={interval}", path_prefix=shims)
+    since = server.get("hpc-magics/jobs/events").json()["last"]
+    jobs = []
+    for seconds in (3, 5, 7):
+        submitted = commands.run(["sbatch", "--parsable", "-J", f"notify-count-{seconds}",
+                                  "-t", "2", "-o", "/dev/null", "--chdir=/tmp", "--wrap",
+                                  f"sleep {seconds}"], timeout=30)
+        assert submitted.ok, submitted.first_error_line()
+        jobs.append(submitted.stdout.strip().split(";")[0])
+    ended: dict[str, str] = {}
+
+    def tab() -> None:  # what an open JupyterLab tab does, much faster than it does it
+        nonlocal since
+        server.get("hpc-magics/jobs")
+        for event in server.get(f"hpc-magics/jobs/events?since={since}").json()["events"]:
+            ended[event["job_id"]] = event["state"]
+
+    try:
+        deadline = time.monotonic() + 60
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as tabs:
+            while not set(jobs) <= set(ended) and time.monotonic() < deadline:
+                list(tabs.map(lambda _: tab(), range(8)))
+                time.sleep(0.3)
+    finally:
+        for job_id in jobs:
+            commands.run(["scancel", job_id], timeout=30)
+    assert {job_id: ended.get(job_id) for job_id in jobs} == dict.fromkeys(jobs, "COMPLETED")
+    for command, must_contain in (("squeue", " -u "), ("sacct", "")):
+        times = call_times(logs[command], must_contain)
+        assert times, f"no {command} call at all"
+        gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+        assert all(gap >= interval - 0.2 for gap in gaps), \
+            f"{command} more often than once per {interval} s: gaps {gaps}"
