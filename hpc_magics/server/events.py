@@ -167,7 +167,7 @@ class JobTracker:
                 # ended jobs no longer polled stay listed until they expire
                 for job_id, known in list(self._jobs.items()):
                     if job_id not in found and (known.final or known.folder is not None) \
-                            and self._expired(known, now):
+                            and (known.ended_at is None or self._expired(known, now)):
                         del self._jobs[job_id]
                 self.updated, self.error = view.updated, view.error
 

@@ -92,11 +92,16 @@ class JobsHandler(HpcMagicsHandler):
     @web.authenticated
     async def get(self) -> None:
         state = self.state
-        await state.refresh_jobs()
         tracker = state.tracker
+        error = None
+        try:
+            await state.refresh_jobs()
+        except Exception as exc:  # the last list still helps; say why it is not fresh
+            state.config.log.warning("hpc_magics: looking at jobs failed: %s", exc)
+            error = f"could not look at the jobs: {exc}".splitlines()[0]
         self.write_json({
             "jobs": [job_json(job, state) for job in tracker.jobs()],
-            "updated": tracker.updated, "error": tracker.error, "now": time.time(),
+            "updated": tracker.updated, "error": error or tracker.error, "now": time.time(),
             "server_job_id": state.job_id, "server_id": state.server_id,
         })
 

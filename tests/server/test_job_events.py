@@ -187,3 +187,57 @@ def test_many_tabs_and_ending_jobs_cost_one_squeue_and_one_sacct_per_interval(
         gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
         assert all(gap >= interval - 0.2 for gap in gaps), \
             f"{command} more often than once per {interval} s: gaps {gaps}"
+
+
+OUTAGE_SHIM = """#!/bin/sh
+# A controller outage on demand (the shared test cluster's daemons must stay up): while
+# {flag} exists this fails as squeue/sacct do when slurmctld/slurmdbd are unreachable.
+if [ -e {flag} ]; then
+  echo "slurm_load_jobs error: Unable to contact slurm controller (connect failure)" >&2
+  exit 1
+fi
+exec {real} "$@"
+"""
+
+
+@pytest.mark.slow
+def test_an_outage_is_never_taken_for_the_end_of_a_job(local_server: StartLocal,
+                                                       slurm_cluster: Any,
+                                                       tmp_path: Path) -> None:
+    """Fake: squeue and sacct fail while a flag file exists (a controller and accounting
+    outage the shared cluster cannot have on demand). The job, cancelled meanwhile, gets no
+    end event until Slurm answers again; then exactly one, CANCELLED."""
+    shims, flag = tmp_path / "shims", tmp_path / "outage"
+    shims.mkdir()
+    for command in ("squeue", "sacct"):
+        real = commands.run(["sh", "-c", f"command -v {command}"], timeout=10).stdout.strip()
+        (shims / command).write_text(OUTAGE_SHIM.format(flag=flag, real=real))
+        (shims / command).chmod(0o755)
+    server = local_server(*FAST, path_prefix=shims)
+    since = server.get("hpc-magics/jobs/events").json()["last"]
+    submitted = commands.run(["sbatch", "--parsable", "-J", "notify-outage", "-t", "5", "-o",
+                              "/dev/null", "--chdir=/tmp", "--wrap", "sleep 300"], timeout=30)
+    assert submitted.ok, submitted.first_error_line()
+    job_id = submitted.stdout.strip().split(";")[0]
+    try:
+        deadline = time.monotonic() + 60
+        while job_id not in listed(server):
+            assert time.monotonic() < deadline, f"job {job_id} never listed"
+            time.sleep(1)
+        flag.touch()
+        assert commands.run(["scancel", job_id], timeout=30).ok
+        time.sleep(10)  # five events intervals without an answer from Slurm
+        answer = server.get("hpc-magics/jobs").json()
+        assert answer["error"], "the list must say that Slurm did not answer"
+        row = {job["job_id"]: job for job in answer["jobs"]}[job_id]
+        assert row["final"] is False, f"an outage ended the job: {row}"
+        events = server.get(f"hpc-magics/jobs/events?since={since}").json()["events"]
+        assert job_id not in {e["job_id"] for e in events}
+        flag.unlink()
+        event = wait_for_event(server, since, job_id)
+    finally:
+        flag.unlink(missing_ok=True)
+        commands.run(["scancel", job_id], timeout=30)
+    assert event["state"] == "CANCELLED"
+    events = server.get(f"hpc-magics/jobs/events?since={since}").json()["events"]
+    assert [e["job_id"] for e in events].count(job_id) == 1
