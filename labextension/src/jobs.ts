@@ -132,7 +132,9 @@ export class JobsPanel extends Widget {
     second.className = 'jp-HpcMagics-job-detail';
     const state = document.createElement('span');
     state.textContent = job.state;
-    state.className = `jp-HpcMagics-state jp-HpcMagics-state-${job.state.toLowerCase()}`;
+    state.className =
+      `jp-HpcMagics-state jp-HpcMagics-state-${job.state.toLowerCase()} ` +
+      `jp-HpcMagics-phase-${job.phase}`;
     const reason =
       job.state === 'PENDING' && job.reason && job.reason !== 'None'
         ? ` (${job.reason})`
@@ -152,7 +154,7 @@ export class JobsPanel extends Widget {
         row.append(text);
         return row;
       }
-      button.className = 'jp-Button jp-mod-styled jp-mod-reject';
+      button.className = 'jp-Button jp-mod-styled jp-mod-reject jp-HpcMagics-cancel';
       button.textContent = 'Open folder';
       button.title = `Show ${folder} in the file browser`;
       button.addEventListener('click', () => this._openFolder(folder));
