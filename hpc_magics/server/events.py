@@ -125,7 +125,11 @@ class JobTracker:
                 folder = JobFolder(entry.folder)
                 if _is_own_folder(folder, entry.job_id):
                     folders.append((entry, folder))
-            registered = {entry.job_id for entry, _ in folders}
+            # a local-backend job (no cluster) has a process id, not a Slurm id
+            slurm = {entry.job_id for entry, _ in folders if entry.cluster is not None}
+
+            def in_queue(entry: registry.Entry) -> JobSnapshot | None:
+                return view.find(entry.job_id) if entry.cluster is not None else None
 
             # everything else in the user's queue (sbatch in a terminal, other tools), by
             # base id (an array's tasks are one job), and those seen before, until settled
@@ -133,22 +137,22 @@ class JobTracker:
             for job in view.jobs:
                 parsed = parse_job_id(job.job_id)
                 base = parsed.base if parsed is not None else job.job_id
-                if base not in registered:
+                if base not in slurm:
                     others.setdefault(base, job.submit_time)
             for key, seen in self._jobs.items():
-                if seen.folder is None and key not in others and key not in registered and \
+                if seen.folder is None and key not in others and key not in slurm and \
                         not seen.status.definite and not self._expired(seen, now):
                     others[key] = seen.submitted_at
 
             # one sacct for both kinds: every unsettled job the queue no longer lists
             self.watcher.prefetch_accounting(
-                [e.job_id for e, f in folders
-                 if view.find(e.job_id) is None and not self.watcher.latest(f).definite]
+                [e.job_id for e, f in folders if e.cluster is not None
+                 and in_queue(e) is None and not self.watcher.latest(f).definite]
                 + [job_id for job_id in others if view.find(job_id) is None], max_age_s)
             polled = self.watcher.poll([f for _, f in folders], max_age_s)
             for entry, folder in folders:
-                queued = view.find(entry.job_id)
-                found[entry.job_id] = TrackedJob(
+                queued = in_queue(entry)
+                found[_folder_key(entry)] = TrackedJob(
                     entry.job_id, entry.name or (queued.name if queued else ""),
                     polled[folder.path], queued, folder.path, entry.submitted_at,
                     entry.server_id == self.server_id,
@@ -162,21 +166,21 @@ class JobTracker:
                                            submit_time)
 
             with self._lock:
-                for job_id, tracked in found.items():
-                    self._note(job_id, tracked, now)
+                for key, tracked in found.items():
+                    self._note(key, tracked, now)
                 # ended jobs no longer polled stay listed until they expire
-                for job_id, known in list(self._jobs.items()):
-                    if job_id not in found and (known.final or known.folder is not None) \
+                for key, known in list(self._jobs.items()):
+                    if key not in found and (known.final or known.folder is not None) \
                             and (known.ended_at is None or self._expired(known, now)):
-                        del self._jobs[job_id]
+                        del self._jobs[key]
                 self.updated, self.error = view.updated, view.error
 
     def _expired(self, job: TrackedJob, now: float) -> bool:
         return job.ended_at is not None and now - job.ended_at >= self.keep_ended_s
 
-    def _note(self, job_id: str, job: TrackedJob, now: float) -> None:
-        before = self._jobs.get(job_id)
-        ended = job.final and job_id != self.own_job_id and (
+    def _note(self, key: str, job: TrackedJob, now: float) -> None:
+        before = self._jobs.get(key)
+        ended = job.final and job.job_id != self.own_job_id and (
             (before is not None and not before.final)
             or (before is None and (job.submitted_at or 0.0) >= self.started_at))
         if before is not None and before.ended_at is not None:
@@ -186,11 +190,17 @@ class JobTracker:
         if job.queued is None and before is not None and before.queued is not None \
                 and not job.final:
             job = _with(job, queued=before.queued)  # keep partition, limits while it settles
-        self._jobs[job_id] = job
+        self._jobs[key] = job
         if ended:
             self._seq += 1
-            self._events.append(EndEvent(self._seq, job_id, job.name, job.status.state,
+            self._events.append(EndEvent(self._seq, job.job_id, job.name, job.status.state,
                                          job.folder_in_root, job.from_this_server, now))
+
+
+def _folder_key(entry: registry.Entry) -> str:
+    """Slurm jobs are known by id (a queue entry and its folder are one job); local ones
+    by their folder, as their ids are process ids."""
+    return entry.job_id if entry.cluster is not None else f"local:{entry.folder}"
 
 
 def _with(job: TrackedJob, **changes: Any) -> TrackedJob:

@@ -241,3 +241,20 @@ def test_an_outage_is_never_taken_for_the_end_of_a_job(local_server: StartLocal,
     assert event["state"] == "CANCELLED"
     events = server.get(f"hpc-magics/jobs/events?since={since}").json()["events"]
     assert [e["job_id"] for e in events].count(job_id) == 1
+
+
+def test_a_local_backend_job_ends_as_an_event(local_server: StartLocal) -> None:
+    """Without Slurm (HPC_MAGICS_BACKEND=local) the cells run here; their end is told too."""
+    server = local_server(*FAST)
+    since = server.get("hpc-magics/jobs/events").json()["last"]
+    session = server.post("api/sessions", json={"path": "local.ipynb", "type": "notebook",
+                                                "kernel": {"name": "python3"}})
+    kernel = session.json()["kernel"]["id"]
+    execute(server, kernel, "%load_ext hpc_magics\nimport hpc_magics\n"
+                            "%hpc_resources --backend local -t 5")
+    job_id = submit_from_kernel(server, kernel, "notify-local", "import time\ntime.sleep(2)")
+    event = wait_for_event(server, since, job_id)
+    # submitit's local executor says FINISHED: a success like COMPLETED
+    assert event["phase"] == "done" and event["name"] == "notify-local"
+    assert event["folder"].startswith("hpc_jobs/notify-local-")
+    assert event["from_this_server"] is True
