@@ -415,6 +415,8 @@ class Watcher:
                     status = JobStatus(job_id, "ENDED", "queue", "", now)
                 else:
                     status = replace(previous, checked_at=now)
+                if status.final:
+                    self._absent.pop(key, None)
                 result[job_id] = self._latest[key] = status
             return result
 
