@@ -107,7 +107,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
 
     // A job ended: the notification, and the panel shows it at the same moment.
-    const notifier = new JobEndNotifier(app.commands);
+    const notifier = new JobEndNotifier(app.commands, openJobs);
     notifier.ended.connect(() => {
       if (jobsPanel.isAttached) {
         void jobsPanel.refresh();

@@ -18,6 +18,8 @@ const MIN_POLL_MS = 1_000;
 const MAX_POLL_MS = 5_000;
 const ERROR_POLL_MS = 30_000;
 const SUCCESS_AUTO_CLOSE_MS = 15_000;
+// More ends than this at once (many separate jobs finishing together): one summary.
+export const MAX_SINGLE_NOTIFICATIONS = 8;
 
 /** Show a job folder: JupyterLab's file browser, else Notebook 7's tree page. */
 export function openJobFolder(commands: CommandRegistry, folder: string): void {
@@ -43,8 +45,21 @@ export function endMessage(event: IJobEvent): string {
   return `Slurm job ${event.job_id}${name} ${how}`;
 }
 
+/** `12 Slurm jobs ended: 10 COMPLETED, 2 FAILED`. */
+export function summaryMessage(events: IJobEvent[]): string {
+  const counts = new Map<string, number>();
+  for (const event of events) {
+    counts.set(event.state, (counts.get(event.state) ?? 0) + 1);
+  }
+  const parts = [...counts.entries()].map(([state, n]) => `${n} ${state}`);
+  return `${events.length} Slurm jobs ended: ${parts.join(', ')}`;
+}
+
 export class JobEndNotifier {
-  constructor(private readonly _commands: CommandRegistry) {}
+  constructor(
+    private readonly _commands: CommandRegistry,
+    private readonly _openJobs: () => void
+  ) {}
 
   /** Emitted with the new end events, right after their notifications. */
   get ended(): ISignal<this, IJobEvent[]> {
@@ -76,8 +91,12 @@ export class JobEndNotifier {
       } else {
         const fresh = answer.events.filter(e => e.seq > (this._since ?? -1));
         this._since = answer.last;
-        if (fresh.length > 0) {
+        if (fresh.length > MAX_SINGLE_NOTIFICATIONS) {
+          this._showSummary(fresh);
+        } else {
           fresh.forEach(event => this._show(event));
+        }
+        if (fresh.length > 0) {
           this._ended.emit(fresh);
         }
       }
@@ -87,6 +106,24 @@ export class JobEndNotifier {
     }
     if (!this._disposed) {
       this._timer = window.setTimeout(() => void this._poll(), delay);
+    }
+  }
+
+  private _showSummary(events: IJobEvent[]): void {
+    const actions: Notification.IAction[] = [
+      {
+        label: 'My Slurm jobs',
+        caption: 'The jobs panel lists them, with their folders',
+        callback: () => this._openJobs()
+      }
+    ];
+    const message = summaryMessage(events);
+    if (events.some(e => e.phase === 'failed' && e.state !== 'CANCELLED')) {
+      Notification.error(message, { autoClose: false, actions });
+    } else if (events.some(e => e.phase !== 'done')) {
+      Notification.warning(message, { autoClose: false, actions });
+    } else {
+      Notification.success(message, { autoClose: SUCCESS_AUTO_CLOSE_MS, actions });
     }
   }
 

@@ -10,6 +10,7 @@ jobs submitted from the page's own notebook on the test cluster.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -197,3 +198,43 @@ def test_notebook7_shows_the_server_widget_and_job_ends(
     toast = page.locator(".Toastify__toast", has_text=f"Slurm job {job_id}")
     toast.wait_for(timeout=90_000)
     assert "ended: COMPLETED" in toast.inner_text()
+
+
+def test_many_jobs_ending_at_once_make_one_summary(
+        start_local_lab: LocalLabFactory, slurm_cluster: object, page: Any,
+        jobs_to_cancel: list[str], tmp_path: Path) -> None:
+    """Nine pending jobs cancelled by one scancel end in the same look at the queue: one
+    summary notification (with the jobs panel a click away), not nine toasts."""
+    lab = start_local_lab(*FAST_EVENTS)
+    page.goto(lab.lab_url())
+    page.locator(".jp-HpcMagics-status").wait_for(timeout=APP_READY_TIMEOUT_MS)
+    for _ in range(9):
+        submitted = commands.run(["sbatch", "--parsable", "-J", "e2e-burst", "-t", "1",
+                                  "--begin=now+600", "-o", "/dev/null", "--chdir=/tmp",
+                                  "--wrap", "true"], timeout=30)
+        assert submitted.ok, submitted.first_error_line()
+        jobs_to_cancel.append(submitted.stdout.strip().split(";")[0])
+    deadline = time.monotonic() + 30  # every one seen pending by the server first
+    while True:
+        status, body = lab.api("GET", "hpc-magics/jobs")
+        listed = {job["job_id"] for job in json.loads(body)["jobs"]} if status == 200 else set()
+        if set(jobs_to_cancel) <= listed:
+            break
+        assert time.monotonic() < deadline, "the pending jobs were not all listed"
+        time.sleep(1)
+    assert commands.run(["scancel", *jobs_to_cancel], timeout=30).ok
+    summary = page.locator(".Toastify__toast", has_text="Slurm jobs ended:")
+    summary.wait_for(timeout=60_000)
+    page.wait_for_timeout(800)
+    said = re.match(r"(\d+) Slurm jobs ended", summary.inner_text().strip())
+    assert said is not None, summary.inner_text()
+    assert int(said.group(1)) >= 9 and "CANCELLED" in summary.inner_text()
+    for job_id in jobs_to_cancel:
+        assert page.locator(".Toastify__toast", has_text=f"Slurm job {job_id} ").count() == 0
+    page.screenshot(path=str(screenshot_path(tmp_path, "burst-summary")))
+    summary.get_by_role("button", name="My Slurm jobs").click()
+    panel = page.locator("#hpc-magics-jobs")
+    panel.wait_for()
+    for job_id in jobs_to_cancel:
+        assert panel.locator(f"li[data-job-id='{job_id}']").get_attribute("data-state") == \
+            "CANCELLED"
