@@ -58,12 +58,15 @@ def run_all_cells_in_lab(page: Any, lab: Lab, notebook: str) -> str:
     page.locator(".jp-Notebook .jp-Cell .cm-content").first.click()
     for _ in range(3):
         page.keyboard.press("Shift+Enter")
-    printed = page.locator("[data-mime-type='application/vnd.jupyter.stdout']",
-                           has_text=JOB_LINE)
-    printed.wait_for(timeout=90_000)
-    match = JOB_LINE.search(printed.inner_text())
-    assert match, printed.inner_text()
-    return match.group(1)
+    outputs = page.locator("[data-mime-type='application/vnd.jupyter.stdout']")
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:  # outputs stream in and re-render: read them whole
+        for text in outputs.all_text_contents():
+            match = JOB_LINE.search(text)
+            if match:
+                return match.group(1)
+        time.sleep(0.3)
+    pytest.fail(f"no job id printed in 90 s: {outputs.all_text_contents()}", pytrace=False)
 
 
 def queue_state(job_id: str) -> str:
