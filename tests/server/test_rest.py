@@ -40,6 +40,8 @@ def registered_routes(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "config"))
+    # the extension sets it for its kernels: undone after the test, not left to the next
+    monkeypatch.setenv("HPC_MAGICS_SERVER_ID", "")
     app = ServerApp()
     app.initialize(argv=["--ServerApp.jpserver_extensions", "hpc_magics=True",
                          "--ip=127.0.0.1", "--port=0", "--allow-root", "--no-browser",
