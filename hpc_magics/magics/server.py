@@ -44,6 +44,8 @@ class ServerMagics(Magics):
         from ..widgets.server import ServerWidget
 
         widget = ServerWidget(status, stop_target=control.stop_target,
-                              read_status=control.status, stop=control.stop)
+                              read_status=control.status, stop=control.stop,
+                              read_jobs=control.jobs_from_this_server,
+                              cancel_job=control.cancel_job)
         display(widget)
         return None

@@ -40,6 +40,7 @@ from ..core.jobs import (
     phase,
 )
 from ..shipping.sweep_task import task_outcome
+from . import registry
 from .accounting import AccountingRecord, SharedAccounting, base_of
 from .cluster import UNKNOWN_CLUSTER, cluster_name
 from .queue import JobQueue, QueueView
@@ -157,14 +158,16 @@ def record_submission(folder: JobFolder, job_id: str, started_at: float) -> None
     meta = folder.meta()
     backend = str(meta.get("backend", "slurm"))
     submitted = _float(meta.get("submitted_at"))
+    server_id = registry.current_server_id()  # the Jupyter server whose kernel this is
+    submitted_at = min(submitted, started_at) if submitted is not None else started_at
     cluster = cluster_name() if backend == "slurm" else None
     folder.update_meta(
         job_id=job_id, state="SUBMITTED", state_source="recorded",
-        submitted_at=min(submitted, started_at) if submitted is not None else started_at,
-        submit_returned_at=time.time(), cluster=cluster)
-    from ..backends.job_index import record
-
-    record(job_id, cluster, folder.path)  # found from any notebook (%hpc_jobs --all, job(ID))
+        submitted_at=submitted_at, submit_returned_at=time.time(), cluster=cluster,
+        server_id=server_id)
+    # the server's index of all job folders, wherever the notebook was
+    registry.note(registry.Entry(folder.path.absolute(), job_id, cluster, submitted_at,
+                                 server_id, str(meta.get("name") or "")))
 
 
 class Watcher:
@@ -462,6 +465,68 @@ class Watcher:
                                state_note=status.note)
             if self._metas is not None:
                 self._metas.pop(folder.path, None)
+
+    def prefetch_accounting(self, job_ids: Sequence[str],
+                            max_age_s: float | None = None) -> None:
+        """Ask ``sacct`` about all these jobs in one call now, so the polls that follow
+        (``poll`` for folders, ``poll_ids`` for the rest) share it instead of asking twice."""
+        if job_ids:
+            with self._lock:
+                self._accounting(list(job_ids), max_age_s)
+
+    def poll_ids(self, jobs: Sequence[tuple[str, float | None]],
+                 max_age_s: float | None = None) -> dict[str, JobStatus]:
+        """Jobs without a folder (``sbatch`` in a terminal, other tools), by id and the
+        submit time squeue reported: the queue, then accounting decide; absent from two
+        queue views and unknown to accounting: ENDED. One squeue, at most one sacct."""
+        with self._lock:
+            view = self.queue.view(max_age_s)
+            now = time.time()
+            result: dict[str, JobStatus] = {}
+            ask: list[tuple[str, Submission, JobStatus]] = []
+            for job_id, submit_time in jobs:
+                key = f"id:{self.queue.cluster}:{job_id}"
+                previous = self._latest.get(key) or JobStatus(job_id, "UNKNOWN", "recorded")
+                submission = Submission(job_id, "slurm", None, submit_time, submit_time)
+                if previous.definite:
+                    result[job_id] = previous
+                    continue
+                entries = [e for e in view.find_all(job_id) if submission.matches(e.submit_time)]
+                if entries and view.updated is not None:
+                    self._absent.pop(key, None)
+                    state = combined_state([normalize_state(e.state) for e in entries])
+                    result[job_id] = self._latest[key] = JobStatus(job_id, state, "squeue", "",
+                                                                   now)
+                    continue
+                if view.updated is not None and view.error is None:
+                    seen = self._absent.setdefault(key, [])
+                    if view.updated not in seen:
+                        seen.append(view.updated)
+                ask.append((key, submission, previous))
+            answer = self._accounting([s.job_id for _, s, _ in ask], max_age_s) if ask \
+                else ()
+            not_yet = isinstance(answer, _NotYet)  # asked with the user's next sacct call
+            records = None if isinstance(answer, _NotYet) else answer
+            for key, submission, previous in ask:
+                job_id = submission.job_id
+                mine = [r for r in records or () if same_job(job_id, r.job_id)
+                        and submission.matches(r.submit_time)]
+                said = combined_state([r.state for r in mine]) if mine else None
+                absences = self._absent.get(key, [])
+                if said is not None and is_final(said):
+                    status = JobStatus(job_id, said, "sacct", "", now)
+                elif not_yet:
+                    status = replace(previous, checked_at=now)
+                elif records is None:
+                    status = replace(previous, note=UNREACHABLE, checked_at=now)
+                elif len(absences) >= 2 and now - absences[0] >= SACCT_LAG_S:
+                    status = JobStatus(job_id, "ENDED", "queue", "", now)
+                else:
+                    status = replace(previous, checked_at=now)
+                if status.final:
+                    self._absent.pop(key, None)
+                result[job_id] = self._latest[key] = status
+            return result
 
     # ------------------------------------------------------------------ control
     def cancel(self, job_id: str) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -110,6 +111,23 @@ class ServerControl:
             except HpcMagicsError:
                 pass
         return server_status(own_job(), time.time())
+
+    def jobs_from_this_server(self) -> list[tuple[str, str]]:
+        """(job id, label) of the jobs this server's kernels submitted that still run."""
+        if self.connection is None:
+            return []
+        listed = self.connection.request("GET", "hpc-magics/jobs").get("jobs", [])
+        return [(str(job["job_id"]),
+                 f"job {job['job_id']} “{job.get('name', '')}” ({job.get('state', '')})")
+                for job in listed if job.get("from_this_server") and not job.get("final")
+                and not job.get("is_server")]
+
+    def cancel_job(self, job_id: str) -> None:
+        """Cancel one of the user's jobs through the server's authenticated route."""
+        if self.connection is None:
+            raise HpcMagicsError("no Jupyter server with hpc_magics runs this kernel: "
+                                 f"use %hpc_cancel {job_id}")
+        self.connection.request("POST", f"hpc-magics/jobs/{urllib.parse.quote(job_id)}/cancel")
 
     def stop(self) -> str:
         """Stop the server (and its job); say in one line what was done."""

@@ -8,7 +8,11 @@ Configure it like any Jupyter class, e.g. in ``jupyter_server_config.py``::
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
+import socket
 import time
+from pathlib import Path
 from typing import Any
 
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -16,10 +20,11 @@ from traitlets import Float, List, default
 from traitlets.config import LoggingConfigurable
 
 from ..core.errors import HpcMagicsError
-from ..scheduler import commands
+from ..scheduler import commands, registry
 from ..scheduler.queue import JobQueue, OwnJob, own_job, own_job_id
 from ..scheduler.watcher import Watcher
 from . import idle
+from .events import JobTracker
 from .status import ServerStatus, server_status
 
 SETTINGS_KEY = "hpc_magics"
@@ -55,6 +60,14 @@ class HpcMagics(LoggingConfigurable):
         60.0, config=True,
         help="How long the server's own job record (end time, nodes) is reused.",
     )
+    events_interval_s = Float(
+        15.0, config=True,
+        help="How often the server looks at the user's jobs to notice the ones that ended "
+             "(one squeue per interval for the user, whatever the number of tabs).",
+    )
+    ended_jobs_shown_minutes = Float(
+        60.0, config=True, help="How long an ended job stays in the jobs list.",
+    )
     scheduler_timeout_s = Float(
         20.0, config=True, help="Time-out for each squeue/scontrol/scancel call.",
     )
@@ -83,6 +96,14 @@ class ServerState:
         self.queue = JobQueue(interval_s=config.jobs_poll_interval_s,
                               timeout_s=config.scheduler_timeout_s)
         self.watcher = Watcher(self.queue)  # the handlers read and cancel through it
+        # kernels started from now on inherit it and record it with each submission
+        self.server_id = server_instance_id(self.job_id)
+        os.environ[registry.SERVER_ID_ENV] = self.server_id
+        self.tracker = JobTracker(self.watcher, self.server_id, self.job_id,
+                                  Path(serverapp.root_dir).expanduser(),
+                                  keep_ended_s=config.ended_jobs_shown_minutes * 60.0)
+        self._cycle_running = False
+        self._events_callback: PeriodicCallback | None = None
         self.last_user_activity = time.time()
         self.stopping = False
         self._own_job: OwnJob | None = None
@@ -115,6 +136,33 @@ class ServerState:
             idle_warning_minutes=self.config.idle_warning_minutes,
             warn_minutes=tuple(int(m) for m in self.config.warn_minutes),
         )
+
+    # ------------------------------------------------------------------ jobs
+
+    async def refresh_jobs(self, max_age_s: float | None = None) -> None:
+        """One watcher cycle in a worker thread (cheap while the queue view is fresh)."""
+        max_age = self.config.jobs_poll_interval_s if max_age_s is None else max_age_s
+        await asyncio.get_running_loop().run_in_executor(None, self.tracker.cycle, max_age)
+
+    def start_job_events(self) -> None:
+        interval = max(self.config.events_interval_s, 1.0)
+        self._events_callback = PeriodicCallback(self._events_tick, interval * 1000.0,
+                                                 jitter=0.1)
+        self._events_callback.start()
+        IOLoop.current().add_callback(self._events_tick)
+
+    async def _events_tick(self) -> None:
+        if self._cycle_running or self.stopping:
+            return  # a slow scheduler: never pile cycles up
+        self._cycle_running = True
+        try:
+            # never more often than the queue's own interval allows
+            await self.refresh_jobs(max(self.config.events_interval_s,
+                                        self.config.jobs_poll_interval_s))
+        except Exception as exc:  # keep the server up; the next tick tries again
+            self.config.log.warning("hpc_magics: looking at jobs failed: %s", exc)
+        finally:
+            self._cycle_running = False
 
     # ------------------------------------------------------------------ activity
 
@@ -153,8 +201,9 @@ class ServerState:
         if self.stopping:
             return
         self.stopping = True
-        if self._idle_callback is not None:
-            self._idle_callback.stop()
+        for callback in (self._idle_callback, self._events_callback):
+            if callback is not None:
+                callback.stop()
         log = self.config.log
         log.info("hpc_magics: stopping the server (%s)", reason)
         await asyncio.sleep(self.config.shutdown_grace_s)  # let the answer reach the browser
@@ -178,6 +227,14 @@ class ServerState:
         if http_server is not None:
             http_server.stop()
         IOLoop.current().stop()
+
+
+def server_instance_id(job_id: str | None) -> str:
+    """Which server a kernel belongs to: its Slurm job (a restart in the same job is the
+    same server to the user), else this process."""
+    if job_id is not None:
+        return f"slurm-job-{job_id}"
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
 def _observe_requests(state: ServerState, web_app: Any) -> None:
@@ -206,6 +263,7 @@ def load(serverapp: Any) -> ServerState:
     web_app.add_handlers(".*$", route_table(web_app.settings["base_url"]))
     _observe_requests(state, web_app)
     IOLoop.current().add_callback(state.start_idle_watch)
+    IOLoop.current().add_callback(state.start_job_events)
     serverapp.log.info("hpc_magics: server extension loaded (%s)",
                        f"Slurm job {state.job_id}" if state.job_id else "not in a Slurm job")
     return state

@@ -19,7 +19,7 @@ from tornado.ioloop import IOLoop
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import parse_job_id
-from ..core.jobs import JobSnapshot
+from .events import TrackedJob
 from .extension import SETTINGS_KEY, ServerState
 
 PREFIX = "hpc-magics"
@@ -67,13 +67,22 @@ class KeepAliveHandler(HpcMagicsHandler):
         self.write_json({"idle_stop_at": state.idle_stop_at() if idle_on else None})
 
 
-def job_json(job: JobSnapshot, server_job_id: str | None) -> dict[str, Any]:
+def job_json(job: TrackedJob, state: ServerState) -> dict[str, Any]:
+    """One row of the job list: the watcher's state; squeue's details while queued."""
+    queued = job.queued
     return {
-        "job_id": job.job_id, "name": job.name, "state": job.state,
-        "partition": job.partition, "nodes": int(job.nodes) if job.nodes.isdigit() else None,
-        "elapsed_s": job.elapsed_s, "time_limit_s": job.time_limit_s,
-        "end_time": job.end_time, "reason": job.reason,
-        "is_server": job.job_id == server_job_id,
+        "job_id": job.job_id, "name": job.name, "state": job.status.state,
+        "phase": job.status.phase, "final": job.final, "source": job.status.source,
+        "note": job.status.note,
+        "partition": queued.partition if queued else None,
+        "nodes": int(queued.nodes) if queued and queued.nodes.isdigit() else None,
+        "elapsed_s": queued.elapsed_s if queued else None,
+        "time_limit_s": queued.time_limit_s if queued else None,
+        "end_time": queued.end_time if queued else None,
+        "reason": queued.reason if queued else None,
+        "is_server": job.job_id == state.job_id,
+        "folder": job.folder_in_root,
+        "from_this_server": job.from_this_server, "ended_at": job.ended_at,
     }
 
 
@@ -83,11 +92,40 @@ class JobsHandler(HpcMagicsHandler):
     @web.authenticated
     async def get(self) -> None:
         state = self.state
-        view = await asyncio.get_running_loop().run_in_executor(None, state.watcher.queue_view)
+        tracker = state.tracker
+        error = None
+        try:
+            await state.refresh_jobs()
+        except Exception as exc:  # the last list still helps; say why it is not fresh
+            state.config.log.warning("hpc_magics: looking at jobs failed: %s", exc)
+            error = f"could not look at the jobs: {exc}".splitlines()[0]
         self.write_json({
-            "jobs": [job_json(job, state.job_id) for job in view.jobs],
-            "updated": view.updated, "error": view.error, "now": time.time(),
-            "server_job_id": state.job_id,
+            "jobs": [job_json(job, state) for job in tracker.jobs()],
+            "updated": tracker.updated, "error": error or tracker.error, "now": time.time(),
+            "server_job_id": state.job_id, "server_id": state.server_id,
+        })
+
+
+class JobEventsHandler(HpcMagicsHandler):
+    """Jobs that ended since event ``since``; without ``since``: only where the list is."""
+
+    _track_activity = False
+
+    @web.authenticated
+    async def get(self) -> None:
+        state = self.state
+        tracker = state.tracker
+        since_text = self.get_query_argument("since", None)
+        try:
+            since = int(since_text) if since_text is not None else None
+        except ValueError:
+            raise web.HTTPError(400, f"since={since_text!r} is not a number: use the "
+                                     "'last' of the previous answer") from None
+        events, last = tracker.events_since(since)
+        self.write_json({
+            "events": [event.to_json() for event in events], "last": last,
+            "server_id": state.server_id,
+            "interval_s": state.config.events_interval_s, "now": time.time(),
         })
 
 
@@ -121,5 +159,6 @@ def route_table(base_url: str) -> list[tuple[str, type[HpcMagicsHandler]]]:
         (route("server/stop"), ServerStopHandler),
         (route("server/keep-alive"), KeepAliveHandler),
         (route("jobs"), JobsHandler),
+        (route("jobs/events"), JobEventsHandler),
         (route(f"jobs/({JOB_ID_PATTERN})/cancel"), JobCancelHandler),
     ]

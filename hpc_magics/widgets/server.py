@@ -1,7 +1,10 @@
 """The ``%hpc_server`` widget: the server's job, time left, and Stop with a confirmation.
 
-Built from immutable ``ServerStatus`` snapshots and two callbacks (read status, stop), so
-it works the same for a server reached over HTTP and for a kernel on its own.
+Built from immutable ``ServerStatus`` snapshots and callbacks (read status, stop; through
+the server: list the jobs started from it, cancel one), so it works the same for a server
+reached over HTTP and for a kernel on its own. The confirmation lists the jobs started from
+this server that still run, each with a box to tick for cancelling: unticked, they outlive
+the server on purpose.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import ipywidgets as widgets
 
@@ -24,12 +27,18 @@ class ServerWidget(widgets.VBox):
     def __init__(self, status: ServerStatus, *, stop_target: str,
                  read_status: Callable[[], ServerStatus] | None = None,
                  stop: Callable[[], str] | None = None,
-                 clock: Callable[[], float] = time.time, tick_s: float | None = TICK_S) -> None:
+                 clock: Callable[[], float] = time.time, tick_s: float | None = TICK_S,
+                 read_jobs: Callable[[], Sequence[tuple[str, str]]] | None = None,
+                 cancel_job: Callable[[str], None] | None = None) -> None:
         self.snapshot = status
         self.stop_target = stop_target
         self._read_status = read_status
         self._stop = stop
         self._clock = clock
+        self._read_jobs = read_jobs
+        self._cancel_job = cancel_job
+        self.job_boxes: list[widgets.Checkbox] = []  # one per running job, job id in .job_id
+        self.jobs_box = widgets.VBox()
         self.info = widgets.HTML()
         self.stop_button = widgets.Button(description="Stop my server", icon="power-off",
                                           button_style="danger")
@@ -39,7 +48,8 @@ class ServerWidget(widgets.VBox):
         self.confirm_button = widgets.Button(description="Yes, stop it", button_style="danger")
         self.cancel_button = widgets.Button(description="Keep it running")
         self.confirm_box = widgets.VBox(
-            [self.confirm_text, widgets.HBox([self.confirm_button, self.cancel_button])],
+            [self.confirm_text, self.jobs_box,
+             widgets.HBox([self.confirm_button, self.cancel_button])],
             layout=widgets.Layout(display="none"))
         self.message = widgets.HTML()
         self.stop_button.on_click(lambda _: self.ask_to_confirm())
@@ -76,7 +86,26 @@ class ServerWidget(widgets.VBox):
 
     def ask_to_confirm(self) -> None:
         if not self.stop_button.disabled:
+            self._offer_jobs()
             self.confirm_box.layout.display = "flex"
+
+    def _offer_jobs(self) -> None:
+        """A box per job started from this server that still runs; none ticked."""
+        jobs: Sequence[tuple[str, str]] = ()
+        if self._read_jobs is not None and self._cancel_job is not None:
+            try:
+                jobs = self._read_jobs()
+            except HpcMagicsError as error:
+                self.message.value = f"<span style='color:#c62828'>{error}</span>"
+        self.job_boxes = []
+        for job_id, label in jobs:
+            box = widgets.Checkbox(value=False, description=f"cancel {label}", indent=False)
+            box.job_id = job_id
+            self.job_boxes.append(box)
+        intro = widgets.HTML(
+            "Started from this server and still queued or running; they keep going after "
+            "it stops unless ticked:") if jobs else widgets.HTML()
+        self.jobs_box.children = [intro, *self.job_boxes]
 
     def hide_confirmation(self) -> None:
         self.confirm_box.layout.display = "none"
@@ -85,11 +114,20 @@ class ServerWidget(widgets.VBox):
         self.hide_confirmation()
         if self._stop is None or self.stopped:
             return
+        ticked = [box.job_id for box in self.job_boxes if box.value]
+        left = [box.job_id for box in self.job_boxes if not box.value]
         try:
+            for job_id in ticked:
+                if self._cancel_job is not None:
+                    self._cancel_job(job_id)
             said = self._stop()
         except HpcMagicsError as error:
             self.message.value = f"<span style='color:#c62828'>{error}</span>"
             return
+        if ticked:
+            said += f" Cancelled: job {', '.join(ticked)}."
+        if left:
+            said += f" Still running, as you chose: job {', '.join(left)}."
         self.stopped = True
         self.message.value = f"<b>{said}</b>"
         self.render()

@@ -5,7 +5,8 @@
  * - click: job details and "Save all and stop my server";
  * - notifications before the walltime ends and before an idle auto-stop;
  * - a warning when the tab closes while the job keeps running;
- * - a jobs panel with Cancel.
+ * - a jobs panel with Cancel;
+ * - a notification when one of the user's jobs ends, with "Open folder".
  */
 import {
   ILabShell,
@@ -18,6 +19,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { JobsPanel } from './jobs';
+import { JobEndNotifier, openJobFolder } from './notify';
 import { ServerJob } from './serverjob';
 import { ServerJobStatus } from './status';
 import { saveAllAndStop, showServerJobDialog } from './stop';
@@ -54,7 +56,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const job = new ServerJob();
 
     const jobsPanel = new JobsPanel(
-      () => void app.commands.execute(STOP_COMMAND)
+      () => void app.commands.execute(STOP_COMMAND),
+      folder => openJobFolder(app.commands, folder)
     );
     jobsPanel.title.icon = jobsIcon;
     if (labShell) {
@@ -102,6 +105,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
         rank: 1000
       });
     }
+
+    // A job ended: the notification, and the panel shows it at the same moment.
+    const notifier = new JobEndNotifier(app.commands, openJobs);
+    notifier.ended.connect(() => {
+      if (jobsPanel.isAttached) {
+        void jobsPanel.refresh();
+      }
+    });
+    notifier.start();
 
     new WalltimeWarnings(job, app.commands);
     new IdleStopWarning(job);

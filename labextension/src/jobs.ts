@@ -1,6 +1,8 @@
 /**
- * The jobs panel: the user's Slurm jobs from GET /hpc-magics/jobs, a Cancel
- * button per job, refreshed every 30 s while the panel is visible.
+ * The jobs panel: the user's Slurm jobs from GET /hpc-magics/jobs (states as
+ * the server's watcher decided them; jobs that ended recently stay listed), a
+ * Cancel button per live job, Open folder for ended ones. Refreshed every
+ * 30 s while visible, and at once when a job ends (the end notification).
  */
 import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
@@ -19,7 +21,10 @@ function timeText(job: IJob): string {
 }
 
 export class JobsPanel extends Widget {
-  constructor(private readonly _onStopServer: () => void) {
+  constructor(
+    private readonly _onStopServer: () => void,
+    private readonly _openFolder: (folder: string) => void
+  ) {
     super();
     this.id = 'hpc-magics-jobs';
     this.addClass('jp-HpcMagics-jobs');
@@ -84,6 +89,7 @@ export class JobsPanel extends Widget {
       (jobs.length === 0
         ? 'No jobs in the queue.'
         : `${jobs.length} job${jobs.length === 1 ? '' : 's'}`) +
+      (list?.jobs.some(job => job.final) ? ' (with those ended lately)' : '') +
       (list?.updated
         ? ` · updated ${new Date(list.updated * 1000).toLocaleTimeString()}`
         : '');
@@ -99,11 +105,14 @@ export class JobsPanel extends Widget {
     const row = document.createElement('li');
     row.className = 'jp-HpcMagics-job';
     row.dataset.jobId = job.job_id;
+    row.dataset.state = job.state;
     row.title = [
       `job ${job.job_id}: ${job.name}`,
       job.partition ? `partition ${job.partition}` : '',
       job.nodes ? `${job.nodes} node(s)` : '',
-      job.reason && job.reason !== 'None' ? `reason: ${job.reason}` : ''
+      job.reason && job.reason !== 'None' ? `reason: ${job.reason}` : '',
+      job.folder ? `folder: ${job.folder}` : '',
+      job.note ? `(${job.note})` : ''
     ]
       .filter(Boolean)
       .join('\n');
@@ -123,17 +132,33 @@ export class JobsPanel extends Widget {
     second.className = 'jp-HpcMagics-job-detail';
     const state = document.createElement('span');
     state.textContent = job.state;
-    state.className = `jp-HpcMagics-state jp-HpcMagics-state-${job.state.toLowerCase()}`;
+    state.className =
+      `jp-HpcMagics-state jp-HpcMagics-state-${job.state.toLowerCase()} ` +
+      `jp-HpcMagics-phase-${job.phase}`;
     const reason =
       job.state === 'PENDING' && job.reason && job.reason !== 'None'
         ? ` (${job.reason})`
         : '';
-    second.append(state, `${reason} · ${timeText(job)}`);
+    const when =
+      job.final && job.ended_at !== null
+        ? `ended ${new Date(job.ended_at * 1000).toLocaleTimeString()}`
+        : timeText(job);
+    second.append(state, `${reason} · ${when}`);
     text.append(first, second);
 
     const button = document.createElement('button');
     button.className = 'jp-Button jp-mod-styled jp-mod-warn jp-HpcMagics-cancel';
-    if (job.is_server) {
+    const folder = job.folder;
+    if (job.final) {
+      if (folder === null) {
+        row.append(text);
+        return row;
+      }
+      button.className = 'jp-Button jp-mod-styled jp-mod-reject jp-HpcMagics-cancel';
+      button.textContent = 'Open folder';
+      button.title = `Show ${folder} in the file browser`;
+      button.addEventListener('click', () => this._openFolder(folder));
+    } else if (job.is_server) {
       button.textContent = 'Stop server';
       button.title = 'This job runs this JupyterLab: save all and stop it';
       button.addEventListener('click', () => this._onStopServer());

@@ -28,11 +28,19 @@ export interface IServerInfo {
   warn_minutes: number[];
 }
 
-/** One row of GET /hpc-magics/jobs. */
+/** A job's coarse phase, as the server's watcher decided it. */
+export type JobPhase = 'pending' | 'running' | 'done' | 'failed' | 'ended';
+
+/** One row of GET /hpc-magics/jobs: live jobs and those that ended recently. */
 export interface IJob {
   job_id: string;
   name: string;
   state: string;
+  phase: JobPhase;
+  final: boolean;
+  /** Where the state came from (squeue, sacct, results, ...) and a remark on it. */
+  source: string;
+  note: string;
   partition: string | null;
   nodes: number | null;
   elapsed_s: number | null;
@@ -40,12 +48,18 @@ export interface IJob {
   end_time: number | null;
   reason: string | null;
   is_server: boolean;
+  /** The job folder relative to the server's root (for the file browser), or null. */
+  folder: string | null;
+  /** Submitted from a kernel of this server. */
+  from_this_server: boolean;
+  ended_at: number | null;
 }
 
 export interface IJobList {
   jobs: IJob[];
-  updated: number;
+  updated: number | null;
   server_job_id: string | null;
+  server_id: string;
   /** Why the last scheduler query failed; the list is then the last good one. */
   error?: string | null;
 }
@@ -110,6 +124,34 @@ export function keepAlive(): Promise<{ idle_stop_at: number | null }> {
 
 export function fetchJobs(): Promise<IJobList> {
   return requestJson<IJobList>('jobs');
+}
+
+/** One job that ended while the server watched it. */
+export interface IJobEvent {
+  seq: number;
+  job_id: string;
+  name: string;
+  state: string;
+  phase: JobPhase;
+  folder: string | null;
+  from_this_server: boolean;
+  at: number;
+}
+
+export interface IJobEvents {
+  events: IJobEvent[];
+  /** Ask with `since=last` next time. */
+  last: number;
+  /** A different id: the server restarted, its numbering too. */
+  server_id: string;
+  interval_s: number;
+}
+
+/** GET /hpc-magics/jobs/events: the ends after `since` (none: just where the list is). */
+export function fetchJobEvents(since: number | null): Promise<IJobEvents> {
+  return requestJson<IJobEvents>(
+    since === null ? 'jobs/events' : `jobs/events?since=${since}`
+  );
 }
 
 export function cancelJob(jobId: string): Promise<{ cancelled: string }> {

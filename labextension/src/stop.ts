@@ -3,7 +3,9 @@
  *
  * Order matters: every open document is saved first, and the server is asked
  * to stop only when nothing is left unsaved. The server cancels its own job
- * (it never takes a job id from us).
+ * (it never takes a job id from us). The jobs submitted from this server's
+ * kernels that still run are listed: they outlive the server on purpose, so
+ * they are left running unless the user ticks them for cancelling.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
@@ -15,7 +17,7 @@ import {
   formatDuration,
   formatNodeHours
 } from './format';
-import { stopServer } from './request';
+import { cancelJob, fetchJobs, IJob, stopServer } from './request';
 import { ServerJob } from './serverjob';
 
 export const SAVE_ALL_COMMAND = 'docmanager:save-all';
@@ -170,25 +172,101 @@ async function saveAll(
   }
 }
 
+/** The still running jobs submitted from this server's kernels (none if unknown). */
+async function jobsFromThisServer(): Promise<IJob[]> {
+  try {
+    const list = await fetchJobs();
+    return list.jobs.filter(
+      job => job.from_this_server && !job.final && !job.is_server
+    );
+  } catch {
+    return [];
+  }
+}
+
+/** The confirmation's body: what happens, and a checkbox per running job. */
+class StopConfirmation extends Widget {
+  constructor(jobId: string | null, jobs: IJob[]) {
+    super();
+    this.addClass('jp-HpcMagics-stop-confirm');
+    const text = document.createElement('p');
+    text.textContent =
+      'All open documents are saved, then the server shuts down' +
+      (jobId ? ` and its Slurm job ${jobId} is cancelled` : '') +
+      '. Running kernels end.';
+    this.node.appendChild(text);
+    if (jobs.length === 0) {
+      const none = document.createElement('p');
+      none.textContent = 'Jobs you submitted with %%sbatch keep running.';
+      this.node.appendChild(none);
+      return;
+    }
+    const intro = document.createElement('p');
+    const one = jobs.length === 1;
+    intro.textContent =
+      `${one ? 'This job' : 'These jobs'}, started from this server, ` +
+      `${one ? 'is' : 'are'} still queued or running. ${one ? 'It keeps' : 'They keep'} ` +
+      'going after the server stops, on purpose; tick what to cancel now:';
+    const list = document.createElement('ul');
+    list.className = 'jp-HpcMagics-stop-jobs';
+    for (const job of jobs) {
+      const item = document.createElement('li');
+      const label = document.createElement('label');
+      const box = document.createElement('input');
+      box.type = 'checkbox';
+      box.dataset.jobId = job.job_id;
+      this._boxes.push(box);
+      label.append(
+        box,
+        ` cancel job ${job.job_id}${job.name ? ` “${job.name}”` : ''} (${job.state})`
+      );
+      item.appendChild(label);
+      list.appendChild(item);
+    }
+    this.node.append(intro, list);
+  }
+
+  /** The ids ticked for cancelling. */
+  get toCancel(): string[] {
+    return this._boxes
+      .filter(box => box.checked)
+      .map(box => box.dataset.jobId as string);
+  }
+
+  private _boxes: HTMLInputElement[] = [];
+}
+
 export async function saveAllAndStop(
   app: JupyterFrontEnd,
   job: ServerJob,
   docManager: IDocumentManager | null
 ): Promise<void> {
   const jobId = job.info?.job_id ?? null;
+  const running = await jobsFromThisServer();
+  const body = new StopConfirmation(jobId, running);
   const confirm = await showDialog({
     title: 'Save all and stop my server?',
-    body:
-      'All open documents are saved, then the server shuts down' +
-      (jobId ? ` and its Slurm job ${jobId} is cancelled` : '') +
-      '. Running kernels end. Jobs you submitted with %%sbatch keep running.',
+    body,
     buttons: [
       Dialog.cancelButton(),
       Dialog.warnButton({ label: 'Save all and stop' })
     ]
   });
+  const toCancel = body.toCancel;
+  body.dispose();
   if (!confirm.button.accept) {
     return;
+  }
+  for (const id of toCancel) {
+    try {
+      await cancelJob(id);
+    } catch (error) {
+      await showErrorMessage(
+        `Job ${id} was not cancelled, the server keeps running`,
+        String((error as Error).message ?? error)
+      );
+      return;
+    }
   }
   try {
     await saveAll(app, docManager);
@@ -207,10 +285,13 @@ export async function saveAllAndStop(
     );
     return;
   }
+  const leftRunning = running
+    .map(j => j.job_id)
+    .filter(id => !toCancel.includes(id));
   try {
     const answer = await stopServer();
     job.markStopped();
-    showStoppedPage(answer.job_id ?? jobId);
+    showStoppedPage(answer.job_id ?? jobId, leftRunning, toCancel);
   } catch (error) {
     await showErrorMessage(
       'The server did not stop',
@@ -220,7 +301,11 @@ export async function saveAllAndStop(
 }
 
 /** Cover the whole page: the server is gone, nothing here works any more. */
-export function showStoppedPage(jobId: string | null): void {
+export function showStoppedPage(
+  jobId: string | null,
+  leftRunning: string[] = [],
+  cancelled: string[] = []
+): void {
   const page = document.createElement('div');
   page.className = 'jp-HpcMagics-stopped';
   page.id = 'jp-HpcMagics-stopped';
@@ -232,6 +317,10 @@ export function showStoppedPage(jobId: string | null): void {
     (jobId
       ? `Your documents were saved and Slurm job ${jobId} was cancelled; it no longer uses node-hours. `
       : 'Your documents were saved and the server shut down. ') +
+    (cancelled.length > 0 ? `Cancelled: job ${cancelled.join(', ')}. ` : '') +
+    (leftRunning.length > 0
+      ? `Still running, as you chose: job ${leftRunning.join(', ')}. `
+      : '') +
     'You can close this tab.';
   box.append(heading, detail);
   page.appendChild(box);

@@ -33,6 +33,12 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 SERVER_START_TIMEOUT_S = 90.0
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# The labextension built from this clone (scripts/run-tests and `jlpm build:prod` put it
+# here); it comes first on JUPYTER_PATH, so the browser runs this clone's front end even
+# when the Python environment holds another clone's.
+BUILT_LABEXTENSION = REPO_ROOT / "hpc_magics" / "labextension"
+LABEXTENSION_NAME = "hpc-magics-labextension"
 # Where a developer wants screenshots kept; by default they go to the test's tmp_path.
 SCREENSHOT_DIR_VARIABLE = "HPC_MAGICS_E2E_SCREENSHOTS"
 
@@ -87,14 +93,26 @@ def write_notebook(path: Path, source: str) -> Path:
     return path
 
 
+def this_clones_jupyter_path(folder: Path) -> str | None:
+    """A JUPYTER_PATH entry whose labextensions/ holds this clone's built labextension."""
+    if not (BUILT_LABEXTENSION / "package.json").is_file():
+        return None
+    target = folder / "labextensions" / LABEXTENSION_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        target.symlink_to(BUILT_LABEXTENSION, target_is_directory=True)
+    return str(folder)
+
+
 def notebook_sources(path: Path) -> str:
     notebook = nbformat.read(str(path), as_version=4)
     return "\n".join(str(cell.source) for cell in notebook.cells)
 
 
-def lab_argv(port: int, token: str, root_dir: Path) -> list[str]:
+def lab_argv(port: int, token: str, root_dir: Path, app: str = "jupyterlab") -> list[str]:
+    """``app``: ``jupyterlab``, or ``notebook`` for Notebook 7."""
     return [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+        sys.executable, "-m", app, "--no-browser", "--allow-root",
         "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
     ]
@@ -190,7 +208,7 @@ def start_local_lab(tmp_path: Path) -> Iterator[LocalLabFactory]:
     outside any Slurm job; every server started is shut down after the test."""
     started: list[tuple[Lab, subprocess.Popen[bytes]]] = []
 
-    def start(*extra_args: str) -> Lab:
+    def start(*extra_args: str, app: str = "jupyterlab") -> Lab:
         home = tmp_path / f"lab{len(started)}"
         root_dir = home / "work"
         root_dir.mkdir(parents=True)
@@ -199,10 +217,13 @@ def start_local_lab(tmp_path: Path) -> Iterator[LocalLabFactory]:
         env = commands.scrubbed_environment()
         env["JUPYTERLAB_SETTINGS_DIR"] = str(write_lab_settings(home / "lab-settings"))
         env["JUPYTER_RUNTIME_DIR"] = str(home / "runtime")
+        jupyter_path = this_clones_jupyter_path(home / "jupyter-path")
+        if jupyter_path:
+            env["JUPYTER_PATH"] = jupyter_path
         log_path = home / "jupyter-lab.log"
         with log_path.open("wb") as log:
             process = subprocess.Popen(
-                [*lab_argv(port, token, root_dir), *extra_args], stdout=log,
+                [*lab_argv(port, token, root_dir, app), *extra_args], stdout=log,
                 stderr=subprocess.STDOUT, env=env, cwd=root_dir, start_new_session=True)
         lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root_dir=root_dir)
         started.append((lab, process))
@@ -243,8 +264,10 @@ def submit_lab_job(tmp_path: Path, time_limit: str, name: str) -> SlurmLab:
     settings_dir = write_lab_settings(tmp_path / "lab-settings")
     log_path = tmp_path / "slurm-lab.log"
     script = tmp_path / "lab-job.sh"
+    jupyter_path = this_clones_jupyter_path(tmp_path / "jupyter-path")
     script.write_text("\n".join([
         "#!/bin/bash",
+        *([f"export JUPYTER_PATH={shlex.quote(jupyter_path)}"] if jupyter_path else []),
         f"export JUPYTERLAB_SETTINGS_DIR={shlex.quote(str(settings_dir))}",
         f"export JUPYTER_RUNTIME_DIR={shlex.quote(str(tmp_path / 'runtime'))}",
         f"cd {shlex.quote(str(root_dir))}",

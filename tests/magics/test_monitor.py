@@ -29,7 +29,6 @@ def lab(shell: Any, slurm_cluster: Any, tmp_path: Path, monkeypatch: pytest.Monk
     """A shell on the lab profile, a private runtime dir and a fresh watcher polling every 1 s."""
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("HPC_MAGICS_POLL_INTERVAL", "1")
-    monkeypatch.setenv("HPC_MAGICS_JOB_INDEX", str(tmp_path / "job-index.jsonl"))
     monkeypatch.setattr(watcher_module, "_WATCHER", None)
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 3")
     yield shell

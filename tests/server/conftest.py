@@ -134,12 +134,13 @@ StartLocal = Callable[..., RunningServer]
 def local_server(tmp_path: Path) -> Iterator[StartLocal]:
     """Start ``jupyter server`` as a subprocess on 127.0.0.1 (not in a Slurm job).
 
-    ``start(*extra_args, config_py="")``: ``config_py`` becomes the server's
-    ``jupyter_server_config.py``.
+    ``start(*extra_args, config_py="", path_prefix=None)``: ``config_py`` becomes the
+    server's ``jupyter_server_config.py``; ``path_prefix`` goes in front of its PATH.
     """
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(*extra: str, config_py: str = "") -> RunningServer:
+    def start(*extra: str, config_py: str = "", path_prefix: Path | None = None
+              ) -> RunningServer:
         folder = tmp_path / f"server{len(started)}"
         prepare_folder(folder)
         if config_py:
@@ -148,7 +149,8 @@ def local_server(tmp_path: Path) -> Iterator[StartLocal]:
         with open(folder / "server.log", "wb") as log:
             process = subprocess.Popen(
                 server_argv(port, token, folder, extra), stdout=log, stderr=subprocess.STDOUT,
-                env=server_environment(folder), start_new_session=True, cwd=folder,
+                env=server_environment(folder, path_prefix), start_new_session=True,
+                cwd=folder,
             )
         started.append(process)
         server = RunningServer(f"http://127.0.0.1:{port}/", token, folder, process)
@@ -254,9 +256,12 @@ def execute(server: RunningServer, kernel_id: str, code: str, timeout: float = 6
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                message = json.loads(connection.recv())
+                frame = connection.recv()
             except websocket.WebSocketConnectionClosedException:
                 break  # the kernel went away (a stop does that)
+            if isinstance(frame, bytes):
+                continue  # a message with binary buffers (a widget's image): not ours to read
+            message = json.loads(frame)
             if message.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = message["msg_type"], message["content"]

@@ -21,6 +21,7 @@ ROUTES = {  # path → implemented methods, with a concrete id in the cancel rou
     "hpc-magics/server/stop": ("POST",),
     "hpc-magics/server/keep-alive": ("POST",),
     "hpc-magics/jobs": ("GET",),
+    "hpc-magics/jobs/events": ("GET",),
     "hpc-magics/jobs/12345/cancel": ("POST",),
 }
 
@@ -39,6 +40,8 @@ def registered_routes(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "config"))
+    # the extension sets it for its kernels: undone after the test, not left to the next
+    monkeypatch.setenv("HPC_MAGICS_SERVER_ID", "")
     app = ServerApp()
     app.initialize(argv=["--ServerApp.jpserver_extensions", "hpc_magics=True",
                          "--ip=127.0.0.1", "--port=0", "--allow-root", "--no-browser",
@@ -155,7 +158,7 @@ def test_keep_alive_postpones_idle_stop_but_polling_does_not(local_server: Start
     time.sleep(1.2)
     # What an open JupyterLab tab does every few seconds, plus our own polling:
     for path in ("api/kernels", "api/sessions", "api/terminals", "api/contents",
-                 "hpc-magics/server", "hpc-magics/jobs"):
+                 "hpc-magics/server", "hpc-magics/jobs", "hpc-magics/jobs/events?since=0"):
         assert server.get(path).ok, path
     polled = server.get("hpc-magics/server").json()
     assert polled["idle_stop_at"] == pytest.approx(first["idle_stop_at"], abs=0.01)

@@ -99,8 +99,15 @@ def test_jobs_lists_and_cancels_another_job_but_not_the_servers(
         sleeper_job: Callable[[Path], str]) -> None:
     server = server_in_job()
     other = sleeper_job(tmp_path / "other")
-    listed = server.get("hpc-magics/jobs").json()
-    by_id = {job["job_id"]: job for job in listed["jobs"]}
+    # the server watches the queue from its start: its cached view may predate the sbatch
+    deadline = time.monotonic() + 30
+    while True:
+        listed = server.get("hpc-magics/jobs").json()
+        by_id = {job["job_id"]: job for job in listed["jobs"]}
+        if other in by_id:
+            break
+        assert time.monotonic() < deadline, f"job {other} never listed: {sorted(by_id)}"
+        time.sleep(1)
     assert listed["server_job_id"] == server.job
     assert by_id[server.job]["is_server"] is True
     assert by_id[other]["is_server"] is False
@@ -189,7 +196,7 @@ def test_concurrent_jobs_requests_share_one_squeue(server_in_job: StartInJob,
         lines = log.read_text().splitlines() if log.exists() else []
         return [line for line in lines if " -u " in f" {line} "]
 
-    assert user_queries() == []
+    assert len(user_queries()) <= 1  # the server's own watch over the jobs, from its start
     with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
         answers = list(pool.map(lambda _: server.get("hpc-magics/jobs").json(), range(16)))
         infos = list(pool.map(lambda _: server.get("hpc-magics/server").json(), range(16)))

@@ -1,0 +1,217 @@
+"""The server's view of the user's jobs, and the list of jobs that ended while it ran.
+
+One cycle (every ``events_interval_s``, and when a tab asks for the job list) reads the
+user's jobs through the shared watcher: the queue view (one ``squeue`` per interval for
+the user, however many tabs) plus the job folders of the submission index
+(``scheduler/registry.py``: jobs submitted from any kernel of this user), at most one
+``sacct``. The watcher decides every state; this module only notices when a job it saw
+alive is now over (or a job submitted after the server started is first seen over) and
+appends an end event with a sequence number. Tabs poll ``jobs/events?since=N``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..backends.folder import JobFolder
+from ..core.jobids import parse_job_id
+from ..core.jobs import JobSnapshot, phase
+from ..scheduler import registry
+from ..scheduler.cluster import UNKNOWN_CLUSTER
+from ..scheduler.watcher import JobStatus, Watcher
+
+MAX_EVENTS = 500
+
+
+@dataclass(frozen=True)
+class TrackedJob:
+    """One job as the server lists it: the watcher's state plus what squeue showed."""
+
+    job_id: str
+    name: str
+    status: JobStatus
+    queued: JobSnapshot | None = None  # the last squeue entry, while listed
+    folder: Path | None = None  # its job folder, when submitted through hpc_magics
+    submitted_at: float | None = None
+    from_this_server: bool = False
+    ended_at: float | None = None  # when this server saw it end
+    folder_in_root: str | None = None  # the folder relative to the server's root
+
+    @property
+    def final(self) -> bool:
+        return self.status.final
+
+
+@dataclass(frozen=True)
+class EndEvent:
+    seq: int
+    job_id: str
+    name: str
+    state: str
+    folder: str | None  # relative to the server's root (for the file browser), or None
+    from_this_server: bool
+    at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "job_id": self.job_id, "name": self.name,
+                "state": self.state, "phase": phase(self.state), "folder": self.folder,
+                "from_this_server": self.from_this_server, "at": self.at}
+
+
+@dataclass
+class JobTracker:
+    watcher: Watcher
+    server_id: str
+    own_job_id: str | None
+    root_dir: Path
+    registry_base: Path | None = None  # the runtime dir; None: the default
+    keep_ended_s: float = 3600.0  # ended jobs stay listed this long
+    started_at: float = field(default_factory=time.time)
+    # cycles one at a time (they ask the scheduler, slowly); _lock only guards the data
+    _cycle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _jobs: dict[str, TrackedJob] = field(default_factory=dict, repr=False)
+    _events: deque[EndEvent] = field(default_factory=lambda: deque(maxlen=MAX_EVENTS),
+                                     repr=False)
+    _seq: int = 0
+    error: str | None = None
+    updated: float | None = None
+
+    # ------------------------------------------------------------------ reading
+    def events_since(self, since: int | None) -> tuple[list[EndEvent], int]:
+        """The events after ``since`` and the last number, read together (``since``
+        ``None``: no events, only where the list is)."""
+        with self._lock:
+            if since is None:
+                return [], self._seq
+            return [e for e in self._events if e.seq > since], self._seq
+
+    def jobs(self) -> list[TrackedJob]:
+        """Live jobs, and those that ended recently, newest submission first."""
+        with self._lock:
+            now = time.time()
+            shown = [j for j in self._jobs.values() if not j.final or (
+                j.ended_at is not None and now - j.ended_at < self.keep_ended_s)]
+        return sorted(shown, key=lambda j: -(j.submitted_at or 0.0))
+
+    def _in_root(self, folder: Path) -> str | None:
+        """The job folder relative to the server's root, for the file browser."""
+        try:
+            return folder.resolve().relative_to(self.root_dir.resolve()).as_posix()
+        except (ValueError, OSError):
+            return None
+
+    # ------------------------------------------------------------------ the cycle
+    def cycle(self, max_age_s: float | None = None) -> None:
+        """Ask the watcher about every known job; note the ones that ended."""
+        with self._cycle_lock:  # only cycles change _jobs: reading it here needs no _lock
+            view = self.watcher.queue_view(max_age_s)
+            cluster = self.watcher.queue.cluster
+            now = time.time()
+            found: dict[str, TrackedJob] = {}
+
+            # jobs submitted through hpc_magics, from any kernel: their folders decide too
+            folders: list[tuple[registry.Entry, JobFolder]] = []
+            for entry in registry.entries(self.registry_base):
+                if entry.cluster not in (None, UNKNOWN_CLUSTER, cluster) and \
+                        cluster != UNKNOWN_CLUSTER:
+                    continue
+                folder = JobFolder(entry.folder)
+                if _is_own_folder(folder, entry.job_id):
+                    folders.append((entry, folder))
+            # a local-backend job (no cluster) has a process id, not a Slurm id
+            slurm = {entry.job_id for entry, _ in folders if entry.cluster is not None}
+
+            def in_queue(entry: registry.Entry) -> JobSnapshot | None:
+                return view.find(entry.job_id) if entry.cluster is not None else None
+
+            # everything else in the user's queue (sbatch in a terminal, other tools), by
+            # base id (an array's tasks are one job), and those seen before, until settled
+            others: dict[str, float | None] = {}
+            for job in view.jobs:
+                parsed = parse_job_id(job.job_id)
+                base = parsed.base if parsed is not None else job.job_id
+                if base not in slurm:
+                    others.setdefault(base, job.submit_time)
+            for key, seen in self._jobs.items():
+                if seen.folder is None and key not in others and key not in slurm and \
+                        not seen.status.definite and not self._expired(seen, now):
+                    others[key] = seen.submitted_at
+
+            # one sacct for both kinds: every unsettled job the queue no longer lists
+            self.watcher.prefetch_accounting(
+                [e.job_id for e, f in folders if e.cluster is not None
+                 and in_queue(e) is None and not self.watcher.latest(f).definite]
+                + [job_id for job_id in others if view.find(job_id) is None], max_age_s)
+            polled = self.watcher.poll([f for _, f in folders], max_age_s)
+            for entry, folder in folders:
+                queued = in_queue(entry)
+                found[_folder_key(entry)] = TrackedJob(
+                    entry.job_id, entry.name or (queued.name if queued else ""),
+                    polled[folder.path], queued, folder.path, entry.submitted_at,
+                    entry.server_id == self.server_id,
+                    folder_in_root=self._in_root(folder.path))
+            states = self.watcher.poll_ids(list(others.items()), max_age_s)
+            for job_id, submit_time in others.items():
+                listed = view.find(job_id)
+                known = self._jobs.get(job_id)
+                name = listed.name if listed else (known.name if known else "")
+                found[job_id] = TrackedJob(job_id, name, states[job_id], listed, None,
+                                           submit_time)
+
+            with self._lock:
+                for key, tracked in found.items():
+                    self._note(key, tracked, now)
+                # ended jobs no longer polled stay listed until they expire
+                for key, known in list(self._jobs.items()):
+                    if key not in found and (known.final or known.folder is not None) \
+                            and (known.ended_at is None or self._expired(known, now)):
+                        del self._jobs[key]
+                self.updated, self.error = view.updated, view.error
+
+    def _expired(self, job: TrackedJob, now: float) -> bool:
+        return job.ended_at is not None and now - job.ended_at >= self.keep_ended_s
+
+    def _note(self, key: str, job: TrackedJob, now: float) -> None:
+        before = self._jobs.get(key)
+        ended = job.final and job.job_id != self.own_job_id and (
+            (before is not None and not before.final)
+            or (before is None and (job.submitted_at or 0.0) >= self.started_at))
+        if before is not None and before.ended_at is not None:
+            job = _with(job, ended_at=before.ended_at)
+        elif ended:
+            job = _with(job, ended_at=now)
+        if job.queued is None and before is not None and before.queued is not None \
+                and not job.final:
+            job = _with(job, queued=before.queued)  # keep partition, limits while it settles
+        self._jobs[key] = job
+        if ended:
+            self._seq += 1
+            self._events.append(EndEvent(self._seq, job.job_id, job.name, job.status.state,
+                                         job.folder_in_root, job.from_this_server, now))
+
+
+def _folder_key(entry: registry.Entry) -> str:
+    """Slurm jobs are known by id (a queue entry and its folder are one job); local ones
+    by their folder, as their ids are process ids."""
+    return entry.job_id if entry.cluster is not None else f"local:{entry.folder}"
+
+
+def _with(job: TrackedJob, **changes: Any) -> TrackedJob:
+    return replace(job, **changes)
+
+
+def _is_own_folder(folder: JobFolder, job_id: str) -> bool:
+    """The index entry still names a folder of ours holding that job (not moved/reused)."""
+    try:
+        if folder.path.lstat().st_uid != os.getuid():
+            return False
+    except OSError:
+        return False
+    return str(folder.meta().get("job_id", "")) == job_id
