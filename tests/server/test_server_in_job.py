@@ -125,7 +125,7 @@ def test_jobs_lists_and_cancels_another_job_but_not_the_servers(
     assert squeue_state(server.job) == "RUNNING"
     # The cancel invalidated the cache: the next list no longer shows the job running.
     again = {job["job_id"]: job for job in server.get("hpc-magics/jobs").json()["jobs"]}
-    assert other not in again or again[other]["state"] != "RUNNING"
+    assert other not in again or again[other]["state"] != "RUNNING", again[other]
 
 
 def test_stop_ends_only_the_servers_job_and_leaves_no_process(
