@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import tee
+from .buffers import open_buffers
 from .packing import Payload
 from .stream import dump_results, fingerprint, load_names, pickling_error
 
@@ -97,12 +98,13 @@ def _node_display(*objects: Any, **_: Any) -> None:
         print(repr(value))
 
 
-def _rebuild_namespace(payload: Payload) -> dict[str, Any]:
+def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__,
                                  "display": _node_display}
     for name, module_name in payload.modules.items():
         namespace[name] = importlib.import_module(module_name)
-    namespace.update(load_names(payload.state, payload.state_names))
+    namespace.update(load_names(payload.state, payload.state_names,
+                                open_buffers(payload, folder)))
     return namespace
 
 
@@ -217,7 +219,7 @@ def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
     with _tee_output(output):
         failure: BaseException | None = None
         try:
-            namespace = _rebuild_namespace(payload)
+            namespace = _rebuild_namespace(payload, job_folder)
             shipped = _fingerprints(payload, namespace) if lead_task else {}
             has_last, last_value = execute(payload, namespace)
             changed, unchanged = _changed_in_place(shipped, namespace, payload.result_names)
