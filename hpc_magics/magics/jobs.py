@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import os
 import re
 import sys
@@ -13,7 +12,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, parse_argstring
 from traitlets import Float, Unicode
 
 from ..core import directives as directive_parser
@@ -27,6 +26,7 @@ from ..core.profiles import (
     load_profile,
 )
 from ..core.resources import ResourceRequest
+from .arguments import lazy_magic_arguments as magic_arguments
 
 RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--profile",), {"help": "cluster profile: " + ", ".join(sorted(available_profiles()))}),
@@ -125,6 +125,8 @@ class ResourceView:
         return "\n".join(text)
 
     def _repr_html_(self) -> str:
+        import html
+
         rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
                        f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
                        for k, v in resources.as_rows(self.request))
