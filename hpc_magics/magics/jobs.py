@@ -393,7 +393,7 @@ class HpcMagics(Magics):
                 widget.render()
 
         try:
-            handle.wait(progress=progress)
+            handle.wait(progress=progress, results_suffice=True)  # fetch when they land
             handle.fetch(self.shell.user_ns if self.shell else None)
         except JobFailed:
             raise
