@@ -31,11 +31,12 @@ def rss_mb():
 started = time.perf_counter()
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
-bare, bare_rss = time.perf_counter() - started, rss_mb()
+bare, bare_cpu, bare_rss = time.perf_counter() - started, time.process_time(), rss_mb()
 shell.run_line_magic("load_ext", "hpc_magics")
-loaded, loaded_rss = time.perf_counter() - started, rss_mb()
+loaded, loaded_cpu, loaded_rss = time.perf_counter() - started, time.process_time(), rss_mb()
 assert "sbatch" in shell.magics_manager.magics["cell"]
-print(json.dumps({"bare": bare, "loaded": loaded, "bare_rss": bare_rss, "loaded_rss": loaded_rss}))
+print(json.dumps({"bare": bare, "loaded": loaded, "bare_cpu": bare_cpu,
+                  "loaded_cpu": loaded_cpu, "bare_rss": bare_rss, "loaded_rss": loaded_rss}))
 """
 
 
@@ -70,6 +71,7 @@ def main() -> int:
     args = parser.parse_args()
     m = measure(args.repeat)
     extra_ms, extra_mb = (m["loaded"] - m["bare"]) * 1000, m["loaded_rss"] - m["bare_rss"]
+    print(f"CPU time: bare {m['bare_cpu'] * 1000:.0f} ms, loaded {m['loaded_cpu'] * 1000:.0f} ms")
     print(f"bare IPython start {m['bare'] * 1000:.0f} ms, {m['bare_rss']:.0f} MB; "
           f"%load_ext hpc_magics adds {extra_ms:.1f} ms (limit {LIMIT_MS:g}) "
           f"and {extra_mb:.1f} MB (limit {LIMIT_MB:g})")
