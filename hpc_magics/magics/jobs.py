@@ -293,7 +293,7 @@ class HpcMagics(Magics):
         handle = self._submit(backend, payload, request, profile, job_name)
         widget = self._show_handle(handle)
         if args.wait:
-            self._wait_and_fetch(handle, widget)
+            self._wait_and_fetch(handle, widget, results_suffice=True)
             return None
         print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
         return None
@@ -381,7 +381,10 @@ class HpcMagics(Magics):
         display(widget)
         return widget
 
-    def _wait_and_fetch(self, handle: Any, widget: Any = None) -> None:
+    def _wait_and_fetch(self, handle: Any, widget: Any = None,
+                        results_suffice: bool = False) -> None:
+        """``results_suffice`` (%%sbatch --wait): fetch the moment the result file lands;
+        the widget's monitor then shows the job's end."""
         from IPython.display import Pretty, display
 
         status = display(Pretty(f"job {handle.job_id}: waiting"), display_id=True)
@@ -393,7 +396,7 @@ class HpcMagics(Magics):
                 widget.render()
 
         try:
-            handle.wait(progress=progress, results_suffice=True)  # fetch when they land
+            handle.wait(progress=progress, results_suffice=results_suffice)
             handle.fetch(self.shell.user_ns if self.shell else None)
         except JobFailed:
             raise
