@@ -14,13 +14,19 @@ import sys
 EAGER_IMPORT_SKIPPED = "numpy"
 
 
+def import_submitit() -> None:
+    """Import submitit's job entry point, its eager numpy import skipped."""
+    if EAGER_IMPORT_SKIPPED in sys.modules:
+        return
+    sys.modules[EAGER_IMPORT_SKIPPED] = None  # type: ignore[assignment]  # ImportError
+    try:
+        import submitit.core.submission  # noqa: F401 - its `import numpy` is skipped
+    finally:
+        del sys.modules[EAGER_IMPORT_SKIPPED]  # importable again, for the job
+
+
 def main() -> None:
-    if EAGER_IMPORT_SKIPPED not in sys.modules:
-        sys.modules[EAGER_IMPORT_SKIPPED] = None  # type: ignore[assignment]  # ImportError
-        try:
-            import submitit.core.submission  # noqa: F401 - its `import numpy` is skipped
-        finally:
-            del sys.modules[EAGER_IMPORT_SKIPPED]  # importable again, for the job
+    import_submitit()
     runpy.run_module("submitit.core._submit", run_name="__main__", alter_sys=True)
 
 

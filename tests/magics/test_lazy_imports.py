@@ -60,3 +60,12 @@ def test_the_parsers_built_on_first_use_parse_and_give_the_full_help() -> None:
     view = resources("-t 90min -c 2")
     assert view.request.time_s == 5400 and view.request.cpus_per_task == 2
     shell.run_line_magic("hpc_resources", "--reset")
+
+
+def test_the_node_engine_starts_submitit_without_numpy_and_numpy_still_loads() -> None:
+    code = ("import sys\nfrom hpc_magics.shipping.engine import import_submitit\n"
+            "import_submitit()\nassert 'submitit.core.submission' in sys.modules\n"
+            "print('numpy' in sys.modules)\nimport numpy\nprint(numpy.arange(3).sum())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split() == ["False", "3"]
