@@ -10,6 +10,17 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+# In a %%sbatch --checkpoint job: True when the cell runs again after a requeue, with its
+# checkpointed variables restored (set on the node; always False in the notebook).
+resumed = False
+
+
+def checkpoint() -> Any:
+    """In a %%sbatch --checkpoint job: save the checkpointed variables now (rank 0)."""
+    from .shipping.scale import checkpoint as save
+
+    return save()
+
 
 def load_ipython_extension(ipython: Any) -> None:
     from .magics import register

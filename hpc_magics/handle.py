@@ -180,6 +180,7 @@ class JobHandle:
         values, last = load_results(result.state, self._resolver(result, namespace, notes))
         values.update((name, importlib.import_module(module_name))
                       for name, module_name in result.modules.items())
+        values.update(self._gathered(meta, notes))
         if namespace is not None:
             namespace.update(values)
         if show:
@@ -224,6 +225,31 @@ class JobHandle:
             return value
 
         return resolve
+
+    def _gathered(self, meta: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+        """``--gather`` names: every rank's value, as a list indexed by rank."""
+        from .shipping.scale import load_gathered
+
+        names = tuple((meta.get("scale") or {}).get("gather") or ())
+        if not names:
+            return {}
+        gathered, ranks = load_gathered(self.folder.path, names)
+        size = len(next(iter(gathered.values()), []))
+        if ranks < size:
+            notes.append(f"only {ranks} of {size} ranks sent their {', '.join(names)} "
+                         "(the others are None): see the log of each rank")
+        return gathered
+
+    def segments(self) -> tuple[Any, ...]:
+        """A requeued job's runs (``--checkpoint``): index, state, start, end, from
+        ``sacct --duplicates``; raises when accounting cannot be asked."""
+        from .scheduler.segments import job_segments
+
+        found = job_segments(self.job_id)
+        if found is None:
+            raise HpcMagicsError(f"could not ask sacct about job {self.job_id}'s segments "
+                                 "(accounting off or unreachable): try again later")
+        return found
 
     def _await_results(self, show: bool) -> bool:
         """Slurm says COMPLETED but no result file yet: a network file system may show it
@@ -286,10 +312,15 @@ class JobHandle:
             time.sleep(0.5)
         return self.state
 
-    def log(self, tail: int = 50) -> str:
-        """Last lines of the job's output and errors, submitit's own chatter left out."""
+    def log(self, tail: int = 50, rank: int = 0) -> str:
+        """Last lines of the job's output and errors, submitit's own chatter left out;
+        ``rank``: that task's own log, in a job of several tasks (``JOBID_RANK_log.*``)."""
         lines: list[str] = []
-        for path in self.backend.log_paths(self.job_id, self.folder):
+        paths = list(self.backend.log_paths(self.job_id, self.folder))
+        if rank:
+            paths = [path.replace(f"{self.job_id}_0_log.", f"{self.job_id}_{rank}_log.")
+                     for path in paths]
+        for path in paths:
             try:
                 text = Path(path).read_text(errors="replace")
             except OSError:
@@ -342,7 +373,13 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
 
     exact, parent = [], []
     wanted = parse_job_id(job)
-    for folder in find_job_folders(jobs_dir):
+    folders = list(find_job_folders(jobs_dir))
+    if wanted is not None and not any(
+            same_job(str(f.meta().get("job_id", "")), job) for f in folders):
+        from .backends.job_index import folders_for
+
+        folders += folders_for(job)  # submitted from another notebook's folder
+    for folder in folders:
         meta = folder.meta()
         job_id = str(meta.get("job_id", ""))
         if job in {job_id, folder.path.name, meta.get("name")}:
@@ -363,6 +400,11 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
         # an array task found through its job's folder keeps its own id: cancel and state
         # are the task's, never the whole array's
         job_id = str(meta["job_id"]) if exact else str(wanted)
-        return JobHandle(job_id, get_backend(meta.get("backend", "auto")), folder,
-                         meta.get("name", ""))
+        kind: type[JobHandle] = JobHandle
+        if exact and meta.get("kind") == "sweep":  # one handle for all its tasks
+            from .sweep_handle import SweepHandle
+
+            kind = SweepHandle
+        return kind(job_id, get_backend(meta.get("backend", "auto")), folder,
+                    meta.get("name", ""))
     raise HpcMagicsError(f"no job {job!r} under {jobs_dir}: see %hpc_jobs for the jobs there")

@@ -8,6 +8,7 @@ from typing import Protocol
 from ..core.errors import InvalidRequest
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
+from ..core.scale import ScaleOptions
 from ..scheduler.commands import slurm_available
 from ..shipping.packing import Payload
 from .folder import JobFolder
@@ -31,12 +32,14 @@ class Backend(Protocol):
         """Raise InvalidRequest for what the live scheduler would refuse."""
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
-                   job_name: str) -> str:
+                   job_name: str, options: ScaleOptions | None = None) -> str:
         """The exact ``job.sh`` a job in ``folder`` gets; pure, so a dry run can show it."""
 
     def submit(self, folder: JobFolder, payload: Payload, request: ResourceRequest,
-               profile: ClusterProfile, job_name: str) -> str:
-        """Submit and return the job id; ``folder/job.sh`` is then what was submitted."""
+               profile: ClusterProfile, job_name: str,
+               options: ScaleOptions | None = None) -> str:
+        """Submit and return the job id; ``folder/job.sh`` is then what was submitted.
+        ``options``: several tasks, checkpoints, staging (``core/scale.py``)."""
 
     def states(self, folder_by_id: dict[str, JobFolder],
                max_age_s: float | None = None) -> dict[str, str]:

@@ -20,6 +20,7 @@ from ..core.jobs import normalize_state
 from ..core.jobscript import cell_parts, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
+from ..core.scale import ScaleOptions, scaled_parts, signal_directive
 from ..core.units import UNLIMITED
 from ..scheduler import commands
 from ..shipping.buffers import write_buffers
@@ -73,24 +74,50 @@ def _write_job_py(folder: JobFolder, payload: Payload, job_name: str) -> None:
 
 class ScriptedSlurmExecutor(submitit.SlurmExecutor):
     """submitit's Slurm engine (pickled call, job environment, checkpointing) running the
-    project's script: sbatch gets ``job.sh`` as rendered, through the scheduler door."""
+    project's script: sbatch gets ``job.sh`` as rendered, through the scheduler door.
 
-    def __init__(self, folder: Path, script: str, num_tasks: int) -> None:
+    ``array=True``: the script has an ``--array`` line; every submission of one batch is
+    one task of ONE array (submitit's array protocol: each call pickled as ``%A_%a``)."""
+
+    def __init__(self, folder: Path, script: str, num_tasks: int, *, array: bool = False,
+                 script_name: str = JOB_SCRIPT) -> None:
         super().__init__(folder=folder, max_num_timeout=0)
         self.script = script
         self.task_count = num_tasks
+        self.array = array
+        self.script_name = script_name
 
     def _num_tasks(self) -> int:
         return self.task_count
 
     def _internal_process_submissions(self, delayed_submissions: list[Any]) -> list[Any]:
+        if self.array:
+            return self._submit_array(delayed_submissions)
         if len(delayed_submissions) != 1:  # submitit would render its own array script
-            raise SubmissionError("job arrays are not supported yet: submit one cell at a time")
+            raise SubmissionError("several calls need an array script: submit them as a sweep")
         return list(super()._internal_process_submissions(delayed_submissions))
+
+    def _submit_array(self, delayed_submissions: list[Any]) -> list[Any]:
+        """submitit's own array protocol (``SlurmExecutor._internal_process_submissions``),
+        with our script and sbatch call instead of a second executor's."""
+        folder = submitit.core.utils.JobPaths.get_first_id_independent_folder(self.folder)
+        pickles = []
+        for index, delayed in enumerate(delayed_submissions):
+            path = folder / f".array-{index}.pkl"
+            delayed.set_timeout(5, self.max_num_timeout)
+            delayed.dump(path)
+            pickles.append(path)
+        first = self._submit_command(self._submitit_command_str)
+        tasks = list(range(self._num_tasks()))
+        jobs: list[Any] = [submitit.SlurmJob(folder=self.folder, job_id=f"{first.job_id}_{task}",
+                                  tasks=tasks) for task in range(len(delayed_submissions))]
+        for job, path in zip(jobs, pickles, strict=True):
+            job.paths.move_temporary_file(path, "submitted_pickle")
+        return jobs
 
     def _submit_command(self, command: str) -> Any:
         # written once: this file is what sbatch reads, and stays as the job's record
-        script_path = Path(self.folder) / JOB_SCRIPT
+        script_path = Path(self.folder) / self.script_name
         script_path.write_text(self.script)
         result = commands.run(["sbatch", "--parsable", str(script_path)],
                               timeout=SBATCH_TIMEOUT_S)
@@ -112,7 +139,7 @@ class _SubmititBackend:
         return [str(paths.stdout), str(paths.stderr)]
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
-                   job_name: str) -> str:
+                   job_name: str, options: ScaleOptions | None = None) -> str:
         """The job's ``job.sh`` for a job folder at ``folder`` (pure: a dry run calls it)."""
         raise NotImplementedError
 
@@ -120,8 +147,10 @@ class _SubmititBackend:
         raise NotImplementedError
 
     def submit(self, folder: JobFolder, payload: Payload, request: ResourceRequest,
-               profile: ClusterProfile, job_name: str) -> str:
-        script = self.job_script(str(folder.path.absolute()), request, profile, job_name)
+               profile: ClusterProfile, job_name: str,
+               options: ScaleOptions | None = None) -> str:
+        script = self.job_script(str(folder.path.absolute()), request, profile, job_name,
+                                 options)
         _write_job_py(folder, payload, job_name)
         payload = write_buffers(payload, folder.path)  # big arrays: raw files, not pickled
         executor = self._executor(folder, script, request)
@@ -131,7 +160,9 @@ class _SubmititBackend:
         started = time.time()
         folder.update_meta(submitted_at=started, backend=self.name)
         try:
-            job = executor.submit(run_cell, payload, str(folder.path))
+            # the options travel only when given: a plain cell's call stays as it was
+            extra = (options,) if options is not None and options.active else ()
+            job = executor.submit(run_cell, payload, str(folder.path), *extra)
         except FileNotFoundError as error:
             raise SubmissionError(f"could not submit: {error}") from None
         self._after_submit(job, folder, script)
@@ -173,14 +204,19 @@ class SlurmBackend(_SubmititBackend):
         return names if result.ok else frozenset()
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
-                   job_name: str) -> str:
+                   job_name: str, options: ScaleOptions | None = None,
+                   array: str | None = None) -> str:
+        """``array``: sbatch's ``--array`` range, for one array of a sweep."""
         # a path is quoted; text with spaces is a command ("apptainer exec img.sif python")
         python = self.python if any(c.isspace() for c in self.python) \
             else shlex.quote(self.python)
-        # USR2 at the limit itself: a cell is not checkpointable, and an earlier signal would
-        # end it as failed before its time is up instead of as TIMEOUT
-        signal = f"{SlurmJobEnvironment.USR_SIG}@0"
-        return render(request, profile, cell_parts(folder, python, job_name, signal=signal))
+        # USR2 at the limit itself unless the cell checkpoints (core/scale.py says when):
+        # an earlier signal would end a plain cell as failed instead of as TIMEOUT
+        signal = signal_directive(options).replace("USR2", SlurmJobEnvironment.USR_SIG)
+        parts = cell_parts(folder, python, job_name, signal=signal, array=array)
+        if options is not None and options.active:
+            parts = scaled_parts(parts, options, python)
+        return render(request, profile, parts)
 
     def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
         tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
@@ -212,7 +248,7 @@ class LocalBackend(_SubmititBackend):
     _jobs: dict[str, Any] = {}
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
-                   job_name: str) -> str:
+                   job_name: str, options: ScaleOptions | None = None) -> str:
         controller = shlex.join([sys.executable, "-m", "submitit.local._local", folder])
         task = shlex.join([sys.executable, "-u", "-m", "submitit.core._submit", folder])
         return "\n".join([

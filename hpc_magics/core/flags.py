@@ -42,6 +42,8 @@ SBATCH_FLAGS: tuple[SbatchFlag, ...] = (
     SbatchFlag("gpus-per-node", None, "gpus_per_node", "GPUs per node: N or TYPE:N (A40:1)"),
     SbatchFlag("gres", None, "gres", "generic resources, as sbatch: gpu:v100:2"),
     SbatchFlag("constraint", "C", "constraint", "node features, as sbatch: -C gpu"),
+    SbatchFlag("dependency", "d", "dependency",
+               "start after other jobs, as sbatch: afterok:123 (or use --after JOB)"),
 )
 
 # Every spelling users may write (long and short) → request field.
@@ -52,7 +54,7 @@ FLAG_FIELDS: dict[str, str] = {
 }
 
 # sbatch's short options that take a value, besides the table's (they pass through).
-_OTHER_SHORT_WITH_VALUE = frozenset({"J", "o", "e", "n", "G", "w", "x", "d", "a", "D", "M"})
+_OTHER_SHORT_WITH_VALUE = frozenset({"J", "o", "e", "n", "G", "w", "x", "a", "D", "M"})
 SHORT_WITH_VALUE: frozenset[str] = frozenset(
     f.short for f in SBATCH_FLAGS if f.short) | _OTHER_SHORT_WITH_VALUE
 

@@ -7,7 +7,9 @@ route all agree on which scheduler entry belongs to which job.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from .errors import HpcMagicsError
 
@@ -83,3 +85,39 @@ def same_job(wanted: str, listed: str) -> bool:
     if mine is None or theirs is None:
         return wanted == listed
     return mine.covers(theirs)
+
+
+T = TypeVar("T")
+
+
+class JobIndex(Generic[T]):
+    """Queue or accounting entries by job id, so that each of a sweep's thousand tasks
+    finds its entries by lookup instead of comparing against every entry
+    (``find(x)`` gives the entries ``same_job(x, entry)`` accepts)."""
+
+    def __init__(self, entries: Iterable[T], job_id: Callable[[T], str]) -> None:
+        self._exact: dict[str, list[T]] = {}
+        self._by_base: dict[str, list[tuple[JobId | None, T]]] = {}
+        self._grouped: dict[str, list[tuple[JobId, T]]] = {}  # ranges, whole jobs, het parts
+        for entry in entries:
+            text = job_id(entry)
+            parsed = parse_job_id(text)
+            self._exact.setdefault(text, []).append(entry)
+            self._by_base.setdefault(parsed.base if parsed else text, []).append((parsed, entry))
+            if parsed is not None and not _single_task(parsed):
+                self._grouped.setdefault(parsed.base, []).append((parsed, entry))
+
+    def find(self, wanted: str) -> list[T]:
+        mine = parse_job_id(wanted)
+        if mine is None:
+            return list(self._exact.get(wanted, ()))
+        if _single_task(mine):  # its own entries, and pending ranges that hold it
+            own = [e for p, e in self._by_base.get(mine.base, ()) if p is not None
+                   and _single_task(p) and p.tasks == mine.tasks] \
+                if wanted not in self._exact else list(self._exact[wanted])
+            return own + [e for p, e in self._grouped.get(mine.base, ()) if mine.covers(p)]
+        return [e for p, e in self._by_base.get(mine.base, ()) if p is not None and mine.covers(p)]
+
+
+def _single_task(job_id: JobId) -> bool:
+    return job_id.tasks is not None and not job_id.tasks.startswith("[") and job_id.het is None

@@ -67,6 +67,9 @@ class JobSnapshot:
     submit_time: float | None = None  # epoch seconds, as Slurm recorded the submission
     backend: str = "slurm"
     folder: str = ""
+    # running: when it started; pending: Slurm's estimate (``squeue %S``), when it has one
+    start_time: float | None = None
+    node_list: str = ""  # c[1-2]
 
     @property
     def phase(self) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidRequest
 from .flags import ENGINE_FLAGS, SBATCH_FLAGS
+from .gpu_sampling import sampler_lines
 from .profiles import ClusterProfile
 from .resources import ResourceRequest
 from .units import format_memory, format_time
@@ -87,6 +88,10 @@ def header_lines(request: ResourceRequest, profile: ClusterProfile | None = None
     pairs = directives(request, profile, job_name)
     if engine:
         clashes = [flag for flag, _ in pairs if flag in ENGINE_FLAGS]
+        if clashes and clashes[0] in {"array", "a"}:
+            raise InvalidRequest(
+                f"#SBATCH --{clashes[0]}: a job array here is a sweep: use %%sbatch --sweep "
+                "NAME=V1,V2 (each task gets its value as a variable) and remove that line")
         if clashes:
             raise InvalidRequest(
                 f"#SBATCH --{clashes[0]}: hpc_magics sets the job's log files and signals "
@@ -151,5 +156,5 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
                "results.pkl and output.txt come back to the notebook."),
         # the job's files stay private to the user, like its folder
         prologue=("umask 077",),
-        run=("export SUBMITIT_EXECUTOR=slurm", cell),
+        run=(*sampler_lines(folder), "export SUBMITIT_EXECUTOR=slurm", cell),
     )

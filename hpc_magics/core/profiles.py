@@ -33,6 +33,9 @@ class Partition:
     requires_qos: str | None = None
     whole_node: bool = False
     note: str = ""
+    default_time_s: int | None = None
+    gpus_per_type: Mapping[str, int] = field(default_factory=dict)  # when node types differ
+    billing_weights: str = ""  # Slurm's TRESBillingWeights, e.g. "CPU=1.0,Mem=0.25G,GRES/gpu=4"
 
 
 @dataclass(frozen=True)
@@ -56,9 +59,40 @@ class ClusterProfile:
     billing: str = "node"  # what a node-hour counts: "node" or "core"
     cluster_names: tuple[str, ...] = ()  # Slurm ClusterName values this profile describes
     source: str = ""
+    documentation: str = ""  # where the limits come from
+    documented_on: str = ""  # when they were read there
+    partitions_complete: bool = True  # False: an unlisted partition is a warning, not an error
+    site_options: tuple[str, ...] = ()  # sbatch options the site's plugins add (--uenv)
+    legacy_constraints: Mapping[str, str] = field(default_factory=dict)  # -C value → advice
+    retired: str = ""  # the system is gone: what to use instead
+    gpu_constraint: str | None = None  # GPUs come with a node feature (Piz Daint XC: -C gpu)
 
     def partition(self, name: str | None) -> Partition | None:
         return self.partitions.get(name or self.default_partition or "")
+
+    def envelope(self) -> Partition | None:
+        """The most any partition allows: what a job that names no partition is checked
+        against when the site routes jobs itself (no default partition)."""
+        if not self.partitions:
+            return None
+        parts = list(self.partitions.values())
+
+        def most(values: list[int | None]) -> int | None:
+            return None if any(v is None for v in values) else max(v for v in values if v)
+
+        types: list[str] = []
+        for part in parts:
+            types += [t for t in part.gpu_types if t not in types]
+        return Partition(
+            name="(any partition)",
+            max_time_s=most([p.max_time_s for p in parts]),
+            max_nodes=most([p.max_nodes for p in parts]),
+            cpus_per_node=most([p.cpus_per_node for p in parts]),
+            mem_per_node_mb=most([p.mem_per_node_mb for p in parts]),
+            gpus_per_node=max(p.gpus_per_node for p in parts),
+            gpu_types=tuple(types) if all(p.gpu_types or not p.gpus_per_node for p in parts)
+            else (),
+        )
 
 
 def _partition(name: str, data: Mapping[str, Any]) -> Partition:
@@ -73,6 +107,9 @@ def _partition(name: str, data: Mapping[str, Any]) -> Partition:
         requires_qos=data.get("requires_qos"),
         whole_node=bool(data.get("whole_node", False)),
         note=data.get("note", ""),
+        default_time_s=parse_time(data["default_time"]) if "default_time" in data else None,
+        gpus_per_type={str(k): int(v) for k, v in data.get("gpus_per_type", {}).items()},
+        billing_weights=str(data.get("billing_weights", "")),
     )
 
 
@@ -100,6 +137,13 @@ def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -
         billing=data.get("billing", "node"),
         cluster_names=tuple(data.get("cluster_names", ())),
         source=source,
+        documentation=data.get("documentation", ""),
+        documented_on=str(data.get("documented_on", "")),
+        partitions_complete=bool(data.get("partitions_complete", True)),
+        site_options=tuple(data.get("site_options", ())),
+        legacy_constraints=dict(data.get("legacy_constraints", {})),
+        retired=data.get("retired", ""),
+        gpu_constraint=data.get("gpu_constraint"),
     )
 
 

@@ -57,6 +57,7 @@ class ResourceRequest:
     account: str | None = None
     qos: str | None = None
     constraint: str | None = None
+    dependency: str | None = None  # sbatch's --dependency (from --after/--after-any too)
     setup: tuple[str, ...] = ()
     backend: str = "auto"
     profile: str = "generic"
@@ -172,6 +173,7 @@ def as_rows(request: ResourceRequest) -> list[tuple[str, str]]:
         ("account", show(request.account)),
         ("qos", show(request.qos)),
         ("constraint", show(request.constraint)),
+        *([("dependency", request.dependency)] if request.dependency else []),
         ("setup", "; ".join(request.setup) if request.setup else "(none)"),
     ]
 

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from .profiles import ClusterProfile
 from .resources import ResourceRequest
 
 
-def cost_line(request: ResourceRequest) -> str:
-    """``≈ 2 GPU-h (2 node-h)``; empty when there is no time limit to cost."""
-    node_hours = request.node_hours()
-    if node_hours is None:
+def cost_line(request: ResourceRequest, profile: ClusterProfile | None = None,
+              billing_weights: str = "") -> str:
+    """``≈ 2 GPU-h (2 node-h) at most``; with a profile, also what its billing rule charges
+    (``core/cost.py``)."""
+    from .cost import estimate
+
+    cost = estimate(request, profile, billing_weights)
+    if cost.node_hours is None:
         return "no time limit set: cost unknown (add -t)"
-    gpu_hours = request.gpu_hours()
-    if gpu_hours:
-        return f"≈ {_short(gpu_hours)} GPU-h ({_short(node_hours)} node-h) at most"
-    return f"≈ {_short(node_hours)} node-h at most"
+    line = f"≈ {_short(cost.node_hours)} node-h at most"
+    if cost.gpu_hours:
+        line = f"≈ {_short(cost.gpu_hours)} GPU-h ({_short(cost.node_hours)} node-h) at most"
+    if profile is not None and profile.partitions and cost.billed is not None:
+        line += (f"; {_short(cost.core_hours or 0)} core-h; charged "
+                 f"{_short(cost.billed)} {cost.billed_unit} ({cost.rule})")
+    return line
 
 
 def _short(value: float) -> str:

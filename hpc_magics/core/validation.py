@@ -1,16 +1,29 @@
-"""Check a request against a profile and report every problem at once."""
+"""Check a request against a profile and report every problem at once.
+
+The policy (docs/validation.md): an **error** only for what the site would certainly refuse
+(a documented hard limit, a partition that does not exist, a malformed value, a placeholder);
+what the site fills in itself (a default account, a partition's default time) or merely
+advises is at most a **warning** with the reason.  Each rule below is one small function of
+(request, profile, partition) and the numbers it compares come from the profile's data.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .profiles import ClusterProfile
-from .resources import ResourceRequest
-from .units import UNLIMITED, format_time
+from .profiles import ClusterProfile, Partition
+from .resources import GpuRequest, ResourceRequest
+from .units import UNLIMITED, format_memory, format_time, parse_memory
 
 ERROR = "error"
 WARNING = "warning"
+# "<ACCOUNT>", "<project>" left in a value; for accounts also "$ACCOUNT", "NAISSXXXX-YY-ZZZZ",
+# the bare words ACCOUNT/PROJECT and "your_project".
+PLACEHOLDER = re.compile(r".*<[^<>@]+>.*")
+ACCOUNT_PLACEHOLDER = re.compile(
+    r".*<[^<>]+>.*|\$\{?\w+\}?|.*X{3,}.*|ACCOUNT|PROJECT|your[_-]?(account|project)")
 
 
 @dataclass(frozen=True)
@@ -23,87 +36,207 @@ class Problem:
         return f"{self.severity}: {self.message}"
 
 
+Found = Iterator[Problem]
+
+
+def _error(name: str, message: str) -> Problem:
+    return Problem(ERROR, name, message)
+
+
+def _warn(name: str, message: str) -> Problem:
+    return Problem(WARNING, name, message)
+
+
+def _extra(request: ResourceRequest, name: str) -> str | None:
+    value = None
+    for key, text in request.extra:
+        if key == name:
+            value = text  # the last one wins, as in sbatch
+    return value
+
+
+def resolve_partition(request: ResourceRequest, profile: ClusterProfile) -> Partition | None:
+    """The partition the job lands in; with none named and no default, the most any
+    partition allows (the site routes the job, so only a request no partition takes fails)."""
+    if request.partition or profile.default_partition:
+        return profile.partition(request.partition)
+    return profile.envelope()
+
+
+# ------------------------------------------------------------------ the rules
+def partition_exists(request: ResourceRequest, profile: ClusterProfile,
+                     partition: Partition | None) -> Found:
+    if request.partition and profile.partitions and request.partition not in profile.partitions:
+        choices = ", ".join(profile.partitions)
+        routed = "" if profile.default_partition else " (or leave -p out: the site routes jobs)"
+        if profile.partitions_complete:
+            yield _error("partition", f"partition {request.partition!r} does not exist on "
+                         f"{profile.name}: use one of {choices}{routed}")
+        else:
+            yield _warn("partition", f"partition {request.partition!r} is not in the "
+                        f"{profile.name} profile (documented on {profile.documented_on or '?'}): "
+                        f"check with sinfo; known: {choices}")
+
+
+def time_limit(request: ResourceRequest, profile: ClusterProfile,
+               partition: Partition | None) -> Found:
+    if request.time_s is None:
+        if profile.time_required:
+            yield _warn("time", f"no time limit: {profile.name} gives the partition's default "
+                        "time, which may be shorter than you need: add -t HH:MM:SS")
+        return
+    if partition and partition.max_time_s and (
+            request.time_s == UNLIMITED or request.time_s > partition.max_time_s):
+        yield _error("time", f"time {format_time(request.time_s)} exceeds the "
+                     f"{format_time(partition.max_time_s)} limit of partition "
+                     f"{partition.name!r}: ask for less or choose a longer partition")
+
+
+def node_count(request: ResourceRequest, profile: ClusterProfile,
+               partition: Partition | None) -> Found:
+    if partition and partition.max_nodes and request.node_count > partition.max_nodes:
+        yield _error("nodes", f"{request.node_count} nodes exceed the {partition.max_nodes}-node "
+                     f"limit of partition {partition.name!r}")
+
+
+def qos_needed(request: ResourceRequest, profile: ClusterProfile,
+               partition: Partition | None) -> Found:
+    if partition and partition.requires_qos and request.qos != partition.requires_qos:
+        yield _error("qos", f"partition {partition.name!r} needs --qos={partition.requires_qos}")
+
+
+def _cpus_on_a_node(request: ResourceRequest) -> int:
+    """CPUs one node must hold: tasks per node x CPUs per task; --ntasks counts only when the
+    job is held to one node (-N 1), else Slurm may spread the tasks."""
+    tasks = request.ntasks_per_node
+    total = _extra(request, "ntasks") or _extra(request, "n")
+    if tasks is None and request.nodes == 1 and total and total.isdigit():
+        tasks = int(total)
+    return (request.cpus_per_task or 1) * (tasks or 1)
+
+
+def cpus_per_node(request: ResourceRequest, profile: ClusterProfile,
+                  partition: Partition | None) -> Found:
+    if not (partition and partition.cpus_per_node):
+        return
+    cpus = _cpus_on_a_node(request)
+    if cpus > partition.cpus_per_node:
+        name = "cpus-per-task" if request.cpus_per_task else "ntasks-per-node"
+        yield _error(name, f"{cpus} CPUs per node exceed the {partition.cpus_per_node} "
+                     f"of partition {partition.name!r}")
+
+
+def memory(request: ResourceRequest, profile: ClusterProfile,
+           partition: Partition | None) -> Found:
+    if not (partition and partition.mem_per_node_mb):
+        return
+    limit = partition.mem_per_node_mb
+    if request.mem_mb and request.mem_mb > limit:
+        yield _error("mem", f"--mem {format_memory(request.mem_mb)} exceeds the "
+                     f"{format_memory(limit)} a node of partition {partition.name!r} has "
+                     "(--mem=0 asks for all of it)")
+    per_cpu = _extra(request, "mem-per-cpu")
+    if per_cpu:
+        cpus = _cpus_on_a_node(request)
+        total = parse_memory(per_cpu) * cpus
+        if total > limit:
+            yield _error("mem-per-cpu", f"--mem-per-cpu {per_cpu} x {cpus} CPUs = "
+                         f"{format_memory(total)} exceeds the {format_memory(limit)} a node "
+                         f"of partition {partition.name!r} has")
+
+
+def _typed_limit(partition: Partition, gpus: GpuRequest) -> int:
+    if gpus.type:
+        for name, count in partition.gpus_per_type.items():
+            if name.lower() == gpus.type.lower():
+                return count
+    return partition.gpus_per_node
+
+
+def gpu_request(request: ResourceRequest, profile: ClusterProfile,
+                partition: Partition | None) -> Found:
+    gpus = request.gpus()
+    total = _extra(request, "gpus") or _extra(request, "G")
+    if gpus is None and total:
+        parsed = GpuRequest.parse(total, flag="--gpus")
+        per_node = -(-parsed.count // request.node_count)  # spread over the nodes, rounded up
+        gpus = GpuRequest(per_node, parsed.type)
+    if gpus is None or partition is None or not profile.partitions:
+        return
+    if partition.gpus_per_node == 0:
+        yield _error("gpus-per-node", f"partition {partition.name!r} has no GPUs: choose a GPU "
+                     "partition or drop the GPU request")
+        return
+    limit = _typed_limit(partition, gpus)
+    if gpus.count > limit:
+        kind = f" {gpus.type}" if gpus.type and partition.gpus_per_type else ""
+        yield _error("gpus-per-node", f"{gpus.count}{kind} GPUs per node exceed the {limit} "
+                     f"a node of partition {partition.name!r} has")
+    known = {t.lower(): t for t in partition.gpu_types}
+    if gpus.type and known and gpus.type.lower() not in known:
+        yield _error("gpus-per-node", f"GPU type {gpus.type!r} does not exist in partition "
+                     f"{partition.name!r}: use one of {', '.join(partition.gpu_types)}")
+    elif gpus.type and known and gpus.type not in partition.gpu_types:
+        yield _warn("gpus-per-node", f"GPU type {gpus.type!r} is spelled "
+                    f"{known[gpus.type.lower()]!r} on {profile.name}")
+
+
+def gpu_typing(request: ResourceRequest, profile: ClusterProfile,
+               partition: Partition | None) -> Found:
+    gpus = request.gpus()
+    total = _extra(request, "gpus") or _extra(request, "G")
+    typed = (gpus and gpus.type) or (total and ":" in total)
+    if (gpus or total) and not typed and profile.gpu_type_required:
+        yield _error("gpus-per-node", f"{profile.name} needs a typed GPU request like "
+                     f"--gpus-per-node=A40:1 (types: {', '.join(_all_gpu_types(profile))})")
+    cpu_only = profile.gpu_constraint_for_cpu_only
+    if (not gpus and not total and cpu_only and request.backend != "local"
+            and cpu_only not in (request.constraint or "").replace("&", ",").split(",")):
+        yield _error("gpus-per-node", f"{profile.name} is a GPU cluster: request GPUs with "
+                     f"--gpus-per-node=TYPE:N, or add -C {cpu_only} for a CPU-only job")
+    if (not gpus and not total and partition and partition.gpus_per_node
+            and not partition.whole_node and "shared" in partition.name):
+        yield _warn("gres", f"partition {partition.name!r} shares its nodes: without "
+                    "--gres=gpu:N the job gets no GPU")
+
+
+def account(request: ResourceRequest, profile: ClusterProfile,
+            partition: Partition | None) -> Found:
+    name = request.account
+    example = f" (like {profile.account_example})" if profile.account_example else ""
+    if name:
+        if name in profile.account_placeholders or ACCOUNT_PLACEHOLDER.fullmatch(name):
+            yield _error("account", f"account {name!r} is a placeholder: use your own "
+                         f"project{example}")
+        elif profile.account_pattern and not re.fullmatch(profile.account_pattern, name):
+            yield _warn("account", f"account {name!r} does not look like a {profile.name} "
+                        f"project{example}")
+    elif profile.account_required and request.backend != "local":
+        yield _warn("account", f"no -A/--account: Slurm charges your default {profile.name} "
+                    f"account, and refuses the job if you have several: add -A "
+                    f"{profile.account_example or 'PROJECT'}")
+
+
+def legacy(request: ResourceRequest, profile: ClusterProfile,
+           partition: Partition | None) -> Found:
+    for feature in re.split(r"[,&|]", request.constraint or ""):
+        advice = profile.legacy_constraints.get(feature.strip().strip("[]"))
+        if advice:
+            yield _warn("constraint", advice)
+    if profile.retired:
+        yield _warn("profile", profile.retired)
+
+
+RULES: tuple[Callable[[ResourceRequest, ClusterProfile, Partition | None], Found], ...] = (
+    partition_exists, time_limit, node_count, qos_needed, cpus_per_node, memory,
+    gpu_request, gpu_typing, account, legacy,
+)
+
+
 def check(request: ResourceRequest, profile: ClusterProfile) -> list[Problem]:
     """Every problem of ``request`` on ``profile``; errors first."""
-    problems: list[Problem] = []
-
-    def error(name: str, message: str) -> None:
-        problems.append(Problem(ERROR, name, message))
-
-    def warn(name: str, message: str) -> None:
-        problems.append(Problem(WARNING, name, message))
-
-    partition = profile.partition(request.partition)
-    if request.partition and profile.partitions and partition is None:
-        error("partition", f"partition {request.partition!r} does not exist on "
-              f"{profile.name}: use one of {', '.join(profile.partitions)}")
-
-    if request.time_s is None and profile.time_required:
-        error("time", f"{profile.name} needs a time limit: add -t HH:MM:SS")
-    if partition and partition.max_time_s and request.time_s is not None:
-        if request.time_s == UNLIMITED or request.time_s > partition.max_time_s:
-            error("time", f"time {format_time(request.time_s)} exceeds the "
-                  f"{format_time(partition.max_time_s)} limit of partition {partition.name!r}: "
-                  "ask for less or choose a longer partition")
-    if partition and partition.max_nodes and request.node_count > partition.max_nodes:
-        error("nodes", f"{request.node_count} nodes exceed the {partition.max_nodes}-node limit "
-              f"of partition {partition.name!r}")
-    if partition and partition.requires_qos and request.qos != partition.requires_qos:
-        error("qos", f"partition {partition.name!r} needs --qos={partition.requires_qos}")
-
-    if partition and partition.cpus_per_node and request.cpus_per_task:
-        cpus = request.cpus_per_task * (request.ntasks_per_node or 1)
-        if cpus > partition.cpus_per_node:
-            error("cpus-per-task", f"{cpus} CPUs per node exceed the {partition.cpus_per_node} "
-                  f"of partition {partition.name!r}")
-    if partition and partition.mem_per_node_mb and request.mem_mb:
-        if request.mem_mb > partition.mem_per_node_mb:
-            error("mem", f"--mem {request.mem_mb}M exceeds the {partition.mem_per_node_mb}M "
-                  f"a node of partition {partition.name!r} has (--mem=0 asks for all of it)")
-
-    gpus = request.gpus()
-    if gpus is not None and partition is not None and profile.partitions:
-        if partition.gpus_per_node == 0:
-            error("gpus-per-node", f"partition {partition.name!r} has no GPUs: choose a GPU "
-                  "partition or drop the GPU request")
-        elif gpus.count > partition.gpus_per_node:
-            error("gpus-per-node", f"{gpus.count} GPUs per node exceed the "
-                  f"{partition.gpus_per_node} of partition {partition.name!r}")
-        if gpus.type and partition.gpu_types and gpus.type.lower() not in {
-            t.lower() for t in partition.gpu_types
-        }:
-            error("gpus-per-node", f"GPU type {gpus.type!r} does not exist in partition "
-                  f"{partition.name!r}: use one of {', '.join(partition.gpu_types)}")
-        if (
-            gpus.type and partition.gpu_types
-            and gpus.type not in partition.gpu_types
-            and gpus.type.lower() in {t.lower() for t in partition.gpu_types}
-        ):
-            warn("gpus-per-node", f"GPU type {gpus.type!r} is spelled "
-                 f"{next(t for t in partition.gpu_types if t.lower() == gpus.type.lower())!r}"
-                 f" on {profile.name}")
-    if gpus is not None and gpus.type is None and profile.gpu_type_required:
-        error("gpus-per-node", f"{profile.name} needs a typed GPU request like "
-              f"--gpus-per-node=A40:1 (types: {', '.join(_all_gpu_types(profile))})")
-    if (gpus is None and profile.gpu_constraint_for_cpu_only
-            and request.constraint != profile.gpu_constraint_for_cpu_only
-            and request.backend != "local"):
-        error("gpus-per-node", f"{profile.name} is a GPU cluster: request GPUs with "
-              f"--gpus-per-node=TYPE:N, or add -C {profile.gpu_constraint_for_cpu_only} "
-              "for a CPU-only job")
-
-    account = request.account
-    if account:
-        if account in profile.account_placeholders or re.fullmatch(r"<.*>|\$\{?\w+\}?", account):
-            error("account", f"account {account!r} is a placeholder: use your own project"
-                  + (f" (like {profile.account_example})" if profile.account_example else ""))
-        elif profile.account_pattern and not re.fullmatch(profile.account_pattern, account):
-            warn("account", f"account {account!r} does not look like a {profile.name} project"
-                 + (f" (like {profile.account_example})" if profile.account_example else ""))
-    elif profile.account_required and request.backend != "local":
-        error("account", f"{profile.name} needs a project account: add -A "
-              f"{profile.account_example or 'PROJECT'}")
-
+    partition = resolve_partition(request, profile)
+    problems = [problem for rule in RULES for problem in rule(request, profile, partition)]
     problems.sort(key=lambda p: p.severity != ERROR)
     return problems
 

@@ -7,10 +7,12 @@ from typing import Any
 
 def register(ipython: Any) -> None:
     from .jobs import HpcMagics
+    from .monitor import MonitorMagics
     from .notebook import NotebookJobMagics
 
     ipython.register_magics(HpcMagics)
     ipython.register_magics(NotebookJobMagics)
+    ipython.register_magics(MonitorMagics)
     try:
         from .server import ServerMagics
     except ImportError:  # the server magic is optional

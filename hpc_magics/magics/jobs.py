@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, parse_argstring
 from traitlets import Float, Unicode
 
@@ -26,7 +26,9 @@ from ..core.profiles import (
     load_profile,
 )
 from ..core.resources import ResourceRequest
+from . import sweep as sweep_magic
 from .arguments import lazy_magic_arguments as magic_arguments
+from .scale import options_from_args, scale_arguments
 
 RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--profile",), {"help": "cluster profile: " + ", ".join(sorted(available_profiles()))}),
@@ -111,7 +113,7 @@ class ResourceView:
         self.request, self.profile, self.problems = request, profile, problems
         self.header = jobscript.header_lines(request, profile)
         self.lines = [profile.shebang or jobscript.DEFAULT_SHEBANG, *self.header]
-        self.cost = sbatch.cost_line(request)
+        self.cost = sbatch.cost_line(request, profile)
 
     def __repr__(self) -> str:
         rows = resources.as_rows(self.request)
@@ -200,8 +202,11 @@ class HpcMagics(Magics):
     @magic_arguments()
     @resource_arguments
     @argument("--reset", action="store_true", help="forget the session's settings")
-    @line_magic
-    def hpc_resources(self, line: str = "") -> ResourceView:
+    @argument("--check", action="store_true",
+              help="check a job script pasted as the cell (%%%%hpc_resources --check), or the "
+                   "session's request, line by line against the profile")
+    @line_cell_magic
+    def hpc_resources(self, line: str = "", cell: str | None = None) -> Any:
         """Show the resource request, or set the session's defaults with sbatch's flags.
 
         Without arguments: a table of the current request, the #SBATCH lines it renders
@@ -212,6 +217,12 @@ class HpcMagics(Magics):
             %hpc_resources --profile alvis --gpus-per-node A40:1 -t 2h -A NAISS2024-5-1
         """
         args = parse_argstring(self.hpc_resources, line)
+        if args.check:
+            from .check import check_view
+
+            view = ResourceView(self.request, self._profile(self.request), [])
+            return check_view(cell if cell is not None else "\n".join(view.lines),
+                              args.profile or self.request.profile)
         request = self.request
         if args.reset:
             request = ResourceRequest(profile=self.default_profile)
@@ -230,6 +241,8 @@ class HpcMagics(Magics):
                    "earlier cells (display code stripped) first; for state that does not pickle")
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
+    @scale_arguments
+    @sweep_magic.sweep_arguments
     @cell_magic
     def sbatch(self, line: str, cell: str) -> Any:
         """Run this cell as a Slurm job (or locally when there is no Slurm).
@@ -243,6 +256,10 @@ class HpcMagics(Magics):
         from ..shipping.packing import pack
 
         args = parse_argstring(self.sbatch, line)
+        if args.retry_failed:
+            self._show_handle(sweep_magic.retry(self, cell))
+            return None
+        points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
         try:
             parsed = directive_parser.parse(cell)
             request = resources.updated(self.request, parsed.values)
@@ -251,8 +268,11 @@ class HpcMagics(Magics):
         request = self._apply(request, args)
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
+        request = sweep_magic.with_dependencies(self, request, args)
         profile = self._profile(request)
-        problems = self._problems(request)
+        from ..core.checkscript import syntax_problems
+
+        problems = syntax_problems(cell, profile) + self._problems(request)
         errors = validation.errors(problems)
         if errors:
             raise UsageError(_one_line(errors))
@@ -263,8 +283,17 @@ class HpcMagics(Magics):
 
             backend = get_backend(request.backend, python=self.python or None)
             backend.preflight(request, profile)
+            options = options_from_args(args, request, backend.name)
+            tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
+            if points and (options.active or tasks > 1):
+                raise UsageError("--sweep runs each point as one single-task array task: it "
+                                 "does not combine with --checkpoint, --stage, --stage-back, "
+                                 "--gather or several tasks (-N/--ntasks-per-node) yet; "
+                                 "drop one of them")
             body, helpers = _plain_python(parsed.body)
             names = analyse(body)
+            if points:  # set per task, never shipped
+                names = sweep_magic.without_parameters(names, points)
             if body != parsed.body:  # names the translation made up are not the user's results
                 names = replace(names, assigned=tuple(
                     n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
@@ -280,9 +309,12 @@ class HpcMagics(Magics):
             from ..backends.folder import JobFolder
 
             would_be = JobFolder.would_be(self.jobs_root, job_name)
-            script = backend.job_script(str(would_be), request, profile, job_name)
+            script = backend.job_script(str(would_be), request, profile, job_name, options)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
+        if points:
+            return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
+                                   points, cell, str(would_be))
         if args.dry_run:
             print(f"# dry run: nothing submitted. The job folder would be {would_be}"
                   " (its time stamp and random part are set at submission).")
@@ -290,7 +322,7 @@ class HpcMagics(Magics):
             print(f"# {payload.summary()}")
             return None
         print(f"[hpc_magics] {payload.summary()}")
-        handle = self._submit(backend, payload, request, profile, job_name)
+        handle = self._submit(backend, payload, request, profile, job_name, options)
         widget = self._show_handle(handle)
         if args.wait:
             self._wait_and_fetch(handle, widget, results_suffice=True)
@@ -341,25 +373,19 @@ class HpcMagics(Magics):
         return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{count}")
 
     def _submit(self, backend: Any, payload: Any, request: ResourceRequest,
-                profile: ClusterProfile, job_name: str) -> Any:
-        from ..backends.folder import JobFolder
+                profile: ClusterProfile, job_name: str, options: Any = None) -> Any:
         from ..handle import JobHandle
 
-        try:
-            folder = JobFolder.create(self.jobs_root, job_name)
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
-        except OSError as error:  # a read-only or full file system: nothing is submitted
-            raise UsageError(f"cannot create a job folder in {self.jobs_root}: "
-                             f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable folder"
-                             ) from None
+        folder = self._new_folder(job_name)
         meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
                 "request": resources.to_dict(request), "shipped": payload.summary(),
                 "results": list(payload.result_names), "notebook":
                 os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING"}
+        if options is not None and options.active:
+            meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
         folder.write_meta(meta)
         try:
-            job_id = backend.submit(folder, payload, request, profile, job_name)
+            job_id = backend.submit(folder, payload, request, profile, job_name, options)
         except HpcMagicsError as error:
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
             raise UsageError(str(error)) from None
@@ -367,6 +393,18 @@ class HpcMagics(Magics):
         self.handles[job_id] = handle
         self.last_job = job_id
         return handle
+
+    def _new_folder(self, job_name: str) -> Any:
+        from ..backends.folder import JobFolder
+
+        try:
+            return JobFolder.create(self.jobs_root, job_name)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        except OSError as error:  # a read-only or full file system: nothing is submitted
+            raise UsageError(f"cannot create a job folder in {self.jobs_root}: "
+                             f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable folder"
+                             ) from None
 
     def _show_handle(self, handle: Any) -> Any:
         """Display the job's widget (or its summary without ipywidgets); return the widget."""
@@ -387,7 +425,9 @@ class HpcMagics(Magics):
         the widget's monitor then shows the job's end."""
         from IPython.display import Pretty, display
 
-        status = display(Pretty(f"job {handle.job_id}: waiting"), display_id=True)
+        # the widget tells the story itself; without one, a line that ends in the final state
+        status = None if widget is not None else display(
+            Pretty(f"job {handle.job_id}: waiting"), display_id=True)
 
         def progress(h: Any, state: str, elapsed: float) -> None:
             if status is not None:
@@ -405,6 +445,8 @@ class HpcMagics(Magics):
         finally:
             if widget is not None:
                 widget.render()
+            if status is not None:  # never a stale "RUNNING · 1s" under a finished job
+                status.update(Pretty(f"job {handle.job_id}: {handle.status.state}"))
 
     def _handle(self, job: str | None) -> Any:
         from ..handle import attach
@@ -449,19 +491,46 @@ class HpcMagics(Magics):
     def hpc_cancel(self, line: str = "") -> None:
         """Cancel a job of this notebook."""
         args = parse_argstring(self.hpc_cancel, line)
-        handle = self._handle(args.job)
+        try:
+            handle = self._handle(args.job)
+        except UsageError:
+            if not args.job:
+                raise
+            self._cancel_by_id(args.job)  # a job of another tool (see %hpc_jobs --all)
+            return
         try:
             state = handle.cancel()
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         print(f"[hpc_magics] job {handle.job_id}: {state}")
 
+    def _cancel_by_id(self, job_id: str) -> None:
+        from ..scheduler.watcher import watcher
+
+        try:
+            watcher().cancel(job_id)  # only one of the user's own jobs, as squeue lists them
+        except (HpcMagicsError, LookupError) as error:
+            raise UsageError(str(error).strip("'\"")) from None
+        print(f"[hpc_magics] job {job_id}: cancelled")
+
     # ------------------------------------------------------------- %hpc_jobs
+    @magic_arguments()
+    @argument("--all", action="store_true",
+              help="every job of yours: other notebooks, kernels and tools too, and the ones "
+                   "that ended today; Cancel, Log and Handle buttons in Jupyter")
+    @argument("--state", help="only jobs in these states, e.g. R,PD or COMPLETED")
     @line_magic
     def hpc_jobs(self, line: str = "") -> Any:
         """The jobs in this notebook's job folder, newest first, with their states."""
         from ..backends.folder import find_job_folders
         from ..scheduler.watcher import watcher
+
+        args = parse_argstring(self.hpc_jobs, line)
+        if args.all and self.shell is not None:
+            return self.shell.magics_manager.registry["MonitorMagics"].all_jobs(args.state)
+        from .monitor import wanted_states
+
+        wanted = wanted_states(args.state)
 
         folders = [f for f in find_job_folders(self.jobs_root) if "job_id" in f.meta()]
         try:  # one batched poll for all of them; settled jobs are not asked again
@@ -471,6 +540,8 @@ class HpcMagics(Magics):
         lines = [f"{'job':>10}  {'state':<12} {'backend':<7} name / folder"]
         for folder in folders:
             meta, status = folder.meta(), polled[folder.path]
+            if wanted is not None and status.state not in wanted:
+                continue
             note = f" ({status.note})" if status.note else ""
             lines.append(f"{status.job_id:>10}  {status.state:<12} "
                          f"{meta.get('backend', ''):<7} {meta.get('name', '')}{note}")

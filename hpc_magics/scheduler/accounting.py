@@ -1,20 +1,47 @@
-"""What Slurm's accounting (``sacct``) says about many jobs, in one call with a time-out.
+"""What Slurm's accounting (``sacct``) says about many jobs: one call per interval per user.
 
 ``None`` means "accounting unreachable" (disabled, slurmdbd down, a time-out): callers
 must never read it as "ended" or "failed".
+
+``SharedAccounting`` is to ``sacct`` what ``JobQueue`` is to ``squeue``: every kernel, tab
+and the server of one user share a cache file (runtime dir, per user and cluster). A
+process that needs jobs asked about adds them to the file's wanted list; whoever finds the
+last call an interval old asks about every wanted job in ONE ``sacct`` (states and usage
+alike) and writes the answers for all. Jobs wanted while someone else's call is fresh wait
+for the next one: at most one ``sacct`` per interval for the user, however many processes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
 from ..core.errors import HpcMagicsError
-from ..core.jobs import normalize_state
+from ..core.jobids import parse_job_id
+from ..core.jobs import is_final, normalize_state
 from . import commands
-from .queue import slurm_timestamp
+from .cluster import cluster_name
+from .queue import (
+    default_cache_dir,
+    file_lock,
+    login_name,
+    poll_interval,
+    slurm_timestamp,
+    write_private_json,
+)
 
 SACCT_TIMEOUT_S = 20.0
+CACHE_VERSION = 1
+# answers and wishes older than this are dropped from the shared file
+FORGET_AFTER_S = 1800.0
+# "recent" for %hpc_jobs --all: the user's jobs that ended within this window
+RECENT_WINDOW = "now-1days"
 
 
 @dataclass(frozen=True)
@@ -22,6 +49,7 @@ class AccountingRecord:
     job_id: str  # as sacct spells it: 123, 123_4, 123_[5-9], 123+0
     state: str
     submit_time: float | None
+    usage: Usage | None = None
 
 
 def parse_sacct(text: str) -> tuple[AccountingRecord, ...]:
@@ -39,15 +67,175 @@ def parse_sacct(text: str) -> tuple[AccountingRecord, ...]:
     return tuple(records)
 
 
-def sacct_records(job_ids: Sequence[str]) -> tuple[AccountingRecord, ...] | None:
-    """One ``sacct`` call for all ``job_ids``; ``None`` when accounting is unreachable."""
+def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
+    """``sacct -n -P -o USAGE_FIELDS`` (steps included) as records that carry their usage."""
+    submit_at = USAGE_FIELDS.index("Submit")
+    submits = {}
+    for line in text.splitlines():
+        parts = line.strip().split("|", len(USAGE_FIELDS) - 1)
+        if len(parts) == len(USAGE_FIELDS) and parts[0] and "." not in parts[0]:
+            submits[parts[0]] = slurm_timestamp(parts[submit_at])
+    return tuple(AccountingRecord(u.job_id, u.state, submits.get(u.job_id), u)
+                 for u in parse_usage(text))
+
+
+def _record_to_dict(record: AccountingRecord) -> dict[str, Any]:
+    return {"job_id": record.job_id, "state": record.state, "submit_time": record.submit_time,
+            "usage": record.usage.to_dict() if record.usage is not None else None}
+
+
+def _record_from_dict(data: dict[str, Any]) -> AccountingRecord:
+    usage = data.get("usage")
+    return AccountingRecord(str(data["job_id"]), str(data["state"]), data.get("submit_time"),
+                            Usage.from_dict(usage) if usage else None)
+
+
+def sacct_usage(job_ids: Sequence[str], runner: Callable[..., commands.CommandResult]
+                = commands.run) -> tuple[AccountingRecord, ...] | None:
+    """One ``sacct`` call for all ``job_ids``, states and usage; ``None``: unreachable."""
     if not job_ids:
         return ()
     try:
-        result = commands.run(["sacct", "-n", "-X", "-P", "-o", "JobID,State,Submit",
-                               "-j", ",".join(job_ids)], timeout=SACCT_TIMEOUT_S)
+        result = runner(["sacct", "-n", "-P", "-o", ",".join(USAGE_FIELDS),
+                         "-j", ",".join(job_ids)], timeout=SACCT_TIMEOUT_S)
     except HpcMagicsError:
         return None
     if not result.ok:
         return None
-    return parse_sacct(result.stdout)
+    return parse_accounting(result.stdout)
+
+
+def sacct_records(job_ids: Sequence[str]) -> tuple[AccountingRecord, ...] | None:
+    """One ``sacct`` call for all ``job_ids``; ``None`` when accounting is unreachable."""
+    return sacct_usage(job_ids)
+
+
+def base_of(job_id: str) -> str:
+    parsed = parse_job_id(job_id)
+    return parsed.base if parsed is not None else job_id
+
+
+@dataclass
+class SharedAccounting:
+    """One cached ``sacct`` per interval for all of a user's processes (see module doc)."""
+
+    user: str = field(default_factory=login_name)
+    cluster: str = field(default_factory=cluster_name)
+    interval_s: float = field(default_factory=poll_interval)
+    cache_dir: Path | None = None
+    runner: Callable[..., commands.CommandResult] = commands.run
+    _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def cache_path(self) -> Path:
+        folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
+
+        def safe(text: str) -> str:
+            return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+        return folder / f"hpc_magics-sacct-{safe(self.user)}-{safe(self.cluster)}.json"
+
+    def answers(self, job_ids: Iterable[str], max_age_s: float | None = None
+                ) -> dict[str, tuple[AccountingRecord, ...] | None]:
+        """Records per base id of ``job_ids``, answered within ``max_age_s`` (default: the
+        interval). A base missing from the result has not been asked yet (someone else's
+        call is fresh): it is wanted now and comes with the next call. ``None``: that call
+        found accounting unreachable."""
+        bases = sorted({base_of(j) for j in job_ids})
+        if not bases:
+            return {}
+        max_age = self.interval_s if max_age_s is None else max_age_s
+        found = self._fresh(self._read(), bases, max_age)
+        if len(found) == len(bases):
+            return found
+        with self._thread_lock, file_lock(self.cache_path, SACCT_TIMEOUT_S + 5.0) as locked:
+            data = self._read()
+            found = self._fresh(data, bases, max_age)
+            if len(found) == len(bases) or not locked:
+                return found
+            now = time.time()
+            wanted: dict[str, float] = data["wanted"]
+            for base in bases:
+                wanted[base] = now
+            if now - float(data["last_call"] or 0.0) >= max_age:
+                self._ask(data, now)
+                found = self._fresh(data, bases, max_age)
+            self._write(data)
+            return found
+
+    def settled(self, base: str) -> bool:
+        """Accounting's last answer about ``base`` is final for good."""
+        return _settled(self._read()["answers"].get(base_of(base)))
+
+    def _ask(self, data: dict[str, Any], now: float) -> None:
+        """One call for every wanted job whose answer is not settled (final)."""
+        answers: dict[str, Any] = data["answers"]
+        ask = sorted(b for b, t in data["wanted"].items() if now - t < FORGET_AFTER_S
+                     and not _settled(answers.get(b)))
+        records = sacct_usage(ask, self.runner) if ask else ()
+        data["last_call"] = now
+        for base in ask:
+            mine = None if records is None else [
+                _record_to_dict(r) for r in records if base_of(r.job_id) == base]
+            before = answers.get(base) or {}
+            # final twice: settled even if a step never reports its figures
+            final_before = bool(before.get("records")) and all(
+                is_final(r["state"]) for r in before["records"])
+            answers[base] = {"at": now, "records": mine, "final_before": final_before}
+
+    @staticmethod
+    def _fresh(data: dict[str, Any], bases: list[str], max_age: float
+               ) -> dict[str, tuple[AccountingRecord, ...] | None]:
+        now = time.time()
+        found: dict[str, tuple[AccountingRecord, ...] | None] = {}
+        for base in bases:
+            answer = data["answers"].get(base)
+            if answer is None or not (_settled(answer) or now - answer["at"] < max_age):
+                continue
+            records = answer["records"]
+            found[base] = None if records is None else tuple(
+                _record_from_dict(r) for r in records)
+        return found
+
+    def _read(self) -> dict[str, Any]:
+        empty: dict[str, Any] = {"version": CACHE_VERSION, "last_call": 0.0, "wanted": {},
+                                 "answers": {}}
+        try:
+            data = json.loads(self.cache_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return empty
+        if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+            return empty
+        return data
+
+    def _write(self, data: dict[str, Any]) -> None:
+        now = time.time()
+        data["wanted"] = {b: t for b, t in data["wanted"].items() if now - t < FORGET_AFTER_S}
+        data["answers"] = {b: a for b, a in data["answers"].items()
+                           if now - a["at"] < FORGET_AFTER_S or b in data["wanted"]}
+        write_private_json(self.cache_path, json.dumps(data))
+
+
+def _settled(answer: dict[str, Any] | None) -> bool:
+    """Every record final, with its usage complete: nothing later will change it."""
+    if answer is None or not answer.get("records"):
+        return False
+    for record in answer["records"]:
+        usage = record.get("usage") or {}
+        if not is_final(record["state"]):
+            return False
+        if usage.get("max_rss_mb") is None and (usage.get("elapsed_s") or 0) > 0 \
+                and not answer.get("final_before"):
+            return False  # the steps' figures can lag the job's end a moment
+    return True
+
+
+def recent_jobs(user: str | None = None, runner: Callable[..., commands.CommandResult]
+                = commands.run) -> tuple[AccountingRecord, ...] | None:
+    """The user's jobs of the last day (``%hpc_jobs --all``); ``None``: unreachable."""
+    try:
+        result = runner(["sacct", "-n", "-P", "-X", "-u", user or login_name(), "-S",
+                         RECENT_WINDOW, "-o", ",".join(USAGE_FIELDS)], timeout=SACCT_TIMEOUT_S)
+    except HpcMagicsError:
+        return None
+    return parse_accounting(result.stdout) if result.ok else None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
+import functools
 import json
 import os
 import pwd
@@ -32,21 +33,23 @@ from typing import Any
 import filelock
 
 from ..core.errors import HpcMagicsError
-from ..core.jobids import require_job_id, same_job
-from ..core.jobs import JobSnapshot, normalize_state
+from ..core.jobids import JobIndex, require_job_id
+from ..core.jobs import JobSnapshot, normalize_state, phase
 from . import commands
 from .cluster import cluster_name
 
 DEFAULT_INTERVAL_S = 10.0
 DEFAULT_TIMEOUT_S = 20.0
 MAX_BACKOFF_S = 300.0
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 # flock refused by the file system (some NFS/Lustre mounts): lock with a lock file instead
 NO_FLOCK_ERRNOS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS})
 
 # Fields separated by "|"; the job name goes last so a "|" inside it survives the split.
 # %V: submit time, so a job id the controller reuses is never taken for an older job.
-SQUEUE_FIELDS = ("%i", "%T", "%P", "%D", "%M", "%l", "%e", "%r", "%S", "%V", "%j")
+# %R: a pending job's reason, a running job's nodes. %S: the start, or for a pending job
+# the scheduler's estimate (what `squeue --start` shows, so no second call is needed).
+SQUEUE_FIELDS = ("%i", "%T", "%P", "%D", "%M", "%l", "%e", "%R", "%S", "%V", "%j")
 SQUEUE_FORMAT = "|".join(SQUEUE_FIELDS)
 
 Runner = Callable[..., commands.CommandResult]
@@ -98,15 +101,21 @@ def parse_squeue(text: str) -> tuple[JobSnapshot, ...]:
         parts = line.split("|", len(SQUEUE_FIELDS) - 1)
         if len(parts) != len(SQUEUE_FIELDS) or not parts[0].strip():
             continue
-        job_id, state, partition, nodes, elapsed, limit, end, reason, _start, submit, name = \
-            parts
+        job_id, state, partition, nodes, elapsed, limit, end, reason_or_nodes, start, submit, \
+            name = parts
+        state = normalize_state(state)
+        reason_or_nodes = reason_or_nodes.strip()
+        if reason_or_nodes in {"None", "(null)", "(None)"}:
+            reason_or_nodes = ""
+        waiting = phase(state) == "pending"
         jobs.append(JobSnapshot(
-            job_id=job_id.strip(), state=normalize_state(state), name=name.strip(),
+            job_id=job_id.strip(), state=state, name=name.strip(),
             partition=partition.strip(), nodes=nodes.strip(),
             elapsed_s=slurm_duration(elapsed), time_limit_s=slurm_duration(limit),
             end_time=slurm_timestamp(end),
-            reason="" if reason.strip() in {"None", "(null)"} else reason.strip(),
-            submit_time=slurm_timestamp(submit),
+            reason=reason_or_nodes.strip("()") if waiting else "",
+            submit_time=slurm_timestamp(submit), start_time=slurm_timestamp(start),
+            node_list="" if waiting else reason_or_nodes,
         ))
     return tuple(jobs)
 
@@ -115,7 +124,8 @@ def _snapshot_to_dict(job: JobSnapshot) -> dict[str, Any]:
     return {"job_id": job.job_id, "state": job.state, "name": job.name,
             "partition": job.partition, "nodes": job.nodes, "elapsed_s": job.elapsed_s,
             "time_limit_s": job.time_limit_s, "end_time": job.end_time, "reason": job.reason,
-            "submit_time": job.submit_time}
+            "submit_time": job.submit_time, "start_time": job.start_time,
+            "node_list": job.node_list}
 
 
 def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
@@ -141,7 +151,12 @@ class QueueView:
 
     def find_all(self, job_id: str) -> tuple[JobSnapshot, ...]:
         """Every entry belonging to ``job_id``: ``123`` gets ``123_4``, ``123_[5-9]``, ``123+1``."""
-        return tuple(job for job in self.jobs if same_job(job_id, job.job_id))
+        return tuple(self._index.find(job_id))
+
+    @functools.cached_property
+    def _index(self) -> JobIndex[JobSnapshot]:
+        # built once per view: a sweep's thousand tasks look themselves up in it
+        return JobIndex(self.jobs, lambda job: job.job_id)
 
 
 def _view_to_json(view: QueueView) -> str:
@@ -177,13 +192,21 @@ def login_name() -> str:
         return os.environ.get("USER") or os.environ.get("LOGNAME") or str(os.getuid())
 
 
+def poll_interval() -> float:
+    """``HPC_MAGICS_POLL_INTERVAL`` (seconds, at least 0.5), else ``DEFAULT_INTERVAL_S``."""
+    try:
+        return max(0.5, float(os.environ.get("HPC_MAGICS_POLL_INTERVAL", DEFAULT_INTERVAL_S)))
+    except ValueError:
+        return DEFAULT_INTERVAL_S
+
+
 @dataclass
 class JobQueue:
     """A per-user, cross-process cached view of ``squeue -u USER``."""
 
     user: str = field(default_factory=login_name)
     cluster: str = field(default_factory=cluster_name)
-    interval_s: float = DEFAULT_INTERVAL_S
+    interval_s: float = field(default_factory=poll_interval)
     timeout_s: float = DEFAULT_TIMEOUT_S
     cache_dir: Path | None = None
     runner: Runner = commands.run
@@ -271,51 +294,59 @@ class JobQueue:
             return None
 
     def _write(self, view: QueueView) -> None:
-        path = self.cache_path
+        write_private_json(self.cache_path, _view_to_json(view))
+
+    def _file_lock(self) -> contextlib.AbstractContextManager[bool]:
+        return file_lock(self.cache_path, self.timeout_s + 5.0)
+
+
+@contextlib.contextmanager
+def file_lock(cache_path: Path, timeout: float) -> Iterator[bool]:
+    """An exclusive lock on ``<cache>.lock``; yields False if not had within ``timeout``.
+
+    ``flock`` where the file system has it; where it refuses (ENOLCK, EOPNOTSUPP) a
+    lock file (``<cache>.softlock``) does the same job. Shared by the queue and the
+    accounting caches.
+    """
+    path = cache_path.with_suffix(".lock")
+    try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(_view_to_json(view))
-            os.replace(tmp, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    except OSError:
+        yield True  # no runtime dir: still answer, just without sharing
+        return
+    lock: filelock.BaseFileLock = (
+        filelock.SoftFileLock(path.with_suffix(".softlock"), timeout=timeout)
+        if _soft_locks_only else filelock.FileLock(path, timeout=timeout))
+    try:
+        lock.acquire(poll_interval=0.02 + random.random() * 0.03)
+    except filelock.Timeout:
+        yield False
+        return
+    except OSError as error:
+        if error.errno not in NO_FLOCK_ERRNOS or _soft_locks_only:
+            yield True  # an unlockable runtime dir: answer without sharing
+            return
+        _use_soft_locks()
+        with file_lock(cache_path, timeout) as locked:
+            yield locked
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
 
-    @contextlib.contextmanager
-    def _file_lock(self) -> Iterator[bool]:
-        """An exclusive lock on ``<cache>.lock``; yields False if not had within the timeout.
 
-        ``flock`` where the file system has it; where it refuses (ENOLCK, EOPNOTSUPP) a
-        lock file (``<cache>.softlock``) does the same job.
-        """
-        path = self.cache_path.with_suffix(".lock")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError:
-            yield True  # no runtime dir: still answer, just without sharing
-            return
-        timeout = self.timeout_s + 5.0
-        lock: filelock.BaseFileLock = (
-            filelock.SoftFileLock(path.with_suffix(".softlock"), timeout=timeout)
-            if _soft_locks_only else filelock.FileLock(path, timeout=timeout))
-        try:
-            lock.acquire(poll_interval=0.02 + random.random() * 0.03)
-        except filelock.Timeout:
-            yield False
-            return
-        except OSError as error:
-            if error.errno not in NO_FLOCK_ERRNOS or _soft_locks_only:
-                yield True  # an unlockable runtime dir: answer without sharing
-                return
-            _use_soft_locks()
-            with self._file_lock() as locked:
-                yield locked
-            return
-        try:
-            yield True
-        finally:
-            lock.release()
+def write_private_json(path: Path, text: str) -> None:
+    """Replace ``path`` atomically (readers never see half a file); failures are ignored."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 _soft_locks_only = False

@@ -19,24 +19,28 @@ needs it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..backends.folder import JobFolder
-from ..core.jobids import parse_job_id, same_job
+from ..core.efficiency import Usage
+from ..core.jobids import JobIndex, same_job
 from ..core.jobs import (
     FAILED_STATES,
     RUNNING_STATES,
     SUCCESS_STATES,
+    JobSnapshot,
     is_final,
     normalize_state,
     phase,
 )
-from .accounting import AccountingRecord, sacct_records
+from ..shipping.sweep_task import task_outcome
+from .accounting import AccountingRecord, SharedAccounting, base_of
 from .cluster import UNKNOWN_CLUSTER, cluster_name
 from .queue import JobQueue, QueueView
 
@@ -51,6 +55,14 @@ QUEUE_MARGIN_S = 1.0
 SACCT_LAG_S = 5.0
 
 UNREACHABLE = "accounting unreachable"
+USAGE_FILE = "usage.json"  # the job's accounting figures, once final: never asked again
+
+
+class _NotYet:
+    """Accounting has not been asked about the job yet (another process asked this interval)."""
+
+
+NOT_YET = _NotYet()
 DEFINITE_SOURCES = frozenset({"sacct", "squeue", "local"})
 
 
@@ -63,6 +75,9 @@ class JobStatus:
     source: str  # squeue, sacct, results, queue (gone twice), recorded, local
     note: str = ""  # e.g. "accounting unreachable"
     checked_at: float = 0.0
+    # the queue's entry (reason, start or its estimate, elapsed, limit, nodes), while listed
+    detail: JobSnapshot | None = None
+    detail_at: float = 0.0  # when squeue gave that entry (its elapsed time is from then)
 
     @property
     def final(self) -> bool:
@@ -142,29 +157,64 @@ def record_submission(folder: JobFolder, job_id: str, started_at: float) -> None
     meta = folder.meta()
     backend = str(meta.get("backend", "slurm"))
     submitted = _float(meta.get("submitted_at"))
+    cluster = cluster_name() if backend == "slurm" else None
     folder.update_meta(
         job_id=job_id, state="SUBMITTED", state_source="recorded",
         submitted_at=min(submitted, started_at) if submitted is not None else started_at,
-        submit_returned_at=time.time(),
-        cluster=cluster_name() if backend == "slurm" else None)
+        submit_returned_at=time.time(), cluster=cluster)
+    from ..backends.job_index import record
+
+    record(job_id, cluster, folder.path)  # found from any notebook (%hpc_jobs --all, job(ID))
 
 
 class Watcher:
     """Decides states from batched scheduler answers; keeps the latest snapshot per job."""
 
-    def __init__(self, queue: JobQueue | None = None) -> None:
+    def __init__(self, queue: JobQueue | None = None,
+                 accounting: SharedAccounting | None = None) -> None:
         self._queue = queue
+        self._accounting_cache = accounting
         self._lock = threading.RLock()
         self._latest: dict[str, JobStatus] = {}
         self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
-        # base job id → (when asked, its records; None: accounting was unreachable)
-        self._sacct: dict[str, tuple[float, tuple[AccountingRecord, ...] | None]] = {}
+        # meta.json per folder during one poll: a sweep's thousand tasks share one read
+        self._metas: dict[Path, dict[str, Any]] | None = None
+        self._record_index: tuple[tuple[AccountingRecord, ...],
+                                  JobIndex[AccountingRecord]] | None = None
+
+    @contextlib.contextmanager
+    def _one_meta_read(self) -> Iterator[None]:
+        """Within: each folder's meta.json is read once (``_remember`` forgets what it writes)."""
+        outer = self._metas
+        self._metas = {} if outer is None else outer
+        try:
+            yield
+        finally:
+            self._metas = outer
+
+    def _meta(self, folder: JobFolder) -> dict[str, Any]:
+        metas = self._metas
+        if metas is None:
+            return folder.meta()
+        if folder.path not in metas:
+            metas[folder.path] = folder.meta()
+        return metas[folder.path]
 
     @property
     def queue(self) -> JobQueue:
         if self._queue is None:
             self._queue = JobQueue()
         return self._queue
+
+    @property
+    def accounting(self) -> SharedAccounting:
+        """The user's shared sacct cache: one call per interval for all their processes."""
+        if self._accounting_cache is None:
+            queue = self.queue
+            self._accounting_cache = SharedAccounting(
+                user=queue.user, cluster=queue.cluster, interval_s=queue.interval_s,
+                cache_dir=queue.cache_dir)
+        return self._accounting_cache
 
     # ------------------------------------------------------------------ reading
     def latest(self, folder: JobFolder, job_id: str | None = None) -> JobStatus:
@@ -174,12 +224,17 @@ class Watcher:
             known = self._latest.get(_key(folder, job_id))
         if known is not None:
             return known
-        meta = folder.meta()
+        meta = self._meta(folder)
         if job_id is not None and job_id != str(meta.get("job_id", "")):
             return JobStatus(job_id, "UNKNOWN", "recorded")
         return JobStatus(str(meta.get("job_id", "")), str(meta.get("state") or "UNKNOWN"),
                          str(meta.get("state_source") or "recorded"),
                          str(meta.get("state_note") or ""))
+
+    def latest_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]]) -> list[JobStatus]:
+        """``latest`` of many (folder, job id) pairs, each folder's meta.json read once."""
+        with self._lock, self._one_meta_read():
+            return [self.latest(folder, job_id) for folder, job_id in jobs]
 
     def queue_view(self, max_age_s: float | None = None) -> QueueView:
         return self.queue.view(max_age_s)
@@ -196,12 +251,12 @@ class Watcher:
                   max_age_s: float | None = None) -> dict[str, JobStatus]:
         """Like ``poll``, for (folder, job id) pairs: ``job id`` names one array task of
         the folder's job (``None``: the folder's own job). Keyed by ``_key``."""
-        with self._lock:
+        with self._lock, self._one_meta_read():
             result: dict[str, JobStatus] = {}
             slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
             for folder, job_id in jobs:
                 key = _key(folder, job_id)
-                submission = Submission.of(folder)
+                submission = Submission.of(folder, self._meta(folder))
                 if job_id is not None:
                     submission = replace(submission, job_id=job_id)
                 previous = self.latest(folder, job_id)
@@ -236,7 +291,9 @@ class Watcher:
             if entries and view.updated is not None:
                 self._absent.pop(key, None)
                 state = combined_state([normalize_state(e.state) for e in entries])
-                decided[key] = JobStatus(submission.job_id, state, "squeue", "", now)
+                decided[key] = JobStatus(submission.job_id, state, "squeue", "", now,
+                                         detail=_main_entry(entries),
+                                         detail_at=view.updated)
                 continue
             if view.error is None and (view.updated is None
                                        or view.updated < submission.seen_after):
@@ -251,6 +308,11 @@ class Watcher:
         if ask:
             records = self._accounting([s.job_id for _, _, s, _ in ask], max_age_s)
             for key, folder, submission, previous in ask:
+                previous = replace(previous, detail=None)  # it has left the queue
+                if isinstance(records, _NotYet):  # asked with the user's next sacct call
+                    decided[key] = self._from_folder(key, folder, submission, previous,
+                                                     note=previous.note)
+                    continue
                 decided[key] = self._after_queue(key, folder, submission, previous, records,
                                                  now)
         return decided
@@ -260,8 +322,8 @@ class Watcher:
                      now: float) -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
-            mine = [r for r in records if same_job(submission.job_id, r.job_id)
-                    and submission.matches(r.submit_time)]
+            mine = [r for r in self._records_of(records, submission.job_id)
+                    if submission.matches(r.submit_time)]
             if mine:
                 state = combined_state([r.state for r in mine])
                 said = JobStatus(submission.job_id, state, "sacct", "", now)
@@ -285,12 +347,15 @@ class Watcher:
         now = time.time()
         if previous.final and previous.source == "results":
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
-        # the result file is the folder's own job's, not one array task's
-        results = key == _key(folder, None) and folder.has_results()
+        # the result file is the folder's own job's; a sweep task's outcome is in its task.json
+        own = key == _key(folder, None)
+        task_failed = None if own else \
+            task_outcome(folder.path, self._meta(folder), submission.job_id)
+        results = folder.has_results() if own else task_failed is not None
         # results prove the end once the queue no longer lists the job (it may be tidying up)
         if results and (gone or results_prove or self._absent.get(key)):
             try:
-                failed = folder.load_results().error_type is not None
+                failed = folder.load_results().error_type is not None if own else task_failed
             except Exception:  # a result we cannot read proves nothing
                 failed = None
             if failed is not None:
@@ -302,29 +367,69 @@ class Watcher:
         return replace(previous, job_id=submission.job_id, state=previous.state or "UNKNOWN",
                        note=note, checked_at=now)
 
-    def _accounting(self, job_ids: list[str],
-                    max_age_s: float | None) -> tuple[AccountingRecord, ...] | None:
-        """At most one sacct per interval for every job that needs it.
+    def _records_of(self, records: tuple[AccountingRecord, ...],
+                    job_id: str) -> list[AccountingRecord]:
+        """The records of ``job_id``, through an index kept per answer (a sweep's tasks)."""
+        if self._record_index is None or self._record_index[0] is not records:
+            self._record_index = (records, JobIndex(records, lambda r: r.job_id))
+        return self._record_index[1].find(job_id)
 
-        Answers are kept per job (array ranges and het components by their base id), so
-        handles, widgets and %hpc_jobs asking in turn share one call. ``None``: unreachable.
-        """
-        bases = {p.base if p is not None else j
-                 for j, p in ((j, parse_job_id(j)) for j in job_ids)}
+    def _accounting(self, job_ids: list[str], max_age_s: float | None
+                    ) -> tuple[AccountingRecord, ...] | _NotYet | None:
+        """The user's one sacct per interval (shared by all their processes, see
+        ``SharedAccounting``). ``None``: unreachable; ``NOT_YET``: asked next interval.
+        Records are per base id, once each (a sweep's thousand tasks share one base)."""
         max_age = self.queue.interval_s if max_age_s is None else max_age_s
-        now = time.time()
-        stale = sorted(b for b in bases
-                       if b not in self._sacct or now - self._sacct[b][0] >= max_age)
-        if stale:
-            answer = sacct_records(stale)
-            for base in stale:
-                mine = None if answer is None else tuple(
-                    r for r in answer if same_job(base, r.job_id))
-                self._sacct[base] = (now, mine)
-        answers = [self._sacct[b][1] for b in bases]
+        found = self.accounting.answers(job_ids, max_age)
+        answers = [found.get(base, NOT_YET) for base in dict.fromkeys(map(base_of, job_ids))]
         if any(a is None for a in answers):
             return None
-        return tuple(r for a in answers for r in (a or ()))
+        if any(isinstance(a, _NotYet) for a in answers):
+            return NOT_YET
+        return tuple(r for a in answers if isinstance(a, tuple) for r in a)
+
+    # ------------------------------------------------------------------ usage
+    def usage(self, jobs: Sequence[tuple[JobFolder, str | None]],
+              max_age_s: float | None = None) -> dict[str, tuple[Usage, ...] | None]:
+        """What ended jobs used (one ``Usage`` per job, or per array task), keyed like
+        ``poll_jobs``. From the folder's ``usage.json`` once known for good, else from the
+        user's shared sacct call. Missing key: not ended, or accounting's figures are not
+        final yet; ``None``: accounting is unreachable."""
+        result: dict[str, tuple[Usage, ...] | None] = {}
+        ask: list[tuple[str, JobFolder, Submission]] = []
+        for folder, job_id in jobs:
+            key = _key(folder, job_id)
+            stored = _stored_usage(folder, job_id)
+            if stored is not None:
+                result[key] = stored
+                continue
+            submission = Submission.of(folder)
+            if job_id is not None:
+                submission = replace(submission, job_id=job_id)
+            status = self.latest(folder, job_id)
+            if submission.backend == "slurm" and submission.job_id and status.final:
+                ask.append((key, folder, submission))
+        if not ask:
+            return result
+        max_age = self.queue.interval_s if max_age_s is None else max_age_s
+        found = self.accounting.answers([s.job_id for _, _, s in ask], max_age)
+        for key, folder, submission in ask:
+            base = base_of(submission.job_id)
+            if base not in found:
+                continue
+            records = found[base]
+            if records is None:
+                result[key] = None
+                continue
+            mine = tuple(r.usage for r in records if r.usage is not None
+                         and same_job(submission.job_id, r.job_id)
+                         and submission.matches(r.submit_time))
+            if not mine or not self.accounting.settled(base):
+                continue  # the steps' figures come a moment after the job's end
+            result[key] = mine
+            if key == _key(folder, None):
+                _store_usage(folder, mine)
+        return result
 
     def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
         from ..backends.submitit_backend import LocalBackend
@@ -348,19 +453,51 @@ class Watcher:
         if before is not None and (before.state, before.source, before.note) == \
                 (status.state, status.source, status.note):
             return
-        meta = folder.meta()
+        meta = self._meta(folder)
         if status.job_id != str(meta.get("job_id", "")):
             return  # an array task's state: the folder records its job's own
         if (meta.get("state"), meta.get("state_source"), meta.get("state_note", "")) != \
                 (status.state, status.source, status.note) and status.source != "recorded":
             folder.update_meta(state=status.state, state_source=status.source,
                                state_note=status.note)
+            if self._metas is not None:
+                self._metas.pop(folder.path, None)
 
     # ------------------------------------------------------------------ control
     def cancel(self, job_id: str) -> None:
         """``scancel`` one of the user's own jobs (``LookupError`` when it is not theirs)."""
         self.queue.cancel(job_id)
 
+
+
+def _main_entry(entries: Sequence[JobSnapshot]) -> JobSnapshot:
+    """The entry a widget describes: a running one before a pending range."""
+    return next((e for e in entries if e.state in RUNNING_STATES), entries[0])
+
+
+def _stored_usage(folder: JobFolder, job_id: str | None) -> tuple[Usage, ...] | None:
+    import json
+
+    try:
+        data = json.loads((folder.path / USAGE_FILE).read_text())
+        usages = tuple(Usage.from_dict(u) for u in data)
+    except (OSError, ValueError, TypeError):
+        return None
+    if job_id is not None:
+        usages = tuple(u for u in usages if same_job(job_id, u.job_id))
+    return usages or None
+
+
+def _store_usage(folder: JobFolder, usages: tuple[Usage, ...]) -> None:
+    import json
+
+    target = folder.path / USAGE_FILE
+    temporary = target.with_suffix(".tmp")
+    try:
+        temporary.write_text(json.dumps([u.to_dict() for u in usages], indent=1))
+        temporary.replace(target)
+    except OSError:
+        pass  # asked again next time
 
 
 def _key(folder: JobFolder, job_id: str | None) -> str:

@@ -63,6 +63,8 @@ class Payload:
     buffers: tuple[Any, ...] = field(default=(), repr=False, compare=False)
     buffer_files: tuple[str, ...] = ()
     out_of_band_bytes: int = 0
+    # a sweep task's parameters (name → value), set as variables before the cell runs
+    parameters: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def size(self) -> int:

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.scale import ScaleOptions
 from . import tee
 from .buffers import open_buffers
 from .packing import Payload
+from .scale import NodeTask, Requeued
 from .stream import dump_results, fingerprint, load_names, pickling_error
 
 RESULTS_FILE = "results.pkl"
@@ -105,6 +107,7 @@ def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str
         namespace[name] = importlib.import_module(module_name)
     namespace.update(load_names(payload.state, payload.state_names,
                                 open_buffers(payload, folder)))
+    namespace.update(getattr(payload, "parameters", {}))  # a sweep task's own values
     return namespace
 
 
@@ -207,28 +210,39 @@ def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
     return state, referenced, last, skipped
 
 
-def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
+def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
+             ) -> dict[str, Any]:
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
     job_folder = Path(folder)
     os.environ.setdefault("MPLBACKEND", "Agg")  # a job has no display; never open a window
     hostname = os.uname().nodename
     # In a job with several tasks every task runs the cell (torch.distributed, mpi4py);
-    # task 0 speaks for the job: its output and results come back, the others only log.
-    lead_task = os.environ.get("SLURM_PROCID", "0") == "0"
+    # task 0 speaks for the job: its output and results come back, the others only log
+    # (and write their --gather names).
+    task = NodeTask(job_folder, options)
+    lead_task = task.lead
     output = job_folder / OUTPUT_FILE if lead_task else Path(os.devnull)
     with _tee_output(output):
         failure: BaseException | None = None
         try:
             namespace = _rebuild_namespace(payload, job_folder)
+            task.prepare(namespace)
             shipped = _fingerprints(payload, namespace) if lead_task else {}
+            task.cell_running = True
             has_last, last_value = execute(payload, namespace)
+            task.cell_running = False
             changed, unchanged = _changed_in_place(shipped, namespace, payload.result_names)
+        except Requeued:
+            failure = Requeued()
         except BaseException as error:  # the user's error, reported on fetch
             failure = error
             remote = _cell_traceback(error)
             namespace, has_last, last_value = {}, False, None
             changed, unchanged = (), {}
+        task.cell_running = False
         figures = _save_figures(job_folder) if lead_task else ()
+    if isinstance(failure, Requeued):  # the next segment carries on: no results, no error
+        raise SystemExit(0)
     if failure is not None:
         sys.stderr.write(remote)  # into the job's log, not into the cell's output
         if not lead_task:
@@ -238,6 +252,7 @@ def run_cell(payload: Payload, folder: str) -> dict[str, Any]:
                             hostname=hostname)
         _write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))
         raise failure
+    task.write_gathered(namespace)
     if not lead_task:
         return {"names": [], "figures": []}
     modules: dict[str, str] = {}

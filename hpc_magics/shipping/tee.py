@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import signal
 import sys
 
 
@@ -24,6 +25,10 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def main(copy_path: str, stdout_fd: int, stderr_fd: int) -> None:
+    # Slurm signals every process of the job step: the time-limit warning (USR2) and the
+    # TERM before the kill are for the cell, which still has lines to say (its checkpoint)
+    for name in ("SIGUSR1", "SIGUSR2", "SIGTERM"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
     targets = {stdout_fd: 1, stderr_fd: 2}  # pipe → this process's own stdout/stderr (the log)
     selector = selectors.DefaultSelector()
     for source in targets:

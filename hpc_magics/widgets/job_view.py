@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import html
+import time
 from dataclasses import dataclass
 
 from ..core.jobs import phase
+from ..core.pending_reasons import plain_reason
+from ..core.units import format_duration
 
 PHASE_COLOURS = {"done": "#2e7d32", "failed": "#c62828", "running": "#1565c0",
                  "pending": "#6d4c41", "ended": "#616161"}  # ended: how is unknown
@@ -19,6 +22,13 @@ class JobView:
     backend: str
     folder: str
     fetched: bool
+    # from the watcher's last queue entry (nothing once the job has left the queue)
+    reason: str = ""
+    start_time: float | None = None  # pending: Slurm's estimate; running: the start
+    elapsed_s: float | None = None
+    time_limit_s: float | None = None
+    node_list: str = ""
+    note: str = ""  # the watcher's note, e.g. "accounting unreachable"
 
     @property
     def phase(self) -> str:
@@ -32,10 +42,44 @@ class JobView:
     def can_fetch(self) -> bool:
         return self.phase in {"done", "failed", "ended"}
 
+    @property
+    def progress(self) -> float | None:
+        """Elapsed / time limit while running (0..1); ``None`` without a limit."""
+        if self.phase != "running" or not self.time_limit_s or self.elapsed_s is None:
+            return None
+        return min(1.0, max(0.0, self.elapsed_s / self.time_limit_s))
+
     def status_html(self) -> str:
         colour = PHASE_COLOURS[self.phase]
         where = ("local executor (no Slurm here)" if self.backend == "local" else "Slurm")
         fetched = " · results fetched" if self.fetched else ""
+        note = f" · {html.escape(self.note)}" if self.note else ""
         return (f"<b>job <code>{html.escape(self.job_id)}</code></b> {html.escape(self.name)} · "
                 f"<span style='color:{colour};font-weight:bold'>{html.escape(self.state)}</span>"
-                f" · {where}{fetched}<br><small><code>{html.escape(self.folder)}</code></small>")
+                f" · {where}{fetched}{note}<br><small><code>{html.escape(self.folder)}</code>"
+                "</small>")
+
+    def story(self, now: float | None = None) -> str:
+        """One line of what is going on: why it waits and until when, or where it runs and
+        how far into its time it is. Empty once it has ended (no stale running line)."""
+        now = time.time() if now is None else now
+        if self.phase == "pending" and self.backend != "local":
+            why = plain_reason(self.reason) if self.reason else \
+                "waiting for the scheduler to look at it"
+            text = f"pending: {why}"
+            if self.start_time is not None and self.start_time > now:
+                at = time.strftime("%H:%M", time.localtime(self.start_time))
+                text += f" · estimated start {at} (in {format_duration(self.start_time - now)})"
+            return text
+        if self.phase == "running":
+            parts = []
+            if self.node_list:
+                parts.append(f"on {self.node_list}")
+            if self.elapsed_s is not None:
+                limit = (f" of {format_duration(self.time_limit_s)}" if self.time_limit_s
+                         else "")
+                parts.append(f"{format_duration(self.elapsed_s)}{limit}")
+                if self.time_limit_s:
+                    parts.append(f"{format_duration(self.time_limit_s - self.elapsed_s)} left")
+            return "running " + " · ".join(parts) if parts else "running"
+        return ""

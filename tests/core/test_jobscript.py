@@ -26,6 +26,8 @@ REQUESTS: dict[str, dict[str, Any]] = {
     "alvis": {"gpus_per_node": "A40:1", "time_s": "2h", "account": "NAISS2024-5-1"},
     "daint": {"partition": "debug", "time_s": "30", "nodes": "2", "account": "g123",
               "constraint": "gpu"},
+    "daint_xc": {"partition": "normal", "time_s": "1h", "nodes": "1", "account": "s1160",
+                 "constraint": "gpu"},
     "generic": {"time_s": "1h", "cpus_per_task": "4", "mem_mb": "8G",
                 "setup": ["module load python/3.11"]},
     "lab": {"partition": "debug", "gpus_per_node": "v100:1", "time_s": "10",

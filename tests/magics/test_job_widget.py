@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -38,9 +39,10 @@ def test_widget_cancel_and_log_on_the_cluster(shell: Any, slurm_cluster: Any,
     deadline = time.monotonic() + 30
     while "started" not in handle.log() and time.monotonic() < deadline:
         time.sleep(0.5)
-    widget.log_button.click()
+    widget.render()  # the live tail
     assert "started" in widget.log_view.value
-    widget.cancel_button.click()
+    widget.cancel_button.click()  # asks first
+    widget.confirm_yes.click()
     assert sacct_state(handle.job_id, until={"CANCELLED"}) == "CANCELLED"
     assert "CANCELLED" in widget.status.value and widget.cancel_button.disabled
     assert widget.get_state()["children"]  # a real widget model, as the front end sees it
@@ -59,7 +61,7 @@ def test_widget_fetch_button_brings_results(shell: Any, cells: Any) -> None:
     widget.fetch_button.click()
     assert shell.user_ns["summary"].total == 135.0
     assert "results fetched" in widget.status.value
-    assert "summary" in widget.message.value and "sum on the node" in widget.log_view.value
+    assert "summary" in widget.message.value and "sum on the node" in widget.message.value
 
 
 def test_widget_shown_by_wait_ends_in_the_final_state(shell: Any, cells: Any,
@@ -77,5 +79,26 @@ def test_widget_shown_by_wait_ends_in_the_final_state(shell: Any, cells: Any,
         assert time.monotonic() < deadline, widget.status.value
         time.sleep(0.2)
     assert "results fetched" in widget.status.value and widget.cancel_button.disabled
-    progress = [o for o in shown if type(o).__name__ == "Pretty"]
-    assert progress and progress[0].data.startswith("job ")  # plain text, not a quoted str
+    # the widget shows the progress: no separate line left saying "RUNNING · 1s"
+    assert not [o for o in shown if type(o).__name__ == "Pretty"]
+
+
+@pytest.mark.timeout(120)
+def test_fetch_wait_line_ends_in_the_final_state(shell: Any, cells: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a widget (%hpc_fetch --wait), the progress line ends saying how the job
+    ended, never a stale "RUNNING · 1s"."""
+    updates: list[str] = []
+
+    class Shown:  # what IPython's display(..., display_id=True) returns, recording updates
+        def update(self, value: Any) -> None:
+            updates.append(value.data)
+
+    monkeypatch.setattr("IPython.display.display",
+                        lambda *objects, **options: Shown() if options.get("display_id")
+                        else None)
+    shell.run_cell(cells.SETUP)
+    shell.run_cell_magic("sbatch", "--backend local -t 5", cells.WORK)
+    shell.run_line_magic("hpc_fetch", "--wait")
+    assert shell.user_ns["summary"].total == 135.0
+    assert updates and re.fullmatch(r"job \d+: (COMPLETED|FINISHED)", updates[-1]), updates

@@ -1,0 +1,133 @@
+"""Submitting a sweep: ONE Slurm job array for all the cell's points.
+
+The cell's shipped state is written once (``payload.pkl``), the points once
+(``points.pkl``); each task's submitit pickle holds only its index and parameters. An
+array longer than the cluster's ``MaxArraySize`` is split into several arrays (scripts
+``job.sh``, ``job-2.sh``, ...); a retry of failed tasks is one more array in the same
+folder (``job-retry1.sh``), so the results table merges it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import HpcMagicsError, SubmissionError
+from ..core.profiles import ClusterProfile
+from ..core.resources import ResourceRequest
+from ..core.sweep import ArrayPart, Point, array_range, compress, split
+from ..shipping.packing import Payload
+from ..shipping.sweep_task import PAYLOAD_FILE, POINTS_FILE, run_task
+from .folder import JobFolder
+from .submitit_backend import ScriptedSlurmExecutor, SlurmBackend, _write_job_py
+
+KIND = "sweep"
+
+
+@dataclass(frozen=True)
+class ArrayScript:
+    part: ArrayPart
+    name: str  # file name in the job folder
+    text: str  # the script, exactly as sbatch gets it
+
+
+def script_name(part: int, retry: int = 0) -> str:
+    stem = f"job-retry{retry}" if retry else "job"
+    return f"{stem}.sh" if part == 0 else f"{stem}-{part + 1}.sh"
+
+
+def plan(backend: Any, folder: str, request: ResourceRequest, profile: ClusterProfile,
+         job_name: str, indices: Sequence[int], parallelism: int | None,
+         max_array_size: int, retry: int = 0) -> list[ArrayScript]:
+    """The array scripts for ``indices`` (pure: a dry run shows them)."""
+    if not isinstance(backend, SlurmBackend):
+        raise HpcMagicsError("--sweep runs a Slurm job array: there is no Slurm here "
+                             "(use --backend slurm on a cluster, or loop in the cell)")
+    return [ArrayScript(part, script_name(number, retry),
+                        backend.job_script(folder, request, profile, job_name,
+                                           array=array_range(part.size, parallelism)))
+            for number, part in enumerate(split(list(indices), max_array_size))]
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(data)
+    os.replace(temporary, path)
+
+
+def _submit_arrays(folder: JobFolder, scripts: Sequence[ArrayScript], points: Sequence[Point],
+                   request: ResourceRequest, attempt: int) -> list[str]:
+    """One sbatch per array script; the ids are recorded in meta.json as they come."""
+    tasks_per_job = (request.nodes or 1) * (request.ntasks_per_node or 1)
+    ids: list[str] = []
+    for script in scripts:
+        executor = ScriptedSlurmExecutor(folder.path, script.text, tasks_per_job, array=True,
+                                         script_name=script.name)
+        indices = list(script.part.indices)
+        try:
+            jobs = executor.map_array(run_task, [str(folder.path)] * len(indices), indices,
+                                      [points[i] for i in indices])
+        except FileNotFoundError as error:
+            raise SubmissionError(f"could not submit: {error}") from None
+        array_id = str(jobs[0].job_id).split("_", 1)[0]
+        ids.append(array_id)
+        sweep_meta = folder.meta().get(KIND, {})
+        arrays = [*sweep_meta.get("arrays", []), {
+            "job_id": array_id, "indices": compress(indices), "script": script.name,
+            "attempt": attempt}]
+        folder.update_meta(**{KIND: {**sweep_meta, "arrays": arrays}})
+    return ids
+
+
+def submit(folder: JobFolder, payload: Payload, request: ResourceRequest,
+           scripts: Sequence[ArrayScript], points: Sequence[Point], job_name: str,
+           parallelism: int | None) -> str:
+    """Submit the sweep's arrays; returns the first array's id (the folder's job)."""
+    from ..scheduler.watcher import record_submission
+
+    try:
+        _write_private(folder.path / PAYLOAD_FILE, pickle.dumps(payload))
+        _write_private(folder.path / POINTS_FILE, pickle.dumps(list(points)))
+    except Exception as error:  # a value --sweep-from gave that does not pickle
+        raise HpcMagicsError(f"the sweep's parameters do not pickle ({error}): use plain "
+                             "values (numbers, strings, tuples)") from None
+    _write_job_py(folder, payload, job_name)
+    names = list(dict.fromkeys(name for point in points for name in point))
+    job_py = folder.path / "job.py"
+    job_py.write_text(f"# A sweep of {len(points)} tasks: each sets {', '.join(names)} (its point, "
+                      "from points.pkl) first;\n# the names below travel once for all tasks, "
+                      "in payload.pkl.\n" + job_py.read_text())
+    started = time.time()
+    folder.update_meta(kind=KIND, submitted_at=started, backend="slurm", **{KIND: {
+        "count": len(points), "parameters": names, "parallelism": parallelism,
+        "arrays": []}})
+    try:
+        ids = _submit_arrays(folder, scripts, points, request, attempt=0)
+    except HpcMagicsError as error:
+        submitted = [str(a["job_id"]) for a in folder.meta().get(KIND, {}).get("arrays", [])]
+        if not submitted:
+            raise
+        # a split sweep whose later array was refused: the first ones run, and are known
+        record_submission(folder, submitted[0], started)
+        raise SubmissionError(
+            f"{len(submitted)} of {len(scripts)} arrays of the sweep were submitted "
+            f"({', '.join(submitted)}), then: {error}; cancel them with %hpc_cancel "
+            f"{submitted[0]}, or see the table with hpc_magics.job('{submitted[0]}')") from None
+    record_submission(folder, ids[0], started)
+    return ids[0]
+
+
+def resubmit(folder: JobFolder, scripts: Sequence[ArrayScript], points: Sequence[Point],
+             request: ResourceRequest, attempt: int) -> list[str]:
+    """Failed tasks again, as one array in the same folder (``--retry-failed``)."""
+    ids = _submit_arrays(folder, scripts, points, request, attempt)
+    # the queue and accounting match entries by submit time: the window now covers the retry
+    folder.update_meta(submit_returned_at=time.time())
+    return ids

@@ -1,0 +1,66 @@
+"""``hpc-magics profiles [NAME] [--draft [-o FILE]]``: list, show, or draft a profile."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..core.profiles import available_profiles, load_profile
+from ..core.units import format_memory, format_time
+
+
+def add_parser(subcommands: Any) -> None:
+    parser = subcommands.add_parser(
+        "profiles", help="list or show cluster profiles; --draft one for this cluster",
+        description="Without a name: every profile and where it comes from. With a name: its "
+                    "partitions and limits. --draft: a profile for the cluster this runs on, "
+                    "from scontrol show partition and sinfo.")
+    parser.add_argument("name", nargs="?", help="profile to show")
+    parser.add_argument("--draft", action="store_true",
+                        help="write a profile TOML for this cluster (stdout, or -o FILE)")
+    parser.add_argument("-o", "--output", help="file for --draft")
+    parser.set_defaults(run=run)
+
+
+def _show(name: str) -> str:
+    profile = load_profile(name)
+    text = [f"{profile.name}: {profile.description}", f"  file: {profile.source}"]
+    if profile.documentation:
+        text.append(f"  documented: {profile.documentation} (read {profile.documented_on})")
+    if profile.retired:
+        text.append(f"  RETIRED: {profile.retired}")
+    if profile.default_partition:
+        text.append(f"  default partition: {profile.default_partition}")
+    text.append(f"  billing: {profile.billing}")
+    for part in profile.partitions.values():
+        limits = [f"max {format_time(part.max_time_s)}" if part.max_time_s else "",
+                  f"{part.max_nodes} nodes" if part.max_nodes else "",
+                  f"{part.cpus_per_node} cpus" if part.cpus_per_node else "",
+                  format_memory(part.mem_per_node_mb) if part.mem_per_node_mb else "",
+                  f"{part.gpus_per_node}x {'/'.join(part.gpu_types) or 'GPU'}"
+                  if part.gpus_per_node else "",
+                  f"--qos={part.requires_qos}" if part.requires_qos else "",
+                  "whole nodes" if part.whole_node else ""]
+        text.append(f"  {part.name:<24} " + ", ".join(x for x in limits if x))
+    return "\n".join(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.draft:
+        from ..scheduler.draft import draft_profile
+
+        text = draft_profile()
+        if args.output:
+            Path(args.output).write_text(text, encoding="utf-8")
+            print(f"wrote {args.output}: review it, then put it in "
+                  "/etc/hpc_magics/profiles or ~/.config/hpc_magics/profiles")
+        else:
+            print(text, end="")
+        return 0
+    if args.name:
+        print(_show(args.name))
+        return 0
+    for name, path in sorted(available_profiles().items()):
+        print(f"{name:<10} {load_profile(name).description}  [{path}]")
+    return 0

@@ -1,0 +1,358 @@
+"""Check a job script's ``#SBATCH`` block the way sbatch reads it, against a profile.
+
+A verdict per line and every problem at once.  sbatch reads ``#SBATCH`` lines until the
+first command; later ones are ignored (said, as a warning).  Options hpc_magics models are
+checked against the profile's limits (``core/validation.py``); every other option sbatch
+knows passes through untouched and is reported as passed through; an option sbatch does not
+know is a warning (a site plugin may add it), unless it is an ambiguous abbreviation or a
+misspelling of one sbatch knows (``--ntaks-per-node``, ``--mem-4G``), which sbatch refuses.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+
+from . import validation
+from .errors import InvalidRequest
+from .flags import FLAG_FIELDS
+from .profiles import ClusterProfile
+from .resources import ResourceRequest, updated
+from .sbatch_options import BY_SHORT, NONE, OPTIONAL, OPTIONS, SbatchOption, ambiguous, lookup
+from .sbatch_values import VALUE_CHECKS, filename_notes
+
+OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
+    "ok", "warning", "error", "passed", "ignored", "comment")
+_DIRECTIVE = re.compile(r"^\s*#SBATCH(\s|$)(.*)$")
+_LOOKALIKE = re.compile(r"^\s*#+\s*SBATCH\b|^\s*#sbatch\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    option: str  # the option named (long spelling) or "" for the script as a whole
+    message: str
+    line: int | None = None
+    rule: str = "syntax"  # "syntax": how sbatch reads the line; "limit": the profile's rules
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        return f"{where}{self.severity}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Option:
+    line: int
+    name: str  # sbatch's long spelling ("time"), or what was written if sbatch lacks it
+    value: str | None
+    known: bool
+    modelled: bool
+
+
+@dataclass(frozen=True)
+class LineVerdict:
+    number: int
+    text: str
+    verdict: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScriptReport:
+    profile: str
+    lines: tuple[LineVerdict, ...]
+    findings: tuple[Finding, ...]
+    request: ResourceRequest
+    passed_through: tuple[tuple[str, str | None], ...] = field(default=())
+    option_lines: tuple[tuple[str, int], ...] = field(default=())  # option → its last line
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+# ------------------------------------------------------------ reading the lines
+class _OptionError(InvalidRequest):
+    """A line's error that belongs to one option."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+def _tokens(text: str) -> list[str]:
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError as error:
+        raise InvalidRequest(f"{error}: check the quotes") from None
+
+
+def _options(number: int, text: str, profile: ClusterProfile) -> list[Option]:
+    """The options on one #SBATCH line, as sbatch's getopt_long would read them."""
+    tokens = _tokens(text)
+    found: list[Option] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if token.startswith(("\u2013", "\u2014")):
+            raise InvalidRequest(f"{token!r} starts with a dash that is not '-': type '--' "
+                                 "(two hyphens)")
+        option: SbatchOption | None
+        value: str | None
+        if token.startswith("--"):
+            spelling, has_value, value = token[2:].partition("=")
+            option = lookup(spelling)
+            if option is None:
+                if not has_value and index < len(tokens) and not tokens[index].startswith("-"):
+                    value, index = tokens[index], index + 1
+                found.append(Option(number, spelling, value if has_value or value else None,
+                                    known=spelling in profile.site_options, modelled=False))
+                continue
+            if option.value == NONE and has_value:
+                raise InvalidRequest(f"--{option.name} takes no value (given {value!r})")
+            if option.value == OPTIONAL and not has_value:
+                value = None
+            elif option.value not in (NONE, OPTIONAL) and not has_value:
+                if index >= len(tokens):
+                    raise InvalidRequest(f"--{option.name} needs a value")
+                value, index = tokens[index], index + 1
+        elif token.startswith("-") and len(token) >= 2:
+            option = BY_SHORT.get(token[1])
+            if option is None:
+                raise InvalidRequest(f"-{token[1]} is not an sbatch option")
+            value = token[2:] or None
+            if option.value not in (NONE, OPTIONAL) and value is None:
+                if index >= len(tokens):
+                    raise InvalidRequest(f"-{option.short} (--{option.name}) needs a value")
+                value, index = tokens[index], index + 1
+        else:
+            after = found[-1] if found and found[-1].line == number else None
+            if after is not None:  # "--time=2 hours": the value's second word, unquoted
+                raise _OptionError(after.name, f"{token!r} is not an option: a value with a "
+                                   f"space needs quotes (--{after.name}=\"{after.value} {token}\")")
+            raise InvalidRequest(f"{token!r} is not an option: options start with '-' or '--'")
+        found.append(Option(number, option.name, value, known=True,
+                            modelled=option.name in FLAG_FIELDS))
+    return found
+
+
+def guess_profile(script: str) -> str | None:
+    """The cluster a script was written for, from its spellings; None when it does not say."""
+    hints = (
+        (r"daint-(gpu|mc)|--constraint[= ]['\"]?(gpu|mc)\b|-C\s*['\"]?(gpu|mc)\b", "daint_xc"),
+        (r"NAISS\d{4}|--gpus-per-node[= ](T4|A40|A100fat|A100):|NOGPU|-p\s*alvis", "alvis"),
+        (r"\b(def|rrg|rpp|ctb)-\w+|StdEnv/20\d\d|SLURM_TMPDIR|narval", "narval"),
+        (r"sequana_|nvidia_(dev|small|long|scal)|-p\s*nvidia\b|sdumont|/scratch/\w+/\w+\.\w+",
+         "sdumont"),
+        (r"partition[= ](m3[a-z]|dgx|desktop|comp)\b|-p\s*(m3[a-z]|dgx)\b|massive", "m3"),
+        (r"--uenv|--environment=|alps", "daint"),
+    )
+    for pattern, name in hints:
+        if re.search(pattern, script, re.IGNORECASE):
+            return name
+    return None
+
+
+def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
+                 whole_file: bool = False) -> ScriptReport:
+    """Read ``script`` as sbatch does and check it against ``profile``.
+
+    ``whole_file``: the script is a file given to sbatch, which refuses one that does not
+    start with ``#!`` (a pasted block or a notebook cell need not).
+    """
+    verdicts: dict[int, str] = {}
+    notes: dict[int, list[str]] = {}
+    findings: list[Finding] = []
+    options: list[Option] = []
+    lines = script.splitlines()
+    in_header = True
+    if whole_file and not script.startswith("#!"):
+        findings.append(Finding(ERROR, "", "sbatch refuses a script whose first line is not "
+                                "an interpreter line: add #!/bin/bash as line 1", 1))
+        notes.setdefault(1, []).append(f"{ERROR}: {findings[-1].message}")
+
+    def note(number: int, severity: str, option: str, message: str) -> None:
+        findings.append(Finding(severity, option, message, number))
+        notes.setdefault(number, []).append(f"{severity}: {message}")
+
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        match = _DIRECTIVE.match(line)
+        if match is None:
+            if _LOOKALIKE.match(line) and in_header:
+                verdicts[number] = COMMENT
+                notes[number] = ["sbatch ignores this line: only '#SBATCH' at the start counts"]
+            elif stripped and not stripped.startswith("#"):
+                in_header = False
+            continue
+        if not in_header:
+            verdicts[number] = IGNORED
+            note(number, WARNING, "", "after the first command: sbatch ignores this line; "
+                 "move it above the first command")
+            continue
+        try:
+            options += _options(number, match.group(2), profile)
+        except InvalidRequest as error:
+            note(number, ERROR, getattr(error, "option", ""), f"#SBATCH line {number}: {error}")
+
+    has_array = any(o.name == "array" for o in options)
+    last_line: dict[str, int] = {}
+    values: dict[str, str] = {}
+    extra: dict[str, str | None] = {}
+    for option in options:
+        number, name, value = option.line, option.name, option.value
+        last_line[name] = number
+        if not option.known:
+            similar, typo = ambiguous(name), _typo(name, value)
+            if similar:
+                note(number, ERROR, name, f"--{name} is ambiguous to sbatch (--"
+                     + ", --".join(similar) + "): write the option in full")
+            elif typo:
+                note(number, ERROR, typo[0], f"--{name} is not an sbatch option: {typo[1]}")
+            else:
+                note(number, WARNING, name, f"--{name} is not an sbatch option (unless a site "
+                     "plugin adds it): sbatch refuses unknown options; check the spelling")
+            continue
+        spec = lookup(name)
+        if (value is not None and validation.PLACEHOLDER.fullmatch(value)
+                and name not in _FREE_TEXT):
+            note(number, ERROR, name, f"--{name} {value!r} is a placeholder: fill in your own")
+            continue
+        try:
+            if spec and spec.kind in VALUE_CHECKS and value is not None:
+                VALUE_CHECKS[spec.kind](value)
+            if option.modelled and value is not None:
+                field_name = FLAG_FIELDS[name]
+                first = value.split("-")[0] if name == "nodes" else value
+                values[field_name] = first
+                updated(ResourceRequest(), {field_name: first})  # the modelled parse
+        except InvalidRequest as error:
+            note(number, ERROR, name, f"--{name}: {error}")
+            values.pop(FLAG_FIELDS.get(name, ""), None)
+            continue
+        if spec and spec.kind == "filename" and value:
+            for text in filename_notes(value, has_array):
+                note(number, WARNING, name, f"--{name} {text}")
+        if not option.modelled and name != "job-name":
+            extra[name] = value
+            verdicts.setdefault(number, PASSED)
+
+    request = updated(ResourceRequest(profile=profile.name, backend=backend), values)
+    request = request.changed(extra=tuple((k, v or "") for k, v in extra.items()))
+    for problem in validation.check(request, profile):
+        named = _option_for(problem.field, last_line)
+        note_line = last_line.get(named)
+        finding = Finding(problem.severity, named, problem.message, note_line, "limit")
+        findings.append(finding)
+        if note_line:
+            notes.setdefault(note_line, []).append(str(problem))
+
+    return ScriptReport(
+        profile=profile.name,
+        lines=tuple(_verdicts(lines, verdicts, notes)),
+        findings=tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0))),
+        request=request,
+        passed_through=tuple(extra.items()),
+        option_lines=tuple(last_line.items()),
+    )
+
+
+def with_findings(report: ScriptReport, more: list[Finding] | tuple[Finding, ...]
+                  ) -> ScriptReport:
+    """``report`` with more findings (live checks), each put on the line of its option."""
+    lines = dict(report.option_lines)
+    placed = [replace(f, line=f.line or lines.get(_option_for(f.option, lines)))
+              for f in more]
+    notes = {v.number: list(v.notes) for v in report.lines}
+    verdicts = {v.number: v.verdict for v in report.lines if v.verdict not in (OK, WARNING,
+                                                                              ERROR)}
+    for finding in placed:
+        if finding.line:
+            notes.setdefault(finding.line, []).append(f"{finding.severity}: {finding.message}")
+    texts = {v.number: v.text for v in report.lines}
+    width = max(texts, default=0)
+    source = [texts.get(n, "") for n in range(1, width + 1)]
+    return replace(report, lines=tuple(_verdicts(source, verdicts, notes)),
+                   findings=tuple(sorted((*report.findings, *placed),
+                                         key=lambda f: (f.severity != ERROR, f.line or 0))))
+
+
+# Options whose text never stops a job (the account has its own placeholder rule).
+_FREE_TEXT = frozenset({"account", "mail-user", "job-name", "comment"})
+
+
+def _typo(spelling: str, value: str | None) -> tuple[str, str] | None:
+    """A known option misspelt (``--ntaks-per-node``) or glued to its value with a dash
+    (``--mem-4G``): (the option meant, the fix).  No site plugin is named like that, so
+    sbatch certainly refuses it."""
+    for option in OPTIONS:
+        rest = spelling[len(option.name) + 1:]
+        if option.value != NONE and spelling.startswith(option.name + "-") and rest and \
+                lookup(spelling) is None and not any(o.name.startswith(spelling) for o in OPTIONS):
+            return option.name, f"write --{option.name}={rest}"
+    close = difflib.get_close_matches(spelling, [o.name for o in OPTIONS], n=1, cutoff=0.85)
+    if close:
+        shown = f"--{close[0]}={value}" if value else f"--{close[0]}"
+        return close[0], f"did you mean {shown}?"
+    return None
+
+
+def _option_for(field_name: str, last_line: dict[str, int]) -> str:
+    """The option a validation problem is about, as the script spelled the request."""
+    if field_name == "gpus-per-node":
+        for name in ("gpus-per-node", "gres", "gpus"):
+            if name in last_line:
+                return name
+    return field_name
+
+
+def _verdicts(lines: list[str], verdicts: dict[int, str],
+              notes: dict[int, list[str]]) -> list[LineVerdict]:
+    out = []
+    for number, line in enumerate(lines, start=1):
+        said = notes.get(number, [])
+        if not (_DIRECTIVE.match(line) or number in verdicts or number in notes):
+            continue
+        verdict = verdicts.get(number, OK)
+        if verdict in (OK, PASSED):
+            if any(n.startswith("error") for n in said):
+                verdict = ERROR
+            elif any(n.startswith("warning") for n in said):
+                verdict = WARNING
+        out.append(LineVerdict(number, line.strip(), verdict, tuple(said)))
+    return out
+
+
+def render(report: ScriptReport, name: str = "script") -> str:
+    """The report as text: a verdict per line, then every problem and the summary."""
+    width = len(str(max((v.number for v in report.lines), default=1)))
+    text = [f"{name} (profile {report.profile})"]
+    for verdict in report.lines:
+        text.append(f"  {str(verdict.number).rjust(width)}  {verdict.verdict:<8} {verdict.text}")
+        text += [f"  {' ' * width}           {n}" for n in verdict.notes]
+    if report.passed_through:
+        text.append("passed to sbatch as written (not checked against the profile): "
+                    + ", ".join(f"--{k}" for k, _ in report.passed_through))
+    general = [f for f in report.findings if f.line is None]
+    text += [str(f) for f in general]
+    errors = len(report.errors)
+    warnings = sum(f.severity == WARNING for f in report.findings)
+    text.append(f"{'FAIL' if errors else 'OK'}: {errors} error(s), {warnings} warning(s)")
+    return "\n".join(text)
+
+
+def syntax_problems(cell: str, profile: ClusterProfile) -> list[validation.Problem]:
+    """What sbatch itself would say about a cell's #SBATCH lines (misspelt options, malformed
+    values, lines it ignores), for ``%%sbatch``; the limits are checked on the merged request."""
+    report = check_script(cell, profile)
+    return [validation.Problem(f.severity, f.option or "sbatch",
+                               f.message if f.message.startswith("#SBATCH line") or not f.line
+                               else f"#SBATCH line {f.line}: {f.message}")
+            for f in report.findings if f.rule == "syntax"]

@@ -1,0 +1,95 @@
+"""What a job costs at most: node-, GPU- and core-hours under the profile's billing rule.
+
+Whole-node partitions bill every core of every node; elsewhere only the cores asked for.
+When Slurm reports the partition's ``TRESBillingWeights`` (live, or in the profile), the
+billed units are its weighted sum per hour, as Slurm computes them (without PriorityFlags=MAX_TRES).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .profiles import ClusterProfile
+from .resources import GpuRequest, ResourceRequest
+from .units import UNLIMITED, parse_memory
+
+_UNITS = {"node": "node-h", "gpu": "GPU-h", "core": "core-h"}
+
+
+@dataclass(frozen=True)
+class Cost:
+    hours: float | None
+    node_hours: float | None
+    gpu_hours: float | None
+    core_hours: float | None
+    billed: float | None  # in billed_unit
+    billed_unit: str
+    rule: str  # how it was counted, in words
+
+
+def _gpus(request: ResourceRequest) -> int:
+    gpus = request.gpus()
+    if gpus is not None:
+        return gpus.count
+    for key, value in request.extra:
+        if key in {"gpus", "G"} and value:
+            return -(-GpuRequest.parse(value, flag="--gpus").count // request.node_count)
+    return 0
+
+
+def billing_units(weights: str, cpus: int, mem_mb: int, gpus: int, nodes: int) -> float:
+    """Slurm's billing for one hour: the sum of each TRES count times its weight.
+
+    ``Mem=0.25G`` weighs a gigabyte (a bare number weighs a megabyte), as slurm.conf says.
+    """
+    total = 0.0
+    for item in filter(None, (part.strip() for part in weights.split(","))):
+        name, _, weight = item.partition("=")
+        match = re.fullmatch(r"([\d.]+)([KMGT]?)", weight.strip(), re.IGNORECASE)
+        if not match:
+            continue
+        factor = float(match.group(1))
+        key = name.strip().lower()
+        if key == "cpu":
+            total += factor * cpus
+        elif key == "mem":
+            unit_mb = parse_memory(f"1{match.group(2) or 'M'}")
+            total += factor * mem_mb / unit_mb
+        elif key in {"gres/gpu", "gpu"} or key.startswith("gres/gpu:"):
+            total += factor * gpus
+        elif key == "node":
+            total += factor * nodes
+    return total
+
+
+def estimate(request: ResourceRequest, profile: ClusterProfile | None = None,
+             billing_weights: str = "") -> Cost:
+    from .validation import resolve_partition  # validation imports profiles; keep cost light
+
+    hours = None if request.time_s in (None, UNLIMITED) else (request.time_s or 0) / 3600
+    partition = resolve_partition(request, profile) if profile else None
+    nodes, gpus = request.node_count, _gpus(request)
+    whole = bool(partition and partition.whole_node)
+    asked_cpus = (request.cpus_per_task or 1) * (request.ntasks_per_node or 1)
+    cores = partition.cpus_per_node if whole and partition and partition.cpus_per_node \
+        else asked_cpus
+    rule_name = profile.billing if profile else "node"
+    weights = billing_weights or (partition.billing_weights if partition else "")
+    if hours is None:
+        return Cost(None, None, None, None, None, _UNITS.get(rule_name, "node-h"),
+                    "no time limit")
+    node_h, gpu_h, core_h = nodes * hours, nodes * gpus * hours, nodes * cores * hours
+    if weights:
+        mem = request.mem_mb or 0
+        if whole and partition and partition.mem_per_node_mb:
+            mem = partition.mem_per_node_mb
+        billed = billing_units(weights, cores, mem, gpus, 1) * nodes * hours
+        return Cost(hours, node_h, gpu_h, core_h, billed, "billing-h",
+                    f"TRESBillingWeights {weights}")
+    billed = {"node": node_h, "gpu": gpu_h, "core": core_h}.get(rule_name, node_h)
+    rule = {"node": "billed by the node", "gpu": "billed by the GPU",
+            "core": "billed by the core"}.get(rule_name, "billed by the node")
+    if whole:
+        rule = f"whole nodes, {rule}"
+    return Cost(hours, node_h, gpu_h, core_h, billed, _UNITS.get(rule_name, "node-h"), rule)

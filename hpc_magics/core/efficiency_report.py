@@ -1,0 +1,159 @@
+"""The efficiency report of an ended job: its figures as short lines, and one line of advice.
+
+The advice thresholds and wording are data (``efficiency_advice.toml`` beside this module);
+the first rule in its ``order`` that applies is the advice. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .efficiency import GpuSample, GpuSummary, Usage
+from .units import format_duration, format_memory
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ADVICE_FILE = Path(__file__).with_name("efficiency_advice.toml")
+
+
+@dataclass(frozen=True)
+class Report:
+    usage: Usage
+    gpu: GpuSummary | None = None
+    lines: tuple[str, ...] = field(default=())
+    advice: str = ""
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.0f}%"
+
+
+def _memory(megabytes: float | None) -> str:
+    if megabytes is None:
+        return "n/a"
+    if megabytes >= 1024:
+        return f"{megabytes / 1024:.1f}G"
+    return f"{megabytes:.0f}M"
+
+
+def load_advice_rules(path: Path = ADVICE_FILE) -> dict[str, Any]:
+    with path.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def advice(usage: Usage, gpu: GpuSummary | None,
+           rules: Mapping[str, Any] | None = None) -> str:
+    """The first rule (in the data's ``order``) that applies, as one line; "" when none."""
+    rules = load_advice_rules() if rules is None else rules
+    for name in rules.get("order", ()):
+        rule = rules.get(name, {})
+        text = _RULES[name](usage, gpu, rule) if name in _RULES else None
+        if text:
+            return text
+    return ""
+
+
+def _rule_timeout(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+    if usage.state != "TIMEOUT":
+        return None
+    asked = format_duration(usage.time_limit_s or 0)
+    return str(rule["message"]).format(asked=asked)
+
+
+def _rule_oom(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+    if usage.state != "OUT_OF_MEMORY" or not usage.req_mem_mb:
+        return None
+    suggest = format_memory(_round_up_gb(usage.req_mem_mb * float(rule["factor"])))
+    return str(rule["message"]).format(asked=_memory(usage.req_mem_mb), suggest=suggest)
+
+
+def _round_up_gb(megabytes: float) -> int:
+    return max(1024, math.ceil(megabytes / 1024) * 1024)
+
+
+def _rule_memory(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+    fraction = usage.memory_fraction
+    if fraction is None or usage.req_mem_mb is None or usage.max_rss_mb is None:
+        return None
+    if fraction > float(rule["max_used_fraction"]) or usage.req_mem_mb < float(
+            rule["min_request_mb"]):
+        return None
+    suggest = _round_up_gb(usage.max_rss_mb * float(rule["headroom"]))
+    if suggest >= usage.req_mem_mb:
+        return None
+    return str(rule["message"]).format(asked=_memory(usage.req_mem_mb),
+                                       peak=_memory(usage.max_rss_mb),
+                                       suggest=format_memory(suggest))
+
+
+def _rule_cpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+    efficiency = usage.cpu_efficiency
+    cpus = usage.alloc_cpus or 0
+    if efficiency is None or cpus < int(rule["min_cpus"]) or \
+            efficiency > float(rule["max_efficiency"]):
+        return None
+    if (usage.elapsed_s or 0) < float(rule["min_elapsed_s"]):
+        return None
+    suggest = max(1, math.ceil(cpus * efficiency * float(rule["headroom"])))
+    if suggest >= cpus:
+        return None
+    return str(rule["message"]).format(cpus=cpus, efficiency=_percent(efficiency),
+                                       suggest=suggest)
+
+
+def _rule_gpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+    if gpu is None or gpu.mean_utilisation / 100 > float(rule["max_mean_utilisation"]):
+        return None
+    return str(rule["message"]).format(gpus=gpu.gpus, util=f"{gpu.mean_utilisation:.0f}%")
+
+
+def _rule_time(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+    fraction = usage.time_fraction
+    if fraction is None or usage.time_limit_s is None or usage.elapsed_s is None:
+        return None
+    if usage.state != "COMPLETED" or fraction > float(rule["max_used_fraction"]) or \
+            usage.time_limit_s < float(rule["min_limit_s"]):
+        return None
+    minutes = max(1, math.ceil(usage.elapsed_s * float(rule["headroom"]) / 60))
+    suggest = f"{minutes}" if minutes < 60 else f"{math.ceil(minutes / 60)}:00:00"
+    return str(rule["message"]).format(asked=format_duration(usage.time_limit_s),
+                                       used=format_duration(usage.elapsed_s), suggest=suggest)
+
+
+_RULES = {"timeout": _rule_timeout, "oom": _rule_oom, "memory": _rule_memory,
+          "cpu": _rule_cpu, "gpu": _rule_gpu, "time": _rule_time}
+
+
+def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
+           rules: Mapping[str, Any] | None = None) -> Report:
+    """The figures as short lines, and the advice."""
+    gpu = GpuSummary.of(gpu_samples)
+    lines = [f"state {usage.state}" + (f" (exit {usage.exit_code})"
+                                       if usage.exit_code not in ("", "0:0") else "")]
+    cpu_time = format_duration(usage.total_cpu_s) if usage.total_cpu_s is not None else "n/a"
+    lines.append(f"CPU efficiency {_percent(usage.cpu_efficiency)} "
+                 f"({cpu_time} of CPU time on {usage.alloc_cpus or '?'} CPUs)")
+    if usage.max_rss_mb is None:
+        lines.append(f"memory peak not sampled (the job ended before accounting's first "
+                     f"sample) of {_memory(usage.req_mem_mb)} asked")
+    else:
+        lines.append(f"memory peak {_memory(usage.max_rss_mb)} of {_memory(usage.req_mem_mb)} "
+                     f"asked ({_percent(usage.memory_fraction)})")
+    limit = format_duration(usage.time_limit_s) if usage.time_limit_s else "no limit"
+    elapsed = format_duration(usage.elapsed_s) if usage.elapsed_s is not None else "n/a"
+    lines.append(f"time {elapsed} of {limit} ({_percent(usage.time_fraction)})")
+    if gpu is not None:
+        lines.append(f"GPU utilisation {gpu.mean_utilisation:.0f}% on average over "
+                     f"{gpu.gpus} GPU{'s' if gpu.gpus != 1 else ''}, memory peak "
+                     f"{_memory(gpu.peak_memory_mb)} of {_memory(gpu.memory_total_mb)}")
+    elif usage.gpus:
+        lines.append(f"{usage.gpus} GPU(s) allocated; no samples (no nvidia-smi on the node)")
+    return Report(usage, gpu, tuple(lines), advice(usage, gpu, rules))

@@ -1,0 +1,66 @@
+"""``%%sbatch`` arguments for cells at scale: ``--gather``, ``--checkpoint``,
+``--checkpoint-margin``, ``--chain``, ``--stage``, ``--stage-back`` (``core/scale.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument
+
+from ..core import scale
+from ..core.errors import HpcMagicsError
+from ..core.resources import ResourceRequest
+from ..core.units import UNLIMITED
+
+SCALE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--gather",), {"metavar": "NAMES",
+                     "help": "with several tasks: bring these names back from every rank, "
+                             "each as a list indexed by rank (default: rank 0's results only)"}),
+    (("--checkpoint",), {"metavar": "NAMES",
+                         "help": "save these names before the time limit and requeue; the "
+                                 "cell runs again with them restored and resumed=True"}),
+    (("--checkpoint-margin",), {"type": int, "metavar": "SECONDS",
+                                "help": "signal this long before the limit "
+                                        f"(default {scale.DEFAULT_MARGIN_S})"}),
+    (("--chain",), {"type": int, "metavar": "N",
+                    "help": f"requeues allowed with --checkpoint (default {scale.DEFAULT_CHAIN})"}),
+    (("--stage",), {"action": "append", "metavar": "PATH",
+                    "help": "copy a file or folder (or extract a .tar/.tar.gz/.zip) to "
+                            "node-local storage on every node first (repeatable); the cell "
+                            "gets staged[NAME] and stage_dir"}),
+    (("--stage-back",), {"metavar": "PATH",
+                         "help": "copy the node-local folder stage_out to PATH at the end, "
+                                 "also when the time limit stops the job"}),
+]
+
+
+def scale_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
+    for flags, options in reversed(SCALE_FLAGS):
+        function = argument(*flags, **options)(function)
+    return function
+
+
+def _unquoted(value: str | None) -> Any:
+    """IPython's argument split keeps quotes: ``--stage 'my data'`` means ``my data``."""
+    if value and len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def options_from_args(args: Any, request: ResourceRequest, backend: str
+                      ) -> scale.ScaleOptions:
+    """The options, checked; a bad value is a one-line ``UsageError`` before submission."""
+    limit = request.time_s if request.time_s not in (None, UNLIMITED) else None
+    try:
+        opts = scale.options(gather=args.gather, checkpoint=args.checkpoint,
+                             margin_s=args.checkpoint_margin, chain=args.chain,
+                             stage=[_unquoted(path) for path in args.stage or ()],
+                             stage_back=_unquoted(args.stage_back), time_limit_s=limit)
+    except HpcMagicsError as error:
+        raise UsageError(str(error)) from None
+    if backend == "local" and (opts.checkpoint or opts.stage or opts.stage_back):
+        raise UsageError("--checkpoint, --stage and --stage-back need Slurm (signals, "
+                         "requeue, node-local storage): use --backend slurm on a cluster")
+    return opts

@@ -1,0 +1,248 @@
+"""``%%sbatch --sweep/--sweep-from/--array-parallelism/--retry-failed/--after/--after-any``.
+
+Everything is checked (points, limits, job references) before anything is submitted.
+``%%sbatch --retry-failed`` on a cell run before as a sweep resubmits that sweep's failed
+tasks (the newest sweep of the same cell text in the jobs folder); the same as
+``hpc_magics.job().retry_failed()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument
+
+from ..core import sweep
+from ..core.errors import HpcMagicsError
+from ..core.jobids import parse_job_id
+from ..core.resources import ResourceRequest
+
+SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--sweep",), {"action": "append", "metavar": "NAME=V1,V2",
+                    "help": "run the cell once per value (repeatable: the product of all); "
+                            "each task gets NAME as a variable. One Slurm job array"}),
+    (("--sweep-from",), {"metavar": "NAME",
+                         "help": "the sweep's points from a notebook variable: a list of "
+                                 "dicts, or a dict of equally long lists"}),
+    (("--array-parallelism",), {
+        "metavar": "N", "help": "at most N tasks of the sweep run at once (--array=0-K%%N)"}),
+    (("--retry-failed",), {"action": "store_true",
+                           "help": "resubmit only the failed tasks of this cell's last sweep"}),
+    (("--after",), {"action": "append", "metavar": "JOB",
+                    "help": "start after JOB ended successfully (afterok; repeatable): a job "
+                            "id, job folder name or handle variable"}),
+    (("--after-any",), {"action": "append", "metavar": "JOB",
+                        "help": "start after JOB ended, however it ended (afterany; repeatable)"}),
+]
+
+
+def sweep_arguments(function: Any) -> Any:
+    for flags, options in reversed(SWEEP_ARGUMENTS):
+        function = argument(*flags, **options)(function)
+    return function
+
+
+def _unquoted(text: str) -> str:
+    text = text.strip()
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+
+
+# ------------------------------------------------------------------ points
+def points(args: Any, namespace: dict[str, Any]) -> list[sweep.Point] | None:
+    """The sweep's points, or ``None`` when the cell is no sweep; bad input: UsageError."""
+    if not args.sweep and not args.sweep_from:
+        if args.array_parallelism is not None:
+            raise UsageError("--array-parallelism limits a sweep's tasks: add --sweep "
+                             "NAME=V1,V2 or --sweep-from NAME")
+        return None
+    try:
+        base = None
+        if args.sweep_from:
+            name = _unquoted(args.sweep_from)
+            if name not in namespace:
+                raise HpcMagicsError(f"--sweep-from {name}: the notebook has no variable "
+                                     f"{name!r}: define it first (a list of dicts, or a dict of "
+                                     "lists)")
+            base = sweep.points_from(name, namespace[name])
+        found = sweep.sweep_points(args.sweep or [], base)
+        sweep.check_parallelism(args.array_parallelism)
+    except HpcMagicsError as error:
+        raise UsageError(str(error)) from None
+    return found
+
+
+def without_parameters(names: Any, found: Sequence[sweep.Point]) -> Any:
+    """The cell's free names minus the sweep's parameters (they are set per task)."""
+    parameters = {name for point in found for name in point}
+    return replace(names, free=tuple(n for n in names.free if n not in parameters))
+
+
+def cell_key(body: str) -> str:
+    return hashlib.sha256(body.strip().encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------ dependencies
+def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
+    """A job id, a handle variable's name, or a job folder's name → Slurm job ids, as
+    (those that must end well, those that need only end)."""
+    from ..handle import JobHandle
+
+    reference = _unquoted(reference)
+    namespace = magics.shell.user_ns if magics.shell is not None else {}
+    value = namespace.get(reference) if reference.isidentifier() else None
+    if isinstance(value, JobHandle):
+        return _ids_of(value)
+    if parse_job_id(reference) is not None:
+        return [reference], []
+    try:
+        return _ids_of(magics._handle(reference))
+    except UsageError:
+        raise UsageError(f"--after {reference}: not a job id, job folder name or job handle "
+                         "variable of this notebook: see %hpc_jobs") from None
+
+
+def _ids_of(handle: Any) -> tuple[list[str], list[str]]:
+    arrays = getattr(handle, "array_ids", None)
+    if not callable(arrays):
+        return [str(handle.job_id)], []
+    retried = sweep.superseded_arrays(handle.folder.meta().get("sweep", {}).get("arrays", []))
+    return [a for a in arrays() if a not in retried], [a for a in arrays() if a in retried]
+
+
+def with_dependencies(magics: Any, request: ResourceRequest, args: Any) -> ResourceRequest:
+    """``--after``/``--after-any`` added to the request's ``--dependency``."""
+    if not args.after and not args.after_any:
+        return request
+    after: list[str] = []
+    after_any: list[str] = []
+    for reference in args.after or []:
+        ok, ended = _job_reference(magics, reference)
+        after += ok
+        after_any += ended
+    for reference in args.after_any or []:
+        ok, ended = _job_reference(magics, reference)
+        after_any += ok + ended
+    value = sweep.dependency(after, after_any)
+    combined = ",".join(v for v in (request.dependency, value) if v)
+    return request.changed(dependency=combined or None)
+
+
+# ------------------------------------------------------------------ submission
+def check_limits(request: ResourceRequest, count: int) -> int:
+    """The cluster's MaxArraySize; refuses a sweep over the jobs-per-user limit."""
+    from ..scheduler import limits
+    from ..scheduler.queue import login_name
+    from ..scheduler.watcher import watcher
+
+    try:
+        limit = limits.submit_limit(login_name(), request.account)
+        if limit is not None:
+            queued = limits.queued_jobs(watcher().queue_view().jobs)
+            sweep.check_submit_limit(count, queued, limit)
+        return limits.max_array_size()
+    except HpcMagicsError as error:
+        raise UsageError(str(error)) from None
+
+
+def plan(backend: Any, folder: str, request: ResourceRequest, profile: Any, job_name: str,
+         found: Sequence[sweep.Point], args: Any, max_array_size: int) -> list[Any]:
+    from ..backends import sweep as sweep_backend
+
+    try:
+        return sweep_backend.plan(backend, folder, request, profile, job_name,
+                                  range(len(found)),
+                                  sweep.check_parallelism(args.array_parallelism),
+                                  max_array_size)
+    except HpcMagicsError as error:
+        raise UsageError(str(error)) from None
+
+
+def dry_run_text(scripts: Sequence[Any], found: Sequence[sweep.Point]) -> str:
+    lines = [f"# a sweep of {len(found)} tasks as {len(scripts)} job "
+             f"arr{'ay' if len(scripts) == 1 else 'ays'}; first point: {found[0]}"]
+    for script in scripts:
+        lines += [f"# ---- {script.name} (points {script.part.indices[0]}.."
+                  f"{script.part.indices[-1]})", script.text.rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, profile: Any,
+           job_name: str, found: Sequence[sweep.Point], args: Any, body: str) -> Any:
+    """Create the job folder, submit the arrays; the sweep's handle."""
+    from ..backends import sweep as sweep_backend
+    from ..backends.folder import JobFolder
+    from ..core import resources
+    from ..sweep_handle import SweepHandle
+
+    max_array_size = check_limits(request, len(found))
+    # rendered once where the folder would be: what cannot be submitted stops before it exists
+    plan(backend, str(JobFolder.would_be(magics.jobs_root, job_name)), request, profile, job_name,
+         found, args, max_array_size)
+    folder = magics._new_folder(job_name)
+    scripts = plan(backend, str(folder.path.absolute()), request, profile, job_name, found,
+                   args, max_array_size)
+    folder.write_meta({"name": job_name, "backend": backend.name, "profile": profile.name,
+                       "request": resources.to_dict(request), "shipped": payload.summary(),
+                       "results": list(payload.result_names), "kind": "sweep",
+                       "cell": cell_key(body),
+                       "notebook": os.environ.get("JPY_SESSION_NAME", ""),
+                       "state": "SUBMITTING"})
+    try:
+        job_id = sweep_backend.submit(folder, payload, request, scripts, found, job_name,
+                                      sweep.check_parallelism(args.array_parallelism))
+    except HpcMagicsError as error:
+        if not folder.meta().get("job_id"):  # else part of a split sweep was submitted
+            folder.update_meta(state="NOT_SUBMITTED", error=str(error))
+        raise UsageError(str(error)) from None
+    handle = SweepHandle(job_id, backend, JobFolder(folder.path), job_name)
+    magics.handles[job_id] = handle
+    magics.last_job = job_id
+    return handle
+
+
+def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceRequest,
+        profile: Any, job_name: str, found: list[sweep.Point], cell: str,
+        would_be: str) -> None:
+    """The sweep part of ``%%sbatch``: a dry run, or submit, show and maybe wait."""
+    if args.dry_run:
+        scripts = plan(backend, would_be, request, profile, job_name, found, args,
+                       check_limits(request, len(found)))
+        print(f"# dry run: nothing submitted. The job folder would be {would_be}.")
+        print(dry_run_text(scripts, found), end="")
+        print(f"# {payload.summary()} (once, for all tasks)")
+        return
+    print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
+    handle = submit(magics, backend, payload, request, profile, job_name, found, args, cell)
+    widget = magics._show_handle(handle)
+    if args.wait:
+        magics._wait_and_fetch(handle, widget)
+        return
+    print(f"[hpc_magics] sweep {handle.job_id}: table later with hpc_magics.job().table()")
+
+
+def retry(magics: Any, body: str) -> Any:
+    """``%%sbatch --retry-failed``: the newest sweep of this cell text, its failed tasks."""
+    from ..backends.folder import find_job_folders
+    from ..sweep_handle import SweepHandle
+
+    key = cell_key(body)
+    for folder in find_job_folders(magics.jobs_root):
+        meta = folder.meta()
+        if meta.get("kind") == "sweep" and meta.get("cell") == key and meta.get("job_id"):
+            handle = magics._handle(str(meta["job_id"]))
+            if not isinstance(handle, SweepHandle):
+                break
+            try:
+                ids = handle.retry_failed()
+            except HpcMagicsError as error:
+                raise UsageError(str(error)) from None
+            print(f"[hpc_magics] sweep {handle.job_id}: failed tasks resubmitted as job "
+                  f"{', '.join(ids)}")
+            return handle
+    raise UsageError("--retry-failed: this cell has not run as a sweep in "
+                     f"{magics.jobs_root}: run it with --sweep first")

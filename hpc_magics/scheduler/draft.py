@@ -1,0 +1,73 @@
+"""A profile drafted from the cluster this runs on (``hpc-magics profiles --draft``).
+
+For admins adding their site: ``scontrol show partition`` gives each partition's limits,
+``sinfo`` the nodes behind it (CPUs, memory, GPU types and counts).  The draft is TOML the
+profile loader reads as it is; what Slurm cannot tell (account spelling, advice) is left
+for the admin, marked with comments.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+
+from ..core.units import format_time
+from . import live
+from .cluster import cluster_name
+from .queue import slurm_duration
+
+
+def _q(text: str) -> str:
+    return json.dumps(text)  # a TOML basic string is a JSON string
+
+
+def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str:
+    """The TOML text of a profile for this cluster; raises nothing, says what it lacks."""
+    cluster = name or cluster_name()
+    day = (today or _dt.date.today()).isoformat()
+    parts = live.partitions()
+    groups = live.node_groups()
+    default = next((n for n, d in parts.items() if d.get("Default") == "YES"), None)
+    lines = [
+        f"# Drafted by `hpc-magics profiles --draft` on {day} from scontrol show partition "
+        f"and sinfo on cluster {cluster}.",
+        "# Review it: add account_pattern/account_example, notes, and the documentation address.",
+        f"description = {_q(f'{cluster}: drafted from Slurm ({len(parts)} partitions)')}",
+        f"documentation = {_q(f'scontrol show partition and sinfo on {cluster}')}",
+        f"documented_on = {_q(day)}",
+        f"cluster_names = [{_q(cluster)}]",
+        "partitions_complete = true",
+        'gpu_flag = "gres"',
+        'billing = "core"',
+    ]
+    if default:
+        lines.append(f"default_partition = {_q(default)}")
+    for part, data in parts.items():
+        lines += ["", f"[partitions.{_q(part)}]"]
+        max_time = slurm_duration(data.get("MaxTime", "UNLIMITED"))
+        if max_time:
+            lines.append(f"max_time = {_q(format_time(max_time))}")
+        default_time = slurm_duration(data.get("DefaultTime", "NONE"))
+        if default_time:
+            lines.append(f"default_time = {_q(format_time(default_time))}")
+        if data.get("MaxNodes", "").isdigit():
+            lines.append(f"max_nodes = {int(data['MaxNodes'])}")
+        mine = [g for g in groups if g.partition == part]
+        if mine:
+            lines.append(f"cpus_per_node = {max(g.cpus for g in mine)}")
+            lines.append(f"mem_per_node = {_q(f'{max(g.mem_mb for g in mine)}M')}")
+        types = live.gpu_types(part)
+        if types:
+            lines.append(f"gpus_per_node = {max(types.values())}")
+            lines.append("gpu_types = [" + ", ".join(_q(t) for t in types) + "]")
+            if len(set(types.values())) > 1:
+                lines.append("gpus_per_type = { " + ", ".join(
+                    f"{_q(t)} = {n}" for t, n in types.items()) + " }")
+        if data.get("OverSubscribe", "NO").startswith("EXCLUSIVE"):
+            lines.append("whole_node = true")
+        if data.get("TRESBillingWeights"):
+            lines.append(f"billing_weights = {_q(data['TRESBillingWeights'])}")
+        qos = data.get("QoS", "N/A")
+        if qos not in {"N/A", ""}:
+            lines.append(f"# partition QOS: {qos}")
+    return "\n".join(lines) + "\n"

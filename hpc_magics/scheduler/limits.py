@@ -1,0 +1,90 @@
+"""The site's limits a sweep must respect: ``MaxArraySize`` and jobs per user.
+
+Asked once per process and kept (``scontrol show config``, ``sacctmgr``), through the
+scheduler door. Anything that cannot be asked means Slurm's default array size and no
+jobs-per-user limit: never refuse what the cluster might accept.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from ..core import sweep
+from ..core.errors import HpcMagicsError
+from . import commands
+
+CACHE_TTL_S = 3600.0
+_cache: dict[str, tuple[float, Any]] = {}
+T = TypeVar("T")
+
+
+def _cached(key: str, compute: Callable[[], T]) -> T:
+    hit = _cache.get(key)
+    if hit is not None and time.monotonic() - hit[0] < CACHE_TTL_S:
+        value: T = hit[1]
+        return value
+    value = compute()
+    _cache[key] = (time.monotonic(), value)
+    return value
+
+
+def remember(key: str, value: object) -> None:
+    """Set a cached answer (``max_array_size``, ``submit_limit:ACCOUNT``)."""
+    _cache[key] = (time.monotonic(), value)
+
+
+def forget() -> None:
+    _cache.clear()
+
+
+def _config() -> str:
+    try:
+        result = commands.run(["scontrol", "show", "config"], timeout=20)
+    except HpcMagicsError:
+        return ""
+    return result.stdout if result.ok else ""
+
+
+def _config_text() -> str:
+    return _cached("config", _config)
+
+
+def max_array_size() -> int:
+    """The cluster's ``MaxArraySize`` (tasks per array; Slurm's 1001 when unknown)."""
+    return _cached("max_array_size", lambda: sweep.max_array_size(_config_text()))
+
+
+def _sacctmgr(*args: str) -> str:
+    try:
+        result = commands.run(["sacctmgr", "-n", "-P", "show", *args], timeout=20)
+    except HpcMagicsError:
+        return ""
+    return result.stdout if result.ok else ""
+
+
+def submit_limit(user: str, account: str | None) -> tuple[int, str] | None:
+    """The user's jobs-per-user limit (``MaxSubmitJobs``) and its source, when enforced."""
+    def ask() -> tuple[int, str] | None:
+        if not sweep.limits_enforced(_config_text()):
+            return None  # the controller enforces no association or QOS limit
+        associations = _sacctmgr("assoc", f"where user={user}",
+                                 "format=Account,MaxSubmit,QOS")
+        chosen = account or (_sacctmgr("user", user, "format=DefaultAccount").strip() or None)
+        return sweep.max_submit_jobs(associations, _sacctmgr("qos", "format=Name,MaxSubmitPU"),
+                                     chosen)
+
+    return _cached(f"submit_limit:{account or ''}", ask)
+
+
+def queued_jobs(view_jobs: Iterable[Any]) -> int:
+    """How many jobs the user has in the queue: an array's pending range counts each task."""
+    from ..core.jobids import parse_job_id
+
+    count = 0
+    for job in view_jobs:
+        parsed = parse_job_id(job.job_id)
+        numbers = parsed.task_numbers if parsed is not None else None
+        count += len(numbers) if numbers else 1
+    return count

@@ -1,0 +1,279 @@
+"""Live checks against the cluster this machine submits to, each asked once per session.
+
+``scontrol show partition`` (limits, TRESBillingWeights), ``sinfo`` (GRES per partition),
+``sacctmgr show assoc`` (the user's accounts and QOS) and ``sbatch --test-only`` (does the
+job fit, when would it start): every command through ``scheduler/commands.run``, every
+answer kept in this process (a checker run, a kernel) so one session asks each only once.
+A command that cannot be asked is said as a warning, never as a refusal.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.checkscript import ERROR, WARNING, Finding, ScriptReport, with_findings
+from ..core.errors import HpcMagicsError
+from ..core.resources import ResourceRequest
+from ..core.units import UNLIMITED, format_time
+from . import commands
+from .queue import slurm_duration
+
+_ANSWERS: dict[tuple[str, ...], commands.CommandResult | str] = {}
+
+
+def forget() -> None:
+    """Drop the session's answers (the next check asks again)."""
+    _ANSWERS.clear()
+
+
+def ask(argv: list[str], timeout: float = 20.0) -> commands.CommandResult | str:
+    """The command's result, or why it could not be asked; once per session per argv."""
+    key = tuple(argv)
+    if key not in _ANSWERS:
+        try:
+            _ANSWERS[key] = commands.run(argv, timeout=timeout)
+        except HpcMagicsError as error:
+            _ANSWERS[key] = str(error)
+    return _ANSWERS[key]
+
+
+def _fields(line: str) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in line.split() if "=" in item)
+
+
+def partitions() -> dict[str, dict[str, str]]:
+    """Partition name → its ``scontrol show partition`` fields."""
+    answer = ask(["scontrol", "show", "partition", "--oneliner"])
+    if isinstance(answer, str) or not answer.ok:
+        return {}
+    found = {}
+    for line in answer.stdout.splitlines():
+        data = _fields(line)
+        if "PartitionName" in data:
+            found[data["PartitionName"]] = data
+    return found
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    partition: str
+    gres: str  # "gpu:v100:2" or "(null)"
+    cpus: int
+    mem_mb: int
+    nodes: int
+    default: bool
+
+
+def node_groups() -> list[NodeGroup]:
+    """``sinfo``'s node groups: partition, GRES, CPUs, memory (one line per kind of node)."""
+    answer = ask(["sinfo", "-h", "-o", "%P|%G|%c|%m|%D"])
+    if isinstance(answer, str) or not answer.ok:
+        return []
+    groups = []
+    for line in answer.stdout.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 5:
+            continue
+        name, gres, cpus, mem, count = parts
+        groups.append(NodeGroup(name.rstrip("*"), gres, _int(cpus), _int(mem), _int(count),
+                                name.endswith("*")))
+    return groups
+
+
+def gpu_types(partition: str) -> dict[str, int]:
+    """GPU type → most GPUs of that type on one node of ``partition`` (from sinfo)."""
+    found: dict[str, int] = {}
+    for group in node_groups():
+        if group.partition != partition:
+            continue
+        for item in group.gres.split(","):
+            match = re.match(r"gpu:([^:(]+):(\d+)", item)
+            if match:
+                found[match.group(1)] = max(found.get(match.group(1), 0), int(match.group(2)))
+    return found
+
+
+@dataclass(frozen=True)
+class Association:
+    account: str
+    partition: str
+    qos: tuple[str, ...]
+
+
+def associations(user: str) -> list[Association] | None:
+    """The user's accounts and the QOS each allows; None when sacctmgr cannot say."""
+    answer = ask(["sacctmgr", "-n", "-P", "show", "assoc", "where", f"user={user}",
+                  "format=Account,Partition,QOS"])
+    if isinstance(answer, str) or not answer.ok:
+        return None
+    found = []
+    for line in answer.stdout.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) == 3 and parts[0]:
+            found.append(Association(parts[0], parts[1],
+                                     tuple(q for q in parts[2].split(",") if q)))
+    return found
+
+
+@dataclass(frozen=True)
+class TestOnly:
+    fits: bool
+    start: str  # when Slurm expects the job to start, as it says it
+    message: str
+
+
+def test_only(script: str) -> TestOnly | str:
+    """``sbatch --test-only`` on the script: submits nothing; a string says why it could not."""
+    if not script.startswith("#!"):  # a pasted #SBATCH block: sbatch wants an interpreter line
+        script = "#!/bin/bash\n" + script
+    key = ("sbatch", "--test-only", script)
+    if key not in _ANSWERS:
+        with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as handle:
+            handle.write(script)
+            path = handle.name
+        try:
+            _ANSWERS[key] = commands.run(["sbatch", "--test-only", path], timeout=30)
+        except HpcMagicsError as error:
+            _ANSWERS[key] = str(error)
+        finally:
+            Path(path).unlink(missing_ok=True)
+    answer = _ANSWERS[key]
+    if isinstance(answer, str):
+        return answer
+    text = (answer.stderr + answer.stdout).strip()
+    start = re.search(r"to start at (\S+)", text)
+    if answer.ok:
+        return TestOnly(True, start.group(1) if start else "", text)
+    return TestOnly(False, "", text.replace("sbatch: error: ", ""))
+
+
+def current_user() -> str:
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+@dataclass(frozen=True)
+class LiveReport:
+    findings: tuple[Finding, ...]
+    start: str = ""
+    billing_weights: str = ""
+    asked: tuple[str, ...] = field(default=())
+
+
+def check(request: ResourceRequest, script: str | None = None,
+          user: str | None = None) -> LiveReport:
+    """What the cluster itself says about ``request`` (and ``script``, if given)."""
+    found: list[Finding] = []
+    user = user or current_user()
+    parts = partitions()
+    if not parts:
+        return LiveReport((Finding(WARNING, "", "the cluster did not answer scontrol show "
+                                   "partition: live checks skipped"),))
+    default = next((n for n, d in parts.items() if d.get("Default") == "YES"), None)
+    name = request.partition or default
+    data = parts.get(name or "")
+    if request.partition and data is None:
+        found.append(Finding(ERROR, "partition", f"partition {request.partition!r} does not "
+                             f"exist on this cluster: use one of {', '.join(parts)}"))
+    if data is not None:
+        found += _partition_limits(request, name or "", data)
+    found += _accounts(request, user)
+    weights = data.get("TRESBillingWeights", "") if data else ""
+    start = ""
+    if script is not None:
+        answer = test_only(script)
+        if isinstance(answer, str):
+            found.append(Finding(WARNING, "", f"sbatch --test-only could not run: {answer}"))
+        elif answer.fits:
+            start = answer.start
+        else:
+            found.append(Finding(ERROR, "", f"sbatch --test-only: {answer.message}"))
+    return LiveReport(tuple(found), start, weights,
+                      ("scontrol", "sinfo", "sacctmgr") + (("sbatch --test-only",)
+                                                           if script is not None else ()))
+
+
+def _partition_limits(request: ResourceRequest, name: str, data: dict[str, str]
+                      ) -> list[Finding]:
+    found = []
+    max_time = slurm_duration(data.get("MaxTime", "UNLIMITED"))
+    if max_time and request.time_s and (request.time_s == UNLIMITED
+                                        or request.time_s > max_time):
+        found.append(Finding(ERROR, "time", f"time {format_time(request.time_s)} exceeds "
+                             f"the MaxTime of partition {name!r}, {format_time(max_time)} "
+                             "(scontrol)"))
+    max_nodes = data.get("MaxNodes", "UNLIMITED")
+    if max_nodes.isdigit() and request.node_count > int(max_nodes):
+        found.append(Finding(ERROR, "nodes", f"{request.node_count} nodes exceed the MaxNodes "
+                             f"of partition {name!r}, {max_nodes} (scontrol)"))
+    gpus = request.gpus()
+    if gpus is not None:
+        types = gpu_types(name)
+        option = "gres" if request.gres and request.gpus_per_node is None else "gpus-per-node"
+        if not types:
+            found.append(Finding(ERROR, option, f"partition {name!r} has no GPUs (sinfo)"))
+        elif gpus.type and gpus.type not in types:
+            found.append(Finding(ERROR, option, f"GPU type {gpus.type!r} is not in partition "
+                                 f"{name!r}: sinfo lists {', '.join(sorted(types))}"))
+        elif gpus.count > (types[gpus.type] if gpus.type else max(types.values())):
+            most = types[gpus.type] if gpus.type else max(types.values())
+            found.append(Finding(ERROR, option, f"{gpus.count} GPUs per node exceed the {most} "
+                                 f"a node of partition {name!r} has (sinfo)"))
+    return found
+
+
+def _accounts(request: ResourceRequest, user: str) -> list[Finding]:
+    assocs = associations(user)
+    if assocs is None:
+        return [Finding(WARNING, "account", "sacctmgr did not answer: accounts not checked")]
+    if not assocs:
+        return []  # no accounting associations here: nothing to compare with
+    accounts = sorted({a.account for a in assocs})
+    found = []
+    if request.account and request.account not in accounts:
+        found.append(Finding(ERROR, "account", f"{user} has no association with account "
+                             f"{request.account!r}: yours are {', '.join(accounts)}"))
+    if request.qos:
+        allowed = {q for a in assocs for q in a.qos
+                   if not request.account or a.account == request.account}
+        if allowed and request.qos not in allowed:
+            with_account = f" with account {request.account!r}" if request.account else ""
+            found.append(Finding(ERROR, "qos", f"QOS {request.qos!r} is not allowed for "
+                                 f"{user}{with_account}: use one of {', '.join(sorted(allowed))}"))
+    return found
+
+
+def _int(text: str) -> int:
+    digits = re.match(r"\d+", text.strip())
+    return int(digits.group(0)) if digits else 0
+
+
+def with_live(report: ScriptReport, script: str, wanted: bool | None = None
+              ) -> tuple[ScriptReport, str]:
+    """``report`` with what the cluster says, and lines saying what was asked.
+
+    ``wanted`` None: only when Slurm is here and the profile describes this cluster (checking
+    an Alvis script on a laptop asks nothing); True: whenever Slurm is here; False: never.
+    """
+    from ..core.profiles import load_profile
+    from ..core.sbatch import cost_line
+    from .cluster import cluster_name
+
+    if wanted is False or not commands.slurm_available():
+        return report, ""
+    profile = load_profile(report.profile)
+    if wanted is None and cluster_name().lower() not in {c.lower() for c in profile.cluster_names}:
+        return report, ""
+    answer = check(report.request, script)
+    report = with_findings(report, [Finding(f.severity, f.option, f"{f.message} (live)", f.line)
+                                    for f in answer.findings])
+    said = [f"live: asked {', '.join(answer.asked)} on {cluster_name()}"]
+    if answer.start:
+        said.append(f"live: sbatch --test-only expects it to start at {answer.start}")
+    if answer.billing_weights:
+        said.append("live: " + cost_line(report.request, profile, answer.billing_weights))
+    return report, "\n".join(said)

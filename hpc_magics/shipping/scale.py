@@ -1,0 +1,250 @@
+"""One task of a cell's job: its rank, checkpoint and staged data (node side), and the
+gathered values of every rank (notebook side).
+
+On the node, ``NodeTask.prepare`` exports the ``torch.distributed`` variables (submitit's
+``TorchDistributedEnvironment``), puts ``rank``, ``local_rank``, ``world_size`` (and with
+the options ``resumed``, ``staged``, ``stage_dir``, ``stage_out``) into the cell's
+namespace, restores a checkpoint and installs the signal handlers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import socket
+import sys
+import time
+import types
+from collections.abc import Mapping, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from ..core.scale import ScaleOptions
+
+CHECKPOINT_FILE = "checkpoint.pkl"
+SEGMENT_FILE = "segment.json"
+GATHER_DIR = "gathered"
+
+
+class Requeued(BaseException):
+    """Unwinds the cell after its checkpoint was saved and the job requeued (not an error
+    of the cell: nothing is reported, the next segment carries on)."""
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(data)
+    os.replace(temporary, path)
+
+
+def _dumps(value: Any) -> bytes:
+    import cloudpickle  # notebook classes and functions travel by value
+
+    return bytes(cloudpickle.dumps(value))
+
+
+def _load_own(path: Path) -> Any:
+    """Unpickle a file only if this user owns it and nobody else may write it."""
+    from ..backends.folder import check_owned
+
+    check_owned(path)
+    with path.open("rb") as stream:
+        return pickle.load(stream)  # checked: the user's own private file
+
+
+def _master_addr(hostname: str, environ: Mapping[str, str]) -> str:
+    """The first node's name when it resolves, else the address srun launched from (the
+    batch host, the first node): node names that only Slurm knows still work."""
+    try:
+        socket.gethostbyname(hostname)
+        return hostname
+    except OSError:
+        return environ.get("SLURM_LAUNCH_NODE_IPADDR", hostname)
+
+
+def export_distributed(environ: MutableMapping[str, str] | None = None) -> None:
+    """MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE for
+    ``init_process_group("env://")``; values already set (by the user or site) are kept."""
+    env = os.environ if environ is None else environ
+    if "SLURM_JOB_ID" not in env or "SLURM_PROCID" not in env:
+        return
+    from submitit.helpers import TorchDistributedEnvironment
+
+    try:
+        dist = TorchDistributedEnvironment()
+    except Exception:  # not submitit's Slurm environment (another engine ran the cell)
+        return
+    values = {"MASTER_ADDR": _master_addr(dist.master_addr, env),
+              "MASTER_PORT": str(dist.master_port), "RANK": str(dist.rank),
+              "WORLD_SIZE": str(dist.world_size), "LOCAL_RANK": str(dist.local_rank),
+              "LOCAL_WORLD_SIZE": str(dist.local_world_size)}
+    for key, value in values.items():
+        env.setdefault(key, value)
+
+
+class NodeTask:
+    """This task's part of the job, between the rebuilt namespace and the results."""
+
+    def __init__(self, folder: Path, options: ScaleOptions | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        self.folder = folder
+        self.options = options or ScaleOptions()
+        self.rank = int(env.get("SLURM_PROCID", "0"))
+        self.local_rank = int(env.get("SLURM_LOCALID", "0"))
+        self.world_size = int(env.get("SLURM_NTASKS", "1"))
+        self.segment = int(env.get("SLURM_RESTART_COUNT", "0"))  # requeues so far
+        self.job_id = env.get("SLURM_JOB_ID", "")
+        self.namespace: dict[str, Any] = {}
+        self.cell_running = False
+        self.resumed = False
+
+    @property
+    def lead(self) -> bool:
+        return self.rank == 0
+
+    # ----------------------------------------------------------------- before the cell
+    def prepare(self, namespace: dict[str, Any]) -> None:
+        global _CURRENT
+        _CURRENT = self
+        self.namespace = namespace
+        export_distributed()
+        job_values = {"rank": self.rank, "local_rank": self.local_rank,
+                      "world_size": self.world_size}
+        for name, value in job_values.items():
+            if self.world_size > 1 or name not in namespace:  # a notebook's own name wins
+                namespace[name] = value     # only in a one-task job
+        opts = self.options
+        if opts.checkpoint:
+            self.resumed = self._restore(namespace)
+            namespace["resumed"] = self.resumed
+            if self.lead:  # what the widget shows ("segment 2 of ≤4"), without asking Slurm
+                _write_atomically(self.folder / SEGMENT_FILE, json.dumps(
+                    {"segment": self.segment + 1, "of_at_most": opts.chain + 1,
+                     "started_at": time.time()}).encode())
+            _set_package_flag(self.resumed)
+            self._install_handlers()
+        if opts.stage or opts.stage_back:
+            from . import staging
+
+            root = staging.local_root()
+            namespace["stage_dir"] = str(root)
+            namespace["staged"] = staging.staged_paths(opts.stage, root)
+            out = root / staging.OUT_DIR
+            out.mkdir(mode=0o700, parents=True, exist_ok=True)
+            namespace["stage_out"] = str(out)
+
+    def _restore(self, namespace: dict[str, Any]) -> bool:
+        path = self.folder / CHECKPOINT_FILE
+        if not path.exists():
+            return False
+        saved = _load_own(path)
+        namespace.update(saved["values"])
+        _say(f"resumed from the checkpoint of segment {saved['segment'] + 1} "
+             f"({', '.join(saved['values']) or 'nothing'}): segment {self.segment + 1}")
+        return True
+
+    # ----------------------------------------------------------------- checkpoints
+    def save_checkpoint(self) -> Path | None:
+        """The named variables as they are now, in one pickle (atomic); rank 0 only.
+        Names not defined yet keep their value from the previous checkpoint."""
+        if not self.lead or not self.options.checkpoint:
+            return None
+        path = self.folder / CHECKPOINT_FILE
+        values = {name: self.namespace[name] for name in self.options.checkpoint
+                  if name in self.namespace}
+        if not values:
+            return path if path.exists() else None
+        if path.exists() and len(values) < len(self.options.checkpoint):
+            values = {**_load_own(path)["values"], **values}
+        _write_atomically(path, _dumps({"values": values, "segment": self.segment,
+                                        "saved_at": time.time()}))
+        return path
+
+    def _install_handlers(self) -> None:
+        signal.signal(signal.SIGUSR2, self._on_limit)
+        signal.signal(signal.SIGTERM, self._on_term)
+        # Slurm sends SIGCONT with every kill: submitit's handler only logs it (noise here)
+        signal.signal(signal.SIGCONT, signal.SIG_DFL)
+
+    def _on_limit(self, signum: int, frame: types.FrameType | None) -> None:
+        """USR2 before the time limit (or a site's preemption notice)."""
+        if not self.lead or not self.cell_running:  # rank 0 requeues the whole job
+            return
+        path = self.save_checkpoint()
+        if self.segment >= self.options.chain:
+            _say(f"time limit near: checkpoint saved to {path}; no requeue left "
+                 f"(--chain {self.options.chain} used up)")
+            return
+        # said first: the requeue stops every process of the job, the log's copier too
+        _say(f"time limit near: checkpoint saved to {path}; requeueing (segment "
+             f"{self.segment + 2} of at most {self.options.chain + 1})")
+        from ..scheduler import commands
+
+        result = commands.run(["scontrol", "requeue", self.job_id], timeout=60)
+        if not result.ok:
+            _say(f"scontrol requeue failed: {result.first_error_line()}; the cell goes on")
+            return
+        raise Requeued
+
+    def _on_term(self, signum: int, frame: types.FrameType | None) -> None:
+        """SIGTERM (cancel, the limit itself, preemption): save, and let Slurm end us."""
+        if self.cell_running:
+            self.save_checkpoint()
+
+    # ----------------------------------------------------------------- after the cell
+    def write_gathered(self, namespace: Mapping[str, Any]) -> None:
+        if not self.options.gather:
+            return
+        folder = self.folder / GATHER_DIR
+        folder.mkdir(mode=0o700, exist_ok=True)
+        values = {name: namespace[name] for name in self.options.gather if name in namespace}
+        _write_atomically(folder / f"rank-{self.rank:05d}.pkl", _dumps(
+            {"rank": self.rank, "world_size": self.world_size, "values": values}))
+
+
+_CURRENT: NodeTask | None = None
+
+
+def _say(message: str) -> None:
+    """A line in the job's log; a log already closed by Slurm's kill is no error."""
+    try:
+        print(f"[hpc_magics] {message}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def _set_package_flag(resumed: bool) -> None:
+    import hpc_magics
+
+    hpc_magics.resumed = resumed
+
+
+def checkpoint() -> Path | None:
+    """Save the ``--checkpoint`` variables now (rank 0; other ranks: no-op)."""
+    if _CURRENT is None or not _CURRENT.options.checkpoint:
+        raise RuntimeError("hpc_magics.checkpoint() works inside a %%sbatch --checkpoint "
+                           "NAMES job")
+    return _CURRENT.save_checkpoint()
+
+
+# --------------------------------------------------------------------- notebook side
+def load_gathered(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, list[Any]], int]:
+    """Every rank's values of ``names``: name → list indexed by rank (None where a rank
+    did not write one); and how many ranks wrote theirs."""
+    files = sorted((folder / GATHER_DIR).glob("rank-*.pkl"))
+    by_rank: dict[int, dict[str, Any]] = {}
+    world_size = 0
+    for path in files:
+        data = _load_own(path)
+        by_rank[int(data["rank"])] = data["values"]
+        world_size = max(world_size, int(data["world_size"]))
+    world_size = max(world_size, max(by_rank, default=-1) + 1)
+    gathered = {name: [by_rank.get(rank, {}).get(name) for rank in range(world_size)]
+                for name in names}
+    return gathered, len(by_rank)

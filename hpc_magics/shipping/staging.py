@@ -1,0 +1,130 @@
+"""Node-local data for a job: ``python -m hpc_magics.shipping.staging in|back|clean``.
+
+The job script runs ``in`` and ``clean`` once on every node (``srun --ntasks-per-node=1``)
+and ``back`` on the first node (where rank 0 runs). The node-local root is
+``$SLURM_TMPDIR`` where the site sets it, else a private folder under the temporary
+folder, named by user, job and node (several "nodes" may share one host's /tmp).
+Standard library only: it runs on the compute node.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tarfile
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..core.scale import is_archive, staged_name
+
+OUT_DIR = "out"  # stage_out: what --stage-back copies back
+PRIVATE_PREFIX = "hpc_magics-"
+
+
+def _user() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.getuid())
+
+
+def local_root(environ: Mapping[str, str] | None = None) -> Path:
+    """This node's folder for the job's staged data (the same for every task on it)."""
+    env = os.environ if environ is None else environ
+    site = env.get("SLURM_TMPDIR")
+    if site:
+        return Path(site)
+    import tempfile
+
+    job = env.get("SLURM_JOB_ID", str(os.getpid()))
+    node = env.get("SLURMD_NODENAME") or os.uname().nodename
+    return Path(tempfile.gettempdir()) / f"{PRIVATE_PREFIX}{_user()}-{job}-{node}"
+
+
+def _private(path: Path) -> Path:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def _extract(archive: Path, target: Path) -> None:
+    if archive.name.lower().endswith(".zip"):
+        with zipfile.ZipFile(archive) as bundle:
+            bundle.extractall(target)  # zipfile strips absolute paths and ".."
+        return
+    with tarfile.open(archive) as bundle:
+        if hasattr(tarfile, "data_filter"):  # refuses links and paths leaving the target
+            bundle.extractall(target, filter="data")
+        else:  # pragma: no cover - Python without the extraction filters
+            bundle.extractall(target)
+
+
+def stage_in(paths: Sequence[str], root: Path | None = None) -> dict[str, str]:
+    """Copy (or extract) each path under the node-local root; name → local path."""
+    root = _private(root or local_root())
+    staged: dict[str, str] = {}
+    for source in map(Path, paths):
+        target = root / staged_name(str(source))
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        elif is_archive(source.name):
+            _extract(source, _private(target))
+        else:
+            shutil.copy2(source, target)
+        staged[target.name] = str(target)
+    _private(root / OUT_DIR)
+    return staged
+
+
+def staged_paths(paths: Sequence[str], root: Path | None = None) -> dict[str, str]:
+    """Where ``stage_in`` put each path (what the cell gets as ``staged``)."""
+    root = root or local_root()
+    return {staged_name(path): str(root / staged_name(path)) for path in paths}
+
+
+def stage_back(destination: str, root: Path | None = None) -> Path:
+    """Copy the node's ``stage_out`` folder into ``destination`` (created if missing)."""
+    source = (root or local_root()) / OUT_DIR
+    target = Path(destination)
+    target.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    return target
+
+
+def clean(root: Path | None = None, environ: Mapping[str, str] | None = None) -> bool:
+    """Remove this node's private folder; a site's ``$SLURM_TMPDIR`` is the site's."""
+    env = os.environ if environ is None else environ
+    if env.get("SLURM_TMPDIR"):
+        return False
+    root = root or local_root(env)
+    if not root.name.startswith(PRIVATE_PREFIX) or not root.is_dir() \
+            or root.stat().st_uid != os.getuid():
+        return False
+    shutil.rmtree(root, ignore_errors=True)
+    return True
+
+
+def main(argv: Sequence[str]) -> int:
+    node = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
+    if not argv or argv[0] not in {"in", "back", "clean"}:
+        print("usage: python -m hpc_magics.shipping.staging in PATH... | back DEST | clean",
+              file=sys.stderr)
+        return 2
+    action, args = argv[0], list(argv[1:])
+    if action == "in":
+        for name, local in stage_in(args).items():
+            print(f"[hpc_magics] staged {name} on {node}: {local}", flush=True)
+    elif action == "back":
+        target = stage_back(args[0])
+        print(f"[hpc_magics] stage_out of {node} copied back to {target}", flush=True)
+    elif clean():
+        print(f"[hpc_magics] removed {local_root()} on {node}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,242 @@
+"""A sweep as the notebook sees it: one handle for all tasks, their states and a table.
+
+``handle.table()`` is a pandas DataFrame when pandas is installed (else a list of dicts):
+one row per point, with its parameters, each result name, ``state``, ``elapsed`` (seconds
+the cell ran) and ``error`` (the node's traceback of a task that raised).
+``handle.retry_failed()`` submits the failed tasks again as one new array in the same job
+folder; their new results replace the failed ones in the table.
+
+States come from the watcher: one batched poll for every task (``123_4``) of every array.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+from .backends.folder import check_owned
+from .core.errors import HpcMagicsError
+from .core.jobs import SUCCESS_STATES, is_final
+from .core.sweep import Point, task_job_ids
+from .handle import JobHandle
+from .scheduler.watcher import JobStatus, combined_state, watcher
+from .shipping.runner import RESULTS_FILE, CellResult
+from .shipping.stream import load_results
+from .shipping.sweep_task import POINTS_FILE, TASK_FILE, task_dir
+
+STATE, ELAPSED, ERROR = "state", "elapsed", "error"
+
+
+class SweepHandle(JobHandle):
+    """A sweep's job: ``.table()``, ``.retry_failed()``, ``.task_states()``, plus the job
+    handle's ``.wait()``, ``.cancel()`` (the whole sweep), ``.log()`` (one task's)."""
+
+    # ------------------------------------------------------------ bookkeeping
+    def _sweep(self) -> dict[str, Any]:
+        sweep: dict[str, Any] = self.folder.meta().get("sweep", {})
+        return sweep
+
+    def task_ids(self) -> dict[int, str]:
+        """Point index → Slurm id of its latest attempt."""
+        return task_job_ids(self._sweep().get("arrays", []))
+
+    def array_ids(self) -> list[str]:
+        return [str(a["job_id"]) for a in self._sweep().get("arrays", [])]
+
+    def points(self) -> list[Point]:
+        path = self.folder.path / POINTS_FILE
+        check_owned(path)
+        with path.open("rb") as stream:
+            points: list[Point] = pickle.load(stream)
+        return points
+
+    def poll_targets(self) -> list[tuple[Any, str | None]]:
+        """What a monitor polls for this handle: every task, in one batch."""
+        return [(self.folder, job_id) for job_id in self.task_ids().values()]
+
+    # ------------------------------------------------------------ states
+    def task_states(self, ask: bool = True, max_age_s: float | None = None
+                    ) -> dict[int, JobStatus]:
+        """Point index → the watcher's snapshot of its task (``ask``: one batched poll)."""
+        ids = self.task_ids()
+        if ask:
+            polled = watcher().poll_jobs([(self.folder, j) for j in ids.values()], max_age_s)
+            by_id = {status.job_id: status for status in polled.values()}
+            return {index: by_id.get(job_id) or watcher().latest(self.folder, job_id)
+                    for index, job_id in ids.items()}
+        latest = watcher().latest_jobs([(self.folder, job_id) for job_id in ids.values()])
+        return dict(zip(ids, latest, strict=True))
+
+    def _combined(self, statuses: dict[int, JobStatus]) -> JobStatus:
+        states = [s.state for s in statuses.values()]
+        definite = bool(statuses) and all(s.definite for s in statuses.values())
+        return JobStatus(self.job_id, combined_state(states) if states else "UNKNOWN",
+                         "sacct" if definite else "tasks")
+
+    @property
+    def status(self) -> JobStatus:
+        return self._combined(self.task_states(ask=False))
+
+    def refresh(self, max_age_s: float | None = None) -> str:
+        state = self._combined(self.task_states(ask=True, max_age_s=max_age_s)).state
+        self._state_checked = time.monotonic()
+        return state
+
+    def cancel(self) -> str:
+        refusals = []
+        for array_id in self.array_ids():  # whole arrays: every task not yet ended
+            try:
+                self.backend.cancel(array_id, self.folder)
+            except HpcMagicsError as error:  # an array that ended long ago, say
+                refusals.append(error)
+        if refusals and len(refusals) == len(self.array_ids()):
+            raise refusals[-1]
+        for _ in range(20):
+            state = self.refresh(max_age_s=1.0)
+            if is_final(state):
+                return state
+            time.sleep(0.5)
+        return self.state
+
+    # ------------------------------------------------------------ results
+    def table(self, namespace: MutableMapping[str, Any] | None = None, ask: bool = True) -> Any:
+        """The results table (a pandas DataFrame when pandas is installed)."""
+        states = self.task_states(ask=ask)
+        meta = self.folder.meta()
+        parameters = list(meta.get("sweep", {}).get("parameters", []))
+        rows, names = assemble_rows(self.folder.path, self.points(), states,
+                                    self._table_resolver(namespace))
+        # the cell's result names in its order, those that came back (not modules)
+        results = [n for n in meta.get("results", []) if n in names and n not in parameters]
+        results += [n for n in names if n not in results and n not in parameters]
+        return as_table(rows, [*parameters, *results, STATE, ELAPSED, ERROR])
+
+    def _table_resolver(self, namespace: MutableMapping[str, Any] | None
+                        ) -> Callable[[str], Any]:
+        if namespace is None:
+            from .handle import _shell_namespace
+
+            namespace = _shell_namespace()
+
+        def resolve(name: str) -> Any:
+            if namespace is None or name not in namespace:
+                raise HpcMagicsError(f"a result refers to the notebook's {name!r}, which it "
+                                     "no longer has: define it again, then ask again")
+            return namespace[name]
+
+        return resolve
+
+    def fetch(self, namespace: MutableMapping[str, Any] | None = None,
+              show: bool = True) -> dict[str, Any]:
+        """A sweep's results are its table (``.table()``): shown; no name is set."""
+        if not self.done:
+            raise HpcMagicsError(f"sweep {self.job_id} is {self.state}: wait for it "
+                                 f"(%hpc_fetch {self.job_id} --wait) or look at "
+                                 "hpc_magics.job().table() for the tasks done so far")
+        table = self.table(namespace, ask=False)
+        if show:
+            self._display(table)
+        self.fetched = True
+        self.folder.update_meta(fetched=True)
+        return {}
+
+    def failed_tasks(self) -> list[int]:
+        """Points whose latest attempt ended without success."""
+        return sorted(index for index, status in self.task_states().items()
+                      if status.final and status.state not in SUCCESS_STATES)
+
+    def retry_failed(self) -> list[str]:
+        """Submit the failed tasks again, as one array; returns the new array ids."""
+        from .backends import sweep as sweep_backend
+        from .core.profiles import load_profile
+        from .core.resources import from_dict
+        from .scheduler import limits
+
+        failed = self.failed_tasks()
+        if not failed:
+            raise HpcMagicsError(f"sweep {self.job_id} has no failed tasks to retry")
+        meta = self.folder.meta()
+        sweep = meta.get("sweep", {})
+        # the parents of --after have ended long ago: the retry waits for nothing
+        request = from_dict(meta.get("request", {})).changed(dependency=None)
+        attempt = 1 + max(int(a.get("attempt", 0)) for a in sweep.get("arrays", []))
+        scripts = sweep_backend.plan(self.backend, str(self.folder.path), request,
+                                     load_profile(request.profile), self.name, failed,
+                                     sweep.get("parallelism"), limits.max_array_size(),
+                                     retry=attempt)
+        points = self.points()
+        ids = sweep_backend.resubmit(self.folder, scripts, points, request, attempt)
+        self.fetched = False
+        return ids
+
+    def log(self, tail: int = 50, task: int | None = None) -> str:
+        """The log of one task: ``task`` (a point's index), else the first failed, else 0."""
+        ids = self.task_ids()
+        if task is None:
+            failed = [i for i, s in self.task_states(ask=False).items()
+                      if s.final and s.state not in SUCCESS_STATES]
+            task = failed[0] if failed else min(ids, default=0)
+        if task not in ids:
+            raise HpcMagicsError(f"the sweep has no task {task}: use 0 to {len(ids) - 1}")
+        text = JobHandle(ids[task], self.backend, self.folder, self.name).log(tail)
+        return f"(task {task}, job {ids[task]})\n{text}"
+
+    # ------------------------------------------------------------ display
+    def summary(self) -> str:
+        count = self._sweep().get("count", 0)
+        return f"sweep of {count} tasks · " + super().summary()
+
+
+def _task_result(folder: Any, index: int) -> tuple[CellResult | None, dict[str, Any]]:
+    target = task_dir(folder, index)
+    try:
+        info = json.loads((target / TASK_FILE).read_text())
+    except (OSError, ValueError):
+        info = {}
+    path = target / RESULTS_FILE
+    if not path.exists():
+        return None, info
+    check_owned(path)
+    with path.open("rb") as stream:
+        result = pickle.load(stream)
+    return (result if isinstance(result, CellResult) else None), info
+
+
+def assemble_rows(folder: Any, points: list[Point], states: dict[int, JobStatus],
+                  resolve: Callable[[str], Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per point from the tasks' result files; also the result names seen."""
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, None] = {}
+    for index, point in enumerate(points):
+        row: dict[str, Any] = dict(point)
+        result, info = _task_result(folder, index)
+        error = ""
+        if result is not None and result.error_type is not None:
+            error = result.remote_traceback or f"{result.error_type}: {result.error_message}"
+        elif result is not None:
+            try:
+                values, _ = load_results(result.state, resolve)
+            except HpcMagicsError as problem:
+                error = str(problem)
+                values = {}
+            row.update(values)
+            seen.update(dict.fromkeys(values))
+        status = states.get(index)
+        row[STATE] = status.state if status is not None else "UNKNOWN"
+        row[ELAPSED] = info.get("elapsed")
+        row[ERROR] = error
+        rows.append(row)
+    return rows, list(seen)
+
+
+def as_table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
+    """A pandas DataFrame when pandas is installed, else the rows (every column filled)."""
+    filled = [{column: row.get(column) for column in columns} for row in rows]
+    try:
+        import pandas
+    except ImportError:
+        return filled
+    return pandas.DataFrame(filled, columns=columns)

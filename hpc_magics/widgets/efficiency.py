@@ -1,0 +1,101 @@
+"""The efficiency report of an ended job, as HTML (widget), text (terminal) and a GPU plot.
+
+Figures come from the watcher (the user's one shared ``sacct`` per interval, then the
+folder's ``usage.json``) and the job's own GPU samples; nothing here asks the scheduler.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from ..core.efficiency import GpuSample, Usage, parse_gpu_samples
+from ..core.efficiency_report import Report, report
+from ..core.gpu_sampling import samples_file
+
+
+def gpu_samples(folder: Any, job_id: str) -> tuple[GpuSample, ...]:
+    """The samples the job's script recorded (none without GPUs or nvidia-smi)."""
+    try:
+        text = (folder.path / samples_file(job_id)).read_text(errors="replace")
+    except OSError:
+        return ()
+    return parse_gpu_samples(text)
+
+
+def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[GpuSample, ...]]]:
+    """One report per job, or per array task."""
+    out = []
+    for usage in sorted(usages, key=_task_order):
+        samples = gpu_samples(folder, usage.job_id)
+        out.append((report(usage, samples), samples))
+    return out
+
+
+def _task_order(usage: Usage) -> tuple[int, int]:
+    base, _, task = usage.job_id.partition("_")
+    return (int(base) if base.isdigit() else 0, int(task) if task.isdigit() else -1)
+
+
+def report_text(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
+    lines: list[str] = []
+    for item, _ in items:
+        if len(items) > 1:
+            lines.append(f"task {item.usage.job_id}:")
+        indent = "  " if len(items) > 1 else ""
+        lines += [indent + line for line in item.lines]
+        if item.advice:
+            lines.append(f"{indent}advice: {item.advice}")
+    return "\n".join(lines)
+
+
+def report_html(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
+    if not items:
+        return ""
+    if len(items) == 1:
+        item = items[0][0]
+        body = "<br>".join(html.escape(line) for line in item.lines)
+        advice = (f"<br><b>advice:</b> {html.escape(item.advice)}" if item.advice else "")
+        return f"<div><b>efficiency</b><br><small>{body}{advice}</small></div>"
+    rows = "".join(
+        f"<tr><td><code>{html.escape(r.usage.job_id)}</code></td><td>{html.escape(r.usage.state)}"
+        f"</td><td>{_pct(r.usage.cpu_efficiency)}</td><td>{_pct(r.usage.memory_fraction)}</td>"
+        f"<td>{_pct(r.usage.time_fraction)}</td><td>{html.escape(r.advice)}</td></tr>"
+        for r, _ in items)
+    return ("<div><b>efficiency per task</b><table><tr><th>task</th><th>state</th>"
+            "<th>CPU</th><th>memory</th><th>time</th><th>advice</th></tr>"
+            f"{rows}</table></div>")
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.0f}%"
+
+
+def gpu_plot_png(samples: Sequence[GpuSample], title: str = "") -> bytes | None:
+    """Utilisation and memory of each GPU over time, as a small PNG; ``None`` without
+    samples or without matplotlib."""
+    if not samples:
+        return None
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    figure = Figure(figsize=(6, 2.4), dpi=80)
+    utilisation, memory = figure.subplots(1, 2)
+    for index in sorted({s.index for s in samples}):
+        mine = [s for s in samples if s.index == index]
+        minutes = [s.seconds / 60 for s in mine]
+        utilisation.plot(minutes, [s.utilisation for s in mine], label=f"GPU {index}")
+        memory.plot(minutes, [s.memory_used_mb / 1024 for s in mine], label=f"GPU {index}")
+    utilisation.set(title="utilisation %", xlabel="minutes", ylim=(0, 105))
+    memory.set(title="memory GB", xlabel="minutes",
+               ylim=(0, max(s.memory_total_mb for s in samples) / 1024 * 1.05))
+    utilisation.legend(fontsize="small")
+    if title:
+        figure.suptitle(title, fontsize="small")
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()

@@ -1,0 +1,107 @@
+"""The job widget's section for a sweep: tasks per state, the failed ones, a retry button.
+
+It reads the watcher's snapshots of the sweep's tasks (the job widget's monitor polls them
+in its one batched poll, see ``poll_targets``); it asks nobody itself, except the retry.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..core.errors import HpcMagicsError
+from ..core.jobs import SUCCESS_STATES, phase
+from .job_view import PHASE_COLOURS
+
+SHOWN_FAILURES = 5
+SHOWN_ROWS = 20
+
+
+def poll_targets(handle: Any) -> list[tuple[Any, str | None]]:
+    """What to poll for a handle: every task of a sweep, else the job itself."""
+    targets = getattr(handle, "poll_targets", None)
+    return list(targets()) if callable(targets) else [(handle.folder, handle._task)]
+
+
+def counts_html(states: dict[int, str]) -> str:
+    """``20 tasks: 17 COMPLETED · 1 FAILED · 2 RUNNING`` (pure)."""
+    counts = Counter(states.values())
+    parts = [f"<span style='color:{PHASE_COLOURS[phase(state)]}'>{count} "
+             f"{html.escape(state)}</span>" for state, count in sorted(counts.items())]
+    return f"<b>{len(states)} tasks</b>: " + " · ".join(parts)
+
+
+def failures_html(failed: list[tuple[int, str]]) -> str:
+    """The first failed tasks (index, parameters) as a short list (pure)."""
+    if not failed:
+        return ""
+    items = "".join(f"<li>task {index}: <code>{html.escape(text)}</code></li>"
+                    for index, text in failed[:SHOWN_FAILURES])
+    more = f"<li>… and {len(failed) - SHOWN_FAILURES} more</li>" \
+        if len(failed) > SHOWN_FAILURES else ""
+    return f"<ul style='margin:0'>{items}{more}</ul>"
+
+
+def table_html(table: Any) -> str:
+    """The results table as HTML: pandas' own rendering, else a plain table (first rows)."""
+    to_html = getattr(table, "to_html", None)
+    if callable(to_html):
+        return str(to_html(max_rows=SHOWN_ROWS, max_cols=12))
+    rows = list(table)[:SHOWN_ROWS]
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))[:200]}</td>"
+                                    for v in row.values()) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+class SweepSection(widgets.VBox):
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.counts = widgets.HTML()
+        self.failures = widgets.HTML()
+        self.retry_button = widgets.Button(description="Retry failed", icon="refresh",
+                                           tooltip="submit only the failed tasks again")
+        self.retry_button.on_click(lambda _: self._retry())
+        self.message = widgets.HTML()
+        self.table = widgets.HTML()  # the results table, once every task has ended
+        super().__init__([self.counts, self.failures, self.retry_button, self.message,
+                          self.table])
+        self.render()
+
+    def _states(self) -> dict[int, str]:
+        return {i: s.state for i, s in self.handle.task_states(ask=False).items()}
+
+    def key(self) -> tuple[tuple[int, str], ...]:
+        return tuple(sorted(self._states().items()))
+
+    def render(self) -> None:
+        states = self._states()
+        self.counts.value = counts_html(states)
+        failed = sorted(i for i, s in states.items()
+                        if phase(s) in {"failed", "ended"} and s not in SUCCESS_STATES)
+        points = self.handle.points() if failed else []
+        self.failures.value = failures_html([(i, repr(points[i])) for i in failed])
+        live = any(phase(s) in {"pending", "running"} for s in states.values())
+        self.retry_button.disabled = not failed or live
+        if states and not live and not self.table.value:
+            try:
+                self.table.value = table_html(self.handle.table(ask=False))
+            except HpcMagicsError as error:
+                self.table.value = html.escape(str(error))
+
+    def _retry(self) -> None:
+        try:
+            ids = self.handle.retry_failed()
+            self.message.value = f"resubmitted as job {html.escape(', '.join(ids))}"
+        except HpcMagicsError as error:
+            self.message.value = f"<span style='color:#c62828'>{html.escape(str(error))}</span>"
+        self.render()
+
+
+def sweep_section(handle: Any) -> SweepSection | None:
+    return SweepSection(handle) if callable(getattr(handle, "poll_targets", None)) else None

@@ -1,0 +1,102 @@
+"""Efficiency figures from sacct's own spelling, GPU samples, advice rules, plain reasons,
+and the widget's story line: pure functions, no cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from hpc_magics.core.efficiency import (
+    Usage,
+    parse_gpu_samples,
+    parse_usage,
+    sacct_megabytes,
+    sacct_seconds,
+)
+from hpc_magics.core.efficiency_report import advice, report
+from hpc_magics.core.pending_reasons import plain_reason
+from hpc_magics.widgets.job_view import JobView
+
+# as `sacct -n -P -o USAGE_FIELDS` printed it for real jobs on the test cluster (22.05),
+# plus an array with its steps and an older Slurm's per-CPU ReqMem
+SACCT = """\
+533|COMPLETED|2026-11-23T17:57:04|0:0|00:00:47|00:03:00|00:40.635||1G|1|billing=1,cpu=1,mem=1G,node=1|c1|wrap
+533.batch|COMPLETED|2026-11-23T17:57:04|0:0|00:00:47||00:40.635|333504K||1|cpu=1,mem=1G,node=1|c1|batch
+700_1|TIMEOUT|2026-11-23T17:57:04|0:0|01:00:05|01:00:00|00:00:00||4000Mc|4|billing=4,cpu=4,gres/gpu=2,mem=16000M,node=1|c2|my|job
+700_1.batch|CANCELLED|2026-11-23T17:57:04|0:15|01:00:06||1:02:03.5|2.5G||4|cpu=4,mem=16000M,node=1|c2|batch
+700_1.0|CANCELLED|2026-11-23T17:57:04|0:15|01:00:06||03:00:00|1200M||4|cpu=4,mem=16000M,node=1|c2|python
+garbage
+"""
+
+
+def test_sacct_units() -> None:
+    assert sacct_seconds("00:40.635") == pytest.approx(40.635)
+    assert sacct_seconds("1-02:00:00") == 93600
+    assert sacct_seconds("2-04") == 2 * 86400 + 4 * 3600
+    assert sacct_seconds("UNLIMITED") is None and sacct_seconds("Partition_Limit") is None
+    assert sacct_megabytes("333504K") == pytest.approx(325.6875)
+    assert sacct_megabytes("1.5G") == 1536 and sacct_megabytes("4000Mc", cpus=4) == 16000
+    assert sacct_megabytes("2Gn", nodes=3) == 6144 and sacct_megabytes("lots") is None
+
+
+def test_parse_usage_folds_steps_into_jobs_and_tasks() -> None:
+    job, task = parse_usage(SACCT)
+    assert (job.job_id, job.state, job.alloc_cpus, job.req_mem_mb) == ("533", "COMPLETED", 1, 1024)
+    assert job.max_rss_mb == pytest.approx(325.6875) and job.total_cpu_s == pytest.approx(40.635)
+    assert job.cpu_efficiency == pytest.approx(40.635 / 47)
+    assert task.job_id == "700_1" and task.name == "my|job" and task.gpus == 2
+    assert task.req_mem_mb == 16000 and task.max_rss_mb == 2560  # the largest step's peak
+    assert task.total_cpu_s == pytest.approx(3723.5 + 10800)  # the job line had none
+    assert task.time_fraction == pytest.approx(3605 / 3600)
+
+
+def test_advice_names_the_waste_and_the_fix() -> None:
+    big = Usage("1", "COMPLETED", elapsed_s=3000, time_limit_s=3600, total_cpu_s=2900,
+                max_rss_mb=3.1 * 1024, req_mem_mb=64 * 1024, alloc_cpus=1)
+    assert advice(big, None) == ("asked 64.0G, peak 3.1G: --mem 5G would start sooner and "
+                                 "cost less")
+    idle_cpus = Usage("2", "COMPLETED", elapsed_s=600, time_limit_s=900, total_cpu_s=1200,
+                      max_rss_mb=900, req_mem_mb=1024, alloc_cpus=8)
+    assert advice(idle_cpus, None).startswith("8 CPUs asked, 25% of them busy: -c 3 ")
+    timeout = Usage("3", "TIMEOUT", elapsed_s=3600, time_limit_s=3600)
+    assert "hit its time limit (1h00m)" in advice(timeout, None)
+    long_limit = Usage("4", "COMPLETED", elapsed_s=600, time_limit_s=86400, total_cpu_s=590,
+                       max_rss_mb=900, req_mem_mb=1024, alloc_cpus=1)
+    assert advice(long_limit, None).startswith("asked 1d of time, used 10m: -t 20 ")
+    well_sized = Usage("5", "COMPLETED", elapsed_s=3000, time_limit_s=3600, total_cpu_s=2900,
+                       max_rss_mb=800, req_mem_mb=1024, alloc_cpus=1)
+    assert advice(well_sized, None) == ""
+
+
+def test_gpu_samples_and_their_summary() -> None:
+    text = ("2026/11/23 18:00:00.123, 0, 10, 1000, 16384\n"
+            "2026/11/23 18:00:05.123, 0, 30, 3000, 16384\n"
+            "2026/11/23 18:00:10.1, 0, [N/A], 3000, 16384\n"  # a value the driver lacked
+            "2026/11/23 18:00:10.1, 0, 2")  # cut short by the job's end
+    samples = parse_gpu_samples(text)
+    assert [(s.seconds, s.utilisation) for s in samples] == [(0, 10), (5, 30)]
+    usage = Usage("6", "COMPLETED", elapsed_s=600, time_limit_s=900, total_cpu_s=590,
+                  max_rss_mb=900, req_mem_mb=1024, alloc_cpus=1, gpus=1)
+    done = report(usage, samples)
+    assert any("GPU utilisation 20% on average over 1 GPU, memory peak 2.9G of 16.0G" in line
+               for line in done.lines)
+    assert done.advice.startswith("1 GPU(s) busy 20% of the time on average")
+    assert any("no samples" in line for line in report(usage).lines)
+
+
+def test_pending_reasons_in_plain_words() -> None:
+    assert "--begin" in plain_reason("BeginTime")
+    assert "higher-priority" in plain_reason("(Priority)")
+    assert plain_reason("SomethingNew") == "SomethingNew" and plain_reason("") == ""
+
+
+def test_story_line_while_pending_running_and_never_after() -> None:
+    pending = JobView("9", "t", "PENDING", "slurm", "/x", False, reason="Resources",
+                      start_time=1000.0 + 720)
+    assert pending.story(now=1000.0).startswith("pending: waiting for free nodes")
+    assert "(in 12m)" in pending.story(now=1000.0)
+    running = JobView("9", "t", "RUNNING", "slurm", "/x", False, elapsed_s=300,
+                      time_limit_s=1200, node_list="c[1-2]")
+    assert running.story() == "running on c[1-2] · 5m of 20m · 15m left"
+    assert running.progress == pytest.approx(0.25) and running.can_cancel
+    done = JobView("9", "t", "COMPLETED", "slurm", "/x", False, elapsed_s=300, time_limit_s=1200)
+    assert done.story() == "" and done.progress is None and not done.can_cancel

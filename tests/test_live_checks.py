@@ -1,0 +1,154 @@
+"""Live checks on the real test cluster: partition limits from scontrol, GRES from sinfo,
+accounts and QOS from sacctmgr (an account and QOS created for the test), sbatch
+--test-only, the drafted profile, and why a pending job waits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hpc_magics.cli import main
+from hpc_magics.core.checkscript import check_script
+from hpc_magics.core.profiles import profile_from_mapping, tomllib
+from hpc_magics.core.resources import ResourceRequest, updated
+from hpc_magics.scheduler import commands, live
+from hpc_magics.scheduler.draft import draft_profile
+from hpc_magics.scheduler.waiting import pending
+
+SLURM_CLUSTER_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "slurm-cluster"
+TEST_USER, SECOND_USER = "hpcuser1", "hpcuser2"  # made by scripts/slurm-cluster
+ROOT_PREFIX = ("sudo", "-n", "--")  # the sudo rule scripts/run-tests installs
+TEST_NAME = "hpcm_test_fidelity"
+
+
+@pytest.fixture(autouse=True)
+def fresh_session(slurm_cluster: object) -> Iterator[None]:
+    live.forget()  # each test is its own session
+    yield
+    live.forget()
+
+
+def request(**values: str) -> ResourceRequest:
+    return updated(ResourceRequest(profile="lab"), values)
+
+
+def options(report: live.LiveReport) -> dict[str, str]:
+    return {f.option: f.message for f in report.findings if f.severity == "error"}
+
+
+def test_partition_max_time_and_nodes_from_scontrol() -> None:
+    assert live.partitions()["debug"]["MaxTime"] == "00:20:00"
+    assert "MaxTime of partition 'long', 2-00:00:00" in options(
+        live.check(request(partition="long", time_s="3-00:00:00")))["time"]
+    assert "time" in options(live.check(request(time_s="30")))  # debug is the default
+    assert options(live.check(request(partition="long", time_s="1-00:00:00"))) == {}
+    assert "partition" in options(live.check(request(partition="gpu")))
+
+
+def test_gres_types_from_sinfo() -> None:
+    assert live.gpu_types("debug") == {"v100": 2}
+    assert "sinfo lists v100" in options(live.check(request(gres="gpu:a100:1", time_s="5")))["gres"]
+    assert "gpus-per-node" in options(live.check(request(gpus_per_node="v100:3", time_s="5")))
+    assert options(live.check(request(gres="gpu:v100:2", time_s="5"))) == {}
+
+
+def _admin(*args: str) -> None:
+    prefix = ["bash"] if os.geteuid() == 0 else [*ROOT_PREFIX]
+    done = subprocess.run([*prefix, str(SLURM_CLUSTER_SCRIPT), "test-assoc", *args],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env=commands.scrubbed_environment())
+    if done.returncode != 0:
+        pytest.fail(f"scripts/slurm-cluster test-assoc {' '.join(args)}: "
+                    f"{(done.stderr or done.stdout).strip()}", pytrace=False)
+
+
+@pytest.fixture
+def test_account() -> Iterator[str]:
+    """An account and a QOS, both named TEST_NAME, with TEST_USER associated; removed after."""
+    _admin("add", TEST_NAME, TEST_USER)
+    try:
+        yield TEST_NAME
+    finally:
+        _admin("remove", TEST_NAME)
+
+
+def test_accounts_and_qos_from_sacctmgr(test_account: str) -> None:
+    mine = live.associations(TEST_USER)
+    assert mine is not None and test_account in {a.account for a in mine}
+    ok = live.check(request(account=test_account, qos=test_account, time_s="5"), user=TEST_USER)
+    assert options(ok) == {}
+    other_qos = live.check(request(account=test_account, qos="nosuchqos", time_s="5"),
+                           user=TEST_USER)
+    assert test_account in options(other_qos)["qos"]
+    # a user without that account
+    theirs = live.check(request(account=test_account, time_s="5"), user=SECOND_USER)
+    assert f"{SECOND_USER} has no association with account {test_account!r}" in \
+        options(theirs)["account"]
+
+
+def test_sbatch_test_only_says_when_it_would_start_and_what_it_refuses() -> None:
+    fits = live.check(request(time_s="5"), "#!/bin/bash\n#SBATCH -p debug -t 5\nhostname\n")
+    assert options(fits) == {} and fits.start.startswith("20")
+    too_long = live.check(request(time_s="5"),
+                          "#!/bin/bash\n#SBATCH -p debug -t 5:00:00\nhostname\n")
+    assert "sbatch --test-only" in next(f.message for f in too_long.findings)
+
+
+def test_each_command_is_asked_once_per_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[str, ...]] = []
+    real_run = commands.run
+
+    def counting(argv: list[str], **kwargs: object) -> commands.CommandResult:
+        asked.append(tuple(argv))  # counts, then runs the real command
+        return real_run(argv, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(commands, "run", counting)
+    script = "#!/bin/bash\n#SBATCH -p debug -t 5 --gres=gpu:v100:1\nhostname\n"
+    for _ in range(3):
+        live.check(request(time_s="5", gres="gpu:v100:1"), script)
+    assert len(asked) == len(set(asked)) == 4  # scontrol, sinfo, sacctmgr, sbatch --test-only
+
+
+def test_cli_check_live_on_this_cluster(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.sh"
+    job.write_text("#!/bin/bash\n#SBATCH -p debug -t 5 --gres=gpu:v100:1\nhostname\n")
+    assert main(["check", "--profile", "lab", "--live", str(job)]) == 0
+    assert "sbatch --test-only expects it to start at" in capsys.readouterr().out
+    job.write_text("#!/bin/bash\n#SBATCH -p long -t 3-00:00:00\nhostname\n")
+    assert main(["check", "--profile", "lab", "--live", str(job)]) == 1
+    assert "(live)" in capsys.readouterr().out
+
+
+def test_drafted_profile_loads_and_validates_a_job(tmp_path: Path) -> None:
+    text = draft_profile("lab")
+    profile = profile_from_mapping("drafted", tomllib.loads(text))
+    assert profile.default_partition == "debug"
+    assert profile.partitions["long"].max_time_s == 2 * 86400
+    assert profile.partitions["debug"].gpu_types == ("v100",)
+    good = check_script("#SBATCH -p long -t 1-00:00:00 --gres=gpu:v100:2\n", profile)
+    assert good.ok
+    bad = check_script("#SBATCH -p debug -t 30 --gres=gpu:v100:3 --mem=9G\n", profile)
+    assert {f.option for f in bad.errors} == {"time", "gres", "mem"}
+    out = tmp_path / "site.toml"
+    assert main(["profiles", "--draft", "-o", str(out)]) == 0
+    assert tomllib.loads(out.read_text())["cluster_names"] == ["lab"]
+
+
+def test_pending_job_reason_in_words_and_expected_start() -> None:
+    submitted = commands.run(["sbatch", "--parsable", "-p", "debug", "-t", "1",
+                              "--begin=now+3600", "-o", "/dev/null", "--wrap", "true"])
+    assert submitted.ok, submitted.stderr
+    job_id = submitted.stdout.strip().split(";")[0]
+    try:
+        found = pending([job_id])
+        assert isinstance(found, dict) and job_id in found, found
+        assert found[job_id].plain == "waiting for its requested start time"
+        assert found[job_id].start.startswith("20")
+        assert "expected to start" in str(found[job_id])
+    finally:
+        commands.run(["scancel", job_id])  # our own job
