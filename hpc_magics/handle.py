@@ -112,7 +112,9 @@ class JobHandle:
         while True:
             elapsed = time.monotonic() - start
             if watch_folder and self.folder.has_results():
-                return self._state
+                # the cell is over; one fresh look at what Slurm says now (the job may still
+                # be ending), so no stale PENDING or RUNNING is shown beside the results
+                return self.refresh(max_age_s=0)
             # someone is waiting: accept fresher shared answers early on, gentler later
             state = self.refresh(max_age_s=min(10.0, max(1.0, elapsed / 4)))
             if progress is not None:

@@ -145,9 +145,10 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
         # One task on one node (a plain cell): the engine runs in the batch step itself, as
         # srun's step would cost ~0.35 s of a trivial cell's ~1 s. Several tasks need srun
         # to start them all; a signal before the limit (checkpointing) needs a step to reach.
-        # The task count srun would have set is set as srun sets it (cells read it).
+        # The task count srun would have set is set as srun sets it (cells read it). Not
+        # exec'd: the shell's EXIT traps (the GPU sampler's) still run after the engine.
         cell = (f'if [ "${{SLURM_NTASKS:-1}}" = 1 ] && [ "${{SLURM_JOB_NUM_NODES:-1}}" = 1 ]; '
-                f"then export SLURM_NTASKS=1 SLURM_NPROCS=1; exec {engine_command}; "
+                f"then export SLURM_NTASKS=1 SLURM_NPROCS=1; {engine_command}; "
                 f"else {cell}; fi")
     return JobParts(
         job_name=job_name,

@@ -72,7 +72,7 @@ def test_what_submitit_would_have_added_is_not_there(profile_name: str) -> None:
     # what the engine needs on the node
     engine = f"{PYTHON} -u -m hpc_magics.shipping.engine {FOLDER}"
     # one task on one node: in the batch step itself (no srun step to start); else srun
-    assert f"then export SLURM_NTASKS=1 SLURM_NPROCS=1; exec {engine}; " \
+    assert f"then export SLURM_NTASKS=1 SLURM_NPROCS=1; {engine}; " \
            f"else srun --unbuffered --output {FOLDER}/%j_%t_log.out " \
            f"--error {FOLDER}/%j_%t_log.err {engine}; fi\n" in script
     assert "export SUBMITIT_EXECUTOR=slurm\n" in script and "\numask 077\n" in script
