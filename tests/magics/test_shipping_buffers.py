@@ -92,3 +92,4 @@ def test_a_big_array_changed_in_place_by_the_job_comes_back(
     assert (folder / BUFFERS_DIR / "0.bin").stat().st_size == 8_000_000
     assert "big came back changed in place" in out
     assert shell.user_ns["first"] == 2.0 and shell.user_ns["big"][-1] == 2 * 999_999
+
