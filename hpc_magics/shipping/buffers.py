@@ -42,7 +42,8 @@ def cache_dir(jobs_root: Path) -> Path:
 
 def write_buffers(payload: Payload, folder: Path) -> Payload:
     """Write the payload's out-of-band buffers into ``folder``; the payload to submit
-    (it names the files, relative to the folder, and holds no buffer)."""
+    (it names the files by absolute path and holds no buffer: it pickles with any
+    protocol)."""
     if not payload.buffers:
         return payload
     target = folder / BUFFERS_DIR
@@ -63,22 +64,20 @@ def write_buffers(payload: Payload, folder: Path) -> Payload:
                 _write(path, view)
                 if usable_cache:
                     _remember(path, cached)
-        names.append(str(path.relative_to(folder)))
+        names.append(str(path.absolute()))  # a sweep's tasks run in folders below
     if usable_cache:
         _prune(cache)
     return replace(payload, buffers=(), buffer_files=tuple(names))
 
 
 def open_buffers(payload: Payload, folder: Path | None) -> list[Any]:
-    """The payload's buffers for ``load_names``: the job folder's files mapped
+    """The payload's buffers for ``load_names``: the files ``write_buffers`` wrote, mapped
     copy-on-write, or the buffers themselves when they were never written (tests)."""
     if not payload.buffer_files:
         return list(payload.buffers)
-    if folder is None:
-        raise ShippingError("the payload's arrays are files in its job folder: give the folder")
     opened = []
     for name in payload.buffer_files:
-        path = folder / name
+        path = Path(name) if folder is None else folder / name  # absolute names stay
         with path.open("rb") as stream:
             info = os.fstat(stream.fileno())
             if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):

@@ -41,8 +41,8 @@ def test_a_big_array_goes_beside_the_pickle_and_comes_back_shared_and_writable(
     assert payload.size == len(payload.state) + big.nbytes  # the summary counts it
     assert "big (ndarray, 16.0 MB)" in payload.summary()
     written = write_buffers(payload, _job_folder(tmp_path / "jobs", "job"))
-    assert written.buffers == () and written.buffer_files == (f"{BUFFERS_DIR}/0.bin",)
-    file = tmp_path / "jobs" / "job" / written.buffer_files[0]
+    file = tmp_path / "jobs" / "job" / BUFFERS_DIR / "0.bin"
+    assert written.buffers == () and written.buffer_files == (str(file),)
     assert file.stat().st_size == big.nbytes and file.stat().st_mode & 0o077 == 0
     loaded = load_names(written.state, written.state_names,
                         open_buffers(written, tmp_path / "jobs" / "job"))
@@ -62,7 +62,7 @@ def test_shipping_unchanged_data_again_links_the_file_and_changed_data_is_writte
     inode = {name: (jobs / name / BUFFERS_DIR / "0.bin").stat().st_ino
              for name in ("first", "second")}
     assert inode["first"] == inode["second"]  # the same bytes: linked, not written
-    assert first.buffer_files == second.buffer_files
+    assert [Path(f).name for f in first.buffer_files + second.buffer_files] == ["0.bin"] * 2
     # a change the sampled pages miss (the key stays the same): the full comparison sees it
     big[25_000] += 1.0
     third = _ship(namespace, jobs, "third")
@@ -93,3 +93,17 @@ def test_a_big_array_changed_in_place_by_the_job_comes_back(
     assert "big came back changed in place" in out
     assert shell.user_ns["first"] == 2.0 and shell.user_ns["big"][-1] == 2 * 999_999
 
+
+
+def test_a_written_payload_pickles_with_any_protocol_and_loads_from_a_task_folder(
+        tmp_path: Path) -> None:
+    """A sweep pickles the payload once (default protocol) and runs it in task folders."""
+    import pickle
+
+    big = np.arange(1_000_000, dtype=float)
+    written = _ship({"big": big, "holder": {"n": 3}}, tmp_path / "jobs", "sweep")
+    again = pickle.loads(pickle.dumps(written, protocol=4))
+    task = tmp_path / "jobs" / "sweep" / "tasks" / "00000"
+    task.mkdir(parents=True)
+    loaded = load_names(again.state, again.state_names, open_buffers(again, task))
+    assert np.array_equal(loaded["big"], big) and loaded["holder"] == {"n": 3}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from hpc_magics.scheduler.watcher import watcher
@@ -48,3 +49,16 @@ def test_a_job_with_several_tasks_is_waited_for_to_the_end(slurm_shell: Any) -> 
     handle = magics.handles[magics.last_job]
     assert slurm_shell.user_ns["answer"] == 1
     assert handle.status.final
+
+
+@pytest.mark.timeout(180)
+def test_a_sweep_ships_a_big_array_once_beside_its_payload(slurm_shell: Any) -> None:
+    """A sweep pickles its payload once for all tasks: big arrays go beside it as files."""
+    slurm_shell.run_cell("import numpy as np\nbig = np.arange(500_000, dtype=float)")
+    slurm_shell.run_cell_magic("sbatch", "--sweep x=1,2 --wait", "total = float(big.sum()) * x")
+    magics = slurm_shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    assert (handle.folder.path / "buffers" / "0.bin").stat().st_size == 4_000_000
+    table = handle.table()
+    expected = float(np.arange(500_000, dtype=float).sum())
+    assert sorted(table["total"]) == [expected, 2 * expected]
