@@ -2,7 +2,7 @@
 
 Builds a 500-cell notebook carrying about 50 MB of outputs (PNG figures and text), converts
 it with both commands in the same run, prints the times and the ratio, and exits non-zero
-if our conversion is the slower one.
+if our conversion is the slower one. ``rows()`` gives the same as a benchmark row.
 
     python benchmarks/bench_convert.py [--cells 500] [--megabytes 50] [--repeat 3]
 """
@@ -12,14 +12,15 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
+from _common import at_most_times, interleaved, repeat_count
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 BIN = Path(sys.executable).parent
@@ -73,44 +74,50 @@ def timed(argv: list[str], cwd: Path) -> float:
     return elapsed
 
 
+def measure(cells: int = 500, megabytes: float = 50.0, repeat: int = 3) -> dict[str, Any]:
+    """Median seconds of ours, nbconvert's script exporter and our nbconvert exporter."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = folder / "big.ipynb"
+        nbformat.write(build_notebook(cells, megabytes), path)
+        ours_argv = [str(BIN / "hpc-magics"), "convert", str(path), "-o", str(folder / "ours")]
+        theirs_argv = [str(BIN / "jupyter"), "nbconvert", "--to", "script", str(path),
+                       "--output-dir", str(folder / "nbconvert")]
+        exporter_argv = [str(BIN / "jupyter"), "nbconvert", "--to", "hpc_script", str(path),
+                         "--output-dir", str(folder / "exporter")]
+        theirs, ours, exporter = interleaved(  # all see the same machine load
+            repeat, lambda: timed(theirs_argv, folder), lambda: timed(ours_argv, folder),
+            lambda: timed(exporter_argv, folder))
+        script = (folder / "ours" / "big.py").read_text()
+        return {"ours": ours, "nbconvert": theirs, "exporter": exporter,
+                "size_mb": path.stat().st_size / 1e6, "lines": len(script.splitlines()),
+                "display_lines": script.count("# [display]")}
+
+
+def rows() -> list[dict[str, Any]]:
+    m = measure(repeat=repeat_count(3))
+    return [at_most_times(f"convert a 500-cell notebook with {m['size_mb']:.0f} MB of outputs "
+                          "vs jupyter nbconvert --to script (s)", m["ours"], m["nbconvert"], 1.0)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=500)
     parser.add_argument("--megabytes", type=float, default=50.0)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        path = folder / "big.ipynb"
-        nbformat.write(build_notebook(args.cells, args.megabytes), path)
-        size_mb = path.stat().st_size / 1e6
-        print(f"notebook: {args.cells} cells, {size_mb:.1f} MB on disk")
-        ours_argv = [str(BIN / "hpc-magics"), "convert", str(path), "-o", str(folder / "ours")]
-        theirs_argv = [str(BIN / "jupyter"), "nbconvert", "--to", "script", str(path),
-                       "--output-dir", str(folder / "nbconvert")]
-        exporter_argv = [str(BIN / "jupyter"), "nbconvert", "--to", "hpc_script", str(path),
-                         "--output-dir", str(folder / "exporter")]
-        ours: list[float] = []
-        theirs: list[float] = []
-        exporter: list[float] = []
-        for _ in range(args.repeat):  # interleaved, so all see the same machine load
-            theirs.append(timed(theirs_argv, folder))
-            ours.append(timed(ours_argv, folder))
-            exporter.append(timed(exporter_argv, folder))
-        ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
-        script = (folder / "ours" / "big.py").read_text()
-        print(f"hpc-magics convert:           {ours_s:6.2f} s (median of {args.repeat})")
-        print(f"jupyter nbconvert --to script: {theirs_s:6.2f} s (median of {args.repeat})")
-        print(f"jupyter nbconvert --to hpc_script (for information): "
-              f"{statistics.median(exporter):6.2f} s")
-        print(f"ratio ours/nbconvert: {ours_s / theirs_s:.2f}")
-        print(f"script: {len(script.splitlines())} lines, "
-              f"{script.count('# [display]')} display lines commented out")
-        if ours_s > theirs_s:
-            print("FAIL: hpc-magics convert is slower than jupyter nbconvert --to script")
-            return 1
-        print("OK: hpc-magics convert is not slower")
-        return 0
+    m = measure(args.cells, args.megabytes, args.repeat)
+    print(f"notebook: {args.cells} cells, {m['size_mb']:.1f} MB on disk")
+    print(f"hpc-magics convert:           {m['ours']:6.2f} s (median of {args.repeat})")
+    print(f"jupyter nbconvert --to script: {m['nbconvert']:6.2f} s (median of {args.repeat})")
+    print(f"jupyter nbconvert --to hpc_script (for information): {m['exporter']:6.2f} s")
+    print(f"ratio ours/nbconvert: {m['ours'] / m['nbconvert']:.2f}")
+    print(f"script: {m['lines']} lines, {m['display_lines']} display lines commented out")
+    if m["ours"] > m["nbconvert"]:
+        print("FAIL: hpc-magics convert is slower than jupyter nbconvert --to script")
+        return 1
+    print("OK: hpc-magics convert is not slower")
+    return 0
 
 
 if __name__ == "__main__":

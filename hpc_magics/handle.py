@@ -41,6 +41,8 @@ _STATE_HINTS = {
 RESULTS_GRACE_S = 30.0
 # A provisional end (results seen, or gone from the queue) waits this long for sacct's word.
 SETTLE_S = 5.0
+# how often --wait looks for the result file in the job folder (a stat; no scheduler call)
+FOLDER_POLL_S = 0.05
 
 
 class RemoteError(JobFailed):
@@ -95,16 +97,24 @@ class JobHandle:
 
     # ---------------------------------------------------------------- wait
     def wait(self, timeout: float | None = None, progress: ProgressCallback | None = None,
-             poll_s: float = 1.0) -> str:
+             poll_s: float = 1.0, results_suffice: bool = False) -> str:
         """Block until the job ends; returns the final state.
 
         Ended means Slurm said so, or the job left the queue (results written, or gone
         from two queue views); a provisional end waits a moment for accounting's word.
+        With ``results_suffice`` the result file ends the wait as soon as it appears (the
+        cell is over, its job may still be tidying up: the state returned may not be final
+        yet): ``%%sbatch --wait`` fetches then, without waiting for the scheduler's word.
         """
         start = time.monotonic()
         delay = 0.25
+        watch_folder = results_suffice and self._task is None and self._one_task()
         while True:
             elapsed = time.monotonic() - start
+            if watch_folder and self.folder.has_results():
+                # the cell is over; one fresh look at what Slurm says now (the job may still
+                # be ending), so no stale PENDING or RUNNING is shown beside the results
+                return self.refresh(max_age_s=0)
             # someone is waiting: accept fresher shared answers early on, gentler later
             state = self.refresh(max_age_s=min(10.0, max(1.0, elapsed / 4)))
             if progress is not None:
@@ -113,13 +123,32 @@ class JobHandle:
                 settle_until = time.monotonic() + SETTLE_S
                 while not self.status.definite and self.status.note != UNREACHABLE \
                         and time.monotonic() < settle_until:
+                    if watch_folder and self.folder.has_results():
+                        break
                     time.sleep(0.5)
                     state = self.refresh(max_age_s=1.0)
                 return state
             if timeout is not None and elapsed > timeout:
                 raise HpcMagicsError(f"job {self.job_id} is still {state} after {timeout:.0f}s")
-            time.sleep(delay)
+            self._sleep(delay, watch_folder)
             delay = min(poll_s * 5, delay * 1.5)
+
+    def _one_task(self) -> bool:
+        """One task on one node: its result file means the job's work is done (with several
+        tasks, task 0's results can come while the others still run)."""
+        request = self.folder.meta().get("request") or {}
+        extra = {str(pair[0]).lstrip("-") for pair in request.get("extra") or () if pair}
+        return ((request.get("nodes") or 1) <= 1 and (request.get("ntasks_per_node") or 1) <= 1
+                and not extra & {"n", "ntasks"})
+
+    def _sleep(self, seconds: float, watch_folder: bool) -> None:
+        """Sleep between scheduler polls; watching the folder, wake when results appear
+        (a stat every 50 ms: the scheduler is never asked more often for it)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if watch_folder and self.folder.has_results():
+                return
+            time.sleep(min(FOLDER_POLL_S, left) if watch_folder else left)
 
     # --------------------------------------------------------------- fetch
     def fetch(self, namespace: MutableMapping[str, Any] | None = None,

@@ -135,7 +135,9 @@ class JobFolder:
     # --------------------------------------------------------------- metadata
     def write_meta(self, meta: dict[str, Any]) -> None:
         target = self.path / META_FILE
-        temporary = target.with_suffix(".tmp")
+        # a temporary file of its own: kernels and the server watching one job write here
+        # at once, and a shared name would be renamed away under another writer
+        temporary = self.path / f".{META_FILE}.{secrets.token_hex(4)}.tmp"
         temporary.write_text(json.dumps(meta, indent=2, sort_keys=True))
         os.replace(temporary, target)
 

@@ -23,6 +23,7 @@ from ..core.resources import ResourceRequest
 from ..core.scale import ScaleOptions, scaled_parts, signal_directive
 from ..core.units import UNLIMITED
 from ..scheduler import commands
+from ..shipping.buffers import write_buffers
 from ..shipping.packing import Payload
 from ..shipping.runner import run_cell
 from .folder import JobFolder
@@ -151,6 +152,7 @@ class _SubmititBackend:
         script = self.job_script(str(folder.path.absolute()), request, profile, job_name,
                                  options)
         _write_job_py(folder, payload, job_name)
+        payload = write_buffers(payload, folder.path)  # big arrays: raw files, not pickled
         executor = self._executor(folder, script, request)
         from ..scheduler.watcher import record_submission
 

@@ -22,6 +22,7 @@ from ..core.errors import HpcMagicsError, SubmissionError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.sweep import ArrayPart, Point, array_range, compress, split
+from ..shipping.buffers import write_buffers
 from ..shipping.packing import Payload
 from ..shipping.sweep_task import PAYLOAD_FILE, POINTS_FILE, run_task
 from .folder import JobFolder
@@ -92,6 +93,7 @@ def submit(folder: JobFolder, payload: Payload, request: ResourceRequest,
     """Submit the sweep's arrays; returns the first array's id (the folder's job)."""
     from ..scheduler.watcher import record_submission
 
+    payload = write_buffers(payload, folder.path)  # big arrays: raw files, once for all tasks
     try:
         _write_private(folder.path / PAYLOAD_FILE, pickle.dumps(payload))
         _write_private(folder.path / POINTS_FILE, pickle.dumps(list(points)))

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import shlex
 
-from .efficiency import GPU_QUERY
-
 SAMPLE_EVERY_S = 5
 SAMPLES_GLOB = "gpu-*.csv"
 # gpu-123.csv, or gpu-123_4.csv for an array's task 4
@@ -25,6 +23,8 @@ def samples_file(job_id: str) -> str:
 
 def sampler_lines(folder: str, every_s: int = SAMPLE_EVERY_S) -> tuple[str, ...]:
     """Shell lines that start the sampler in the background and stop it when the script ends."""
+    from .efficiency import GPU_QUERY  # here: job scripts render at %load_ext's cost
+
     target = shlex.quote(folder) + _SAMPLES_NAME
     query = (f"nvidia-smi --query-gpu={GPU_QUERY} --format=csv,noheader,nounits "
              f'-l {every_s} -i "$CUDA_VISIBLE_DEVICES"')

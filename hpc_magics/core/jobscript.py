@@ -128,6 +128,7 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
     text; ``signal``: ``SIG@SECONDS`` for submitit's time-out/preemption handler;
     ``array``: an sbatch ``--array`` range (task logs then use ``%A_%a`` for ``%j``).
     Logs: sbatch's own output goes to task 0's files, srun writes one pair per task.
+    One task on one node runs without srun (see below).
     """
     job = "%A_%a" if array else "%j"
     stdout, stderr = f"{folder}/{job}_%t_log.out", f"{folder}/{job}_%t_log.err"
@@ -137,6 +138,18 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
     engine += [("output", stdout.replace("%t", "0")), ("error", stderr.replace("%t", "0")),
                ("signal", signal), ("open-mode", "append")]
     srun = shlex.join(["srun", "--unbuffered", "--output", stdout, "--error", stderr])
+    # submitit's engine (submitit.core._submit), started without its eager numpy import
+    engine_command = f"{python} -u -m hpc_magics.shipping.engine {shlex.quote(folder)}"
+    cell = f"{srun} {engine_command}"
+    if signal.endswith("@0"):
+        # One task on one node (a plain cell): the engine runs in the batch step itself, as
+        # srun's step would cost ~0.35 s of a trivial cell's ~1 s. Several tasks need srun
+        # to start them all; a signal before the limit (checkpointing) needs a step to reach.
+        # The task count srun would have set is set as srun sets it (cells read it). Not
+        # exec'd: the shell's EXIT traps (the GPU sampler's) still run after the engine.
+        cell = (f'if [ "${{SLURM_NTASKS:-1}}" = 1 ] && [ "${{SLURM_JOB_NUM_NODES:-1}}" = 1 ]; '
+                f"then export SLURM_NTASKS=1 SLURM_NPROCS=1; {engine_command}; "
+                f"else {cell}; fi")
     return JobParts(
         job_name=job_name,
         engine=tuple(engine),
@@ -144,6 +157,5 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
                "results.pkl and output.txt come back to the notebook."),
         # the job's files stay private to the user, like its folder
         prologue=("umask 077",),
-        run=(*sampler_lines(folder), "export SUBMITIT_EXECUTOR=slurm",
-             f"{srun} {python} -u -m submitit.core._submit {shlex.quote(folder)}"),
+        run=(*sampler_lines(folder), "export SUBMITIT_EXECUTOR=slurm", cell),
     )

@@ -18,11 +18,6 @@ from typing import Any
 from .errors import InvalidRequest
 from .units import parse_memory, parse_time
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 PACKAGED_DIR = Path(__file__).resolve().parent.parent / "profiles"
 
 
@@ -176,6 +171,10 @@ def load_profile(name: str, paths: Iterable[Path] | None = None) -> ClusterProfi
         raise InvalidRequest(
             f"profile {name!r} is unknown: use one of {', '.join(sorted(files))}"
         )
+    if sys.version_info >= (3, 11):  # loaded here, not at import: %load_ext stays cheap
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     with files[name].open("rb") as handle:
         try:
             data = tomllib.load(handle)

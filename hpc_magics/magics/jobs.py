@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import os
 import re
 import sys
@@ -13,7 +12,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, parse_argstring
 from traitlets import Float, Unicode
 
 from ..core import directives as directive_parser
@@ -28,6 +27,7 @@ from ..core.profiles import (
 )
 from ..core.resources import ResourceRequest
 from . import sweep as sweep_magic
+from .arguments import lazy_magic_arguments as magic_arguments
 from .scale import options_from_args, scale_arguments
 
 RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
@@ -127,6 +127,8 @@ class ResourceView:
         return "\n".join(text)
 
     def _repr_html_(self) -> str:
+        import html
+
         rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
                        f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
                        for k, v in resources.as_rows(self.request))
@@ -323,7 +325,7 @@ class HpcMagics(Magics):
         handle = self._submit(backend, payload, request, profile, job_name, options)
         widget = self._show_handle(handle)
         if args.wait:
-            self._wait_and_fetch(handle, widget)
+            self._wait_and_fetch(handle, widget, results_suffice=True)
             return None
         print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
         return None
@@ -417,7 +419,10 @@ class HpcMagics(Magics):
         display(widget)
         return widget
 
-    def _wait_and_fetch(self, handle: Any, widget: Any = None) -> None:
+    def _wait_and_fetch(self, handle: Any, widget: Any = None,
+                        results_suffice: bool = False) -> None:
+        """``results_suffice`` (%%sbatch --wait): fetch the moment the result file lands;
+        the widget's monitor then shows the job's end."""
         from IPython.display import Pretty, display
 
         # the widget tells the story itself; without one, a line that ends in the final state
@@ -431,7 +436,7 @@ class HpcMagics(Magics):
                 widget.render()
 
         try:
-            handle.wait(progress=progress)
+            handle.wait(progress=progress, results_suffice=results_suffice)
             handle.fetch(self.shell.user_ns if self.shell else None)
         except JobFailed:
             raise

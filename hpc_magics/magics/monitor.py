@@ -7,7 +7,6 @@ interval); ``--all`` adds one ``sacct -u`` for the jobs that ended today, cached
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 from dataclasses import dataclass
@@ -15,12 +14,13 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, parse_argstring
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import same_job
 from ..core.jobs import is_final, normalize_state
 from ..core.units import format_duration
+from .arguments import lazy_magic_arguments as magic_arguments
 
 # %hpc_efficiency waits this long for accounting's final figures (it lags a job's end)
 USAGE_WAIT_S = 20.0
@@ -42,6 +42,12 @@ class JobRow:
 
 _RECENT: dict[str, tuple[float, Any]] = {}
 _RECENT_LOCK = threading.Lock()
+
+
+def _escape(text: str) -> str:
+    import html  # loaded when a table is drawn, not at %load_ext
+
+    return html.escape(text)
 
 
 def _recent_jobs(interval_s: float) -> Any:
@@ -139,17 +145,17 @@ class JobsTable:
         self.message = widgets.HTML()
         self.log_view = widgets.HTML()
         header = widgets.HTML("<b>all your Slurm jobs</b>" + (
-            f" <small>({html.escape(note)})</small>" if note else ""))
+            f" <small>({_escape(note)})</small>" if note else ""))
         lines = [header]
         self.buttons: dict[str, dict[str, Any]] = {}
         if len(rows) > MAX_TABLE_ROWS:
             note = f"the newest {MAX_TABLE_ROWS} of {len(rows)}: narrow with --state"
-            lines.append(widgets.HTML(f"<small>({html.escape(note)})</small>"))
+            lines.append(widgets.HTML(f"<small>({_escape(note)})</small>"))
         for row in rows[:MAX_TABLE_ROWS]:
             text = widgets.HTML(
-                f"<code>{html.escape(row.job_id)}</code> <b>{html.escape(row.state)}</b> "
-                f"{html.escape(row.partition)} {html.escape(row.elapsed)} "
-                f"{html.escape(row.where)} {html.escape(row.name)}")
+                f"<code>{_escape(row.job_id)}</code> <b>{_escape(row.state)}</b> "
+                f"{_escape(row.partition)} {_escape(row.elapsed)} "
+                f"{_escape(row.where)} {_escape(row.name)}")
             mine: dict[str, Any] = {}
             if not is_final(row.state):
                 mine["cancel"] = widgets.Button(description="Cancel", button_style="danger")
@@ -173,7 +179,7 @@ class JobsTable:
 
     def _ask_cancel(self, row: JobRow) -> None:
         self._cancelling = row
-        self.confirm_text.value = f"Cancel job <code>{html.escape(row.job_id)}</code>?"
+        self.confirm_text.value = f"Cancel job <code>{_escape(row.job_id)}</code>?"
         self.confirm.layout.display = None
 
     def _cancel(self) -> None:
@@ -185,14 +191,14 @@ class JobsTable:
             return
         try:
             watcher().cancel(row.job_id)  # only the user's own, as squeue lists them
-            self.message.value = f"job <code>{html.escape(row.job_id)}</code> cancelled"
+            self.message.value = f"job <code>{_escape(row.job_id)}</code> cancelled"
         except (HpcMagicsError, LookupError) as error:
-            self.message.value = f"<span style='color:#c62828'>{html.escape(str(error))}</span>"
+            self.message.value = f"<span style='color:#c62828'>{_escape(str(error))}</span>"
 
     def _log(self, row: JobRow) -> None:
         text = job_log(row, self.magics)
         self.log_view.value = (f"<pre style='max-height:20em;overflow:auto'>"
-                               f"{html.escape(text)}</pre>")
+                               f"{_escape(text)}</pre>")
 
     def _handle(self, row: JobRow) -> None:
         name = "job_" + "".join(c if c.isalnum() else "_" for c in row.job_id)
@@ -200,7 +206,7 @@ class JobsTable:
         if self.magics.shell is not None:
             self.magics.shell.user_ns[name] = handle
         self.message.value = (f"<code>{name}</code> is now in the notebook "
-                              f"(<code>hpc_magics.job('{html.escape(row.job_id)}')</code>)")
+                              f"(<code>hpc_magics.job('{_escape(row.job_id)}')</code>)")
 
 
 def job_log(row: JobRow, magics: Any, tail: int = 60) -> str:

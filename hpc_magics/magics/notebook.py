@@ -13,15 +13,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, parse_argstring
 
-from ..convert.batch import job_for_notebook
-from ..convert.notebook_job import FIGURES_DIR
-from ..convert.script import read_notebook
-from ..convert.submit import DEFAULT_JOBS_DIR, submit_notebook
 from ..core import resources
 from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
+from .arguments import lazy_magic_arguments as magic_arguments
 from .jobs import resource_arguments, values_from_args
 
 
@@ -43,6 +40,12 @@ class NotebookJobMagics(Magics):
         that finished keep their outputs even if the job reaches its time limit.  Save the
         notebook first: the job runs the file as it is on disk.
         """
+        # loaded on first use: %load_ext stays cheap (tests/magics/test_lazy_imports.py)
+        from ..convert.batch import job_for_notebook
+        from ..convert.notebook_job import FIGURES_DIR
+        from ..convert.script import read_notebook
+        from ..convert.submit import DEFAULT_JOBS_DIR, submit_notebook
+
         args = parse_argstring(self.hpc_submit_notebook, line)
         path = Path(args.path or os.environ.get("JPY_SESSION_NAME", "")).expanduser()
         if not str(path) or path.suffix != ".ipynb":

@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, parse_argstring
+
+from .arguments import lazy_magic_arguments as magic_arguments
 
 
 @magics_class

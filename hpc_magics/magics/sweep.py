@@ -8,7 +8,6 @@ tasks (the newest sweep of the same cell text in the jobs folder); the same as
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -83,6 +82,8 @@ def without_parameters(names: Any, found: Sequence[sweep.Point]) -> Any:
 
 
 def cell_key(body: str) -> str:
+    import hashlib  # here, not at %load_ext
+
     return hashlib.sha256(body.strip().encode()).hexdigest()[:16]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import pickle
 import socket
 import threading
 import types
@@ -56,12 +57,18 @@ class Payload:
     result_names: tuple[str, ...] = ()
     capture_last_expression: bool = False
     replayed_cells: int = 0  # with --replay: earlier cells the job runs first
+    # big arrays go beside the pickle (``stream.dump_names``): in the kernel, the buffers
+    # themselves (no copy); once submitted, the raw files in the job folder that hold them
+    # (``buffers.write_buffers``), which the job maps back into memory
+    buffers: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    buffer_files: tuple[str, ...] = ()
+    out_of_band_bytes: int = 0
     # a sweep task's parameters (name → value), set as variables before the cell runs
     parameters: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
-        return len(self.state)
+        return len(self.state) + self.out_of_band_bytes
 
     @property
     def data_names(self) -> tuple[str, ...]:
@@ -145,6 +152,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                 "the limit with c.HpcMagics.max_shipped_mb")
 
     pickling: list[str] = []  # the name being pickled, for the message if it fails
+    buffers: list[pickle.PickleBuffer] = []  # big arrays, kept apart from the pickle
 
     def in_order() -> Iterator[tuple[str, Any]]:
         for name, value in values.items():
@@ -153,7 +161,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
 
     try:
         # one pickler for all names: what two names share is written once and stays shared
-        state = dump_names(in_order(), on_size=check_size)
+        state = dump_names(in_order(), on_size=check_size, out_of_band=buffers)
     except ShippingError:
         raise
     except Exception as error:
@@ -163,9 +171,10 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
             f"cannot ship {name!r} ({type(values[name]).__name__}): {first_line}; create it "
             "inside the cell, or use %%sbatch --replay to rebuild it on the node"
         ) from None
-    if len(state) > max_shipped_mb * 1e6:
+    apart = sum(buffer.raw().nbytes for buffer in buffers)
+    if len(state) + apart > max_shipped_mb * 1e6:
         raise ShippingError(
-            f"the cell's state is {human_size(len(state))} in all, over the "
+            f"the cell's state is {human_size(len(state) + apart)} in all, over the "
             f"{max_shipped_mb:g} MB limit: save the big arrays to files the job loads, "
             "or raise c.HpcMagics.max_shipped_mb")
     manifest = []
@@ -182,4 +191,5 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                    manifest=tuple(manifest),
                    notebook_ids={name: id(value) for name, value in values.items()},
                    result_names=names.assigned,
-                   capture_last_expression=names.has_final_expression)
+                   capture_last_expression=names.has_final_expression,
+                   buffers=tuple(buffers), out_of_band_bytes=apart)

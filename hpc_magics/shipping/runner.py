@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.scale import ScaleOptions
 from . import tee
+from .buffers import open_buffers
 from .packing import Payload
 from .scale import NodeTask, Requeued
 from .stream import dump_results, fingerprint, load_names, pickling_error
@@ -99,12 +100,13 @@ def _node_display(*objects: Any, **_: Any) -> None:
         print(repr(value))
 
 
-def _rebuild_namespace(payload: Payload) -> dict[str, Any]:
+def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__,
                                  "display": _node_display}
     for name, module_name in payload.modules.items():
         namespace[name] = importlib.import_module(module_name)
-    namespace.update(load_names(payload.state, payload.state_names))
+    namespace.update(load_names(payload.state, payload.state_names,
+                                open_buffers(payload, folder)))
     namespace.update(getattr(payload, "parameters", {}))  # a sweep task's own values
     return namespace
 
@@ -223,7 +225,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     with _tee_output(output):
         failure: BaseException | None = None
         try:
-            namespace = _rebuild_namespace(payload)
+            namespace = _rebuild_namespace(payload, job_folder)
             task.prepare(namespace)
             shipped = _fingerprints(payload, namespace) if lead_task else {}
             task.cell_running = True

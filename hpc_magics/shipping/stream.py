@@ -23,27 +23,49 @@ from typing import Any
 
 import cloudpickle
 
-PROTOCOL = pickle.HIGHEST_PROTOCOL
+PROTOCOL = pickle.HIGHEST_PROTOCOL  # 5 or more: out-of-band buffers
+# Buffers this big go beside the pickle (raw files the job maps back), not through it.
+OUT_OF_BAND_MIN_BYTES = 1 << 20
 _SHIPPED = "hpc_magics.shipped"  # tag of a reference to a shipped name
 
 
 def dump_names(values: Iterable[tuple[str, Any]],
-               on_size: Callable[[str, int], None] | None = None) -> bytes:
+               on_size: Callable[[str, int], None] | None = None,
+               out_of_band: list[pickle.PickleBuffer] | None = None) -> bytes:
     """Pickle the values in order into one stream; ``on_size(name, bytes)`` after each, so a
-    caller can refuse an over-size name before the rest is pickled."""
+    caller can refuse an over-size name before the rest is pickled.
+
+    With ``out_of_band`` (a list), big contiguous buffers (numpy arrays, bytearrays of
+    ``OUT_OF_BAND_MIN_BYTES`` or more) are not copied into the pickle: pickle protocol 5
+    hands them over as ``PickleBuffer``s, appended in order; ``load_names`` needs them back
+    in that order. A name's size counts its buffers too."""
     stream = io.BytesIO()
-    pickler = cloudpickle.CloudPickler(stream, protocol=PROTOCOL)
+    apart = [0]  # bytes handed over so far
+
+    def keep_apart(buffer: pickle.PickleBuffer) -> bool:
+        with buffer.raw() as view:
+            size = view.nbytes
+        if size < OUT_OF_BAND_MIN_BYTES or out_of_band is None:
+            return True  # small: in the pickle, as without a callback
+        out_of_band.append(buffer)
+        apart[0] += size
+        return False
+
+    pickler = cloudpickle.CloudPickler(
+        stream, protocol=PROTOCOL, buffer_callback=keep_apart if out_of_band is not None else None)
     for name, value in values:
-        before = stream.tell()
+        before, before_apart = stream.tell(), apart[0]
         pickler.dump(value)
         if on_size is not None:
-            on_size(name, stream.tell() - before)
+            on_size(name, stream.tell() - before + apart[0] - before_apart)
     return stream.getvalue()  # BytesIO hands its buffer over without a copy
 
 
-def load_names(data: bytes, names: Iterable[str]) -> dict[str, Any]:
-    """The inverse of ``dump_names``: one unpickler, its memo kept from name to name."""
-    unpickler = pickle.Unpickler(io.BytesIO(data))
+def load_names(data: bytes, names: Iterable[str],
+               buffers: Iterable[Any] | None = None) -> dict[str, Any]:
+    """The inverse of ``dump_names``: one unpickler, its memo kept from name to name;
+    ``buffers`` are the out-of-band buffers, in order."""
+    unpickler = pickle.Unpickler(io.BytesIO(data), buffers=buffers)
     return {name: unpickler.load() for name in names}
 
 

@@ -70,8 +70,11 @@ def test_what_submitit_would_have_added_is_not_there(profile_name: str) -> None:
     assert "wckey" not in script and "--ntasks-per-node" not in script
     assert sum(line.startswith("#SBATCH --gres") for line in script.splitlines()) <= 1
     # what the engine needs on the node
-    assert f"srun --unbuffered --output {FOLDER}/%j_%t_log.out --error {FOLDER}/%j_%t_log.err " \
-           f"{PYTHON} -u -m submitit.core._submit {FOLDER}\n" in script
+    engine = f"{PYTHON} -u -m hpc_magics.shipping.engine {FOLDER}"
+    # one task on one node: in the batch step itself (no srun step to start); else srun
+    assert f"then export SLURM_NTASKS=1 SLURM_NPROCS=1; {engine}; " \
+           f"else srun --unbuffered --output {FOLDER}/%j_%t_log.out " \
+           f"--error {FOLDER}/%j_%t_log.err {engine}; fi\n" in script
     assert "export SUBMITIT_EXECUTOR=slurm\n" in script and "\numask 077\n" in script
 
 
@@ -132,3 +135,11 @@ def test_job_ids_from_sbatch_parsable(answer: str, job_id: str) -> None:
 def test_an_answer_that_is_not_a_job_id_says_check_squeue() -> None:
     with pytest.raises(SubmissionError, match="not a job id: the job may have been submitted"):
         parse_job_id("Submitted batch job\n")
+
+
+def test_a_checkpointing_signal_keeps_the_engine_in_an_srun_step() -> None:
+    """A signal before the limit reaches job steps, not the batch shell: keep the step."""
+    parts = jobscript.cell_parts(FOLDER, PYTHON, "train", signal="USR2@90")
+    assert parts.run[-1] == (f"srun --unbuffered --output {FOLDER}/%j_%t_log.out --error "
+                             f"{FOLDER}/%j_%t_log.err {PYTHON} -u -m hpc_magics.shipping.engine "
+                             f"{FOLDER}")

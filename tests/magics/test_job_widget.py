@@ -71,7 +71,13 @@ def test_widget_shown_by_wait_ends_in_the_final_state(shell: Any, cells: Any,
     shell.run_cell(cells.SETUP)
     shell.run_cell_magic("sbatch", "--backend local --wait -t 5", cells.WORK)
     [widget] = [o for o in shown if isinstance(o, JobWidget)]
-    assert "FINISHED" in widget.status.value or "COMPLETED" in widget.status.value
+    assert "results fetched" in widget.status.value
+    # --wait fetches as soon as the result file lands; the job may still be tidying up
+    # then, and the widget's monitor shows its end (it refreshes every 5 s)
+    deadline = time.monotonic() + 15
+    while not ("FINISHED" in widget.status.value or "COMPLETED" in widget.status.value):
+        assert time.monotonic() < deadline, widget.status.value
+        time.sleep(0.2)
     assert "results fetched" in widget.status.value and widget.cancel_button.disabled
     # the widget shows the progress: no separate line left saying "RUNNING · 1s"
     assert not [o for o in shown if type(o).__name__ == "Pretty"]

@@ -1,0 +1,84 @@
+"""Shared by the benchmarks: the row every ``bench_*.rows()`` returns, timing, the cluster.
+
+A row is a dict with the keys ``metric, ours, baseline, ratio, target, verdict`` (units in
+the metric's name; ``verdict`` is ``ok`` or ``over``). Every figure is measured against its
+baseline in the same run, interleaved, and reported as the median of the repeats, because
+the machine is shared and its load changes from one second to the next.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+KEYS = ("metric", "ours", "baseline", "ratio", "target", "verdict")
+
+
+class Skipped(Exception):
+    """A benchmark that cannot run here (the cluster is down, a module is missing)."""
+
+
+def row(metric: str, ours: float, baseline: float, *, target: str, ok: bool,
+        digits: int = 3) -> dict[str, Any]:
+    """One result row; ``ok`` is the target's test, decided by the caller."""
+    ratio = ours / baseline if baseline else float("inf")
+    return {"metric": metric, "ours": round(ours, digits), "baseline": round(baseline, digits),
+            "ratio": round(ratio, 3), "target": target, "verdict": "ok" if ok else "over"}
+
+
+def at_most_more(metric: str, ours: float, baseline: float, limit: float, unit: str,
+                 digits: int = 3) -> dict[str, Any]:
+    """A row whose target is an absolute overhead: ``ours - baseline <= limit``."""
+    return row(metric, ours, baseline, target=f"<= +{limit:g} {unit}",
+               ok=ours - baseline <= limit, digits=digits)
+
+
+def at_most_times(metric: str, ours: float, baseline: float, limit: float,
+                  digits: int = 3) -> dict[str, Any]:
+    """A row whose target is a ratio: ``ours / baseline <= limit``."""
+    return row(metric, ours, baseline, target=f"<= {limit:g}x",
+               ok=baseline > 0 and ours / baseline <= limit, digits=digits)
+
+
+def interleaved(repeat: int, *actions: Callable[[], float]) -> list[float]:
+    """Run the actions in turn ``repeat`` times (each returns its own measure); the medians.
+
+    Interleaving makes ours and the baseline see the same machine load."""
+    samples: list[list[float]] = [[] for _ in actions]
+    for _ in range(repeat):
+        for index, action in enumerate(actions):
+            samples[index].append(action())
+    return [statistics.median(values) for values in samples]
+
+
+def timed(action: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def cluster_up() -> bool:
+    """Is the Slurm test cluster answering (``sinfo`` lists a responding node)?"""
+    if shutil.which("sinfo") is None:
+        return False
+    try:
+        done = subprocess.run(["sinfo", "-h", "-r", "-o", "%N"], capture_output=True,
+                              text=True, timeout=15, check=False)
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0 and bool(done.stdout.strip())
+
+
+def require_cluster() -> None:
+    if not cluster_up():
+        raise Skipped("the Slurm test cluster is down (start it: scripts/slurm-cluster up)")
+
+
+def repeat_count(default: int) -> int:
+    """``HPC_MAGICS_BENCH_REPEAT`` overrides the repeats (more on a busy machine)."""
+    return int(os.environ.get("HPC_MAGICS_BENCH_REPEAT", default))

@@ -1,0 +1,71 @@
+"""``%load_ext hpc_magics`` imports nothing heavy: the widget stack, submitit, nbconvert,
+the scientific stack and the server load when first used (benchmarks/bench_load_ext.py
+measures the time; this checks what is imported, in a fresh interpreter)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.oinspect import getdoc
+
+HEAVY = ("ipywidgets", "submitit", "nbconvert", "nbformat", "pandas", "numpy", "matplotlib",
+         "cloudpickle", "tornado", "jupyter_server", "jupyter_client", "zmq", "tomllib",
+         "hpc_magics.convert", "hpc_magics.shipping", "hpc_magics.backends",
+         "hpc_magics.widgets", "hpc_magics.server", "hpc_magics.handle",
+         "hpc_magics.scheduler")
+
+CHILD = """
+import json, sys
+import hpc_magics
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+before = set(sys.modules)
+shell.run_line_magic("load_ext", "hpc_magics")
+print(json.dumps({"new": sorted(set(sys.modules) - before), "all": sorted(sys.modules),
+                  "cell": sorted(shell.magics_manager.magics["cell"]),
+                  "line": sorted(shell.magics_manager.magics["line"])}))
+"""
+
+
+def _fresh_load() -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                          timeout=120, check=True)
+    loaded: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_load_ext_imports_nothing_heavy() -> None:
+    loaded = _fresh_load()
+    assert "sbatch" in loaded["cell"] and {"hpc_resources", "hpc_fetch", "hpc_jobs",
+                                           "hpc_submit_notebook"} <= set(loaded["line"])
+    assert any(name.startswith("hpc_magics.magics") for name in loaded["new"])
+    heavy = [name for name in loaded["all"]
+             if any(name == h or name.startswith(h + ".") for h in HEAVY)]
+    assert heavy == []
+
+
+def test_the_parsers_built_on_first_use_parse_and_give_the_full_help() -> None:
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "hpc_magics")
+    sbatch = shell.magics_manager.magics["cell"]["sbatch"]
+    help_text = getdoc(sbatch)  # what %%sbatch? shows
+    assert help_text is not None
+    assert "--gpus-per-node" in help_text and "--dry-run" in help_text
+    assert "Run this cell as a Slurm job" in help_text
+    resources = shell.magics_manager.magics["line"]["hpc_resources"]
+    view = resources("-t 90min -c 2")
+    assert view.request.time_s == 5400 and view.request.cpus_per_task == 2
+    shell.run_line_magic("hpc_resources", "--reset")
+
+
+def test_the_node_engine_starts_submitit_without_numpy_and_numpy_still_loads() -> None:
+    code = ("import sys\nfrom hpc_magics.shipping.engine import import_submitit\n"
+            "import_submitit()\nassert 'submitit.core.submission' in sys.modules\n"
+            "print('numpy' in sys.modules)\nimport numpy\nprint(numpy.arange(3).sum())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split() == ["False", "3"]

@@ -1,0 +1,64 @@
+"""``%%sbatch --wait`` brings the results in the moment the job folder proves the cell is
+over (its result file), not when the scheduler next says the job ended."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hpc_magics.scheduler.watcher import watcher
+
+# The cell is over and its results written; the job's interpreter then runs its exit
+# handlers, so the job stays RUNNING for a while after the result file lands.
+LINGERING = "import atexit, time\natexit.register(time.sleep, 20)\nanswer = 6 * 7"
+
+
+@pytest.fixture
+def slurm_shell(shell: Any, slurm_cluster: Any) -> Any:
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    return shell
+
+
+@pytest.mark.timeout(120)
+def test_wait_fetches_when_the_result_file_lands_before_the_job_ends(
+        slurm_shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    slurm_shell.run_cell_magic("sbatch", "--wait", LINGERING)
+    assert slurm_shell.user_ns["answer"] == 42
+    assert "answer" in capsys.readouterr().out
+    magics = slurm_shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    try:
+        # the job itself is still running its exit handler: the folder, not Slurm, ended
+        # the wait
+        assert handle.refresh(max_age_s=0) == "RUNNING"
+    finally:
+        watcher().cancel(handle.job_id)
+
+
+@pytest.mark.timeout(120)
+def test_a_job_with_several_tasks_is_waited_for_to_the_end(slurm_shell: Any) -> None:
+    """Task 0's results may land while other tasks still run: --wait waits for the job."""
+    slurm_shell.run_cell_magic("sbatch", "--wait -N 2 --ntasks-per-node 1",
+                               "import atexit, os, time\n"
+                               "if os.environ['SLURM_PROCID'] != '0':\n"
+                               "    atexit.register(time.sleep, 3)\n"
+                               "answer = 1")
+    magics = slurm_shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    assert slurm_shell.user_ns["answer"] == 1
+    assert handle.status.final
+
+
+@pytest.mark.timeout(180)
+def test_a_sweep_ships_a_big_array_once_beside_its_payload(slurm_shell: Any) -> None:
+    """A sweep pickles its payload once for all tasks: big arrays go beside it as files."""
+    slurm_shell.run_cell("import numpy as np\nbig = np.arange(500_000, dtype=float)")
+    slurm_shell.run_cell_magic("sbatch", "--sweep x=1,2 --wait", "total = float(big.sum()) * x")
+    magics = slurm_shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    assert (handle.folder.path / "buffers" / "0.bin").stat().st_size == 4_000_000
+    table = handle.table()
+    expected = float(np.arange(500_000, dtype=float).sum())
+    assert sorted(table["total"]) == [expected, 2 * expected]
