@@ -9,13 +9,19 @@ from them. When the original file is here (tests/corpus/jobscripts/NAME.sh, git-
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 from hpc_magics.core.checkscript import ScriptReport, check_script, render
-from hpc_magics.core.profiles import load_profile, tomllib
+from hpc_magics.core.profiles import load_profile
 
 HERE = Path(__file__).resolve().parent / "corpus"
 MANIFEST = HERE / "jobscripts.toml"

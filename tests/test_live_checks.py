@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 from hpc_magics.cli import main
 from hpc_magics.core.checkscript import check_script
-from hpc_magics.core.profiles import profile_from_mapping, tomllib
+from hpc_magics.core.profiles import profile_from_mapping
 from hpc_magics.core.resources import ResourceRequest, updated
 from hpc_magics.scheduler import commands, live
 from hpc_magics.scheduler.draft import draft_profile
@@ -147,7 +153,7 @@ def test_pending_job_reason_in_words_and_expected_start() -> None:
     try:
         found = pending([job_id])
         assert isinstance(found, dict) and job_id in found, found
-        assert found[job_id].plain == "waiting for its requested start time"
+        assert found[job_id].plain == "waiting for its requested start time (--begin)"
         assert found[job_id].start.startswith("20")
         assert "expected to start" in str(found[job_id])
     finally:

@@ -60,6 +60,31 @@ def shown(widget: Any) -> bool:
     return widget.layout.display != "none"
 
 
+@pytest.mark.slow
+def test_pending_while_the_nodes_are_kept_busy(lab: Any, sacct_state: Any) -> None:
+    """Both nodes held by a job of ours (exclusive): the cell waits for them, in plain words,
+    then runs and completes once they are free. Never another user's job: ours, by id."""
+    held = commands.run(["sbatch", "--parsable", "--exclusive", "-N", "2", "-t", "3",
+                         "-J", "hpc-magics-test-holder", "--wrap", "sleep 170"], timeout=30)
+    assert held.ok, held.stderr
+    holder = held.stdout.strip().split(";")[0]
+    try:
+        assert sacct_state(holder, until={"RUNNING"}, timeout=90) == "RUNNING"
+        handle = submit(lab, "", "value = 6 * 7")
+        widget = JobWidget(handle)
+        assert tick_until([widget], lambda: widget.story.value.startswith("pending: "), 60), \
+            widget.story.value
+        # Slurm says Resources or Priority here, depending on when it last looked
+        assert re.match(r"pending: waiting for (free nodes|higher-priority jobs)",
+                        widget.story.value), widget.story.value
+        assert "PENDING" in widget.status.value and shown(widget.cancel_button)
+    finally:
+        commands.run(["scancel", holder], timeout=30)
+    assert tick_until([widget], lambda: "COMPLETED" in widget.status.value, 120), \
+        widget.status.value
+    assert widget.story.value == "" and shown(widget.fetch_button)
+
+
 def test_pending_story_and_a_confirmed_cancel(lab: Any, sacct_state: Any) -> None:
     handle = submit(lab, "", "#SBATCH --begin=now+600\nprint('never')")
     widget = JobWidget(handle)
