@@ -197,6 +197,10 @@ class SlurmBackend(_SubmititBackend):
         from ..scheduler.watcher import watcher
 
         job_id = str(require_job_id(job_id))  # 123, 123_4, 123_[1-5], 123+0
+        silent = watcher().queue_view().error
+        if silent is not None:  # scancel would hang for as long as squeue does
+            raise SubmissionError(f"cannot cancel job {job_id} now ({silent}): try again "
+                                  "when the scheduler answers")
         result = commands.run(["scancel", job_id], timeout=30)
         if not result.ok:
             raise SubmissionError(f"scancel {job_id} failed: {result.first_error_line()}")

@@ -38,7 +38,7 @@ from ..core.jobs import (
 )
 from .accounting import AccountingRecord, sacct_records
 from .cluster import UNKNOWN_CLUSTER, cluster_name
-from .queue import JobQueue, QueueView
+from .queue import ANSWER_WITHIN_S, SCHEDULER_SILENT, JobQueue, QueueView
 
 # Clocks of the submitting host and the controller differ a little.
 CLOCK_SLACK_S = 60.0
@@ -51,6 +51,8 @@ QUEUE_MARGIN_S = 1.0
 SACCT_LAG_S = 5.0
 
 UNREACHABLE = "accounting unreachable"
+# squeue failed or is slow: the last state it showed stands, saying so
+SCHEDULER_UNREACHABLE = SCHEDULER_SILENT
 DEFINITE_SOURCES = frozenset({"sacct", "squeue", "local"})
 
 
@@ -162,8 +164,8 @@ class Watcher:
 
     @property
     def queue(self) -> JobQueue:
-        if self._queue is None:
-            self._queue = JobQueue()
+        if self._queue is None:  # a kernel never waits on a silent scheduler
+            self._queue = JobQueue(answer_within_s=ANSWER_WITHIN_S)
         return self._queue
 
     # ------------------------------------------------------------------ reading
@@ -224,6 +226,7 @@ class Watcher:
         now = time.time()
         decided: dict[str, JobStatus] = {}
         ask: list[tuple[str, JobFolder, Submission, JobStatus]] = []
+        silent = SCHEDULER_UNREACHABLE if view.error is not None else ""
         for key, folder, submission, previous in jobs:
             if not submission.on_this_cluster(current_cluster):
                 # this cluster's scheduler knows nothing of it: only the folder can tell
@@ -236,7 +239,7 @@ class Watcher:
             if entries and view.updated is not None:
                 self._absent.pop(key, None)
                 state = combined_state([normalize_state(e.state) for e in entries])
-                decided[key] = JobStatus(submission.job_id, state, "squeue", "", now)
+                decided[key] = JobStatus(submission.job_id, state, "squeue", silent, now)
                 continue
             if view.error is None and (view.updated is None
                                        or view.updated < submission.seen_after):
@@ -252,12 +255,12 @@ class Watcher:
             records = self._accounting([s.job_id for _, _, s, _ in ask], max_age_s)
             for key, folder, submission, previous in ask:
                 decided[key] = self._after_queue(key, folder, submission, previous, records,
-                                                 now)
+                                                 now, silent)
         return decided
 
     def _after_queue(self, key: str, folder: JobFolder, submission: Submission,
                      previous: JobStatus, records: tuple[AccountingRecord, ...] | None,
-                     now: float) -> JobStatus:
+                     now: float, silent: str = "") -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
             mine = [r for r in records if same_job(submission.job_id, r.job_id)
@@ -274,7 +277,7 @@ class Watcher:
         if records is not None and absences and now - absences[0] < SACCT_LAG_S \
                 and not folder.has_results():
             return replace(previous, checked_at=now)  # give sacct a moment to catch up
-        note = UNREACHABLE if records is None else ""
+        note = silent or (UNREACHABLE if records is None else "")
         return self._from_folder(key, folder, submission, previous, note=note,
                                  gone=len(absences) >= 2)
 

@@ -22,7 +22,7 @@ REFRESH_INTERVAL_S = 5.0
 
 def view_of(handle: Any) -> JobView:
     return JobView(handle.job_id, handle.name, handle._state, handle.backend.name,
-                   str(handle.folder.path), handle.fetched)
+                   str(handle.folder.path), handle.fetched, handle.status.note)
 
 
 class JobWidget(widgets.VBox):
@@ -52,9 +52,9 @@ class JobWidget(widgets.VBox):
         self.cancel_button.disabled = not view.can_cancel
         self.fetch_button.disabled = not view.can_fetch and not self.handle.folder.has_results()
 
-    def key(self) -> tuple[str, bool]:
+    def key(self) -> tuple[str, bool, str]:
         """What the widget shows that can change: re-render when this differs."""
-        return (self.handle._state, self.handle.fetched)
+        return (self.handle._state, self.handle.fetched, self.handle.status.note)
 
     def refresh(self) -> None:
         self.handle.refresh()

@@ -19,6 +19,7 @@ class JobView:
     backend: str
     folder: str
     fetched: bool
+    note: str = ""  # the watcher's, e.g. "scheduler unreachable, retrying"
 
     @property
     def phase(self) -> str:
@@ -36,6 +37,7 @@ class JobView:
         colour = PHASE_COLOURS[self.phase]
         where = ("local executor (no Slurm here)" if self.backend == "local" else "Slurm")
         fetched = " · results fetched" if self.fetched else ""
+        note = f" <i>({html.escape(self.note)})</i>" if self.note else ""
         return (f"<b>job <code>{html.escape(self.job_id)}</code></b> {html.escape(self.name)} · "
                 f"<span style='color:{colour};font-weight:bold'>{html.escape(self.state)}</span>"
-                f" · {where}{fetched}<br><small><code>{html.escape(self.folder)}</code></small>")
+                f"{note} · {where}{fetched}<br><small><code>{html.escape(self.folder)}</code></small>")
