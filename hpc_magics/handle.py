@@ -134,7 +134,7 @@ class JobHandle:
                 raise self._failure(state, "")
         result = self.folder.load_results()
         meta = self.folder.meta()
-        output = self.folder.output()
+        output = self.folder.shown_output()
         if show and output:
             print(output, end="" if output.endswith("\n") else "\n")
         figures = result.figures

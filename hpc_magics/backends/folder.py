@@ -31,6 +31,8 @@ from ..core.errors import HpcMagicsError
 from ..shipping.runner import OUTPUT_FILE, RESULTS_FILE, CellResult
 
 META_FILE = "meta.json"
+# A notebook (and the browser showing it) chokes on more output than this.
+OUTPUT_SHOWN_BYTES = 1_000_000
 
 
 PRIVATE = 0o700
@@ -120,6 +122,7 @@ class JobFolder:
 
     @classmethod
     def create(cls, root: Path, name: str) -> JobFolder:
+        _check_path_text(root)
         ensure_jobs_root(root)
         path = root / _folder_name(name, time.strftime("%Y%m%d-%H%M%S"), secrets.token_hex(2))
         path.mkdir(mode=PRIVATE)
@@ -130,6 +133,7 @@ class JobFolder:
     def would_be(root: Path, name: str) -> Path:
         """Where ``create`` would put the folder, its time stamp and random part spelled out
         (for a dry run, which creates nothing)."""
+        _check_path_text(root)
         return root / _folder_name(name, WOULD_BE_STAMP, WOULD_BE_TOKEN)
 
     # --------------------------------------------------------------- metadata
@@ -173,6 +177,32 @@ class JobFolder:
             return (self.path / OUTPUT_FILE).read_text(errors="replace")
         except OSError:
             return ""
+
+    def shown_output(self, limit: int = OUTPUT_SHOWN_BYTES) -> str:
+        """The cell's output as the notebook shows it: all of it, or (a huge one) its last
+        ``limit`` bytes after a line saying where the whole of it is."""
+        path = self.path / OUTPUT_FILE
+        try:
+            size = path.stat().st_size
+            with path.open("rb") as stream:
+                stream.seek(max(0, size - limit))
+                data = stream.read(limit)
+        except OSError:
+            return ""
+        text = data.decode("utf-8", errors="replace")  # a job may print any bytes
+        if size <= limit:
+            return text
+        text = text.partition("\n")[2] or text  # from the first whole line
+        return (f"[hpc_magics] the output is {size / 1e6:.0f} MB: here are its last "
+                f"{limit / 1e6:g} MB; all of it is in {path}\n{text}")
+
+
+def _check_path_text(root: Path) -> None:
+    """#SBATCH lines end at a line break: a path with one cannot be given to sbatch."""
+    if "\n" in str(root) or "\r" in str(root):
+        raise HpcMagicsError(f"the jobs folder {str(root)!r} has a line break in its name, "
+                             "which sbatch cannot take: set HPC_MAGICS_JOBS_DIR (or "
+                             "c.HpcMagics.jobs_dir) to a folder without one")
 
 
 def _folder_name(name: str, stamp: str, token: str) -> str:

@@ -97,6 +97,21 @@ def _sbatch_body(source: str) -> str | None:
     return None
 
 
+def _arguments(magic: Callable[..., Any], line: str) -> Any:
+    """The magic's parsed arguments; a bad line is one error naming it and the fix."""
+    name = magic.__name__
+    sign = "%%" if name == "sbatch" else "%"
+    try:
+        return parse_argstring(magic, line)
+    except ValueError as error:  # shlex: an unclosed quote
+        raise UsageError(f"{sign}{name} {line.strip()}: {error}: check the quotes") from None
+    except UsageError as error:
+        hint = (" (flags hpc_magics does not know go in the cell as #SBATCH lines)"
+                if name == "sbatch" else "")
+        raise UsageError(f"{sign}{name}: {error}: see {sign}{name}? for its arguments{hint}"
+                         ) from None
+
+
 def _one_line(problems: list[validation.Problem]) -> str:
     if len(problems) == 1:
         return problems[0].message
@@ -209,7 +224,7 @@ class HpcMagics(Magics):
 
             %hpc_resources --profile alvis --gpus-per-node A40:1 -t 2h -A NAISS2024-5-1
         """
-        args = parse_argstring(self.hpc_resources, line)
+        args = _arguments(self.hpc_resources, line)
         request = self.request
         if args.reset:
             request = ResourceRequest(profile=self.default_profile)
@@ -238,9 +253,9 @@ class HpcMagics(Magics):
         top of the cell are read as sbatch reads them.
         """
         from ..shipping.analysis import analyse
-        from ..shipping.packing import pack
+        from ..shipping.packing import check_defined, pack
 
-        args = parse_argstring(self.sbatch, line)
+        args = _arguments(self.sbatch, line)
         try:
             parsed = directive_parser.parse(cell)
             request = resources.updated(self.request, parsed.values)
@@ -269,6 +284,8 @@ class HpcMagics(Magics):
             if args.replay:
                 payload = self._replay_payload(body, names)
             else:
+                if body == parsed.body:  # translated magics read their helpers' names
+                    check_defined(body, names, self.shell.user_ns if self.shell else {})
                 payload = pack(body, names, self.shell.user_ns if self.shell else {},
                                self.max_shipped_mb)
             if helpers:  # the translated magics' helpers run first; they are not results
@@ -425,7 +442,7 @@ class HpcMagics(Magics):
     @line_magic
     def hpc_fetch(self, line: str = "") -> None:
         """Bring a job's results, output and figures into the notebook."""
-        args = parse_argstring(self.hpc_fetch, line)
+        args = _arguments(self.hpc_fetch, line)
         handle = self._handle(args.job)
         if args.wait:
             self._wait_and_fetch(handle)
@@ -443,7 +460,7 @@ class HpcMagics(Magics):
     @line_magic
     def hpc_cancel(self, line: str = "") -> None:
         """Cancel a job of this notebook."""
-        args = parse_argstring(self.hpc_cancel, line)
+        args = _arguments(self.hpc_cancel, line)
         handle = self._handle(args.job)
         try:
             state = handle.cancel()

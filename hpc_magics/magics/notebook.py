@@ -13,7 +13,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..convert.batch import job_for_notebook
 from ..convert.notebook_job import FIGURES_DIR
@@ -22,7 +22,7 @@ from ..convert.submit import DEFAULT_JOBS_DIR, submit_notebook
 from ..core import resources
 from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
-from .jobs import resource_arguments, values_from_args
+from .jobs import _arguments, resource_arguments, values_from_args
 
 
 @magics_class
@@ -43,7 +43,7 @@ class NotebookJobMagics(Magics):
         that finished keep their outputs even if the job reaches its time limit.  Save the
         notebook first: the job runs the file as it is on disk.
         """
-        args = parse_argstring(self.hpc_submit_notebook, line)
+        args = _arguments(self.hpc_submit_notebook, line)
         path = Path(args.path or os.environ.get("JPY_SESSION_NAME", "")).expanduser()
         if not str(path) or path.suffix != ".ipynb":
             raise UsageError("which notebook? give its path: %hpc_submit_notebook analysis.ipynb")

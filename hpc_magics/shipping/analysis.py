@@ -27,7 +27,11 @@ class CellNames:
 def parse_cell(code: str, filename: str = "<cell>") -> ast.Module:
     """Parse, turning a syntax error into a one-line message with the line number."""
     try:
-        return ast.parse(code, filename=filename)
+        module = ast.parse(code, filename=filename)
+        # parsing alone accepts 'return', 'yield' and 'await' outside a function; the
+        # node's exec would not
+        compile(module, filename, "exec", dont_inherit=True)
+        return module
     except SyntaxError as error:
         where = f"line {error.lineno}" if error.lineno else "the cell"
         text = (error.text or "").strip()

@@ -181,3 +181,19 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                    notebook_ids={name: id(value) for name, value in values.items()},
                    result_names=names.assigned,
                    capture_last_expression=names.has_final_expression)
+
+
+def check_defined(code: str, names: CellNames, namespace: Mapping[str, Any]) -> None:
+    """Refuse a cell that reads a name neither the notebook nor Python defines: on the node
+    it could only stop with a NameError, after a wait in the queue."""
+    if "import *" in code:  # a star import binds names nobody can list beforehand
+        return
+    missing = [name for name in names.free
+               if name not in namespace and not is_builtin_name(name)
+               and not hasattr(builtins, name) and name not in _SHELL_NAMES
+               and not name.startswith("__") and not name.lstrip("_i").isdigit()]
+    if missing:
+        listed = ", ".join(repr(name) for name in missing)
+        raise ShippingError(
+            f"the cell reads {listed}, which the notebook has not defined: run the cell that "
+            "defines it first, or define it in this cell")

@@ -86,7 +86,7 @@ class JobWidget(widgets.VBox):
             values = self.handle.fetch(shell.user_ns if shell is not None else None, show=False)
             names = ", ".join(sorted(n for n in values if n != "_")) or "nothing"
             self.message.value = f"now in the notebook: <code>{html.escape(names)}</code>"
-            output = self.handle.folder.output()
+            output = self.handle.folder.shown_output()
             if output:
                 self.log_view.value = f"<pre>{html.escape(output)}</pre>"
 

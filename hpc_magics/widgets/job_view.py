@@ -40,4 +40,5 @@ class JobView:
         note = f" <i>({html.escape(self.note)})</i>" if self.note else ""
         return (f"<b>job <code>{html.escape(self.job_id)}</code></b> {html.escape(self.name)} · "
                 f"<span style='color:{colour};font-weight:bold'>{html.escape(self.state)}</span>"
-                f"{note} · {where}{fetched}<br><small><code>{html.escape(self.folder)}</code></small>")
+                f"{note} · {where}{fetched}<br>"
+                f"<small><code>{html.escape(self.folder)}</code></small>")
