@@ -101,6 +101,7 @@ def _arguments(magic: Callable[..., Any], line: str) -> Any:
     """The magic's parsed arguments; a bad line is one error naming it and the fix."""
     name = magic.__name__
     sign = "%%" if name == "sbatch" else "%"
+    magic.parser.allow_abbrev = False  # sbatch's --gpus is not our --gpus-per-node
     try:
         return parse_argstring(magic, line)
     except ValueError as error:  # shlex: an unclosed quote
@@ -421,7 +422,7 @@ class HpcMagics(Magics):
     def _handle(self, job: str | None) -> Any:
         from ..handle import attach
 
-        key = job or self.last_job
+        key = resources._unquote(job) if job else self.last_job  # IPython keeps quotes
         if key is None:
             raise UsageError("no job yet in this session: give a job id (see %hpc_jobs)")
         if key in self.handles:

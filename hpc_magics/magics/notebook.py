@@ -22,6 +22,7 @@ from ..convert.submit import DEFAULT_JOBS_DIR, submit_notebook
 from ..core import resources
 from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
+from ..core.resources import _unquote as unquote
 from .jobs import _arguments, resource_arguments, values_from_args
 
 
@@ -44,7 +45,8 @@ class NotebookJobMagics(Magics):
         notebook first: the job runs the file as it is on disk.
         """
         args = _arguments(self.hpc_submit_notebook, line)
-        path = Path(args.path or os.environ.get("JPY_SESSION_NAME", "")).expanduser()
+        # IPython keeps the quotes around a path with spaces
+        path = Path(unquote(args.path or os.environ.get("JPY_SESSION_NAME", ""))).expanduser()
         if not str(path) or path.suffix != ".ipynb":
             raise UsageError("which notebook? give its path: %hpc_submit_notebook analysis.ipynb")
         hpc = self.shell.magics_manager.registry.get("HpcMagics") if self.shell else None
