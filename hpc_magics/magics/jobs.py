@@ -101,7 +101,8 @@ def _arguments(magic: Callable[..., Any], line: str) -> Any:
     """The magic's parsed arguments; a bad line is one error naming it and the fix."""
     name = magic.__name__
     sign = "%%" if name == "sbatch" else "%"
-    magic.parser.allow_abbrev = False  # sbatch's --gpus is not our --gpus-per-node
+    parser = magic.parser  # type: ignore[attr-defined]
+    parser.allow_abbrev = False  # sbatch's --gpus is not our --gpus-per-node
     try:
         return parse_argstring(magic, line)
     except ValueError as error:  # shlex: an unclosed quote
