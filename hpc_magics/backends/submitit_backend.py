@@ -132,9 +132,15 @@ class _SubmititBackend:
             job = executor.submit(run_cell, payload, str(folder.path))
         except FileNotFoundError as error:
             raise SubmissionError(f"could not submit: {error}") from None
-        self._after_submit(job, folder, script)
-        # every submission records its id, cluster and window here, so no caller can forget
-        record_submission(folder, str(job.job_id), started)
+        try:
+            self._after_submit(job, folder, script)
+            # every submission records its id, cluster and window here, so no caller forgets
+            record_submission(folder, str(job.job_id), started)
+        except OSError as error:  # a full file system after sbatch: say the job exists
+            raise SubmissionError(
+                f"job {job.job_id} was submitted, but its folder {folder.path} cannot be "
+                f"written ({error.strerror}): free some space, or scancel {job.job_id}"
+            ) from None
         return str(job.job_id)
 
     def _after_submit(self, job: Any, folder: JobFolder, script: str) -> None:
@@ -178,6 +184,10 @@ class SlurmBackend(_SubmititBackend):
         # USR2 at the limit itself: a cell is not checkpointable, and an earlier signal would
         # end it as failed before its time is up instead of as TIMEOUT
         signal = f"{SlurmJobEnvironment.USR_SIG}@0"
+        # a cell run again after a node failure could repeat what it did: only when asked
+        asked = {flag for flag, _ in (*request.extra, *profile.extra_directives)}
+        if not asked & {"requeue", "no-requeue"}:
+            request = request.changed(extra=(*request.extra, ("no-requeue", "")))
         return render(request, profile, cell_parts(folder, python, job_name, signal=signal))
 
     def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:

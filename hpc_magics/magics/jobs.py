@@ -362,8 +362,9 @@ class HpcMagics(Magics):
         from ..backends.folder import JobFolder
         from ..handle import JobHandle
 
-        try:
-            folder = JobFolder.create(self.jobs_root, job_name)
+        try:  # room for the job's files, the state and results as big again
+            folder = JobFolder.create(self.jobs_root, job_name,
+                                      need_bytes=1_000_000 + 2 * len(payload.state))
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         except OSError as error:  # a read-only or full file system: nothing is submitted
@@ -374,12 +375,16 @@ class HpcMagics(Magics):
                 "request": resources.to_dict(request), "shipped": payload.summary(),
                 "results": list(payload.result_names), "notebook":
                 os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING"}
-        folder.write_meta(meta)
         try:
+            folder.write_meta(meta)
             job_id = backend.submit(folder, payload, request, profile, job_name)
         except HpcMagicsError as error:
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
             raise UsageError(str(error)) from None
+        except OSError as error:  # the backend writes nothing after sbatch but says so
+            raise UsageError(f"cannot write the job folder {folder.path} ({error.strerror}), "
+                             "so nothing was submitted: free some space, or set "
+                             "HPC_MAGICS_JOBS_DIR to another folder") from None
         handle = JobHandle(job_id, backend, folder, job_name)
         self.handles[job_id] = handle
         self.last_job = job_id
@@ -449,8 +454,8 @@ class HpcMagics(Magics):
         if args.wait:
             self._wait_and_fetch(handle)
             return
-        try:
-            handle.fetch(self.shell.user_ns if self.shell else None)
+        try:  # without --wait, results a network file system shows late are not waited for
+            handle.fetch(self.shell.user_ns if self.shell else None, results_grace_s=0.5)
         except JobFailed:
             raise
         except HpcMagicsError as error:
