@@ -184,12 +184,16 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
 
 
 def check_defined(code: str, names: CellNames, namespace: Mapping[str, Any]) -> None:
-    """Refuse a cell that reads a name neither the notebook nor Python defines: on the node
-    it could only stop with a NameError, after a wait in the queue."""
-    if "import *" in code:  # a star import binds names nobody can list beforehand
+    """Refuse a cell that reads a name neither the notebook, Python nor the cell itself
+    defines anywhere: on the node it could only stop with a NameError, after a wait in the
+    queue. (A name the cell binds somewhere, even in a loop that may not run, passes.)"""
+    # a star import, exec or globals() bind names nobody can list beforehand; a cell that
+    # catches NameError means to read names that may not exist
+    if any(marker in code for marker in ("import *", "exec(", "globals()", "NameError")):
         return
+    bound = _bound_anywhere(code)
     missing = [name for name in names.free
-               if name not in namespace and not is_builtin_name(name)
+               if name not in namespace and name not in bound and not is_builtin_name(name)
                and not hasattr(builtins, name) and name not in _SHELL_NAMES
                and not name.startswith("__") and not name.lstrip("_i").isdigit()]
     if missing:
@@ -197,3 +201,24 @@ def check_defined(code: str, names: CellNames, namespace: Mapping[str, Any]) -> 
         raise ShippingError(
             f"the cell reads {listed}, which the notebook has not defined: run the cell that "
             "defines it first, or define it in this cell")
+
+
+def _bound_anywhere(code: str) -> set[str]:
+    """Every name the cell binds at module level, in any statement or nested ``global``."""
+    import symtable
+
+    bound: set[str] = set()
+
+    def visit(table: symtable.SymbolTable, top: bool) -> None:
+        for symbol in table.get_symbols():
+            binds = symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
+            if binds and (top or symbol.is_declared_global()):
+                bound.add(symbol.get_name())
+        for child in table.get_children():
+            visit(child, False)
+
+    try:
+        visit(symtable.symtable(code, "<cell>", "exec"), True)
+    except SyntaxError:
+        pass
+    return bound
