@@ -158,6 +158,11 @@ class JobHandle:
             if meta.get("executed_notebook"):
                 print(f"[hpc_magics] executed notebook: {meta['executed_notebook']}")
         if result.error_type is not None:
+            # Slurm ending the job (time limit, cancel, memory) breaks the cell somewhere:
+            # say what Slurm did, not the BrokenPipeError it caused
+            ended = normalize_state(self.refresh())
+            if ended in _STATE_HINTS and ended not in SUCCESS_STATES and ended != "ENDED":
+                raise self._failure(ended, result.remote_traceback or "")
             raise RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
                               f"{result.error_type}: {result.error_message}",
                               result.remote_traceback or "")
