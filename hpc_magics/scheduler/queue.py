@@ -41,7 +41,7 @@ DEFAULT_INTERVAL_S = 10.0
 DEFAULT_TIMEOUT_S = 20.0
 # Kernels and the server wait at most this long for squeue, then show the last view with
 # the scheduler's silence noted: a stopped slurmctld makes squeue retry for ~8 s.
-ANSWER_WITHIN_S = 0.8
+ANSWER_WITHIN_S = 0.5
 SCHEDULER_SILENT = "scheduler unreachable, retrying"
 MAX_BACKOFF_S = 300.0
 CACHE_VERSION = 2

@@ -213,15 +213,19 @@ class Watcher:
                     result[key] = self._local(folder, submission)
                 else:
                     slurm.append((key, folder, submission, previous))
-            if slurm:
-                result.update(self._poll_slurm(slurm, max_age_s))
+        if slurm:
+            # not under the lock: the view may wait for a slow squeue, and the widget's
+            # monitor thread must not make the kernel's own poll wait twice
+            view = self.queue.view(max_age_s)
+            with self._lock:
+                result.update(self._poll_slurm(slurm, view, max_age_s))
+        with self._lock:
             for folder, job_id in jobs:
                 self._remember(folder, job_id, result[_key(folder, job_id)])
             return result
 
     def _poll_slurm(self, jobs: list[tuple[str, JobFolder, Submission, JobStatus]],
-                    max_age_s: float | None) -> dict[str, JobStatus]:
-        view = self.queue.view(max_age_s)
+                    view: QueueView, max_age_s: float | None) -> dict[str, JobStatus]:
         current_cluster = self.queue.cluster
         now = time.time()
         decided: dict[str, JobStatus] = {}
