@@ -32,6 +32,9 @@ def parse_cell(code: str, filename: str = "<cell>") -> ast.Module:
         # node's exec would not
         compile(module, filename, "exec", dont_inherit=True)
         return module
+    except ValueError as error:  # a null byte, on Python versions that say so this way
+        raise InvalidRequest(f"the cell has a syntax error at the cell ({error}): fix it and "
+                             "run again") from None
     except SyntaxError as error:
         where = f"line {error.lineno}" if error.lineno else "the cell"
         text = (error.text or "").strip()
