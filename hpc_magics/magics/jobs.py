@@ -64,14 +64,14 @@ def _plain_python(body: str) -> tuple[str, str]:
     try:
         ast.parse(body)
         return body, ""
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: a null byte, on some 3.11 releases
         pass
     from ..convert.magics import translate_magics
     from ..convert.script import helper_code
 
     try:
         translated = translate_magics(body)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return body, ""
     return translated.source, helper_code(translated.needs)
 
