@@ -157,6 +157,11 @@ class SlurmBackend(_SubmititBackend):
         """Check the partition against the live cluster (one cached ``sinfo``)."""
         if not request.partition:
             return
+        from ..scheduler.watcher import watcher
+
+        last = watcher().queue.peek()  # asks nobody: a submission must stay quick
+        if last is not None and last.error is not None:
+            return  # sinfo would hang as squeue did; sbatch will say what is wrong
         partitions = self._partitions()
         if partitions and request.partition not in partitions:
             raise InvalidRequest(f"partition {request.partition!r} does not exist on this cluster:"

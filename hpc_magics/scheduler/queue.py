@@ -250,6 +250,10 @@ class JobQueue:
             return latest  # another caller's squeue answered meanwhile
         return replace(latest or QueueView(), error=SCHEDULER_SILENT)
 
+    def peek(self) -> QueueView | None:
+        """The last view any process saw, without asking the scheduler."""
+        return self._read()
+
     def invalidate(self) -> None:
         """Make the next ``view()`` ask squeue (after a cancel, say)."""
         with self._thread_lock, self._file_lock() as locked:
