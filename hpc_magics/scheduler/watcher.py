@@ -161,6 +161,7 @@ class Watcher:
         self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
         # base job id → (when asked, its records; None: accounting was unreachable)
         self._sacct: dict[str, tuple[float, tuple[AccountingRecord, ...] | None]] = {}
+        self._sacct_asking: threading.Thread | None = None
 
     @property
     def queue(self) -> JobQueue:
@@ -323,15 +324,37 @@ class Watcher:
         stale = sorted(b for b in bases
                        if b not in self._sacct or now - self._sacct[b][0] >= max_age)
         if stale:
-            answer = sacct_records(stale)
-            for base in stale:
-                mine = None if answer is None else tuple(
-                    r for r in answer if same_job(base, r.job_id))
-                self._sacct[base] = (now, mine)
-        answers = [self._sacct[b][1] for b in bases]
+            self._ask_sacct(stale, now, max_age)
+        answers = [self._sacct.get(b, (now, None))[1] for b in bases]
         if any(a is None for a in answers):
             return None
         return tuple(r for a in answers for r in (a or ()))
+
+    def _ask_sacct(self, bases: list[str], now: float, max_age: float) -> None:
+        """One sacct for ``bases``; a slow one (a lagging slurmdbd) is waited for at most
+        ``ANSWER_WITHIN_S`` and counts as unreachable meanwhile; its answer is kept when
+        it comes. One sacct at a time."""
+        def ask() -> None:  # not under the lock: the caller holds it while it waits
+            answer = sacct_records(bases)
+            for base in bases:  # one item at a time: each assignment is atomic
+                mine = None if answer is None else tuple(
+                    r for r in answer if same_job(base, r.job_id))
+                self._sacct[base] = (now, mine)
+
+        deadline = time.monotonic() + ANSWER_WITHIN_S
+        in_flight = self._sacct_asking
+        if in_flight is not None and in_flight.is_alive():
+            in_flight.join(ANSWER_WITHIN_S)  # its answer may be the one we need
+            if in_flight.is_alive():
+                return  # accounting lags: unreachable for now
+            bases = [b for b in bases
+                     if b not in self._sacct or now - self._sacct[b][0] >= max_age]
+            if not bases:
+                return
+        asking = threading.Thread(target=ask, name="hpc-magics-sacct", daemon=True)
+        self._sacct_asking = asking
+        asking.start()
+        asking.join(max(0.0, deadline - time.monotonic()))
 
     def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
         from ..backends.submitit_backend import LocalBackend

@@ -45,3 +45,33 @@ def test_slurmdbd_stopped(drill_shell: Any, stopwatch: Stopwatch,
     wait_for(lambda: handle.refresh(max_age_s=0) == "COMPLETED"
              and handle.status.source == "sacct", 90, "sacct's COMPLETED")
     assert handle.status.definite and handle.status.note == ""
+
+
+def test_lagging_accounting_never_blocks(drill_shell: Any, stopwatch: Stopwatch,
+                                         tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    """sacct answering in 3 s (a busy slurmdbd): calls stay quick, the late answer is used.
+
+    The lag is a fake (a ``sacct`` first on PATH that sleeps, then runs the real one):
+    stopping slurmdbd gives refusals, not lag.
+    """
+    import os
+    import shutil
+
+    folder = tmp_path / "slow-bin"
+    folder.mkdir()
+    (folder / "sacct").write_text(f"#!/bin/sh\nsleep 3\nexec {shutil.which('sacct')} \"$@\"\n")
+    (folder / "sacct").chmod(0o755)
+    drill_shell.run_cell_magic("sbatch", "", "import time\ntime.sleep(2)\nanswer = 'done'")
+    handle = last_handle(drill_shell)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    notes = set()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        stopwatch.quick("handle.refresh", lambda: handle.refresh(max_age_s=0))
+        notes.add(handle.status.note)
+        if handle.status.source == "sacct":
+            break
+        time.sleep(0.5)
+    assert handle.status.state == "COMPLETED" and handle.status.source == "sacct"
+    assert UNREACHABLE in notes  # said while it lagged, never "failed" or "ended"
