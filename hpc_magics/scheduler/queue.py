@@ -269,7 +269,7 @@ class JobQueue:
         """
         job_id = str(require_job_id(job_id))
         view = self.view()
-        if view.find(job_id) is None or view.error is not None:
+        if view.find(job_id) is None and view.error is None:  # maybe newer than the cache
             view = self.view(max_age_s=0)
         if view.error is not None:  # scancel would hang as long as squeue did
             raise HpcMagicsError(f"cannot cancel job {job_id} now ({view.error}): the "
