@@ -72,6 +72,9 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
             with pytest.raises(UsageError, match="cannot cancel"):
                 stopwatch.quick("%hpc_cancel", lambda: drill_shell.run_line_magic(
                     "hpc_cancel", handle.job_id))
+            refused = stopwatch.quick("POST /hpc-magics/jobs/ID/cancel", lambda: server.post(
+                f"hpc-magics/jobs/{handle.job_id}/cancel"))
+            assert refused.status_code == 502 and "cannot cancel" in refused.text
     finally:
         stop_polling.set()
         poller.join(timeout=30)
