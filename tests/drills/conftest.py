@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from server.conftest import local_server  # noqa: F401 - a real jupyter server, for the drills
+
+# real jupyter servers, for the drills: on this machine, and inside a Slurm job (as on a hub)
+from server.conftest import local_server, server_in_job  # noqa: F401
 
 from hpc_magics.core.resources import ResourceRequest
 from hpc_magics.scheduler import commands

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from server.conftest import StartLocal
+from server.conftest import StartInJob, StartLocal
 
 import hpc_magics
 from hpc_magics.scheduler.watcher import SCHEDULER_UNREACHABLE
@@ -28,8 +28,11 @@ SERVER_CONFIG = "c.HpcMagics.jobs_poll_interval_s = 2\n"
 
 def test_slurmctld_stopped_mid_job_and_mid_poll(
         drill_shell: Any, stopwatch: Stopwatch, local_server: StartLocal,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        server_in_job: StartInJob, capsys: pytest.CaptureFixture[str]) -> None:
     server = local_server(config_py=SERVER_CONFIG)
+    # a server running in a Slurm job, as a hub starts it, asking about its own job often
+    hub = server_in_job("--HpcMagics.own_job_refresh_s=1", "--HpcMagics.jobs_poll_interval_s=2")
+    assert hub.get("hpc-magics/server").json()["job_id"] == hub.job
     drill_shell.run_cell_magic("sbatch", "", CELL)
     handle = last_handle(drill_shell)
     wait_for(lambda: handle.refresh(max_age_s=0) == "RUNNING", 60, "the job running")
@@ -64,6 +67,9 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
                 assert jobs.status_code == 200
                 stopwatch.quick("GET /hpc-magics/server",
                                 lambda: server.get("hpc-magics/server"))
+                own = stopwatch.quick("GET /hpc-magics/server (in a job)",
+                                      lambda: hub.get("hpc-magics/server"))
+                assert own.status_code == 200 and own.json()["job_id"] == hub.job
                 time.sleep(0.5)
             assert SCHEDULER_UNREACHABLE in notes, notes
             assert SCHEDULER_UNREACHABLE in widget.status.value
