@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import importlib
 import os
+import pickle
 import time
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 from .backends import get_backend
 from .backends.base import Backend
-from .backends.folder import JobFolder, check_owned, find_job_folders
+from .backends.folder import JobFolder, check_owned, damaged, find_job_folders
 from .core.errors import HpcMagicsError, JobFailed
 from .core.jobids import parse_job_id, same_job
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
@@ -152,18 +153,29 @@ class JobHandle:
 
     # --------------------------------------------------------------- fetch
     def fetch(self, namespace: MutableMapping[str, Any] | None = None,
-              show: bool = True) -> dict[str, Any]:
-        """Bring results back: names into ``namespace``, output printed, figures shown."""
+              show: bool = True, results_grace_s: float = RESULTS_GRACE_S) -> dict[str, Any]:
+        """Bring results back: names into ``namespace``, output printed, figures shown.
+
+        ``results_grace_s``: how long a COMPLETED job's result file may take to appear
+        (a network file system shows it late); a kernel that must not block asks for less.
+        """
         if not self.folder.has_results():
             state = self.refresh()
             if not is_final(state):
                 raise HpcMagicsError(f"job {self.job_id} is {state}: wait for it "
                                      f"(%hpc_fetch {self.job_id} --wait) or check later")
-            if normalize_state(state) not in SUCCESS_STATES or not self._await_results(show):
+            if normalize_state(state) not in SUCCESS_STATES:
+                raise self._failure(state, "")
+            if not self._await_results(show, results_grace_s):
+                if results_grace_s < RESULTS_GRACE_S:
+                    raise HpcMagicsError(
+                        f"job {self.job_id} COMPLETED, but its results are not visible in "
+                        f"{self.folder.path} yet (network file systems can show files late):"
+                        f" %hpc_fetch {self.job_id} again in a moment, or with --wait")
                 raise self._failure(state, "")
         result = self.folder.load_results()
         meta = self.folder.meta()
-        output = self.folder.output()
+        output = self.folder.shown_output()
         if show and output:
             print(output, end="" if output.endswith("\n") else "\n")
         figures = result.figures
@@ -175,11 +187,19 @@ class JobHandle:
             if meta.get("executed_notebook"):
                 print(f"[hpc_magics] executed notebook: {meta['executed_notebook']}")
         if result.error_type is not None:
+            # Slurm ending the job (time limit, cancel, memory) breaks the cell somewhere:
+            # say what Slurm did, not the BrokenPipeError it caused
+            ended = normalize_state(self.refresh())
+            if ended in _STATE_HINTS and ended not in SUCCESS_STATES and ended != "ENDED":
+                raise self._failure(ended, result.remote_traceback or "")
             raise RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
                               f"{result.error_type}: {result.error_message}",
                               result.remote_traceback or "")
         notes: list[str] = []
-        values, last = load_results(result.state, self._resolver(result, namespace, notes))
+        try:
+            values, last = load_results(result.state, self._resolver(result, namespace, notes))
+        except (pickle.UnpicklingError, EOFError) as error:
+            raise damaged(self.folder.results_path, error) from None
         values.update((name, importlib.import_module(module_name))
                       for name, module_name in result.modules.items())
         values.update(self._gathered(meta, notes))
@@ -253,14 +273,15 @@ class JobHandle:
                                  "(accounting off or unreachable): try again later")
         return found
 
-    def _await_results(self, show: bool) -> bool:
+    def _await_results(self, show: bool, grace_s: float = RESULTS_GRACE_S) -> bool:
         """Slurm says COMPLETED but no result file yet: a network file system may show it
         late. Wait (bounded), saying so; False when it never appears."""
+        show = show and grace_s >= RESULTS_GRACE_S
         if show:
             print(f"[hpc_magics] job {self.job_id} COMPLETED; waiting up to "
-                  f"{RESULTS_GRACE_S:.0f}s for its results to appear in {self.folder.path} "
+                  f"{grace_s:.0f}s for its results to appear in {self.folder.path} "
                   "(network file systems can show files late)")
-        deadline = time.monotonic() + RESULTS_GRACE_S
+        deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline:
             try:  # listing the folder makes NFS revalidate its cached directory entries
                 os.listdir(self.folder.path)
@@ -268,9 +289,9 @@ class JobHandle:
                 pass
             if self.folder.has_results():
                 return True
-            time.sleep(0.5)
+            time.sleep(min(0.5, max(0.05, deadline - time.monotonic())))
         if show:
-            print(f"[hpc_magics] job {self.job_id}: no results after {RESULTS_GRACE_S:.0f}s")
+            print(f"[hpc_magics] job {self.job_id}: no results after {grace_s:.0f}s")
         return False
 
     def _failure(self, state: str, remote: str) -> JobFailed:

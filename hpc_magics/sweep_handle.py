@@ -130,8 +130,9 @@ class SweepHandle(JobHandle):
         return resolve
 
     def fetch(self, namespace: MutableMapping[str, Any] | None = None,
-              show: bool = True) -> dict[str, Any]:
-        """A sweep's results are its table (``.table()``): shown; no name is set."""
+              show: bool = True, results_grace_s: float = 0.0) -> dict[str, Any]:
+        """A sweep's results are its table (``.table()``): shown; no name is set.
+        (``results_grace_s``: each task's results are read as they are, never waited for.)"""
         if not self.done:
             raise HpcMagicsError(f"sweep {self.job_id} is {self.state}: wait for it "
                                  f"(%hpc_fetch {self.job_id} --wait) or look at "

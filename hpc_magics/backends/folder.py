@@ -31,6 +31,8 @@ from ..core.errors import HpcMagicsError
 from ..shipping.runner import OUTPUT_FILE, RESULTS_FILE, CellResult
 
 META_FILE = "meta.json"
+# A notebook (and the browser showing it) chokes on more output than this.
+OUTPUT_SHOWN_BYTES = 1_000_000
 
 
 PRIVATE = 0o700
@@ -119,7 +121,10 @@ class JobFolder:
     path: Path
 
     @classmethod
-    def create(cls, root: Path, name: str) -> JobFolder:
+    def create(cls, root: Path, name: str, need_bytes: int = 0) -> JobFolder:
+        """A new job folder under ``root``, which must have ``need_bytes`` free."""
+        _check_path_text(root)
+        check_free_space(root, need_bytes)
         ensure_jobs_root(root)
         path = root / _folder_name(name, time.strftime("%Y%m%d-%H%M%S"), secrets.token_hex(2))
         path.mkdir(mode=PRIVATE)
@@ -130,6 +135,7 @@ class JobFolder:
     def would_be(root: Path, name: str) -> Path:
         """Where ``create`` would put the folder, its time stamp and random part spelled out
         (for a dry run, which creates nothing)."""
+        _check_path_text(root)
         return root / _folder_name(name, WOULD_BE_STAMP, WOULD_BE_TOKEN)
 
     # --------------------------------------------------------------- metadata
@@ -164,8 +170,13 @@ class JobFolder:
     def load_results(self) -> CellResult:
         check_owned(self.path)
         check_owned(self.results_path)
-        with self.results_path.open("rb") as stream:
-            result = pickle.load(stream)
+        try:
+            with self.results_path.open("rb") as stream:
+                result = pickle.load(stream)
+        except OSError:
+            raise
+        except Exception as error:  # our own file, damaged: truncated, overwritten
+            raise damaged(self.results_path, error) from None
         if not isinstance(result, CellResult):
             raise HpcMagicsError(f"{self.results_path} is not an hpc_magics result file")
         return result
@@ -175,6 +186,61 @@ class JobFolder:
             return (self.path / OUTPUT_FILE).read_text(errors="replace")
         except OSError:
             return ""
+
+    def shown_output(self, limit: int = OUTPUT_SHOWN_BYTES) -> str:
+        """The cell's output as the notebook shows it: all of it, or (a huge one) its last
+        ``limit`` bytes after a line saying where the whole of it is."""
+        path = self.path / OUTPUT_FILE
+        try:
+            size = path.stat().st_size
+            with path.open("rb") as stream:
+                stream.seek(max(0, size - limit))
+                data = stream.read(limit)
+        except OSError:
+            return ""
+        text = data.decode("utf-8", errors="replace")  # a job may print any bytes
+        if size <= limit:
+            return text
+        text = text.partition("\n")[2] or text  # from the first whole line
+        return (f"[hpc_magics] the output is {size / 1e6:.0f} MB: here are its last "
+                f"{limit / 1e6:g} MB; all of it is in {path}\n{text}")
+
+
+def damaged(path: Path, error: BaseException) -> HpcMagicsError:
+    """The one line for a result file that does not load."""
+    why = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return HpcMagicsError(f"{path} is damaged ({type(error).__name__}: {why}; truncated or "
+                          "overwritten?): the cell's output is in output.txt beside it; run "
+                          "the cell again for its results")
+
+
+def check_free_space(root: Path, need_bytes: int) -> None:
+    """Refuse a jobs folder on a file system that cannot take the job (full, read-only):
+    better now than a job that cannot write its results after hours in the queue."""
+    probe = root
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        info = os.statvfs(probe)
+    except OSError:
+        return  # cannot tell: creating the folder will say
+    if info.f_flag & os.ST_RDONLY:
+        raise HpcMagicsError(f"the jobs folder {root} is on a read-only file system: set "
+                             "HPC_MAGICS_JOBS_DIR to a writable folder")
+    free = info.f_bavail * info.f_frsize
+    if free < need_bytes:
+        raise HpcMagicsError(
+            f"the jobs folder {root} has {free / 1e6:.2f} MB free, the job needs about "
+            f"{need_bytes / 1e6:.2f} MB: free some space, or set HPC_MAGICS_JOBS_DIR to a "
+            "folder with room")
+
+
+def _check_path_text(root: Path) -> None:
+    """#SBATCH lines end at a line break: a path with one cannot be given to sbatch."""
+    if "\n" in str(root) or "\r" in str(root):
+        raise HpcMagicsError(f"the jobs folder {str(root)!r} has a line break in its name, "
+                             "which sbatch cannot take: set HPC_MAGICS_JOBS_DIR (or "
+                             "c.HpcMagics.jobs_dir) to a folder without one")
 
 
 def _folder_name(name: str, stamp: str, token: str) -> str:

@@ -165,9 +165,15 @@ class _SubmititBackend:
             job = executor.submit(run_cell, payload, str(folder.path), *extra)
         except FileNotFoundError as error:
             raise SubmissionError(f"could not submit: {error}") from None
-        self._after_submit(job, folder, script)
-        # every submission records its id, cluster and window here, so no caller can forget
-        record_submission(folder, str(job.job_id), started)
+        try:
+            self._after_submit(job, folder, script)
+            # every submission records its id, cluster and window here, so no caller forgets
+            record_submission(folder, str(job.job_id), started)
+        except OSError as error:  # a full file system after sbatch: say the job exists
+            raise SubmissionError(
+                f"job {job.job_id} was submitted, but its folder {folder.path} cannot be "
+                f"written ({error.strerror}): free some space, or scancel {job.job_id}"
+            ) from None
         return str(job.job_id)
 
     def _after_submit(self, job: Any, folder: JobFolder, script: str) -> None:
@@ -184,6 +190,11 @@ class SlurmBackend(_SubmititBackend):
         """Check the partition against the live cluster (one cached ``sinfo``)."""
         if not request.partition:
             return
+        from ..scheduler.watcher import watcher
+
+        last = watcher().queue.peek()  # asks nobody: a submission must stay quick
+        if last is not None and last.error is not None:
+            return  # sinfo would hang as squeue did; sbatch will say what is wrong
         partitions = self._partitions()
         if partitions and request.partition not in partitions:
             raise InvalidRequest(f"partition {request.partition!r} does not exist on this cluster:"
@@ -213,6 +224,12 @@ class SlurmBackend(_SubmititBackend):
         # USR2 at the limit itself unless the cell checkpoints (core/scale.py says when):
         # an earlier signal would end a plain cell as failed instead of as TIMEOUT
         signal = signal_directive(options).replace("USR2", SlurmJobEnvironment.USR_SIG)
+        # a cell run again after a node failure could repeat what it did: only when asked
+        # (or when it checkpoints: then the engine adds --requeue itself)
+        asked = {flag for flag, _ in (*request.extra, *profile.extra_directives)}
+        checkpoints = options is not None and bool(options.checkpoint)
+        if not asked & {"requeue", "no-requeue"} and not checkpoints:
+            request = request.changed(extra=(*request.extra, ("no-requeue", "")))
         parts = cell_parts(folder, python, job_name, signal=signal, array=array)
         if options is not None and options.active:
             parts = scaled_parts(parts, options, python)
@@ -235,6 +252,10 @@ class SlurmBackend(_SubmititBackend):
         from ..scheduler.watcher import watcher
 
         job_id = str(require_job_id(job_id))  # 123, 123_4, 123_[1-5], 123+0
+        silent = watcher().queue_view().error
+        if silent is not None:  # scancel would hang for as long as squeue does
+            raise SubmissionError(f"cannot cancel job {job_id} now ({silent}): try again "
+                                  "when the scheduler answers")
         result = commands.run(["scancel", job_id], timeout=30)
         if not result.ok:
             raise SubmissionError(f"scancel {job_id} failed: {result.first_error_line()}")

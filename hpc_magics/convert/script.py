@@ -276,7 +276,7 @@ def read_notebook(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             data = json.load(handle)
     except FileNotFoundError:
-        raise ConversionError(f"{path}: no such notebook") from None
+        raise ConversionError(f"{path}: no such notebook: check the path") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConversionError(f"{path} is not a notebook (invalid JSON: {error})") from None
     if not isinstance(data, dict) or "cells" not in data:

@@ -131,11 +131,16 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
     One task on one node runs without srun (see below).
     """
     job = "%A_%a" if array else "%j"
-    stdout, stderr = f"{folder}/{job}_%t_log.out", f"{folder}/{job}_%t_log.err"
+    literal = folder.replace("%", "%%")  # sbatch and srun expand %j, %x, ... in file names
+
+    def log(task: str, kind: str) -> str:
+        return f"{literal}/{job}_{task}_log.{kind}"
+
+    stdout, stderr = log("%t", "out"), log("%t", "err")
     engine: list[tuple[str, str]] = []
     if array:
         engine.append(("array", array))
-    engine += [("output", stdout.replace("%t", "0")), ("error", stderr.replace("%t", "0")),
+    engine += [("output", log("0", "out")), ("error", log("0", "err")),
                ("signal", signal), ("open-mode", "append")]
     srun = shlex.join(["srun", "--unbuffered", "--output", stdout, "--error", stderr])
     # submitit's engine (submitit.core._submit), started without its eager numpy import

@@ -175,12 +175,61 @@ def load_profile(name: str, paths: Iterable[Path] | None = None) -> ClusterProfi
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    with files[name].open("rb") as handle:
-        try:
+    path = files[name]
+    try:
+        with path.open("rb") as handle:
             data = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as error:
-            raise InvalidRequest(f"profile file {files[name]} is not valid TOML: {error}") from None
-    return profile_from_mapping(name, data, source=str(files[name]))
+    except tomllib.TOMLDecodeError as error:
+        raise InvalidRequest(f"profile file {path} is not valid TOML: {error}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidRequest(f"profile file {path} cannot be read ({error}): fix its "
+                             "permissions or remove it") from None
+    try:
+        _check_types(data)
+        return profile_from_mapping(name, data, source=str(path))
+    except (InvalidRequest, KeyError, TypeError, ValueError, AttributeError) as error:
+        raise InvalidRequest(f"profile file {path}: {error}: fix that value (see the "
+                             f"packaged profiles in {PACKAGED_DIR} for examples)") from None
+
+
+# The types each profile key must have (TOML gives int, float, str, bool, list, dict).
+_TOP_LEVEL_TYPES: dict[str, type | tuple[type, ...]] = {
+    "description": str, "default_partition": str, "partitions": dict,
+    "account_required": bool, "account_pattern": str, "account_example": str,
+    "account_placeholders": list, "gpu_type_required": bool,
+    "gpu_constraint_for_cpu_only": str, "gpu_flag": str, "time_required": bool,
+    "shebang": str, "setup": list, "defaults": dict, "extra_directives": dict,
+    "billing": str, "cluster_names": list,
+}
+_PARTITION_TYPES: dict[str, type | tuple[type, ...]] = {
+    "max_time": (str, int), "max_nodes": int, "cpus_per_node": int,
+    "mem_per_node": (str, int), "gpus_per_node": int, "gpu_types": list,
+    "requires_qos": str, "whole_node": bool, "note": str,
+}
+_TYPE_NAMES = {str: "a string", int: "a whole number", bool: "true or false",
+               list: "a list", dict: "a table"}
+
+
+def _check_types(data: Mapping[str, Any]) -> None:
+    def check(where: str, table: Mapping[str, Any],
+              types: Mapping[str, type | tuple[type, ...]]) -> None:
+        for key, wanted in types.items():
+            if key not in table:
+                continue
+            value = table[key]
+            allowed = wanted if isinstance(wanted, tuple) else (wanted,)
+            # bool is an int to Python, not to a profile
+            if not isinstance(value, allowed) or (isinstance(value, bool)
+                                                  and bool not in allowed):
+                said = " or ".join(_TYPE_NAMES[t] for t in allowed)
+                raise InvalidRequest(f"{where}{key} = {value!r} must be {said}")
+
+    check("", data, _TOP_LEVEL_TYPES)
+    for pname, pdata in data.get("partitions", {}).items():
+        if not isinstance(pdata, dict):
+            raise InvalidRequest(f"partitions.{pname} = {pdata!r} must be a table "
+                                 f"([partitions.{pname}])")
+        check(f"partitions.{pname}.", pdata, _PARTITION_TYPES)
 
 
 def profile_for_cluster(cluster_name: str, paths: Iterable[Path] | None = None) -> str | None:

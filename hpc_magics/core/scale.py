@@ -156,3 +156,14 @@ def scaled_parts(parts: JobParts, opts: ScaleOptions, python: str) -> JobParts:
     run += ["# the private folders under /tmp go (a site's $SLURM_TMPDIR is its own to clean)",
             f"{EVERY_NODE} {staging} clean", "exit $status"]
     return replace(parts, engine=engine, run=tuple(run))
+
+
+def injected_names(opts: ScaleOptions) -> frozenset[str]:
+    """The variables the job puts into the cell's namespace (``shipping/scale.py``): a cell
+    may read them without the notebook defining them."""
+    names = {"rank", "local_rank", "world_size"}
+    if opts.checkpoint:
+        names.add("resumed")
+    if opts.stage or opts.stage_back:
+        names |= {"stage_dir", "staged", "stage_out"}
+    return frozenset(names)

@@ -66,14 +66,14 @@ def _plain_python(body: str) -> tuple[str, str]:
     try:
         ast.parse(body)
         return body, ""
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: a null byte, on some 3.11 releases
         pass
     from ..convert.magics import translate_magics
     from ..convert.script import helper_code
 
     try:
         translated = translate_magics(body)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return body, ""
     return translated.source, helper_code(translated.needs)
 
@@ -97,6 +97,24 @@ def _sbatch_body(source: str) -> str | None:
                 and isinstance(call.args[2].value, str)):
             return call.args[2].value
     return None
+
+
+def _arguments(magic: Callable[..., Any], line: str) -> Any:
+    """The magic's parsed arguments; a bad line is one error naming it and the fix."""
+    name = magic.__name__
+    sign = "%%" if name == "sbatch" else "%"
+    parser = magic.parser  # type: ignore[attr-defined]
+    parser = parser.built() if hasattr(parser, "built") else parser  # a lazy one: build it
+    parser.allow_abbrev = False  # sbatch's --gpus is not our --gpus-per-node
+    try:
+        return parse_argstring(magic, line)
+    except ValueError as error:  # shlex: an unclosed quote
+        raise UsageError(f"{sign}{name} {line.strip()}: {error}: check the quotes") from None
+    except UsageError as error:
+        hint = (" (flags hpc_magics does not know go in the cell as #SBATCH lines)"
+                if name == "sbatch" else "")
+        raise UsageError(f"{sign}{name}: {error}: see {sign}{name}? for its arguments{hint}"
+                         ) from None
 
 
 def _one_line(problems: list[validation.Problem]) -> str:
@@ -216,7 +234,7 @@ class HpcMagics(Magics):
 
             %hpc_resources --profile alvis --gpus-per-node A40:1 -t 2h -A NAISS2024-5-1
         """
-        args = parse_argstring(self.hpc_resources, line)
+        args = _arguments(self.hpc_resources, line)
         if args.check:
             from .check import check_view
 
@@ -252,10 +270,11 @@ class HpcMagics(Magics):
         come back with ``--wait``, or later with ``%hpc_fetch``. ``#SBATCH`` lines at the
         top of the cell are read as sbatch reads them.
         """
+        from ..core.scale import injected_names
         from ..shipping.analysis import analyse
-        from ..shipping.packing import pack
+        from ..shipping.packing import check_defined, pack
 
-        args = parse_argstring(self.sbatch, line)
+        args = _arguments(self.sbatch, line)
         if args.retry_failed:
             self._show_handle(sweep_magic.retry(self, cell))
             return None
@@ -300,6 +319,9 @@ class HpcMagics(Magics):
             if args.replay:
                 payload = self._replay_payload(body, names)
             else:
+                if body == parsed.body:  # translated magics read their helpers' names
+                    check_defined(body, names, self.shell.user_ns if self.shell else {},
+                                  provided=injected_names(options))
                 payload = pack(body, names, self.shell.user_ns if self.shell else {},
                                self.max_shipped_mb)
             if helpers:  # the translated magics' helpers run first; they are not results
@@ -376,29 +398,34 @@ class HpcMagics(Magics):
                 profile: ClusterProfile, job_name: str, options: Any = None) -> Any:
         from ..handle import JobHandle
 
-        folder = self._new_folder(job_name)
+        # room for the job's files, the state and results as big again
+        folder = self._new_folder(job_name, need_bytes=1_000_000 + 2 * payload.size)
         meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
                 "request": resources.to_dict(request), "shipped": payload.summary(),
                 "results": list(payload.result_names), "notebook":
                 os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING"}
         if options is not None and options.active:
             meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
-        folder.write_meta(meta)
         try:
+            folder.write_meta(meta)
             job_id = backend.submit(folder, payload, request, profile, job_name, options)
         except HpcMagicsError as error:
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
             raise UsageError(str(error)) from None
+        except OSError as error:  # the backend writes nothing after sbatch but says so
+            raise UsageError(f"cannot write the job folder {folder.path} ({error.strerror}), "
+                             "so nothing was submitted: free some space, or set "
+                             "HPC_MAGICS_JOBS_DIR to another folder") from None
         handle = JobHandle(job_id, backend, folder, job_name)
         self.handles[job_id] = handle
         self.last_job = job_id
         return handle
 
-    def _new_folder(self, job_name: str) -> Any:
+    def _new_folder(self, job_name: str, need_bytes: int = 0) -> Any:
         from ..backends.folder import JobFolder
 
         try:
-            return JobFolder.create(self.jobs_root, job_name)
+            return JobFolder.create(self.jobs_root, job_name, need_bytes=need_bytes)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         except OSError as error:  # a read-only or full file system: nothing is submitted
@@ -451,7 +478,7 @@ class HpcMagics(Magics):
     def _handle(self, job: str | None) -> Any:
         from ..handle import attach
 
-        key = job or self.last_job
+        key = resources._unquote(job) if job else self.last_job  # IPython keeps quotes
         if key is None:
             raise UsageError("no job yet in this session: give a job id (see %hpc_jobs)")
         if key in self.handles:
@@ -472,13 +499,13 @@ class HpcMagics(Magics):
     @line_magic
     def hpc_fetch(self, line: str = "") -> None:
         """Bring a job's results, output and figures into the notebook."""
-        args = parse_argstring(self.hpc_fetch, line)
+        args = _arguments(self.hpc_fetch, line)
         handle = self._handle(args.job)
         if args.wait:
             self._wait_and_fetch(handle)
             return
-        try:
-            handle.fetch(self.shell.user_ns if self.shell else None)
+        try:  # without --wait, results a network file system shows late are not waited for
+            handle.fetch(self.shell.user_ns if self.shell else None, results_grace_s=0.5)
         except JobFailed:
             raise
         except HpcMagicsError as error:
@@ -490,13 +517,16 @@ class HpcMagics(Magics):
     @line_magic
     def hpc_cancel(self, line: str = "") -> None:
         """Cancel a job of this notebook."""
-        args = parse_argstring(self.hpc_cancel, line)
+        args = _arguments(self.hpc_cancel, line)
         try:
             handle = self._handle(args.job)
         except UsageError:
-            if not args.job:
-                raise
-            self._cancel_by_id(args.job)  # a job of another tool (see %hpc_jobs --all)
+            from ..core.jobids import parse_job_id
+
+            wanted = resources._unquote(args.job) if args.job else ""
+            if parse_job_id(wanted) is None:
+                raise  # not a job id at all: what _handle said
+            self._cancel_by_id(wanted)  # a job of another tool (see %hpc_jobs --all)
             return
         try:
             state = handle.cancel()

@@ -13,13 +13,14 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, parse_argstring
+from IPython.core.magic_arguments import argument
 
 from ..core import resources
 from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
+from ..core.resources import _unquote as unquote
 from .arguments import lazy_magic_arguments as magic_arguments
-from .jobs import resource_arguments, values_from_args
+from .jobs import _arguments, resource_arguments, values_from_args
 
 
 @magics_class
@@ -46,8 +47,9 @@ class NotebookJobMagics(Magics):
         from ..convert.script import read_notebook
         from ..convert.submit import DEFAULT_JOBS_DIR, submit_notebook
 
-        args = parse_argstring(self.hpc_submit_notebook, line)
-        path = Path(args.path or os.environ.get("JPY_SESSION_NAME", "")).expanduser()
+        args = _arguments(self.hpc_submit_notebook, line)
+        # IPython keeps the quotes around a path with spaces
+        path = Path(unquote(args.path or os.environ.get("JPY_SESSION_NAME", ""))).expanduser()
         if not str(path) or path.suffix != ".ipynb":
             raise UsageError("which notebook? give its path: %hpc_submit_notebook analysis.ipynb")
         hpc = self.shell.magics_manager.registry.get("HpcMagics") if self.shell else None

@@ -17,12 +17,21 @@ from ..core.errors import SubmissionError
 
 DEFAULT_TIMEOUT_S = 30.0
 SCRUBBED_PREFIXES = ("SLURM_", "SBATCH_", "SALLOC_", "SRUN_", "PMI_", "PMIX_", "OMPI_")
+# The server's credentials (JupyterHub puts its API token in the environment): sbatch
+# exports the environment to the job, where they have no business.
+SCRUBBED_NAMES = frozenset({"JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TOKEN",
+                            "JUPYTERHUB_OAUTH_ACCESS_TOKEN"})
+# Which cluster the commands talk to is the user's choice, not a leak from a job.
+KEPT_NAMES = frozenset({"SLURM_CONF"})
 
 
 def scrubbed_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A copy of ``environ`` without variables a Slurm job leaks into its children."""
+    """A copy of ``environ`` without variables a Slurm job leaks into its children, nor
+    the server's credentials."""
     source = os.environ if environ is None else environ
-    return {k: v for k, v in source.items() if not k.startswith(SCRUBBED_PREFIXES)}
+    return {k: v for k, v in source.items()
+            if (k in KEPT_NAMES or not k.startswith(SCRUBBED_PREFIXES))
+            and k not in SCRUBBED_NAMES}
 
 
 def slurm_available() -> bool:

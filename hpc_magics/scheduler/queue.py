@@ -40,6 +40,10 @@ from .cluster import cluster_name
 
 DEFAULT_INTERVAL_S = 10.0
 DEFAULT_TIMEOUT_S = 20.0
+# Kernels and the server wait at most this long for squeue, then show the last view with
+# the scheduler's silence noted: a stopped slurmctld makes squeue retry for ~8 s.
+ANSWER_WITHIN_S = 0.5
+SCHEDULER_SILENT = "scheduler unreachable, retrying"
 MAX_BACKOFF_S = 300.0
 CACHE_VERSION = 3
 # flock refused by the file system (some NFS/Lustre mounts): lock with a lock file instead
@@ -211,7 +215,11 @@ class JobQueue:
     cache_dir: Path | None = None
     runner: Runner = commands.run
     clock: Callable[[], float] = time.time
+    # None: view() waits for squeue; else it waits this long, and squeue finishes (and
+    # updates the shared cache) in a background thread
+    answer_within_s: float | None = None
     _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _asking: threading.Thread | None = field(default=None, repr=False)
 
     @property
     def cache_path(self) -> Path:
@@ -233,6 +241,11 @@ class JobQueue:
         if self._usable(cached, max_age):
             assert cached is not None
             return cached
+        if self.answer_within_s is not None:
+            return self._view_within(max_age, cached)
+        return self._locked_refresh(max_age)
+
+    def _locked_refresh(self, max_age: float) -> QueueView:
         with self._thread_lock, self._file_lock() as locked:
             cached = self._read()
             if not locked or self._usable(cached, max_age):
@@ -241,6 +254,28 @@ class JobQueue:
             view = self._refresh(cached or QueueView())
             self._write(view)
             return view
+
+    def _view_within(self, max_age: float, cached: QueueView | None) -> QueueView:
+        """Ask squeue in a background thread; wait ``answer_within_s`` for it, else serve
+        the last view with the scheduler's silence as its error (its jobs kept)."""
+        answer: list[QueueView] = []
+        asking = self._asking
+        if asking is None or not asking.is_alive():
+            asking = threading.Thread(target=lambda: answer.append(self._locked_refresh(max_age)),
+                                      name="hpc-magics-squeue", daemon=True)
+            self._asking = asking
+            asking.start()
+        asking.join(self.answer_within_s)
+        if answer:
+            return answer[0]
+        latest = self._read() or cached
+        if latest is not None and self._usable(latest, max_age):
+            return latest  # another caller's squeue answered meanwhile
+        return replace(latest or QueueView(), error=SCHEDULER_SILENT)
+
+    def peek(self) -> QueueView | None:
+        """The last view any process saw, without asking the scheduler."""
+        return self._read()
 
     def invalidate(self) -> None:
         """Make the next ``view()`` ask squeue (after a cancel, say)."""
@@ -256,7 +291,13 @@ class JobQueue:
         component (``123+0``); it must match an entry of this user's ``squeue -u``.
         """
         job_id = str(require_job_id(job_id))
-        if self.view().find(job_id) is None and self.view(max_age_s=0).find(job_id) is None:
+        view = self.view()
+        if view.find(job_id) is None and view.error is None:  # maybe newer than the cache
+            view = self.view(max_age_s=0)
+        if view.error is not None:  # scancel would hang as long as squeue did
+            raise HpcMagicsError(f"cannot cancel job {job_id} now ({view.error}): the "
+                                 "scheduler is not answering; try again in a minute")
+        if view.find(job_id) is None:
             raise LookupError(f"job {job_id} is not one of {self.user}'s jobs in squeue")
         result = self.runner(["scancel", job_id], timeout=self.timeout_s)
         if not result.ok:

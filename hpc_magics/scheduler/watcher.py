@@ -43,7 +43,7 @@ from ..shipping.sweep_task import task_outcome
 from . import registry
 from .accounting import AccountingRecord, SharedAccounting, base_of
 from .cluster import UNKNOWN_CLUSTER, cluster_name
-from .queue import JobQueue, QueueView
+from .queue import ANSWER_WITHIN_S, SCHEDULER_SILENT, JobQueue, QueueView
 
 # Clocks of the submitting host and the controller differ a little.
 CLOCK_SLACK_S = 60.0
@@ -64,6 +64,8 @@ class _NotYet:
 
 
 NOT_YET = _NotYet()
+# squeue failed or is slow: the last state it showed stands, saying so
+SCHEDULER_UNREACHABLE = SCHEDULER_SILENT
 DEFINITE_SOURCES = frozenset({"sacct", "squeue", "local"})
 
 
@@ -184,6 +186,7 @@ class Watcher:
         self._metas: dict[Path, dict[str, Any]] | None = None
         self._record_index: tuple[tuple[AccountingRecord, ...],
                                   JobIndex[AccountingRecord]] | None = None
+        self._sacct_asking: threading.Thread | None = None  # a slow sacct, still asking
 
     @contextlib.contextmanager
     def _one_meta_read(self) -> Iterator[None]:
@@ -205,8 +208,8 @@ class Watcher:
 
     @property
     def queue(self) -> JobQueue:
-        if self._queue is None:
-            self._queue = JobQueue()
+        if self._queue is None:  # a kernel never waits on a silent scheduler
+            self._queue = JobQueue(answer_within_s=ANSWER_WITHIN_S)
         return self._queue
 
     @property
@@ -269,19 +272,24 @@ class Watcher:
                     result[key] = self._local(folder, submission)
                 else:
                     slurm.append((key, folder, submission, previous))
-            if slurm:
-                result.update(self._poll_slurm(slurm, max_age_s))
+        if slurm:
+            # not under the lock: the view may wait for a slow squeue, and the widget's
+            # monitor thread must not make the kernel's own poll wait twice
+            view = self.queue.view(max_age_s)
+            with self._lock:
+                result.update(self._poll_slurm(slurm, view, max_age_s))
+        with self._lock:
             for folder, job_id in jobs:
                 self._remember(folder, job_id, result[_key(folder, job_id)])
             return result
 
     def _poll_slurm(self, jobs: list[tuple[str, JobFolder, Submission, JobStatus]],
-                    max_age_s: float | None) -> dict[str, JobStatus]:
-        view = self.queue.view(max_age_s)
+                    view: QueueView, max_age_s: float | None) -> dict[str, JobStatus]:
         current_cluster = self.queue.cluster
         now = time.time()
         decided: dict[str, JobStatus] = {}
         ask: list[tuple[str, JobFolder, Submission, JobStatus]] = []
+        silent = SCHEDULER_UNREACHABLE if view.error is not None else ""
         for key, folder, submission, previous in jobs:
             if not submission.on_this_cluster(current_cluster):
                 # this cluster's scheduler knows nothing of it: only the folder can tell
@@ -294,7 +302,7 @@ class Watcher:
             if entries and view.updated is not None:
                 self._absent.pop(key, None)
                 state = combined_state([normalize_state(e.state) for e in entries])
-                decided[key] = JobStatus(submission.job_id, state, "squeue", "", now,
+                decided[key] = JobStatus(submission.job_id, state, "squeue", silent, now,
                                          detail=_main_entry(entries),
                                          detail_at=view.updated)
                 continue
@@ -317,12 +325,12 @@ class Watcher:
                                                      note=previous.note)
                     continue
                 decided[key] = self._after_queue(key, folder, submission, previous, records,
-                                                 now)
+                                                 now, silent)
         return decided
 
     def _after_queue(self, key: str, folder: JobFolder, submission: Submission,
                      previous: JobStatus, records: tuple[AccountingRecord, ...] | None,
-                     now: float) -> JobStatus:
+                     now: float, silent: str = "") -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
             mine = [r for r in self._records_of(records, submission.job_id)
@@ -339,7 +347,7 @@ class Watcher:
         if records is not None and absences and now - absences[0] < SACCT_LAG_S \
                 and not folder.has_results():
             return replace(previous, checked_at=now)  # give sacct a moment to catch up
-        note = UNREACHABLE if records is None else ""
+        note = silent or (UNREACHABLE if records is None else "")
         return self._from_folder(key, folder, submission, previous, note=note,
                                  gone=len(absences) >= 2)
 
@@ -383,7 +391,9 @@ class Watcher:
         ``SharedAccounting``). ``None``: unreachable; ``NOT_YET``: asked next interval.
         Records are per base id, once each (a sweep's thousand tasks share one base)."""
         max_age = self.queue.interval_s if max_age_s is None else max_age_s
-        found = self.accounting.answers(job_ids, max_age)
+        found = self._answers_within(job_ids, max_age)
+        if found is None:
+            return None  # accounting lags (slurmdbd slow or down): unreachable for now
         answers = [found.get(base, NOT_YET) for base in dict.fromkeys(map(base_of, job_ids))]
         if any(a is None for a in answers):
             return None
@@ -433,6 +443,31 @@ class Watcher:
             if key == _key(folder, None):
                 _store_usage(folder, mine)
         return result
+
+    def _answers_within(self, job_ids: list[str], max_age: float
+                        ) -> dict[str, tuple[AccountingRecord, ...] | None] | None:
+        """The shared sacct answers, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a
+        lagging slurmdbd) counts as unreachable meanwhile, and its answer lands in the shared
+        cache when it comes. One sacct at a time from this process."""
+        found: dict[str, tuple[AccountingRecord, ...] | None] = {}
+        failed: list[BaseException] = []
+
+        def ask() -> None:  # not under the lock: the caller holds it while it waits
+            try:
+                found.update(self.accounting.answers(job_ids, max_age))
+            except Exception as error:  # said as "unreachable", never a thread's traceback
+                failed.append(error)
+
+        in_flight = self._sacct_asking
+        if in_flight is not None and in_flight.is_alive():
+            in_flight.join(ANSWER_WITHIN_S)  # its answer may be the one we need
+            if in_flight.is_alive():
+                return None
+        asking = threading.Thread(target=ask, name="hpc-magics-sacct", daemon=True)
+        self._sacct_asking = asking
+        asking.start()
+        asking.join(ANSWER_WITHIN_S)
+        return None if asking.is_alive() or failed else dict(found)
 
     def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
         from ..backends.submitit_backend import LocalBackend

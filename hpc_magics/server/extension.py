@@ -21,7 +21,7 @@ from traitlets.config import LoggingConfigurable
 
 from ..core.errors import HpcMagicsError
 from ..scheduler import commands, registry
-from ..scheduler.queue import JobQueue, OwnJob, own_job, own_job_id
+from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue, OwnJob, own_job, own_job_id
 from ..scheduler.watcher import Watcher
 from . import idle
 from .events import JobTracker
@@ -94,7 +94,8 @@ class ServerState:
         self.config = config
         self.job_id = own_job_id()  # from the server process's environment, never a request
         self.queue = JobQueue(interval_s=config.jobs_poll_interval_s,
-                              timeout_s=config.scheduler_timeout_s)
+                              timeout_s=config.scheduler_timeout_s,
+                              answer_within_s=ANSWER_WITHIN_S)
         self.watcher = Watcher(self.queue)  # the handlers read and cancel through it
         # kernels started from now on inherit it and record it with each submission
         self.server_id = server_instance_id(self.job_id)
@@ -108,7 +109,7 @@ class ServerState:
         self.stopping = False
         self._own_job: OwnJob | None = None
         self._own_job_read_at = 0.0
-        self._own_job_lock = asyncio.Lock()
+        self._own_job_asking: asyncio.Future[OwnJob | None] | None = None
         self._idle_callback: PeriodicCallback | None = None
 
     # ------------------------------------------------------------------ own job
@@ -116,15 +117,25 @@ class ServerState:
     async def own_job(self) -> OwnJob | None:
         if self.job_id is None:
             return None
-        async with self._own_job_lock:  # many tabs asking at once: one scheduler query
-            if self._own_job is None or time.time() - self._own_job_read_at > \
-                    self.config.own_job_refresh_s:
+        if self._own_job is None or time.time() - self._own_job_read_at > \
+                self.config.own_job_refresh_s:
+            # many tabs asking at once: one scheduler query, which they all wait for
+            if self._own_job_asking is None or self._own_job_asking.done():
                 loop = asyncio.get_running_loop()
                 timeout = self.config.scheduler_timeout_s
-                self._own_job = await loop.run_in_executor(
+                self._own_job_asking = loop.run_in_executor(
                     None, lambda: own_job(timeout_s=timeout))
-                self._own_job_read_at = time.time()
-        return self._own_job
+                self._own_job_asking.add_done_callback(self._own_job_answered)
+            try:  # a silent scheduler: answer from what we know while it keeps asking
+                await asyncio.wait_for(asyncio.shield(self._own_job_asking), ANSWER_WITHIN_S)
+            except asyncio.TimeoutError:
+                pass
+        return self._own_job or OwnJob(self.job_id)
+
+    def _own_job_answered(self, asking: asyncio.Future[OwnJob | None]) -> None:
+        if not asking.cancelled() and asking.exception() is None:
+            self._own_job = asking.result()
+            self._own_job_read_at = time.time()
 
     async def status(self) -> ServerStatus:
         job = await self.own_job()

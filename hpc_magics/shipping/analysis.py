@@ -27,7 +27,14 @@ class CellNames:
 def parse_cell(code: str, filename: str = "<cell>") -> ast.Module:
     """Parse, turning a syntax error into a one-line message with the line number."""
     try:
-        return ast.parse(code, filename=filename)
+        module = ast.parse(code, filename=filename)
+        # parsing alone accepts 'return', 'yield' and 'await' outside a function; the
+        # node's exec would not
+        compile(module, filename, "exec", dont_inherit=True)
+        return module
+    except ValueError as error:  # a null byte, on Python versions that say so this way
+        raise InvalidRequest(f"the cell has a syntax error at the cell ({error}): fix it and "
+                             "run again") from None
     except SyntaxError as error:
         where = f"line {error.lineno}" if error.lineno else "the cell"
         text = (error.text or "").strip()

@@ -15,7 +15,7 @@ import pickle
 import socket
 import threading
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,3 +193,46 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                    result_names=names.assigned,
                    capture_last_expression=names.has_final_expression,
                    buffers=tuple(buffers), out_of_band_bytes=apart)
+
+
+def check_defined(code: str, names: CellNames, namespace: Mapping[str, Any],
+                  provided: Collection[str] = ()) -> None:
+    """Refuse a cell that reads a name neither the notebook, Python nor the cell itself
+    defines anywhere: on the node it could only stop with a NameError, after a wait in the
+    queue. (A name the cell binds somewhere, even in a loop that may not run, passes.)"""
+    # a star import, exec or globals() bind names nobody can list beforehand; a cell that
+    # catches NameError means to read names that may not exist
+    if any(marker in code for marker in ("import *", "exec(", "globals()", "NameError")):
+        return
+    bound = _bound_anywhere(code)
+    missing = [name for name in names.free
+               if name not in namespace and name not in bound and name not in provided
+               and not is_builtin_name(name)
+               and not hasattr(builtins, name) and name not in _SHELL_NAMES
+               and not name.startswith("__") and not name.lstrip("_i").isdigit()]
+    if missing:
+        listed = ", ".join(repr(name) for name in missing)
+        raise ShippingError(
+            f"the cell reads {listed}, which the notebook has not defined: run the cell that "
+            "defines it first, or define it in this cell")
+
+
+def _bound_anywhere(code: str) -> set[str]:
+    """Every name the cell binds at module level, in any statement or nested ``global``."""
+    import symtable
+
+    bound: set[str] = set()
+
+    def visit(table: symtable.SymbolTable, top: bool) -> None:
+        for symbol in table.get_symbols():
+            binds = symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
+            if binds and (top or symbol.is_declared_global()):
+                bound.add(symbol.get_name())
+        for child in table.get_children():
+            visit(child, False)
+
+    try:
+        visit(symtable.symtable(code, "<cell>", "exec"), True)
+    except SyntaxError:
+        pass
+    return bound

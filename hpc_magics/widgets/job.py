@@ -248,10 +248,11 @@ class JobWidget(widgets.VBox):
 
         def fetch() -> None:
             # a button callback's prints go nowhere visible: show everything in the widget
-            values = self.handle.fetch(shell.user_ns if shell is not None else None, show=False)
+            values = self.handle.fetch(shell.user_ns if shell is not None else None, show=False,
+                                       results_grace_s=0.5)  # a button never blocks
             names = ", ".join(sorted(n for n in values if n != "_")) or "nothing"
             self.message.value = f"now in the notebook: <code>{html.escape(names)}</code>"
-            output = self.handle.folder.output()
+            output = self.handle.folder.shown_output()
             if output:
                 self.message.value += f"<pre>{html.escape(output)}</pre>"
 

@@ -3,6 +3,7 @@
 #SBATCH --account=NAISS2024-5-1
 #SBATCH --time=02:00:00
 #SBATCH --gpus-per-node=A40:1
+#SBATCH --no-requeue
 #SBATCH --output=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.out
 #SBATCH --error=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.err
 #SBATCH --signal=USR2@0

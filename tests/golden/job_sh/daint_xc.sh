@@ -5,6 +5,7 @@
 #SBATCH --time=01:00:00
 #SBATCH --nodes=1
 #SBATCH --constraint=gpu
+#SBATCH --no-requeue
 #SBATCH --output=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.out
 #SBATCH --error=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.err
 #SBATCH --signal=USR2@0

@@ -3,6 +3,7 @@
 #SBATCH --partition=debug
 #SBATCH --time=00:10:00
 #SBATCH --gres=gpu:v100:1
+#SBATCH --no-requeue
 #SBATCH --output=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.out
 #SBATCH --error=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.err
 #SBATCH --signal=USR2@0

@@ -6,6 +6,7 @@
 #SBATCH --time=1-00:00:00
 #SBATCH --mem=64G
 #SBATCH --gres=gpu:V100:2
+#SBATCH --no-requeue
 #SBATCH --output=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.out
 #SBATCH --error=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.err
 #SBATCH --signal=USR2@0

@@ -5,6 +5,7 @@
 #SBATCH --cpus-per-task=32
 #SBATCH --mem=0
 #SBATCH --gpus-per-node=a100:4
+#SBATCH --no-requeue
 #SBATCH --output=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.out
 #SBATCH --error=/scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_0_log.err
 #SBATCH --signal=USR2@0

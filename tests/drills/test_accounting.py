@@ -1,0 +1,77 @@
+"""Drill: slurmdbd stops (accounting down or lagging). Jobs still run and finish; their
+state comes from the queue and the job folder, with "accounting unreachable" beside it,
+never failed; calls stay quick; results arrive; once slurmdbd is back sacct's word
+settles the state."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from hpc_magics.scheduler.watcher import UNREACHABLE
+
+from .conftest import Stopwatch, last_handle, outage, wait_for
+
+pytestmark = [pytest.mark.drills, pytest.mark.slurm, pytest.mark.timeout(240)]
+
+CELL = "import time\ntime.sleep(3)\nanswer = 'accounted for later'"
+
+
+def test_slurmdbd_stopped(drill_shell: Any, stopwatch: Stopwatch,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    with outage("slurmdbd"):
+        stopwatch.quick("%%sbatch", lambda: drill_shell.run_cell_magic("sbatch", "", CELL))
+        handle = last_handle(drill_shell)
+        seen: set[tuple[str, str]] = set()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            state = stopwatch.quick("handle.refresh", lambda: handle.refresh(max_age_s=0))
+            seen.add((state, handle.status.note))
+            stopwatch.quick("%hpc_jobs", lambda: drill_shell.run_line_magic("hpc_jobs", ""))
+            assert state not in {"FAILED", "ENDED", "UNKNOWN"} or handle.status.note, state
+            if state == "COMPLETED":
+                break
+            time.sleep(0.5)
+        assert ("COMPLETED", UNREACHABLE) in seen, seen
+        assert handle.status.source == "results"  # proven by the job's own files
+        assert UNREACHABLE in capsys.readouterr().out
+        stopwatch.quick("%hpc_fetch", lambda: drill_shell.run_line_magic(
+            "hpc_fetch", handle.job_id))
+        assert drill_shell.user_ns["answer"] == "accounted for later"
+
+    # accounting is back: its answer settles the state for good
+    wait_for(lambda: handle.refresh(max_age_s=0) == "COMPLETED"
+             and handle.status.source == "sacct", 90, "sacct's COMPLETED")
+    assert handle.status.definite and handle.status.note == ""
+
+
+def test_lagging_accounting_never_blocks(drill_shell: Any, stopwatch: Stopwatch,
+                                         tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+                                         ) -> None:
+    """sacct answering in 3 s (a busy slurmdbd): calls stay quick, the late answer is used.
+
+    The lag is a fake (a ``sacct`` first on PATH that sleeps, then runs the real one):
+    stopping slurmdbd gives refusals, not lag.
+    """
+    import os
+    import shutil
+
+    folder = tmp_path / "slow-bin"
+    folder.mkdir()
+    (folder / "sacct").write_text(f"#!/bin/sh\nsleep 3\nexec {shutil.which('sacct')} \"$@\"\n")
+    (folder / "sacct").chmod(0o755)
+    drill_shell.run_cell_magic("sbatch", "", "import time\ntime.sleep(2)\nanswer = 'done'")
+    handle = last_handle(drill_shell)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    notes = set()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        stopwatch.quick("handle.refresh", lambda: handle.refresh(max_age_s=0))
+        notes.add(handle.status.note)
+        if handle.status.source == "sacct":
+            break
+        time.sleep(0.5)
+    assert handle.status.state == "COMPLETED" and handle.status.source == "sacct"
+    assert UNREACHABLE in notes  # said while it lagged, never "failed" or "ended"

@@ -1,0 +1,95 @@
+"""Drill: slurmctld stops while a job runs and while polls are in flight (maintenance, a
+crash). Every call a kernel, widget or server makes still answers within a second; the
+job shows its last state with "scheduler unreachable, retrying", never as ended or failed;
+a cancel is refused at once, not hung; when slurmctld is back the job completes and its
+results arrive: nothing is lost."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from server.conftest import StartInJob, StartLocal
+
+import hpc_magics
+from hpc_magics.scheduler.watcher import SCHEDULER_UNREACHABLE
+from hpc_magics.widgets.job import JobWidget
+
+from .conftest import Stopwatch, last_handle, outage, wait_for
+
+pytestmark = [pytest.mark.drills, pytest.mark.slurm, pytest.mark.timeout(240)]
+
+CELL = "import time\ntime.sleep(15)\nanswer = 'survived the outage'"
+SERVER_CONFIG = "c.HpcMagics.jobs_poll_interval_s = 2\n"
+
+
+def test_slurmctld_stopped_mid_job_and_mid_poll(
+        drill_shell: Any, stopwatch: Stopwatch, local_server: StartLocal,
+        server_in_job: StartInJob, capsys: pytest.CaptureFixture[str]) -> None:
+    server = local_server(config_py=SERVER_CONFIG)
+    # a server running in a Slurm job, as a hub starts it, asking about its own job often
+    hub = server_in_job("--HpcMagics.own_job_refresh_s=1", "--HpcMagics.jobs_poll_interval_s=2")
+    assert hub.get("hpc-magics/server").json()["job_id"] == hub.job
+    drill_shell.run_cell_magic("sbatch", "", CELL)
+    handle = last_handle(drill_shell)
+    wait_for(lambda: handle.refresh(max_age_s=0) == "RUNNING", 60, "the job running")
+    widget = JobWidget(handle)
+
+    polls: list[float] = []  # a poll in flight when the controller goes
+    stop_polling = threading.Event()
+
+    def poll() -> None:
+        while not stop_polling.is_set():
+            started = time.monotonic()
+            handle.refresh(max_age_s=0)
+            polls.append(time.monotonic() - started)
+            time.sleep(0.2)  # in flight often, yet no hot loop against the controller
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    notes: set[str] = set()
+    try:
+        with outage("slurmctld"):
+            deadline = time.monotonic() + 12
+            while time.monotonic() < deadline:
+                state = stopwatch.quick("handle.refresh", lambda: handle.refresh(max_age_s=0))
+                assert state in {"RUNNING", "COMPLETING"}, f"shown as {state} while Slurm is away"
+                notes.add(handle.status.note)
+                stopwatch.quick("handle.state", lambda: handle.state)
+                stopwatch.quick("hpc_magics.job", lambda: hpc_magics.job(handle.job_id))
+                stopwatch.quick("%hpc_jobs", lambda: drill_shell.run_line_magic("hpc_jobs", ""))
+                stopwatch.quick("widget refresh", widget.refresh)
+                jobs = stopwatch.quick("GET /hpc-magics/jobs",
+                                       lambda: server.get("hpc-magics/jobs"))
+                assert jobs.status_code == 200
+                stopwatch.quick("GET /hpc-magics/server",
+                                lambda: server.get("hpc-magics/server"))
+                own = stopwatch.quick("GET /hpc-magics/server (in a job)",
+                                      lambda: hub.get("hpc-magics/server"))
+                assert own.status_code == 200 and own.json()["job_id"] == hub.job
+                time.sleep(0.5)
+            assert SCHEDULER_UNREACHABLE in notes, notes
+            assert SCHEDULER_UNREACHABLE in widget.status.value
+            assert SCHEDULER_UNREACHABLE in capsys.readouterr().out  # %hpc_jobs said so
+            assert jobs.json()["error"], "the server's job list hid the outage"
+            with pytest.raises(UsageError, match="cannot cancel"):
+                stopwatch.quick("%hpc_cancel", lambda: drill_shell.run_line_magic(
+                    "hpc_cancel", handle.job_id))
+            refused = stopwatch.quick("POST /hpc-magics/jobs/ID/cancel", lambda: server.post(
+                f"hpc-magics/jobs/{handle.job_id}/cancel"))
+            assert refused.status_code == 502 and "cannot cancel" in refused.text
+    finally:
+        stop_polling.set()
+        poller.join(timeout=30)
+    assert polls and max(polls) < 1.0, f"a poll took {max(polls):.2f}s"
+
+    # back: the job completes as if nothing happened, and its results arrive
+    assert handle.wait(timeout=120) == "COMPLETED"
+    drill_shell.run_line_magic("hpc_fetch", handle.job_id)
+    assert drill_shell.user_ns["answer"] == "survived the outage"
+    wait_for(lambda: server.get("hpc-magics/jobs").json()["error"] is None, 60,
+             "the server's job list recovering")
+    assert handle.status.note == ""

@@ -1,0 +1,55 @@
+"""A silent scheduler never holds a caller: with ``answer_within_s`` the view answers in
+that time (the last jobs, the silence as its error) while squeue goes on in the background
+and its answer lands in the shared cache. The stand-in ``squeue`` hangs or answers slowly
+on demand, which the real one does only while slurmctld is away (tests/drills stop it)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from hpc_magics.scheduler.queue import SCHEDULER_SILENT, JobQueue
+
+from .test_queue import FakeSqueue
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def fake_squeue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSqueue:
+    return FakeSqueue(tmp_path / "bin", monkeypatch)
+
+
+def test_a_hanging_squeue_answers_within_the_bound(fake_squeue: FakeSqueue,
+                                                   tmp_path: Path) -> None:
+    queue = JobQueue(user="gus", cache_dir=tmp_path / "runtime", interval_s=1, timeout_s=3,
+                     answer_within_s=0.3)
+    good = queue.view()
+    assert good.error is None and good.jobs
+    fake_squeue.behave("hang")
+    started = time.monotonic()
+    silent = queue.view(max_age_s=0)
+    assert time.monotonic() - started < 0.6
+    assert silent.error == SCHEDULER_SILENT and silent.jobs == good.jobs
+    # the squeue in flight ends (time-out), its failure is shared: no second one meanwhile
+    time.sleep(3.5)
+    calls = fake_squeue.calls
+    failed = queue.view()
+    assert failed.error is not None and "did not answer within 3s" in failed.error
+    assert failed.jobs == good.jobs and fake_squeue.calls == calls
+
+
+def test_a_slow_answer_arrives_for_the_next_caller(fake_squeue: FakeSqueue,
+                                                   tmp_path: Path) -> None:
+    fake_squeue.behave("ok", delay_s=1.0)
+    queue = JobQueue(user="hal", cache_dir=tmp_path / "runtime", interval_s=30,
+                     answer_within_s=0.3)
+    started = time.monotonic()
+    first = queue.view()
+    assert time.monotonic() - started < 0.6 and first.error == SCHEDULER_SILENT
+    time.sleep(1.2)
+    later = JobQueue(user="hal", cache_dir=tmp_path / "runtime", interval_s=30).view()
+    assert later.error is None and [j.job_id for j in later.jobs] == ["501"]
+    assert fake_squeue.calls == 1
