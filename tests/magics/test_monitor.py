@@ -65,7 +65,8 @@ def test_pending_while_the_nodes_are_kept_busy(lab: Any, sacct_state: Any) -> No
     """Both nodes held by a job of ours (exclusive): the cell waits for them, in plain words,
     then runs and completes once they are free. Never another user's job: ours, by id."""
     held = commands.run(["sbatch", "--parsable", "--exclusive", "-N", "2", "-t", "3",
-                         "-J", "hpc-magics-test-holder", "--wrap", "sleep 170"], timeout=30)
+                         "-J", "hpc-magics-test-holder", "-o", "/dev/null", "--wrap", "sleep 170"],
+                        timeout=30)
     assert held.ok, held.stderr
     holder = held.stdout.strip().split(";")[0]
     try:
