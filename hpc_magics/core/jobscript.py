@@ -128,7 +128,9 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
     text; ``signal``: ``SIG@SECONDS`` for submitit's time-out/preemption handler;
     ``array``: an sbatch ``--array`` range (task logs then use ``%A_%a`` for ``%j``).
     Logs: sbatch's own output goes to task 0's files, srun writes one pair per task.
-    One task on one node runs without srun (see below).
+    Always an srun step, one task too: Slurm's time-limit signals reach a step's
+    processes, not the batch shell's children (without the step, figures and output at
+    the limit were lost: tests/drills/test_walltime.py).
     """
     job = "%A_%a" if array else "%j"
     literal = folder.replace("%", "%%")  # sbatch and srun expand %j, %x, ... in file names
@@ -146,15 +148,6 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
     # submitit's engine (submitit.core._submit), started without its eager numpy import
     engine_command = f"{python} -u -m hpc_magics.shipping.engine {shlex.quote(folder)}"
     cell = f"{srun} {engine_command}"
-    if signal.endswith("@0"):
-        # One task on one node (a plain cell): the engine runs in the batch step itself, as
-        # srun's step would cost ~0.35 s of a trivial cell's ~1 s. Several tasks need srun
-        # to start them all; a signal before the limit (checkpointing) needs a step to reach.
-        # The task count srun would have set is set as srun sets it (cells read it). Not
-        # exec'd: the shell's EXIT traps (the GPU sampler's) still run after the engine.
-        cell = (f'if [ "${{SLURM_NTASKS:-1}}" = 1 ] && [ "${{SLURM_JOB_NUM_NODES:-1}}" = 1 ]; '
-                f"then export SLURM_NTASKS=1 SLURM_NPROCS=1; {engine_command}; "
-                f"else {cell}; fi")
     return JobParts(
         job_name=job_name,
         engine=tuple(engine),

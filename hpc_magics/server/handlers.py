@@ -86,6 +86,10 @@ def job_json(job: TrackedJob, state: ServerState) -> dict[str, Any]:
     }
 
 
+# how long GET /jobs waits for a fresh look before answering with the last list
+LIST_WAIT_S = 0.6
+
+
 class JobsHandler(HpcMagicsHandler):
     _track_activity = False
 
@@ -94,8 +98,10 @@ class JobsHandler(HpcMagicsHandler):
         state = self.state
         tracker = state.tracker
         error = None
-        try:
-            await state.refresh_jobs()
+        try:  # never keep the page waiting on a silent scheduler: the cycle goes on alone
+            await asyncio.wait_for(state.refresh_jobs(), timeout=LIST_WAIT_S)
+        except asyncio.TimeoutError:
+            error = "the scheduler is slow to answer: this is the last list, retrying"
         except Exception as exc:  # the last list still helps; say why it is not fresh
             state.config.log.warning("hpc_magics: looking at jobs failed: %s", exc)
             error = f"could not look at the jobs: {exc}".splitlines()[0]

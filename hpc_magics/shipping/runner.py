@@ -12,6 +12,7 @@ import importlib
 import linecache
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -210,6 +211,16 @@ def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
     return state, referenced, last, skipped
 
 
+class StoppedBySlurm(BaseException):
+    """Slurm's SIGTERM (the time limit, a cancel) reached the cell: it stops here, and what it
+    printed and drew so far is kept (Slurm's own state says why, on fetch)."""
+
+
+def _stop_the_cell(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the figures still need saving
+    raise StoppedBySlurm(f"signal {signum} from Slurm")
+
+
 def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
              ) -> dict[str, Any]:
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
@@ -221,6 +232,8 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     # (and write their --gather names).
     task = NodeTask(job_folder, options)
     lead_task = task.lead
+    if not (options is not None and options.checkpoint):  # a checkpointing cell has its own
+        signal.signal(signal.SIGTERM, _stop_the_cell)  # submitit's would ignore it
     output = job_folder / OUTPUT_FILE if lead_task else Path(os.devnull)
     with _tee_output(output):
         failure: BaseException | None = None

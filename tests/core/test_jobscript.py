@@ -71,10 +71,9 @@ def test_what_submitit_would_have_added_is_not_there(profile_name: str) -> None:
     assert sum(line.startswith("#SBATCH --gres") for line in script.splitlines()) <= 1
     # what the engine needs on the node
     engine = f"{PYTHON} -u -m hpc_magics.shipping.engine {FOLDER}"
-    # one task on one node: in the batch step itself (no srun step to start); else srun
-    assert f"then export SLURM_NTASKS=1 SLURM_NPROCS=1; {engine}; " \
-           f"else srun --unbuffered --output {FOLDER}/%j_%t_log.out " \
-           f"--error {FOLDER}/%j_%t_log.err {engine}; fi\n" in script
+    # always an srun step: the time limit's signals reach a step, not the shell's children
+    assert f"\nsrun --unbuffered --output {FOLDER}/%j_%t_log.out " \
+           f"--error {FOLDER}/%j_%t_log.err {engine}\n" in script
     assert "export SUBMITIT_EXECUTOR=slurm\n" in script and "\numask 077\n" in script
 
 
@@ -137,9 +136,11 @@ def test_an_answer_that_is_not_a_job_id_says_check_squeue() -> None:
         parse_job_id("Submitted batch job\n")
 
 
-def test_a_checkpointing_signal_keeps_the_engine_in_an_srun_step() -> None:
-    """A signal before the limit reaches job steps, not the batch shell: keep the step."""
-    parts = jobscript.cell_parts(FOLDER, PYTHON, "train", signal="USR2@90")
+@pytest.mark.parametrize("signal", ["USR2@90", "USR2@0"])
+def test_the_engine_runs_in_an_srun_step(signal: str) -> None:
+    """Slurm's signals (the limit's, --signal's) reach job steps, not the batch shell's
+    children: a plain cell too keeps its step, or its output at the limit is lost."""
+    parts = jobscript.cell_parts(FOLDER, PYTHON, "train", signal=signal)
     assert parts.run[-1] == (f"srun --unbuffered --output {FOLDER}/%j_%t_log.out --error "
                              f"{FOLDER}/%j_%t_log.err {PYTHON} -u -m hpc_magics.shipping.engine "
                              f"{FOLDER}")

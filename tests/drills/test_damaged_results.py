@@ -36,6 +36,8 @@ def test_a_damaged_result_file_is_one_clear_line(drill_shell: Any, stopwatch: St
     drill_shell.run_cell_magic("sbatch", "--wait", CELL)
     handle = last_handle(drill_shell)
     assert drill_shell.user_ns.pop("answer") == list(range(1000))
+    # --wait returns when the results land; Slurm says COMPLETED a moment later
+    assert handle.wait(timeout=60) == "COMPLETED"
     _damage(handle.folder.results_path, how)
     drill_shell.ex("import hpc_magics")
 
