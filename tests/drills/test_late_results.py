@@ -55,6 +55,8 @@ def test_results_appearing_late(drill_shell: Any, stopwatch: Stopwatch) -> None:
     try:
         wait_for(late.caught.is_set, 60, "the job writing its results")
         wait_for(lambda: sacct_state(handle.job_id) == "COMPLETED", 30, "sacct COMPLETED")
+        # the watcher's queue view is shared for an interval: let it see the end too
+        wait_for(lambda: handle.refresh(max_age_s=0) == "COMPLETED", 30, "COMPLETED seen")
         with pytest.raises(UsageError) as early:
             stopwatch.quick("%hpc_fetch", lambda: drill_shell.run_line_magic(
                 "hpc_fetch", handle.job_id))
