@@ -201,8 +201,8 @@ def test_cannot_cancel_another_users_job(user_shell: Any, second_user: OtherUser
     job_id = theirs["job_id"]
     try:
         sacct_state(job_id, until={"RUNNING", "PENDING"}, timeout=30)
-        # by id: their folder is not ours, so there is no such job of ours
-        with pytest.raises(UsageError, match=f"no job '{job_id}' under"):
+        # by id: their folder is not ours, and squeue -u lists no such job of ours
+        with pytest.raises(UsageError, match=f"job {job_id} is not one of hpcuser1's jobs"):
             user_shell.run_line_magic("hpc_cancel", job_id)
         # a folder of ours that claims their job id: Slurm itself refuses the scancel
         fake = JobFolder.create(jobs, "claims-their-job")
