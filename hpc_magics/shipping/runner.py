@@ -258,7 +258,8 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         raise SystemExit(0)
     if failure is not None:
         sys.stderr.write(remote)  # into the job's log, not into the cell's output
-        if not lead_task:
+        # stopped by Slurm: its state says why; a result file would claim a failure
+        if not lead_task or isinstance(failure, StoppedBySlurm):
             raise failure
         result = CellResult(figures=figures, error_type=type(failure).__name__,
                             error_message=str(failure), remote_traceback=remote,

@@ -95,7 +95,7 @@ def test_nothing_of_ours_cancels_their_job_or_stops_their_server(
         magics.jobs_dir, magics.request = str(tmp_path / "jobs"), ResourceRequest(profile="lab")
         magics.handles.clear()
         for job in (sleeper, theirs.job):
-            with pytest.raises(UsageError, match=f"no job '{job}'"):
+            with pytest.raises(UsageError, match=f"job {job} is not one of .*'s jobs"):
                 ip.run_line_magic("hpc_cancel", job)
             with pytest.raises(UsageError, match=f"no job '{job}'"):
                 hpc_magics.job(job)
