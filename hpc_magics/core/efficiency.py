@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .jobs import normalize_state
+from .units import slurm_seconds
 
 # One sacct call (``sacct -n -P -o USAGE_FIELDS -j IDS``, steps included: MaxRSS is a
 # step's figure) gives states and usage alike.
@@ -22,27 +23,6 @@ USAGE_FIELDS = ("JobID", "State", "Submit", "ExitCode", "Elapsed", "Timelimit", 
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)([cn]?)$", re.IGNORECASE)
 _MB = {"": 1 / 1024 / 1024, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 ** 2,
        "P": 1024.0 ** 3}
-
-
-def sacct_seconds(text: str) -> float | None:
-    """Seconds of sacct's ``[D-][HH:]MM:SS[.mmm]``; ``None`` for UNLIMITED, Partition_Limit."""
-    value = text.strip()
-    if not value or not value[0].isdigit():
-        return None
-    days = 0
-    if "-" in value:
-        day_text, value = value.split("-", 1)
-        days = int(day_text)
-    try:
-        parts = [float(p) for p in value.split(":")]
-    except ValueError:
-        return None
-    seconds = 0.0
-    for part in parts:
-        seconds = seconds * 60 + part
-    if len(parts) == 1 and days:  # "D-HH"
-        seconds = parts[0] * 3600
-    return days * 86400 + seconds
 
 
 def sacct_megabytes(text: str, cpus: int = 1, nodes: int = 1) -> float | None:
@@ -146,9 +126,9 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
         nodes = _int(allocated.get("node", "")) or 1
         jobs[job_id] = Usage(
             job_id=job_id, state=normalize_state(row["State"]), exit_code=row["ExitCode"],
-            elapsed_s=sacct_seconds(row["Elapsed"]),
-            time_limit_s=sacct_seconds(row["Timelimit"]),
-            total_cpu_s=sacct_seconds(row["TotalCPU"]),
+            elapsed_s=slurm_seconds(row["Elapsed"]),
+            time_limit_s=slurm_seconds(row["Timelimit"]),
+            total_cpu_s=slurm_seconds(row["TotalCPU"]),
             max_rss_mb=sacct_megabytes(row["MaxRSS"]) if row["MaxRSS"] else None,
             req_mem_mb=sacct_megabytes(row["ReqMem"], cpus or 1, 1) if row["ReqMem"] else None,
             alloc_cpus=cpus, gpus=_int(allocated.get("gres/gpu", "")) or 0, nodes=nodes,
@@ -158,7 +138,7 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
             continue
         rss = [m for m in (sacct_megabytes(r[USAGE_FIELDS.index("MaxRSS")]) for r in rows
                            if r[USAGE_FIELDS.index("MaxRSS")]) if m is not None]
-        cpu = [c for c in (sacct_seconds(r[USAGE_FIELDS.index("TotalCPU")]) for r in rows)
+        cpu = [c for c in (slurm_seconds(r[USAGE_FIELDS.index("TotalCPU")]) for r in rows)
                if c is not None]
         job = jobs[job_id]
         jobs[job_id] = replace(

@@ -122,3 +122,27 @@ def format_memory(megabytes: int) -> str:
     if megabytes and megabytes % 1024 == 0:
         return f"{megabytes // 1024}G"
     return f"{megabytes}M"
+
+
+def slurm_seconds(text: str) -> float | None:
+    """Seconds of Slurm's printed durations (squeue, sacct, scontrol): ``[D-][HH:]MM:SS[.mmm]``
+    or ``D-HH``; ``None`` for UNLIMITED, N/A, INVALID, Partition_Limit and other words."""
+    value = text.strip()
+    if not value or not value[0].isdigit():
+        return None
+    days = 0
+    if "-" in value:
+        day_text, value = value.split("-", 1)
+        days = int(day_text)
+    try:
+        parts = [float(p) for p in value.split(":")] if value else [0.0]
+    except ValueError:
+        return None
+    if len(parts) > 3:
+        return None
+    seconds = 0.0
+    for part in parts:
+        seconds = seconds * 60 + part
+    if len(parts) == 1 and days:  # "D-HH"
+        seconds = parts[0] * 3600
+    return days * 86400 + seconds

@@ -35,6 +35,7 @@ import filelock
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
 from ..core.jobs import JobSnapshot, normalize_state, phase
+from ..core.units import slurm_seconds
 from . import commands
 from .cluster import cluster_name
 
@@ -63,26 +64,9 @@ Runner = Callable[..., commands.CommandResult]
 
 
 def slurm_duration(text: str) -> int | None:
-    """Seconds in squeue's ``[D-][H:]M:S`` spelling; ``None`` for UNLIMITED, N/A, INVALID."""
-    value = text.strip()
-    if not value or not value[0].isdigit():
-        return None
-    days = 0
-    if "-" in value:
-        day_text, value = value.split("-", 1)
-        days = int(day_text)
-    try:
-        parts = [int(p) for p in value.split(":")] if value else [0]
-    except ValueError:
-        return None
-    if len(parts) > 3:
-        return None
-    seconds = 0
-    for part in parts:
-        seconds = seconds * 60 + part
-    if len(parts) == 1 and days:  # "D-H"
-        seconds = parts[0] * 3600
-    return days * 86400 + seconds
+    """Whole seconds in squeue's ``[D-][H:]M:S`` spelling; ``None`` for UNLIMITED, N/A."""
+    seconds = slurm_seconds(text)
+    return None if seconds is None else int(seconds)
 
 
 def slurm_timestamp(text: str) -> float | None:

@@ -10,10 +10,10 @@ from hpc_magics.core.efficiency import (
     parse_gpu_samples,
     parse_usage,
     sacct_megabytes,
-    sacct_seconds,
 )
 from hpc_magics.core.efficiency_report import advice, report
 from hpc_magics.core.pending_reasons import plain_reason
+from hpc_magics.core.units import slurm_seconds
 from hpc_magics.widgets.job_view import JobView
 
 # as `sacct -n -P -o USAGE_FIELDS` printed it for real jobs on the test cluster (22.05),
@@ -29,10 +29,10 @@ garbage
 
 
 def test_sacct_units() -> None:
-    assert sacct_seconds("00:40.635") == pytest.approx(40.635)
-    assert sacct_seconds("1-02:00:00") == 93600
-    assert sacct_seconds("2-04") == 2 * 86400 + 4 * 3600
-    assert sacct_seconds("UNLIMITED") is None and sacct_seconds("Partition_Limit") is None
+    assert slurm_seconds("00:40.635") == pytest.approx(40.635)
+    assert slurm_seconds("1-02:00:00") == 93600
+    assert slurm_seconds("2-04") == 2 * 86400 + 4 * 3600
+    assert slurm_seconds("UNLIMITED") is None and slurm_seconds("Partition_Limit") is None
     assert sacct_megabytes("333504K") == pytest.approx(325.6875)
     assert sacct_megabytes("1.5G") == 1536 and sacct_megabytes("4000Mc", cpus=4) == 16000
     assert sacct_megabytes("2Gn", nodes=3) == 6144 and sacct_megabytes("lots") is None
