@@ -69,20 +69,23 @@ def options_table(parser: argparse.ArgumentParser) -> list[str]:
     return rows
 
 
-def _default_text(trait: Any) -> str:
-    value = trait.default()
+def _default_text(configurable: Any, name: str) -> str:
+    value = configurable.trait_defaults(name)  # also a dynamic @default, as Jupyter gets it
     if isinstance(value, (set, frozenset)):  # sorted: a set's order changes from run to run
         return "{" + ", ".join(repr(v) for v in sorted(value)) + "}" if value else "set()"
     return repr(value)
 
 
-def traits_table(classes: Iterable[type]) -> list[str]:
-    """The configurable traits each class itself defines: ``c.Class.name``, type, default."""
+def traits_table(configurables: Iterable[Any]) -> list[str]:
+    """The configurable traits each object's class itself defines: ``c.Class.name``, type,
+    default (an unconfigured object's), help."""
     rows = ["| setting | type | default | meaning |", "|---|---|---|---|"]
-    for cls in classes:
-        traits = cls.class_own_traits(config=True)  # type: ignore[attr-defined]
+    for configurable in configurables:
+        cls = type(configurable)
+        traits = cls.class_own_traits(config=True)
         for name in sorted(traits):
             trait = traits[name]
             rows.append(f"| `c.{cls.__name__}.{name}` | {type(trait).__name__} | "
-                        f"`{cell(_default_text(trait))}` | {cell(trait.help) or '—'} |")
+                        f"`{cell(_default_text(configurable, name))}` | "
+                        f"{cell(trait.help) or '—'} |")
     return rows

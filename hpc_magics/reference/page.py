@@ -8,6 +8,7 @@ installed on this machine).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Iterator
@@ -20,15 +21,22 @@ from .markdown import cell, options_table, prose, traits_table, usage
 ENVIRONMENT_TABLE = Path(__file__).with_name("environment.toml")
 
 
-def _served_magics() -> list[tuple[str, list[str], Any]]:
-    """(name, kinds, function) for each hpc_magics magic, in the order the classes are
-    registered and, within a class, the order its methods are defined."""
+@functools.cache
+def _shell() -> Any:
+    """A real IPython shell with hpc_magics' magics registered, as `%load_ext` does."""
     from IPython.core.interactiveshell import InteractiveShell
 
     from ..magics import register
 
     shell = InteractiveShell.instance()
     register(shell)
+    return shell
+
+
+def _served_magics() -> list[tuple[str, list[str], Any]]:
+    """(name, kinds, function) for each hpc_magics magic, in the order the classes are
+    registered and, within a class, the order its methods are defined."""
+    shell = _shell()
     found: dict[str, tuple[tuple[int, int], list[str], Any]] = {}
     classes = [type(m) for m in shell.magics_manager.registry.values()]
     for kind in ("line", "cell"):
@@ -110,16 +118,16 @@ def cli_section() -> Iterator[str]:
         yield from options_table(parser)
 
 
-def _class(dotted: str) -> type:
+def _unconfigured(dotted: str) -> Any:
+    """An instance of the class named ``dotted``, with nothing configured."""
     module, _, name = dotted.rpartition(".")
-    found: type = getattr(importlib.import_module(module), name)
-    return found
+    return getattr(importlib.import_module(module), name)()
 
 
 def configuration_section() -> Iterator[str]:
     from ..convert.exporter import PREPROCESSORS
 
-    kernel = sorted({type(m) for m in _registered_magics()}, key=lambda c: c.__name__)
+    kernel = sorted(_registered_magics(), key=lambda m: type(m).__name__)
     yield "## Configuration"
     yield ""
     yield "### In the kernel"
@@ -128,7 +136,7 @@ def configuration_section() -> Iterator[str]:
            "`~/.ipython/profile_default/ipython_config.py`), or in the notebook with "
            "`%config HpcMagics.jobs_dir = 'scratch/jobs'`.")
     yield ""
-    yield from traits_table(c for c in kernel if c.class_own_traits(config=True))
+    yield from traits_table(m for m in kernel if type(m).class_own_traits(config=True))
     yield ""
     yield "### In the Jupyter server"
     yield ""
@@ -136,7 +144,7 @@ def configuration_section() -> Iterator[str]:
            "server extension's class is also named `HpcMagics`, but this file is read only "
            "by the server.")
     yield ""
-    yield from traits_table([_class("hpc_magics.server.extension.HpcMagics")])
+    yield from traits_table([_unconfigured("hpc_magics.server.extension.HpcMagics")])
     yield ""
     yield "### In nbconvert"
     yield ""
@@ -144,15 +152,12 @@ def configuration_section() -> Iterator[str]:
            "`jupyter_nbconvert_config.py`. `hpc-magics convert` takes the same choices as "
            "options.")
     yield ""
-    yield from traits_table([_class("hpc_magics.convert.exporter.HpcScriptExporter"),
-                             *(_class(p) for p in PREPROCESSORS)])
+    yield from traits_table([_unconfigured("hpc_magics.convert.exporter.HpcScriptExporter"),
+                             *(_unconfigured(p) for p in PREPROCESSORS)])
 
 
 def _registered_magics() -> list[Any]:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    shell = InteractiveShell.instance()
-    return [m for m in shell.magics_manager.registry.values()
+    return [m for m in _shell().magics_manager.registry.values()
             if type(m).__module__.startswith("hpc_magics.")]
 
 
