@@ -78,6 +78,18 @@ def test_every_subcommand_and_setting_is_on_the_page(fresh_page: str) -> None:
     assert "`c.HpcMagics.jobs_dir` | Unicode | `'hpc_jobs'` |" in kernel  # not this shell's
 
 
+def test_every_public_member_of_the_handles_is_on_the_page(fresh_page: str) -> None:
+    from hpc_magics.handle import JobHandle
+    from hpc_magics.sweep_handle import SweepHandle
+
+    for cls in (JobHandle, SweepHandle):
+        section = _section(fresh_page, f"`{cls.__name__}`")
+        public = [name for name in vars(cls) if not name.startswith("_")]
+        assert "retry_failed" in public or cls is JobHandle
+        for name in public:
+            assert f"| `.{name}" in section, f"{cls.__name__}.{name} is not on the page"
+
+
 def _variables_read_in_sources() -> dict[str, str]:
     """Each HPC_MAGICS_* name in the sources → one file that mentions it."""
     found: dict[str, str] = {}
