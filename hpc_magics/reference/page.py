@@ -46,7 +46,10 @@ def _served_magics() -> list[tuple[str, list[str], Any]]:
             if not owner.__module__.startswith("hpc_magics."):
                 continue
             function = bound.__func__
-            place = (classes.index(owner), list(vars(owner)).index(function.__name__))
+            defined = list(vars(owner))  # an inherited magic goes after the class's own
+            order = defined.index(function.__name__) if function.__name__ in defined \
+                else len(defined)
+            place = (classes.index(owner), order)
             found.setdefault(name, (place, [], function))[1].append(kind)
     ordered = sorted(found.items(), key=lambda item: item[1][0])
     return [(name, kinds, function) for name, (_, kinds, function) in ordered]
