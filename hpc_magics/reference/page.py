@@ -60,8 +60,14 @@ def _spellings(name: str, kinds: list[str]) -> list[str]:
 
 
 def _parser(function: Any) -> Any:
-    parser = function.parser
+    """The magic's argument parser, or None for a magic that declares no arguments."""
+    parser = getattr(function, "parser", None)
     return parser.built() if hasattr(parser, "built") else parser  # a lazy one: build it
+
+
+def _description(function: Any) -> str:
+    parser = _parser(function)
+    return prose(parser.description if parser is not None else function.__doc__)
 
 
 def magics_section() -> Iterator[str]:
@@ -75,7 +81,7 @@ def magics_section() -> Iterator[str]:
     yield "| magic | what it does |"
     yield "|---|---|"
     for name, kinds, function in magics:
-        summary = prose(_parser(function).description).split("\n\n")[0]
+        summary = _description(function).split("\n\n")[0]
         yield f"| {', '.join(f'`{s}`' for s in _spellings(name, kinds))} | {cell(summary)} |"
     for name, kinds, function in magics:
         parser = _parser(function)
@@ -83,7 +89,9 @@ def magics_section() -> Iterator[str]:
         yield ""
         yield "### " + ", ".join(f"`{s}`" for s in spellings)
         yield ""
-        yield prose(parser.description)
+        yield _description(function)
+        if parser is None:
+            continue
         yield ""
         yield "```text"
         yield usage(parser, spellings[0])
