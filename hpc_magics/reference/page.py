@@ -61,7 +61,7 @@ def _spellings(name: str, kinds: list[str]) -> list[str]:
 
 def _parser(function: Any) -> Any:
     """The magic's argument parser, or None for a magic that declares no arguments."""
-    parser = getattr(function, "parser", None)
+    parser: Any = getattr(function, "parser", None)
     return parser.built() if hasattr(parser, "built") else parser  # a lazy one: build it
 
 
