@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from hpc_magics.reference import REFERENCE_PAGE, REFRESH_COMMAND
+from hpc_magics.reference import REFRESH_COMMAND
 from hpc_magics.reference.__main__ import render_clean
 from hpc_magics.reference.page import environment_variables
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+REFERENCE_PAGE = REPO_ROOT / "docs" / "reference.md"
 # Where an HPC_MAGICS_* variable may be read: the package, the scripts, benchmarks and tests.
 SOURCE_FOLDERS = ("hpc_magics", "scripts", "benchmarks", "tests")
 VARIABLE = re.compile(r"HPC_MAGICS_[A-Z][A-Z0-9_]*")
