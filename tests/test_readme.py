@@ -93,12 +93,11 @@ def test_the_magics_commands_and_settings_named_exist() -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     from hpc_magics import cli
-    from hpc_magics.magics import register
     from hpc_magics.magics.jobs import HpcMagics as KernelSettings
     from hpc_magics.server.extension import HpcMagics as ServerSettings
 
     shell = InteractiveShell.instance()
-    register(shell)
+    shell.extension_manager.load_extension("hpc_magics")  # once per suite, as %load_ext
     magics = {name for table in shell.magics_manager.magics.values() for name in table}
     for name, page in _named(r"%%?((?:hpc_\w+|sbatch))\b").items():
         assert name in magics, f"{page} names %{name}, which is no magic"
