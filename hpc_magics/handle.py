@@ -69,6 +69,7 @@ class JobHandle:
     # --------------------------------------------------------------- state
     @property
     def ran_locally(self) -> bool:
+        """It ran on this machine (submitit's local executor: no Slurm here)."""
         return self.backend.name == "local"
 
     @property
@@ -88,12 +89,14 @@ class JobHandle:
 
     @property
     def state(self) -> str:
+        """Slurm's state (PENDING, RUNNING, COMPLETED, ...), fresh within a second or so."""
         if not self.status.definite and time.monotonic() - self._state_checked > 1.0:
             self.refresh()
         return self._state
 
     @property
     def done(self) -> bool:
+        """The job has ended, however it ended."""
         return is_final(self.state)
 
     # ---------------------------------------------------------------- wait
@@ -327,6 +330,7 @@ class JobHandle:
 
     # -------------------------------------------------------------- control
     def cancel(self) -> str:
+        """Cancel the job; returns its state once Slurm says it ended (or the last seen)."""
         self.backend.cancel(self.job_id, self.folder)
         for _ in range(20):
             state = self.refresh(max_age_s=1.0)
@@ -353,6 +357,7 @@ class JobHandle:
 
     # -------------------------------------------------------------- display
     def summary(self) -> str:
+        """One line: id, name, state, where it ran, its folder."""
         where = "ran locally (no Slurm here)" if self.ran_locally else "Slurm"
         return (f"job {self.job_id} ({self.name}) · {self._state} · {where} · "
                 f"folder {self.folder.path}")

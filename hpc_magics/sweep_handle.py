@@ -44,9 +44,11 @@ class SweepHandle(JobHandle):
         return task_job_ids(self._sweep().get("arrays", []))
 
     def array_ids(self) -> list[str]:
+        """The Slurm ids of the sweep's arrays (several when split or retried)."""
         return [str(a["job_id"]) for a in self._sweep().get("arrays", [])]
 
     def points(self) -> list[Point]:
+        """The sweep's points, one dict of values per task, in task order."""
         path = self.folder.path / POINTS_FILE
         check_owned(path)
         with path.open("rb") as stream:
@@ -78,6 +80,7 @@ class SweepHandle(JobHandle):
 
     @property
     def status(self) -> JobStatus:
+        """The sweep's state, combined from its tasks' latest snapshots (asks nobody)."""
         return self._combined(self.task_states(ask=False))
 
     def refresh(self, max_age_s: float | None = None) -> str:
@@ -86,6 +89,7 @@ class SweepHandle(JobHandle):
         return state
 
     def cancel(self) -> str:
+        """Cancel the whole sweep: every task not yet ended, in every array."""
         refusals = []
         for array_id in self.array_ids():  # whole arrays: every task not yet ended
             try:
@@ -187,6 +191,7 @@ class SweepHandle(JobHandle):
 
     # ------------------------------------------------------------ display
     def summary(self) -> str:
+        """One line: the number of tasks, then the job's summary."""
         count = self._sweep().get("count", 0)
         return f"sweep of {count} tasks · " + super().summary()
 

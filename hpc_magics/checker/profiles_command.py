@@ -19,7 +19,7 @@ def add_parser(subcommands: Any) -> None:
     parser.add_argument("name", nargs="?", help="profile to show")
     parser.add_argument("--draft", action="store_true",
                         help="write a profile TOML for this cluster (stdout, or -o FILE)")
-    parser.add_argument("-o", "--output", help="file for --draft")
+    parser.add_argument("-o", "--output", metavar="FILE", help="file for --draft")
     parser.set_defaults(run=run)
 
 

@@ -29,7 +29,9 @@ class HpcScriptExporter(Exporter):
         help="Refuse a notebook with a cell that is not Python (else: keep it as a comment, "
         "with a warning naming the cell).",
     ).tag(config=True)
-    default_preprocessors: List[Any] = List(PREPROCESSORS).tag(config=True)
+    default_preprocessors: List[Any] = List(
+        PREPROCESSORS, help="The steps, in order: skip tagged cells, translate magics, plain "
+        "tqdm, strip display code.").tag(config=True)
 
     @default("file_extension")
     def _file_extension_default(self) -> str:

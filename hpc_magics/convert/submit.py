@@ -78,11 +78,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         parser.add_argument(*flag.spellings, default=None, help=flag.help)
     parser.add_argument("--setup", action="append", metavar="COMMAND",
                         help="shell line run before the job (repeatable)")
-    parser.add_argument("--backend", choices=["auto", "slurm", "local"], default=None)
+    parser.add_argument("--backend", choices=["auto", "slurm", "local"], default=None,
+                        help="slurm, local (this machine), or auto (slurm when sbatch exists)")
     parser.add_argument("--python", default=None, help="python the job runs with "
                         "(default: this one)")
     parser.add_argument("-J", "--name", default=None, help="job name (default: the notebook's)")
-    parser.add_argument("--jobs-dir", type=Path, default=None,
+    parser.add_argument("--jobs-dir", type=Path, default=None, metavar="DIR",
                         help="folder for job folders (default: hpc_jobs beside the notebook)")
     parser.add_argument("--strip-display", action="store_true",
                         help="remove display code first, as hpc-magics convert does")

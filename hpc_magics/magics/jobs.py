@@ -516,7 +516,10 @@ class HpcMagics(Magics):
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
     @line_magic
     def hpc_cancel(self, line: str = "") -> None:
-        """Cancel a job of this notebook."""
+        """Cancel a job: one of this notebook's (id or folder name), or any of yours by id.
+
+        Another user's job id is refused: only jobs `squeue` lists as yours are cancelled.
+        """
         args = _arguments(self.hpc_cancel, line)
         try:
             handle = self._handle(args.job)

@@ -27,7 +27,7 @@ SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                             "each task gets NAME as a variable. One Slurm job array"}),
     (("--sweep-from",), {"metavar": "NAME",
                          "help": "the sweep's points from a notebook variable: a list of "
-                                 "dicts, or a dict of equally long lists"}),
+                                 "dicts, a dict of equally long lists, or a DataFrame"}),
     (("--array-parallelism",), {
         "metavar": "N", "help": "at most N tasks of the sweep run at once (--array=0-K%%N)"}),
     (("--retry-failed",), {"action": "store_true",

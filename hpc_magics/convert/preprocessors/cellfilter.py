@@ -14,7 +14,8 @@ from ..script import skip_cells
 class CellFilterPreprocessor(Preprocessor):
     """Cells tagged ``hpc-skip`` (or nbconvert's ``remove_cell``) become empty raw cells."""
 
-    enabled = Bool(True).tag(config=True)
+    enabled = Bool(True, help="Run this step; on by default, since adding it to a pipeline "
+                   "means wanting it.").tag(config=True)
     skip_tags = Set(
         Unicode(), default_value=set(SKIP_TAGS), help="Tags of code cells the batch job leaves out."
     ).tag(config=True)

@@ -17,7 +17,8 @@ class DisplayStripPreprocessor(Preprocessor):
     What was removed, per code cell, is in ``resources["hpc_magics"]["removed"]``.
     """
 
-    enabled = Bool(True).tag(config=True)
+    enabled = Bool(True, help="Run this step; on by default, since adding it to a pipeline "
+                   "means wanting it.").tag(config=True)
     keep_tags = Set(
         Unicode(), default_value=set(KEEP_TAGS), help="Tags of code cells kept exactly as written."
     ).tag(config=True)

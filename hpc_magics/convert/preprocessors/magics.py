@@ -16,7 +16,8 @@ class MagicsPreprocessor(Preprocessor):
     The helpers the translated cells need are listed in ``resources["hpc_magics"]["needs"]``.
     """
 
-    enabled = Bool(True).tag(config=True)
+    enabled = Bool(True, help="Run this step; on by default, since adding it to a pipeline "
+                   "means wanting it.").tag(config=True)
     strict = Bool(
         False,
         help="Refuse a notebook with a cell that is not Python (else: keep it as a comment, "

@@ -11,7 +11,8 @@ from ..progress import plain_progress_bars
 
 
 class ProgressBarPreprocessor(Preprocessor):
-    enabled = Bool(True).tag(config=True)
+    enabled = Bool(True, help="Run this step; on by default, since adding it to a pipeline "
+                   "means wanting it.").tag(config=True)
 
     def preprocess_cell(
         self, cell: Any, resources: dict[str, Any], index: int
