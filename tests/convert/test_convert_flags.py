@@ -1,0 +1,58 @@
+"""``hpc-magics convert`` takes sbatch's flags (the one flags table) and says the request's
+problems on the console, not only inside the .sbatch file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hpc_magics.cli import main
+
+from .conftest import notebook
+
+LAB_METADATA = {"hpc_magics": {"resources": {"profile": "lab", "partition": "debug",
+                                             "time_s": 900, "cpus_per_task": 2}}}
+
+
+def header(sbatch: Path) -> list[str]:
+    return [line for line in sbatch.read_text().splitlines() if line.startswith("#SBATCH")]
+
+
+def test_flags_go_over_the_notebooks_metadata(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    nbformat.write(notebook("print('trained')", metadata=LAB_METADATA), tmp_path / "nb.ipynb")
+    status = main(["convert", str(tmp_path / "nb.ipynb"), "-t", "5", "--mem", "1G",
+                   "--setup", "module load numpy"])
+    assert status == 0
+    assert capsys.readouterr().err == ""
+    sbatch = tmp_path / "nb.sbatch"
+    assert header(sbatch) == ["#SBATCH --job-name=nb", "#SBATCH --partition=debug",
+                              "#SBATCH --time=00:05:00", "#SBATCH --cpus-per-task=2",
+                              "#SBATCH --mem=1G"]
+    text = sbatch.read_text()
+    assert "# Resources: the command line over the notebook's metadata" in text
+    assert "\nmodule load numpy\n" in text
+
+
+def test_a_request_the_cluster_refuses_is_said_on_the_console(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nbformat.write(notebook("x = 1"), tmp_path / "nb.ipynb")
+    status = main(["convert", str(tmp_path / "nb.ipynb"), "--profile", "lab", "-t", "50"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert err == ("nb.sbatch: error: time 00:50:00 exceeds the 00:20:00 limit of partition "
+                   "'debug': ask for less or choose a longer partition\n")
+    # still written, with the same note, so it can be fixed in the file
+    assert "# error: time 00:50:00 exceeds" in (tmp_path / "nb.sbatch").read_text()
+
+
+def test_a_value_that_does_not_parse_is_one_line_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nbformat.write(notebook("x = 1"), tmp_path / "nb.ipynb")
+    status = main(["convert", str(tmp_path / "nb.ipynb"), "--profile", "lab", "--mem", "lots"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and "'lots'" in err
+    assert not (tmp_path / "nb.sbatch").exists() and not (tmp_path / "nb.py").exists()
