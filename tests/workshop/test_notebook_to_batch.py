@@ -4,6 +4,7 @@ plain sbatch, and the final losses of the notebook, the batch job and the %%sbat
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -94,12 +95,28 @@ def test_the_batch_job_completed_with_the_notebooks_loss(ran: Executed) -> None:
 
 
 @pytest.mark.timeout(900)
+def test_hpc_magics_submit_runs_the_notebook_with_the_same_loss(ran: Executed) -> None:
+    interactive = final_loss(ran.output_of("accuracy = "), "final loss")
+    submitted = ran.output_of("submit_output = !hpc-magics submit")
+    job_id = re.search(r"submitted job (\d+) \(slurm\)", submitted)
+    assert job_id, submitted
+    assert f"job {job_id.group(1)}: COMPLETED" in submitted
+    shown = ran.output_of("executed_path = ")
+    assert "the executed notebook has 2 figures" in shown
+    assert final_loss(shown, "final loss") == interactive
+    assert "the same: True" in shown
+
+
+@pytest.mark.timeout(900)
 def test_the_sbatch_cell_brings_back_the_same_loss(ran: Executed) -> None:
     interactive = final_loss(ran.output_of("accuracy = "), "final loss")
     shown = ran.output_of('print("final loss from the %%sbatch job:"')
     assert final_loss(shown, "%%sbatch job:") == interactive
     assert "the same: True" in shown
-    assert len(list((ran.folder / "hpc_jobs").iterdir())) == 1  # one job folder, the cell's
+    # the two jobs hpc_magics submitted: the notebook (hpc-magics submit) and the cell
+    kinds = [json.loads((folder / "meta.json").read_text()).get("kind")
+             for folder in (ran.folder / "hpc_jobs").iterdir()]
+    assert len(kinds) == 2 and kinds.count("notebook") == 1, kinds
 
 
 def submitted_id(text: str) -> str:
