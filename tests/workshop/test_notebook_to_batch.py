@@ -14,6 +14,8 @@ from hpc_magics.scheduler import commands
 from .conftest import Executed, execute
 
 NOTEBOOK = "notebook-to-batch.ipynb"
+# The notebook runs once for all the tests (15-40 s, four jobs; longer on a busy cluster).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def final_loss(text: str, label: str) -> float:
@@ -36,7 +38,6 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Executed:
     return execute(NOTEBOOK, folder, timeout=600)
 
 
-@pytest.mark.timeout(900)
 def test_the_request_shown_for_alvis_and_the_lab(ran: Executed) -> None:
     mistake = ran.output_of("%hpc_resources --profile alvis --gpus-per-node 1 ")
     assert "error: alvis needs a typed GPU request like --gpus-per-node=A40:1" in mistake
@@ -52,7 +53,6 @@ def test_the_request_shown_for_alvis_and_the_lab(ran: Executed) -> None:
     assert ran.images() >= 2  # the data and the loss curve, in the notebook
 
 
-@pytest.mark.timeout(900)
 def test_the_converted_script_and_job_file(ran: Executed) -> None:
     assert "train.ipynb: 5 cells" in ran.output_of("import nbformat")
     converted = ran.output_of("!hpc-magics convert")
@@ -75,7 +75,6 @@ def test_the_converted_script_and_job_file(ran: Executed) -> None:
     assert 'print("final loss", final_loss)' in live
 
 
-@pytest.mark.timeout(900)
 def test_the_batch_job_completed_with_the_notebooks_loss(ran: Executed) -> None:
     job_id = submitted_id(ran.output_of("submitted = !sbatch"))
     assert f"job {job_id} COMPLETED" in ran.output_of("import subprocess")
@@ -94,7 +93,6 @@ def test_the_batch_job_completed_with_the_notebooks_loss(ran: Executed) -> None:
     assert (ran.folder / "loss-curve.png").stat().st_size > 0
 
 
-@pytest.mark.timeout(900)
 def test_hpc_magics_submit_runs_the_notebook_with_the_same_loss(ran: Executed) -> None:
     interactive = final_loss(ran.output_of("accuracy = "), "final loss")
     submitted = ran.output_of("submit_output = !hpc-magics submit")
@@ -107,7 +105,6 @@ def test_hpc_magics_submit_runs_the_notebook_with_the_same_loss(ran: Executed) -
     assert "the same: True" in shown
 
 
-@pytest.mark.timeout(900)
 def test_the_sbatch_cell_brings_back_the_same_loss(ran: Executed) -> None:
     interactive = final_loss(ran.output_of("accuracy = "), "final loss")
     shown = ran.output_of('print("final loss from the %%sbatch job:"')
