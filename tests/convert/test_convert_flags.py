@@ -1,5 +1,6 @@
 """``hpc-magics convert`` takes sbatch's flags (the one flags table) and says the request's
-problems on the console, not only inside the .sbatch file."""
+problems on the console, not only inside the .sbatch file; the notebook's metadata may spell
+the request as a person types it."""
 
 from __future__ import annotations
 
@@ -56,3 +57,34 @@ def test_a_value_that_does_not_parse_is_one_line_and_writes_nothing(
     assert status == 2
     assert err.count("\n") == 1 and "'lots'" in err
     assert not (tmp_path / "nb.sbatch").exists() and not (tmp_path / "nb.py").exists()
+
+
+def test_metadata_typed_by_hand_with_sbatchs_names(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    by_hand = {"hpc_magics": {"resources": {"profile": "lab", "time": "2h", "partition": "long",
+                                            "cpus-per-task": "2", "mem": "1G",
+                                            "setup": "module load numpy"}}}
+    nbformat.write(notebook("x = 1", metadata=by_hand), tmp_path / "nb.ipynb")
+    assert main(["convert", str(tmp_path / "nb.ipynb")]) == 0, capsys.readouterr().err
+    sbatch = tmp_path / "nb.sbatch"
+    assert header(sbatch) == ["#SBATCH --job-name=nb", "#SBATCH --partition=long",
+                              "#SBATCH --time=02:00:00", "#SBATCH --cpus-per-task=2",
+                              "#SBATCH --mem=1G"]
+    assert "\nmodule load numpy\n" in sbatch.read_text()
+
+
+@pytest.mark.parametrize(("resources", "named"), [
+    ({"tme": "2h"}, "'tme' is not a resource: use sbatch's flag names"),
+    ({"cpus_per_task": "-2"}, "--cpus-per-task '-2' must be a whole number"),
+    ({"time": "soon"}, "time 'soon' is not understood"),
+])
+def test_metadata_that_does_not_read_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], resources: dict[str, str],
+        named: str) -> None:
+    metadata = {"hpc_magics": {"resources": {"profile": "lab", **resources}}}
+    nbformat.write(notebook("x = 1", metadata=metadata), tmp_path / "nb.ipynb")
+    assert main(["convert", str(tmp_path / "nb.ipynb")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "notebook metadata hpc_magics.resources: " in err
+    assert named in err
+    assert not (tmp_path / "nb.sbatch").exists()
