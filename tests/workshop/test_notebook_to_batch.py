@@ -50,7 +50,7 @@ def test_the_request_shown_for_alvis_and_the_lab(ran: Executed) -> None:
     assert [line for line in lab.splitlines() if line.startswith("#SBATCH")] == [
         "#SBATCH --partition=debug", "#SBATCH --time=00:05:00", "#SBATCH --mem=1G"]
     assert "NAISS" not in lab and "error" not in lab
-    assert ran.images() >= 2  # the data and the loss curve, in the notebook
+    assert ran.images() == 2  # the data and the loss curve, in the notebook
 
 
 def test_the_converted_script_and_job_file(ran: Executed) -> None:
@@ -89,8 +89,8 @@ def test_the_batch_job_completed_with_the_notebooks_loss(ran: Executed) -> None:
     assert final_loss(compared, "in the notebook:") == interactive
     assert final_loss(compared, "in the batch job:") == interactive
     assert "the same: True" in compared
-    # the batch job drew its figure off-screen and saved it
-    assert (ran.folder / "loss-curve.png").stat().st_size > 0
+    # it ran to its end with nothing on stderr (the log holds both): no display complaint
+    assert batch_file.strip().splitlines()[-1].startswith("final loss")
 
 
 def test_hpc_magics_submit_runs_the_notebook_with_the_same_loss(ran: Executed) -> None:
