@@ -108,6 +108,11 @@ def render_sbatch(
         f"Submit from this folder: sbatch {shlex.quote(notebook_name + '.sbatch')}",
         *(str(problem) for problem in check(request, job.profile)),
     ]
+    tasks = request.node_count * (request.ntasks_per_node or 1)
+    if tasks > 1:  # a notebook is one process: say so rather than guess it is distributed
+        notes += [f"{tasks} tasks asked, but the script runs once, on the first node;",
+                  f"`srun {interpreter} {shlex.quote(script_name)}` runs one copy per task, "
+                  "for a script written for that (torch.distributed, mpi4py)."]
     parts = JobParts(
         job_name=job_name(notebook_name),
         notes=tuple(notes),

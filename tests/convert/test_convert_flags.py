@@ -88,3 +88,15 @@ def test_metadata_that_does_not_read_is_one_line(
     assert err.count("\n") == 1 and "notebook metadata hpc_magics.resources: " in err
     assert named in err
     assert not (tmp_path / "nb.sbatch").exists()
+
+
+def test_several_tasks_are_said_to_run_the_script_once(tmp_path: Path) -> None:
+    nbformat.write(notebook("x = 1"), tmp_path / "nb.ipynb")
+    assert main(["convert", str(tmp_path / "nb.ipynb"), "--profile", "lab", "-t", "5",
+                 "-N", "2", "--ntasks-per-node", "2"]) == 0
+    text = (tmp_path / "nb.sbatch").read_text()
+    assert ("# 4 tasks asked, but the script runs once, on the first node;\n"
+            "# `srun python nb.py` runs one copy per task") in text
+    assert text.rstrip().endswith("\npython nb.py")  # unchanged: the reader decides
+    assert main(["convert", str(tmp_path / "nb.ipynb"), "--profile", "lab", "-t", "5"]) == 0
+    assert "tasks asked" not in (tmp_path / "nb.sbatch").read_text()
