@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..core.errors import InvalidRequest
@@ -17,6 +17,8 @@ from ..core.sbatch import cost_line
 from ..core.validation import check
 
 DEFAULT_PROFILE = "generic"
+# Fields whose text is the value itself, with no flag of its own to parse it.
+_PLAIN_TEXT_FIELDS = frozenset({"profile", "backend"})
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = Non
             "notebook metadata hpc_magics.resources must be a mapping of "
             "resource names to values: fix it in Edit > Notebook Metadata"
         )
-    notebook_request = from_dict(stored) if stored else None
+    notebook_request = stored_request(stored) if stored else None
     name = profile_name or (notebook_request.profile if notebook_request else DEFAULT_PROFILE)
     profile = load_profile(name)
     request = updated(
@@ -63,6 +65,33 @@ def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = Non
     return BatchJob(request, profile, origin)
 
 
+def stored_request(stored: Mapping[str, Any]) -> ResourceRequest:
+    """The request in a notebook's metadata, typed as hpc_magics stores it (``"time_s": 900``)
+    or as a person types it in Edit > Notebook Metadata, with sbatch's names and texts
+    (``"time": "2h"``, ``"cpus-per-task": "2"``), which are parsed as the flags are."""
+    known = {f.name for f in fields(ResourceRequest)}
+    typed: dict[str, Any] = {}
+    texts: dict[str, Any] = {}
+    for key, value in stored.items():
+        name = FLAG_FIELDS.get(str(key), str(key)).replace("-", "_")
+        if name not in known:
+            raise InvalidRequest(
+                f"notebook metadata hpc_magics.resources: {key!r} is not a resource: use "
+                f"sbatch's flag names ({', '.join(sorted(k for k in FLAG_FIELDS if len(k) > 1))}), "
+                "profile or setup"
+            )
+        if name == "setup" and isinstance(value, str):
+            typed[name] = [value]
+        elif isinstance(value, str) and name not in _PLAIN_TEXT_FIELDS:
+            texts[name] = value
+        else:
+            typed[name] = value
+    try:
+        return updated(from_dict(typed), texts)
+    except InvalidRequest as error:
+        raise InvalidRequest(f"notebook metadata hpc_magics.resources: {error}") from None
+
+
 def job_name(notebook_name: str) -> str:
     """A job name Slurm and shells take as one word."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", notebook_name).strip("_") or "notebook"
@@ -79,6 +108,11 @@ def render_sbatch(
         f"Submit from this folder: sbatch {shlex.quote(notebook_name + '.sbatch')}",
         *(str(problem) for problem in check(request, job.profile)),
     ]
+    tasks = request.node_count * (request.ntasks_per_node or 1)
+    if tasks > 1:  # a notebook is one process: say so rather than guess it is distributed
+        notes += [f"{tasks} tasks asked, but the script runs once, on the first node;",
+                  f"`srun {interpreter} {shlex.quote(script_name)}` runs one copy per task, "
+                  "for a script written for that (torch.distributed, mpi4py)."]
     parts = JobParts(
         job_name=job_name(notebook_name),
         notes=tuple(notes),

@@ -1,12 +1,18 @@
-"""``hpc-magics convert NB.ipynb [-o DIR] [--profile P]``: write NAME.py and NAME.sbatch."""
+"""``hpc-magics convert NB.ipynb [-o DIR] [--profile P] [sbatch flags]``: write NAME.py and
+NAME.sbatch."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from ..core.flags import SBATCH_FLAGS
+from ..core.resources import updated
+from ..core.validation import ERROR, check
 from .batch import job_for_notebook, render_sbatch
 from .script import ConversionError, convert_notebook, read_notebook
 
@@ -17,6 +23,8 @@ class Written:
     sbatch: Path
     removed_statements: int
     warnings: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()  # the request's, as the .sbatch file's notes say them
+    has_errors: bool = False
 
 
 def convert_file(
@@ -26,7 +34,10 @@ def convert_file(
     interpreter: str = "python",
     comment_removed: bool = True,
     strict: bool = False,
+    flags: Mapping[str, Any] | None = None,
 ) -> Written:
+    """``flags``: raw flag texts by request field (as ``-t 10`` gives ``time_s="10"``), over
+    the notebook's metadata and the profile's defaults; ``None`` values are left out."""
     data = read_notebook(notebook)
     name = notebook.stem
     try:
@@ -34,13 +45,19 @@ def convert_file(
     except ConversionError as error:
         raise ConversionError(f"{notebook}: {error}") from None
     job = job_for_notebook(data.get("metadata", {}), profile)
+    given = {field: value for field, value in (flags or {}).items() if value is not None}
+    if given:
+        job = replace(job, request=updated(job.request, given),
+                      origin=f"the command line over {job.origin}")
     folder = output_dir or notebook.parent
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / f"{name}.py"
     sbatch = folder / f"{name}.sbatch"
     script.write_text(conversion.script, encoding="utf-8")
     sbatch.write_text(render_sbatch(name, script.name, job, interpreter), encoding="utf-8")
-    return Written(script, sbatch, sum(len(r) for r in conversion.removed), conversion.warnings)
+    problems = check(job.request, job.profile)
+    return Written(script, sbatch, sum(len(r) for r in conversion.removed), conversion.warnings,
+                   tuple(str(p) for p in problems), any(p.severity == ERROR for p in problems))
 
 
 def add_parser(subcommands: argparse._SubParsersAction) -> None:
@@ -64,6 +81,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         help="cluster profile for the sbatch header (default: the notebook's "
         "metadata, else 'generic')",
     )
+    # The same flags as %%sbatch and `hpc-magics submit`, from the one table.
+    for flag in SBATCH_FLAGS:
+        parser.add_argument(*flag.spellings, default=None, help=flag.help)
+    parser.add_argument("--setup", action="append", metavar="COMMAND",
+                        help="shell line run before the script, e.g. 'module load X' "
+                        "(repeatable)")
     parser.add_argument(
         "--python",
         dest="interpreter",
@@ -92,9 +115,14 @@ def run(args: argparse.Namespace) -> int:
         args.interpreter,
         comment_removed=not args.delete_removed,
         strict=args.strict,
+        flags={flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS}
+        | {"setup": args.setup},
     )
     for warning in written.warnings:
         print(f"warning: {args.notebook}: {warning}", file=sys.stderr)
     print(f"wrote {written.script} ({written.removed_statements} display statements removed)")
     print(f"wrote {written.sbatch}")
-    return 0
+    # Said here too, not only in the file: sbatch would refuse an error at submit time.
+    for problem in written.problems:
+        print(f"{written.sbatch.name}: {problem}", file=sys.stderr)
+    return 1 if written.has_errors else 0
