@@ -65,6 +65,9 @@ class Usage:
     nodes: int = 1
     node_list: str = ""
     name: str = ""
+    # slurmdbd's placeholder for a job whose start it has not recorded yet (named
+    # "allocation", no time limit, ReqMem garbage), seen for ~1 s after a short job ends
+    provisional: bool = False
 
     @property
     def final(self) -> bool:
@@ -132,7 +135,8 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
             max_rss_mb=sacct_megabytes(row["MaxRSS"]) if row["MaxRSS"] else None,
             req_mem_mb=sacct_megabytes(row["ReqMem"], cpus or 1, 1) if row["ReqMem"] else None,
             alloc_cpus=cpus, gpus=_int(allocated.get("gres/gpu", "")) or 0, nodes=nodes,
-            node_list=row["NodeList"], name=row["JobName"])
+            node_list=row["NodeList"], name=row["JobName"],
+            provisional=not row["Timelimit"].strip())
     for job_id, rows in steps.items():
         if job_id not in jobs:
             continue

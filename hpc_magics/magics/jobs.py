@@ -182,10 +182,14 @@ class HpcMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.request = ResourceRequest(profile=self.default_profile,
-                                       backend=os.environ.get("HPC_MAGICS_BACKEND", "auto"))
+        self.request = self._session_start()
         self.handles: dict[str, Any] = {}
         self.last_job: str | None = None
+
+    def _session_start(self) -> ResourceRequest:
+        """The request a session starts with, and ``--reset`` goes back to."""
+        return ResourceRequest(profile=self.default_profile,
+                               backend=os.environ.get("HPC_MAGICS_BACKEND", "auto"))
 
     # ------------------------------------------------------------- helpers
     @property
@@ -243,7 +247,7 @@ class HpcMagics(Magics):
                               args.profile or self.request.profile)
         request = self.request
         if args.reset:
-            request = ResourceRequest(profile=self.default_profile)
+            request = self._session_start()
         request = self._apply(request, args)
         self.request = request
         return ResourceView(request, self._profile(request), self._problems(request))

@@ -222,7 +222,7 @@ def _settled(answer: dict[str, Any] | None) -> bool:
         return False
     for record in answer["records"]:
         usage = record.get("usage") or {}
-        if not is_final(record["state"]):
+        if not is_final(record["state"]) or usage.get("provisional"):
             return False
         if usage.get("max_rss_mb") is None and (usage.get("elapsed_s") or 0) > 0 \
                 and not answer.get("final_before"):

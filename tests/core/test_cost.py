@@ -39,6 +39,13 @@ def test_tres_billing_weights_as_slurm_sums_them() -> None:
     assert "charged 12 billing-h" in line and "TRESBillingWeights" in line
 
 
+def test_a_short_job_costs_more_than_nothing() -> None:
+    # two minutes on one core of the test cluster: 1/30 node-h, not "0"
+    request = updated(ResourceRequest(), {"time_s": "2", "mem_mb": "500M"})
+    line = cost_line(request, load_profile("lab"))
+    assert line.startswith("≈ 0.033 node-h at most; 0.033 core-h") and " 0 " not in line
+
+
 def test_no_time_means_no_cost() -> None:
     assert "add -t" in cost_line(ResourceRequest(), load_profile("daint"))
 

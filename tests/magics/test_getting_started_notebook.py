@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -24,6 +25,7 @@ def cell_text(cell: Any) -> str:
     return "".join(parts)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_getting_started_runs_on_the_cluster(tmp_path: Path, slurm_cluster: Any) -> None:
     copy = tmp_path / "getting started.ipynb"
@@ -42,5 +44,58 @@ def test_getting_started_runs_on_the_cluster(tmp_path: Path, slurm_cluster: Any)
     assert loss < 0.05
     assert "longer-run" in everything  # %hpc_jobs lists it
     jobs = list((tmp_path / "hpc_jobs").iterdir())
-    assert len(jobs) == 2 and all((j / "job.sh").read_text().startswith("#!/bin/bash")
+    assert len(jobs) == 3 and all((j / "job.sh").read_text().startswith("#!/bin/bash")
                                   for j in jobs)
+
+    # %hpc_efficiency: accounting's figures against the request (-t 10 --mem 1G)
+    efficiency = output_of(code_cells, "%hpc_efficiency")
+    assert "state COMPLETED" in efficiency and "of 1.0G asked" in efficiency
+    assert re.search(r"time \d+s of 10m", efficiency), efficiency
+
+    # the sweep: one array of two tasks, and its table; the larger rate learns more in 100 steps
+    sweep = next(j for j in jobs if "#SBATCH --array=0-1" in (j / "job.sh").read_text())
+    rows = {float(rate): (float(loss), state) for rate, loss, state in re.findall(
+        r"^\d+\s+([\d.]+)\s+([\d.]+)\s+(\w+)\s*$",
+        output_of(code_cells, "import hpc_magics"), re.MULTILINE)}
+    assert set(rows) == {0.01, 0.1} and {state for _, state in rows.values()} == {"COMPLETED"}
+    assert rows[0.1][0] < 0.05 < rows[0.01][0]
+
+    # %hpc_jobs --all: a widget whose rows hold every job of this notebook (and others')
+    listed = widget_texts(notebook, output_of_cell(code_cells, "%hpc_jobs --all"))
+    for job in jobs:
+        job_id = str(json.loads((job / "meta.json").read_text())["job_id"])
+        wanted = [f"{job_id}_0", f"{job_id}_1"] if job == sweep else [job_id]
+        assert all(f"<code>{w}</code>" in listed for w in wanted), (wanted, listed[:500])
+
+    # the way on: every workshop notebook is linked
+    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    for name in ("notebook-to-batch", "sweep-job-array", "multi-node", "checkpoint-requeue",
+                 "your-server"):
+        assert f"]({name}.ipynb)" in markdown
+
+
+def output_of_cell(code_cells: list[Any], starts_with: str) -> Any:
+    return next(c for c in code_cells if c.source.startswith(starts_with))
+
+
+def output_of(code_cells: list[Any], starts_with: str) -> str:
+    return cell_text(output_of_cell(code_cells, starts_with))
+
+
+def widget_texts(notebook: Any, cell: Any) -> str:
+    """The text of every HTML and button in the widget a cell displayed (nbclient stores
+    the widgets' state in the notebook's metadata)."""
+    state = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    texts: list[str] = []
+
+    def walk(model_id: str) -> None:
+        values = state[model_id]["state"]
+        texts.extend(str(values[key]) for key in ("value", "description") if values.get(key))
+        for child in values.get("children", []):
+            walk(child.removeprefix("IPY_MODEL_"))
+
+    for output in cell.outputs:
+        view = output.get("data", {}).get("application/vnd.jupyter.widget-view+json")
+        if view:
+            walk(view["model_id"])
+    return "\n".join(texts)
