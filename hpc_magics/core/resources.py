@@ -94,6 +94,34 @@ class ResourceRequest:
         return replace(self, **updates)
 
 
+# What names one site's things: carried to another cluster's profile they would be refused
+# (an Alvis account, its A40 type, its module loads), so a profile switch drops them.
+SITE_SPECIFIC = (("partition", "-p"), ("account", "-A"), ("qos", "-q"), ("constraint", "-C"),
+                 ("gres", "--gres"))
+
+
+def for_profile(request: ResourceRequest, profile: str) -> tuple[ResourceRequest, list[str]]:
+    """The request moved to another cluster's profile, and what of it was dropped (as flags).
+
+    Portable figures (time, nodes, tasks, CPUs, memory, a GPU count) stay."""
+    if profile == request.profile:
+        return request, []
+    dropped: list[str] = []
+    changes: dict[str, Any] = {"profile": profile}
+    for name, flag in SITE_SPECIFIC:
+        value = getattr(request, name)
+        if value is not None:
+            dropped.append(f"{flag} {value}")
+            changes[name] = None
+    if request.gpus_per_node is not None and request.gpus_per_node.type:
+        dropped.append(f"the GPU type {request.gpus_per_node.type}")
+        changes["gpus_per_node"] = GpuRequest(request.gpus_per_node.count)
+    if request.setup:
+        dropped.append("--setup " + "; ".join(request.setup))
+        changes["setup"] = ()
+    return request.changed(**changes), dropped
+
+
 def _positive_int(name: str, text: str) -> int:
     try:
         value = int(str(text).strip().strip("'\""))

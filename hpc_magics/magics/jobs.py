@@ -196,11 +196,23 @@ class HpcMagics(Magics):
     def jobs_root(self) -> Path:
         return Path(self.jobs_dir).expanduser().resolve()
 
-    def _apply(self, request: ResourceRequest, args: Any) -> ResourceRequest:
+    def _switch_profile(self, request: ResourceRequest, args: Any) -> ResourceRequest:
+        """The request under ``--profile``, without what named the cluster before."""
+        if not getattr(args, "profile", None):
+            return request
         try:
-            if getattr(args, "profile", None):
-                load_profile(args.profile)  # fail now on an unknown name
-                request = request.changed(profile=args.profile)
+            load_profile(args.profile)  # fail now on an unknown name
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        request, dropped = resources.for_profile(request, args.profile)
+        if dropped:
+            print(f"[hpc_magics] profile {args.profile}: dropped {', '.join(dropped)} "
+                  "(named for the cluster before; give them again if they apply)")
+        return request
+
+    def _apply(self, request: ResourceRequest, args: Any) -> ResourceRequest:
+        request = self._switch_profile(request, args)
+        try:
             return resources.updated(request, values_from_args(args))
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
@@ -285,7 +297,8 @@ class HpcMagics(Magics):
         points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
         try:
             parsed = directive_parser.parse(cell)
-            request = resources.updated(self.request, parsed.values)
+            # a --profile switch first, so the cell's own #SBATCH lines are kept
+            request = resources.updated(self._switch_profile(self.request, args), parsed.values)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         request = self._apply(request, args)
