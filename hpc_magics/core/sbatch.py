@@ -25,4 +25,6 @@ def cost_line(request: ResourceRequest, profile: ClusterProfile | None = None,
 
 
 def _short(value: float) -> str:
+    if 0 < abs(value) < 0.05:  # a few minutes' job costs something: not "0"
+        return f"{value:.1g}"
     return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"

@@ -1,4 +1,4 @@
-"""notebooks/multi-node.ipynb on the real two-node cluster: 2 nodes × 2 tasks train with
+"""notebooks/multi-node.ipynb on the real two-node cluster: 2 nodes x 2 tasks train with
 torch.distributed (gloo, DistributedDataParallel) and end with identical weights."""
 
 from __future__ import annotations
