@@ -195,7 +195,8 @@ def as_rows(request: ResourceRequest) -> list[tuple[str, str]]:
         ("nodes", show(request.nodes)),
         ("ntasks-per-node", show(request.ntasks_per_node)),
         ("cpus-per-task", show(request.cpus_per_task)),
-        ("mem", show(request.mem_mb, format_memory)),
+        ("mem", "0 (the whole node's memory)" if request.mem_mb == 0
+         else show(request.mem_mb, format_memory)),
         ("gpus-per-node", show(request.gpus_per_node)),
         ("gres", show(request.gres)),
         ("account", show(request.account)),

@@ -39,6 +39,7 @@ from ..core.jobs import (
     normalize_state,
     phase,
 )
+from ..shipping.scale import REQUEUED_AT, read_segment
 from ..shipping.sweep_task import task_outcome
 from . import registry
 from .accounting import AccountingRecord, SharedAccounting, base_of
@@ -105,13 +106,19 @@ class Submission:
     cluster: str | None
     submitted_at: float | None  # just before sbatch
     returned_at: float | None  # just after sbatch returned
+    # a checkpointed job's latest requeue, noted by its rank 0: Slurm gives the requeued
+    # job a new submit time, so an entry submitted then is still this job
+    requeued_at: float | None = None
 
     @classmethod
     def of(cls, folder: JobFolder, meta: dict[str, Any] | None = None) -> Submission:
         meta = folder.meta() if meta is None else meta
+        requeued_at = None
+        if (meta.get("scale") or {}).get("checkpoint"):  # only these requeue themselves
+            requeued_at = _float(read_segment(folder.path).get(REQUEUED_AT))
         return cls(str(meta.get("job_id", "")), str(meta.get("backend", "slurm")),
                    meta.get("cluster"), _float(meta.get("submitted_at")),
-                   _float(meta.get("submit_returned_at")))
+                   _float(meta.get("submit_returned_at")), requeued_at)
 
     @property
     def seen_after(self) -> float:
@@ -124,6 +131,8 @@ class Submission:
         """Could a scheduler entry submitted at ``submit_time`` be this folder's job?"""
         if submit_time is None or self.submitted_at is None:
             return True  # nothing to compare: trust the id
+        if self.requeued_at is not None and abs(submit_time - self.requeued_at) <= CLOCK_SLACK_S:
+            return True
         latest = self.returned_at if self.returned_at is not None else \
             self.submitted_at + LEGACY_SUBMIT_WINDOW_S
         return self.submitted_at - CLOCK_SLACK_S <= submit_time <= latest + CLOCK_SLACK_S

@@ -25,6 +25,7 @@ from ..core.scale import ScaleOptions
 
 CHECKPOINT_FILE = "checkpoint.pkl"
 SEGMENT_FILE = "segment.json"
+REQUEUED_AT = "requeued_at"  # key of SEGMENT_FILE: epoch seconds of the latest requeue
 GATHER_DIR = "gathered"
 
 
@@ -40,6 +41,15 @@ def _write_atomically(path: Path, data: bytes) -> None:
     with os.fdopen(handle, "wb") as stream:
         stream.write(data)
     os.replace(temporary, path)
+
+
+def read_segment(folder: Path) -> dict[str, Any]:
+    """The job folder's ``segment.json`` (``{}`` when absent or unreadable)."""
+    try:
+        data = json.loads((folder / SEGMENT_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _dumps(value: Any) -> bytes:
@@ -126,7 +136,8 @@ class NodeTask:
             if self.lead:  # what the widget shows ("segment 2 of ≤4"), without asking Slurm
                 _write_atomically(self.folder / SEGMENT_FILE, json.dumps(
                     {"segment": self.segment + 1, "of_at_most": opts.chain + 1,
-                     "started_at": time.time()}).encode())
+                     "started_at": time.time(),
+                     REQUEUED_AT: read_segment(self.folder).get(REQUEUED_AT)}).encode())
             _set_package_flag(self.resumed)
             self._install_handlers()
         if opts.stage or opts.stage_back:
@@ -184,6 +195,7 @@ class NodeTask:
         # said first: the requeue stops every process of the job, the log's copier too
         _say(f"time limit near: checkpoint saved to {path}; requeueing (segment "
              f"{self.segment + 2} of at most {self.options.chain + 1})")
+        self.note_requeue()
         from ..scheduler import commands
 
         result = commands.run(["scontrol", "requeue", self.job_id], timeout=60)
@@ -196,6 +208,19 @@ class NodeTask:
         """SIGTERM (cancel, the limit itself, preemption): save, and let Slurm end us."""
         if self.cell_running:
             self.save_checkpoint()
+            self.note_requeue()  # a preemption may requeue us
+
+    def note_requeue(self) -> None:
+        """Rank 0 writes when the job is (or may be) requeued: Slurm gives a requeued job a
+        new submit time, and the watcher takes an entry submitted then for this job, not for
+        another one that reused its id (``scheduler/watcher.py``)."""
+        if not self.lead:
+            return
+        try:
+            _write_atomically(self.folder / SEGMENT_FILE, json.dumps(
+                {**read_segment(self.folder), REQUEUED_AT: time.time()}).encode())
+        except OSError as error:
+            _say(f"could not note the requeue in {SEGMENT_FILE}: {error}")
 
     # ----------------------------------------------------------------- after the cell
     def write_gathered(self, namespace: Mapping[str, Any]) -> None:
