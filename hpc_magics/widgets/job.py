@@ -82,10 +82,11 @@ class _Part:
     def __get__(self, widget: Any, owner: type | None = None) -> Any:
         if widget is None:
             return self
-        if self.name not in widget._parts:
-            widget._parts.update(getattr(widget, f"_make_{self.group}")())
-            widget._place()
-        return widget._parts[self.name]
+        with widget._making:  # the monitor thread renders too: one part, made once
+            if self.name not in widget._parts:
+                widget._parts.update(getattr(widget, f"_make_{self.group}")())
+                widget._place()
+            return widget._parts[self.name]
 
 
 # the widget's children top to bottom, and the buttons' row left to right
@@ -115,6 +116,7 @@ class JobWidget(widgets.VBox):
         self._html_style = HTMLStyle()
         self._button_style = ButtonStyle()
         self._parts: dict[str, widgets.Widget] = {}
+        self._making = threading.RLock()
         self.status = self._html()
         self.story = self._html()
         self.log_lines = TAIL_LINES
