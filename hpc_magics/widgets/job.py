@@ -4,7 +4,8 @@ PENDING: the reason in plain words and Slurm's estimated start. RUNNING: elapsed
 the time limit as a progress bar, the nodes and a live tail of the log (read from the
 job folder; "More" shows more lines). Cancel only while the job can be cancelled, after a
 confirmation; Fetch once it has ended; an efficiency section (and a GPU plot when the job
-recorded GPU samples) after the end.
+recorded GPU samples) after the end. Each part is made when it first has something to
+show (a submission pays for the status, the story and Cancel only; see ``_Part``).
 
 One monitor thread per kernel asks the watcher for fresh snapshots of every live
 widget's job in one batched poll (and, after the end, their usage: the user's shared
