@@ -140,6 +140,8 @@ def main() -> int:
     m = measure(args.repeat)
     print(f"submit: %%sbatch {m['submit'] * 1000:.1f} ms, sbatch --wrap {m['wrap'] * 1000:.1f} ms"
           f" (+{(m['submit'] - m['wrap']) * 1000:.1f} ms, limit +{OVERHEAD_MS:g})")
+    print(f"the kernel's CPU for it: {m['submit_cpu'] * 1000:.1f} ms, for sbatch --wrap "
+          f"{m['wrap_cpu'] * 1000:.1f} ms (+{(m['submit_cpu'] - m['wrap_cpu']) * 1000:.1f} ms)")
     print(f"cell to result: {m['result']:.2f} s, Slurm submit to COMPLETED {m['slurm']:.2f} s "
           f"(+{m['result'] - m['slurm']:.2f} s, limit +{RESULT_S:g})")
     return 0 if (m["submit"] - m["wrap"]) * 1000 <= OVERHEAD_MS and \

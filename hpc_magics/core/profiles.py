@@ -156,12 +156,30 @@ def search_path() -> list[Path]:
     return paths
 
 
+# Every %%sbatch cell looks its profile up: the folders' listings and the parsed files are
+# kept while the folder (its mtime: a file added, removed or renamed in) or the file (its
+# mtime, size and mode) is unchanged, so editing a profile takes effect at the next cell.
+_LISTINGS: dict[Path, tuple[int, tuple[Path, ...]]] = {}
+_PARSED: dict[tuple[str, Path, int, int, int], ClusterProfile] = {}
+
+
+def _toml_files(folder: Path) -> tuple[Path, ...]:
+    try:
+        changed = folder.stat().st_mtime_ns
+    except OSError:
+        return ()
+    known = _LISTINGS.get(folder)
+    if known is None or known[0] != changed:
+        files = tuple(sorted(folder.glob("*.toml"))) if folder.is_dir() else ()
+        known = _LISTINGS[folder] = (changed, files)
+    return known[1]
+
+
 def available_profiles(paths: Iterable[Path] | None = None) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for folder in paths if paths is not None else search_path():
-        if folder.is_dir():
-            for file in sorted(folder.glob("*.toml")):
-                found.setdefault(file.stem, file)
+        for file in _toml_files(folder):
+            found.setdefault(file.stem, file)
     return found
 
 
@@ -171,11 +189,24 @@ def load_profile(name: str, paths: Iterable[Path] | None = None) -> ClusterProfi
         raise InvalidRequest(
             f"profile {name!r} is unknown: use one of {', '.join(sorted(files))}"
         )
+    try:
+        stat = files[name].stat()
+        key = (name, files[name], stat.st_mtime_ns, stat.st_size, stat.st_mode)
+    except OSError:
+        key = None  # reading it says what is wrong
+    if key is not None and key in _PARSED:
+        return _PARSED[key]
+    profile = _read_profile(name, files[name])
+    if key is not None:
+        _PARSED[key] = profile
+    return profile
+
+
+def _read_profile(name: str, path: Path) -> ClusterProfile:
     if sys.version_info >= (3, 11):  # loaded here, not at import: %load_ext stays cheap
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    path = files[name]
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)

@@ -13,10 +13,12 @@ import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidRequest
-from .jobscript import JobParts
+
+if TYPE_CHECKING:  # a type only: the job's runner imports this module on the node
+    from .jobscript import JobParts
 
 DEFAULT_MARGIN_S = 60  # Slurm signals with about a minute's granularity
 DEFAULT_CHAIN = 3  # requeues allowed with --checkpoint when --chain is not given

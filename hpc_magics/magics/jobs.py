@@ -8,47 +8,62 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, parse_argstring
-from traitlets import Float, Unicode
+from traitlets import Float, Unicode, default
 
-from ..core import directives as directive_parser
-from ..core import jobscript, resources, sbatch, validation
 from ..core.errors import HpcMagicsError, JobFailed
-from ..core.flags import SBATCH_FLAGS
-from ..core.profiles import (
-    ClusterProfile,
-    available_profiles,
-    default_profile_name,
-    load_profile,
-)
-from ..core.resources import ResourceRequest
 from . import sweep as sweep_magic
 from .arguments import lazy_magic_arguments as magic_arguments
+from .lazy import arguments_from, lazy_module
 from .scale import options_from_args, scale_arguments
 
-RESOURCE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
-    (("--profile",), {"help": "cluster profile: " + ", ".join(sorted(available_profiles()))}),
-    *((flag.spellings, {"help": flag.help}) for flag in SBATCH_FLAGS),
-    (("--setup",), {"action": "append", "metavar": "COMMAND",
-                    "help": "shell line run before the job (repeatable): 'module load X'"}),
-    (("--backend",), {"choices": ["auto", "slurm", "local"],
-                      "help": "slurm, local (this machine), or auto (slurm when sbatch exists)"}),
-]
+if TYPE_CHECKING:
+    from ..core import directives as directive_parser
+    from ..core import flags, jobscript, profiles, resources, sbatch, validation
+    from ..core.profiles import ClusterProfile
+    from ..core.resources import ResourceRequest
+else:  # imported on first use: %load_ext stays cheap (see lazy.py)
+    directive_parser = lazy_module("hpc_magics.core.directives")
+    flags = lazy_module("hpc_magics.core.flags")
+    jobscript = lazy_module("hpc_magics.core.jobscript")
+    profiles = lazy_module("hpc_magics.core.profiles")
+    resources = lazy_module("hpc_magics.core.resources")
+    sbatch = lazy_module("hpc_magics.core.sbatch")
+    validation = lazy_module("hpc_magics.core.validation")
+
+
+def resource_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """The resource arguments of %%sbatch, %hpc_resources and %hpc_submit_notebook."""
+    return [
+        (("--profile",), {"help": "cluster profile: " +
+                          ", ".join(sorted(profiles.available_profiles()))}),
+        *((flag.spellings, {"help": flag.help}) for flag in flags.SBATCH_FLAGS),
+        (("--setup",), {"action": "append", "metavar": "COMMAND",
+                        "help": "shell line run before the job (repeatable): 'module load X'"}),
+        (("--backend",), {"choices": ["auto", "slurm", "local"],
+                          "help": "slurm, local (this machine), or auto (slurm when sbatch "
+                                  "exists)"}),
+    ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RESOURCE_FLAGS":  # the table as a list, built when asked for
+        return resource_flags()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
-    for flags, options in reversed(RESOURCE_FLAGS):
-        function = argument(*flags, **options)(function)
-    return function
+    return arguments_from(resource_flags)(function)
 
 
 def values_from_args(args: Any) -> dict[str, Any]:
     """The parsed magic arguments, keyed by request field, as ``resources.updated`` takes them."""
-    raw: dict[str, Any] = {flag.field: getattr(args, flag.dest, None) for flag in SBATCH_FLAGS}
+    raw: dict[str, Any] = {flag.field: getattr(args, flag.dest, None)
+                           for flag in flags.SBATCH_FLAGS}
     raw["setup"] = args.setup
     raw["backend"] = args.backend
     return raw
@@ -169,7 +184,6 @@ class HpcMagics(Magics):
         help="Folder for job folders, relative to the kernel's working directory "
              "(beside the notebook).").tag(config=True)
     default_profile = Unicode(
-        default_profile_name(),
         help="Cluster profile used until %hpc_resources --profile says otherwise (default: "
              "$HPC_MAGICS_PROFILE, else the profile of $SLURM_CLUSTER_NAME, else generic).",
     ).tag(config=True)
@@ -180,16 +194,31 @@ class HpcMagics(Magics):
     max_shipped_mb = Float(
         1024.0, help="Largest state (MB, pickled) a %%sbatch cell may ship.").tag(config=True)
 
+    @default("default_profile")
+    def _default_profile(self) -> str:
+        return str(profiles.default_profile_name())
+
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.request = self._session_start()
+        self._request: ResourceRequest | None = None
         self.handles: dict[str, Any] = {}
         self.last_job: str | None = None
 
+    @property
+    def request(self) -> ResourceRequest:
+        """The session's request (made when first used: the core loads with it)."""
+        if self._request is None:
+            self._request = self._session_start()
+        return self._request
+
+    @request.setter
+    def request(self, value: ResourceRequest) -> None:
+        self._request = value
+
     def _session_start(self) -> ResourceRequest:
         """The request a session starts with, and ``--reset`` goes back to."""
-        return ResourceRequest(profile=self.default_profile,
-                               backend=os.environ.get("HPC_MAGICS_BACKEND", "auto"))
+        return resources.ResourceRequest(profile=self.default_profile,
+                                         backend=os.environ.get("HPC_MAGICS_BACKEND", "auto"))
 
     # ------------------------------------------------------------- helpers
     @property
@@ -201,7 +230,7 @@ class HpcMagics(Magics):
         if not getattr(args, "profile", None):
             return request
         try:
-            load_profile(args.profile)  # fail now on an unknown name
+            profiles.load_profile(args.profile)  # fail now on an unknown name
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         request, dropped = resources.for_profile(request, args.profile)
@@ -219,7 +248,7 @@ class HpcMagics(Magics):
 
     def _profile(self, request: ResourceRequest) -> ClusterProfile:
         try:
-            return load_profile(request.profile)
+            return profiles.load_profile(request.profile)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
 

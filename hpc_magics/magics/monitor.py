@@ -10,17 +10,23 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, parse_argstring
 
 from ..core.errors import HpcMagicsError
-from ..core.jobids import same_job
-from ..core.jobs import is_final, normalize_state
-from ..core.units import format_duration
 from .arguments import lazy_magic_arguments as magic_arguments
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    from ..core import jobids, units
+    from ..core import jobs as job_states
+else:  # imported on first use (see lazy.py)
+    jobids = lazy_module("hpc_magics.core.jobids")
+    job_states = lazy_module("hpc_magics.core.jobs")
+    units = lazy_module("hpc_magics.core.units")
 
 # %hpc_efficiency waits this long for accounting's final figures (it lags a job's end)
 USAGE_WAIT_S = 20.0
@@ -80,7 +86,7 @@ def all_jobs(folders: list[Any]) -> tuple[list[JobRow], str]:
     def folder_of(job_id: str) -> Any:
         # this notebook's folders, then the user's index (jobs of other notebooks)
         return by_id.get(job_id) or next(
-            (f for known, f in by_id.items() if known and same_job(known, job_id)), None) \
+            (f for known, f in by_id.items() if known and jobids.same_job(known, job_id)), None) \
             or next(iter(folders_for(job_id, indexed)), None)
 
     rows: list[JobRow] = []
@@ -88,7 +94,7 @@ def all_jobs(folders: list[Any]) -> tuple[list[JobRow], str]:
     for job in view.jobs:
         seen.add(job.job_id)
         where = job.node_list if job.phase == "running" else (job.reason or "")
-        elapsed = format_duration(job.elapsed_s) if job.elapsed_s is not None else ""
+        elapsed = units.format_duration(job.elapsed_s) if job.elapsed_s is not None else ""
         rows.append(JobRow(job.job_id, job.state, job.name, job.partition, elapsed, where,
                            folder_of(job.job_id)))
     recent = _recent_jobs(queue.interval_s)
@@ -96,10 +102,10 @@ def all_jobs(folders: list[Any]) -> tuple[list[JobRow], str]:
         notes.append("accounting unreachable: ended jobs are not listed")
     ended = []
     for record in recent or ():
-        if record.job_id in seen or not is_final(record.state):
+        if record.job_id in seen or not job_states.is_final(record.state):
             continue
         usage = record.usage
-        elapsed = format_duration(usage.elapsed_s) if usage and usage.elapsed_s else ""
+        elapsed = units.format_duration(usage.elapsed_s) if usage and usage.elapsed_s else ""
         ended.append(JobRow(record.job_id, record.state, usage.name if usage else "", "",
                             elapsed, usage.node_list if usage else "",
                             folder_of(record.job_id)))
@@ -115,7 +121,7 @@ def wanted_states(text: str | None) -> set[str] | None:
     """``R,PD`` → {RUNNING, PENDING}; ``None`` for all."""
     if not text:
         return None
-    return {normalize_state(part) for part in text.split(",") if part.strip()}
+    return {job_states.normalize_state(part) for part in text.split(",") if part.strip()}
 
 
 def rows_text(rows: list[JobRow], note: str) -> str:
@@ -157,7 +163,7 @@ class JobsTable:
                 f"{_escape(row.partition)} {_escape(row.elapsed)} "
                 f"{_escape(row.where)} {_escape(row.name)}")
             mine: dict[str, Any] = {}
-            if not is_final(row.state):
+            if not job_states.is_final(row.state):
                 mine["cancel"] = widgets.Button(description="Cancel", button_style="danger")
                 mine["cancel"].on_click(lambda _, r=row: self._ask_cancel(r))
             mine["log"] = widgets.Button(description="Log")
@@ -255,11 +261,11 @@ class MonitorMagics(Magics):
         state = handle.refresh(max_age_s=1.0)
         deadline = time.monotonic() + USAGE_WAIT_S
         # Slurm has not said yet (the user's shared sacct call is due next interval): wait
-        while not is_final(state) and handle.status.source not in ("squeue", "sacct") \
+        while not job_states.is_final(state) and handle.status.source not in ("squeue", "sacct") \
                 and time.monotonic() < deadline:
             time.sleep(1.0)
             state = handle.refresh(max_age_s=1.0)
-        if not is_final(state):
+        if not job_states.is_final(state):
             raise UsageError(f"job {handle.job_id} is {state}: its efficiency is known once it "
                              f"has ended (%hpc_fetch {handle.job_id} --wait waits for it)")
         if handle.backend.name != "slurm":  # nothing wrong: say so, and let Run All go on
@@ -301,7 +307,7 @@ class MonitorMagics(Magics):
             raise UsageError(str(error)) from None
         wanted = wanted_states(state)
         if wanted is not None:
-            rows = [r for r in rows if normalize_state(r.state) in wanted]
+            rows = [r for r in rows if job_states.normalize_state(r.state) in wanted]
         if _in_a_notebook(self.shell):
             try:
                 from IPython.display import display

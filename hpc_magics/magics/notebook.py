@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument
 
-from ..core import resources
 from ..core.errors import HpcMagicsError
-from ..core.profiles import load_profile
-from ..core.resources import _unquote as unquote
 from .arguments import lazy_magic_arguments as magic_arguments
 from .jobs import _arguments, resource_arguments, values_from_args
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    from ..core import profiles, resources
+else:  # imported on first use (see lazy.py)
+    profiles = lazy_module("hpc_magics.core.profiles")
+    resources = lazy_module("hpc_magics.core.resources")
 
 
 @magics_class
@@ -49,7 +53,8 @@ class NotebookJobMagics(Magics):
 
         args = _arguments(self.hpc_submit_notebook, line)
         # IPython keeps the quotes around a path with spaces
-        path = Path(unquote(args.path or os.environ.get("JPY_SESSION_NAME", ""))).expanduser()
+        named = args.path or os.environ.get("JPY_SESSION_NAME", "")
+        path = Path(resources._unquote(named)).expanduser()
         if not str(path) or path.suffix != ".ipynb":
             raise UsageError("which notebook? give its path: %hpc_submit_notebook analysis.ipynb")
         hpc = self.shell.magics_manager.registry.get("HpcMagics") if self.shell else None
@@ -60,10 +65,10 @@ class NotebookJobMagics(Magics):
                     profile=hpc.default_profile, backend=hpc.request.backend):
                 request = hpc.request  # %hpc_resources settings of this session win
             if args.profile:
-                load_profile(args.profile)
+                profiles.load_profile(args.profile)
                 request = request.changed(profile=args.profile)
             request = resources.updated(request, values_from_args(args))
-            profile = load_profile(request.profile)
+            profile = profiles.load_profile(request.profile)
             jobs_root = hpc.jobs_root if hpc is not None else Path(DEFAULT_JOBS_DIR).resolve()
             job = submit_notebook(path, request, profile, jobs_root=jobs_root,
                                   python=(hpc.python or None) if hpc is not None else None,

@@ -4,42 +4,48 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument
 
-from ..core import scale
 from ..core.errors import HpcMagicsError
-from ..core.resources import ResourceRequest
-from ..core.units import UNLIMITED
+from .lazy import arguments_from, lazy_module
 
-SCALE_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
-    (("--gather",), {"metavar": "NAMES",
-                     "help": "with several tasks: bring these names back from every rank, "
-                             "each as a list indexed by rank (default: rank 0's results only)"}),
-    (("--checkpoint",), {"metavar": "NAMES",
-                         "help": "save these names before the time limit and requeue; the "
-                                 "cell runs again with them restored and resumed=True"}),
-    (("--checkpoint-margin",), {"type": int, "metavar": "SECONDS",
-                                "help": "signal this long before the limit "
-                                        f"(default {scale.DEFAULT_MARGIN_S})"}),
-    (("--chain",), {"type": int, "metavar": "N",
-                    "help": f"requeues allowed with --checkpoint (default {scale.DEFAULT_CHAIN})"}),
-    (("--stage",), {"action": "append", "metavar": "PATH",
-                    "help": "copy a file or folder (or extract a .tar/.tar.gz/.zip) to "
-                            "node-local storage on every node first (repeatable); the cell "
-                            "gets staged[NAME] and stage_dir"}),
-    (("--stage-back",), {"metavar": "PATH",
-                         "help": "copy the node-local folder stage_out to PATH at the end, "
-                                 "also when the time limit stops the job"}),
-]
+if TYPE_CHECKING:
+    from ..core import scale, units
+    from ..core.resources import ResourceRequest
+else:  # imported on first use (see lazy.py)
+    scale = lazy_module("hpc_magics.core.scale")
+    units = lazy_module("hpc_magics.core.units")
+
+
+def scale_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    return [
+        (("--gather",), {"metavar": "NAMES",
+                         "help": "with several tasks: bring these names back from every rank, "
+                                 "each as a list indexed by rank (default: rank 0's results "
+                                 "only)"}),
+        (("--checkpoint",), {"metavar": "NAMES",
+                             "help": "save these names before the time limit and requeue; the "
+                                     "cell runs again with them restored and resumed=True"}),
+        (("--checkpoint-margin",), {"type": int, "metavar": "SECONDS",
+                                    "help": "signal this long before the limit "
+                                            f"(default {scale.DEFAULT_MARGIN_S})"}),
+        (("--chain",), {"type": int, "metavar": "N",
+                        "help": "requeues allowed with --checkpoint "
+                                f"(default {scale.DEFAULT_CHAIN})"}),
+        (("--stage",), {"action": "append", "metavar": "PATH",
+                        "help": "copy a file or folder (or extract a .tar/.tar.gz/.zip) to "
+                                "node-local storage on every node first (repeatable); the cell "
+                                "gets staged[NAME] and stage_dir"}),
+        (("--stage-back",), {"metavar": "PATH",
+                             "help": "copy the node-local folder stage_out to PATH at the end, "
+                                     "also when the time limit stops the job"}),
+    ]
 
 
 def scale_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
-    for flags, options in reversed(SCALE_FLAGS):
-        function = argument(*flags, **options)(function)
-    return function
+    return arguments_from(scale_flags)(function)
 
 
 def _unquoted(value: str | None) -> Any:
@@ -52,7 +58,7 @@ def _unquoted(value: str | None) -> Any:
 def options_from_args(args: Any, request: ResourceRequest, backend: str
                       ) -> scale.ScaleOptions:
     """The options, checked; a bad value is a one-line ``UsageError`` before submission."""
-    limit = request.time_s if request.time_s not in (None, UNLIMITED) else None
+    limit = request.time_s if request.time_s not in (None, units.UNLIMITED) else None
     try:
         opts = scale.options(gather=args.gather, checkpoint=args.checkpoint,
                              margin_s=args.checkpoint_margin, chain=args.chain,

@@ -11,15 +11,19 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument
 
-from ..core import sweep
 from ..core.errors import HpcMagicsError
-from ..core.jobids import parse_job_id
-from ..core.resources import ResourceRequest
+from .lazy import arguments_from, lazy_module
+
+if TYPE_CHECKING:
+    from ..core import jobids, sweep
+    from ..core.resources import ResourceRequest
+else:  # imported on first use (see lazy.py)
+    jobids = lazy_module("hpc_magics.core.jobids")
+    sweep = lazy_module("hpc_magics.core.sweep")
 
 SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--sweep",), {"action": "append", "metavar": "NAME=V1,V2",
@@ -41,9 +45,7 @@ SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 
 
 def sweep_arguments(function: Any) -> Any:
-    for flags, options in reversed(SWEEP_ARGUMENTS):
-        function = argument(*flags, **options)(function)
-    return function
+    return arguments_from(lambda: SWEEP_ARGUMENTS)(function)
 
 
 def _unquoted(text: str) -> str:
@@ -98,7 +100,7 @@ def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
     value = namespace.get(reference) if reference.isidentifier() else None
     if isinstance(value, JobHandle):
         return _ids_of(value)
-    if parse_job_id(reference) is not None:
+    if jobids.parse_job_id(reference) is not None:
         return [reference], []
     try:
         return _ids_of(magics._handle(reference))

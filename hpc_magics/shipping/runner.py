@@ -71,7 +71,9 @@ def _tee_output(copy_path: Path) -> Iterator[None]:
     pipes = {fd: os.pipe() for fd in (1, 2)}
     # waited for with a time-out below; it outlives us only while a child still writes
     copier = subprocess.Popen(  # noqa: S603 - argv list, no shell
-        [sys.executable, tee.__file__, str(copy_path), str(pipes[1][0]), str(pipes[2][0])],
+        # -S: no site-packages, a standard-library script starts faster (the cell waits)
+        [sys.executable, "-S", tee.__file__, str(copy_path), str(pipes[1][0]),
+         str(pipes[2][0])],
         pass_fds=(pipes[1][0], pipes[2][0]), stdin=subprocess.DEVNULL)
     saved: dict[int, int] = {}
     for fd, (read_end, write_end) in pipes.items():

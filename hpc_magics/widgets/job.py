@@ -4,7 +4,8 @@ PENDING: the reason in plain words and Slurm's estimated start. RUNNING: elapsed
 the time limit as a progress bar, the nodes and a live tail of the log (read from the
 job folder; "More" shows more lines). Cancel only while the job can be cancelled, after a
 confirmation; Fetch once it has ended; an efficiency section (and a GPU plot when the job
-recorded GPU samples) after the end.
+recorded GPU samples) after the end. Each part is made when it first has something to
+show (a submission pays for the status, the story and Cancel only; see ``_Part``).
 
 One monitor thread per kernel asks the watcher for fresh snapshots of every live
 widget's job in one batched poll (and, after the end, their usage: the user's shared
@@ -23,6 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
+from ipywidgets.widgets.widget_button import ButtonStyle
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
 from .job_view import JobView
@@ -64,47 +67,160 @@ def _shown(widget: widgets.Widget, visible: bool) -> None:
     widget.layout.display = None if visible else "none"
 
 
+class _Part:
+    """A child widget made the first time anything reads it, hidden until shown.
+
+    A trivial job's widget needs its status, story and Cancel button; the bar, the other
+    buttons, the confirmation, the log and the efficiency section come when they have
+    something to show (every ipywidget is a kernel-side model and comm, ~0.5 ms each)."""
+
+    def __init__(self, group: str) -> None:
+        self.group = group  # the maker (``_make_<group>``) that builds this part
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, widget: Any, owner: type | None = None) -> Any:
+        if widget is None:
+            return self
+        with widget._making:  # the monitor thread renders too: one part, made once
+            if self.name not in widget._parts:
+                widget._parts.update(getattr(widget, f"_make_{self.group}")())
+                widget._place()
+            return widget._parts[self.name]
+
+
+# the widget's children top to bottom, and the buttons' row left to right
+ORDER = ("status", "sweep", "story", "progress", "buttons", "confirm", "message", "log_view",
+         "efficiency", "gpu_plot")
+BUTTONS = ("cancel_button", "log_button", "fetch_button")
+
+
 class JobWidget(widgets.VBox):
+    progress = _Part("progress")
+    cancel_button = _Part("cancel_button")
+    log_button = _Part("log_button")
+    fetch_button = _Part("fetch_button")
+    confirm = _Part("confirm")
+    confirm_text = _Part("confirm")
+    confirm_yes = _Part("confirm")
+    confirm_no = _Part("confirm")
+    message = _Part("message")
+    log_view = _Part("log_view")
+    efficiency = _Part("efficiency")
+    gpu_plot = _Part("gpu_plot")
+
     def __init__(self, handle: Any) -> None:
         self.handle = handle
-        self.status = widgets.HTML()
-        self.story = widgets.HTML()
-        self.progress = widgets.FloatProgress(min=0.0, max=1.0, description="time used",
-                                              layout=widgets.Layout(width="60%"))
-        self.cancel_button = widgets.Button(description="Cancel", icon="stop",
-                                            button_style="danger", tooltip="scancel this job")
-        self.log_button = widgets.Button(description="More", icon="file-text-o",
-                                         tooltip="show more of the job's log")
-        self.fetch_button = widgets.Button(description="Fetch", icon="download",
-                                           tooltip="bring results into the notebook")
-        self.confirm_text = widgets.HTML()
-        self.confirm_yes = widgets.Button(description="Yes, cancel it", button_style="danger")
-        self.confirm_no = widgets.Button(description="No, keep it")
-        self.confirm = widgets.HBox([self.confirm_text, self.confirm_yes, self.confirm_no])
-        # HTML, not Output: it renders without a kernel's output capture (and tests see it)
-        self.message = widgets.HTML()
-        self.log_view = widgets.HTML()
-        self.efficiency = widgets.HTML()
-        self.gpu_plot = widgets.Image(format="png")
+        # one layout and style for the parts that never hide, one style for the buttons
+        self._fixed = widgets.Layout()
+        self._html_style = HTMLStyle()
+        self._button_style = ButtonStyle()
+        self._parts: dict[str, widgets.Widget] = {}
+        self._making = threading.RLock()
+        self.status = self._html()
+        self.story = self._html()
         self.log_lines = TAIL_LINES
         self.usage: tuple[Any, ...] | None = None  # the job's figures, once accounting has them
         self.usage_note = ""
         self._ended_at: float | None = None
-        self.cancel_button.on_click(lambda _: self._ask_to_cancel())
-        self.confirm_yes.on_click(lambda _: self._cancel())
-        self.confirm_no.on_click(lambda _: self._close_confirm())
-        self.log_button.on_click(lambda _: self._toggle_log())
-        self.fetch_button.on_click(lambda _: self._fetch())
-        buttons = widgets.HBox([self.cancel_button, self.log_button, self.fetch_button])
-        _shown(self.confirm, False)
         self.sweep = sweep_section(handle)  # a sweep's tasks, else None
-        parts: list[widgets.Widget] = [
-            self.status, *([self.sweep] if self.sweep is not None else []), self.story,
-            self.progress, buttons, self.confirm, self.message, self.log_view, self.efficiency,
-            self.gpu_plot]
-        parts += [section for section in (hook(self) for hook in EXTRA_SECTIONS) if section]
-        super().__init__(parts)
+        self._parts.update(status=self.status, story=self.story)
+        if self.sweep is not None:
+            self._parts["sweep"] = self.sweep
+        self._building = True  # parts made while rendering the first time wait for the box
         self.render()
+        self._building = False
+        self._extra = [section for section in (hook(self) for hook in EXTRA_SECTIONS) if section]
+        super().__init__(self._children(), layout=self._fixed)
+
+    # ------------------------------------------------------------------ parts
+    def _html(self) -> widgets.HTML:
+        # HTML, not Output: it renders without a kernel's output capture (and tests see it)
+        return widgets.HTML(layout=self._fixed, style=self._html_style)
+
+    def _button(self, description: str, **options: Any) -> widgets.Button:
+        return widgets.Button(description=description, style=self._button_style,
+                              layout=widgets.Layout(display="none"), **options)
+
+    def _enabled_now(self, name: str) -> bool:
+        """Whether the last render enabled this button (made later, it starts that way)."""
+        return getattr(self, "_enabled", {}).get(name, False)
+
+    def _children(self) -> tuple[widgets.Widget, ...]:
+        """The parts made so far, in their order (the buttons' row as its buttons)."""
+        buttons = [self._parts[name] for name in BUTTONS if name in self._parts]
+        row = self._parts.get("buttons")
+        if buttons and row is None:
+            self._parts["buttons"] = widgets.HBox(buttons, layout=self._fixed)
+        elif row is not None and tuple(row.children) != tuple(buttons):
+            row.children = buttons
+        return (*(self._parts[name] for name in ORDER if name in self._parts), *self._extra)
+
+    def _place(self) -> None:
+        if self._building:
+            return
+        children = self._children()
+        if tuple(self.children) != children:  # type: ignore[has-type]
+            self.children = children
+
+    def _made(self, name: str) -> bool:
+        return name in self._parts
+
+    def _show(self, name: str, visible: bool) -> None:
+        """Show or hide a part; one never made is hidden already."""
+        if visible or self._made(name):
+            _shown(getattr(self, name), visible)
+
+    def _set_html(self, name: str, value: str) -> None:
+        """Set an HTML part's text; an empty one is not made for it."""
+        if value or self._made(name):
+            getattr(self, name).value = value
+
+    def _make_progress(self) -> dict[str, widgets.Widget]:
+        return {"progress": widgets.FloatProgress(
+            min=0.0, max=1.0, description="time used",
+            layout=widgets.Layout(width="60%", display="none"))}
+
+    def _make_cancel_button(self) -> dict[str, widgets.Widget]:
+        button = self._button("Cancel", icon="stop", button_style="danger",
+                              tooltip="scancel this job",
+                              disabled=not self._enabled_now("cancel_button"))
+        button.on_click(lambda _: self._ask_to_cancel())
+        return {"cancel_button": button}
+
+    def _make_log_button(self) -> dict[str, widgets.Widget]:
+        button = self._button("More", icon="file-text-o", tooltip="show more of the job's log")
+        button.on_click(lambda _: self._toggle_log())
+        return {"log_button": button}
+
+    def _make_fetch_button(self) -> dict[str, widgets.Widget]:
+        button = self._button("Fetch", icon="download", tooltip="bring results into the notebook",
+                              disabled=not self._enabled_now("fetch_button"))
+        button.on_click(lambda _: self._fetch())
+        return {"fetch_button": button}
+
+    def _make_confirm(self) -> dict[str, widgets.Widget]:
+        text = self._html()
+        yes = widgets.Button(description="Yes, cancel it", button_style="danger",
+                             style=self._button_style)
+        no = widgets.Button(description="No, keep it", style=self._button_style)
+        yes.on_click(lambda _: self._cancel())
+        no.on_click(lambda _: self._close_confirm())
+        box = widgets.HBox([text, yes, no], layout=widgets.Layout(display="none"))
+        return {"confirm": box, "confirm_text": text, "confirm_yes": yes, "confirm_no": no}
+
+    def _make_message(self) -> dict[str, widgets.Widget]:
+        return {"message": self._html()}
+
+    def _make_log_view(self) -> dict[str, widgets.Widget]:
+        return {"log_view": self._html()}
+
+    def _make_efficiency(self) -> dict[str, widgets.Widget]:
+        return {"efficiency": self._html()}
+
+    def _make_gpu_plot(self) -> dict[str, widgets.Widget]:
+        return {"gpu_plot": widgets.Image(format="png", layout=widgets.Layout(display="none"))}
 
     # ------------------------------------------------------------------ rendering
     def render(self) -> None:
@@ -115,16 +231,19 @@ class JobWidget(widgets.VBox):
         extra = [line for line in (hook(self) for hook in EXTRA_LINES) if line]
         self.story.value = "<br>".join([html.escape(story)] * bool(story) + extra)
         fraction = view.progress
-        _shown(self.progress, fraction is not None)
-        self.progress.value = fraction or 0.0
-        self.cancel_button.disabled = not view.can_cancel
-        _shown(self.cancel_button, view.can_cancel)
-        if not view.can_cancel:
-            _shown(self.confirm, False)
+        self._show("progress", fraction is not None)
+        if self._made("progress"):
+            self.progress.value = fraction or 0.0
         can_fetch = view.can_fetch or self.handle.folder.has_results()
-        self.fetch_button.disabled = not can_fetch
+        self._enabled = {"cancel_button": view.can_cancel, "fetch_button": can_fetch}
+        for name, enabled in self._enabled.items():
+            if self._made(name):
+                self._parts[name].disabled = not enabled
+        self._show("cancel_button", view.can_cancel)
+        if not view.can_cancel:
+            self._show("confirm", False)
         # a sweep's results are the table its section shows
-        _shown(self.fetch_button, can_fetch and self.sweep is None)
+        self._show("fetch_button", can_fetch and self.sweep is None)
         self._render_log()
         self._render_efficiency(view)
         if self.sweep is not None:
@@ -170,26 +289,27 @@ class JobWidget(widgets.VBox):
 
     def _render_log(self) -> None:
         text = self._tail()
-        _shown(self.log_button, bool(text))
-        self.log_button.description = "Less" if self.log_lines > TAIL_LINES else "More"
-        self.log_view.value = (f"<pre style='max-height:20em;overflow:auto;margin:0'>"
-                               f"{html.escape(text)}</pre>") if text else ""
+        self._show("log_button", bool(text))
+        if self._made("log_button"):
+            self.log_button.description = "Less" if self.log_lines > TAIL_LINES else "More"
+        self._set_html("log_view", (f"<pre style='max-height:20em;overflow:auto;margin:0'>"
+                                    f"{html.escape(text)}</pre>") if text else "")
 
     def _render_efficiency(self, view: JobView) -> None:
+        if view.phase == "pending" or view.phase == "running" or self.usage is None:
+            self._set_html("efficiency", f"<small>{html.escape(self.usage_note)}</small>"
+                           if self.usage_note and view.can_fetch else "")
+            self._show("gpu_plot", False)
+            return
         from .efficiency import gpu_plot_png, report_html, reports
 
-        if view.phase == "pending" or view.phase == "running" or self.usage is None:
-            self.efficiency.value = (f"<small>{html.escape(self.usage_note)}</small>"
-                                     if self.usage_note and view.can_fetch else "")
-            _shown(self.gpu_plot, False)
-            return
         items = reports(self.handle.folder, self.usage)
         self.efficiency.value = report_html(items)
         samples = [s for _, job_samples in items for s in job_samples]
         png = gpu_plot_png(samples, f"job {self.handle.job_id}") if len(items) == 1 else None
         if png:
             self.gpu_plot.value = png
-        _shown(self.gpu_plot, bool(png))
+        self._show("gpu_plot", bool(png))
 
     # ------------------------------------------------------------------ monitor's calls
     def refresh(self) -> None:
@@ -215,7 +335,7 @@ class JobWidget(widgets.VBox):
 
     # ------------------------------------------------------------------ actions
     def _run(self, action: Any) -> None:
-        self.message.value = ""
+        self._set_html("message", "")
         try:
             action()
         except HpcMagicsError as error:

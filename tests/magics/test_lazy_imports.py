@@ -16,7 +16,11 @@ HEAVY = ("ipywidgets", "submitit", "nbconvert", "nbformat", "pandas", "numpy", "
          "cloudpickle", "tornado", "jupyter_server", "jupyter_client", "zmq", "tomllib",
          "hpc_magics.convert", "hpc_magics.shipping", "hpc_magics.backends",
          "hpc_magics.widgets", "hpc_magics.server", "hpc_magics.handle",
-         "hpc_magics.scheduler")
+         "hpc_magics.scheduler",
+         # the core's dataclasses: defining them was most of %load_ext's cost
+         "hpc_magics.core.resources", "hpc_magics.core.profiles", "hpc_magics.core.flags",
+         "hpc_magics.core.jobscript", "hpc_magics.core.validation", "hpc_magics.core.sweep",
+         "hpc_magics.core.scale", "hpc_magics.core.jobs", "hpc_magics.core.directives")
 
 CHILD = """
 import json, sys
@@ -69,3 +73,16 @@ def test_the_node_engine_starts_submitit_without_numpy_and_numpy_still_loads() -
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert done.stdout.split() == ["False", "3"]
+
+
+def test_the_cell_runner_on_the_node_loads_no_job_script_renderer() -> None:
+    """The job's runner starts with every cell: it needs the scale options, not the
+    profiles, requests and sbatch flags the notebook side renders job scripts from."""
+    code = ("import sys\nimport hpc_magics.shipping.runner\n"
+            "print(sorted(m for m in sys.modules if m.startswith('hpc_magics.core.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    loaded = set(done.stdout.strip().strip("[]").replace("'", "").split(", "))
+    assert "hpc_magics.core.scale" in loaded
+    assert not loaded & {"hpc_magics.core.jobscript", "hpc_magics.core.profiles",
+                         "hpc_magics.core.resources", "hpc_magics.core.flags"}, loaded

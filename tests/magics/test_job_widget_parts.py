@@ -1,0 +1,79 @@
+"""The job widget makes its parts when they have something to show (fewer ipywidget models
+per %%sbatch cell, benchmarks/bench_submit.py), and still shows the same story: on real
+local-backend jobs, clicked like a user would."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from ipywidgets.widgets.widget import _instances
+
+from hpc_magics.widgets.job import ORDER, JobWidget
+
+MODELS_AT_SUBMIT = 9  # the box, status, story, Cancel and their shared layouts and styles
+
+
+def shown(part: Any) -> bool:
+    return part.layout.display != "none"
+
+
+def names_of(widget: JobWidget) -> list[str]:
+    """The children's part names, top to bottom."""
+    by_id = {id(part): name for name, part in widget._parts.items()}
+    return [by_id[id(child)] for child in widget.children]
+
+
+def submitted(shell: Any, body: str) -> Any:
+    shell.run_cell_magic("sbatch", "--backend local -t 5", body)
+    magics = shell.magics_manager.registry["HpcMagics"]
+    return magics.handles[magics.last_job]
+
+
+@pytest.mark.timeout(120)
+def test_a_running_job_gets_status_story_and_cancel_only(shell: Any) -> None:
+    handle = submitted(shell, "import time\ntime.sleep(60)")
+    try:
+        before = len(_instances)
+        widget = JobWidget(handle)
+        assert len(_instances) - before <= MODELS_AT_SUBMIT
+        assert names_of(widget) == ["status", "story", "buttons"]
+        assert list(widget._parts["buttons"].children) == [widget.cancel_button]
+        assert shown(widget.cancel_button) and not widget.cancel_button.disabled
+        # a part read before it has anything to show is made hidden, in its place
+        assert not shown(widget.progress) and not shown(widget.gpu_plot)
+        assert widget.fetch_button.disabled and not shown(widget.fetch_button)
+        assert names_of(widget) == ["status", "story", "progress", "buttons", "gpu_plot"]
+        assert list(widget._parts["buttons"].children) == [widget.cancel_button,
+                                                           widget.fetch_button]
+        widget.cancel_button.click()  # asks first: the confirmation is made then
+        assert shown(widget.confirm) and handle.job_id in widget.confirm_text.value
+        assert names_of(widget) == [n for n in ORDER if n in
+                                    ("status", "story", "progress", "buttons", "confirm",
+                                     "gpu_plot")]
+        widget.confirm_no.click()
+        assert not shown(widget.confirm)
+    finally:
+        handle.cancel()
+
+
+@pytest.mark.timeout(120)
+def test_an_ended_job_shows_fetch_and_its_log_and_fetches(shell: Any) -> None:
+    handle = submitted(shell, "print('hello from the job', flush=True)\nanswer = 42")
+    widget = JobWidget(handle)
+    handle.wait(timeout=60)
+    deadline = time.monotonic() + 10
+    while "hello from the job" not in handle.log() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    widget.render()
+    assert shown(widget.fetch_button) and not widget.fetch_button.disabled
+    assert not shown(widget.cancel_button) and widget.cancel_button.disabled
+    assert "hello from the job" in widget.log_view.value and shown(widget.log_button)
+    assert widget.log_button.description == "More"
+    widget.log_button.click()
+    assert widget.log_button.description == "Less"
+    widget.fetch_button.click()
+    assert shell.user_ns["answer"] == 42 and "answer" in widget.message.value
+    assert names_of(widget)[:3] == ["status", "story", "buttons"]
+    assert widget.get_state()["children"]  # a real widget model, as the front end sees it
