@@ -13,16 +13,15 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
 from hpc_magics.scheduler import commands
 
-from .conftest import Lab, LocalLabFactory, screenshot_path
+from .conftest import Lab, LocalLabFactory, doc_screenshot, screenshot_path
+from .frontends import write_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -32,15 +31,6 @@ FAST_EVENTS = ("--HpcMagics.events_interval_s=2", "--HpcMagics.jobs_poll_interva
 SETUP = ("%load_ext hpc_magics\nimport hpc_magics\n"
          "%hpc_resources --profile lab --backend slurm -t 5")
 JOB_LINE = re.compile(r"JOB (\d+)")
-
-
-def write_cells(path: Path, *sources: str) -> Path:
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
-    notebook.metadata["kernelspec"] = {
-        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    nbformat.write(notebook, str(path))
-    return path
 
 
 def submitting_notebook(lab: Lab, name: str, seconds: int) -> str:
@@ -72,15 +62,6 @@ def run_all_cells_in_lab(page: Any, lab: Lab, notebook: str) -> str:
 def queue_state(job_id: str) -> str:
     answer = commands.run(["squeue", "-h", "-j", job_id, "-o", "%T"], timeout=30)
     return answer.stdout.strip() if answer.ok else ""
-
-
-@pytest.fixture
-def jobs_to_cancel() -> Iterator[list[str]]:
-    """Job ids the test submitted: cancelled at the end, whatever happened."""
-    ids: list[str] = []
-    yield ids
-    for job_id in ids:
-        commands.run(["scancel", job_id], timeout=30)
 
 
 # ------------------------------------------------------------------ the end of a job
@@ -147,6 +128,9 @@ def test_stop_dialog_lists_a_running_job_and_cancels_it_only_when_ticked(
     assert box.count() == 1, f"job {job_id} is not offered: {confirm.inner_text()}"
     assert "e2e-outlive" in confirm.inner_text()
     assert not box.is_checked(), "jobs are left running unless ticked"
+    if not cancel_it:
+        doc_screenshot(confirm.locator(".jp-Dialog-content"), "stop-dialog", tmp_path,
+                       hidden=(lab.token,))
     if cancel_it:
         box.check()
     page.screenshot(path=str(screenshot_path(tmp_path, f"stop-jobs-{cancel_it}")))

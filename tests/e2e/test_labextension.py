@@ -18,6 +18,7 @@ from hpc_magics.scheduler import commands
 from .conftest import (
     Lab,
     SlurmLab,
+    doc_screenshot,
     end_job,
     notebook_sources,
     processes_mentioning,
@@ -95,6 +96,8 @@ def test_save_all_and_stop_ends_the_job_and_keeps_the_edit(
     first = status_text(page)
     time.sleep(2.2)
     assert status_text(page) != first, "the countdown did not move in 2 s"
+    doc_screenshot(page.locator("#jp-main-statusbar"), "status-bar", tmp_path,
+                   hidden=(lab.token,))
 
     # The kernel is up (a process of the job that must be gone after the stop).
     page.get_by_text("(ipykernel) | Idle").wait_for(timeout=60_000)
