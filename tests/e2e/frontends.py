@@ -59,13 +59,22 @@ class NotebookPage:
         # Until the kernel is connected, running a cell does nothing (in both front ends,
         # whose kernel indicators differ): run the first cell until it answers.
         for _ in range(15):
-            self.run(0)
+            self._choose_the_kernel_if_asked()
             try:
+                self.run(0, timeout_ms=5_000)
                 ready.wait_for(timeout=4_000)
                 return self
             except Exception:
                 continue
         pytest.fail(f"the kernel never answered in {self.frontend.name}", pytrace=False)
+
+    def _choose_the_kernel_if_asked(self) -> None:
+        """Under load JupyterLab sometimes asks which kernel to start (its session request
+        was slow): take the notebook's own, as a user would."""
+        asked = self.page.locator(".jp-Dialog", has_text="Select Kernel")
+        if asked.count() and asked.is_visible():
+            asked.get_by_role("button", name="Select").click()
+            asked.wait_for(state="detached", timeout=10_000)
 
     def cell(self, index: int) -> Any:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
@@ -73,9 +82,9 @@ class NotebookPage:
     def output(self, index: int) -> Any:
         return self.cell(index).locator(".jp-OutputArea")
 
-    def run(self, *indices: int) -> None:
+    def run(self, *indices: int, timeout_ms: float = 30_000) -> None:
         for index in indices:
-            self.cell(index).locator(".cm-content").click()
+            self.cell(index).locator(".cm-content").click(timeout=timeout_ms)
             self.page.keyboard.press("Control+Enter")
 
     def wait_for_output(self, index: int, text: Any, timeout_s: float) -> Any:
