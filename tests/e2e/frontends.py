@@ -4,6 +4,7 @@ page object runs cells and reads outputs in either."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ from .conftest import Lab
 
 APP_READY_TIMEOUT_MS = 60_000
 KERNEL_READY = "print('kernel ready')"  # the first cell of every notebook written here
+PRINT_JOB = "print('JOB', hpc_magics.job().job_id)"  # a cell that says the last job's id
+JOB_LINE = re.compile(r"JOB (\d+)")
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,12 @@ class NotebookPage:
             pytest.fail(f"cell {index} did not show {text!r} in {timeout_s:.0f} s "
                         f"({self.frontend.name}); it shows {said}", pytrace=False)
         return shown
+
+    def printed_job_id(self, index: int) -> str:
+        """The id a ``PRINT_JOB`` cell printed."""
+        match = JOB_LINE.search(self.wait_for_output(index, JOB_LINE, timeout_s=90).inner_text())
+        assert match is not None
+        return match.group(1)
 
     def wait_until(self, condition: Any, timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s

@@ -21,7 +21,15 @@ import pytest
 from hpc_magics.scheduler import commands
 
 from .conftest import Lab, LocalLabFactory, doc_screenshot, screenshot_path
-from .frontends import write_cells
+from .frontends import (
+    JUPYTERLAB,
+    KERNEL_READY,
+    NOTEBOOK7,
+    PRINT_JOB,
+    Frontend,
+    NotebookPage,
+    write_cells,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -111,12 +119,20 @@ def test_end_of_job_notification_opens_its_folder_and_updates_the_panel(
 # ------------------------------------------------------------------ stopping the server
 
 
-@pytest.mark.parametrize("cancel_it", [False, True], ids=["leave-running", "cancel"])
+@pytest.mark.parametrize(("frontend", "cancel_it"), [
+    (JUPYTERLAB, False), (JUPYTERLAB, True), (NOTEBOOK7, True)],
+    ids=["leave-running", "cancel", "notebook7-cancel"])
 def test_stop_dialog_lists_a_running_job_and_cancels_it_only_when_ticked(
-        cancel_it: bool, start_local_lab: LocalLabFactory, slurm_cluster: object, page: Any,
-        sacct_state: Any, jobs_to_cancel: list[str], tmp_path: Path) -> None:
-    lab = start_local_lab()
-    job_id = run_all_cells_in_lab(page, lab, submitting_notebook(lab, "e2e-outlive", 600))
+        frontend: Frontend, cancel_it: bool, start_local_lab: LocalLabFactory,
+        slurm_cluster: object, page: Any, sacct_state: Any, jobs_to_cancel: list[str],
+        tmp_path: Path) -> None:
+    lab = start_local_lab(app=frontend.app)
+    write_cells(lab.root_dir / "outlive.ipynb", KERNEL_READY, SETUP,
+                "%%sbatch --name e2e-outlive\nimport time\ntime.sleep(600)",
+                PRINT_JOB)
+    notebook = NotebookPage(page, lab, frontend, "outlive.ipynb").open()
+    notebook.run(1, 2, 3)
+    job_id = notebook.printed_job_id(3)
     jobs_to_cancel.append(job_id)
 
     page.keyboard.press("Control+Shift+C")

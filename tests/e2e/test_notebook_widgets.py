@@ -32,6 +32,7 @@ from .frontends import (
     JUPYTERLAB,
     KERNEL_READY,
     NOTEBOOK7,
+    PRINT_JOB,
     NotebookPage,
     write_cells,
 )
@@ -40,8 +41,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
 SETUP = ("%load_ext hpc_magics\nimport hpc_magics\n"
          "%hpc_resources --profile lab --backend slurm -t 5")
-PRINT_JOB = "print('JOB', hpc_magics.job().job_id)"
-JOB_LINE = re.compile(r"JOB (\d+)")
 # The elements under one that clip their text (an ellipsis instead of the whole label).
 CUT_SHORT = ("e => [e, ...e.querySelectorAll('*')]"
              ".filter(n => n.clientWidth > 0 && n.scrollWidth > n.clientWidth + 1)"
@@ -76,13 +75,6 @@ def stand_in_nvidia_smi(folder: Path) -> Path:
     return folder
 
 
-def printed_job_id(notebook: NotebookPage, index: int) -> str:
-    shown = notebook.wait_for_output(index, JOB_LINE, timeout_s=90)
-    match = JOB_LINE.search(shown.inner_text())
-    assert match is not None
-    return match.group(1)
-
-
 # ------------------------------------------------------------------ the job widget
 
 
@@ -102,7 +94,7 @@ def test_job_widget_runs_ends_fetches_and_reports_efficiency(
                        tmp_path, hidden=(lab.token,), for_readme=frontend is JUPYTERLAB)
 
     notebook.run(1, 2, 3)
-    job_id = printed_job_id(notebook, 3)
+    job_id = notebook.printed_job_id(3)
     jobs_to_cancel.append(job_id)
 
     # Running: the state, elapsed against the limit as a bar, the log's last lines.
@@ -143,7 +135,7 @@ def test_sweep_results_table(start_local_lab: LocalLabFactory, slurm_cluster: ob
                 "hpc_magics.job().table()")
     notebook = NotebookPage(page, lab, JUPYTERLAB, "sweep.ipynb").open()
     notebook.run(1, 2, 3)
-    jobs_to_cancel.append(printed_job_id(notebook, 3))
+    jobs_to_cancel.append(notebook.printed_job_id(3))
     notebook.run(4)
     table = notebook.wait_for_output(4, "COMPLETED", timeout_s=150)
     rows = table.locator("table tbody tr")
@@ -178,7 +170,7 @@ def test_notebook7_server_widget_stops_its_job_and_cancels_a_ticked_one(
                 "%hpc_server")
     notebook = NotebookPage(page, lab, NOTEBOOK7, "server.ipynb").open()
     notebook.run(1, 2, 3)
-    child = printed_job_id(notebook, 3)
+    child = notebook.printed_job_id(3)
     jobs_to_cancel.append(child)
 
     notebook.run(4)
