@@ -113,6 +113,8 @@ def test_job_widget_runs_ends_fetches_and_reports_efficiency(
     notebook.wait_for_output(2, re.compile(r"now in the notebook: .*\bloss\b"), timeout_s=30)
     notebook.run(4)
     notebook.wait_for_output(4, "fetched loss 0.2", timeout_s=30)
+    if frontend is NOTEBOOK7:
+        return  # the efficiency report is the same output in both: its wait once is enough
     # After the end the widget reports the efficiency (accounting lags the end a little).
     notebook.wait_for_output(2, "CPU efficiency", timeout_s=90)
 
