@@ -5,7 +5,8 @@ jobs submitted from the page's own notebook on the test cluster.
   the job folder in the file browser; the jobs panel shows the end at the same moment;
 - "Save all and stop my server" lists the still running jobs started from this server and
   cancels one only when it is ticked (else it outlives the server);
-- Notebook 7: `%hpc_server` shows its widget, and job ends are notified there too.
+- Notebook 7: `%hpc_server` shows its widget, job ends are notified there too, and "Save
+  all and stop" works from its command palette.
 """
 
 from __future__ import annotations
