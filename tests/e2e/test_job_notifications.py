@@ -199,9 +199,27 @@ def test_notebook7_shows_the_server_widget_and_job_ends(
     assert submitted.ok, submitted.first_error_line()
     job_id = submitted.stdout.strip().split(";")[0]
     jobs_to_cancel.append(job_id)
-    toast = page.locator(".Toastify__toast", has_text=f"Slurm job {job_id}")
-    toast.wait_for(timeout=90_000)
-    assert "ended: COMPLETED" in toast.inner_text()
+    said = end_notice(page, lab, job_id, timeout_s=90)
+    assert "ended: COMPLETED" in said or ("COMPLETED" in said and "Slurm jobs ended" in said)
+
+
+def end_notice(page: Any, lab: Lab, job_id: str, timeout_s: float) -> str:
+    """The text of the notification that told the end of ``job_id``: its own, or the summary
+    when more than 8 of the user's jobs ended in the same look at the queue (the same user's
+    other sessions share a busy test cluster; the summary is then the designed answer)."""
+    own = page.locator(".Toastify__toast", has_text=f"Slurm job {job_id} ")
+    summary = page.locator(".Toastify__toast", has_text="Slurm jobs ended:")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if own.count():
+            return str(own.first.inner_text())
+        status, body = lab.api("GET", "hpc-magics/jobs/events?since=0")
+        events = json.loads(body)["events"] if status == 200 else []
+        if summary.count() and any(e["job_id"] == job_id for e in events):
+            return str(summary.last.inner_text())
+        time.sleep(1)
+    pytest.fail(f"no notification of the end of job {job_id} in {timeout_s:.0f} s",
+                pytrace=False)
 
 
 def test_many_jobs_ending_at_once_make_one_summary(
