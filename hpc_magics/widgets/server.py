@@ -99,7 +99,9 @@ class ServerWidget(widgets.VBox):
                 self.message.value = f"<span style='color:#c62828'>{error}</span>"
         self.job_boxes = []
         for job_id, label in jobs:
-            box = widgets.Checkbox(value=False, description=f"cancel {label}", indent=False)
+            # width auto: the default width cuts the label ("… (RUNNI…") in the browser
+            box = widgets.Checkbox(value=False, description=f"cancel {label}", indent=False,
+                                   layout=widgets.Layout(width="auto"))
             box.job_id = job_id
             self.job_boxes.append(box)
         intro = widgets.HTML(

@@ -65,7 +65,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
     const openJobs = () => {
       if (!jobsPanel.isAttached) {
-        app.shell.add(jobsPanel, labShell ? 'right' : 'main');
+        // Notebook 7 has a right side panel too; its main area holds the notebook only
+        app.shell.add(jobsPanel, 'right');
       }
       app.shell.activateById(jobsPanel.id);
       void jobsPanel.refresh();

@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -41,6 +42,10 @@ BUILT_LABEXTENSION = REPO_ROOT / "hpc_magics" / "labextension"
 LABEXTENSION_NAME = "hpc-magics-labextension"
 # Where a developer wants screenshots kept; by default they go to the test's tmp_path.
 SCREENSHOT_DIR_VARIABLE = "HPC_MAGICS_E2E_SCREENSHOTS"
+# The README's pictures (scripts/refresh-screenshots sets it to docs/screenshots): each
+# cropped to one element; without it they go to the test's tmp_path.
+DOC_SCREENSHOT_DIR_VARIABLE = "HPC_MAGICS_SCREENSHOTS"
+DOC_SCREENSHOT_MAX_BYTES = 200_000
 
 
 @dataclass(frozen=True)
@@ -187,6 +192,24 @@ def screenshot_path(tmp_path: Path, name: str) -> Path:
     return folder / f"{name}.png"
 
 
+def doc_screenshot(locator: Any, name: str, tmp_path: Path, *, hidden: tuple[str, ...] = (),
+                   for_readme: bool = True) -> Path:
+    """``NAME.png`` of the element ``locator`` for the README (``for_readme=False``: only in
+    ``tmp_path``); fails when it would show one of ``hidden`` (the server's token) or is too
+    big to put in a repository."""
+    shown = str(locator.inner_text())
+    for secret in hidden:
+        assert secret not in shown, f"the {name} screenshot would show a secret"
+    wanted = os.environ.get(DOC_SCREENSHOT_DIR_VARIABLE) if for_readme else None
+    folder = Path(wanted or tmp_path).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    locator.screenshot(path=str(path), animations="disabled", caret="hide")
+    size = path.stat().st_size
+    assert size < DOC_SCREENSHOT_MAX_BYTES, f"{path} is {size} bytes: crop it smaller"
+    return path
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
         item: pytest.Item, call: pytest.CallInfo[None],
@@ -208,7 +231,8 @@ def start_local_lab(tmp_path: Path) -> Iterator[LocalLabFactory]:
     outside any Slurm job; every server started is shut down after the test."""
     started: list[tuple[Lab, subprocess.Popen[bytes]]] = []
 
-    def start(*extra_args: str, app: str = "jupyterlab") -> Lab:
+    def start(*extra_args: str, app: str = "jupyterlab",
+              env_changes: dict[str, str] | None = None) -> Lab:
         home = tmp_path / f"lab{len(started)}"
         root_dir = home / "work"
         root_dir.mkdir(parents=True)
@@ -220,6 +244,7 @@ def start_local_lab(tmp_path: Path) -> Iterator[LocalLabFactory]:
         jupyter_path = this_clones_jupyter_path(home / "jupyter-path")
         if jupyter_path:
             env["JUPYTER_PATH"] = jupyter_path
+        env.update(env_changes or {})
         log_path = home / "jupyter-lab.log"
         with log_path.open("wb") as log:
             process = subprocess.Popen(
@@ -255,8 +280,10 @@ class SlurmLab:
     runtime_dir: Path  # kernels' connection files: every kernel's command line names it
 
 
-def submit_lab_job(tmp_path: Path, time_limit: str, name: str) -> SlurmLab:
-    """sbatch a job that runs `jupyter lab` on a test node with a known port and token."""
+def submit_lab_job(tmp_path: Path, time_limit: str, name: str, app: str = "jupyterlab",
+                   extra_args: tuple[str, ...] = ()) -> SlurmLab:
+    """sbatch a job that runs `jupyter lab` (``app="notebook"``: Notebook 7) on a test node
+    with a known port and token."""
     root_dir = tmp_path / "work"
     root_dir.mkdir(parents=True)
     token = secrets.token_hex(16)
@@ -271,7 +298,7 @@ def submit_lab_job(tmp_path: Path, time_limit: str, name: str) -> SlurmLab:
         f"export JUPYTERLAB_SETTINGS_DIR={shlex.quote(str(settings_dir))}",
         f"export JUPYTER_RUNTIME_DIR={shlex.quote(str(tmp_path / 'runtime'))}",
         f"cd {shlex.quote(str(root_dir))}",
-        "exec " + shlex.join(lab_argv(port, token, root_dir)),
+        "exec " + shlex.join([*lab_argv(port, token, root_dir, app), *extra_args]),
         "",
     ]))
     submitted = commands.run(
@@ -300,3 +327,12 @@ def submit_lab_job(tmp_path: Path, time_limit: str, name: str) -> SlurmLab:
 
 def end_job(job_id: str) -> None:
     commands.run(["scancel", job_id], timeout=10)
+
+
+@pytest.fixture
+def jobs_to_cancel() -> Iterator[list[str]]:
+    """Job ids the test submitted: cancelled at the end, whatever happened."""
+    ids: list[str] = []
+    yield ids
+    for job_id in ids:
+        commands.run(["scancel", job_id], timeout=30)

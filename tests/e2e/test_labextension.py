@@ -18,6 +18,7 @@ from hpc_magics.scheduler import commands
 from .conftest import (
     Lab,
     SlurmLab,
+    doc_screenshot,
     end_job,
     notebook_sources,
     processes_mentioning,
@@ -77,7 +78,8 @@ def test_outside_slurm_the_status_item_says_so_quietly(local_lab: Lab, page: Any
 
 @pytest.fixture
 def lab_job_to_stop(slurm_cluster: object, tmp_path: Path) -> Iterator[SlurmLab]:
-    running = submit_lab_job(tmp_path, time_limit="10", name="hpc-e2e-stop")
+    # 20 minutes: no walltime warning yet, the status bar shows its ordinary look
+    running = submit_lab_job(tmp_path, time_limit="20", name="hpc-e2e-stop")
     yield running
     end_job(running.job_id)
 
@@ -98,6 +100,8 @@ def test_save_all_and_stop_ends_the_job_and_keeps_the_edit(
 
     # The kernel is up (a process of the job that must be gone after the stop).
     page.get_by_text("(ipykernel) | Idle").wait_for(timeout=60_000)
+    doc_screenshot(page.locator("#jp-main-statusbar"), "status-bar", tmp_path,
+                   hidden=(lab.token,))
     left_behind = [str(lab.token), str(lab_job_to_stop.runtime_dir)]
     assert any(processes_mentioning(text) for text in left_behind[1:]), "no kernel started"
 
