@@ -110,6 +110,7 @@ class ServerState:
         self._own_job: OwnJob | None = None
         self._own_job_read_at = 0.0
         self._own_job_asking: asyncio.Future[OwnJob | None] | None = None
+        self._own_job_taken_from: asyncio.Future[OwnJob | None] | None = None
         self._idle_callback: PeriodicCallback | None = None
 
     # ------------------------------------------------------------------ own job
@@ -117,6 +118,10 @@ class ServerState:
     async def own_job(self) -> OwnJob | None:
         if self.job_id is None:
             return None
+        asking = self._own_job_asking
+        if asking is not None and asking.done() and asking is not self._own_job_taken_from:
+            # done, its callback not run yet: another request must not ask again
+            self._own_job_answered(asking)
         if self._own_job is None or time.time() - self._own_job_read_at > \
                 self.config.own_job_refresh_s:
             # many tabs asking at once: one scheduler query, which they all wait for
@@ -133,6 +138,9 @@ class ServerState:
         return self._own_job or OwnJob(self.job_id)
 
     def _own_job_answered(self, asking: asyncio.Future[OwnJob | None]) -> None:
+        if asking is self._own_job_taken_from:
+            return
+        self._own_job_taken_from = asking
         if not asking.cancelled() and asking.exception() is None:
             self._own_job = asking.result()
             self._own_job_read_at = time.time()

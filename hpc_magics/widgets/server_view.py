@@ -84,7 +84,7 @@ def _node_hours_used(status: ServerStatus, now: float) -> float | None:
 def _stop_texts(status: ServerStatus, stop_target: str) -> tuple[bool, str, str]:
     """Whether Stop is possible, its label, and the confirmation question."""
     unsaved = "Save your notebooks first: unsaved changes are lost."
-    sbatch = " Jobs you submitted with %%sbatch keep running."
+    sbatch = " Jobs you submitted keep running, except any you tick below to cancel."
     if stop_target == STOP_SERVER:
         job = f" and cancel its Slurm job {status.job_id}" if status.in_slurm_job else ""
         return True, "Stop my server", f"Stop this Jupyter server{job}? {unsaved}{sbatch}"
