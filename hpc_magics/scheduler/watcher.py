@@ -109,6 +109,8 @@ class Submission:
     # a checkpointed job's latest requeue, noted by its rank 0: Slurm gives the requeued
     # job a new submit time, so an entry submitted then is still this job
     requeued_at: float | None = None
+    name: str | None = None  # the job name given to sbatch
+    folder: Path | None = None
 
     @classmethod
     def of(cls, folder: JobFolder, meta: dict[str, Any] | None = None) -> Submission:
@@ -118,7 +120,8 @@ class Submission:
             requeued_at = _float(read_segment(folder.path).get(REQUEUED_AT))
         return cls(str(meta.get("job_id", "")), str(meta.get("backend", "slurm")),
                    meta.get("cluster"), _float(meta.get("submitted_at")),
-                   _float(meta.get("submit_returned_at")), requeued_at)
+                   _float(meta.get("submit_returned_at")), requeued_at,
+                   meta.get("name") or None, folder.path)
 
     @property
     def seen_after(self) -> float:
@@ -127,7 +130,7 @@ class Submission:
             return self.returned_at + QUEUE_MARGIN_S
         return (self.submitted_at or 0.0) + QUEUE_MARGIN_S
 
-    def matches(self, submit_time: float | None) -> bool:
+    def matches(self, submit_time: float | None, name: str | None = None) -> bool:
         """Could a scheduler entry submitted at ``submit_time`` be this folder's job?"""
         if submit_time is None or self.submitted_at is None:
             return True  # nothing to compare: trust the id
@@ -135,11 +138,26 @@ class Submission:
             return True
         latest = self.returned_at if self.returned_at is not None else \
             self.submitted_at + LEGACY_SUBMIT_WINDOW_S
-        return self.submitted_at - CLOCK_SLACK_S <= submit_time <= latest + CLOCK_SLACK_S
+        if self.submitted_at - CLOCK_SLACK_S <= submit_time <= latest + CLOCK_SLACK_S:
+            return True
+        return submit_time > latest and self.requeued_by_slurm(name)
+
+    def requeued_by_slurm(self, name: str | None) -> bool:
+        """A later entry under this id and name, after the job had started, is the job
+        requeued by Slurm itself (a node failure or preemption with ``--requeue``): Slurm
+        keeps id and name and gives it a new submit time. An id reused after a controller
+        reset would need the same name too; a job not yet started cannot have been requeued."""
+        if not name or name != self.name or self.folder is None:
+            return False
+        return any(self.folder.glob(f"{self.job_id}_*_log.out"))
 
     def on_this_cluster(self, current: str) -> bool:
         return (self.cluster in (None, UNKNOWN_CLUSTER) or current == UNKNOWN_CLUSTER
                 or self.cluster == current)
+
+
+def _record_name(record: AccountingRecord) -> str | None:
+    return record.usage.name if record.usage is not None else None
 
 
 def _float(value: Any) -> float | None:
@@ -307,7 +325,7 @@ class Watcher:
                     note=f"submitted on cluster {submission.cluster}, not {current_cluster}")
                 continue
             entries = [e for e in view.find_all(submission.job_id)
-                       if submission.matches(e.submit_time)]
+                       if submission.matches(e.submit_time, e.name)]
             if entries and view.updated is not None:
                 self._absent.pop(key, None)
                 state = combined_state([normalize_state(e.state) for e in entries])
@@ -343,7 +361,7 @@ class Watcher:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
             mine = [r for r in self._records_of(records, submission.job_id)
-                    if submission.matches(r.submit_time)]
+                    if submission.matches(r.submit_time, _record_name(r))]
             if mine:
                 state = combined_state([r.state for r in mine])
                 said = JobStatus(submission.job_id, state, "sacct", "", now)
@@ -445,7 +463,7 @@ class Watcher:
                 continue
             mine = tuple(r.usage for r in records if r.usage is not None
                          and same_job(submission.job_id, r.job_id)
-                         and submission.matches(r.submit_time))
+                         and submission.matches(r.submit_time, _record_name(r)))
             if not mine or not self.accounting.settled(base):
                 continue  # the steps' figures come a moment after the job's end
             result[key] = mine
@@ -554,7 +572,7 @@ class Watcher:
             for key, submission, previous in ask:
                 job_id = submission.job_id
                 mine = [r for r in records or () if same_job(job_id, r.job_id)
-                        and submission.matches(r.submit_time)]
+                        and submission.matches(r.submit_time, _record_name(r))]
                 said = combined_state([r.state for r in mine]) if mine else None
                 absences = self._absent.get(key, [])
                 if said is not None and is_final(said):

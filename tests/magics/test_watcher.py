@@ -22,7 +22,7 @@ from hpc_magics.handle import attach
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.cluster import cluster_name
 from hpc_magics.scheduler.queue import JobQueue
-from hpc_magics.scheduler.watcher import UNREACHABLE, JobStatus, Watcher
+from hpc_magics.scheduler.watcher import CLOCK_SLACK_S, UNREACHABLE, JobStatus, Watcher
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -266,3 +266,35 @@ def test_a_result_file_shown_late_is_waited_for(
     assert values["value"] == 42 and shell.user_ns["value"] == 42
     assert time.monotonic() - started >= 4
     assert "waiting up to 30s for its results" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_job_slurm_requeues_stays_the_folders_job(
+        slurm_cluster: Any, shell: Any, private_runtime: Path, sacct_state: Any) -> None:
+    """A job asked with ``--requeue`` that Slurm puts back in the queue (here ``scontrol
+    requeue``, as a node failure or a preemption does) comes back with a new submit time;
+    it is still the folder's job: never ENDED while it waits and runs again, and its results
+    arrive from the second run."""
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    shell.run_cell_magic("sbatch", "", "#SBATCH --requeue\nimport os, time\n"
+                                       "runs = os.environ.get('SLURM_RESTART_COUNT', '0')\n"
+                                       "time.sleep(120 if runs == '0' else 2)")
+    magics = shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    watcher = Watcher(JobQueue(interval_s=1))
+    try:
+        assert poll_until(watcher, handle.folder, lambda s: s.state == "RUNNING").state == \
+            "RUNNING"
+        # later than the clock slack the submit time is read with, so only the name and
+        # the folder's log tell that the new entry is this job
+        time.sleep(CLOCK_SLACK_S + 3)
+        requeued = commands.run(["scontrol", "requeue", handle.job_id], timeout=30)
+        assert requeued.ok, requeued.first_error_line()
+        seen = []
+        status = poll_until(watcher, handle.folder,
+                            lambda s: seen.append(s.state) or s.definite, timeout=150)
+        assert status.state == "COMPLETED" and "ENDED" not in seen, seen
+        handle.fetch(shell.user_ns)
+        assert shell.user_ns["runs"] == "1"  # the results are the requeued run's
+    finally:
+        commands.run(["scancel", handle.job_id], timeout=30)
