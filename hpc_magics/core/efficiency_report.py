@@ -44,6 +44,13 @@ def _memory(megabytes: float | None) -> str:
     return f"{megabytes:.0f}M"
 
 
+def _cpu_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    # a short task's 0.4 s is not "0s" beside a 40 % efficiency
+    return f"{seconds:.1f}s" if seconds < 10 else format_duration(seconds)
+
+
 def load_advice_rules(path: Path = ADVICE_FILE) -> dict[str, Any]:
     with path.open("rb") as handle:
         return tomllib.load(handle)
@@ -138,9 +145,10 @@ def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
     gpu = GpuSummary.of(gpu_samples)
     lines = [f"state {usage.state}" + (f" (exit {usage.exit_code})"
                                        if usage.exit_code not in ("", "0:0") else "")]
-    cpu_time = format_duration(usage.total_cpu_s) if usage.total_cpu_s is not None else "n/a"
+    cpus = usage.alloc_cpus or "?"
     lines.append(f"CPU efficiency {_percent(usage.cpu_efficiency)} "
-                 f"({cpu_time} of CPU time on {usage.alloc_cpus or '?'} CPUs)")
+                 f"({_cpu_time(usage.total_cpu_s)} of CPU time on {cpus} "
+                 f"CPU{'' if cpus == 1 else 's'})")
     if usage.max_rss_mb is None:
         lines.append(f"memory peak not sampled (the job ended before accounting's first "
                      f"sample) of {_memory(usage.req_mem_mb)} asked")

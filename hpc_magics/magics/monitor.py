@@ -247,7 +247,7 @@ class MonitorMagics(Magics):
         """How an ended job used what it asked for: CPU efficiency, peak memory against the
         request, elapsed against the limit, GPU use over time when the job recorded it,
         and one line of advice. Per task for an array."""
-        from ..scheduler.watcher import _key, watcher
+        from ..scheduler.targets import usage_of
         from ..widgets.efficiency import gpu_plot_png, report_text, reports
 
         args = parse_argstring(self.hpc_efficiency, line)
@@ -264,13 +264,13 @@ class MonitorMagics(Magics):
                              f"has ended (%hpc_fetch {handle.job_id} --wait waits for it)")
         if handle.backend.name != "slurm":
             raise UsageError(f"job {handle.job_id} ran locally: there is no accounting to ask")
-        key = _key(handle.folder, handle._task)
         deadline = time.monotonic() + USAGE_WAIT_S
         usage: Any = None
         while True:
-            # someone is waiting: a shared answer a second old is fresh enough
-            found = watcher().usage([(handle.folder, handle._task)], max_age_s=1.0)
-            usage = found.get(key, usage)
+            # someone is waiting: a shared answer a second old is fresh enough; a sweep's
+            # figures are its tasks' (each point's latest attempt)
+            found = usage_of([handle], max_age_s=1.0)
+            usage = found.get(0, usage)
             complete = usage and all(u.max_rss_mb is not None or not u.elapsed_s
                                      for u in usage)
             if complete or time.monotonic() > deadline:
@@ -278,7 +278,7 @@ class MonitorMagics(Magics):
             time.sleep(1.0)
         if not usage:
             raise UsageError(f"job {handle.job_id}: accounting has no figures for it "
-                             f"{'(unreachable)' if key in found else 'yet'}; try again soon")
+                             f"{'(unreachable)' if 0 in found else 'yet'}; try again soon")
         items = reports(handle.folder, usage)
         print(report_text(items))
         samples = [s for _, job_samples in items for s in job_samples]

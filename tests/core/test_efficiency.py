@@ -100,3 +100,13 @@ def test_story_line_while_pending_running_and_never_after() -> None:
     assert running.progress == pytest.approx(0.25) and running.can_cancel
     done = JobView("9", "t", "COMPLETED", "slurm", "/x", False, elapsed_s=300, time_limit_s=1200)
     assert done.story() == "" and done.progress is None and not done.can_cancel
+
+
+def test_a_short_tasks_cpu_time_is_not_zero_beside_its_efficiency() -> None:
+    # as sacct reported a 1-second sweep task on the test cluster: 0.444 s of CPU on 1 CPU
+    short = Usage("3586_0", "COMPLETED", elapsed_s=1, time_limit_s=7200, total_cpu_s=0.444,
+                  req_mem_mb=1000, alloc_cpus=1)
+    assert report(short).lines[1] == "CPU efficiency 44% (0.4s of CPU time on 1 CPU)"
+    long = Usage("9", "COMPLETED", elapsed_s=600, time_limit_s=900, total_cpu_s=1200,
+                 alloc_cpus=4)
+    assert report(long).lines[1] == "CPU efficiency 50% (20m of CPU time on 4 CPUs)"
