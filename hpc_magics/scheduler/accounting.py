@@ -76,7 +76,16 @@ def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
         if len(parts) == len(USAGE_FIELDS) and parts[0] and "." not in parts[0]:
             submits[parts[0]] = slurm_timestamp(parts[submit_at])
     return tuple(AccountingRecord(u.job_id, u.state, submits.get(u.job_id), u)
-                 for u in parse_usage(text))
+                 for u in parse_usage(text) if not _placeholder(u))
+
+
+def _placeholder(usage: Usage) -> bool:
+    """slurmdbd's stand-in for a job whose own record has not arrived yet (its steps' have):
+    named "allocation", no time limit, no memory request. Seen on the test cluster for a
+    running array's last task (it carries the array's own id, ``123`` for ``123_1``), with
+    a final state: taken as an answer, it settled the array without its tasks."""
+    return usage.name == "allocation" and usage.time_limit_s is None \
+        and usage.req_mem_mb is None
 
 
 def _record_to_dict(record: AccountingRecord) -> dict[str, Any]:

@@ -56,3 +56,34 @@ def test_one_call_per_interval_for_all_processes_jobs(slurm_cluster: Any, tmp_pa
     assert second.answers([other]) == {other: ()}  # asked, and accounting knows nothing
     assert len(counted_sacct.read_text().splitlines()) == 2
     assert found[job][0].job_id == job  # type: ignore[index]
+
+
+# sacct's answers about a running two-task array, as the test cluster gave them: at first only
+# slurmdbd's stand-in for task 1 (the task that carries the array's own id), named
+# "allocation", with no time limit and no memory request; the tasks' own records later.
+PLACEHOLDER = ("3716|FAILED|2026-11-23T21:28:36|1:0|00:00:01||00:00.274|||1|cpu=1,node=1|c1|"
+               "allocation\n")
+TASKS = """\
+3716_0|COMPLETED|2026-11-23T21:28:36|0:0|00:00:01|00:05:00|00:00.271||1000M|1|billing=1,cpu=1,mem=1000M,node=1|c1|eff
+3716_0.batch|COMPLETED|2026-11-23T21:28:36|0:0|00:00:01||00:00.012|||1|cpu=1,mem=1000M,node=1|c1|batch
+3716_1|FAILED|2026-11-23T21:28:36|1:0|00:00:01|00:05:00|00:00.274||1000M|1|billing=1,cpu=1,mem=1000M,node=1|c1|eff
+"""
+
+
+def test_slurmdbds_stand_in_record_is_no_answer(tmp_path: Path) -> None:
+    """A fake sacct: the stand-in record is a moment of slurmdbd's the cluster shows only by
+    chance (it settled a sweep without its tasks once: %hpc_efficiency never had figures)."""
+    answers = [PLACEHOLDER, PLACEHOLDER, TASKS + PLACEHOLDER, TASKS]
+
+    def fake_sacct(argv: list[str], timeout: float) -> commands.CommandResult:
+        return commands.CommandResult(tuple(argv), 0, answers.pop(0), "")
+
+    accounting = SharedAccounting(user="u", cluster="lab", interval_s=0.2,
+                                  cache_dir=tmp_path / "runtime", runner=fake_sacct)
+    for _ in range(2):  # twice the stand-in alone: nothing known, nothing settled
+        assert accounting.answers(["3716_0"]) == {"3716": ()}
+        assert not accounting.settled("3716")
+        time.sleep(0.25)
+    records = accounting.answers(["3716_0"])["3716"]
+    assert [(r.job_id, r.state) for r in records or ()] == [("3716_0", "COMPLETED"),
+                                                            ("3716_1", "FAILED")]

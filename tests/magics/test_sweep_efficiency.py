@@ -1,0 +1,50 @@
+"""A sweep's efficiency figures, on the real test cluster: its folder has no state of its own
+(its tasks have), so ``%hpc_efficiency`` and the job widget ask accounting per task, each
+point's latest attempt (a retried point: the retry's task)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CELL = """
+import os
+if x == 2 and not os.path.exists(flag):
+    open(flag, "w").close()
+    raise RuntimeError("first try of 2")
+value = x * 10
+"""
+
+
+@pytest.mark.timeout(300)
+def test_efficiency_of_a_retried_sweep_per_point(shell: Any, slurm_cluster: Any, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from hpc_magics.widgets.job import MONITOR, JobWidget
+
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    shell.user_ns["flag"] = str(tmp_path / "two-failed-once")
+    shell.run_cell_magic("sbatch", "--sweep x=1,2 --name eff --wait", CELL)
+    magics = shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    assert handle.failed_tasks() == [1]
+    (retry_id,) = handle.retry_failed()
+    assert handle.wait(timeout=120) == "COMPLETED"
+    capsys.readouterr()
+
+    shell.run_line_magic("hpc_efficiency", "")
+    report = capsys.readouterr().out
+    assert [line for line in report.splitlines() if line.startswith("task ")] == \
+        [f"task {handle.job_id}_0:", f"task {retry_id}_0:"], report
+    assert report.count("  state COMPLETED") == 2 and "FAILED" not in report
+
+    # the widget under the cell asks the same way, in the monitor's one batched round
+    widget = JobWidget(handle)
+    deadline = time.monotonic() + 30
+    while widget.usage is None and time.monotonic() < deadline:
+        MONITOR.tick([widget])
+        time.sleep(1)
+    assert widget.usage is not None, widget.usage_note
+    assert sorted(u.job_id for u in widget.usage) == [f"{handle.job_id}_0", f"{retry_id}_0"]
