@@ -271,9 +271,9 @@ class MonitorMagics(Magics):
             # figures are its tasks' (each point's latest attempt)
             found = usage_of([handle], max_age_s=1.0)
             usage = found.get(0, usage)
-            complete = usage and all(u.max_rss_mb is not None or not u.elapsed_s
-                                     for u in usage)
-            if complete or time.monotonic() > deadline:
+            # figures come only once accounting has settled them (the steps' peaks in, or
+            # final twice): a short job's missing memory peak will not come by waiting
+            if usage or time.monotonic() > deadline:
                 break
             time.sleep(1.0)
         if not usage:

@@ -19,11 +19,18 @@ value = x * 10
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_efficiency_of_a_retried_sweep_per_point(shell: Any, slurm_cluster: Any, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from hpc_magics.scheduler import watcher
     from hpc_magics.widgets.job import MONITOR, JobWidget
 
+    # our own sacct cache and watcher: what other processes of this user asked stays theirs
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("HPC_MAGICS_POLL_INTERVAL", "1")
+    monkeypatch.setattr(watcher, "_WATCHER", None)
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
     shell.user_ns["flag"] = str(tmp_path / "two-failed-once")
     shell.run_cell_magic("sbatch", "--sweep x=1,2 --name eff --wait", CELL)
