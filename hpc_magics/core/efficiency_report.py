@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,35 @@ def _rule_time(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) ->
 
 _RULES = {"timeout": _rule_timeout, "oom": _rule_oom, "memory": _rule_memory,
           "cpu": _rule_cpu, "gpu": _rule_gpu, "time": _rule_time}
+
+
+def array_summary(reports: Sequence[Report]) -> tuple[str, ...]:
+    """An array's tasks at a glance, before (or instead of) one report per task: their
+    states, the range of each figure, and the advice most of them got."""
+    usages = [r.usage for r in reports]
+    states = Counter(u.state for u in usages)
+    counted = ", ".join(f"{count} {state}" for state, count in states.most_common())
+    limits = _span([u.time_limit_s for u in usages], format_duration)
+    lines = [f"{len(reports)} tasks: {counted}; CPU efficiency "
+             f"{_span([u.cpu_efficiency for u in usages], _percent)}; memory peak "
+             f"{_span([u.max_rss_mb for u in usages], _memory)}; time "
+             f"{_span([u.elapsed_s for u in usages], format_duration)} of {limits}"]
+    advised = Counter(r.advice for r in reports if r.advice)
+    if advised:
+        common, count = advised.most_common(1)[0]
+        total = sum(advised.values())
+        lines.append(f"advice for {total} of {len(reports)} tasks"
+                     f"{'' if count == total else f', most often ({count})'}: {common}")
+    return tuple(lines)
+
+
+def _span(values: Iterable[float | None], show: Callable[[float], str]) -> str:
+    """``39%-44%``, or one value when all show alike; ``n/a`` when none is known."""
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return "n/a"
+    low, high = show(known[0]), show(known[-1])
+    return low if low == high else f"{low}-{high}"
 
 
 def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),

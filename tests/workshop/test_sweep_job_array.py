@@ -106,10 +106,17 @@ def check_the_sweep(run: Executed) -> tuple[str, str]:
 def check_the_efficiency(run: Executed, sweep_id: str, retry_id: str) -> None:
     """One report per point's latest attempt, each naming the time it should have asked."""
     report = run.output_of("%hpc_efficiency")
+    summary = report.splitlines()[:2]
+    assert re.fullmatch(r"8 tasks: 8 COMPLETED; CPU efficiency \d+%(-\d+%)?; memory peak "
+                        r"(n/a|[\d.]+[MG](-[\d.]+[MG])?); time \d+s(-\d+s)? of 2h00m",
+                        summary[0]), report
+    assert re.fullmatch(r"advice for 8 of 8 tasks(, most often \(\d\))?: asked 2h00m of time, "
+                        r"used \d+s: -t 1 would start sooner \(backfill fits short jobs first\)",
+                        summary[1]), report
     tasks = [line for line in report.splitlines() if line.startswith("task ")]
     assert tasks == [f"task {sweep_id}_{i}:" for i in range(7)] + [f"task {retry_id}_0:"], report
     assert report.count("  state COMPLETED") == 8
-    assert len(re.findall(r"^  CPU efficiency \d+% \(\d\.\ds of CPU time on 1 CPU\)$",
+    assert len(re.findall(r"^  CPU efficiency (\d+%|n/a) \(\d\.\ds of CPU time on 1 CPU\)$",
                           report, re.M)) == 8, report
     assert len(re.findall(r"^  time \d+s of 2h00m \(0%\)$", report, re.M)) == 8, report
     # a task of seconds asked for 2 hours: ask for a minute (double the use, rounded up)
