@@ -80,6 +80,13 @@ def check_the_sweep(run: Executed) -> tuple[str, str]:
     assert (rows[7]["lr"], rows[7]["input_scale"], rows[7]["loss"], rows[7]["state"]) == \
         ("1.0", "2", "NaN", "FAILED")
 
+    # the notebook's own prediction column agrees with what the cluster computed
+    compared = table_rows(run.output_of("import numpy as np"))
+    for row, measured in zip(compared[:7], rows[:7], strict=True):
+        assert float(row["predicted"]) == pytest.approx(float(measured["loss"]), abs=2e-6), row
+    assert compared[7]["loss"] == "NaN" and float(compared[7]["predicted"]) == pytest.approx(
+        predicted_loss(run.folder, 1.0, 2), rel=1e-5) and float(compared[7]["predicted"]) > 1000
+
     best = run.output_of('done = table[table["state"] == "COMPLETED"]')
     assert "best point: lr=1.0, input_scale=1, loss=0.0105" in best, best
     per_scale = table_rows(best.split("\n", 1)[1])
