@@ -63,6 +63,13 @@ def check_the_sweep(run: Executed) -> tuple[str, str]:
     assert "a sweep of 8 tasks as 1 job array" in dry and "#SBATCH --partition=long" in dry
     assert "toy_model (module toy_model)" in dry  # the model travels by name
 
+    waited = run.output_of("%%sbatch --sweep lr=0.1,0.2,0.4,1.0 --sweep input_scale=1,2 "
+                           "--array-parallelism 4 --name lr-sweep --wait")
+    assert "toy_model (module toy_model) (once, for all 8 tasks)" in waited, waited
+    # --wait shows the whole table: parameters, the cell's results, state, elapsed, error
+    assert re.search(r"lr\s+input_scale\s+weights\s+loss\s+state", waited), waited
+    assert re.search(r"elapsed\s+error", waited) and "Traceback" in waited, waited
+
     ids = run.output_of("import hpc_magics")
     sweep_id = re.search(r"array job (\d+)", ids).group(1)  # type: ignore[union-attr]
     assert str({i: f"{sweep_id}_{i}" for i in range(8)}) in ids
