@@ -70,9 +70,9 @@ TASKS = """\
 """
 
 
-def test_slurmdbds_stand_in_record_is_no_answer(tmp_path: Path) -> None:
+def test_slurmdbds_stand_in_record_is_never_the_last_word(tmp_path: Path) -> None:
     """A fake sacct: the stand-in record is a moment of slurmdbd's the cluster shows only by
-    chance (it settled a sweep without its tasks once: %hpc_efficiency never had figures)."""
+    chance (taken as settled, it once hid a sweep's tasks: %hpc_efficiency had no figures)."""
     answers = [PLACEHOLDER, PLACEHOLDER, TASKS + PLACEHOLDER, TASKS]
 
     def fake_sacct(argv: list[str], timeout: float) -> commands.CommandResult:
@@ -80,10 +80,13 @@ def test_slurmdbds_stand_in_record_is_no_answer(tmp_path: Path) -> None:
 
     accounting = SharedAccounting(user="u", cluster="lab", interval_s=0.2,
                                   cache_dir=tmp_path / "runtime", runner=fake_sacct)
-    for _ in range(2):  # twice the stand-in alone: nothing known, nothing settled
-        assert accounting.answers(["3716_0"]) == {"3716": ()}
+    for _ in range(3):  # its state is the job's, its figures are not; it settles nothing
+        records = accounting.answers(["3716_0"])["3716"] or ()
+        stand_in = [r for r in records if r.job_id == "3716"]
+        assert [(r.state, r.usage) for r in stand_in] == [("FAILED", None)]
         assert not accounting.settled("3716")
         time.sleep(0.25)
-    records = accounting.answers(["3716_0"])["3716"]
-    assert [(r.job_id, r.state) for r in records or ()] == [("3716_0", "COMPLETED"),
-                                                            ("3716_1", "FAILED")]
+    records = accounting.answers(["3716_0"])["3716"] or ()
+    assert [(r.job_id, r.state) for r in records] == [("3716_0", "COMPLETED"),
+                                                      ("3716_1", "FAILED")]
+    assert all(r.usage is not None for r in records) and accounting.settled("3716")
