@@ -20,8 +20,9 @@ def poll_targets(handle: Any) -> list[tuple[Any, str | None]]:
 
 def usage_of(handles: Sequence[Any], max_age_s: float | None = None
              ) -> dict[int, tuple[Usage, ...] | None]:
-    """Position in ``handles`` → its figures (one ``Usage`` per job or task), for the
-    handles whose every target has final figures; ``None``: accounting unreachable."""
+    """Position in ``handles`` → its figures (one ``Usage`` per job or task, once: tasks
+    cancelled before they started share one record, ``123_[2-3]``), for the handles whose
+    every target has final figures; ``None``: accounting unreachable."""
     from .watcher import _key, watcher
 
     targets = [poll_targets(handle) for handle in handles]
@@ -32,5 +33,6 @@ def usage_of(handles: Sequence[Any], max_age_s: float | None = None
         if any(key in found and found[key] is None for key in keys):
             result[position] = None
         elif keys and all(key in found for key in keys):
-            result[position] = tuple(u for key in keys for u in found[key] or ())
+            figures = {u.job_id: u for key in keys for u in found[key] or ()}
+            result[position] = tuple(figures.values())
     return result

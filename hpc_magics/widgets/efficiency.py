@@ -38,7 +38,8 @@ def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[Gp
 
 def _task_order(usage: Usage) -> tuple[int, int]:
     base, _, task = usage.job_id.partition("_")
-    return (int(base) if base.isdigit() else 0, int(task) if task.isdigit() else -1)
+    first = task.lstrip("[").split("-")[0].split("%")[0].split(",")[0]  # 123_[2-3%1]: 2
+    return (int(base) if base.isdigit() else 0, int(first) if first.isdigit() else -1)
 
 
 def report_text(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:

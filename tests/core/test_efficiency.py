@@ -3,6 +3,8 @@ and the widget's story line: pure functions, no cluster."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hpc_magics.core.efficiency import (
@@ -135,3 +137,14 @@ def test_an_arrays_tasks_summed_up_then_the_first_ones_one_by_one() -> None:
     assert text[:2] == list(summary) and text[2] == ""
     assert len([line for line in text if line.startswith("task ")]) == SHOWN_TASKS
     assert text[-1] == f"({25 - SHOWN_TASKS} more tasks, in the summary above)"
+
+
+def test_tasks_in_index_order_a_range_of_those_never_started_by_its_first(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from hpc_magics.widgets.efficiency import reports
+
+    ids = ["5000_[2-3%1]", "5000_1", "5000_0", "5000_10"]
+    found = reports(SimpleNamespace(path=tmp_path), [Usage(i, "CANCELLED") for i in ids])
+    assert [item.usage.job_id for item, _ in found] == ["5000_0", "5000_1", "5000_[2-3%1]",
+                                                        "5000_10"]

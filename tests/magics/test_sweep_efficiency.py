@@ -58,3 +58,39 @@ def test_efficiency_of_a_retried_sweep_per_point(shell: Any, slurm_cluster: Any,
     shown = widget.efficiency.value
     assert "2 tasks: 2 COMPLETED; CPU efficiency" in shown, shown
     assert f"<code>{handle.job_id}_0</code>" in shown and f"<code>{retry_id}_0</code>" in shown
+
+
+@pytest.mark.timeout(300)
+def test_efficiency_of_a_sweep_cancelled_halfway(shell: Any, slurm_cluster: Any, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Tasks cancelled before they started have no record of their own (sacct lists them as
+    one range, ``123_[2-3]``): the figures of those that ran, and how many never did."""
+    from hpc_magics.scheduler import watcher
+
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("HPC_MAGICS_POLL_INTERVAL", "1")
+    monkeypatch.setattr(watcher, "_WATCHER", None)
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    shell.run_cell_magic("sbatch", "--sweep x=1,2,3,4 --array-parallelism 1 --name halfway",
+                         "import time\ntime.sleep(3)\nvalue = x")
+    magics = shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    deadline = time.monotonic() + 120
+    while handle.task_states(max_age_s=1.0)[0].state != "COMPLETED":
+        assert time.monotonic() < deadline, handle.task_states(ask=False)
+        time.sleep(0.5)
+    handle.cancel()
+    capsys.readouterr()
+
+    shell.run_line_magic("hpc_efficiency", "")
+    report = capsys.readouterr().out
+    tasks = [line for line in report.splitlines() if line.startswith("task ")]
+    assert tasks[0] == f"task {handle.job_id}_0:" and "  state COMPLETED" in report, report
+    # each point once: on its own line, or in the record of those that never started
+    covered = []
+    for line in tasks:
+        task = line.removeprefix(f"task {handle.job_id}_").rstrip(":")
+        first, _, last = task.strip("[]").split("%")[0].partition("-")
+        covered += range(int(first), int(last or first) + 1)
+    assert covered == [0, 1, 2, 3], report
