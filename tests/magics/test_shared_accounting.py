@@ -90,3 +90,31 @@ def test_slurmdbds_stand_in_record_is_never_the_last_word(tmp_path: Path) -> Non
     assert [(r.job_id, r.state) for r in records] == [("3716_0", "COMPLETED"),
                                                       ("3716_1", "FAILED")]
     assert all(r.usage is not None for r in records) and accounting.settled("3716")
+
+
+def test_an_array_missing_a_wanted_task_is_not_settled(tmp_path: Path) -> None:
+    """A fake sacct: twice it listed a throttled array (``%4``) without its two tasks still
+    to start, every record final (seen on the test cluster; the sweep's efficiency then
+    never had figures for them). The tasks asked about decide when it is settled."""
+    first = TASKS.replace("3716_1|FAILED", "3716_3|FAILED")  # tasks 0 and 3; 1 and 2 to come
+    to_come = TASKS.splitlines()[2].replace("3716_1|FAILED", "3716_[1-2%4]|PENDING") + "\n"
+    answers = [first, first, first + to_come, TASKS + first, TASKS + first]
+
+    def fake_sacct(argv: list[str], timeout: float) -> commands.CommandResult:
+        return commands.CommandResult(tuple(argv), 0, answers.pop(0), "")
+
+    accounting = SharedAccounting(user="u", cluster="lab", interval_s=0.2,
+                                  cache_dir=tmp_path / "runtime", runner=fake_sacct)
+    wanted = [f"3716_{task}" for task in range(4)]
+
+    def ask() -> list[str]:
+        time.sleep(0.25)
+        return sorted(r.job_id for r in accounting.answers(wanted)["3716"] or ())
+
+    assert ask() == ["3716_0", "3716_3"] and not accounting.settled("3716_1")
+    assert ask() == ["3716_0", "3716_3"]  # final twice: settled for the tasks it lists only
+    assert accounting.settled("3716_0") and not accounting.settled("3716_1")
+    assert ask() == ["3716_0", "3716_3", "3716_[1-2%4]"]  # asked again: they are pending
+    assert ask() == ["3716_0", "3716_1", "3716_3"]
+    assert ask() == ["3716_0", "3716_1", "3716_3"] and answers == []
+    assert accounting.settled("3716_1") and not accounting.settled("3716_2")  # still unlisted
