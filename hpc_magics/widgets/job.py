@@ -290,9 +290,11 @@ class _Monitor:
         """One round for all widgets; False when none needs another."""
         from ..scheduler.watcher import watcher
 
-        # until the end; a provisional end is corrected by the next %hpc_jobs or fetch,
-        # so a cluster without accounting never keeps this thread polling
-        live = [w for w in widgets_now if not w.handle.status.final]
+        # until the end; a provisional end (the result file, the queue) while the job's
+        # figures are awaited from the same sacct answer, so Slurm's word replaces it; later
+        # the next %hpc_jobs or fetch: a cluster without accounting never keeps this polling
+        live = [w for w in widgets_now if not w.handle.status.final
+                or (not w.handle.status.definite and w.wants_usage())]
         if live:
             try:  # one batched poll for every live widget; the watcher decides states
                 watcher().poll_jobs([t for w in live for t in poll_targets(w.handle)])
