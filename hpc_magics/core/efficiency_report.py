@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,13 @@ def _memory(megabytes: float | None) -> str:
     if megabytes >= 1024:
         return f"{megabytes / 1024:.1f}G"
     return f"{megabytes:.0f}M"
+
+
+def _cpu_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    # a short task's 0.4 s is not "0s" beside a 40 % efficiency
+    return f"{seconds:.1f}s" if seconds < 10 else format_duration(seconds)
 
 
 def load_advice_rules(path: Path = ADVICE_FILE) -> dict[str, Any]:
@@ -132,15 +140,45 @@ _RULES = {"timeout": _rule_timeout, "oom": _rule_oom, "memory": _rule_memory,
           "cpu": _rule_cpu, "gpu": _rule_gpu, "time": _rule_time}
 
 
+def array_summary(reports: Sequence[Report]) -> tuple[str, ...]:
+    """An array's tasks at a glance, before (or instead of) one report per task: their
+    states, the range of each figure, and the advice most of them got."""
+    usages = [r.usage for r in reports]
+    states = Counter(u.state for u in usages)
+    counted = ", ".join(f"{count} {state}" for state, count in states.most_common())
+    limits = _span([u.time_limit_s for u in usages], format_duration)
+    lines = [f"{len(reports)} tasks: {counted}; CPU efficiency "
+             f"{_span([u.cpu_efficiency for u in usages], _percent)}; memory peak "
+             f"{_span([u.max_rss_mb for u in usages], _memory)}; time "
+             f"{_span([u.elapsed_s for u in usages], format_duration)} of {limits}"]
+    advised = Counter(r.advice for r in reports if r.advice)
+    if advised:
+        common, count = advised.most_common(1)[0]
+        total = sum(advised.values())
+        lines.append(f"advice for {total} of {len(reports)} tasks"
+                     f"{'' if count == total else f', most often ({count})'}: {common}")
+    return tuple(lines)
+
+
+def _span(values: Iterable[float | None], show: Callable[[float], str]) -> str:
+    """``39%-44%``, or one value when all show alike; ``n/a`` when none is known."""
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return "n/a"
+    low, high = show(known[0]), show(known[-1])
+    return low if low == high else f"{low}-{high}"
+
+
 def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
            rules: Mapping[str, Any] | None = None) -> Report:
     """The figures as short lines, and the advice."""
     gpu = GpuSummary.of(gpu_samples)
     lines = [f"state {usage.state}" + (f" (exit {usage.exit_code})"
                                        if usage.exit_code not in ("", "0:0") else "")]
-    cpu_time = format_duration(usage.total_cpu_s) if usage.total_cpu_s is not None else "n/a"
+    cpus = usage.alloc_cpus or "?"
     lines.append(f"CPU efficiency {_percent(usage.cpu_efficiency)} "
-                 f"({cpu_time} of CPU time on {usage.alloc_cpus or '?'} CPUs)")
+                 f"({_cpu_time(usage.total_cpu_s)} of CPU time on {cpus} "
+                 f"CPU{'' if cpus == 1 else 's'})")
     if usage.max_rss_mb is None:
         lines.append(f"memory peak not sampled (the job ended before accounting's first "
                      f"sample) of {_memory(usage.req_mem_mb)} asked")

@@ -253,7 +253,7 @@ class MonitorMagics(Magics):
         """How an ended job used what it asked for: CPU efficiency, peak memory against the
         request, elapsed against the limit, GPU use over time when the job recorded it,
         and one line of advice. Per task for an array."""
-        from ..scheduler.watcher import _key, watcher
+        from ..scheduler.targets import usage_of
         from ..widgets.efficiency import gpu_plot_png, report_text, reports
 
         args = parse_argstring(self.hpc_efficiency, line)
@@ -272,21 +272,21 @@ class MonitorMagics(Magics):
             print(f"[hpc_magics] job {handle.job_id} ran on this machine, not through Slurm: "
                   "there is no accounting to ask for its efficiency")
             return
-        key = _key(handle.folder, handle._task)
         deadline = time.monotonic() + USAGE_WAIT_S
         usage: Any = None
         while True:
-            # someone is waiting: a shared answer a second old is fresh enough
-            found = watcher().usage([(handle.folder, handle._task)], max_age_s=1.0)
-            usage = found.get(key, usage)
-            complete = usage and all(u.max_rss_mb is not None or not u.elapsed_s
-                                     for u in usage)
-            if complete or time.monotonic() > deadline:
+            # someone is waiting: a shared answer a second old is fresh enough; a sweep's
+            # figures are its tasks' (each point's latest attempt)
+            found = usage_of([handle], max_age_s=1.0)
+            usage = found.get(0, usage)
+            # figures come only once accounting has settled them (the steps' peaks in, or
+            # final twice): a short job's missing memory peak will not come by waiting
+            if usage or time.monotonic() > deadline:
                 break
             time.sleep(1.0)
         if not usage:
             raise UsageError(f"job {handle.job_id}: accounting has no figures for it "
-                             f"{'(unreachable)' if key in found else 'yet'}; try again soon")
+                             f"{'(unreachable)' if 0 in found else 'yet'}; try again soon")
         items = reports(handle.folder, usage)
         print(report_text(items))
         samples = [s for _, job_samples in items for s in job_samples]

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.efficiency import GpuSample, Usage, parse_gpu_samples
-from ..core.efficiency_report import Report, report
+from ..core.efficiency_report import Report, array_summary, report
 from ..core.gpu_sampling import samples_file
+
+SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers them all
 
 
 def gpu_samples(folder: Any, job_id: str) -> tuple[GpuSample, ...]:
@@ -36,18 +38,24 @@ def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[Gp
 
 def _task_order(usage: Usage) -> tuple[int, int]:
     base, _, task = usage.job_id.partition("_")
-    return (int(base) if base.isdigit() else 0, int(task) if task.isdigit() else -1)
+    first = task.lstrip("[").split("-")[0].split("%")[0].split(",")[0]  # 123_[2-3%1]: 2
+    return (int(base) if base.isdigit() else 0, int(first) if first.isdigit() else -1)
 
 
 def report_text(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
+    """One report; an array's summed up first, then task by task (the first SHOWN_TASKS)."""
     lines: list[str] = []
-    for item, _ in items:
+    if len(items) > 1:
+        lines += [*array_summary([item for item, _ in items]), ""]
+    for item, _ in items[:SHOWN_TASKS]:
         if len(items) > 1:
             lines.append(f"task {item.usage.job_id}:")
         indent = "  " if len(items) > 1 else ""
         lines += [indent + line for line in item.lines]
         if item.advice:
             lines.append(f"{indent}advice: {item.advice}")
+    if len(items) > SHOWN_TASKS:
+        lines.append(f"({len(items) - SHOWN_TASKS} more tasks, in the summary above)")
     return "\n".join(lines)
 
 
@@ -63,10 +71,13 @@ def report_html(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
         f"<tr><td><code>{html.escape(r.usage.job_id)}</code></td><td>{html.escape(r.usage.state)}"
         f"</td><td>{_pct(r.usage.cpu_efficiency)}</td><td>{_pct(r.usage.memory_fraction)}</td>"
         f"<td>{_pct(r.usage.time_fraction)}</td><td>{html.escape(r.advice)}</td></tr>"
-        for r, _ in items)
-    return ("<div><b>efficiency per task</b><table><tr><th>task</th><th>state</th>"
-            "<th>CPU</th><th>memory</th><th>time</th><th>advice</th></tr>"
-            f"{rows}</table></div>")
+        for r, _ in items[:SHOWN_TASKS])
+    summary = "<br>".join(html.escape(line) for line in array_summary([r for r, _ in items]))
+    more = (f"<small>({len(items) - SHOWN_TASKS} more tasks, in the summary above)</small>"
+            if len(items) > SHOWN_TASKS else "")
+    return (f"<div><b>efficiency per task</b><br><small>{summary}</small><table><tr>"
+            "<th>task</th><th>state</th><th>CPU</th><th>memory</th><th>time</th>"
+            f"<th>advice</th></tr>{rows}</table>{more}</div>")
 
 
 def _pct(value: float | None) -> str:

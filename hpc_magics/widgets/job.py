@@ -28,9 +28,10 @@ from ipywidgets.widgets.widget_button import ButtonStyle
 from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
+from ..scheduler.targets import poll_targets, usage_of
 from .job_view import JobView
 from .segments import segment_html, segment_note
-from .sweep_view import poll_targets, sweep_section
+from .sweep_view import sweep_section
 
 REFRESH_INTERVAL_S = 5.0
 TAIL_LINES = 8  # the live tail
@@ -407,11 +408,13 @@ class _Monitor:
     @staticmethod
     def tick(widgets_now: list[JobWidget]) -> bool:
         """One round for all widgets; False when none needs another."""
-        from ..scheduler.watcher import _key, watcher
+        from ..scheduler.watcher import watcher
 
-        # until the end; a provisional end is corrected by the next %hpc_jobs or fetch,
-        # so a cluster without accounting never keeps this thread polling
-        live = [w for w in widgets_now if not w.handle.status.final]
+        # until the end; a provisional end (the result file, the queue) while the job's
+        # figures are awaited from the same sacct answer, so Slurm's word replaces it; later
+        # the next %hpc_jobs or fetch: a cluster without accounting never keeps this polling
+        live = [w for w in widgets_now if not w.handle.status.final
+                or (not w.handle.status.definite and w.wants_usage())]
         if live:
             try:  # one batched poll for every live widget; the watcher decides states
                 watcher().poll_jobs([t for w in live for t in poll_targets(w.handle)])
@@ -420,13 +423,12 @@ class _Monitor:
         ended = [w for w in widgets_now if w.wants_usage()]
         if ended:
             try:  # their figures: the user's shared sacct call, never one per widget
-                usage = watcher().usage([(w.handle.folder, w.handle._task) for w in ended])
+                usage = usage_of([w.handle for w in ended])
             except HpcMagicsError:
                 usage = {}
-            for widget in ended:
-                key = _key(widget.handle.folder, widget.handle._task)
-                if key in usage:
-                    widget.take_usage(usage[key])
+            for position, widget in enumerate(ended):
+                if position in usage:
+                    widget.take_usage(usage[position])
         for widget in widgets_now:
             if widget.rendered_key != widget.key():
                 widget.render()

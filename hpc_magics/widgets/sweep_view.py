@@ -1,7 +1,8 @@
 """The job widget's section for a sweep: tasks per state, the failed ones, a retry button.
 
 It reads the watcher's snapshots of the sweep's tasks (the job widget's monitor polls them
-in its one batched poll, see ``poll_targets``); it asks nobody itself, except the retry.
+in its one batched poll, see ``scheduler/targets.py``); it asks nobody itself, except the
+retry.
 """
 
 from __future__ import annotations
@@ -18,12 +19,6 @@ from .job_view import PHASE_COLOURS
 
 SHOWN_FAILURES = 5
 SHOWN_ROWS = 20
-
-
-def poll_targets(handle: Any) -> list[tuple[Any, str | None]]:
-    """What to poll for a handle: every task of a sweep, else the job itself."""
-    targets = getattr(handle, "poll_targets", None)
-    return list(targets()) if callable(targets) else [(handle.folder, handle._task)]
 
 
 def counts_html(states: dict[int, str]) -> str:

@@ -3,6 +3,8 @@ and the widget's story line: pure functions, no cluster."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hpc_magics.core.efficiency import (
@@ -121,3 +123,49 @@ def test_slurmdbds_placeholder_record_is_not_taken_for_the_jobs_figures() -> Non
 
     assert not _settled(answer(placeholder, False)) and not _settled(answer(placeholder, True))
     assert _settled(answer(complete, False))
+
+
+def test_a_short_tasks_cpu_time_is_not_zero_beside_its_efficiency() -> None:
+    # as sacct reported a 1-second sweep task on the test cluster: 0.444 s of CPU on 1 CPU
+    short = Usage("3586_0", "COMPLETED", elapsed_s=1, time_limit_s=7200, total_cpu_s=0.444,
+                  req_mem_mb=1000, alloc_cpus=1)
+    assert report(short).lines[1] == "CPU efficiency 44% (0.4s of CPU time on 1 CPU)"
+    long = Usage("9", "COMPLETED", elapsed_s=600, time_limit_s=900, total_cpu_s=1200,
+                 alloc_cpus=4)
+    assert report(long).lines[1] == "CPU efficiency 50% (20m of CPU time on 4 CPUs)"
+
+
+def test_an_arrays_tasks_summed_up_then_the_first_ones_one_by_one() -> None:
+    from hpc_magics.core.efficiency_report import array_summary
+    from hpc_magics.widgets.efficiency import SHOWN_TASKS, report_text
+
+    # as a sweep of 8 one-second tasks that asked for 2 hours reported on the test cluster
+    tasks = [report(Usage(f"3617_{i}", "COMPLETED", elapsed_s=1, time_limit_s=7200,
+                          total_cpu_s=0.39 + i / 100, req_mem_mb=1000, alloc_cpus=1))
+             for i in range(6)]
+    assert array_summary(tasks) == (
+        "6 tasks: 6 COMPLETED; CPU efficiency 39%-44%; memory peak n/a; time 1s of 2h00m",
+        "advice for 6 of 6 tasks: asked 2h00m of time, used 1s: -t 1 would start sooner "
+        "(backfill fits short jobs first)")
+    many = [*tasks * 4, report(Usage("3617_99", "FAILED", elapsed_s=120, time_limit_s=7200,
+                                     total_cpu_s=60, max_rss_mb=512, req_mem_mb=1000,
+                                     alloc_cpus=1))]
+    summary = array_summary(many)
+    assert summary[0].startswith("25 tasks: 24 COMPLETED, 1 FAILED; CPU efficiency 39%-50%; "
+                                 "memory peak 512M; time 1s-2m of 2h00m"), summary
+    assert summary[1].startswith("advice for 24 of 25 tasks: asked 2h00m"), summary
+    text = report_text([(r, ()) for r in many]).splitlines()
+    assert text[:2] == list(summary) and text[2] == ""
+    assert len([line for line in text if line.startswith("task ")]) == SHOWN_TASKS
+    assert text[-1] == f"({25 - SHOWN_TASKS} more tasks, in the summary above)"
+
+
+def test_tasks_in_index_order_a_range_of_those_never_started_by_its_first(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from hpc_magics.widgets.efficiency import reports
+
+    ids = ["5000_[2-3%1]", "5000_1", "5000_0", "5000_10"]
+    found = reports(SimpleNamespace(path=tmp_path), [Usage(i, "CANCELLED") for i in ids])
+    assert [item.usage.job_id for item, _ in found] == ["5000_0", "5000_1", "5000_[2-3%1]",
+                                                        "5000_10"]
