@@ -4,6 +4,7 @@ Each test checks what the notebook's outputs say, not only that it ran."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,8 +68,11 @@ def execute(name: str, folder: Path, timeout: int = 240) -> Executed:
     copy = folder / name
     shutil.copy(NOTEBOOKS / name, copy)
     notebook = nbformat.read(copy, as_version=4)
+    # a student's kernel draws figures inline: an MPLBACKEND left in this test process (code
+    # run in-process earlier in the suite sets Agg for jobs) must not reach it
+    kernel_env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
     NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(folder)}}).execute()
+                   resources={"metadata": {"path": str(folder)}}).execute(env=kernel_env)
     nbformat.write(notebook, copy)  # kept for reading a failure
     return Executed(notebook, folder)
 
