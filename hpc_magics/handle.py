@@ -44,6 +44,7 @@ RESULTS_GRACE_S = 30.0
 SETTLE_S = 5.0
 # how often --wait looks for the result file in the job folder (a stat; no scheduler call)
 FOLDER_POLL_S = 0.05
+FRESH_LOOK_S = 2.0  # at most, for a queue view that has caught up with the finished cell
 
 
 class RemoteError(JobFailed):
@@ -116,9 +117,15 @@ class JobHandle:
         while True:
             elapsed = time.monotonic() - start
             if watch_folder and self.folder.has_results():
-                # the cell is over; one fresh look at what Slurm says now (the job may still
-                # be ending), so no stale PENDING or RUNNING is shown beside the results
-                return self.refresh(max_age_s=0)
+                # the cell is over; a fresh look at what Slurm says now (the job may still
+                # be ending), so no stale PENDING or RUNNING is shown beside the results; a
+                # view still saying pending predates the run the folder proves: look again
+                state = self.refresh(max_age_s=0)
+                looked_until = time.monotonic() + FRESH_LOOK_S
+                while phase(state) == "pending" and time.monotonic() < looked_until:
+                    time.sleep(0.2)
+                    state = self.refresh(max_age_s=0)
+                return state
             # someone is waiting: accept fresher shared answers early on, gentler later
             state = self.refresh(max_age_s=min(10.0, max(1.0, elapsed / 4)))
             if progress is not None:

@@ -485,6 +485,7 @@ class Watcher:
             except Exception as error:  # said as "unreachable", never a thread's traceback
                 failed.append(error)
 
+        deadline = time.monotonic() + ANSWER_WITHIN_S  # one budget for both waits below
         in_flight = self._sacct_asking
         if in_flight is not None and in_flight.is_alive():
             in_flight.join(ANSWER_WITHIN_S)  # its answer may be the one we need
@@ -493,7 +494,7 @@ class Watcher:
         asking = threading.Thread(target=ask, name="hpc-magics-sacct", daemon=True)
         self._sacct_asking = asking
         asking.start()
-        asking.join(ANSWER_WITHIN_S)
+        asking.join(max(0.0, deadline - time.monotonic()))
         return None if asking.is_alive() or failed else dict(found)
 
     def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
