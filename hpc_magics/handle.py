@@ -123,7 +123,7 @@ class JobHandle:
                 state = self.refresh(max_age_s=0)
                 looked_until = time.monotonic() + FRESH_LOOK_S
                 while phase(state) == "pending" and time.monotonic() < looked_until:
-                    time.sleep(0.2)
+                    time.sleep(0.5)  # rare (a lagging view), and at most four more squeue
                     state = self.refresh(max_age_s=0)
                 return state
             # someone is waiting: accept fresher shared answers early on, gentler later
