@@ -15,22 +15,12 @@ from pathlib import Path
 
 import pytest
 
-import hpc_magics
 from hpc_magics.backends.folder import JobFolder
 from hpc_magics.core.scale import ScaleOptions
 from hpc_magics.scheduler.watcher import Submission
 from hpc_magics.shipping import scale
 
-
-@pytest.fixture(autouse=True)
-def _restore_handlers() -> object:
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGUSR2, signal.SIGTERM,
-                                                    signal.SIGCONT)}
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
-    hpc_magics.resumed = False
-    scale._CURRENT = None
+pytestmark = pytest.mark.usefixtures("restored_signal_handlers")
 
 
 def node_task(folder: Path, rank: int = 0, restarts: int = 0) -> scale.NodeTask:

@@ -19,15 +19,7 @@ def task(folder: Path, rank: int = 0, restarts: int = 0, **options: object) -> s
     return scale.NodeTask(folder, ScaleOptions(**options), env)  # type: ignore[arg-type]
 
 
-@pytest.fixture(autouse=True)
-def _restore_handlers() -> object:
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGUSR2, signal.SIGTERM,
-                                                    signal.SIGCONT)}
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
-    hpc_magics.resumed = False
-    scale._CURRENT = None
+pytestmark = pytest.mark.usefixtures("restored_signal_handlers")
 
 
 def test_rank_variables_and_a_checkpoint_that_comes_back(tmp_path: Path) -> None:
