@@ -45,6 +45,19 @@ SETTLE_S = 5.0
 # how often --wait looks for the result file in the job folder (a stat; no scheduler call)
 FOLDER_POLL_S = 0.05
 FRESH_LOOK_S = 2.0  # at most, for a queue view that has caught up with the finished cell
+# after a cancel, look again this often until the job ended (never a hot loop on squeue)
+CANCEL_LOOK_EVERY_S = 0.5
+
+
+def wait_for_end(refresh: Callable[..., str], deadline: float) -> str:
+    """Look until the state is final or ``deadline`` (monotonic) passed; the last state
+    seen. At least one look: a budget of 0 still says what Slurm shows now."""
+    while True:
+        state = refresh(max_age_s=CANCEL_LOOK_EVERY_S)
+        left = deadline - time.monotonic()
+        if is_final(state) or left <= 0:
+            return state
+        time.sleep(min(CANCEL_LOOK_EVERY_S, left))
 
 
 class RemoteError(JobFailed):
@@ -336,15 +349,12 @@ class JobHandle:
                 display(Image(filename=str(path)))
 
     # -------------------------------------------------------------- control
-    def cancel(self) -> str:
-        """Cancel the job; returns its state once Slurm says it ended (or the last seen)."""
+    def cancel(self, wait_s: float = 10.0) -> str:
+        """Cancel the job; returns its state once Slurm says it ended, or the state Slurm
+        shows after ``wait_s`` seconds (a magic or a button waits under a second)."""
+        deadline = time.monotonic() + wait_s
         self.backend.cancel(self.job_id, self.folder)
-        for _ in range(20):
-            state = self.refresh(max_age_s=1.0)
-            if is_final(state):
-                return state
-            time.sleep(0.5)
-        return self.state
+        return wait_for_end(self.refresh, deadline)
 
     def log(self, tail: int = 50, rank: int = 0) -> str:
         """Last lines of the job's output and errors, submitit's own chatter left out;

@@ -19,9 +19,9 @@ from typing import Any
 
 from .backends.folder import check_owned
 from .core.errors import HpcMagicsError
-from .core.jobs import SUCCESS_STATES, is_final
+from .core.jobs import SUCCESS_STATES
 from .core.sweep import Point, task_job_ids
-from .handle import JobHandle
+from .handle import JobHandle, wait_for_end
 from .scheduler.watcher import JobStatus, combined_state, watcher
 from .shipping.runner import RESULTS_FILE, CellResult
 from .shipping.stream import load_results
@@ -88,8 +88,10 @@ class SweepHandle(JobHandle):
         self._state_checked = time.monotonic()
         return state
 
-    def cancel(self) -> str:
-        """Cancel the whole sweep: every task not yet ended, in every array."""
+    def cancel(self, wait_s: float = 10.0) -> str:
+        """Cancel the whole sweep: every task not yet ended, in every array. Returns its
+        state once every task ended, or the state after ``wait_s`` seconds."""
+        deadline = time.monotonic() + wait_s
         refusals = []
         for array_id in self.array_ids():  # whole arrays: every task not yet ended
             try:
@@ -98,12 +100,7 @@ class SweepHandle(JobHandle):
                 refusals.append(error)
         if refusals and len(refusals) == len(self.array_ids()):
             raise refusals[-1]
-        for _ in range(20):
-            state = self.refresh(max_age_s=1.0)
-            if is_final(state):
-                return state
-            time.sleep(0.5)
-        return self.state
+        return wait_for_end(self.refresh, deadline)
 
     # ------------------------------------------------------------ results
     def table(self, namespace: MutableMapping[str, Any] | None = None, ask: bool = True) -> Any:

@@ -187,18 +187,32 @@ class SlurmBackend(_SubmititBackend):
         self.python = python or os.environ.get("HPC_MAGICS_PYTHON") or sys.executable
 
     def preflight(self, request: ResourceRequest, profile: ClusterProfile) -> None:
-        """Check the partition against the live cluster (one cached ``sinfo``)."""
+        """Refuse at once while the controller is known to be away; check the partition
+        against the live cluster (one cached ``sinfo``)."""
+        self._refuse_while_away()
         if not request.partition:
             return
-        from ..scheduler.watcher import watcher
-
-        last = watcher().queue.peek()  # asks nobody: a submission must stay quick
-        if last is not None and last.error is not None:
-            return  # sinfo would hang as squeue did; sbatch will say what is wrong
         partitions = self._partitions()
         if partitions and request.partition not in partitions:
             raise InvalidRequest(f"partition {request.partition!r} does not exist on this cluster:"
                                  f" use one of {', '.join(sorted(partitions))}")
+
+    @staticmethod
+    def _refuse_while_away() -> None:
+        """sbatch retries an absent controller for MessageTimeout seconds (often a minute)
+        with the kernel blocked. When squeue last failed, look once more (the watcher waits
+        half a second) and refuse at once if the controller is still silent."""
+        from ..scheduler.watcher import watcher
+
+        queue = watcher().queue
+        last = queue.peek()  # asks nobody: the usual submission stays quick
+        if last is None or last.error is None:
+            return
+        queue.invalidate()  # past the back-off: a submission is the user's own ask
+        now = queue.view(max_age_s=0)
+        if now.error is not None:
+            raise SubmissionError(f"Slurm's controller does not answer ({now.error}): nothing "
+                                  "was submitted; run the cell again when it is back")
 
     @staticmethod
     def _partitions() -> frozenset[str]:

@@ -577,11 +577,17 @@ class HpcMagics(Magics):
                 raise  # not a job id at all: what _handle said
             self._cancel_by_id(wanted)  # a job of another tool (see %hpc_jobs --all)
             return
+        from ..core.jobs import is_final
+
         try:
-            state = handle.cancel()
+            state = handle.cancel(wait_s=0)  # one look after scancel: a magic never blocks
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
-        print(f"[hpc_magics] job {handle.job_id}: {state}")
+        if is_final(state):
+            print(f"[hpc_magics] job {handle.job_id}: {state}")
+        else:
+            print(f"[hpc_magics] job {handle.job_id}: cancel sent; Slurm shows {state} until "
+                  "its processes have stopped (%hpc_jobs shows the end)")
 
     def _cancel_by_id(self, job_id: str) -> None:
         from ..scheduler.watcher import watcher

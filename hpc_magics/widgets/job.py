@@ -353,7 +353,8 @@ class JobWidget(widgets.VBox):
 
     def _cancel(self) -> None:
         _shown(self.confirm, False)
-        self._run(self.handle.cancel)
+        # one look after scancel: a button never blocks; the widget's refresh shows the end
+        self._run(lambda: self.handle.cancel(wait_s=0))
 
     def _toggle_log(self) -> None:
         self.log_lines = TAIL_LINES if self.log_lines > TAIL_LINES else MORE_LINES

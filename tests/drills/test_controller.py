@@ -1,8 +1,9 @@
 """Drill: slurmctld stops while a job runs and while polls are in flight (maintenance, a
 crash). Every call a kernel, widget or server makes still answers within a second; the
 job shows its last state with "scheduler unreachable, retrying", never as ended or failed;
-a cancel is refused at once, not hung; when slurmctld is back the job completes and its
-results arrive: nothing is lost."""
+a cancel and a new cell are refused at once, not hung; when slurmctld is back the job
+completes and its results arrive (nothing is lost), and a new cell is accepted and
+cancelled at once."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from IPython.core.error import UsageError
 from server.conftest import StartInJob, StartLocal
 
 import hpc_magics
+from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.watcher import SCHEDULER_UNREACHABLE
 from hpc_magics.widgets.job import JobWidget
 
-from .conftest import Stopwatch, last_handle, outage, wait_for
+from .conftest import Stopwatch, last_handle, outage, sacct_state, wait_for
 
 pytestmark = [pytest.mark.drills, pytest.mark.slurm, pytest.mark.timeout(240)]
 
@@ -81,6 +83,14 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
             refused = stopwatch.quick("POST /hpc-magics/jobs/ID/cancel", lambda: server.post(
                 f"hpc-magics/jobs/{handle.job_id}/cancel"))
             assert refused.status_code == 502 and "cannot cancel" in refused.text
+            # a new cell is refused at once, not after sbatch's own minute of retries
+            jobs_root = handle.folder.path.parent
+            folders = set(jobs_root.iterdir())
+            with pytest.raises(UsageError, match=r"controller does not answer.*nothing was "
+                                                 r"submitted; run the cell again"):
+                stopwatch.quick("%%sbatch", lambda: drill_shell.run_cell_magic(
+                    "sbatch", "--name during-the-outage", "x = 1"))
+            assert set(jobs_root.iterdir()) == folders, "a refused cell left a job folder"
     finally:
         stop_polling.set()
         poller.join(timeout=30)
@@ -93,3 +103,31 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
     wait_for(lambda: server.get("hpc-magics/jobs").json()["error"] is None, 60,
              "the server's job list recovering")
     assert handle.status.note == ""
+    assert sacct_named("during-the-outage") == "", "the refused cell reached Slurm"
+
+    # back: a new cell is accepted, and cancelling it answers at once, widget or magic
+    for how in ("%hpc_cancel", "the widget's Cancel"):
+        submit_and_cancel(drill_shell, stopwatch, capsys, how)
+
+
+def submit_and_cancel(shell: Any, stopwatch: Stopwatch, capsys: pytest.CaptureFixture[str],
+                      how: str) -> None:
+    shell.run_cell_magic("sbatch", "--name after-the-outage", "import time\ntime.sleep(300)")
+    job = last_handle(shell)
+    wait_for(lambda: job.refresh(max_age_s=0) == "RUNNING", 60, "the new job running")
+    if how == "%hpc_cancel":
+        stopwatch.quick(how, lambda: shell.run_line_magic("hpc_cancel", job.job_id))
+        said = capsys.readouterr().out
+        assert f"job {job.job_id}: CANCELLED" in said or "cancel sent" in said, said
+    else:
+        widget = JobWidget(job)
+        widget.cancel_button.click()  # asks first
+        stopwatch.quick(how, widget.confirm_yes.click)
+    wait_for(lambda: sacct_state(job.job_id) == "CANCELLED", 60, f"{how}: CANCELLED")
+
+
+def sacct_named(name: str) -> str:
+    answer = commands.run(["sacct", "-n", "-X", "-P", "-S", "now-1hours", "--name", name,
+                           "-o", "JobID"], timeout=30)
+    assert answer.ok, answer.stderr
+    return answer.stdout.strip()
