@@ -334,8 +334,10 @@ class Watcher:
                                          detail_at=view.updated)
                 continue
             if view.error is None and (view.updated is None
-                                       or view.updated < submission.seen_after):
+                                       or view.updated < submission.seen_after) \
+                    and not (key == _key(folder, None) and folder.has_results()):
                 # squeue works but has not looked since sbatch returned: nothing new to ask
+                # (unless the folder's results prove the job ran, and left the queue since)
                 decided[key] = replace(previous, checked_at=now)
                 continue
             if view.updated is not None and view.error is None:

@@ -28,6 +28,7 @@ from ipywidgets.widgets.widget_button import ButtonStyle
 from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
+from ..core.jobs import is_final
 from ..scheduler.targets import poll_targets, usage_of
 from .job_view import JobView
 from .segments import segment_html, segment_note
@@ -353,8 +354,12 @@ class JobWidget(widgets.VBox):
 
     def _cancel(self) -> None:
         _shown(self.confirm, False)
-        # one look after scancel: a button never blocks; the widget's refresh shows the end
-        self._run(lambda: self.handle.cancel(wait_s=0))
+        def cancel() -> None:
+            # one look after scancel: a button never blocks; the monitor shows the end
+            if not is_final(self.handle.cancel(wait_s=0)):
+                self._set_html("message", "Cancel sent: Slurm ends the job in a moment.")
+
+        self._run(cancel)
 
     def _toggle_log(self) -> None:
         self.log_lines = TAIL_LINES if self.log_lines > TAIL_LINES else MORE_LINES

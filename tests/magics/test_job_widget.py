@@ -42,8 +42,12 @@ def test_widget_cancel_and_log_on_the_cluster(shell: Any, slurm_cluster: Any,
     widget.render()  # the live tail
     assert "started" in widget.log_view.value
     widget.cancel_button.click()  # asks first
-    widget.confirm_yes.click()
+    widget.confirm_yes.click()  # one look after scancel: it may still be ending
     assert sacct_state(handle.job_id, until={"CANCELLED"}) == "CANCELLED"
+    deadline = time.monotonic() + 30
+    while "CANCELLED" not in widget.status.value and time.monotonic() < deadline:
+        widget.refresh()  # as the monitor does
+        time.sleep(0.5)
     assert "CANCELLED" in widget.status.value and widget.cancel_button.disabled
     assert widget.get_state()["children"]  # a real widget model, as the front end sees it
 

@@ -101,9 +101,12 @@ def test_pending_story_and_a_confirmed_cancel(lab: Any, sacct_state: Any) -> Non
     assert not shown(widget.confirm)
     assert handle.refresh(max_age_s=0) == "PENDING"
     widget.cancel_button.click()
-    widget.confirm_yes.click()
+    widget.confirm_yes.click()  # one look after scancel, then the monitor shows the end
+    assert "CANCELLED" in widget.status.value or \
+        "Cancel sent" in widget.message.value, widget.status.value
     assert sacct_state(handle.job_id, until={"CANCELLED"}) == "CANCELLED"
-    assert "CANCELLED" in widget.status.value
+    assert tick_until([widget], lambda: "CANCELLED" in widget.status.value, 30), \
+        widget.status.value
     assert widget.story.value == "" and not shown(widget.cancel_button)
     assert shown(widget.fetch_button)  # it says why there are no results
 
