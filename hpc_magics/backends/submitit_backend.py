@@ -208,8 +208,7 @@ class SlurmBackend(_SubmititBackend):
         last = queue.peek()  # asks nobody: the usual submission stays quick
         if last is None or last.error is None:
             return
-        queue.invalidate()  # past the back-off: a submission is the user's own ask
-        now = queue.view(max_age_s=0)
+        now = queue.look_now()  # past the back-off: a submission is the user's own ask
         if now.error is not None:
             raise SubmissionError(f"Slurm's controller does not answer ({now.error}): nothing "
                                   "was submitted; run the cell again when it is back")

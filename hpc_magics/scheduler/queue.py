@@ -257,6 +257,26 @@ class JobQueue:
             return latest  # another caller's squeue answered meanwhile
         return replace(latest or QueueView(), error=SCHEDULER_SILENT)
 
+    def look_now(self) -> QueueView:
+        """One squeue now, past any back-off, for the user's own action (a submission after
+        an outage). Waits ``answer_within_s`` at most, never for a lock another refresh
+        holds; its answer still fills the shared cache when it comes."""
+        answer: list[QueueView] = []
+
+        def ask() -> None:
+            view = self._refresh(self._read() or QueueView())
+            answer.append(view)
+            with self._thread_lock, self._file_lock() as locked:
+                if locked:
+                    self._write(view)
+
+        asking = threading.Thread(target=ask, name="hpc-magics-squeue-now", daemon=True)
+        asking.start()
+        asking.join(self.answer_within_s)
+        if answer:
+            return answer[0]
+        return replace(self._read() or QueueView(), error=SCHEDULER_SILENT)
+
     def peek(self) -> QueueView | None:
         """The last view any process saw, without asking the scheduler."""
         return self._read()

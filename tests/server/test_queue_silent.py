@@ -53,3 +53,27 @@ def test_a_slow_answer_arrives_for_the_next_caller(fake_squeue: FakeSqueue,
     later = JobQueue(user="hal", cache_dir=tmp_path / "runtime", interval_s=30).view()
     assert later.error is None and [j.job_id for j in later.jobs] == ["501"]
     assert fake_squeue.calls == 1
+
+
+def test_a_users_own_look_goes_past_the_back_off(fake_squeue: FakeSqueue,
+                                                 tmp_path: Path) -> None:
+    """A submission after an outage asks again at once (the back-off would serve the old
+    failure for minutes), and never waits behind a refresh still hanging."""
+    queue = JobQueue(user="ida", cache_dir=tmp_path / "runtime", interval_s=30,
+                     answer_within_s=0.3)
+    fake_squeue.behave("fail")
+    assert queue.view(max_age_s=0).error is not None
+    calls = fake_squeue.calls
+    assert queue.view(max_age_s=0).error is not None and fake_squeue.calls == calls  # backing off
+    fake_squeue.behave("ok")
+    back = queue.look_now()
+    assert back.error is None and [j.job_id for j in back.jobs] == ["501"]
+    assert fake_squeue.calls == calls + 1
+    assert queue.peek() == back  # shared: the kernel's handles see it too
+    # a refresh hanging with the lock held: the user's look still answers in time, saying so
+    fake_squeue.behave("hang")
+    queue.invalidate()
+    assert queue.view(max_age_s=0).error == SCHEDULER_SILENT  # hangs on in the background
+    started = time.monotonic()
+    silent = queue.look_now()
+    assert time.monotonic() - started < 0.6 and silent.error == SCHEDULER_SILENT
