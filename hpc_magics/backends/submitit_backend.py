@@ -202,6 +202,7 @@ class SlurmBackend(_SubmititBackend):
         """sbatch retries an absent controller for MessageTimeout seconds (often a minute)
         with the kernel blocked. When squeue last failed, look once more (the watcher waits
         half a second) and refuse at once if the controller is still silent."""
+        from ..scheduler.queue import SCHEDULER_SILENT
         from ..scheduler.watcher import watcher
 
         queue = watcher().queue
@@ -210,8 +211,10 @@ class SlurmBackend(_SubmititBackend):
             return
         now = queue.look_now()  # past the back-off: a submission is the user's own ask
         if now.error is not None:
-            raise SubmissionError(f"Slurm's controller does not answer ({now.error}): nothing "
-                                  "was submitted; run the cell again when it is back")
+            why = ("squeue gave no answer in time" if now.error == SCHEDULER_SILENT
+                   else now.error)
+            raise SubmissionError(f"Slurm's controller does not answer ({why}): nothing was "
+                                  "submitted; run the cell again when it is back")
 
     @staticmethod
     def _partitions() -> frozenset[str]:
