@@ -586,8 +586,9 @@ class HpcMagics(Magics):
         if is_final(state):
             print(f"[hpc_magics] job {handle.job_id}: {state}")
         else:
-            print(f"[hpc_magics] job {handle.job_id}: cancel sent; Slurm shows {state} until "
-                  "its processes have stopped (%hpc_jobs shows the end)")
+            shows = "Slurm shows" if handle.backend.name == "slurm" else "it shows"
+            print(f"[hpc_magics] job {handle.job_id}: cancel sent; {shows} {state} until its "
+                  "processes have stopped (%hpc_jobs shows the end)")
 
     def _cancel_by_id(self, job_id: str) -> None:
         from ..scheduler.watcher import watcher

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +244,21 @@ def test_hpc_resources_shows_the_profiles_shebang_and_one_gres_line(shell: Any) 
     view = shell.run_line_magic(
         "hpc_resources", "--profile lab -p debug --gpus-per-node v100:1 --gres gpu:1,tmp:1")
     assert [line for line in view.lines if "gres" in line] == ["#SBATCH --gres=tmp:1,gpu:v100:1"]
+
+
+def test_cancel_a_local_job(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """%hpc_cancel answers at once without Slurm too, naming no scheduler that is not
+    there, and the job ends interrupted with its output so far kept."""
+    shell.run_cell_magic("sbatch", "--backend local -t 5",
+                         "import time\nprint('started', flush=True)\ntime.sleep(120)")
+    magics = shell.magics_manager.registry["HpcMagics"]
+    handle = magics.handles[magics.last_job]
+    deadline = time.monotonic() + 60
+    while "started" not in handle.log() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    capsys.readouterr()
+    shell.run_line_magic("hpc_cancel", "")
+    said = capsys.readouterr().out
+    assert f"job {handle.job_id}: " in said and "Slurm" not in said, said
+    assert handle.wait(timeout=30) == "INTERRUPTED"  # submitit's word for a stopped local job
+    assert "started" in handle.log()
