@@ -89,6 +89,11 @@ def widget_texts(notebook: Any, cell: Any) -> str:
     texts: list[str] = []
 
     def walk(model_id: str) -> None:
+        if model_id not in state:
+            # a part the widgets' monitor thread made between two cells: nbclient records
+            # only the messages of a running cell (a front end gets them all); the job ids
+            # asserted on below must still be there
+            return
         values = state[model_id]["state"]
         texts.extend(str(values[key]) for key in ("value", "description") if values.get(key))
         for child in values.get("children", []):
