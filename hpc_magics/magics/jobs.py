@@ -587,8 +587,9 @@ class HpcMagics(Magics):
             print(f"[hpc_magics] job {handle.job_id}: {state}")
         else:
             shows = "Slurm shows" if handle.backend.name == "slurm" else "it shows"
-            print(f"[hpc_magics] job {handle.job_id}: cancel sent; {shows} {state} until its "
-                  "processes have stopped (%hpc_jobs shows the end)")
+            # PENDING, RUNNING or COMPLETING for a moment: no claim about processes
+            print(f"[hpc_magics] job {handle.job_id}: cancel sent; {shows} {state} for now "
+                  "(%hpc_jobs shows the end)")
 
     def _cancel_by_id(self, job_id: str) -> None:
         from ..scheduler.watcher import watcher
