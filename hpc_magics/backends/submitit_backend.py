@@ -21,6 +21,7 @@ from ..core.jobscript import cell_parts, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.scale import ScaleOptions, scaled_parts, signal_directive
+from ..core.slurm_environment import for_sbatch
 from ..core.units import UNLIMITED
 from ..scheduler import commands
 from ..shipping.buffers import write_buffers
@@ -119,8 +120,10 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
         # written once: this file is what sbatch reads, and stays as the job's record
         script_path = Path(self.folder) / self.script_name
         script_path.write_text(self.script)
+        # the user's SBATCH_* defaults reach sbatch, except those the script's own lines set
         result = commands.run(["sbatch", "--parsable", str(script_path)],
-                              timeout=SBATCH_TIMEOUT_S)
+                              timeout=SBATCH_TIMEOUT_S,
+                              environ=for_sbatch(os.environ, self.script))
         if not result.ok:
             raise SubmissionError(f"the scheduler refused the job: {_refusal(result)}")
         job_id = parse_job_id(result.stdout)
@@ -131,7 +134,8 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
 class _SubmititBackend:
     name = "slurm"
 
-    def preflight(self, request: ResourceRequest, profile: ClusterProfile) -> None:
+    def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
+                  live: bool = True) -> None:
         return None
 
     def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:
@@ -186,11 +190,12 @@ class SlurmBackend(_SubmititBackend):
     def __init__(self, python: str | None = None) -> None:
         self.python = python or os.environ.get("HPC_MAGICS_PYTHON") or sys.executable
 
-    def preflight(self, request: ResourceRequest, profile: ClusterProfile) -> None:
+    def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
+                  live: bool = True) -> None:
         """Refuse at once while the controller is known to be away; check the partition
-        against the live cluster (one cached ``sinfo``)."""
+        against the live cluster (one cached ``sinfo``) unless ``live`` is False."""
         self._refuse_while_away()
-        if not request.partition:
+        if not request.partition or not live:
             return
         partitions = self._partitions()
         if partitions and request.partition not in partitions:

@@ -254,12 +254,16 @@ class HpcMagics(Magics):
 
     def _problems(self, request: ResourceRequest) -> list[validation.Problem]:
         from ..backends import choose_backend_name
+        from .job_environment import live_wanted, with_environment
 
         try:
             resolved = choose_backend_name(request.backend)
+            profile = self._profile(request)
+            # the environment's sbatch defaults count, as sbatch will apply them
+            request = with_environment(request, live_wanted(profile, None)[0])[0]
         except HpcMagicsError as error:
             return [validation.Problem(validation.ERROR, "backend", str(error))]
-        return validation.check(request.changed(backend=resolved), self._profile(request))
+        return validation.check(request.changed(backend=resolved), profile)
 
     # ------------------------------------------------------------- %hpc_resources
     @magic_arguments()
@@ -304,6 +308,11 @@ class HpcMagics(Magics):
                    "earlier cells (display code stripped) first; for state that does not pickle")
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
+    @argument("--live", dest="live", action="store_true", default=None,
+              help="check against this cluster's Slurm (partitions) even when the profile "
+                   "is another cluster's; default: only when the profile is this cluster's")
+    @argument("--no-live", dest="live", action="store_false", default=None,
+              help="static checks only: ask this cluster nothing before submitting")
     @scale_arguments
     @sweep_magic.sweep_arguments
     @cell_magic
@@ -335,6 +344,15 @@ class HpcMagics(Magics):
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
         request = sweep_magic.with_dependencies(self, request, args)
         profile = self._profile(request)
+        from .job_environment import live_wanted, sources_text, with_environment
+
+        live, not_live = live_wanted(profile, args.live)
+        try:
+            request, from_environment = with_environment(request, live)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        if not_live:
+            print(f"[hpc_magics] {not_live}", file=sys.stderr)
         from ..core.checkscript import syntax_problems
 
         problems = syntax_problems(cell, profile) + self._problems(request)
@@ -347,7 +365,7 @@ class HpcMagics(Magics):
             from ..backends import get_backend
 
             backend = get_backend(request.backend, python=self.python or None)
-            backend.preflight(request, profile)
+            backend.preflight(request, profile, live=live)
             options = options_from_args(args, request, backend.name)
             tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
             if points and (options.active or tasks > 1):
@@ -387,6 +405,7 @@ class HpcMagics(Magics):
             print(f"# dry run: nothing submitted. The job folder would be {would_be}"
                   " (its time stamp and random part are set at submission).")
             print(script, end="")
+            print(sources_text(request, self.request, from_environment, profile, script), end="")
             print(f"# {payload.summary()}")
             return None
         print(f"[hpc_magics] {payload.summary()}")

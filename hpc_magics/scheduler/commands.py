@@ -1,8 +1,10 @@
 """The one narrow door through which hpc_magics runs Slurm commands.
 
-Every call has a timeout, never goes through a shell, and runs with the inherited
-``SLURM_*``/``SBATCH_*``/``PMI_*`` variables removed: a Jupyter server that itself runs
-inside a Slurm job would otherwise hand its job's settings to the jobs it submits.
+Every call has a timeout, never goes through a shell, and runs without the variables a
+surrounding Slurm job leaks to its children (``SLURM_JOB_ID``, ``SLURM_MEM_PER_NODE``,
+``PMI_*``, ...: the table is ``core/slurm_environment.LEAKED``): a Jupyter server that itself
+runs inside a job would otherwise hand its job's settings to the jobs it submits. The user's
+own defaults (``SBATCH_*``, ``SALLOC_*``, ``SLURM_ACCOUNT``, ``SLURM_CONF``) stay.
 """
 
 from __future__ import annotations
@@ -14,15 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.errors import SubmissionError
+from ..core.slurm_environment import leak_reason
 
 DEFAULT_TIMEOUT_S = 30.0
-SCRUBBED_PREFIXES = ("SLURM_", "SBATCH_", "SALLOC_", "SRUN_", "PMI_", "PMIX_", "OMPI_")
 # The server's credentials (JupyterHub puts its API token in the environment): sbatch
 # exports the environment to the job, where they have no business.
 SCRUBBED_NAMES = frozenset({"JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TOKEN",
                             "JUPYTERHUB_OAUTH_ACCESS_TOKEN"})
-# Which cluster the commands talk to is the user's choice, not a leak from a job.
-KEPT_NAMES = frozenset({"SLURM_CONF"})
 
 
 def scrubbed_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -30,8 +30,7 @@ def scrubbed_environment(environ: Mapping[str, str] | None = None) -> dict[str, 
     the server's credentials."""
     source = os.environ if environ is None else environ
     return {k: v for k, v in source.items()
-            if (k in KEPT_NAMES or not k.startswith(SCRUBBED_PREFIXES))
-            and k not in SCRUBBED_NAMES}
+            if leak_reason(k) is None and k not in SCRUBBED_NAMES}
 
 
 def slurm_available() -> bool:

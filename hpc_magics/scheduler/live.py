@@ -19,6 +19,7 @@ from pathlib import Path
 from ..core.checkscript import ERROR, WARNING, Finding, ScriptReport, with_findings
 from ..core.errors import HpcMagicsError
 from ..core.resources import ResourceRequest
+from ..core.slurm_environment import for_sbatch
 from ..core.units import UNLIMITED, format_time
 from . import commands
 from .queue import slurm_duration
@@ -137,7 +138,9 @@ def test_only(script: str) -> TestOnly | str:
             handle.write(script)
             path = handle.name
         try:
-            _ANSWERS[key] = commands.run(["sbatch", "--test-only", path], timeout=30)
+            # as the submission will be: the user's defaults, the script's lines first
+            _ANSWERS[key] = commands.run(["sbatch", "--test-only", path], timeout=30,
+                                         environ=for_sbatch(os.environ, script))
         except HpcMagicsError as error:
             _ANSWERS[key] = str(error)
         finally:
