@@ -28,6 +28,7 @@ from . import tee
 from .buffers import open_buffers
 from .packing import Payload
 from .scale import NodeTask, Requeued
+from .sharing import come_back_together
 from .stream import dump_results, fingerprint, load_names, pickling_error
 
 RESULTS_FILE = "results.pkl"
@@ -247,6 +248,11 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             has_last, last_value = execute(payload, namespace)
             task.cell_running = False
             changed, unchanged = _changed_in_place(shipped, namespace, payload.result_names)
+            back = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
+            if has_last:
+                back["_"] = last_value
+            moved, unchanged = come_back_together(back, unchanged)
+            changed += moved
         except Requeued:
             failure = Requeued()
         except BaseException as error:  # the user's error, reported on fetch
