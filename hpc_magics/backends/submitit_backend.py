@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -288,6 +290,7 @@ class LocalBackend(_SubmititBackend):
 
     name = "local"
     _jobs: dict[str, Any] = {}
+    _cancelled: set[str] = set()
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:
@@ -306,7 +309,9 @@ class LocalBackend(_SubmititBackend):
             ""])
 
     def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
-        executor = submitit.LocalExecutor(folder=folder.path, max_num_timeout=0)
+        from .local_process import LocalProcessExecutor
+
+        executor = LocalProcessExecutor(folder=folder.path, max_num_timeout=0)
         executor.update_parameters(timeout_min=_timeout_min(request), signal_delay_s=0)
         return executor
 
@@ -320,7 +325,10 @@ class LocalBackend(_SubmititBackend):
         for job_id, folder in folder_by_id.items():
             job = LocalBackend._jobs.get(job_id)
             if job is not None:
-                states[job_id] = normalize_state(job.state)
+                state = normalize_state(job.state)
+                # the controller ends normally once its cancelled cell has stopped
+                cancelled = job_id in LocalBackend._cancelled and state != "RUNNING"
+                states[job_id] = "CANCELLED" if cancelled else state
             elif folder.has_results():
                 states[job_id] = "FINISHED"
             elif _pid_alive(job_id):
@@ -331,10 +339,17 @@ class LocalBackend(_SubmititBackend):
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
         job = LocalBackend._jobs.get(job_id)
+        LocalBackend._cancelled.add(job_id)
         if job is not None:
-            job.cancel(check=False)
-        elif _pid_alive(job_id):
-            os.kill(int(job_id), 15)
+            job.cancel(check=False)  # its process group: SIGTERM, then SIGKILL
+        elif _pid_alive(job_id):  # another kernel's: the controller leads its own group
+            try:
+                os.killpg(int(job_id), signal.SIGTERM)
+            except ProcessLookupError:  # started before it led a group: the process alone
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(job_id), signal.SIGTERM)
+            except PermissionError:
+                pass
 
 
 def _timeout_min(request: ResourceRequest) -> int:

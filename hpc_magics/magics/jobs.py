@@ -365,6 +365,10 @@ class HpcMagics(Magics):
             from ..backends import get_backend
 
             backend = get_backend(request.backend, python=self.python or None)
+            if request.backend == "auto" and backend.name == "local":  # never silently
+                print("[hpc_magics] --backend auto: running on this machine, not on a cluster:"
+                      " sbatch is not on PATH here (--backend slurm refuses instead)",
+                      file=sys.stderr)
             backend.preflight(request, profile, live=live)
             options = options_from_args(args, request, backend.name)
             tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
