@@ -11,12 +11,14 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import submitit
 from submitit.slurm.slurm import SlurmJobEnvironment
 
+from ..core import kernel_world
 from ..core.errors import InvalidRequest, SubmissionError
 from ..core.jobs import normalize_state
 from ..core.jobscript import cell_parts, render
@@ -190,12 +192,28 @@ class SlurmBackend(_SubmititBackend):
     name = "slurm"
 
     def __init__(self, python: str | None = None) -> None:
-        self.python = python or os.environ.get("HPC_MAGICS_PYTHON") or sys.executable
+        self.given_python = python or os.environ.get("HPC_MAGICS_PYTHON") or None
+        self.python = self.given_python or sys.executable
+
+    def kernel_world(self, request: ResourceRequest, profile: ClusterProfile
+                     ) -> kernel_world.WorldParts:
+        """The kernel's interpreter, modules, uenv and image, as the job script's lines."""
+        settings = dict(profile.environment)
+        if self.given_python:
+            settings["interpreter"] = self.given_python
+        exports = [v for f, v in (*profile.extra_directives, *request.extra) if f == "export"]
+        world = kernel_world.read(os.environ, self.python)
+        return kernel_world.parts(world, settings,
+                                  clean=kernel_world.starts_clean(os.environ, exports))
 
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
                   live: bool = True) -> None:
         """Refuse at once while the controller is known to be away; check the partition
         against the live cluster (one cached ``sinfo``) unless ``live`` is False."""
+        settings = dict(profile.environment)
+        if self.given_python:
+            settings["interpreter"] = self.given_python
+        kernel_world.refuse(kernel_world.read(os.environ, self.python), settings)
         self._refuse_while_away()
         if not request.partition or not live:
             return
@@ -241,9 +259,11 @@ class SlurmBackend(_SubmititBackend):
                    job_name: str, options: ScaleOptions | None = None,
                    array: str | None = None) -> str:
         """``array``: sbatch's ``--array`` range, for one array of a sweep."""
-        # a path is quoted; text with spaces is a command ("apptainer exec img.sif python")
-        python = self.python if any(c.isspace() for c in self.python) \
-            else shlex.quote(self.python)
+        world = self.kernel_world(request, profile)
+        python = world.python
+        taken = {flag for flag, _ in (*request.extra, *profile.extra_directives)}
+        request = request.changed(extra=(*request.extra, *(
+            pair for pair in world.directives if pair[0] not in taken)))
         # USR2 at the limit itself unless the cell checkpoints (core/scale.py says when):
         # an earlier signal would end a plain cell as failed instead of as TIMEOUT
         signal = signal_directive(options).replace("USR2", SlurmJobEnvironment.USR_SIG)
@@ -256,6 +276,7 @@ class SlurmBackend(_SubmititBackend):
         parts = cell_parts(folder, python, job_name, signal=signal, array=array)
         if options is not None and options.active:
             parts = scaled_parts(parts, options, python)
+        parts = replace(parts, prologue=(*parts.prologue, *world.lines))
         return render(request, profile, parts)
 
     def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:

@@ -66,6 +66,9 @@ class ClusterProfile:
     legacy_constraints: Mapping[str, str] = field(default_factory=dict)  # -C value → advice
     retired: str = ""  # the system is gone: what to use instead
     gpu_constraint: str | None = None  # GPUs come with a node feature (Piz Daint XC: -C gpu)
+    # the kernel's world in the job (core/kernel_world.py): interpreter, modules, uenv,
+    # container = "auto" | "off" | a fixed value
+    environment: Mapping[str, Any] = field(default_factory=dict)
 
     def partition(self, name: str | None) -> Partition | None:
         return self.partitions.get(name or self.default_partition or "")
@@ -144,6 +147,7 @@ def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -
         legacy_constraints=dict(data.get("legacy_constraints", {})),
         retired=data.get("retired", ""),
         gpu_constraint=data.get("gpu_constraint"),
+        environment=dict(data.get("environment", {})),
     )
 
 
@@ -230,7 +234,7 @@ _TOP_LEVEL_TYPES: dict[str, type | tuple[type, ...]] = {
     "account_placeholders": list, "gpu_type_required": bool,
     "gpu_constraint_for_cpu_only": str, "gpu_flag": str, "time_required": bool,
     "shebang": str, "setup": list, "defaults": dict, "extra_directives": dict,
-    "billing": str, "cluster_names": list,
+    "billing": str, "cluster_names": list, "environment": dict,
 }
 _PARTITION_TYPES: dict[str, type | tuple[type, ...]] = {
     "max_time": (str, int), "max_nodes": int, "cpus_per_node": int,

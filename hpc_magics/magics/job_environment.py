@@ -9,7 +9,7 @@ its request is checked statically and the dry-run says so.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..core import slurm_environment
 from ..core.flags import SBATCH_FLAGS
@@ -41,7 +41,7 @@ def with_environment(request: ResourceRequest, live: bool,
 
 def sources_text(final: ResourceRequest, session: ResourceRequest, filled: Mapping[str, str],
                  profile: ClusterProfile, script: str,
-                 environ: Mapping[str, str] | None = None) -> str:
+                 environ: Mapping[str, str] | None = None, world: Sequence[str] = ()) -> str:
     """Comment lines: where each value of the script came from, and which variables reach
     sbatch (or give way to the script's own lines)."""
     env = os.environ if environ is None else environ
@@ -65,4 +65,5 @@ def sources_text(final: ResourceRequest, session: ResourceRequest, filled: Mappi
         lines.append(f"# reach sbatch from the environment: {', '.join(kept)}")
     if given_way:
         lines.append(f"# give way to the script's own lines: {', '.join(given_way)}")
+    lines += [f"# the kernel's world: {item}" for item in world]
     return "\n".join(lines) + "\n"

@@ -409,7 +409,10 @@ class HpcMagics(Magics):
             print(f"# dry run: nothing submitted. The job folder would be {would_be}"
                   " (its time stamp and random part are set at submission).")
             print(script, end="")
-            print(sources_text(request, self.request, from_environment, profile, script), end="")
+            world = getattr(backend, "kernel_world", None)
+            said = world(request, profile).said if world is not None else ()
+            print(sources_text(request, self.request, from_environment, profile, script,
+                               world=said), end="")
             print(f"# {payload.summary()}")
             return None
         print(f"[hpc_magics] {payload.summary()}")
