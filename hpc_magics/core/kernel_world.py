@@ -150,7 +150,11 @@ def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool) -> World
     return WorldParts(tuple(directives), tuple(lines), command, tuple(said))
 
 
-def _under_login_only(path: str) -> str | None:
+def login_only_root(path: str) -> str | None:
+    """The login-only folder ``path`` lies under (``/tmp``, ...), or None (a bare command
+    name, found on the node's PATH, is under none)."""
+    if not path.startswith("/"):
+        return None
     resolved = str(Path(path).resolve()) if path else ""
     for root in LOGIN_ONLY:
         for candidate in (path, resolved):
@@ -166,7 +170,7 @@ def refusals(world: KernelWorld, settings: Mapping[str, Any]) -> list[str]:
     if interpreter == AUTO and not world.image:
         for what, path in (("interpreter", world.python), ("venv", world.venv),
                            ("conda environment", world.conda)):
-            root = _under_login_only(path or "")
+            root = login_only_root(path or "")
             if path and root:
                 found.append(f"the kernel's {what} {path} is under {root}, which compute nodes "
                              "do not see: make it in your home or project folder, or set "
@@ -177,7 +181,7 @@ def refusals(world: KernelWorld, settings: Mapping[str, Any]) -> list[str]:
             if not Path(path).is_file():
                 found.append(f"module {name} is not available any more ({path} is gone): "
                              "module load it again in the kernel, or unload it")
-            elif _under_login_only(path):
+            elif login_only_root(path):
                 found.append(f"module {name} comes from {path}, which compute nodes do not "
                              "see: put the modulefile in your home or project folder")
     return found

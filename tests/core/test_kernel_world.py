@@ -109,3 +109,9 @@ def test_preflight_refuses_what_a_node_cannot_reach(
     assert kernel_world.refusals(gone, {}) == [
         f"module old/1 is not available any more ({tmp_path / 'old.lua'} is gone): module load "
         "it again in the kernel, or unload it"]
+
+
+def test_a_bare_command_name_is_under_no_login_only_folder() -> None:
+    assert kernel_world.login_only_root("python") is None  # found on the node's PATH
+    assert kernel_world.login_only_root("/tmp/x/bin/python") == "/tmp"
+    assert kernel_world.login_only_root("/home/u/venv/bin/python") is None

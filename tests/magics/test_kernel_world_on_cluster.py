@@ -102,3 +102,45 @@ def test_venv_package_and_module_reach_a_clean_job(
                     # the venv first, then the module's folder: as activating it after loading
                     "path": [str(venv / "bin"), str(project / "tools")],
                     "kernel_only": None}
+
+
+def _notebook(path: Path, kernel: str, source: str) -> Path:
+    import nbformat
+
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    book.metadata["kernelspec"] = {"name": kernel, "display_name": kernel, "language": "python"}
+    nbformat.write(book, path)
+    return path
+
+
+def test_a_whole_notebook_job_runs_the_kernel_the_notebook_names(
+        slurm_cluster: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import nbformat
+
+    from hpc_magics.convert.notebook_job import NOTEBOOK_OUT
+    from hpc_magics.convert.submit import submit_notebook
+    from hpc_magics.core.errors import InvalidRequest
+    from hpc_magics.core.profiles import load_profile
+    from hpc_magics.core.resources import ResourceRequest
+
+    venv = _venv_with_a_package(project)
+    kernels = project / "jupyter" / "kernels" / "envworld"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({
+        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f",
+                 "{connection_file}"], "display_name": "envworld", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(project / "jupyter"))  # exported to the job
+    request = ResourceRequest(profile="lab", backend="slurm", time_s=300)
+    lab = load_profile("lab")
+    with pytest.raises(InvalidRequest, match=r"^the notebook's kernel 'nosuch' is not installed"):
+        submit_notebook(_notebook(project / "other.ipynb", "nosuch", "1"), request, lab,
+                        jobs_root=project / "jobs")
+    path = _notebook(project / "analysis.ipynb", "envworld",
+                     "import sys, envworld_probe\nprint(envworld_probe.NAME, sys.executable)")
+    job = submit_notebook(path, request, lab, jobs_root=project / "jobs")
+    assert job.handle.wait(timeout=240) == "COMPLETED"
+    executed = nbformat.read(job.handle.folder.path / NOTEBOOK_OUT, as_version=4)
+    [output] = executed.cells[0].outputs
+    assert output.text.strip() == f"venv-only {venv / 'bin' / 'python'}"
