@@ -4,6 +4,8 @@ runner in a separate process; the torch case runs where torch is installed."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -112,3 +114,20 @@ def test_torch_optimizer_alone_trains_the_notebooks_model(shell: Any) -> None:
     assert ns["opt"].param_groups[0]["params"][0] is ns["model"].weight
     np.testing.assert_allclose(ns["model"].weight.detach().numpy(),
                                ns["opt"].param_groups[0]["params"][0].detach().numpy())
+
+
+def test_a_module_the_job_cannot_import_is_one_line_naming_it_and_the_interpreter(
+        shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpc_magics.core.errors import JobFailed
+
+    # a module only the kernel has (its folder is on the kernel's sys.path, not the job's)
+    (tmp_path / "kernel_only_mod.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    shell.run_cell("import kernel_only_mod")
+    sys.modules.pop("kernel_only_mod", None)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))  # this checkout only
+    with pytest.raises(JobFailed) as raised:
+        shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "v = kernel_only_mod.VALUE")
+    message = str(raised.value)
+    assert "cannot import 'kernel_only_mod', which the cell's state needs" in message
+    assert f"the job's Python {sys.executable} on " in message
