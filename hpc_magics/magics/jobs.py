@@ -295,7 +295,14 @@ class HpcMagics(Magics):
             request = self._session_start()
         request = self._apply(request, args)
         self.request = request
-        return ResourceView(request, self._profile(request), self._problems(request))
+        profile = self._profile(request)
+        from .job_environment import live_wanted, with_environment
+
+        try:  # shown and costed with the environment's sbatch defaults, as a job gets them
+            shown = with_environment(request, live_wanted(profile, None)[0])[0]
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        return ResourceView(shown, profile, self._problems(request))
 
     # ------------------------------------------------------------- %%sbatch
     @magic_arguments()

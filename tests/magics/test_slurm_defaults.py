@@ -79,3 +79,17 @@ def test_users_default_reaches_the_job_and_leaks_do_not(
     assert seen["SLURM_MEM_PER_NODE"] != "1"  # the job's memory is its own
     assert seen["SLURM_NTASKS"] == "1"
     assert sacct_state(handle.job_id, until={"COMPLETED"}, timeout=20) == "COMPLETED"
+
+
+def test_hpc_resources_shows_and_costs_the_environments_defaults(
+        shell: Any, slurm_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SBATCH_TIMELIMIT", "2:00:00")
+    monkeypatch.setenv("SBATCH_ACCOUNT", "envproj")
+    view = shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -N 2")
+    assert "#SBATCH --account=envproj" in view.lines
+    assert "#SBATCH --time=02:00:00" in view.lines
+    assert view.cost.startswith("≈ 4 node-h")  # 2 nodes x the environment's 2 h
+    # validation reads the same default: 2 h is over the debug partition's 20 min
+    assert "time 02:00:00 exceeds the 00:20:00 limit of partition 'debug'" in repr(view)
+    # the session keeps only what was set in it: the environment is read again each time
+    assert shell.magics_manager.registry["HpcMagics"].request.account is None
