@@ -19,11 +19,15 @@ from .units import UNLIMITED, format_memory, format_time, parse_memory
 
 ERROR = "error"
 WARNING = "warning"
-# "<ACCOUNT>", "<project>" left in a value; for accounts also "$ACCOUNT", "NAISSXXXX-YY-ZZZZ",
-# the bare words ACCOUNT/PROJECT and "your_project".
+# "<ACCOUNT>", "<project>" left in a value. For accounts also "def-$USER" (sbatch does not
+# expand variables in #SBATCH lines), "NAISSXXXX-YY-ZZZZ", "your_project" and upper-case
+# words naming what to fill in (ACCOUNT, COMPUTE_CANADA_ACCOUNT, MY_PROJECT): Slurm keeps
+# account names in lower case, so no site has such an account. Each profile adds its site's
+# own placeholders (account_placeholders, account_placeholder_patterns).
 PLACEHOLDER = re.compile(r".*<[^<>@]+>.*")
 ACCOUNT_PLACEHOLDER = re.compile(
-    r".*<[^<>]+>.*|\$\{?\w+\}?|.*X{3,}.*|ACCOUNT|PROJECT|your[_-]?(account|project)")
+    r".*<[^<>]+>.*|.*\$\{?\w+\}?.*|.*X{3,}.*|your[_-]?(account|project|allocation)"
+    r"|([A-Z]+[_-])*(ACCOUNT|PROJECT|ALLOCATION|GROUP|SPONSOR)([_-][A-Z]+)*")
 
 
 @dataclass(frozen=True)
@@ -205,9 +209,9 @@ def account(request: ResourceRequest, profile: ClusterProfile,
     name = request.account
     example = f" (like {profile.account_example})" if profile.account_example else ""
     if name:
-        if name in profile.account_placeholders or ACCOUNT_PLACEHOLDER.fullmatch(name):
+        if is_placeholder_account(name, profile):
             yield _error("account", f"account {name!r} is a placeholder: use your own "
-                         f"project{example}")
+                         f"{profile.name} project{example}")
         elif profile.account_pattern and not re.fullmatch(profile.account_pattern, name):
             yield _warn("account", f"account {name!r} does not look like a {profile.name} "
                         f"project{example}")
@@ -217,6 +221,14 @@ def account(request: ResourceRequest, profile: ClusterProfile,
                     f"{profile.account_example or 'PROJECT'}")
 
 
+def is_placeholder_account(name: str, profile: ClusterProfile) -> bool:
+    """An account left as the guide printed it (def-someuser, <project>, MY_ACCOUNT)."""
+    return (name.lower() in {p.lower() for p in profile.account_placeholders}
+            or ACCOUNT_PLACEHOLDER.fullmatch(name) is not None
+            or any(re.fullmatch(p, name, re.IGNORECASE)
+                   for p in profile.account_placeholder_patterns))
+
+
 def legacy(request: ResourceRequest, profile: ClusterProfile,
            partition: Partition | None) -> Found:
     for feature in re.split(r"[,&|]", request.constraint or ""):
@@ -224,7 +236,9 @@ def legacy(request: ResourceRequest, profile: ClusterProfile,
         if advice:
             yield _warn("constraint", advice)
     if profile.retired:
-        yield _warn("profile", profile.retired)
+        successor = (f" (check with --profile {profile.successor})"
+                     if profile.successor and profile.successor not in profile.retired else "")
+        yield _warn("profile", f"{profile.retired}{successor}")
 
 
 RULES: tuple[Callable[[ResourceRequest, ClusterProfile, Partition | None], Found], ...] = (
