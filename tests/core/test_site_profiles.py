@@ -217,3 +217,13 @@ def test_a_profile_extends_its_sites_profile(tmp_path: Path) -> None:
     (tmp_path / "site.toml").write_text('extends = "one"\n')
     with pytest.raises(InvalidRequest, match="makes a loop"):
         load_profile("one", [tmp_path])
+
+
+def test_the_docs_list_every_profile_with_its_source_and_date() -> None:
+    from hpc_magics.checker.profiles_command import markdown_table
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "profiles.md").read_text()
+    table = markdown_table()
+    assert table in page, "docs/profiles.md is stale: append `hpc-magics profiles --markdown`"
+    for name in ALL:
+        assert f"| `{name}` |" in table and load_profile(name).documented_on in table
