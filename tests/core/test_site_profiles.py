@@ -164,6 +164,7 @@ def test_a_fir_script_is_judged_by_firs_limits_not_narvals() -> None:
 @pytest.mark.parametrize(("host", "profile"), [
     ("narval2.narval.calcul.quebec", "narval"),
     ("fir.alliancecan.ca", "fir"),
+    ("fc10512", "fir"),
     ("rorqual1", "rorqual"),
     ("tri-login01", "trillium"),
     ("daint-ln002", "daint"),
