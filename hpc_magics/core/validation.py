@@ -211,7 +211,7 @@ def account(request: ResourceRequest, profile: ClusterProfile,
     if name:
         if is_placeholder_account(name, profile):
             yield _error("account", f"account {name!r} is a placeholder: use your own "
-                         f"{profile.name} project{example}")
+                         f"project{example}")
         elif profile.account_pattern and not re.fullmatch(profile.account_pattern, name):
             yield _warn("account", f"account {name!r} does not look like a {profile.name} "
                         f"project{example}")
