@@ -63,3 +63,12 @@ def profile_for_host(hostname: str, paths: Iterable[Path] | None = None) -> str 
         if any(re.fullmatch(pattern, name, re.IGNORECASE) for pattern in profile.hostnames):
             return profile_name
     return None
+
+
+def profile_with_partition(partition: str, paths: Iterable[Path] | None = None) -> str | None:
+    """The one current system whose profile lists this partition (lncc-h100: sdumont2nd);
+    None when none or several do (debug, normal): what to suggest when a script names a
+    partition its profile does not have."""
+    found = [name for name, p in _profiles(paths).items()
+             if partition in p.partitions and not p.retired]
+    return found[0] if len(found) == 1 else None

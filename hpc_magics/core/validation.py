@@ -74,6 +74,14 @@ def partition_exists(request: ResourceRequest, profile: ClusterProfile,
         choices = ", ".join(profile.partitions)
         routed = "" if profile.default_partition else " (or leave -p out: the site routes jobs)"
         if profile.partitions_complete:
+            from .sites import profile_with_partition  # only on this path: reads the profiles
+
+            other = profile_with_partition(request.partition)
+            if other and other != profile.name:  # SDumont 2nd's lncc-h100 under sdumont
+                yield _error("partition", f"partition {request.partition!r} does not exist on "
+                             f"{profile.name}; it is {other}'s: use --profile {other}, or one "
+                             f"of {choices}{routed}")
+                return
             yield _error("partition", f"partition {request.partition!r} does not exist on "
                          f"{profile.name}: use one of {choices}{routed}")
         else:

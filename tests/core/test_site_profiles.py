@@ -228,3 +228,15 @@ def test_the_docs_list_every_profile_with_its_source_and_date() -> None:
     assert table in page, "docs/profiles.md is stale: append `hpc-magics profiles --markdown`"
     for name in ALL:
         assert f"| `{name}` |" in table and load_profile(name).documented_on in table
+
+
+def test_another_systems_partition_names_that_system() -> None:
+    """SDumont 2nd's queues under the first SDumont's profile: refused, naming the profile
+    that has them, in one line."""
+    report = check(["#SBATCH --partition=lncc-h100", "#SBATCH --time=1:00:00"], "sdumont")
+    refused = [f for f in report.errors if f.option == "partition"]
+    assert refused and "\n" not in refused[0].message
+    assert "--profile sdumont2nd" in refused[0].message
+    # a name many systems use suggests none of them
+    common = check(["#SBATCH --partition=normal", "#SBATCH --time=1:00:00"], "sdumont")
+    assert "--profile" not in common.errors[0].message
