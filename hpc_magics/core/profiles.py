@@ -37,6 +37,9 @@ class Partition:
     default_time_s: int | None = None
     gpus_per_type: Mapping[str, int] = field(default_factory=dict)  # when node types differ
     billing_weights: str = ""  # Slurm's TRESBillingWeights, e.g. "CPU=1.0,Mem=0.25G,GRES/gpu=4"
+    # GPU types a site spells many ways (MIG slices: h100_3g.40gb, h100_20gb, ...): a regex
+    # of the types it takes besides gpu_types
+    gpu_type_pattern: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,8 @@ class ClusterProfile:
             gpus_per_node=max(p.gpus_per_node for p in parts),
             gpu_types=tuple(types) if all(p.gpu_types or not p.gpus_per_node for p in parts)
             else (),
+            gpu_type_pattern="|".join(f"(?:{p.gpu_type_pattern})" for p in parts
+                                      if p.gpu_type_pattern),
         )
 
 
@@ -118,6 +123,7 @@ def _partition(name: str, data: Mapping[str, Any]) -> Partition:
         default_time_s=parse_time(data["default_time"]) if "default_time" in data else None,
         gpus_per_type={str(k): int(v) for k, v in data.get("gpus_per_type", {}).items()},
         billing_weights=str(data.get("billing_weights", "")),
+        gpu_type_pattern=str(data.get("gpu_type_pattern", "")),
     )
 
 
@@ -294,7 +300,7 @@ _TOP_LEVEL_TYPES: dict[str, type | tuple[type, ...]] = {
 _PARTITION_TYPES: dict[str, type | tuple[type, ...]] = {
     "max_time": (str, int), "max_nodes": int, "cpus_per_node": int,
     "mem_per_node": (str, int), "gpus_per_node": int, "gpu_types": list,
-    "requires_qos": str, "whole_node": bool, "note": str,
+    "requires_qos": str, "whole_node": bool, "note": str, "gpu_type_pattern": str,
 }
 _TYPE_NAMES = {str: "a string", int: "a whole number", bool: "true or false",
                list: "a list", dict: "a table"}

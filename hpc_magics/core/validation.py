@@ -185,6 +185,9 @@ def gpu_request(request: ResourceRequest, profile: ClusterProfile,
         yield _error("gpus-per-node", f"{gpus.count}{kind} GPUs per node exceed the {limit} "
                      f"a node of partition {partition.name!r} has")
     known = {t.lower(): t for t in partition.gpu_types}
+    if gpus.type and partition.gpu_type_pattern and re.fullmatch(
+            partition.gpu_type_pattern, gpus.type, re.IGNORECASE):
+        return  # one of the site's other spellings (a MIG slice)
     if gpus.type and known and gpus.type.lower() not in known:
         yield _error("gpus-per-node", f"GPU type {gpus.type!r} does not exist in partition "
                      f"{partition.name!r}: use one of {', '.join(partition.gpu_types)}")

@@ -240,3 +240,16 @@ def test_another_systems_partition_names_that_system() -> None:
     # a name many systems use suggests none of them
     common = check(["#SBATCH --partition=normal", "#SBATCH --time=1:00:00"], "sdumont")
     assert "--profile" not in common.errors[0].message
+
+
+@pytest.mark.parametrize("profile", ["fir", "nibi", "rorqual"])
+def test_mig_slices_in_every_spelling_the_alliance_takes(profile: str) -> None:
+    """Real Fir/Nibi/Rorqual scripts ask for H100 slices both ways; neither is refused, and
+    a type no node has still is."""
+    for line in ("#SBATCH --gpus=nvidia_h100_80gb_hbm3_2g.20gb:1",
+                 "#SBATCH --gpus-per-node=h100_3g.40gb:1", "#SBATCH --gpus-per-node=h100:1"):
+        report = check(["#SBATCH --account=def-smith", "#SBATCH --time=1:00:00", line],
+                       profile)
+        assert report.ok, render(report, profile)
+    wrong = check(["#SBATCH --account=def-smith", "#SBATCH --gpus-per-node=a100:1"], profile)
+    assert "gpus-per-node" in {f.option for f in wrong.errors}
