@@ -22,6 +22,7 @@ from .profiles import ClusterProfile
 from .resources import ResourceRequest, updated
 from .sbatch_options import BY_SHORT, NONE, OPTIONAL, OPTIONS, SbatchOption, ambiguous, lookup
 from .sbatch_values import VALUE_CHECKS, filename_notes
+from .sites import profile_for_script
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
     "ok", "warning", "error", "passed", "ignored", "comment")
@@ -144,20 +145,9 @@ def _options(number: int, text: str, profile: ClusterProfile) -> list[Option]:
 
 
 def guess_profile(script: str) -> str | None:
-    """The cluster a script was written for, from its spellings; None when it does not say."""
-    hints = (
-        (r"daint-(gpu|mc)|--constraint[= ]['\"]?(gpu|mc)\b|-C\s*['\"]?(gpu|mc)\b", "daint_xc"),
-        (r"NAISS\d{4}|--gpus-per-node[= ](T4|A40|A100fat|A100):|NOGPU|-p\s*alvis", "alvis"),
-        (r"\b(def|rrg|rpp|ctb)-\w+|StdEnv/20\d\d|SLURM_TMPDIR|narval", "narval"),
-        (r"sequana_|nvidia_(dev|small|long|scal)|-p\s*nvidia\b|sdumont|/scratch/\w+/\w+\.\w+",
-         "sdumont"),
-        (r"partition[= ](m3[a-z]|dgx|desktop|comp)\b|-p\s*(m3[a-z]|dgx)\b|massive", "m3"),
-        (r"--uenv|--environment=|alps", "daint"),
-    )
-    for pattern, name in hints:
-        if re.search(pattern, script, re.IGNORECASE):
-            return name
-    return None
+    """The cluster a script was written for, from its spellings (the profiles'
+    ``script_hints``); None when it does not say."""
+    return profile_for_script(script)
 
 
 def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
