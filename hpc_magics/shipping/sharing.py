@@ -16,19 +16,24 @@ design (numbers, strings, tuples, ``None``) do not count as sharing. A walk stop
 
 from __future__ import annotations
 
+import enum
 import gc
+import logging
 import types
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 MAX_OBJECTS = 100_000
 
-# not followed: what they reach is code and globals, not the value's state
+# not followed: what they reach is code and globals, not the value's state (a logger
+# reaches every logger of the process through its manager)
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
-           types.MethodType, types.CodeType, types.FrameType)
-# followed, but shared by Python itself (interned, cached, immutable): not a shared object
+           types.MethodType, types.CodeType, types.FrameType, logging.Logger,
+           logging.Manager)
+# followed, but shared by Python itself (interned, cached, immutable, singletons such as
+# enum members): not a shared object
 _NO_IDENTITY = (int, float, complex, str, bytes, bool, tuple, frozenset, type(None),
-                type(Ellipsis), type(NotImplemented), range, slice)
+                type(Ellipsis), type(NotImplemented), range, slice, enum.Enum)
 
 
 def reachable(value: Any, limit: int = MAX_OBJECTS, stop: Collection[int] = ()) -> set[int]:

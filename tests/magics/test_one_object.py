@@ -131,3 +131,15 @@ def test_a_module_the_job_cannot_import_is_one_line_naming_it_and_the_interprete
     message = str(raised.value)
     assert "cannot import 'kernel_only_mod', which the cell's state needs" in message
     assert f"the job's Python {sys.executable} on " in message
+
+
+def test_singletons_python_shares_do_not_make_names_travel(shell: Any) -> None:
+    shell.run_cell("import enum, logging\n"
+                   "class Mode(enum.Enum):\n    TRAIN = 1\n"
+                   "class Run:\n    def __init__(self):\n"
+                   "        self.mode, self.name = Mode.TRAIN, 'r'\n"
+                   "        self.log = logging.getLogger('x')\n"
+                   "shipped, other = Run(), Run()")
+    code = "shipped.name = 'changed'"
+    payload = pack(code, analyse(code), shell.user_ns)
+    assert payload.state_names == ("shipped",)  # same enum member, logger, string: not shared
