@@ -37,8 +37,11 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     from ..backends import get_backend
     from ..backends.folder import JobFolder
     from ..handle import JobHandle
+    from ..scheduler.defaults import live_wanted, with_environment
     from ..shipping.packing import Payload
 
+    # this machine's sbatch defaults count, as sbatch will apply them
+    request = with_environment(request, live_wanted(profile, None)[0])[0]
     errors = validation.errors(validation.check(request, profile))
     if errors:
         raise InvalidRequest("; ".join(problem.message for problem in errors))

@@ -1,9 +1,6 @@
-"""What of the kernel's world ``%%sbatch`` uses, and the dry-run's lines saying where from.
+"""The dry-run's lines saying where each value of the job script came from.
 
-The environment's Slurm defaults (``SBATCH_ACCOUNT``, ...: ``core/slurm_environment``) fill
-what the cell and ``%hpc_resources`` leave open, so validation and cost see what sbatch will
-apply. A profile that describes another cluster gets neither those defaults nor live checks:
-its request is checked statically and the dry-run says so.
+(The environment's sbatch defaults and the live/static choice: ``scheduler/defaults.py``.)
 """
 
 from __future__ import annotations
@@ -15,28 +12,6 @@ from ..core import slurm_environment
 from ..core.flags import SBATCH_FLAGS
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
-
-
-def live_wanted(profile: ClusterProfile, wanted: bool | None) -> tuple[bool, str]:
-    """Whether to ask the cluster here, and the one line saying why not (or "")."""
-    from ..scheduler.cluster import cluster_name, is_foreign
-
-    if wanted is False:
-        return False, "--no-live: static checks only, nothing asked of the cluster"
-    if wanted is None and is_foreign(profile.cluster_names):
-        return False, (f"profile {profile.name} describes {', '.join(profile.cluster_names)}, "
-                       f"not this cluster ({cluster_name()}): static checks only "
-                       "(--live asks this cluster anyway)")
-    return True, ""
-
-
-def with_environment(request: ResourceRequest, live: bool,
-                     environ: Mapping[str, str] | None = None
-                     ) -> tuple[ResourceRequest, dict[str, str]]:
-    """The request with this machine's sbatch defaults, when the profile is this cluster's."""
-    if not live:
-        return request, {}
-    return slurm_environment.with_defaults(request, os.environ if environ is None else environ)
 
 
 def sources_text(final: ResourceRequest, session: ResourceRequest, filled: Mapping[str, str],

@@ -254,7 +254,7 @@ class HpcMagics(Magics):
 
     def _problems(self, request: ResourceRequest) -> list[validation.Problem]:
         from ..backends import choose_backend_name
-        from .job_environment import live_wanted, with_environment
+        from ..scheduler.defaults import live_wanted, with_environment
 
         try:
             resolved = choose_backend_name(request.backend)
@@ -296,7 +296,7 @@ class HpcMagics(Magics):
         request = self._apply(request, args)
         self.request = request
         profile = self._profile(request)
-        from .job_environment import live_wanted, with_environment
+        from ..scheduler.defaults import live_wanted, with_environment
 
         try:  # shown and costed with the environment's sbatch defaults, as a job gets them
             shown = with_environment(request, live_wanted(profile, None)[0])[0]
@@ -351,7 +351,8 @@ class HpcMagics(Magics):
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
         request = sweep_magic.with_dependencies(self, request, args)
         profile = self._profile(request)
-        from .job_environment import live_wanted, sources_text, with_environment
+        from ..scheduler.defaults import live_wanted, with_environment
+        from .job_environment import sources_text
 
         live, not_live = live_wanted(profile, args.live)
         try:
