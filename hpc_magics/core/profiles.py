@@ -80,6 +80,7 @@ class ClusterProfile:
     # the kernel's world in the job (core/kernel_world.py): interpreter, modules, uenv,
     # container = "auto" | "off" | a fixed value
     environment: Mapping[str, Any] = field(default_factory=dict)
+    balance_command: tuple[str, ...] = ()  # the site's own allocation balance tool (argv)
 
     def partition(self, name: str | None) -> Partition | None:
         return self.partitions.get(name or self.default_partition or "")
@@ -167,6 +168,7 @@ def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -
         hostnames=tuple(data.get("hostnames", ())),
         extends=data.get("extends", ""),
         environment=dict(data.get("environment", {})),
+        balance_command=tuple(str(a) for a in data.get("balance_command", ())),
     )
 
 
@@ -299,7 +301,7 @@ _TOP_LEVEL_TYPES: dict[str, type | tuple[type, ...]] = {
     "shebang": str, "setup": list, "defaults": dict, "extra_directives": dict,
     "billing": str, "cluster_names": list, "retired": str, "successor": str,
     "account_placeholder_patterns": list, "script_hints": list, "hostnames": list,
-    "extends": str, "environment": dict,
+    "extends": str, "environment": dict, "balance_command": list,
 }
 _PARTITION_TYPES: dict[str, type | tuple[type, ...]] = {
     "max_time": (str, int), "max_nodes": int, "cpus_per_node": int,

@@ -421,6 +421,11 @@ class HpcMagics(Magics):
             said = world(request, profile).said if world is not None else ()
             print(sources_text(request, self.request, from_environment, profile, script,
                                world=said), end="")
+            if live and backend.name == "slurm":
+                from ..scheduler.allocation import allocation_lines
+
+                print("".join(f"# {line}\n" for line in allocation_lines(request, profile)),
+                      end="")
             print(f"# {payload.summary()}")
             return None
         print(f"[hpc_magics] {payload.summary()}")
