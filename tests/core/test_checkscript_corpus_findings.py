@@ -1,6 +1,7 @@
-"""Options a well-known Slurm plugin adds are not typos of an sbatch option (a Clariden job
-script of the corpus used ``#SBATCH --container-writable`` and was refused as
-``--container=writable``)."""
+"""What real job scripts of the corpus (tests/corpus/jobscripts.toml) showed the checker got
+wrong: options a well-known Slurm plugin adds are not typos of an sbatch option (a Clariden
+script's ``#SBATCH --container-writable`` was refused as ``--container=writable``), and an
+Alps GH200 node takes the ``--mem=450G`` CSCS documents (a CSCS staff script was refused)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,14 @@ def test_glued_values_are_still_refused(option_line: str, fix: str) -> None:
     verdict, messages = _line_verdict(option_line, "generic")
     assert verdict == ERROR, messages
     assert fix in messages[0], messages
+
+
+@pytest.mark.parametrize(("mem", "ok"), [("450G", True), ("460800M", True), ("451G", False)])
+def test_alps_node_takes_the_documented_450G(mem: str, ok: bool) -> None:
+    """CSCS's docs (running/slurm.md): ``--exclusive --mem=450G`` is "most of allowable
+    memory" on a GH200 node; more than that is refused."""
+    script = f"#!/bin/bash\n#SBATCH -A g123 -N 1 -t 30\n#SBATCH --exclusive --mem={mem}\nhostname\n"
+    report = check_script(script, load_profile("daint"), whole_file=True)
+    assert report.ok is ok, render(report)
+    if not ok:
+        assert {f.option for f in report.errors} == {"mem"}, render(report)
