@@ -9,7 +9,8 @@
 #                              as an ordinary user, check that it is up
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-VENV=$REPO_ROOT/.venv
+# HPC_MAGICS_VENV: another .venv (a release's test cluster runs another Debian's Python)
+VENV=${HPC_MAGICS_VENV:-$REPO_ROOT/.venv}
 HM_APT_LOG=/tmp/hpc-magics-apt.log
 HM_PIP_LOG=$VENV/pip-install.log
 
