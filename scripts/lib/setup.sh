@@ -80,8 +80,6 @@ hm_pick_node() {
     hm_apt_install nodejs
     hm_node_fits node && return 0
   fi
-  hm_log "node $(node --version 2>/dev/null || echo 'is missing') is too old for the labextension" \
-         "build (needs 20.19+ or 22.12+): using Node.js from PyPI ($HM_NODE_WHEEL)"
   HM_NODE_FROM_PYPI=1
 }
 
@@ -89,7 +87,10 @@ hm_pick_node() {
 hm_node_from_pypi() {
   [ "${HM_NODE_FROM_PYPI:-0}" = 1 ] || return 0
   [ -x "$VENV/bin/node" ] && hm_node_fits "$VENV/bin/node" && return 0
-  hm_log "pip install '$HM_NODE_WHEEL' (log: $HM_PIP_LOG)"
+  local found
+  found=$(node --version 2>/dev/null) && found="node $found is too old" || found="no node"
+  hm_log "$found for the labextension build (it needs 20.19+ or 22.12+): Node.js from PyPI:" \
+         "pip install '$HM_NODE_WHEEL' (log: $HM_PIP_LOG)"
   "$VENV/bin/python" -m pip install --disable-pip-version-check "$HM_NODE_WHEEL" \
       >>"$HM_PIP_LOG" 2>&1 || { tail -n 15 "$HM_PIP_LOG" >&2; hm_die "pip install '$HM_NODE_WHEEL' failed"; }
   local wheel_node
