@@ -35,7 +35,7 @@ import filelock
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
-from ..core.jobs import JobSnapshot, normalize_state, phase
+from ..core.jobs import JobSnapshot, normalize_state
 from ..core.units import slurm_seconds
 from . import commands
 from .cluster import cluster_name
@@ -96,7 +96,10 @@ def parse_squeue(text: str) -> tuple[JobSnapshot, ...]:
         reason_or_nodes = reason_or_nodes.strip()
         if reason_or_nodes in {"None", "(null)", "(None)"}:
             reason_or_nodes = ""
-        waiting = phase(state) == "pending"
+        # %R: "(reason)" for a job without nodes (pending, held, SPECIAL_EXIT), else its
+        # nodes, whatever the state (a STOPPED or SUSPENDED job keeps its allocation)
+        waiting = (reason_or_nodes.startswith("(") and reason_or_nodes.endswith(")")) \
+            or state == "PENDING"
         jobs.append(JobSnapshot(
             job_id=job_id.strip(), state=state, name=name.strip(),
             partition=partition.strip(), nodes=nodes.strip(),

@@ -50,11 +50,13 @@ def live_phase(recorder: Any, jobs: Any, specs: dict[str, dict], facts: dict) ->
     queue: dict[str, dict] = {}
     for key in specs:
         states = set(jobs.squeue_states(key)) or {"MISSING"}
-        reason = jobs.plain(["squeue", "-h", "-j", ids[key], "-t", "PENDING", "-o", "%r"]
-                            ).split("\n")[0]
+        # %r and %N: the reason and the nodes, each on its own (the product reads %R)
+        reason, nodes = (jobs.plain(["squeue", "-h", "-j", ids[key], "-o", "%r|%N"])
+                         + "|").split("\n")[0].split("|")[:2]
         queue[ids[key]] = {"state": "RUNNING" if "RUNNING" in states else min(states),
-                           "name": specs[key]["name"], "reason": reason.strip(),
-                           "partition": facts["default_partition"]}
+                           "name": specs[key]["name"], "partition": facts["default_partition"],
+                           "reason": "" if reason.strip() == "None" else reason.strip(),
+                           "node_list": nodes.strip()}
     queue[ids["array"]].update(tasks_running=_tasks(jobs, "array", "RUNNING"),
                                tasks_pending=_tasks(jobs, "array", "PENDING"))
     queue[ids["het"]]["het_components"] = [0, 1]
@@ -63,7 +65,9 @@ def live_phase(recorder: Any, jobs: Any, specs: dict[str, dict], facts: dict) ->
                   {"jobs": queue}, scratch)
     waiting = [ids["held"], ids["after"], ids["array"]]
     recorder.case("squeue-start-pending", "pending", {"job_ids": waiting},
-                  {"reasons": {i: queue[i]["reason"] for i in waiting}}, scratch)
+                  {"reasons": {i: jobs.plain(["squeue", "-h", "-j", i, "-t", "PENDING", "-o",
+                                              "%r"]).split("\n")[0].strip()
+                               for i in waiting}}, scratch)
     for key in ("run", "held"):  # a running job answers squeue; a held one needs scontrol
         recorder.case(f"own-job-{key}", "own_job", {"job_id": ids[key]},
                       {"name": specs[key]["name"], "partition": facts["default_partition"],

@@ -15,7 +15,7 @@ from hpc_magics.core.errors import SubmissionError
 from hpc_magics.core.jobids import parse_parsable
 from hpc_magics.core.resources import ResourceRequest, updated
 from hpc_magics.scheduler import commands, limits, live
-from hpc_magics.scheduler.queue import parse_scontrol_job, scontrol_fields
+from hpc_magics.scheduler.queue import parse_scontrol_job, parse_squeue, scontrol_fields
 
 
 def test_scontrol_values_keep_their_spaces() -> None:
@@ -103,3 +103,14 @@ def test_sacctmgr_where_and_user_are_two_words(monkeypatch: pytest.MonkeyPatch) 
     assocs = [argv for argv in asked if "assoc" in argv]
     assert assocs and "where" in assocs[0]
     assert assocs[0][assocs[0].index("where") + 1] == "user=alice"
+
+
+def test_squeue_reason_or_nodes_goes_by_the_parentheses() -> None:
+    # 22.05's own lines: a STOPPED job keeps its node, a SPECIAL_EXIT one has a reason
+    stopped, special = parse_squeue(
+        "48|STOPPED|debug|1|0:02|5:00|2026-11-25T20:55:30|c2|2026-11-25T20:50:30|"
+        "2026-11-25T20:50:17|rec-pause\n"
+        "49|SPECIAL_EXIT|debug|1|0:00|5:00|2026-11-25T20:55:42|(job requeued in held state)|"
+        "2026-11-25T20:50:42|2026-11-25T20:50:31|rec-special\n")
+    assert (stopped.reason, stopped.node_list) == ("", "c2")
+    assert (special.reason, special.node_list) == ("job requeued in held state", "")

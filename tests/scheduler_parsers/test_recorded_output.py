@@ -83,14 +83,16 @@ def check_queue(view: Any, facts: dict[str, Any]) -> None:
         elif "het_components" in fact:
             hets = sorted(int(require_job_id(e.job_id).het or -1) for e in entries)
             assert hets == fact["het_components"]
-        else:
+        else:  # one entry: its reason and nodes, apart (%R holds one or the other)
             assert states == {fact["state"]}
-        if fact["state"] == "PENDING" and "tasks_running" not in fact:
-            assert {e.reason for e in entries} == {fact["reason"]}
+            if "node_list" in fact:
+                assert [(e.reason, e.node_list) for e in entries] == \
+                    [(fact["reason"], fact["node_list"])]
 
 
 def check_pending(found: Any, facts: dict[str, Any]) -> None:
     for job_id, reason in facts["reasons"].items():
+        assert reason
         mine = [w for key, w in found.items() if same_job(job_id, key)]
         assert mine and {w.reason for w in mine} == {reason}, (job_id, found)
 
