@@ -103,25 +103,34 @@ def final_phase(recorder: Any, jobs: Any, specs: dict[str, dict],
                 live: dict[str, dict]) -> set[str]:
     for key, spec in specs.items():
         jobs.submit(key, spec)
-    if jobs.wait("the job to requeue to start", lambda: jobs.squeue_states("requeue")
-                 == ["RUNNING"], 60):
+    for key, why in jobs.refused.items():
+        recorder.manifest.setdefault("not_reached", {})[key] = \
+            f"made for {specs[key]['want']}, sbatch refused it: {why}"
+    specs = {key: spec for key, spec in specs.items() if key in jobs.ids}
+    if jobs.wait("the job to requeue to start",
+                 lambda: jobs.squeue_states("requeue") == ["RUNNING"], 60):
         jobs.plain(["scontrol", "requeue", jobs.ids["requeue"]])
     everyone = list(live) + list(specs)
     jobs.wait("every job's end in accounting", lambda: all(
-        jobs.sacct_state(k) in FINAL for k in everyone) and not jobs.squeue_states("requeue"),
-        240)
+        jobs.sacct_state(k) in FINAL for k in everyone)
+        and not any(jobs.squeue_states(k) for k in specs), 240)  # nor COMPLETING
     ids, user = jobs.ids, recorder.manifest["user"]
     scratch = jobs.work
     records = _sacct_facts(jobs, everyone)
     recorder.case("sacct-usage-final", "usage", {"job_ids": [ids[k] for k in everyone]},
                   {"records": records}, scratch)
+    # the user's day as sacct lists it: a job held until its end is not listed (it was
+    # never eligible within the window)
+    listed = set(jobs.plain(["sacct", "-n", "-X", "-P", "-u", user, "-S", "now-1days",
+                             "-o", "JobID"]).split())
     recorder.case("sacct-recent", "recent", {"user": user},
-                  {"records_include": {ids[k]: records[ids[k]] for k in specs}}, scratch)
+                  {"records_include": {ids[k]: records[ids[k]] for k in specs
+                                       if ids[k] in listed}}, scratch)
     segments = [line.split()[0] for line in jobs.plain(
         ["sacct", "-n", "-X", "-P", "-D", "-j", ids["requeue"], "-o", "State"]).splitlines()]
     recorder.case("sacct-segments", "segments", {"job_id": ids["requeue"]},
                   {"states": segments}, scratch)
-    for key in ("completed", "failed", "timeout"):
+    for key in [k for k in ("completed", "failed", "timeout") if k in specs]:
         recorder.case(f"scontrol-show-job-{key}", "scontrol_job", {"job_id": ids[key]},
                       {"fields": {"JobName": specs[key]["name"],
                                   "JobState": records[ids[key]]["state"]},

@@ -27,8 +27,10 @@ FINAL_JOBS: dict[str, dict] = {
     "completed": {"name": "rec-completed", "command": "true", "want": "COMPLETED"},
     "failed": {"name": "rec-failed", "command": "exit 3", "want": "FAILED"},
     "timeout": {"name": "rec-timeout", "time": "1", "want": "TIMEOUT"},
-    # its time limit cannot end before its deadline: Slurm ends it at once
-    "deadline": {"name": "rec-deadline", "time": "1", "deadline": "now+30", "want": "DEADLINE"},
+    # its time limit passes its deadline: 22.05 takes it and ends it at once; 24.11 and
+    # later refuse it, so then it is sent held, with a limit that soon passes the deadline
+    "deadline": {"name": "rec-deadline", "time": "1", "deadline": "now+30", "want": "DEADLINE",
+                 "if_refused": {"deadline": "now+62", "hold": True}},
     # 400 MB held by tail in a job given 64 MB: OUT_OF_MEMORY where cgroups confine
     "oom": {"name": "rec-oom", "mem": "64M", "want": "OUT_OF_MEMORY",
             "command": "head -c 400M /dev/zero | tail > /dev/null; sleep 2"},
