@@ -80,6 +80,12 @@ def _sbatch(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
     return parse_job_id(answer.stdout), parse_parsable(answer.stdout)
 
 
+def _sbatch_refused(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
+    from hpc_magics.backends.submitit_backend import SBATCH_SUBMIT, _refusal
+
+    return _refusal(runner([*SBATCH_SUBMIT, args["script"]], timeout=60))
+
+
 def _nodes(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
     # the product asks for no node records; its one-line reader is checked on them
     answer = runner(["scontrol", "show", "node", "-o"], timeout=20)
@@ -105,6 +111,7 @@ CALLS: dict[str, Callable[[Runner, dict[str, Any], Path], Any]] = {
     "config": _config,
     "test_only": lambda runner, args, scratch: live.test_only(args["script"]),
     "sbatch": _sbatch,
+    "sbatch_refused": _sbatch_refused,
     "nodes": _nodes,
 }
 

@@ -169,6 +169,7 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], None]] = {
     "sbatch": lambda found, facts: _equal(found, (facts["job_id"],
                                                   (facts["job_id"], facts["cluster"]))),
     "nodes": check_nodes,
+    "sbatch_refused": lambda message, facts: _member(facts["says"], message.lower()),
 }
 
 
@@ -198,7 +199,8 @@ def test_product_reads_the_recording(folder: Path, case: dict[str, Any], tmp_pat
     replay = Replay(folder, case)
     parsed = call(case["kind"], replay, case["args"], tmp_path)
     assert set(replay.asked) == set(replay.answers), "a recorded command was not asked"
-    refused = case["kind"] == "test_only" and not case["facts"]["fits"]
+    refused = case["facts"].get("refused", case["kind"] == "test_only"
+                                and not case["facts"]["fits"])
     for command in case["commands"]:  # a refused argv (sacctmgr "where user=U") shows here
         assert (command["returncode"] != 0) is refused, command
     CHECKS[case["kind"]](parsed, case["facts"])
