@@ -5,6 +5,8 @@ Every job is named rec-*, asks one CPU and little memory, and is cancelled at th
 
 from __future__ import annotations
 
+import gzip
+import re
 import shlex
 from pathlib import Path
 
@@ -39,7 +41,22 @@ FINAL_JOBS: dict[str, dict] = {
                 "requeue": True},
 }
 
-# squeue(1) of 22.05, JOB STATE CODES (the later releases list the same ones)
+MAN_PAGE = Path("/usr/share/man/man1/squeue.1.gz")
+_STATE_LINE = re.compile(r"^\\fB[A-Z]{1,3} +([A-Z_]+)\\fR$", re.MULTILINE)
+
+
+def man_page_states() -> tuple[list[str], str]:
+    """The JOB STATE CODES of this release's squeue(1), and where they come from."""
+    try:
+        text = gzip.decompress(MAN_PAGE.read_bytes()).decode("utf-8", "replace")
+    except OSError:
+        return STATES_OF_THE_MAN_PAGE, "squeue(1) of 22.05 (no man page here)"
+    section = text.partition('.SH "JOB STATE CODES"')[2].partition(".SH ")[0]
+    found = _STATE_LINE.findall(section)
+    return (found, str(MAN_PAGE)) if found else (STATES_OF_THE_MAN_PAGE, "squeue(1) of 22.05")
+
+
+# squeue(1) of 22.05, JOB STATE CODES (24.11's and 26.05's list the same ones)
 STATES_OF_THE_MAN_PAGE = [
     "BOOT_FAIL", "CANCELLED", "COMPLETED", "CONFIGURING", "COMPLETING", "DEADLINE", "FAILED",
     "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "RUNNING", "RESV_DEL_HOLD",
