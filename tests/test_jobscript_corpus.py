@@ -35,7 +35,7 @@ ORIGINALS = [HERE / "jobscripts", SHARED / "corpus" / "jobscripts",
                if os.environ.get("HPC_MAGICS_CORPUS") else [])]
 SEED_LINES = re.compile(r"(seeds/[\w.-]+) lines (\d+)-(\d+)")
 SCRIPTS: list[dict[str, Any]] = tomllib.loads(MANIFEST.read_text())["script"]
-CLUSTERS = {"alvis", "daint", "daint_xc", "m3", "narval", "sdumont",
+CLUSTERS = {"alvis", "daint", "daint_xc", "m3", "narval", "sdumont", "clariden", "trillium",
             "sdumont2nd", "alliance", "fir", "nibi", "rorqual"}
 
 

@@ -20,7 +20,16 @@ from .errors import InvalidRequest
 from .flags import FLAG_FIELDS
 from .profiles import ClusterProfile
 from .resources import ResourceRequest, updated
-from .sbatch_options import BY_SHORT, NONE, OPTIONAL, OPTIONS, SbatchOption, ambiguous, lookup
+from .sbatch_options import (
+    BY_SHORT,
+    NONE,
+    OPTIONAL,
+    OPTIONS,
+    PLUGIN_OPTIONS,
+    SbatchOption,
+    ambiguous,
+    lookup,
+)
 from .sbatch_values import VALUE_CHECKS, filename_notes
 from .sites import profile_for_script
 
@@ -206,6 +215,10 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
                      + ", --".join(similar) + "): write the option in full")
             elif typo:
                 note(number, ERROR, typo[0], f"--{name} is not an sbatch option: {typo[1]}")
+            elif name in PLUGIN_OPTIONS:
+                note(number, WARNING, name, f"--{name} comes from the {PLUGIN_OPTIONS[name]} "
+                     f"plugin, not sbatch itself: it works where the site installed "
+                     f"{PLUGIN_OPTIONS[name]}")
             else:
                 note(number, WARNING, name, f"--{name} is not an sbatch option (unless a site "
                      "plugin adds it): sbatch refuses unknown options; check the spelling")
@@ -280,8 +293,10 @@ _FREE_TEXT = frozenset({"account", "mail-user", "job-name", "comment"})
 
 def _typo(spelling: str, value: str | None) -> tuple[str, str] | None:
     """A known option misspelt (``--ntaks-per-node``) or glued to its value with a dash
-    (``--mem-4G``): (the option meant, the fix).  No site plugin is named like that, so
-    sbatch certainly refuses it."""
+    (``--mem-4G``): (the option meant, the fix).  sbatch refuses it, unless a well-known
+    plugin adds that very name (``--container-writable``, pyxis)."""
+    if spelling in PLUGIN_OPTIONS:
+        return None
     for option in OPTIONS:
         rest = spelling[len(option.name) + 1:]
         if option.value != NONE and spelling.startswith(option.name + "-") and rest and \
