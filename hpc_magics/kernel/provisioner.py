@@ -137,7 +137,8 @@ class SlurmProvisioner(KernelProvisionerBase):
         seen_since_start = view.error is None and view.updated is not None and \
             view.updated > self._submitted_at
         if job is None and seen_since_start and self.jobid:
-            raise InvalidRequest(f"job {self.job_id} is not one of your jobs in squeue: start "
+            raise InvalidRequest(f"job {self.job_id} is not one of your jobs in squeue (ended, or "
+                                 "not yours): start "
                                  "the allocation first (salloc, sbatch), or install the kernel "
                                  "without --jobid")
         if job is None:

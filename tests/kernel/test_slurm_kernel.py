@@ -41,6 +41,16 @@ def run_code(client: BlockingKernelClient, code: str, timeout: float = 60) -> tu
     return "".join(printed), reply["content"]
 
 
+def wait_for_output(client: BlockingKernelClient, msg_id: str, text: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        message = client.get_iopub_msg(timeout=30)
+        if (message["parent_header"].get("msg_id") == msg_id
+                and message["msg_type"] == "stream" and text in message["content"]["text"]):
+            return
+    pytest.fail(f"the cell did not print {text!r} within 30 s", pytrace=False)
+
+
 def wait_until_gone(job_id: str, target: str | None = None) -> float:
     """Seconds until squeue no longer lists the job (or ``target``, a step, in ``-s``)."""
     started = time.monotonic()
@@ -100,8 +110,8 @@ def test_a_kernel_runs_as_a_job_interrupts_and_leaves_no_job(
     assert folder.stat().st_mode & 0o777 == 0o700  # jupyter_client adds the sticky bit
     assert json.loads(connection.read_text())["ip"] == manager.ip
 
-    msg_id = client.execute("import time; time.sleep(60)")
-    time.sleep(2)  # the cell is running
+    msg_id = client.execute("print('sleeping', flush=True); import time; time.sleep(60)")
+    wait_for_output(client, msg_id, "sleeping")  # the cell runs: now interrupt it
     interrupted_at = time.monotonic()
     manager.interrupt_kernel()
     reply = client.get_shell_msg(timeout=30)
@@ -122,7 +132,7 @@ def test_a_kernel_runs_as_a_job_interrupts_and_leaves_no_job(
 def test_a_kernel_in_an_existing_allocation_is_a_step_of_it(
         kernel_prefix: Path, started: list[KernelManager]) -> None:
     name = f"kernel-alloc-{os.getpid()}"
-    answer = commands.run(["sbatch", "--parsable", "-J", name, "-t", "5",
+    answer = commands.run(["sbatch", "--parsable", "-J", name, "-t", "5", "-o", "/dev/null",
                            "--wrap", "sleep 300"], timeout=60)
     assert answer.ok, answer.stderr
     allocation = answer.stdout.strip().split(";")[0]
@@ -169,7 +179,7 @@ def test_a_pending_kernel_says_why_it_waits_and_is_cancelled(
         monkeypatch: pytest.MonkeyPatch, sacct_state: SacctState) -> None:
     monkeypatch.setenv("HPC_MAGICS_POLL_INTERVAL", "1")
     blocker = commands.run(["sbatch", "--parsable", "-J", f"kernel-blocker-{os.getpid()}",
-                            "-t", "5", "--wrap", "sleep 300"], timeout=60)
+                            "-t", "5", "-o", "/dev/null", "--wrap", "sleep 300"], timeout=60)
     assert blocker.ok, blocker.stderr
     blocker_id = blocker.stdout.strip().split(";")[0]
     try:
