@@ -105,6 +105,15 @@ class SlurmProvisioner(KernelProvisionerBase):
         self.connection_info = info
         return info
 
+    async def post_launch(self, **kwargs: Any) -> None:
+        """A kernel whose job ended (time limit, crash, scancel) is not resubmitted behind
+        the user's back: the server's restarter reports it dead at once instead, and the
+        user's own restart submits a new job."""
+        await super().post_launch(**kwargs)
+        restarter = getattr(self.parent, "_restarter", None)  # made by start_restarter()
+        if restarter is not None:
+            restarter.restart_limit = 0
+
     async def _wait_for_node(self, folder: JobFolder,
                              start_step: Callable[[], subprocess.Popen[bytes] | None]
                              ) -> dict[str, Any]:

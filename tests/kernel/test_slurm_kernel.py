@@ -3,6 +3,7 @@ JupyterLab starts kernels: a job per kernel, a step of an allocation, refusals, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from jupyter_client import BlockingKernelClient, KernelManager
+from jupyter_client.ioloop import AsyncIOLoopKernelManager
 
 from hpc_magics.core.errors import InvalidRequest, SubmissionError
 from hpc_magics.scheduler import commands
@@ -202,3 +204,32 @@ def test_a_pending_kernel_says_why_it_waits_and_is_cancelled(
         assert sacct_state(job_id, until={"CANCELLED"}) == "CANCELLED"
     finally:
         commands.run(["scancel", blocker_id], timeout=30)
+
+
+def test_a_kernel_whose_job_ended_is_reported_dead_not_resubmitted(
+        kernel_prefix: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job ends under the kernel (here scancel; a time limit alike): the server's
+    restarter must not submit a new job on its own: one job, and the kernel is dead."""
+    monkeypatch.setenv("HPC_MAGICS_POLL_INTERVAL", "1")
+    assert install("lab-ends", kernel_prefix, "--profile", "lab", "-t", "5") == 0
+    since = time.time()
+
+    async def scenario() -> tuple[str, list[str]]:
+        manager = AsyncIOLoopKernelManager(kernel_name="lab-ends")
+        events: list[str] = []
+        dead = asyncio.Event()
+        await manager.start_kernel()
+        try:
+            manager.add_restart_callback(lambda: events.append("restart"), "restart")
+            manager.add_restart_callback(lambda: (events.append("dead"), dead.set()), "dead")
+            job_id = str(manager.provisioner.job_id)
+            assert commands.run(["scancel", job_id], timeout=30).ok
+            await asyncio.wait_for(dead.wait(), timeout=60)
+        finally:
+            await manager.shutdown_kernel(now=True)
+        return job_id, events
+
+    job_id, events = asyncio.run(scenario())
+    assert events == ["dead"]
+    time.sleep(2)  # sacct lags the scheduler by up to 1.5 s
+    assert jobs_named("kernel-lab-ends", since) == [job_id]
