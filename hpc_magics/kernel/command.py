@@ -52,7 +52,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     install.set_defaults(run=run_install)
     actions.add_parser("list", help="the Slurm kernels installed").set_defaults(run=run_list)
     remove = actions.add_parser("remove", help="remove a Slurm kernel's kernelspec")
-    remove.add_argument("name", metavar="NAME")
+    remove.add_argument("name", metavar="NAME", help="the Slurm kernel to remove")
     remove.set_defaults(run=run_remove)
 
 
