@@ -56,12 +56,13 @@ def kernel_argv(template: Sequence[str], connection_file: Path) -> list[str]:
     return argv
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Written whole under a temporary name, then renamed: readers never see half of it."""
+def write_private(path: Path, data: bytes) -> None:
+    """Written whole under a temporary name (mode 0600), then renamed: readers never see
+    half of it."""
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as stream:
-        stream.write(text)
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(data)
     os.replace(temporary, path)
 
 
@@ -81,7 +82,7 @@ def prepare(folder: Path, environ: Mapping[str, str] | None = None) -> Path:
     node = {"host": socket.gethostname(), "address": address,
             "job_id": env.get("SLURM_JOB_ID", ""), "step_id": env.get("SLURM_STEP_ID", ""),
             "pid": os.getpid()}
-    _write_private(folder / NODE_FILE, json.dumps(node))
+    write_private(folder / NODE_FILE, json.dumps(node).encode())
     return connection
 
 

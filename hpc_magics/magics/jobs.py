@@ -304,6 +304,8 @@ class HpcMagics(Magics):
                    "earlier cells (display code stripped) first; for state that does not pickle")
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
+    @argument("--session", metavar="NAME", default=None,
+              help="run the cell in session NAME (%%hpc_session start) instead of a new job")
     @scale_arguments
     @sweep_magic.sweep_arguments
     @cell_magic
@@ -320,6 +322,10 @@ class HpcMagics(Magics):
         from ..shipping.packing import check_defined, pack
 
         args = _arguments(self.sbatch, line)
+        if args.session:
+            from ..kernel.magics import run_in_session
+
+            return run_in_session(self.shell, args.session, cell)
         if args.retry_failed:
             self._show_handle(sweep_magic.retry(self, cell))
             return None
