@@ -22,6 +22,7 @@ from ..core.errors import SubmissionError
 from ..core.jobscript import JobParts, render
 from ..core.resources import to_dict
 from ..scheduler import commands
+from ..scheduler.queue import login_name
 from .node import CONNECTION_FILE, NODE_FILE
 from .spec import KernelRequest
 
@@ -93,6 +94,15 @@ def scancel(target: str, signal: str | None = None) -> commands.CommandResult:
     """Cancel (or signal) a job or a step ``JOB.STEP``; ``scancel`` answers at once."""
     argv = ["scancel", *([f"--signal={signal}"] if signal else []), target]
     return commands.run(argv, timeout=30)
+
+
+def gone_from_queue(job_id: str) -> bool:
+    """squeue itself, asked once, does not list the user's job (an unknown id counts)."""
+    answer = commands.run(["squeue", "-h", "-u", login_name(), "-j", job_id, "-o", "%i"],
+                          timeout=30)
+    if not answer.ok:
+        return "Invalid job id" in answer.stderr
+    return not answer.stdout.strip()
 
 
 def node_info(folder: JobFolder) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
@@ -30,11 +30,23 @@ from ..scheduler.watcher import record_submission
 from . import launch
 from .spec import KernelRequest
 
+T = TypeVar("T")
 FILE_CHECK_S = 0.5  # the node's files are on the local view of the shared home: cheap
 CANCEL_GONE_WITHIN_S = 15.0
 ALREADY_GONE = ("already completing or completed", "Invalid job id")
 SIGNAL_NAMES = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGQUIT: "QUIT",
                 signal.SIGUSR1: "USR1", signal.SIGUSR2: "USR2", signal.SIGHUP: "HUP"}
+
+
+async def _off_loop(function: Callable[..., T], *arguments: Any) -> T:
+    """``function`` in a thread, off the event loop; in place when threads are refused (the
+    interpreter is exiting: a session's exit hook still cancels its job)."""
+    try:
+        return await asyncio.to_thread(function, *arguments)
+    except RuntimeError as error:
+        if "shutdown" not in str(error):
+            raise
+        return function(*arguments)
 
 
 def job_name(resource_dir: str) -> str:
@@ -88,7 +100,7 @@ class SlurmProvisioner(KernelProvisionerBase):
             self.log.info("hpc_magics kernel: job %s submitted (folder %s)", self.job_id,
                           folder.path)
         # the user just acted: the first look at the queue should see the job as it is now
-        await asyncio.to_thread(self._queue().invalidate)
+        await _off_loop(self._queue().invalidate)
         try:
             node = await self._wait_for_node(folder, lambda: launch.start_step(
                 kernel, folder, cmd, env) if kernel.jobid else None)
@@ -141,21 +153,21 @@ class SlurmProvisioner(KernelProvisionerBase):
 
     async def _look(self, folder: JobFolder, said: str) -> tuple[str, bool]:
         """One look at the shared queue view: (what was said, whether the job runs)."""
-        view = await asyncio.to_thread(self._queue().view)
+        view = await _off_loop(self._queue().view)
         job = view.find(str(self.job_id))
-        seen_since_start = view.error is None and view.updated is not None and \
-            view.updated > self._submitted_at
-        if job is None and seen_since_start and self.jobid:
-            raise InvalidRequest(f"job {self.job_id} is not one of your jobs in squeue (ended, or "
-                                 "not yours): start "
-                                 "the allocation first (salloc, sbatch), or install the kernel "
-                                 "without --jobid")
         if job is None:
-            if seen_since_start and view.updated is not None and \
-                    view.updated > self._submitted_at + 2:
-                raise SubmissionError(f"job {self.job_id} left the queue before the kernel "
-                                      f"started: {launch.log_tail(folder) or 'no output'}")
-            return said, False
+            # a view is not proof: a squeue asked before the submission may have answered
+            # after it; one direct look decides (rare: the job is gone or never was)
+            if view.error is not None or view.updated is None or \
+                    view.updated < self._submitted_at or \
+                    not await _off_loop(launch.gone_from_queue, str(self.job_id)):
+                return said, False
+            if self.jobid:
+                raise InvalidRequest(f"job {self.job_id} is not one of your jobs in squeue "
+                                     "(ended, or not yours): start the allocation first "
+                                     "(salloc, sbatch), or install the kernel without --jobid")
+            raise SubmissionError(f"job {self.job_id} left the queue before the kernel "
+                                  f"started: {launch.log_tail(folder) or 'no output'}")
         if job.final:
             raise SubmissionError(f"job {self.job_id} ended {job.state} before the kernel "
                                   f"started: {launch.log_tail(folder) or 'no output'}")
@@ -193,13 +205,18 @@ class SlurmProvisioner(KernelProvisionerBase):
         if self._srun is not None:
             code = self._srun.poll()
             return None if code is None else code
-        view = await asyncio.to_thread(self._queue().view)
+        view = await _off_loop(self._queue().view)
         if view.error is not None or view.updated is None:
             return None  # the scheduler is silent: the kernel is not dead for that
         job = view.find(self.job_id)
         if job is None:
-            # a view from before sbatch returned cannot know the job yet
-            return None if view.updated < self._submitted_at + 2 else 0
+            # a view from before sbatch returned cannot know the job yet, and one answered
+            # since may have been asked before: squeue itself decides (once, as it ends)
+            if view.updated < self._submitted_at or \
+                    not await _off_loop(launch.gone_from_queue, self.job_id):
+                return None
+            self._ended = 0
+            return 0
         return (0 if job.phase == "done" else 1) if job.final else None
 
     async def wait(self) -> int | None:
@@ -218,7 +235,7 @@ class SlurmProvisioner(KernelProvisionerBase):
             return
         step = self.step_id or "0"
         name = SIGNAL_NAMES.get(signal.Signals(signum), str(signum))
-        answer = await asyncio.to_thread(launch.scancel, f"{self.job_id}.{step}", name)
+        answer = await _off_loop(launch.scancel, f"{self.job_id}.{step}", name)
         if not answer.ok:
             self.log.warning("hpc_magics kernel: scancel --signal=%s %s.%s: %s", name,
                              self.job_id, step, answer.first_error_line())
@@ -236,7 +253,7 @@ class SlurmProvisioner(KernelProvisionerBase):
         target = self._target()
         step_over = self._srun is not None and self._srun.poll() is not None
         if target is not None and not step_over:
-            answer = await asyncio.to_thread(launch.scancel, target)
+            answer = await _off_loop(launch.scancel, target)
             # a kernel that shut itself down took its job along: nothing to cancel
             if not answer.ok and not any(gone in answer.stderr for gone in ALREADY_GONE):
                 self.log.warning("hpc_magics kernel: scancel %s: %s", target,
@@ -244,11 +261,11 @@ class SlurmProvisioner(KernelProvisionerBase):
         if self._srun is not None:
             self._srun.terminate()  # srun ends the step it started
             try:
-                await asyncio.to_thread(self._srun.wait, CANCEL_GONE_WITHIN_S)
+                await _off_loop(self._srun.wait, CANCEL_GONE_WITHIN_S)
             except subprocess.TimeoutExpired:
                 self._srun.kill()
         self._ended = -signal.SIGTERM
-        await asyncio.to_thread(self._queue().invalidate)
+        await _off_loop(self._queue().invalidate)
         if self.folder is not None:
             self.folder.update_meta(state="CANCELLED", state_source="kernel shutdown")
 

@@ -10,13 +10,14 @@ the notebook, and the names it assigns come back.
 
 from __future__ import annotations
 
+import atexit
 import pickle
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import HpcMagicsError, InvalidRequest, JobFailed
+from ..core.errors import InvalidRequest, JobFailed
 from ..core.resources import ResourceRequest
 from .session_node import RESULTS_FILE, SHIPPED_FILE, read_own, write_private
 from .spec import PROVISIONER_NAME, KernelRequest
@@ -174,8 +175,20 @@ def get(name: str) -> Session:
                              f"{name} [sbatch options] first") from None
 
 
+def stop_all() -> None:
+    """At the notebook kernel's exit: no session's job outlives it (a killed kernel's do,
+    until their time limit)."""
+    for name in list(_SESSIONS):
+        try:
+            stop(name)
+        except Exception as error:  # exiting: say it, and go on with the others
+            print(f"[hpc_magics] session {name}: {error}", file=sys.stderr)
+
+
 def start(name: str, request: ResourceRequest, python: str,
           jobid: str | None = None) -> Session:
+    atexit.unregister(stop_all)  # registered once, however many sessions
+    atexit.register(stop_all)
     if name in _SESSIONS:
         raise InvalidRequest(f"session {name!r} runs already (job {_SESSIONS[name].job_id}): "
                              f"%hpc_session stop {name} first")
@@ -185,12 +198,7 @@ def start(name: str, request: ResourceRequest, python: str,
 
 
 def stop(name: str) -> str:
-    session = get(name)
+    session = _SESSIONS.pop(name, None) or get(name)
     job_id = session.job_id
-    try:
-        session.stop()
-    except HpcMagicsError:
-        raise
-    finally:
-        _SESSIONS.pop(name, None)
+    session.stop()
     return job_id

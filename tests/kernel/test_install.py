@@ -56,3 +56,22 @@ def test_install_refuses_an_unknown_kernel(kernel_prefix: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     assert install("x", kernel_prefix, "--profile", "lab", "--kernel", "no-such-kernel") == 2
     assert "'no-such-kernel' is not an installed kernel" in capsys.readouterr().err
+
+
+def test_the_package_declares_the_provisioner_entry_point() -> None:
+    """What jupyter_client looks up by the kernelspec's provisioner_name (an install made
+    before this entry point existed lacks it: conftest adds it there)."""
+    import importlib
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    declared = tomllib.loads(pyproject.read_text())["project"]["entry-points"][
+        "jupyter_client.kernel_provisioners"]
+    module, _, name = declared[PROVISIONER_NAME].partition(":")
+    from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
+
+    assert issubclass(getattr(importlib.import_module(module), name), KernelProvisionerBase)

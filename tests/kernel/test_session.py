@@ -4,6 +4,8 @@ one job keeps the session's variables between cells; assigned names come back.""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -76,3 +78,26 @@ def test_a_session_keeps_its_state_between_cells_in_one_job(
 def test_a_cell_for_a_session_never_started_is_one_line(shell: Any) -> None:
     with pytest.raises(UsageError, match=r"no session .nope.*%hpc_session start nope"):
         shell.run_cell_magic("sbatch", "--session nope", "x = 1")
+
+
+def test_the_notebook_kernel_exiting_cancels_its_sessions_jobs(
+        slurm_cluster: object, provisioner_registered: None) -> None:
+    """A notebook kernel that shuts down (here: a Python that exits) takes its sessions'
+    jobs along: no allocation left running until its time limit."""
+    script = ("from IPython.core.interactiveshell import InteractiveShell\n"
+              "from hpc_magics.core.resources import ResourceRequest\n"
+              "from hpc_magics.kernel import session\n"
+              "ip = InteractiveShell.instance()\n"
+              "ip.run_line_magic('load_ext', 'hpc_magics')\n"
+              "ip.magics_manager.registry['HpcMagics'].request = ResourceRequest(profile='lab')\n"
+              f"ip.run_line_magic('hpc_session', 'start exit{os.getpid()} -t 5')\n"
+              f"print('JOB', session.get('exit{os.getpid()}').job_id, flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    job_id = next(line.split()[1] for line in done.stdout.splitlines()
+                  if line.startswith("JOB "))
+    deadline = time.monotonic() + 15
+    while squeue_ids(job_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert squeue_ids(job_id) == []
