@@ -20,10 +20,11 @@ from typing import Any, TypeVar, cast
 
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
+from tornado.web import HTTPError
 from traitlets import Dict, Float, Unicode
 
 from ..backends.folder import JobFolder
-from ..core.errors import InvalidRequest, SubmissionError
+from ..core.errors import HpcMagicsError, InvalidRequest, SubmissionError
 from ..core.pending_reasons import plain_reason
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from ..scheduler.watcher import record_submission
@@ -36,6 +37,26 @@ CANCEL_GONE_WITHIN_S = 15.0
 ALREADY_GONE = ("already completing or completed", "Invalid job id")
 SIGNAL_NAMES = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGQUIT: "QUIT",
                 signal.SIGUSR1: "USR1", signal.SIGUSR2: "USR2", signal.SIGHUP: "HUP"}
+
+
+class RefusedRequest(HTTPError, InvalidRequest):
+    """A request the cluster would refuse. An HTTPError too: the Jupyter server shows an
+    HTTPError's message to the browser (any other exception is an "Unhandled error")."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(status, message, reason="Bad Request"
+                         if status == 400 else "Kernel not started")
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StartFailed(RefusedRequest, SubmissionError):
+    """The job was refused or ended before its kernel started."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 500)
 
 
 async def _off_loop(function: Callable[..., T], *arguments: Any) -> T:
@@ -76,8 +97,12 @@ class SlurmProvisioner(KernelProvisionerBase):
                                           "jobid": self.jobid})
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
-        kernel = self._kernel()
-        for problem in kernel.check():  # raises InvalidRequest (one line) on an error
+        try:
+            kernel = self._kernel()
+            problems = kernel.check()  # every error in one line
+        except InvalidRequest as error:
+            raise RefusedRequest(str(error)) from None
+        for problem in problems:
             self.log.warning("hpc_magics kernel: %s", problem)
         kwargs = await super().pre_launch(**kwargs)
         # the wrapped kernel's argv, {connection_file} left for the node to fill in
@@ -85,6 +110,16 @@ class SlurmProvisioner(KernelProvisionerBase):
         return kwargs
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        try:
+            return await self._launch(cmd, **kwargs)
+        except RefusedRequest:
+            raise
+        except InvalidRequest as error:
+            raise RefusedRequest(str(error)) from None
+        except HpcMagicsError as error:
+            raise StartFailed(str(error)) from None
+
+    async def _launch(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
         kernel = self._kernel()
         env = kwargs.get("env")
         name = job_name(self.kernel_spec.resource_dir)
