@@ -90,6 +90,7 @@ class SlurmProvisioner(KernelProvisionerBase):
     _srun: subprocess.Popen[bytes] | None = None
     _submitted_at: float = 0.0
     _ended: int | None = None
+    _jobs: JobQueue | None = None
 
     # ------------------------------------------------------------------ start
     def _kernel(self) -> KernelRequest:
@@ -177,8 +178,13 @@ class SlurmProvisioner(KernelProvisionerBase):
                                       f"{launch.log_tail(folder) or 'no output'}")
             now = time.time()
             if now >= next_look and (self._srun is None):
-                next_look = now + self._queue().interval_s
                 said, running = await self._look(folder, said)
+                # no answer since the submission yet (squeue slow): look again soon; the
+                # queue's own cache and lock keep that to one squeue at a time
+                answered = self._queue().peek()
+                fresh = answered is not None and answered.updated is not None and \
+                    answered.updated >= self._submitted_at
+                next_look = now + (self._queue().interval_s if fresh else 1.0)
                 if running:
                     self._srun = start_step()
             if self.start_timeout and now - self._submitted_at > self.start_timeout:
@@ -224,7 +230,10 @@ class SlurmProvisioner(KernelProvisionerBase):
         return self.job_id is not None
 
     def _queue(self) -> JobQueue:
-        return JobQueue(answer_within_s=ANSWER_WITHIN_S)
+        """One per kernel: its background squeue is reused, never started twice at once."""
+        if self._jobs is None:
+            self._jobs = JobQueue(answer_within_s=ANSWER_WITHIN_S)
+        return self._jobs
 
     def _target(self) -> str | None:
         """What scancel acts on: the kernel's step in an allocation (never the allocation

@@ -14,7 +14,7 @@ from server.conftest import StartLocal, execute, local_server  # noqa: F401 - a 
 
 from .conftest import install, jobs_named, kernelspec_file, squeue_ids
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = pytest.mark.slurm  # each test well under 30 s: not `slow`
 
 
 def test_the_server_starts_a_slurm_kernel_and_deleting_it_cancels_the_job(

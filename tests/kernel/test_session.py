@@ -19,7 +19,7 @@ from hpc_magics.kernel import session as sessions
 
 from .conftest import jobs_named, squeue_ids
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = pytest.mark.slurm  # each test well under 30 s: not `slow`
 
 
 @pytest.fixture

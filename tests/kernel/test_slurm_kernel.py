@@ -25,7 +25,7 @@ from .conftest import install, jobs_named, kernelspec_file, squeue_ids
 if TYPE_CHECKING:  # fixture types only; test modules do not import conftest at run time
     from conftest import SacctState
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = pytest.mark.slurm  # each test well under 30 s: not `slow`
 
 READY_S = 120
 GONE_WITHIN_S = 15.0
