@@ -13,6 +13,9 @@ def register(ipython: Any) -> None:
     ipython.register_magics(HpcMagics)
     ipython.register_magics(NotebookJobMagics)
     ipython.register_magics(MonitorMagics)
+    from ..kernel.magics import SessionMagics  # %hpc_session: a kernel in an allocation
+
+    ipython.register_magics(SessionMagics)
     try:
         from .server import ServerMagics
     except ImportError:  # the server magic is optional

@@ -320,6 +320,8 @@ class HpcMagics(Magics):
                    "is another cluster's; default: only when the profile is this cluster's")
     @argument("--no-live", dest="live", action="store_false", default=None,
               help="static checks only: ask this cluster nothing before submitting")
+    @argument("--session", metavar="NAME", default=None,
+              help="run the cell in session NAME (%%hpc_session start) instead of a new job")
     @scale_arguments
     @sweep_magic.sweep_arguments
     @cell_magic
@@ -336,6 +338,10 @@ class HpcMagics(Magics):
         from ..shipping.packing import check_defined, pack
 
         args = _arguments(self.sbatch, line)
+        if args.session:
+            from ..kernel.magics import run_in_session
+
+            return run_in_session(self.shell, args.session, cell)
         if args.retry_failed:
             self._show_handle(sweep_magic.retry(self, cell))
             return None

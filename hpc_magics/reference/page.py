@@ -8,6 +8,7 @@ installed on this machine).
 
 from __future__ import annotations
 
+import argparse
 import functools
 import importlib
 import sys
@@ -116,18 +117,27 @@ def cli_section() -> Iterator[str]:
     for name in cli.SUBCOMMANDS:
         top = cli.build_parser([name])  # imports that subcommand's module only
         subcommands: Any = next(a for a in top._actions if a.dest == "command")
-        parser = subcommands.choices[name]
+        yield from _command(f"hpc-magics {name}", subcommands.choices[name])
+
+
+def _command(spelled: str, parser: Any) -> Iterator[str]:
+    """One command's section, then one for each of its own actions (``kernel install``)."""
+    yield ""
+    yield f"### `{spelled}`"
+    yield ""
+    if parser.description:
+        yield prose(parser.description)
         yield ""
-        yield f"### `hpc-magics {name}`"
-        yield ""
-        if parser.description:
-            yield prose(parser.description)
-            yield ""
-        yield "```text"
-        yield usage(parser, parser.prog)
-        yield "```"
+    yield "```text"
+    yield usage(parser, parser.prog)
+    yield "```"
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if len(parser._actions) > 1 + len(actions):  # more than -h
         yield ""
         yield from options_table(parser)
+    for action in actions:
+        for name, sub in action.choices.items():
+            yield from _command(f"{spelled} {name}", sub)
 
 
 def _unconfigured(dotted: str) -> Any:

@@ -1,0 +1,141 @@
+"""``hpc-magics kernel install|list|remove``: kernelspecs whose kernel runs as a Slurm job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import InvalidRequest
+from ..core.flags import SBATCH_FLAGS
+from ..core.jobids import require_job_id
+from ..core.profiles import default_profile_name
+from ..core.resources import ResourceRequest, updated
+from ..core.sbatch import cost_line
+from .spec import PROVISIONER_NAME, KernelRequest, display_name
+
+
+def add_parser(subcommands: argparse._SubParsersAction) -> None:
+    parser = subcommands.add_parser(
+        "kernel", help="install a Jupyter kernel that runs as a Slurm job",
+        description="Kernelspecs whose kernel runs on a compute node, as a Slurm job.")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    install = actions.add_parser(
+        "install", help="write a kernelspec NAME whose kernel runs as a Slurm job",
+        description="Write kernelspec NAME: picking it submits a job with this request that "
+                    "runs kernel K on the node; shutting the kernel down cancels the job.")
+    install.add_argument("name", metavar="NAME", help="the kernelspec's name (a-z, 0-9, -_.)")
+    install.add_argument("--profile", default=None,
+                         help="cluster profile (default: $HPC_MAGICS_PROFILE or this cluster's)")
+    install.add_argument("--kernel", default="python3", metavar="K",
+                         help="the installed kernel to run on the node (default: python3)")
+    install.add_argument("--display-name", default=None, help="the launcher's label "
+                         "(default: K's, with the request: 'Python 3 (Slurm: debug, 1h)')")
+    install.add_argument("--jobid", default=None, metavar="ID", help="start the kernel as a "
+                         "step of this allocation of yours (salloc, sbatch) instead of a job")
+    where = install.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="for this user (the default)")
+    where.add_argument("--sys-prefix", action="store_true",
+                       help="in this Python's environment (sys.prefix)")
+    where.add_argument("--prefix", type=Path, default=None, metavar="DIR",
+                       help="under DIR/share/jupyter/kernels")
+    for flag in SBATCH_FLAGS:
+        install.add_argument(*flag.spellings, default=None, help=flag.help)
+    install.add_argument("--setup", action="append", metavar="COMMAND",
+                         help="shell line run in the job before the kernel (repeatable)")
+    install.add_argument("--python", default=sys.executable,
+                         help="the Python with hpc_magics on the node (default: this one)")
+    install.set_defaults(run=run_install)
+    actions.add_parser("list", help="the Slurm kernels installed").set_defaults(run=run_list)
+    remove = actions.add_parser("remove", help="remove a Slurm kernel's kernelspec")
+    remove.add_argument("name", metavar="NAME", help="the Slurm kernel to remove")
+    remove.set_defaults(run=run_remove)
+
+
+def request_from_args(args: argparse.Namespace) -> ResourceRequest:
+    values: dict[str, Any] = {flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS}
+    values["setup"] = args.setup
+    base = ResourceRequest(profile=args.profile or default_profile_name(), backend="slurm")
+    return updated(base, values)
+
+
+def kernelspec(args: argparse.Namespace) -> tuple[dict[str, Any], KernelRequest, Path]:
+    """The kernel.json text, the checked request, and the wrapped kernel's resource folder."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    jobid = str(require_job_id(args.jobid)) if args.jobid else None
+    kernel = KernelRequest(request_from_args(args), args.python, jobid)
+    problems = kernel.check()
+    try:
+        wrapped = KernelSpecManager().get_kernel_spec(args.kernel)
+    except NoSuchKernel:
+        raise InvalidRequest(f"--kernel {args.kernel!r} is not an installed kernel: see "
+                             "`jupyter kernelspec list`") from None
+    if wrapped.metadata.get("kernel_provisioner", {}).get("provisioner_name") == \
+            PROVISIONER_NAME:
+        raise InvalidRequest(f"--kernel {args.kernel!r} is itself a Slurm kernel: wrap the "
+                             "kernel it runs instead")
+    for problem in problems:
+        print(f"hpc-magics kernel: {problem}", file=sys.stderr)
+    # the node writes a connection file without CurveZMQ keys: no encryption claimed
+    metadata = {k: v for k, v in wrapped.metadata.items()
+                if k not in {"kernel_provisioner", "supported_encryption"}}
+    metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER_NAME,
+                                      "config": kernel.to_config()}
+    argv = [part.replace("{resource_dir}", wrapped.resource_dir) for part in wrapped.argv]
+    spec = {"argv": argv, "env": wrapped.env, "language": wrapped.language,
+            "display_name": args.display_name or display_name(wrapped.display_name, kernel),
+            "interrupt_mode": wrapped.interrupt_mode, "metadata": metadata}
+    return spec, kernel, Path(wrapped.resource_dir)
+
+
+def run_install(args: argparse.Namespace) -> int:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec, kernel, resources = kernelspec(args)
+    with tempfile.TemporaryDirectory() as staging:
+        for item in resources.iterdir():  # logos and the like, not the kernel.json
+            if item.is_file() and item.name != "kernel.json":
+                shutil.copy(item, staging)
+        (Path(staging) / "kernel.json").write_text(json.dumps(spec, indent=1))
+        prefix = str(args.prefix) if args.prefix else (sys.prefix if args.sys_prefix else None)
+        target = KernelSpecManager().install_kernel_spec(
+            staging, kernel_name=args.name, user=prefix is None, prefix=prefix)
+    print(f"installed kernel {args.name!r}: {spec['display_name']} in {target}")
+    if not kernel.jobid:
+        print(f"each start submits one job: {cost_line(kernel.request, kernel.profile())}; "
+              "shutting the kernel down cancels it")
+    return 0
+
+
+def slurm_kernels() -> dict[str, Any]:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    found = KernelSpecManager().get_all_specs()
+    return {name: entry for name, entry in found.items()
+            if entry["spec"].get("metadata", {}).get("kernel_provisioner", {})
+            .get("provisioner_name") == PROVISIONER_NAME}
+
+
+def run_list(args: argparse.Namespace) -> int:
+    kernels = slurm_kernels()
+    if not kernels:
+        print("no Slurm kernels installed: hpc-magics kernel install NAME [sbatch options]")
+    for name, entry in sorted(kernels.items()):
+        print(f"{name}  {entry['spec']['display_name']}  ({entry['resource_dir']})")
+    return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    if args.name not in slurm_kernels():
+        raise InvalidRequest(f"{args.name!r} is not an installed Slurm kernel: see "
+                             "hpc-magics kernel list")
+    KernelSpecManager().remove_kernel_spec(args.name)
+    print(f"removed kernel {args.name!r}")
+    return 0

@@ -1,0 +1,133 @@
+"""Starting a kernel's job: the private folder, the job script, sbatch, or an srun step.
+
+Every Slurm command goes through ``scheduler.commands`` (the one door: timeouts, no
+shell, a scrubbed environment). The one process that outlives a call, the ``srun`` of a
+step in an existing allocation, is started here with that same scrubbed environment; it
+ends with the step, which ends with the allocation's time limit or ``scancel``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..backends.folder import JobFolder
+from ..backends.submitit_backend import SBATCH_TIMEOUT_S, parse_job_id
+from ..core.errors import SubmissionError
+from ..core.jobscript import JobParts, render
+from ..core.resources import to_dict
+from ..scheduler import commands
+from ..scheduler.queue import login_name
+from .node import CONNECTION_FILE, NODE_FILE
+from .spec import KernelRequest
+
+KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
+JOB_SCRIPT = "job.sh"
+LOG_NAME = "kernel.log"
+
+
+def kernels_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Where kernel job folders go: on the home, which the compute nodes share."""
+    env = os.environ if environ is None else environ
+    chosen = env.get(KERNELS_DIR_ENV, "").strip()
+    return Path(chosen).expanduser() if chosen else Path.home() / ".hpc_magics" / "kernels"
+
+
+def new_folder(kernel: KernelRequest, name: str, root: Path | None = None) -> JobFolder:
+    folder = JobFolder.create(root or kernels_root(), name)
+    folder.write_meta({"name": name, "kind": "kernel", "backend": "slurm",
+                       "profile": kernel.request.profile, "request": to_dict(kernel.request),
+                       "allocation": kernel.jobid, "state": "SUBMITTING", "results": []})
+    return folder
+
+
+def node_command(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str]) -> list[str]:
+    return [kernel.python, "-u", "-m", "hpc_magics.kernel.node", str(folder.path), "--", *argv]
+
+
+def job_script(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],
+               name: str) -> str:
+    """The batch script: the kernel as one srun step, so ``scancel --signal`` reaches it."""
+    log = str(folder.path / LOG_NAME).replace("%", "%%")
+    step = ["srun", "--unbuffered", "--nodes=1", "--ntasks=1",
+            *node_command(kernel, folder, argv)]
+    parts = JobParts(
+        job_name=name, engine=(("output", log), ("error", log)),
+        notes=("hpc_magics: a Jupyter kernel on the node; its connection file is written",
+               "to this private folder; shutting the kernel down cancels this job."),
+        prologue=("umask 077",), run=(shlex.join(step),))
+    return render(kernel.request, kernel.profile(), parts)
+
+
+def submit(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str], name: str,
+           environ: Mapping[str, str] | None = None) -> str:
+    """sbatch the kernel's job; its id, or ``SubmissionError`` with sbatch's reason."""
+    script = folder.path / JOB_SCRIPT
+    script.write_text(job_script(kernel, folder, argv, name), encoding="utf-8")
+    answer = commands.run(["sbatch", "--parsable", str(script)], timeout=SBATCH_TIMEOUT_S,
+                          environ=environ)
+    if not answer.ok:
+        refusal = next((line.split("error:", 1)[1].strip() for line in answer.stderr.splitlines()
+                        if "error:" in line), answer.first_error_line())
+        raise SubmissionError(f"sbatch refused the kernel's job: {refusal}")
+    return parse_job_id(answer.stdout)
+
+
+def start_step(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],
+               environ: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """The kernel as a step of the user's allocation ``kernel.jobid``, beside its others."""
+    assert kernel.jobid is not None
+    srun = ["srun", f"--jobid={kernel.jobid}", "--overlap", "--nodes=1", "--ntasks=1",
+            "--unbuffered", *node_command(kernel, folder, argv)]
+    with open(folder.path / LOG_NAME, "ab") as log:
+        return subprocess.Popen(  # noqa: S603 - argv list, no shell
+            srun, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=commands.scrubbed_environment(environ), start_new_session=True)
+
+
+def scancel(target: str, signal: str | None = None) -> commands.CommandResult:
+    """Cancel (or signal) a job or a step ``JOB.STEP``; ``scancel`` answers at once."""
+    argv = ["scancel", *([f"--signal={signal}"] if signal else []), target]
+    return commands.run(argv, timeout=30)
+
+
+def gone_from_queue(job_id: str) -> bool:
+    """squeue itself, asked once, does not list the user's job (an unknown id counts)."""
+    answer = commands.run(["squeue", "-h", "-u", login_name(), "-j", job_id, "-o", "%i"],
+                          timeout=30)
+    if not answer.ok:
+        return "Invalid job id" in answer.stderr
+    return not answer.stdout.strip()
+
+
+def node_info(folder: JobFolder) -> dict[str, Any] | None:
+    """What the node wrote once the kernel's connection file was in place; else None."""
+    try:
+        data: dict[str, Any] = json.loads((folder.path / NODE_FILE).read_text())
+        connection: dict[str, Any] = json.loads((folder.path / CONNECTION_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    data["connection"] = connection
+    return data
+
+
+def log_tail(folder: JobFolder, lines: int = 5) -> str:
+    try:
+        text = (folder.path / LOG_NAME).read_text(errors="replace")
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
+
+
+def forget_connection(folder: JobFolder) -> None:
+    """The key and ports are of no use once the kernel ended: remove them."""
+    for name in (CONNECTION_FILE, NODE_FILE):
+        try:
+            (folder.path / name).unlink()
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,334 @@
+"""The ``jupyter_client`` kernel provisioner: the kernel runs as a Slurm job.
+
+``pre_launch`` checks the request as ``%%sbatch`` does (one line, nothing submitted when it
+is wrong); ``launch_kernel`` submits the job (or starts a step of the user's allocation),
+waits for the node to write the kernel's connection file, and reports Slurm's pending
+reason and expected start meanwhile (in the server's log and the job folder's meta.json,
+which the status bar reads); ``poll`` reads the user's shared, cached squeue view, never
+one squeue per call; shutting down cancels the job (a step only, in an allocation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from jupyter_client.connect import KernelConnectionInfo
+from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
+from tornado.web import HTTPError
+from traitlets import Dict, Float, Unicode
+
+from ..backends.folder import JobFolder
+from ..core.errors import HpcMagicsError, InvalidRequest, SubmissionError
+from ..core.pending_reasons import plain_reason
+from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
+from ..scheduler.watcher import record_submission
+from . import launch
+from .spec import KernelRequest
+
+T = TypeVar("T")
+FILE_CHECK_S = 0.5  # the node's files are on the local view of the shared home: cheap
+CANCEL_GONE_WITHIN_S = 15.0
+ALREADY_GONE = ("already completing or completed", "Invalid job id")
+SIGNAL_NAMES = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGQUIT: "QUIT",
+                signal.SIGUSR1: "USR1", signal.SIGUSR2: "USR2", signal.SIGHUP: "HUP"}
+
+
+class RefusedRequest(HTTPError, InvalidRequest):
+    """A request the cluster would refuse. An HTTPError too: the Jupyter server shows an
+    HTTPError's message to the browser (any other exception is an "Unhandled error")."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(status, message, reason="Bad Request"
+                         if status == 400 else "Kernel not started")
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StartFailed(RefusedRequest, SubmissionError):
+    """The job was refused or ended before its kernel started."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 500)
+
+
+async def _off_loop(function: Callable[..., T], *arguments: Any) -> T:
+    """``function`` in a thread, off the event loop; in place when threads are refused (the
+    interpreter is exiting: a session's exit hook still cancels its job)."""
+    try:
+        return await asyncio.to_thread(function, *arguments)
+    except RuntimeError as error:
+        if "shutdown" not in str(error):
+            raise
+        return function(*arguments)
+
+
+def job_name(resource_dir: str) -> str:
+    """``kernel-NAME``, NAME the kernelspec's (its folder's name): squeue tells them apart."""
+    return f"kernel-{Path(resource_dir).name or 'slurm'}"[:60]
+
+
+class SlurmProvisioner(KernelProvisionerBase):
+    """Starts the kernelspec's kernel on a compute node, as a job or a step."""
+
+    request = Dict(help="the resource request, as core.resources.to_dict writes it")
+    python = Unicode(help="the Python that runs hpc_magics.kernel.node on the node")
+    jobid = Unicode(None, allow_none=True, help="an allocation to start the kernel in")
+    start_timeout = Float(0.0, config=True,
+                          help="give up a pending job after this many seconds (0: never)")
+
+    job_id: str | None = None
+    step_id: str = ""
+    folder: JobFolder | None = None
+    _srun: subprocess.Popen[bytes] | None = None
+    _submitted_at: float = 0.0
+    _ended: int | None = None
+    _jobs: JobQueue | None = None
+
+    # ------------------------------------------------------------------ start
+    def _kernel(self) -> KernelRequest:
+        return KernelRequest.from_config({"request": self.request, "python": self.python,
+                                          "jobid": self.jobid})
+
+    async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
+        try:
+            kernel = self._kernel()
+            problems = kernel.check()  # every error in one line
+        except InvalidRequest as error:
+            raise RefusedRequest(str(error)) from None
+        for problem in problems:
+            self.log.warning("hpc_magics kernel: %s", problem)
+        kwargs = await super().pre_launch(**kwargs)
+        # the wrapped kernel's argv, {connection_file} left for the node to fill in
+        kwargs["cmd"] = [*self.kernel_spec.argv, *kwargs.pop("extra_arguments", [])]
+        return kwargs
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        try:
+            return await self._launch(cmd, **kwargs)
+        except RefusedRequest:
+            raise
+        except InvalidRequest as error:
+            raise RefusedRequest(str(error)) from None
+        except HpcMagicsError as error:
+            raise StartFailed(str(error)) from None
+
+    async def _launch(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        kernel = self._kernel()
+        env = kwargs.get("env")
+        name = job_name(self.kernel_spec.resource_dir)
+        self.folder = folder = launch.new_folder(kernel, name)
+        self._ended, self.step_id = None, ""
+        self._submitted_at = time.time()
+        if kernel.jobid:  # a step of the user's allocation, once that runs
+            self.job_id = kernel.jobid
+            folder.update_meta(job_id=kernel.jobid, state="PENDING")
+        else:
+            self.job_id = launch.submit(kernel, folder, cmd, name, env)
+            record_submission(folder, self.job_id, self._submitted_at)
+            self.log.info("hpc_magics kernel: job %s submitted (folder %s)", self.job_id,
+                          folder.path)
+        # the user just acted: the first look at the queue should see the job as it is now
+        await _off_loop(self._queue().invalidate)
+        try:
+            node = await self._wait_for_node(folder, lambda: launch.start_step(
+                kernel, folder, cmd, env) if kernel.jobid else None)
+        except BaseException:
+            await self._cancel()
+            raise
+        self.step_id = str(node.get("step_id") or "")
+        self.log.info("hpc_magics kernel: job %s runs on %s (%s)", self.job_id,
+                      node.get("host"), node.get("address"))
+        folder.update_meta(state="RUNNING", host=node.get("host"), step_id=self.step_id)
+        # jupyter_client keeps the key as bytes
+        info = cast(KernelConnectionInfo, {**node["connection"],
+                                           "key": str(node["connection"]["key"]).encode()})
+        self.connection_info = info
+        return info
+
+    async def post_launch(self, **kwargs: Any) -> None:
+        """A kernel whose job ended (time limit, crash, scancel) is not resubmitted behind
+        the user's back: the server's restarter reports it dead at once instead, and the
+        user's own restart submits a new job."""
+        await super().post_launch(**kwargs)
+        restarter = getattr(self.parent, "_restarter", None)  # made by start_restarter()
+        if restarter is not None:
+            restarter.restart_limit = 0
+
+    async def _wait_for_node(self, folder: JobFolder,
+                             start_step: Callable[[], subprocess.Popen[bytes] | None]
+                             ) -> dict[str, Any]:
+        """Until node.json is there; says why the job waits whenever Slurm's reason changes.
+        In an allocation, the step starts once the allocation runs (srun refuses before)."""
+        said = ""
+        next_look = 0.0
+        while True:
+            node = launch.node_info(folder)
+            if node is not None:
+                return node
+            if self._srun is not None and self._srun.poll() is not None:
+                raise SubmissionError(f"the kernel's step in job {self.job_id} ended at once: "
+                                      f"{launch.log_tail(folder) or 'no output'}")
+            now = time.time()
+            if now >= next_look and (self._srun is None):
+                said, running = await self._look(folder, said)
+                # no answer since the submission yet (squeue slow): look again soon; the
+                # queue's own cache and lock keep that to one squeue at a time
+                answered = self._queue().peek()
+                fresh = answered is not None and answered.updated is not None and \
+                    answered.updated >= self._submitted_at
+                next_look = now + (self._queue().interval_s if fresh else 1.0)
+                if running:
+                    self._srun = start_step()
+            if self.start_timeout and now - self._submitted_at > self.start_timeout:
+                raise SubmissionError(f"job {self.job_id} did not start within "
+                                      f"{self.start_timeout:.0f}s: cancelled")
+            await asyncio.sleep(FILE_CHECK_S)
+
+    async def _look(self, folder: JobFolder, said: str) -> tuple[str, bool]:
+        """One look at the shared queue view: (what was said, whether the job runs)."""
+        view = await _off_loop(self._queue().view)
+        job = view.find(str(self.job_id))
+        if job is None:
+            # a view is not proof: a squeue asked before the submission may have answered
+            # after it; one direct look decides (rare: the job is gone or never was)
+            if view.error is not None or view.updated is None or \
+                    view.updated < self._submitted_at or \
+                    not await _off_loop(launch.gone_from_queue, str(self.job_id)):
+                return said, False
+            if self.jobid:
+                raise InvalidRequest(f"job {self.job_id} is not one of your jobs in squeue "
+                                     "(ended, or not yours): start the allocation first "
+                                     "(salloc, sbatch), or install the kernel without --jobid")
+            raise SubmissionError(f"job {self.job_id} left the queue before the kernel "
+                                  f"started: {launch.log_tail(folder) or 'no output'}")
+        if job.final:
+            raise SubmissionError(f"job {self.job_id} ended {job.state} before the kernel "
+                                  f"started: {launch.log_tail(folder) or 'no output'}")
+        if job.phase != "pending":
+            return said, job.phase == "running"
+        start = job.start_time
+        when = f"; expected to start {time.strftime('%Y-%m-%d %H:%M', time.localtime(start))}" \
+            if start else ""
+        why = plain_reason(job.reason) if job.reason else "waiting to be scheduled"
+        line = f"job {self.job_id} pending: {why}{when}"
+        if line != said:
+            self.log.info("hpc_magics kernel: %s", line)
+            folder.update_meta(state="PENDING", reason=job.reason, waiting=line)
+        return line, False
+
+    # ------------------------------------------------------------------ life
+    @property
+    def has_process(self) -> bool:
+        return self.job_id is not None
+
+    def _queue(self) -> JobQueue:
+        """One per kernel: its background squeue is reused, never started twice at once."""
+        if self._jobs is None:
+            self._jobs = JobQueue(answer_within_s=ANSWER_WITHIN_S)
+        return self._jobs
+
+    def _target(self) -> str | None:
+        """What scancel acts on: the kernel's step in an allocation (never the allocation
+        itself: that is the user's), else the kernel's whole job."""
+        if self.jobid:
+            return f"{self.job_id}.{self.step_id}" if self.step_id else None
+        return str(self.job_id)
+
+    async def poll(self) -> int | None:
+        """None while the job runs: the process of a step, else the cached squeue view."""
+        if self.job_id is None or self._ended is not None:
+            return self._ended if self.job_id is not None else 0
+        if self._srun is not None:
+            code = self._srun.poll()
+            return None if code is None else code
+        view = await _off_loop(self._queue().view)
+        if view.error is not None or view.updated is None:
+            return None  # the scheduler is silent: the kernel is not dead for that
+        job = view.find(self.job_id)
+        if job is None:
+            # a view from before sbatch returned cannot know the job yet, and one answered
+            # since may have been asked before: squeue itself decides (once, as it ends)
+            if view.updated < self._submitted_at or \
+                    not await _off_loop(launch.gone_from_queue, self.job_id):
+                return None
+            self._ended = 0
+            return 0
+        return (0 if job.phase == "done" else 1) if job.final else None
+
+    async def wait(self) -> int | None:
+        while True:
+            code = await self.poll()
+            if code is not None:
+                return code
+            await asyncio.sleep(1.0)
+
+    async def send_signal(self, signum: int) -> None:
+        """SIGINT & co. to the kernel's step (``scancel --signal``); SIGKILL cancels."""
+        if self.job_id is None or self._ended is not None or signum == 0:
+            return
+        if signum == signal.SIGKILL:
+            await self.kill()
+            return
+        step = self.step_id or "0"
+        name = SIGNAL_NAMES.get(signal.Signals(signum), str(signum))
+        answer = await _off_loop(launch.scancel, f"{self.job_id}.{step}", name)
+        if not answer.ok:
+            self.log.warning("hpc_magics kernel: scancel --signal=%s %s.%s: %s", name,
+                             self.job_id, step, answer.first_error_line())
+
+    async def kill(self, restart: bool = False) -> None:
+        await self._cancel()
+
+    async def terminate(self, restart: bool = False) -> None:
+        await self._cancel()
+
+    async def _cancel(self) -> None:
+        """scancel the job (or the step); the queue view is refreshed for the next look."""
+        if self.job_id is None or self._ended is not None:
+            return
+        target = self._target()
+        step_over = self._srun is not None and self._srun.poll() is not None
+        if target is not None and not step_over:
+            answer = await _off_loop(launch.scancel, target)
+            # a kernel that shut itself down took its job along: nothing to cancel
+            if not answer.ok and not any(gone in answer.stderr for gone in ALREADY_GONE):
+                self.log.warning("hpc_magics kernel: scancel %s: %s", target,
+                                 answer.first_error_line())
+        if self._srun is not None:
+            self._srun.terminate()  # srun ends the step it started
+            try:
+                await _off_loop(self._srun.wait, CANCEL_GONE_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                self._srun.kill()
+        self._ended = -signal.SIGTERM
+        await _off_loop(self._queue().invalidate)
+        if self.folder is not None:
+            self.folder.update_meta(state="CANCELLED", state_source="kernel shutdown")
+
+    async def cleanup(self, restart: bool = False) -> None:
+        await self._cancel()
+        if self.folder is not None:
+            launch.forget_connection(self.folder)
+        self.job_id, self._srun = None, None
+
+    # ------------------------------------------------------------------ persistence
+    async def get_provisioner_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = await super().get_provisioner_info()
+        info.update(job_id=self.job_id, step_id=self.step_id,
+                    folder=str(self.folder.path) if self.folder else None)
+        return info
+
+    async def load_provisioner_info(self, provisioner_info: dict[str, Any]) -> None:
+        await super().load_provisioner_info(provisioner_info)
+        self.job_id = provisioner_info.get("job_id")
+        self.step_id = str(provisioner_info.get("step_id") or "")
+        folder = provisioner_info.get("folder")
+        self.folder = JobFolder(Path(folder)) if folder else None

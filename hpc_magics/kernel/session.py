@@ -1,0 +1,204 @@
+"""A session: a kernel in a Slurm allocation, driven from the notebook's kernel.
+
+``%hpc_session start NAME`` starts a kernel with the Slurm provisioner (a job, or a step of
+``--jobid``), exactly as a launcher's Slurm kernel starts; ``%%sbatch --session NAME`` runs a
+cell there: the names it reads from the notebook are shipped with the package's own
+packing (once, then again only when their value changed), the cell runs in the session's
+namespace (which keeps its variables between cells), its output and figures are shown in
+the notebook, and the names it assigns come back.
+"""
+
+from __future__ import annotations
+
+import atexit
+import pickle
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import InvalidRequest, JobFailed
+from ..core.resources import ResourceRequest
+from .session_node import RESULTS_FILE, SHIPPED_FILE, read_own, write_private
+from .spec import PROVISIONER_NAME, KernelRequest
+
+READY_S = 600.0  # the job may wait in the queue; the provisioner says why meanwhile
+
+
+def kernel_manager(kernel: KernelRequest, name: str) -> Any:
+    """A KernelManager for ipykernel on the node, with the Slurm provisioner."""
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpec
+
+    spec = KernelSpec(
+        argv=[kernel.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        display_name=f"hpc_magics session {name}", language="python",
+        resource_dir=f"session-{name}",  # names the job: kernel-session-NAME
+        metadata={"kernel_provisioner": {"provisioner_name": PROVISIONER_NAME,
+                                         "config": kernel.to_config()}})
+    manager = KernelManager(kernel_name="")
+    manager._kernel_spec = spec  # an in-memory kernelspec: nothing installed for a session
+    return manager
+
+
+@dataclass
+class Session:
+    name: str
+    manager: Any
+    client: Any
+    sent: dict[str, bytes | None] = field(default_factory=dict)  # name → fingerprint
+
+    @property
+    def job_id(self) -> str:
+        return str(self.manager.provisioner.job_id)
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.manager.provisioner.folder.path)
+
+    @classmethod
+    def start(cls, name: str, request: ResourceRequest, python: str,
+              jobid: str | None = None) -> Session:
+        kernel = KernelRequest(request, python, jobid)
+        kernel.check()  # one line, before anything is submitted
+        manager = kernel_manager(kernel, name)
+        manager.start_kernel()
+        client = manager.client()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=READY_S)
+        except RuntimeError as error:
+            manager.shutdown_kernel(now=True)
+            raise JobFailed(f"session {name}: the kernel did not answer: {error}") from None
+        return cls(name, manager, client)
+
+    # ------------------------------------------------------------------ a cell
+    def _execute(self, code: str, *, show: bool) -> dict[str, Any]:
+        """Run code in the session; with ``show``, its output appears in the notebook."""
+        def relay(message: dict[str, Any]) -> None:
+            if show:
+                _show(message)
+
+        reply = self.client.execute_interactive(code, output_hook=relay, timeout=None,
+                                                store_history=show, allow_stdin=False)
+        content: dict[str, Any] = reply["content"]
+        return content
+
+    def _call(self, function: str, *arguments: Any) -> None:
+        call = (f"from hpc_magics.kernel.session_node import {function} as _hpc_session_call\n"
+                f"_hpc_session_call(*{arguments!r}); del _hpc_session_call")
+        content = self._execute(call, show=False)
+        if content["status"] != "ok":
+            raise JobFailed(f"session {self.name}: {function} failed: "
+                            f"{content.get('ename')}: {content.get('evalue')}")
+
+    def ship(self, code: str, namespace: dict[str, Any]) -> list[str]:
+        """Ship the names the cell reads that the session lacks or has an older value of."""
+        from ..shipping.analysis import CellNames, analyse
+        from ..shipping.buffers import write_buffers
+        from ..shipping.packing import pack
+        from ..shipping.stream import fingerprint
+
+        names = analyse(code)
+        changed: dict[str, bytes | None] = {}
+        for name in names.free:
+            if name in namespace:
+                mark = fingerprint(namespace[name])
+                if mark is None or self.sent.get(name) != mark:
+                    changed[name] = mark
+        if not changed:
+            return []
+        payload = pack(code, CellNames(tuple(changed), names.assigned,
+                                       names.has_final_expression), namespace)
+        payload = write_buffers(payload, self.folder)
+        shipped = list(payload.state_names) + list(payload.modules)
+        if not shipped:
+            return []
+        write_private(self.folder / SHIPPED_FILE, pickle.dumps(replace(payload, buffers=())))
+        self._call("receive", str(self.folder))
+        self.sent.update(changed)
+        return shipped
+
+    def run(self, code: str, namespace: dict[str, Any]) -> list[str]:
+        """Run one cell here; returns the names that came back into ``namespace``."""
+        import cloudpickle
+
+        from ..shipping.analysis import analyse
+        from ..shipping.stream import fingerprint
+
+        assigned = list(analyse(code).assigned)
+        self.ship(code, namespace)
+        content = self._execute(code, show=True)
+        if content["status"] != "ok":
+            raise JobFailed(f"the cell failed in session {self.name} (job {self.job_id}): "
+                            f"{content.get('ename')}: {content.get('evalue')}",
+                            "\n".join(content.get("traceback", [])))
+        if not assigned:
+            return []
+        self._call("send", str(self.folder), assigned)
+        path = self.folder / RESULTS_FILE
+        values: dict[str, Any] = cloudpickle.loads(read_own(path))
+        path.unlink()
+        namespace.update(values)
+        # the session holds these very values already: not shipped back unless changed
+        self.sent.update({name: fingerprint(value) for name, value in values.items()})
+        return sorted(values)
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel()
+
+
+def _show(message: dict[str, Any]) -> None:
+    """One output message of the session's cell, shown in the notebook as it came."""
+    kind, content = message["msg_type"], message["content"]
+    if kind == "stream":
+        stream = sys.stderr if content.get("name") == "stderr" else sys.stdout
+        stream.write(content.get("text", ""))
+        stream.flush()
+    elif kind in {"display_data", "execute_result"}:
+        from IPython.display import publish_display_data
+
+        publish_display_data(content.get("data", {}), content.get("metadata", {}))
+
+
+# ---------------------------------------------------------------- the notebook's sessions
+_SESSIONS: dict[str, Session] = {}
+
+
+def get(name: str) -> Session:
+    try:
+        return _SESSIONS[name]
+    except KeyError:
+        known = ", ".join(sorted(_SESSIONS)) or "none"
+        raise InvalidRequest(f"no session {name!r} (started: {known}): %hpc_session start "
+                             f"{name} [sbatch options] first") from None
+
+
+def stop_all() -> None:
+    """At the notebook kernel's exit: no session's job outlives it (a killed kernel's do,
+    until their time limit)."""
+    for name in list(_SESSIONS):
+        try:
+            stop(name)
+        except Exception as error:  # exiting: say it, and go on with the others
+            print(f"[hpc_magics] session {name}: {error}", file=sys.stderr)
+
+
+def start(name: str, request: ResourceRequest, python: str,
+          jobid: str | None = None) -> Session:
+    atexit.unregister(stop_all)  # registered once, however many sessions
+    atexit.register(stop_all)
+    if name in _SESSIONS:
+        raise InvalidRequest(f"session {name!r} runs already (job {_SESSIONS[name].job_id}): "
+                             f"%hpc_session stop {name} first")
+    session = Session.start(name, request, python, jobid)
+    _SESSIONS[name] = session
+    return session
+
+
+def stop(name: str) -> str:
+    session = _SESSIONS.pop(name, None) or get(name)
+    job_id = session.job_id
+    session.stop()
+    return job_id

@@ -1,0 +1,78 @@
+"""The session kernel's side of ``%%sbatch --session``: take the names the notebook
+shipped into this kernel's namespace, and hand the names a cell assigned back.
+
+Both directions go through files in the session's private job folder; a file is loaded
+only when this user owns it and nobody else may write it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import stat
+from pathlib import Path
+from typing import Any
+
+from .node import write_private
+
+__all__ = ["read_own", "receive", "send", "write_private"]
+
+SHIPPED_FILE = "session-in.pkl"
+RESULTS_FILE = "session-out.pkl"
+
+
+def read_own(path: Path) -> bytes:
+    """The file's bytes, if it is this user's alone (never unpickle anybody else's)."""
+    with path.open("rb") as stream:
+        info = os.fstat(stream.fileno())
+        if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise PermissionError(f"{path} is not yours alone: refusing to load it")
+        return stream.read()
+
+
+def _namespace() -> dict[str, Any]:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        raise RuntimeError("not in an IPython kernel")
+    namespace: dict[str, Any] = shell.user_ns
+    return namespace
+
+
+def receive(folder: str) -> list[str]:
+    """Put the shipped names into this kernel's namespace; returns them."""
+    import importlib
+
+    from ..shipping.buffers import open_buffers
+    from ..shipping.stream import load_names
+
+    path = Path(folder) / SHIPPED_FILE
+    payload = pickle.loads(read_own(path))  # the user's own file, checked above
+    values = dict(load_names(payload.state, payload.state_names,
+                             open_buffers(payload, Path(folder))))
+    values.update({name: importlib.import_module(module)
+                   for name, module in payload.modules.items()})
+    _namespace().update(values)
+    path.unlink()
+    return sorted(values)
+
+
+def send(folder: str, names: list[str]) -> list[str]:
+    """Pickle the cell's assigned names (those that exist and pickle) for the notebook."""
+    import cloudpickle
+
+    namespace = _namespace()
+    values: dict[str, Any] = {}
+    refused: list[str] = []
+    for name in names:
+        if name not in namespace:
+            continue
+        try:
+            cloudpickle.dumps(namespace[name])
+        except Exception:
+            refused.append(name)  # a lock, an open socket: it stays in the session
+            continue
+        values[name] = namespace[name]
+    write_private(Path(folder) / RESULTS_FILE, cloudpickle.dumps(values))
+    return refused

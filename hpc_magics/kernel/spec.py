@@ -1,0 +1,90 @@
+"""What a Slurm kernel asks for, as the kernelspec's provisioner config keeps it.
+
+The config is plain JSON (``metadata.kernel_provisioner.config``): the profile, the
+request as ``core.resources.to_dict`` writes it, an existing allocation's job id, and the
+Python that runs the node-side launcher. Building the request and checking it against the
+profile are the same functions ``%%sbatch`` uses, so a kernel refuses what a cell would.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import validation
+from ..core.errors import InvalidRequest
+from ..core.jobids import require_job_id
+from ..core.profiles import ClusterProfile, load_profile
+from ..core.resources import ResourceRequest, from_dict, to_dict
+from ..core.units import format_duration
+
+PROVISIONER_NAME = "hpc-magics-slurm"
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """One Slurm kernel's settings: a new job for ``request``, or a step of ``jobid``."""
+
+    request: ResourceRequest
+    python: str  # the interpreter that runs hpc_magics.kernel.node on the node
+    jobid: str | None = None
+
+    def to_config(self) -> dict[str, Any]:
+        return {"request": to_dict(self.request), "python": self.python, "jobid": self.jobid}
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> KernelRequest:
+        try:
+            request = from_dict(config["request"])
+            python = str(config["python"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise InvalidRequest(f"the kernelspec's provisioner config is damaged ({error}): "
+                                 "install the kernel again with hpc-magics kernel install"
+                                 ) from None
+        jobid = config.get("jobid")
+        return cls(request, python, str(require_job_id(str(jobid))) if jobid else None)
+
+    def profile(self) -> ClusterProfile:
+        return load_profile(self.request.profile)
+
+    def check(self) -> list[validation.Problem]:
+        """Every problem of the request (the warnings too); raises on the first error line.
+
+        A step of an existing allocation asks Slurm for nothing new: nothing to check."""
+        if self.jobid:
+            return []
+        problems = validation.check(self.request.changed(backend="slurm"), self.profile())
+        errors = validation.errors(problems)
+        if len(errors) == 1:
+            raise InvalidRequest(errors[0].message)
+        if errors:
+            raise InvalidRequest(f"{len(errors)} problems: " +
+                                 "; ".join(problem.message for problem in errors))
+        return problems
+
+
+def request_summary(request: ResourceRequest, profile: ClusterProfile) -> str:
+    """``debug, 1 GPU, 1h`` — partition, GPUs, time, as a launcher tile can show them."""
+    parts = [request.partition or profile.default_partition or "default partition"]
+    if request.nodes and request.nodes > 1:
+        parts.append(f"{request.nodes} nodes")
+    gpus = request.gpus()
+    if gpus is not None:
+        kind = f" {gpus.type}" if gpus.type else ""
+        parts.append(f"{gpus.count}{kind} GPU{'s' if gpus.count != 1 else ''}")
+    if request.cpus_per_task:
+        parts.append(f"{request.cpus_per_task} CPUs")
+    if request.time_s:
+        parts.append(format_duration(request.time_s).replace("h00m", "h"))
+    return ", ".join(parts)
+
+
+def display_name(wrapped: str, kernel: KernelRequest) -> str:
+    """``Python 3 (Slurm: debug, 1 GPU, 1h)``, or ``… (Slurm job 123)`` for a step; the
+    wrapped kernel's own note goes ("Python 3 (ipykernel)"): one pair of brackets."""
+    wrapped = re.sub(r"\s*\([^()]*\)$", "", wrapped.strip()) or wrapped
+    if kernel.jobid:
+        return f"{wrapped} (Slurm job {kernel.jobid})"
+    return f"{wrapped} (Slurm: {request_summary(kernel.request, kernel.profile())})"

@@ -1,0 +1,103 @@
+"""``%hpc_session`` and ``%%sbatch --session`` in a real IPython shell, on the test cluster:
+one job keeps the session's variables between cells; assigned names come back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+from hpc_magics.core.resources import ResourceRequest
+from hpc_magics.kernel import session as sessions
+
+from .conftest import jobs_named, squeue_ids
+
+pytestmark = pytest.mark.slurm  # each test well under 30 s: not `slow`
+
+
+@pytest.fixture
+def shell(slurm_cluster: object, provisioner_registered: None) -> Iterator[Any]:
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "hpc_magics")
+    ip.magics_manager.registry["HpcMagics"].request = ResourceRequest(profile="lab")
+    saved = dict(ip.user_ns)
+    yield ip
+    for name in list(sessions._SESSIONS):  # a failed test leaves no job behind
+        sessions.stop(name)
+    ip.user_ns.clear()
+    ip.user_ns.update(saved)
+
+
+def test_a_session_keeps_its_state_between_cells_in_one_job(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    name = f"s{os.getpid()}"
+    since = time.time()
+    shell.run_line_magic("hpc_session", f"start {name} -t 5")
+    session = sessions.get(name)
+    job_id = session.job_id
+    assert squeue_ids(job_id) == [job_id]
+    assert "runs the kernel" in capsys.readouterr().out
+
+    shell.user_ns["base"] = 40
+    shell.run_cell_magic("sbatch", f"--session {name}",
+                         "import os\nx = base + 1\njob = os.environ['SLURM_JOB_ID']\n"
+                         "kept = [1, 2, 3]\nprint('on the node', job)")
+    assert shell.user_ns["x"] == 41
+    assert shell.user_ns["job"] == job_id  # it ran in the session's job
+    assert f"on the node {job_id}" in capsys.readouterr().out
+
+    # the second cell uses what the first assigned on the node: nothing to ship again
+    assert session.ship("y = x + base", shell.user_ns) == []
+    del shell.user_ns["kept"]  # the session still has it: it lives there, not here
+    shell.run_cell_magic("sbatch", f"--session {name}", "y = x + base\nn = len(kept)")
+    assert shell.user_ns["y"] == 81
+    assert shell.user_ns["n"] == 3
+
+    shell.user_ns["base"] = 1  # changed in the notebook: shipped again
+    assert session.ship("z = base", shell.user_ns) == ["base"]
+
+    with pytest.raises(UsageError, match="ZeroDivisionError"):
+        shell.run_cell_magic("sbatch", f"--session {name}", "1 / 0")
+
+    shell.run_line_magic("hpc_session", f"stop {name}")
+    deadline = time.monotonic() + 15
+    while squeue_ids(job_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert squeue_ids(job_id) == []
+    time.sleep(2)  # sacct lags the scheduler by up to 1.5 s
+    assert jobs_named(f"kernel-session-{name}", since) == [job_id]  # one job for it all
+
+
+def test_a_cell_for_a_session_never_started_is_one_line(shell: Any) -> None:
+    with pytest.raises(UsageError, match=r"no session .nope.*%hpc_session start nope"):
+        shell.run_cell_magic("sbatch", "--session nope", "x = 1")
+
+
+def test_the_notebook_kernel_exiting_cancels_its_sessions_jobs(
+        slurm_cluster: object, provisioner_registered: None) -> None:
+    """A notebook kernel that shuts down (here: a Python that exits) takes its sessions'
+    jobs along: no allocation left running until its time limit."""
+    script = ("from IPython.core.interactiveshell import InteractiveShell\n"
+              "from hpc_magics.core.resources import ResourceRequest\n"
+              "from hpc_magics.kernel import session\n"
+              "ip = InteractiveShell.instance()\n"
+              "ip.run_line_magic('load_ext', 'hpc_magics')\n"
+              "ip.magics_manager.registry['HpcMagics'].request = ResourceRequest(profile='lab')\n"
+              f"ip.run_line_magic('hpc_session', 'start exit{os.getpid()} -t 5')\n"
+              f"print('JOB', session.get('exit{os.getpid()}').job_id, flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    job_id = next(line.split()[1] for line in done.stdout.splitlines()
+                  if line.startswith("JOB "))
+    deadline = time.monotonic() + 15
+    while squeue_ids(job_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert squeue_ids(job_id) == []

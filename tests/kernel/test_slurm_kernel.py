@@ -1,0 +1,238 @@
+"""The Slurm kernel on the real test cluster, started with jupyter_client's KernelManager as
+JupyterLab starts kernels: a job per kernel, a step of an allocation, refusals, pending."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from jupyter_client import BlockingKernelClient, KernelManager
+from jupyter_client.ioloop import AsyncIOLoopKernelManager
+
+from hpc_magics.core.errors import InvalidRequest, SubmissionError
+from hpc_magics.scheduler import commands
+
+from .conftest import install, jobs_named, kernelspec_file, squeue_ids
+
+if TYPE_CHECKING:  # fixture types only; test modules do not import conftest at run time
+    from conftest import SacctState
+
+pytestmark = pytest.mark.slurm  # each test well under 30 s: not `slow`
+
+READY_S = 120
+GONE_WITHIN_S = 15.0
+
+
+def run_code(client: BlockingKernelClient, code: str, timeout: float = 60) -> tuple[str, Any]:
+    """The cell's printed output and its reply's content."""
+    printed: list[str] = []
+
+    def keep(message: dict[str, Any]) -> None:
+        if message["msg_type"] == "stream":
+            printed.append(message["content"]["text"])
+
+    reply = client.execute_interactive(code, output_hook=keep, timeout=timeout)
+    return "".join(printed), reply["content"]
+
+
+def wait_for_output(client: BlockingKernelClient, msg_id: str, text: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        message = client.get_iopub_msg(timeout=30)
+        if (message["parent_header"].get("msg_id") == msg_id
+                and message["msg_type"] == "stream" and text in message["content"]["text"]):
+            return
+    pytest.fail(f"the cell did not print {text!r} within 30 s", pytrace=False)
+
+
+def wait_until_gone(job_id: str, target: str | None = None) -> float:
+    """Seconds until squeue no longer lists the job (or ``target``, a step, in ``-s``)."""
+    started = time.monotonic()
+    while time.monotonic() - started < 60:
+        if target is None:
+            listed = squeue_ids(job_id)
+        else:
+            answer = commands.run(["squeue", "-h", "-s", "-j", job_id, "-o", "%i"], timeout=20)
+            listed = [line.strip() for line in answer.stdout.splitlines()
+                      if line.strip() == target]
+        if not listed:
+            return time.monotonic() - started
+        time.sleep(0.5)
+    pytest.fail(f"{target or job_id} still in squeue after 60 s", pytrace=False)
+
+
+@pytest.fixture
+def started(slurm_cluster: object) -> Iterator[list[KernelManager]]:
+    """Kernel managers the test started; any still alive are shut down (their jobs too)."""
+    managers: list[KernelManager] = []
+    yield managers
+    for manager in managers:
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)
+
+
+def start(name: str, managers: list[KernelManager]) -> tuple[KernelManager,
+                                                               BlockingKernelClient]:
+    manager = KernelManager(kernel_name=name)
+    managers.append(manager)
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=READY_S)
+    return manager, client
+
+
+def test_a_kernel_runs_as_a_job_interrupts_and_leaves_no_job(
+        kernel_prefix: Path, started: list[KernelManager]) -> None:
+    assert install("lab-node", kernel_prefix, "--profile", "lab", "-t", "10") == 0
+    manager, client = start("lab-node", started)
+    job_id = manager.provisioner.job_id
+    assert job_id and squeue_ids(job_id) == [job_id]
+
+    printed, reply = run_code(client, "import os, socket\n"
+                              "print(os.environ['SLURM_JOB_ID'], socket.gethostname())")
+    assert reply["status"] == "ok"
+    reported_job, host = printed.split()
+    assert reported_job == job_id
+    assert host  # the compute node's host name, as the kernel sees it
+
+    # bound to the node's address, never all interfaces; the connection file private
+    assert manager.ip not in {"0.0.0.0", "*", ""}
+    folder = manager.provisioner.folder.path
+    connection = folder / "connection.json"
+    assert stat.S_IMODE(connection.stat().st_mode) == 0o600
+    assert folder.stat().st_mode & 0o777 == 0o700  # jupyter_client adds the sticky bit
+    assert json.loads(connection.read_text())["ip"] == manager.ip
+
+    msg_id = client.execute("print('sleeping', flush=True); import time; time.sleep(60)")
+    wait_for_output(client, msg_id, "sleeping")  # the cell runs: now interrupt it
+    interrupted_at = time.monotonic()
+    manager.interrupt_kernel()
+    reply = client.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert time.monotonic() - interrupted_at < 30  # not the 60 s of the sleep
+
+    # the kernel lives on (asked through the reply, not the output stream: a stream message
+    # right after an interrupt can arrive after the cell's idle status)
+    reply = client.execute_interactive("answer = 6 * 7", user_expressions={"a": "answer"},
+                                       timeout=60)
+    assert reply["content"]["user_expressions"]["a"]["data"]["text/plain"] == "42"
+
+    client.stop_channels()
+    manager.shutdown_kernel()
+    assert wait_until_gone(job_id) < GONE_WITHIN_S
+    assert not connection.exists()  # the key is of no use any more: removed
+
+
+def test_a_kernel_in_an_existing_allocation_is_a_step_of_it(
+        kernel_prefix: Path, started: list[KernelManager]) -> None:
+    name = f"kernel-alloc-{os.getpid()}"
+    answer = commands.run(["sbatch", "--parsable", "-J", name, "-t", "5", "-o", "/dev/null",
+                           "--wrap", "sleep 300"], timeout=60)
+    assert answer.ok, answer.stderr
+    allocation = answer.stdout.strip().split(";")[0]
+    try:
+        assert install("lab-step", kernel_prefix, "--profile", "lab", "--jobid",
+                       allocation) == 0
+        manager, client = start("lab-step", started)
+        printed, _ = run_code(client, "import os\n"
+                              "print(os.environ['SLURM_JOB_ID'], "
+                              "os.environ['SLURM_STEP_ID'])")
+        job, step = printed.split()
+        assert job == allocation
+        assert step.isdigit()
+        client.stop_channels()
+        manager.shutdown_kernel()
+        wait_until_gone(allocation, target=f"{allocation}.{step}")
+        assert squeue_ids(allocation) == [allocation]  # the allocation itself stays
+    finally:
+        commands.run(["scancel", allocation], timeout=30)
+
+
+def test_a_wrong_request_fails_at_start_with_one_line_and_no_job(
+        kernel_prefix: Path, started: list[KernelManager]) -> None:
+    assert install("lab-wrong", kernel_prefix, "--profile", "lab", "-t", "5") == 0
+    # the profile or the kernelspec changed after install: a GPU type the lab lacks
+    spec_path = kernelspec_file(kernel_prefix, "lab-wrong")
+    spec = json.loads(spec_path.read_text())
+    spec["metadata"]["kernel_provisioner"]["config"]["request"]["gpus_per_node"] = "a100:1"
+    spec_path.write_text(json.dumps(spec))
+    since = time.time()
+    manager = KernelManager(kernel_name="lab-wrong")
+    started.append(manager)
+    with pytest.raises(InvalidRequest) as refused:
+        manager.start_kernel()
+    message = str(refused.value)
+    assert "'a100' does not exist" in message and "v100" in message
+    assert "\n" not in message
+    time.sleep(2)  # sacct lags the scheduler by up to 1.5 s
+    assert jobs_named("kernel-lab-wrong", since) == []
+
+
+def test_a_pending_kernel_says_why_it_waits_and_is_cancelled(
+        kernel_prefix: Path, started: list[KernelManager], caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch, sacct_state: SacctState) -> None:
+    monkeypatch.setenv("HPC_MAGICS_POLL_INTERVAL", "1")
+    blocker = commands.run(["sbatch", "--parsable", "-J", f"kernel-blocker-{os.getpid()}",
+                            "-t", "5", "-o", "/dev/null", "--wrap", "sleep 300"], timeout=60)
+    assert blocker.ok, blocker.stderr
+    blocker_id = blocker.stdout.strip().split(";")[0]
+    try:
+        assert install("lab-pending", kernel_prefix, "--profile", "lab", "-t", "5",
+                       "-d", f"afterok:{blocker_id}") == 0
+        spec_path = kernelspec_file(kernel_prefix, "lab-pending")
+        spec = json.loads(spec_path.read_text())
+        spec["metadata"]["kernel_provisioner"]["config"]["start_timeout"] = 6
+        spec_path.write_text(json.dumps(spec))
+        manager = KernelManager(kernel_name="lab-pending")
+        started.append(manager)
+        with caplog.at_level(logging.INFO), pytest.raises(SubmissionError) as gave_up:
+            manager.start_kernel()
+        assert "did not start within 6s" in str(gave_up.value)
+        waiting = [r.getMessage() for r in caplog.records if "pending:" in r.getMessage()]
+        assert waiting and "depend" in waiting[0].lower(), caplog.text
+        job_id = manager.provisioner.job_id
+        assert job_id and job_id in waiting[0]
+        assert wait_until_gone(job_id) < GONE_WITHIN_S
+        assert sacct_state(job_id, until={"CANCELLED"}) == "CANCELLED"
+    finally:
+        commands.run(["scancel", blocker_id], timeout=30)
+
+
+def test_a_kernel_whose_job_ended_is_reported_dead_not_resubmitted(
+        kernel_prefix: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job ends under the kernel (here scancel; a time limit alike): the server's
+    restarter must not submit a new job on its own: one job, and the kernel is dead."""
+    monkeypatch.setenv("HPC_MAGICS_POLL_INTERVAL", "1")
+    assert install("lab-ends", kernel_prefix, "--profile", "lab", "-t", "5") == 0
+    since = time.time()
+
+    async def scenario() -> tuple[str, list[str]]:
+        manager = AsyncIOLoopKernelManager(kernel_name="lab-ends")
+        events: list[str] = []
+        dead = asyncio.Event()
+        await manager.start_kernel()
+        try:
+            manager.add_restart_callback(lambda: events.append("restart"), "restart")
+            manager.add_restart_callback(lambda: (events.append("dead"), dead.set()), "dead")
+            job_id = str(manager.provisioner.job_id)
+            assert commands.run(["scancel", job_id], timeout=30).ok
+            await asyncio.wait_for(dead.wait(), timeout=60)
+        finally:
+            await manager.shutdown_kernel(now=True)
+        return job_id, events
+
+    job_id, events = asyncio.run(scenario())
+    assert events == ["dead"]
+    time.sleep(2)  # sacct lags the scheduler by up to 1.5 s
+    assert jobs_named("kernel-lab-ends", since) == [job_id]
