@@ -1,0 +1,72 @@
+# scripts/lib/release-node.sh - scripts/slurm-cluster inside a --release root (sourced by it
+# when HPCM_RELEASE is set; scripts/lib/release-root.sh puts it there). Redefines the
+# script's hooks so that the cluster looks like a real site's:
+#  - hosts apart: each slurmd runs in its own UTS namespace (hostname c1, c2) and mount
+#    namespace (own /tmp and node-local scratch /localscratch, kept under $HOSTS_DIR) and
+#    listens on its own loopback address 127.0.0.1K; the controller's daemons run on
+#    host "ctl", `exec` on host "login". All of them share one network namespace (no veth
+#    interfaces can be made on these machines), the root's /run, /home and the clone.
+#  - cgroups: jobs are confined (memory, devices, processes) through cgroup v1.
+
+HOSTS_DIR=/var/lib/hpcm-hosts
+# the hosts' addresses; NodeAddr makes slurmctld reach each slurmd on its own address
+HOSTS_TABLE="127.0.0.1 ctl
+127.0.0.2 login
+127.0.0.11 c1
+127.0.0.12 c2"
+
+node_address() { echo "NodeHostname=$1 NodeAddr=127.0.0.$((10 + $2))"; }
+
+# Distinct device numbers per fake GPU, so that ConstrainDevices can tell them apart
+# (cgroup v1 allows or denies by major:minor): /dev/full and /dev/random, which no job of
+# the suite opens. The host's cluster uses /dev/null's numbers for all of them.
+fake_gpu_device() { case "$1" in 0) echo "1 7" ;; 1) echo "1 8" ;; *) echo "1 $((20 + $1))" ;; esac; }
+
+extra_mariadb_conf() {
+  # Debian unstable's MariaDB listens on /run/mariadbd/mysqld.sock with its data in
+  # /var/lib/mariadb; slurmdbd's client library looks for /run/mysqld/mysqld.sock. One place
+  # for all releases.
+  printf '%s\n' "socket = /run/mysqld/mysqld.sock" "pid-file = /run/mysqld/mysqld.pid" \
+    "datadir = /var/lib/mysql" "[client]" "socket = /run/mysqld/mysqld.sock"
+}
+
+# Why the database is made here and not by slurmdbd: slurmdbd connects with the database
+# name; when it does not exist yet (first start) the connect fails with ER_BAD_DB_ERROR and
+# slurmdbd creates it and calls mysql_real_connect again on the same MYSQL handle. MariaDB
+# Connector/C 3.4 (libmariadb3 of MariaDB 11.8, Debian 13 and unstable) checks each result's
+# column count against a limit that only mysql_init sets (0xfffff); after that failed
+# connect the limit reads 0, so the first SELECT fails with client error 5027 ("Number of
+# columns in result (=1) set exceeds maximum allowed number of columns (=0)") and slurmdbd
+# stops at _check_mysql_concat_is_sane. With the database already there slurmdbd connects
+# at the first attempt and keeps the limit.
+MARIADB_EXTRA_SQL=" CREATE DATABASE IF NOT EXISTS slurm_acct_db;"
+
+prepare_release_hosts() {
+  local h line
+  while read -r line; do
+    grep -qE "^${line%% *}[[:space:]]+${line#* }\$" /etc/hosts || echo "$line" >>/etc/hosts
+  done <<<"$HOSTS_TABLE"
+  for h in login "${NODES[@]}"; do
+    install -d -m 1777 "$HOSTS_DIR/$h/tmp"
+    install -d -m 1777 "$HOSTS_DIR/$h/localscratch"
+  done
+}
+
+# start_slurmd NODE: slurmd on a host of its own (UTS + mount namespace)
+start_slurmd() {
+  prepare_release_hosts
+  spawn "/var/log/slurm/slurmd-$1.out" unshare --uts --mount --propagation private -- \
+    /bin/sh -c 'hostname "$1" && mount --bind "$2/$1/tmp" /tmp \
+                && mkdir -p /localscratch && mount --bind "$2/$1/localscratch" /localscratch \
+                && exec /usr/sbin/slurmd -N "$1"' sh "$1" "$HOSTS_DIR"
+}
+
+# prepare_host, plus the hosts' names and folders; Debian unstable's client library (and
+# so its slurmdbd) looks for the server's socket in /run/mariadbd: the same folder
+eval "host_$(declare -f prepare_host)"
+prepare_host() {
+  host_prepare_host
+  prepare_release_hosts
+  [ -d /run/mariadbd ] && [ ! -L /run/mariadbd ] && rmdir /run/mariadbd 2>/dev/null
+  [ -e /run/mariadbd ] || ln -s /run/mysqld /run/mariadbd
+}
