@@ -52,13 +52,68 @@ prepare_release_hosts() {
   done
 }
 
-# start_slurmd NODE: slurmd on a host of its own (UTS + mount namespace)
+# ------------------------------------------------------------------------- cgroups
+# These machines mount cgroup v1 controllers under /sys/fs/cgroup (the root sees them
+# through its /sys). Slurm's cgroup/v1 plugin puts a node's jobs under
+# <controller>/slurm_<node>, the same name for c1 of every release: each node gets a
+# subtree of its own per controller (hpcm-RRRR-<node>), bound at the controller's place in
+# its mount namespace, as a host of its own has its own hierarchy.
+CGROUP_CONTROLLERS="memory devices freezer cpuset cpuacct pids"
+
+containment_conf() {
+  printf '%s\n' "# cgroups confine jobs (cgroup.conf): memory, devices; processes tracked by cgroup" \
+    ProctrackType=proctrack/cgroup TaskPlugin=task/cgroup
+}
+
+cgroup_conf() {
+  cat <<EOF
+# written by scripts/slurm-cluster (hpc_magics test cluster, --release) - edits are overwritten
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=/sys/fs/cgroup
+# the nodes claim 4 CPUs each on a 2-core machine: a cpuset of CPUs it lacks cannot be made
+ConstrainCores=no
+ConstrainRAMSpace=yes
+AllowedRAMSpace=100
+ConstrainSwapSpace=no
+ConstrainDevices=yes
+EOF
+}
+
+eval "host_$(declare -f write_configs)"
+write_configs() {
+  local changed=1
+  host_write_configs && changed=0
+  cgroup_conf | write_if_changed /etc/slurm/cgroup.conf 644 root:root && changed=0
+  return $changed
+}
+
+# node_cgroups NODE: its subtrees exist (a new cpuset has no CPUs or memory nodes: copy them)
+node_cgroups() {
+  local c d
+  for c in $CGROUP_CONTROLLERS; do
+    [ -d "/sys/fs/cgroup/$c" ] || continue
+    d=/sys/fs/cgroup/$c/hpcm-${HPCM_RELEASE//./}-$1
+    mkdir -p "$d"
+    if [ "$c" = cpuset ]; then
+      [ -n "$(cat "$d/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
+      [ -n "$(cat "$d/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
+    fi
+  done
+}
+
+# start_slurmd NODE: slurmd on a host of its own (UTS + mount namespace): own hostname,
+# /tmp, /localscratch and cgroup subtrees
 start_slurmd() {
   prepare_release_hosts
+  node_cgroups "$1"
   spawn "/var/log/slurm/slurmd-$1.out" unshare --uts --mount --propagation private -- \
-    /bin/sh -c 'hostname "$1" && mount --bind "$2/$1/tmp" /tmp \
-                && mkdir -p /localscratch && mount --bind "$2/$1/localscratch" /localscratch \
-                && exec /usr/sbin/slurmd -N "$1"' sh "$1" "$HOSTS_DIR"
+    /bin/sh -c 'set -e; hostname "$1"; mount --bind "$2/$1/tmp" /tmp
+                mkdir -p /localscratch; mount --bind "$2/$1/localscratch" /localscratch
+                for c in $3; do
+                  [ -d "/sys/fs/cgroup/$c/$4-$1" ] && mount --bind "/sys/fs/cgroup/$c/$4-$1" "/sys/fs/cgroup/$c"
+                done
+                exec /usr/sbin/slurmd -N "$1"' \
+    sh "$1" "$HOSTS_DIR" "$CGROUP_CONTROLLERS" "hpcm-${HPCM_RELEASE//./}"
 }
 
 # prepare_host, plus the hosts' names and folders; Debian unstable's client library (and

@@ -108,6 +108,9 @@ rr_bind() {
   mountpoint -q "$dst" && return 0
   if [ -d "$src" ]; then mkdir -p "$dst"; else mkdir -p "$(dirname "$dst")"; touch "$dst"; fi
   mount "--${3:-bind}" "$src" "$dst"
+  # nothing done under it (an unmount on `down`) may reach this machine's own mounts,
+  # where / is shared (systemd)
+  mount --make-rslave "$dst"
 }
 
 rr_mount_system() {
@@ -128,8 +131,10 @@ rr_netns_up() {
     ip netns add "$RR_NETNS" || rr_die "ip netns add $RR_NETNS failed"
   fi
   ip -n "$RR_NETNS" link set lo up
-  ip -n "$RR_NETNS" addr show dev lo | grep -q "${RR_NETNS_ADDR%/*}/" \
-    || ip -n "$RR_NETNS" addr add "$RR_NETNS_ADDR" dev lo
+  case "$(ip -n "$RR_NETNS" addr show dev lo)" in
+    *" ${RR_NETNS_ADDR%/*}/"*) ;;
+    *) ip -n "$RR_NETNS" addr add "$RR_NETNS_ADDR" dev lo ;;
+  esac
 }
 
 # rr_attach CLONE: everything a running cluster needs; the clone, /home and the
@@ -220,6 +225,8 @@ rr_venv() {
   local clone=$1 log=$RR_LOG_DIR/venv-$RR_RELEASE.log stamp=$RR_VENV/.hpc-magics-installed want t0 extra
   want=$( { cat "$clone/pyproject.toml"; chroot "$RR_ROOT" python3 --version; } | sha256sum | cut -d' ' -f1)
   [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && return 0
+  [ -f "$clone/hpc_magics/labextension/package.json" ] \
+    || rr_die "the labextension is not built in $clone: run scripts/run-tests (or pip install -e .) on this machine first"
   t0=$(date +%s)
   rr_log "venv $RR_VENV: pip install -e $clone and its test extra without torch (log: $log)"
   # the test extra's requirements, torch excepted, read from pyproject.toml by the root's python
