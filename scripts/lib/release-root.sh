@@ -5,7 +5,7 @@
 # it, kept in $RR_CACHE/roots/SUITE outside the clone and reused across runs, and in its own
 # persistent network namespace (/run/netns/hpcm-RRRR), so that releases never collide with
 # each other or with the cluster the host runs. The project's own scripts/slurm-cluster runs
-# inside that root (HPCM_RELEASE set), in its own UTS namespace (hostname "ctl"); it starts
+# inside that root (marked by /etc/hpc-magics-release), in its own UTS namespace (hostname "ctl"); it starts
 # each slurmd in a UTS and mount namespace of its own (scripts/lib/release-node.sh).
 #
 #   rr_select R                  set RR_* for release R (dies on an unknown one)
@@ -23,7 +23,7 @@ RR_RELEASES="22.05 24.11 26.05"
 # what every root gets; a change of this list (or of RR_ROOT_RECIPE) rebuilds the packages
 RR_PACKAGES=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server mariadb-client
              python3 python3-venv python3-dev git ca-certificates iproute2 procps
-             util-linux mount hostname psmisc less)
+             util-linux mount hostname psmisc less sudo)
 # bump when what rr_build_root does to a root changes
 RR_ROOT_RECIPE=1
 # the non-loopback address slurmdbd needs to bind in a namespace that has only lo
@@ -142,6 +142,9 @@ rr_netns_up() {
 rr_attach() {
   local clone=$1
   [ -d "$RR_ROOT/usr" ] || rr_die "no root at $RR_ROOT: run scripts/slurm-cluster --release $RR_RELEASE up"
+  # scripts/slurm-cluster run in the root (also through sudo, which clears the
+  # environment) knows by this file that it runs a release's cluster
+  echo "$RR_RELEASE" >"$RR_ROOT/etc/hpc-magics-release"
   rr_netns_up
   rr_copy_host_files
   rr_mount_system
@@ -215,6 +218,19 @@ rr_sync_users() {
   done
 }
 
+# rr_sudo_rule CLONE: in the root, the rule scripts/run-tests gives the test user on this
+# machine (scripts/lib/test-user.sh): the suite run through `exec` acts as the second user
+# and starts the (release's) cluster as root
+rr_sudo_rule() {
+  local clone=$1 tmp
+  tmp=$(mktemp)
+  printf '%s\n' "# written by scripts/slurm-cluster --release (test root only)" \
+    "${RR_TEST_USERS[0]} ALL=(root) NOPASSWD: $(printf '%s' "$clone/scripts/slurm-cluster" | sed 's/[\\ ,:=]/\\&/g')" \
+    "${RR_TEST_USERS[0]} ALL=(${RR_TEST_USERS[1]}) NOPASSWD: ALL" >"$tmp"
+  install -m 440 -o root -g root "$tmp" "$RR_ROOT/etc/sudoers.d/hpc-magics-tests"
+  rm -f "$tmp"
+}
+
 # rr_venv CLONE: a venv of the root's own Python with the clone installed (editable) and
 # its test extra, at $RR_VENV (outside the clone, shared with every host of the cluster).
 # Made in the root but in this machine's network namespace: pip needs the registry.
@@ -254,7 +270,7 @@ rr_repo() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
 rr_cluster() {
   local clone; clone=$(rr_repo)
   rr_in_root --uts ctl env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-    HPCM_RELEASE="$RR_RELEASE" ${SUDO_USER:+SUDO_USER="$SUDO_USER"} \
+    ${SUDO_USER:+SUDO_USER="$SUDO_USER"} \
     /bin/bash "$clone/scripts/slurm-cluster" "$@"
 }
 
@@ -263,6 +279,7 @@ rr_up() {
   rr_build_root
   rr_attach "$clone"
   rr_sync_users
+  rr_sudo_rule "$clone"
   [ "${HPC_MAGICS_RELEASE_VENV:-1}" = 0 ] || rr_venv "$clone"
   rr_cluster up
   rr_log "release $RR_RELEASE up in $(($(date +%s) - t0)) s (root $RR_ROOT, network namespace $RR_NETNS)"
