@@ -15,8 +15,8 @@
 #   rr_in_root [--uts NAME] CMD  run CMD in the root, in the release's network namespace
 #   rr_attached                  the root's mounts are in place
 
-RR_CACHE=${HPC_MAGICS_CACHE:-/var/cache/hpc-magics}
-RR_MIRROR=${HPC_MAGICS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+RR_CACHE=/var/cache/hpc-magics
+RR_MIRROR=http://deb.debian.org/debian
 # release -> Debian suite that ships it (Debian's own packages, nothing built here)
 declare -A RR_SUITES=([22.05]=bookworm [24.11]=trixie [26.05]=sid)
 RR_RELEASES="22.05 24.11 26.05"
@@ -280,7 +280,7 @@ rr_up() {
   rr_attach "$clone"
   rr_sync_users
   rr_sudo_rule "$clone"
-  [ "${HPC_MAGICS_RELEASE_VENV:-1}" = 0 ] || rr_venv "$clone"
+  rr_venv "$clone"
   rr_cluster up
   rr_log "release $RR_RELEASE up in $(($(date +%s) - t0)) s (root $RR_ROOT, network namespace $RR_NETNS)"
 }
