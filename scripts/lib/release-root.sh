@@ -56,15 +56,24 @@ rr_apt_opts() {
 # the wanted state of a root: its recipe and package list (written to RR_STAMP)
 rr_wanted() { printf 'recipe %s\nsuite %s\npackages %s\n' "$RR_ROOT_RECIPE" "$RR_SUITE" "${RR_PACKAGES[*]}"; }
 
+# what this machine needs: debootstrap, ip (iproute2); a fresh Debian 12 may lack both
+rr_host_tools() {
+  local missing=()
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v ip >/dev/null || missing+=(iproute2)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  rr_log "installing ${missing[*]}"
+  local opts=(-y -q --no-install-recommends -o DPkg::Lock::Timeout=300)
+  DEBIAN_FRONTEND=noninteractive apt-get install "${opts[@]}" "${missing[@]}" >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install "${opts[@]}" "${missing[@]}" >/dev/null; } \
+    || rr_die "apt-get install ${missing[*]} failed"
+}
+
 rr_build_root() {
   local log t0
   mkdir -p "$RR_CACHE/roots" "$RR_LOG_DIR"
-  command -v debootstrap >/dev/null || {
-    rr_log "installing debootstrap"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap >/dev/null 2>&1 \
-      || { apt-get update -q >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap >/dev/null; } \
-      || rr_die "apt-get install debootstrap failed"
-  }
+  rr_host_tools
   if [ ! -x "$RR_ROOT/usr/bin/apt-get" ]; then
     log=$RR_LOG_DIR/debootstrap-$RR_SUITE.log; t0=$(date +%s)
     rr_log "debootstrap --variant=minbase $RR_SUITE $RR_ROOT (log: $log)"
