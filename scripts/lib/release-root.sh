@@ -280,12 +280,15 @@ rr_cluster() {
   local clone; clone=$(rr_repo)
   rr_in_root --uts ctl env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
     ${SUDO_USER:+SUDO_USER="$SUDO_USER"} \
-    /bin/bash "$clone/scripts/slurm-cluster" "$@"
+    /bin/bash "$clone/scripts/slurm-cluster" "$@" 8>&-   # the daemons must not hold our lock
 }
 
 rr_up() {
   local clone t0; clone=$(rr_repo); t0=$(date +%s)
   rr_build_root
+  # not attached: nothing runs in the root (a reboot, or `down`); pid files left from
+  # before would name other processes now
+  rr_attached || rm -f "$RR_ROOT"/run/slurm/*.pid "$RR_ROOT"/run/munge/*.pid "$RR_ROOT"/run/mysqld/*.pid
   rr_attach "$clone"
   rr_sync_users
   rr_sudo_rule "$clone"
@@ -304,6 +307,10 @@ rr_down() {
 rr_exec() {
   local user=${SUDO_USER:-root} clone cwd uid gid groups home envs=() name
   [ "${1:-}" = --user ] && { user=$2; shift 2; }
+  # through sudo (the rule of scripts/run-tests) only as the caller: never root or others
+  if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ] && [ "$user" != "$SUDO_USER" ]; then
+    rr_die "exec through sudo runs as $SUDO_USER only, not '$user'"
+  fi
   [ "${1:-}" = -- ] && shift
   [ $# -gt 0 ] || rr_die "usage: scripts/slurm-cluster --release R exec [--user U] -- CMD..."
   id "$user" >/dev/null 2>&1 || rr_die "exec: no user '$user' on this machine"
@@ -339,9 +346,12 @@ rr_main() {
   rr_select "$r"
   local cmd=${1:-}; shift || true
   case "$cmd" in
-    status) if rr_attached && [ -e "$RR_NETNS_FILE" ]; then rr_cluster status; else echo "cluster: DOWN (release $RR_RELEASE not attached: scripts/slurm-cluster --release $RR_RELEASE up)"; return 1; fi ;;
-    up|down|reset|exec|stop-daemon|start-daemon|kill-node|test-assoc)
+    up|down|reset|exec|status|stop-daemon|start-daemon|kill-node|test-assoc)
       [ "$(id -u)" = 0 ] || rr_die "run as root: --release clusters live in a chroot and namespaces" ;;&
+    up|down|reset)   # one at a time per release (building a root takes minutes)
+      mkdir -p "$RR_CACHE"; exec 8>"$RR_CACHE/lock-$RR_RELEASE"
+      flock -w 900 8 || rr_die "another scripts/slurm-cluster --release $RR_RELEASE is still running" ;;&
+    status) if rr_attached && [ -e "$RR_NETNS_FILE" ]; then rr_cluster status; else echo "cluster: DOWN (release $RR_RELEASE not attached: scripts/slurm-cluster --release $RR_RELEASE up)"; return 1; fi ;;
     up) rr_up ;;
     down) rr_down ;;
     reset) rr_up; rr_cluster reset ;;

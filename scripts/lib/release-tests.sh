@@ -38,7 +38,7 @@ hm_release_tests() {
     set +e
     # job folders under pytest's tmp_path must be on a shared file system, as on a site:
     # the login host's /tmp is its own
-    bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" exec --user "$user" -- \
+    env -u SUDO_USER bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" exec --user "$user" -- \
       python -m pytest -p no:cacheprovider --basetemp="$home/.cache/hpc-magics/release-$r-tmp" \
       "${tests[@]}" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
