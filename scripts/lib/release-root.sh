@@ -357,6 +357,6 @@ rr_main() {
     reset) rr_up; rr_cluster reset ;;
     exec) rr_exec "$@" ;;
     stop-daemon|start-daemon|kill-node|test-assoc) rr_cluster "$cmd" "$@" ;;
-    *) rr_die "usage: scripts/slurm-cluster --release $RR_RELEASES up|down|status|reset|exec [--user U] -- CMD..." ;;
+    *) rr_die "usage: scripts/slurm-cluster --release ${RR_RELEASES// /|} up|down|status|reset|exec [--user U] -- CMD..." ;;
   esac
 }
