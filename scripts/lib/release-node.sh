@@ -101,20 +101,38 @@ node_cgroups() {
   done
 }
 
-# start_slurmd NODE: slurmd on a host of its own (UTS + mount namespace): own hostname,
-# /tmp, /localscratch and cgroup subtrees
+# start_slurmd NODE: slurmd on a host of its own (UTS, mount and PID namespace): own
+# hostname, /tmp, /localscratch, cgroup subtrees and view of processes. A shell is the
+# node's PID 1: it reaps the job steps' orphans while slurmd runs, and keeps the node (and
+# its running steps) when slurmd alone is stopped, as on a real node, until they end.
 start_slurmd() {
+  local pid i
   prepare_release_hosts
   node_cgroups "$1"
-  spawn "/var/log/slurm/slurmd-$1.out" unshare --uts --mount --propagation private -- \
-    /bin/sh -c 'set -e; hostname "$1"; mount --bind "$2/$1/tmp" /tmp
+  spawn "/var/log/slurm/slurmd-$1.out" unshare --uts --mount --pid --fork --propagation private -- \
+    /bin/sh -c 'set -e; hostname "$1"; mount -t proc proc /proc; mount --bind "$2/$1/tmp" /tmp
                 mkdir -p /localscratch; mount --bind "$2/$1/localscratch" /localscratch
                 for c in $3; do
                   [ -d "/sys/fs/cgroup/$c/$4-$1" ] && mount --bind "/sys/fs/cgroup/$c/$4-$1" "/sys/fs/cgroup/$c"
                 done
-                exec /usr/sbin/slurmd -N "$1"' \
+                set +e
+                /usr/sbin/slurmd -D -N "$1" &
+                while :; do wait; set -- /proc/[0-9]*; [ $# -gt 1 ] || exit 0; sleep 5; done' \
     sh "$1" "$HOSTS_DIR" "$CGROUP_CONTROLLERS" "hpcm-${HPCM_RELEASE//./}"
+  # slurmd writes its pid as its node sees it (SlurmdPidFile, below); the script stops and
+  # checks daemons by this machine's numbering: write that one where the script looks
+  for ((i = 0; i < 100; i++)); do
+    for pid in $(pgrep -x slurmd 2>/dev/null); do
+      [ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "/usr/sbin/slurmd -D -N $1 " ] \
+        && same_root "$pid" && { echo "$pid" >"/run/slurm/slurmd-$1.pid"; return 0; }
+    done
+    sleep 0.05
+  done
+  die "slurmd $1 did not start" "/var/log/slurm/slurmd-$1.out"
 }
+
+eval "host_$(declare -f slurm_conf)"
+slurm_conf() { host_slurm_conf "$@" | sed 's|^SlurmdPidFile=.*|SlurmdPidFile=/run/slurm/slurmd-%n.nodepid|'; }
 
 # prepare_host, plus the hosts' names and folders; Debian unstable's client library (and
 # so its slurmdbd) looks for the server's socket in /run/mariadbd: the same folder

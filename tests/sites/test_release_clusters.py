@@ -155,3 +155,17 @@ def test_cancelled_job_leaves_no_process(release: str, shared_dir: Path) -> None
     """
     lines = on_login(release, script, shared_dir)
     assert lines[-3:-1] == ["before 3", "after 0"], lines
+
+
+def test_nodes_see_only_their_own_processes(release: str, shared_dir: Path) -> None:
+    seconds = 3000 + secrets.randbelow(900)  # a sleep of this length is ours alone
+    script = f"""
+      sleep {seconds} & login_sleep=$!
+      srun -N2 --ntasks-per-node=1 -t1 sh -c '
+        h=$(hostname)
+        pgrep -f "^sleep {seconds}\\$" >/dev/null && echo "$h sees login" || echo "$h own view"
+        pgrep -x slurmd >/dev/null && echo "$h sees its slurmd"' | sort
+      kill "$login_sleep"
+    """
+    lines = [line for line in on_login(release, script, shared_dir) if line]
+    assert lines == ["c1 own view", "c1 sees its slurmd", "c2 own view", "c2 sees its slurmd"]
