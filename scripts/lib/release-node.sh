@@ -1,8 +1,8 @@
 # scripts/lib/release-node.sh - scripts/slurm-cluster inside a --release root (sourced by it
 # when HPCM_RELEASE is set; scripts/lib/release-root.sh puts it there). Redefines the
 # script's hooks so that the cluster looks like a real site's:
-#  - hosts apart: each slurmd runs in its own UTS namespace (hostname c1, c2) and mount
-#    namespace (own /tmp and node-local scratch /localscratch, kept under $HOSTS_DIR) and
+#  - hosts apart: each slurmd runs in its own UTS namespace (hostname c1, c2), PID namespace
+#    and mount namespace (own /tmp and node-local scratch /localscratch, under $HOSTS_DIR) and
 #    listens on its own loopback address 127.0.0.1K; the controller's daemons run on
 #    host "ctl", `exec` on host "login". All of them share one network namespace (no veth
 #    interfaces can be made on these machines), the root's /run, /home and the clone.
