@@ -5,8 +5,8 @@
 # it, kept in $RR_CACHE/roots/SUITE outside the clone and reused across runs, and in its own
 # persistent network namespace (/run/netns/hpcm-RRRR), so that releases never collide with
 # each other or with the cluster the host runs. The project's own scripts/slurm-cluster runs
-# inside that root (marked by /etc/hpc-magics-release), in its own UTS namespace (hostname "ctl"); it starts
-# each slurmd in a UTS and mount namespace of its own (scripts/lib/release-node.sh).
+# inside that root (marked by /etc/hpc-magics-release) in a UTS namespace of its own (host
+# "ctl"); there it starts each slurmd on a host of its own (scripts/lib/release-node.sh).
 #
 #   rr_select R                  set RR_* for release R (dies on an unknown one)
 #   rr_build_root                debootstrap + packages, when missing or the list changed
