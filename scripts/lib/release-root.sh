@@ -247,24 +247,25 @@ rr_sudo_rule() {
 # image's Python; elsewhere pip would bring the CUDA build (several GB). Tests that need
 # torch skip without it.
 rr_venv() {
-  local clone=$1 log=$RR_LOG_DIR/venv-$RR_RELEASE.log stamp=$RR_VENV/.hpc-magics-installed want t0 extra
-  want=$( { cat "$clone/pyproject.toml"; chroot "$RR_ROOT" python3 --version; } | sha256sum | cut -d' ' -f1)
+  local clone=$1 log=$RR_LOG_DIR/venv-$RR_RELEASE.log stamp=$RR_VENV/.hpc-magics-installed want t0 extra=()
+  # installed from which clone (-e), its pyproject.toml, the root's python
+  want=$( { echo "$clone"; cat "$clone/pyproject.toml"; chroot "$RR_ROOT" python3 --version; } | sha256sum | cut -d' ' -f1)
   [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && return 0
   [ -f "$clone/hpc_magics/labextension/package.json" ] \
     || rr_die "the labextension is not built in $clone: run scripts/run-tests (or pip install -e .) on this machine first"
   t0=$(date +%s)
   rr_log "venv $RR_VENV: pip install -e $clone and its test extra without torch (log: $log)"
   # the test extra's requirements, torch excepted, read from pyproject.toml by the root's python
-  extra=$(chroot "$RR_ROOT" python3 -c '
+  mapfile -t extra < <(chroot "$RR_ROOT" python3 -c '
 import sys, tomllib
 deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["test"]
 print("\n".join(d for d in deps if not d.replace(" ", "").startswith("torch")))' "$clone/pyproject.toml")
+  [ ${#extra[@]} -gt 0 ] || rr_die "no test extra read from $clone/pyproject.toml"
   [ -x "$RR_VENV/bin/python" ] || chroot "$RR_ROOT" python3 -m venv "$RR_VENV" >"$log" 2>&1 \
     || rr_die "python3 -m venv $RR_VENV failed" "$log"
   # HATCH_BUILD_NO_HOOKS: the labextension is prebuilt in the clone (the root has no node)
-  # shellcheck disable=SC2086
   if ! chroot "$RR_ROOT" env -i PATH=/usr/bin:/bin HOME=/root HATCH_BUILD_NO_HOOKS=true \
-        "$RR_VENV/bin/pip" install --disable-pip-version-check -q -e "$clone" $extra >>"$log" 2>&1; then
+        "$RR_VENV/bin/pip" install --disable-pip-version-check -q -e "$clone" "${extra[@]}" >>"$log" 2>&1; then
     rr_die "pip install into $RR_VENV failed" "$log"
   fi
   chmod -R go+rX "$RR_VENV"
