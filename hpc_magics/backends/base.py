@@ -28,8 +28,10 @@ def choose_backend_name(name: str) -> str:
 class Backend(Protocol):
     name: str
 
-    def preflight(self, request: ResourceRequest, profile: ClusterProfile) -> None:
-        """Raise InvalidRequest for what the live scheduler would refuse."""
+    def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
+                  live: bool = True) -> None:
+        """Raise InvalidRequest for what the live scheduler would refuse (``live`` False:
+        the profile is another cluster's, or --no-live: ask the scheduler nothing)."""
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-import re
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import submitit
 from submitit.slurm.slurm import SlurmJobEnvironment
 
+from ..core import kernel_world
 from ..core.errors import InvalidRequest, SubmissionError
+from ..core.jobids import parse_parsable
 from ..core.jobs import normalize_state
 from ..core.jobscript import cell_parts, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.scale import ScaleOptions, scaled_parts, signal_directive
+from ..core.slurm_environment import for_sbatch
 from ..core.units import UNLIMITED
 from ..scheduler import commands
 from ..shipping.buffers import write_buffers
@@ -32,9 +37,9 @@ _PARTITIONS_CACHE: dict[str, tuple[float, frozenset[str]]] = {}
 _PARTITIONS_TTL_S = 300.0
 SBATCH_TIMEOUT_S = 60.0
 JOB_SCRIPT = "job.sh"
-# sbatch --parsable: "ID" or "ID;CLUSTER"; IDs of arrays ("123_4", "123_[1-5]") and
-# heterogeneous jobs ("123+0") are taken as given
-_JOB_ID = re.compile(r"^\d+(?:[_+][\w\[\],%-]+)?$")
+# How a job is submitted (its options are the script's #SBATCH lines); the answer is "ID"
+# or "ID;CLUSTER" (core/jobids.parse_parsable). scripts/record-slurm-output submits alike.
+SBATCH_SUBMIT = ("sbatch", "--parsable")
 
 
 def _refusal(result: commands.CommandResult) -> str:
@@ -47,12 +52,11 @@ def _refusal(result: commands.CommandResult) -> str:
 
 def parse_job_id(output: str) -> str:
     """The job id from ``sbatch --parsable``'s answer."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    job_id = lines[-1].split(";", 1)[0] if lines else ""
-    if not _JOB_ID.match(job_id):
+    answer = parse_parsable(output)
+    if answer is None:
         raise SubmissionError(f"sbatch answered {output.strip()!r}, not a job id: the job may "
                               "have been submitted, check squeue before submitting again")
-    return job_id
+    return answer[0]
 
 
 def _write_job_py(folder: JobFolder, payload: Payload, job_name: str) -> None:
@@ -119,8 +123,10 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
         # written once: this file is what sbatch reads, and stays as the job's record
         script_path = Path(self.folder) / self.script_name
         script_path.write_text(self.script)
-        result = commands.run(["sbatch", "--parsable", str(script_path)],
-                              timeout=SBATCH_TIMEOUT_S)
+        # the user's SBATCH_* defaults reach sbatch, except those the script's own lines set
+        result = commands.run([*SBATCH_SUBMIT, str(script_path)],
+                              timeout=SBATCH_TIMEOUT_S,
+                              environ=for_sbatch(os.environ, self.script))
         if not result.ok:
             raise SubmissionError(f"the scheduler refused the job: {_refusal(result)}")
         job_id = parse_job_id(result.stdout)
@@ -131,7 +137,8 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
 class _SubmititBackend:
     name = "slurm"
 
-    def preflight(self, request: ResourceRequest, profile: ClusterProfile) -> None:
+    def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
+                  live: bool = True) -> None:
         return None
 
     def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:
@@ -184,13 +191,30 @@ class SlurmBackend(_SubmititBackend):
     name = "slurm"
 
     def __init__(self, python: str | None = None) -> None:
-        self.python = python or os.environ.get("HPC_MAGICS_PYTHON") or sys.executable
+        self.given_python = python or os.environ.get("HPC_MAGICS_PYTHON") or None
+        self.python = self.given_python or sys.executable
 
-    def preflight(self, request: ResourceRequest, profile: ClusterProfile) -> None:
+    def kernel_world(self, request: ResourceRequest, profile: ClusterProfile
+                     ) -> kernel_world.WorldParts:
+        """The kernel's interpreter, modules, uenv and image, as the job script's lines."""
+        settings = dict(profile.environment)
+        if self.given_python:
+            settings["interpreter"] = self.given_python
+        exports = [v for f, v in (*profile.extra_directives, *request.extra) if f == "export"]
+        world = kernel_world.read(os.environ, self.python)
+        return kernel_world.parts(world, settings,
+                                  clean=kernel_world.starts_clean(os.environ, exports))
+
+    def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
+                  live: bool = True) -> None:
         """Refuse at once while the controller is known to be away; check the partition
-        against the live cluster (one cached ``sinfo``)."""
+        against the live cluster (one cached ``sinfo``) unless ``live`` is False."""
+        settings = dict(profile.environment)
+        if self.given_python:
+            settings["interpreter"] = self.given_python
+        kernel_world.refuse(kernel_world.read(os.environ, self.python), settings)
         self._refuse_while_away()
-        if not request.partition:
+        if not request.partition or not live:
             return
         partitions = self._partitions()
         if partitions and request.partition not in partitions:
@@ -234,9 +258,11 @@ class SlurmBackend(_SubmititBackend):
                    job_name: str, options: ScaleOptions | None = None,
                    array: str | None = None) -> str:
         """``array``: sbatch's ``--array`` range, for one array of a sweep."""
-        # a path is quoted; text with spaces is a command ("apptainer exec img.sif python")
-        python = self.python if any(c.isspace() for c in self.python) \
-            else shlex.quote(self.python)
+        world = self.kernel_world(request, profile)
+        python = world.python
+        taken = {flag for flag, _ in (*request.extra, *profile.extra_directives)}
+        request = request.changed(extra=(*request.extra, *(
+            pair for pair in world.directives if pair[0] not in taken)))
         # USR2 at the limit itself unless the cell checkpoints (core/scale.py says when):
         # an earlier signal would end a plain cell as failed instead of as TIMEOUT
         signal = signal_directive(options).replace("USR2", SlurmJobEnvironment.USR_SIG)
@@ -249,6 +275,7 @@ class SlurmBackend(_SubmititBackend):
         parts = cell_parts(folder, python, job_name, signal=signal, array=array)
         if options is not None and options.active:
             parts = scaled_parts(parts, options, python)
+        parts = replace(parts, prologue=(*parts.prologue, *world.lines))
         return render(request, profile, parts)
 
     def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
@@ -283,6 +310,7 @@ class LocalBackend(_SubmititBackend):
 
     name = "local"
     _jobs: dict[str, Any] = {}
+    _cancelled: set[str] = set()
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:
@@ -301,7 +329,9 @@ class LocalBackend(_SubmititBackend):
             ""])
 
     def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
-        executor = submitit.LocalExecutor(folder=folder.path, max_num_timeout=0)
+        from .local_process import LocalProcessExecutor
+
+        executor = LocalProcessExecutor(folder=folder.path, max_num_timeout=0)
         executor.update_parameters(timeout_min=_timeout_min(request), signal_delay_s=0)
         return executor
 
@@ -315,7 +345,10 @@ class LocalBackend(_SubmititBackend):
         for job_id, folder in folder_by_id.items():
             job = LocalBackend._jobs.get(job_id)
             if job is not None:
-                states[job_id] = normalize_state(job.state)
+                state = normalize_state(job.state)
+                # the controller ends normally once its cancelled cell has stopped
+                cancelled = job_id in LocalBackend._cancelled and state != "RUNNING"
+                states[job_id] = "CANCELLED" if cancelled else state
             elif folder.has_results():
                 states[job_id] = "FINISHED"
             elif _pid_alive(job_id):
@@ -326,10 +359,17 @@ class LocalBackend(_SubmititBackend):
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
         job = LocalBackend._jobs.get(job_id)
+        LocalBackend._cancelled.add(job_id)
         if job is not None:
-            job.cancel(check=False)
-        elif _pid_alive(job_id):
-            os.kill(int(job_id), 15)
+            job.cancel(check=False)  # its process group: SIGTERM, then SIGKILL
+        elif _pid_alive(job_id):  # another kernel's: the controller leads its own group
+            try:
+                os.killpg(int(job_id), signal.SIGTERM)
+            except ProcessLookupError:  # started before it led a group: the process alone
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(job_id), signal.SIGTERM)
+            except PermissionError:
+                pass
 
 
 def _timeout_min(request: ResourceRequest) -> int:

@@ -49,9 +49,13 @@ def _profile_name(chosen: str | None, script: str) -> tuple[str, str]:
     if here != "generic":
         return here, ""
     guessed = guess_profile(script)
-    if guessed:
-        return guessed, f"profile {guessed} guessed from the script (--profile to choose)"
-    return "generic", ""
+    if not guessed:
+        return "generic", ""
+    successor = load_profile(guessed).successor
+    if successor:  # written for a retired cluster: judged where it would run today
+        return successor, (f"written for {guessed} (retired): checked against its successor "
+                           f"{successor} (--profile to choose)")
+    return guessed, f"profile {guessed} guessed from the script (--profile to choose)"
 
 
 def run(args: argparse.Namespace) -> int:

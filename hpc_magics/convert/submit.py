@@ -17,6 +17,7 @@ from ..core.flags import SBATCH_FLAGS
 from ..core.profiles import ClusterProfile, load_profile
 from ..core.resources import ResourceRequest, to_dict, updated
 from .batch import job_for_notebook, job_name
+from .kernelspec import checked_kernel, notebook_kernel
 from .notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
 from .script import read_notebook
 
@@ -36,25 +37,31 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     from ..backends import get_backend
     from ..backends.folder import JobFolder
     from ..handle import JobHandle
+    from ..scheduler.defaults import live_wanted, with_environment
     from ..shipping.packing import Payload
 
+    # this machine's sbatch defaults count, as sbatch will apply them
+    request = with_environment(request, live_wanted(profile, None)[0])[0]
     errors = validation.errors(validation.check(request, profile))
     if errors:
         raise InvalidRequest("; ".join(problem.message for problem in errors))
     notebook = read_notebook(path)
     prepared = prepare_notebook(notebook, strip_display=strip_display)
     backend = get_backend(request.backend, python=python)
+    # the kernel the notebook names, found here and (on Slurm) reachable from a node
+    kernel = checked_kernel(notebook_kernel(notebook), on_a_cluster=backend.name == "slurm")
     backend.preflight(request, profile)
     name = name or job_name(path.stem)
     folder = JobFolder.create(jobs_root, name)
     (folder.path / NOTEBOOK_IN).write_text(json.dumps(prepared, indent=1), encoding="utf-8")
     workdir = str(path.resolve().parent)
     code = ("from hpc_magics.convert.notebook_job import run_notebook_job\n"
-            f"run_notebook_job({str(folder.path)!r}, {workdir!r})\n")
+            f"run_notebook_job({str(folder.path)!r}, {workdir!r}, kernel_name={kernel!r})\n")
     executed = folder.path / NOTEBOOK_OUT
     folder.write_meta({"name": name, "backend": backend.name, "profile": profile.name,
                        "request": to_dict(request), "kind": "notebook",
-                       "shipped": f"the notebook {path.name} ({len(prepared['cells'])} cells)",
+                       "shipped": f"the notebook {path.name} ({len(prepared['cells'])} cells, "
+                                  f"kernel {kernel})",
                        "results": [], "notebook": str(path.resolve()),
                        "executed_notebook": str(executed), "state": "SUBMITTING"})
     try:

@@ -254,12 +254,16 @@ class HpcMagics(Magics):
 
     def _problems(self, request: ResourceRequest) -> list[validation.Problem]:
         from ..backends import choose_backend_name
+        from ..scheduler.defaults import live_wanted, with_environment
 
         try:
             resolved = choose_backend_name(request.backend)
+            profile = self._profile(request)
+            # the environment's sbatch defaults count, as sbatch will apply them
+            request = with_environment(request, live_wanted(profile, None)[0])[0]
         except HpcMagicsError as error:
             return [validation.Problem(validation.ERROR, "backend", str(error))]
-        return validation.check(request.changed(backend=resolved), self._profile(request))
+        return validation.check(request.changed(backend=resolved), profile)
 
     # ------------------------------------------------------------- %hpc_resources
     @magic_arguments()
@@ -291,7 +295,14 @@ class HpcMagics(Magics):
             request = self._session_start()
         request = self._apply(request, args)
         self.request = request
-        return ResourceView(request, self._profile(request), self._problems(request))
+        profile = self._profile(request)
+        from ..scheduler.defaults import live_wanted, with_environment
+
+        try:  # shown and costed with the environment's sbatch defaults, as a job gets them
+            shown = with_environment(request, live_wanted(profile, None)[0])[0]
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        return ResourceView(shown, profile, self._problems(request))
 
     # ------------------------------------------------------------- %%sbatch
     @magic_arguments()
@@ -304,6 +315,11 @@ class HpcMagics(Magics):
                    "earlier cells (display code stripped) first; for state that does not pickle")
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
+    @argument("--live", dest="live", action="store_true", default=None,
+              help="check against this cluster's Slurm (partitions) even when the profile "
+                   "is another cluster's; default: only when the profile is this cluster's")
+    @argument("--no-live", dest="live", action="store_false", default=None,
+              help="static checks only: ask this cluster nothing before submitting")
     @scale_arguments
     @sweep_magic.sweep_arguments
     @cell_magic
@@ -335,6 +351,16 @@ class HpcMagics(Magics):
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
         request = sweep_magic.with_dependencies(self, request, args)
         profile = self._profile(request)
+        from ..scheduler.defaults import live_wanted, with_environment
+        from .job_environment import sources_text
+
+        live, not_live = live_wanted(profile, args.live)
+        try:
+            request, from_environment = with_environment(request, live)
+        except HpcMagicsError as error:
+            raise UsageError(str(error)) from None
+        if not_live:
+            print(f"[hpc_magics] {not_live}", file=sys.stderr)
         from ..core.checkscript import syntax_problems
 
         problems = syntax_problems(cell, profile) + self._problems(request)
@@ -347,7 +373,11 @@ class HpcMagics(Magics):
             from ..backends import get_backend
 
             backend = get_backend(request.backend, python=self.python or None)
-            backend.preflight(request, profile)
+            if request.backend == "auto" and backend.name == "local":  # never silently
+                print("[hpc_magics] --backend auto: running on this machine, not on a cluster:"
+                      " sbatch is not on PATH here (--backend slurm refuses instead)",
+                      file=sys.stderr)
+            backend.preflight(request, profile, live=live)
             options = options_from_args(args, request, backend.name)
             tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
             if points and (options.active or tasks > 1):
@@ -387,6 +417,15 @@ class HpcMagics(Magics):
             print(f"# dry run: nothing submitted. The job folder would be {would_be}"
                   " (its time stamp and random part are set at submission).")
             print(script, end="")
+            world = getattr(backend, "kernel_world", None)
+            said = world(request, profile).said if world is not None else ()
+            print(sources_text(request, self.request, from_environment, profile, script,
+                               world=said), end="")
+            if live and backend.name == "slurm":
+                from ..scheduler.allocation import allocation_lines
+
+                print("".join(f"# {line}\n" for line in allocation_lines(request, profile)),
+                      end="")
             print(f"# {payload.summary()}")
             return None
         print(f"[hpc_magics] {payload.summary()}")

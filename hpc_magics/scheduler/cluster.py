@@ -36,3 +36,11 @@ def _asked_cluster_name() -> str:
 def cluster_name() -> str:
     """``SLURM_CLUSTER_NAME`` (set inside jobs), else ``scontrol show config`` (cached)."""
     return os.environ.get("SLURM_CLUSTER_NAME", "").strip() or _asked_cluster_name()
+
+
+def is_foreign(cluster_names: tuple[str, ...]) -> bool:
+    """A profile naming these clusters describes another cluster than the one here (a
+    profile naming none, like ``generic``, describes whichever cluster this is)."""
+    if not cluster_names or not commands.slurm_available():
+        return False
+    return cluster_name().lower() not in {c.lower() for c in cluster_names}

@@ -1,28 +1,32 @@
 """The one narrow door through which hpc_magics runs Slurm commands.
 
-Every call has a timeout, never goes through a shell, and runs with the inherited
-``SLURM_*``/``SBATCH_*``/``PMI_*`` variables removed: a Jupyter server that itself runs
-inside a Slurm job would otherwise hand its job's settings to the jobs it submits.
+Every call has a timeout, never goes through a shell, and runs without the variables a
+surrounding Slurm job leaks to its children (``SLURM_JOB_ID``, ``SLURM_MEM_PER_NODE``,
+``PMI_*``, ...: the table is ``core/slurm_environment.LEAKED``): a Jupyter server that itself
+runs inside a job would otherwise hand its job's settings to the jobs it submits. The user's
+own defaults (``SBATCH_*``, ``SALLOC_*``, ``SLURM_ACCOUNT``, ``SLURM_CONF``) stay.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..core.errors import SubmissionError
+from ..core.slurm_environment import leak_reason
 
 DEFAULT_TIMEOUT_S = 30.0
-SCRUBBED_PREFIXES = ("SLURM_", "SBATCH_", "SALLOC_", "SRUN_", "PMI_", "PMIX_", "OMPI_")
 # The server's credentials (JupyterHub puts its API token in the environment): sbatch
 # exports the environment to the job, where they have no business.
 SCRUBBED_NAMES = frozenset({"JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TOKEN",
                             "JUPYTERHUB_OAUTH_ACCESS_TOKEN"})
-# Which cluster the commands talk to is the user's choice, not a leak from a job.
-KEPT_NAMES = frozenset({"SLURM_CONF"})
 
 
 def scrubbed_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -30,8 +34,7 @@ def scrubbed_environment(environ: Mapping[str, str] | None = None) -> dict[str, 
     the server's credentials."""
     source = os.environ if environ is None else environ
     return {k: v for k, v in source.items()
-            if (k in KEPT_NAMES or not k.startswith(SCRUBBED_PREFIXES))
-            and k not in SCRUBBED_NAMES}
+            if leak_reason(k) is None and k not in SCRUBBED_NAMES}
 
 
 def slurm_available() -> bool:
@@ -77,3 +80,37 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
             "try again in a minute"
         ) from None
     return CommandResult(args, completed.returncode, completed.stdout, completed.stderr)
+
+
+# A started job's process group gets this long between SIGTERM and SIGKILL on a cancel.
+STOP_GRACE_S = 5.0
+
+
+def start(argv: Sequence[str], *, log: Path, environ: Mapping[str, str] | None = None,
+          ) -> subprocess.Popen[bytes]:
+    """Start a long-running process (a local job's controller): no shell, the environment
+    without leaks, its output into ``log`` (never into the notebook), and its own process
+    group, so a cancel reaches all its children and the kernel's own signals do not. Its
+    time limit is the job's, kept by the process itself (submitit's controller)."""
+    args = [str(a) for a in argv]
+    try:
+        with open(log, "ab") as out:
+            return subprocess.Popen(  # noqa: S603 - argv list, no shell
+                args, env=scrubbed_environment(environ), stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    except FileNotFoundError:
+        raise SubmissionError(f"{args[0]} was not found: cannot start the job") from None
+
+
+def stop_group(process: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> None:
+    """SIGTERM to the process's whole group now, SIGKILL after ``grace_s`` if it is still
+    there; returns at once (a timer thread sends the second signal)."""
+    def signal_group(number: int) -> None:
+        # the group outlives its leader when a child lingers: signal it either way
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, number)
+
+    signal_group(signal.SIGTERM)
+    timer = threading.Timer(grace_s, signal_group, args=(signal.SIGKILL,))
+    timer.daemon = True
+    timer.start()

@@ -21,7 +21,8 @@ from typing import Any
 
 from ..core.errors import ShippingError
 from .analysis import CellNames, is_builtin_name
-from .stream import dump_names
+from .sharing import companions
+from .stream import dump_names, pickling_error
 
 DEFAULT_MAX_SHIPPED_MB = 1024
 
@@ -39,6 +40,7 @@ class ShippedName:
     type_name: str
     size: int  # bytes on the wire
     module: str | None = None
+    shares_with: str | None = None  # not read by the cell: shares objects with that name
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ class Payload:
                 parts.append(f"{item.name} (module {item.module})")
             else:
                 kind = item.type_name if item.how == "data" else item.how
-                parts.append(f"{item.name} ({kind}, {human_size(item.size)})")
+                shares = f", shares objects with {item.shares_with}" if item.shares_with else ""
+                parts.append(f"{item.name} ({kind}, {human_size(item.size)}{shares})")
         return f"shipping {human_size(self.size)}: " + ", ".join(parts)
 
 
@@ -141,6 +144,9 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         if reason:
             raise ShippingError(f"cannot ship {name!r}: {reason} (or use %%sbatch --replay)")
         values[name] = value
+    read = tuple(values)
+    extra, groups = _sharing_names(values, namespace)
+    values.update(extra)
     sizes: dict[str, int] = {}
 
     def check_size(name: str, size: int) -> None:
@@ -187,12 +193,34 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                                                     types.BuiltinFunctionType))
                    else "class" if isinstance(value, type) else "data")
             manifest.append(ShippedName(name, how, type(value).__name__, sizes[name]))
+    for name in extra:
+        partner = next((m for g in groups if name in g for m in g if m in read), None)
+        manifest.append(ShippedName(name, "data", type(extra[name]).__name__, sizes[name],
+                                    shares_with=partner))
     return Payload(code=code, modules=modules, state=state, state_names=tuple(values),
                    manifest=tuple(manifest),
                    notebook_ids={name: id(value) for name, value in values.items()},
                    result_names=names.assigned,
                    capture_last_expression=names.has_final_expression,
                    buffers=tuple(buffers), out_of_band_bytes=apart)
+
+
+def _sharing_names(values: Mapping[str, Any], namespace: Mapping[str, Any]
+                   ) -> tuple[dict[str, Any], tuple[tuple[str, ...], ...]]:
+    """Notebook names the cell does not read that share objects with what it ships (they
+    travel too, so every name sees one object after the cell: ``sharing.py``)."""
+    def eligible(name: str, value: Any) -> bool:
+        return not (name.startswith("_") or name in _SHELL_NAMES
+                    or isinstance(value, (types.ModuleType, type, types.FunctionType))
+                    or _refusal(name, value) is not None)
+
+    extra, groups = companions(values, namespace, eligible)
+    # one that does not pickle stays behind (its name keeps the notebook's object)
+    dropped = {name for name, value in extra.items() if pickling_error(value) is not None}
+    extra = {name: value for name, value in extra.items() if name not in dropped}
+    groups = tuple(kept for g in groups if len(kept := tuple(n for n in g if n not in dropped))
+                   > 1)
+    return extra, groups
 
 
 def check_defined(code: str, names: CellNames, namespace: Mapping[str, Any],

@@ -28,6 +28,7 @@ from . import tee
 from .buffers import open_buffers
 from .packing import Payload
 from .scale import NodeTask, Requeued
+from .sharing import come_back_together
 from .stream import dump_results, fingerprint, load_names, pickling_error
 
 RESULTS_FILE = "results.pkl"
@@ -106,10 +107,19 @@ def _node_display(*objects: Any, **_: Any) -> None:
 def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__,
                                  "display": _node_display}
-    for name, module_name in payload.modules.items():
-        namespace[name] = importlib.import_module(module_name)
-    namespace.update(load_names(payload.state, payload.state_names,
-                                open_buffers(payload, folder)))
+    try:
+        for name, module_name in payload.modules.items():
+            namespace[name] = importlib.import_module(module_name)
+        # unpickling imports the modules of the shipped objects' classes too
+        namespace.update(load_names(payload.state, payload.state_names,
+                                    open_buffers(payload, folder)))
+    except ImportError as error:
+        missing = error.name or str(error)
+        raise ImportError(
+            f"the job's Python {sys.executable} on {os.uname().nodename} cannot import "
+            f"{missing!r}, which the cell's state needs ({error}): install it in the "
+            "environment the job runs, or load its module in the kernel", name=error.name
+        ) from None
     namespace.update(getattr(payload, "parameters", {}))  # a sweep task's own values
     return namespace
 
@@ -247,6 +257,11 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             has_last, last_value = execute(payload, namespace)
             task.cell_running = False
             changed, unchanged = _changed_in_place(shipped, namespace, payload.result_names)
+            back = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
+            if has_last:
+                back["_"] = last_value
+            moved, unchanged = come_back_together(back, unchanged)
+            changed += moved
         except Requeued:
             failure = Requeued()
         except BaseException as error:  # the user's error, reported on fetch

@@ -260,5 +260,5 @@ def test_cancel_a_local_job(shell: Any, capsys: pytest.CaptureFixture[str]) -> N
     shell.run_line_magic("hpc_cancel", "")
     said = capsys.readouterr().out
     assert f"job {handle.job_id}: " in said and "Slurm" not in said, said
-    assert handle.wait(timeout=30) == "INTERRUPTED"  # submitit's word for a stopped local job
+    assert handle.wait(timeout=30) == "CANCELLED"  # as Slurm says it
     assert "started" in handle.log()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,9 @@ def test_later_fetch_and_exception(slurm_shell: Any, cells: Any) -> None:
         slurm_shell.run_cell_magic("sbatch", "--wait", cells.FAILING)
     assert "ZeroDivisionError" in raised.value.remote_traceback
     assert "return int(x) // 0" in raised.value.remote_traceback
-    assert "ZeroDivisionError: integer division or modulo by zero" in str(raised.value)
+    # the exception's type and Python's own words, whatever they are in this release
+    # (3.10-3.13: "integer division or modulo by zero", 3.14: "division by zero")
+    assert re.search(r"ZeroDivisionError: [\w ]*by zero", str(raised.value)), str(raised.value)
 
 
 def test_cancel_through_the_handle(slurm_shell: Any, sacct_state: Any) -> None:
@@ -107,15 +110,16 @@ def test_submission_from_inside_another_job(slurm_shell: Any, cells: Any,
     # what a Jupyter server running as a Slurm job leaks into its kernels
     for key, value in {"SLURM_JOB_ID": "999999", "SLURM_JOBID": "999999",
                        "SLURM_MEM_PER_NODE": "999999999", "SLURM_NTASKS": "64",
-                       "SLURM_JOB_PARTITION": "nope", "SBATCH_PARTITION": "nope",
+                       "SLURM_JOB_PARTITION": "nope",
                        "SLURM_CPUS_PER_TASK": "99", "PMI_RANK": "3"}.items():
         monkeypatch.setenv(key, value)
     slurm_shell.run_cell(cells.SETUP)
     slurm_shell.run_cell_magic("sbatch", "--wait",
-                               "import os\nparent = os.environ.get('SBATCH_PARTITION')\n"
+                               "import os\nparent = os.environ.get('SLURM_JOB_PARTITION')\n"
                                "ntasks = os.environ.get('SLURM_NTASKS')\nn = len(data)")
     assert slurm_shell.user_ns["n"] == 10
-    assert slurm_shell.user_ns["parent"] is None
+    assert slurm_shell.user_ns["parent"] == "debug"  # the job's own, not the leaked 'nope'
+    # (SBATCH_* are the user's own defaults, not leaks: tests/magics/test_slurm_defaults.py)
     assert slurm_shell.user_ns["ntasks"] == "1"
     assert os.environ["SLURM_JOB_ID"] == "999999"  # the kernel's own environment is untouched
 

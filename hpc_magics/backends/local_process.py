@@ -1,0 +1,50 @@
+"""submitit's local executor, with its controller started through the one subprocess door.
+
+submitit starts the controller with ``subprocess.Popen`` in the kernel's process group, its
+output on the kernel's own stderr, and cancels it with SIGINT: the controller's
+``KeyboardInterrupt`` traceback then landed in the notebook. Here the controller starts
+through ``scheduler/commands.start`` (own process group, output in the job folder's
+``controller.log``, the environment without leaks) and a cancel ends its group with
+SIGTERM, then SIGKILL (``commands.stop_group``): the cell stops as under Slurm's cancel.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import submitit
+from submitit.local.local import LocalJob
+
+from ..scheduler import commands
+
+CONTROLLER_LOG = "controller.log"
+
+
+class LocalProcessJob(LocalJob[Any]):
+    def cancel(self, check: bool = True) -> None:
+        if self._process is not None:
+            commands.stop_group(self._process)
+
+
+class LocalProcessExecutor(submitit.LocalExecutor):
+    """``LocalExecutor`` whose ``_submit_command`` is submitit's ``start_controller``
+    without the shell, the shared process group or the shared stderr."""
+
+    def _submit_command(self, command: str) -> Any:
+        ntasks = self.parameters.get("tasks_per_node", 1)
+        environ = dict(os.environ)
+        environ.update(  # what submitit.local.local.start_controller sets
+            SUBMITIT_LOCAL_NTASKS=str(ntasks), SUBMITIT_LOCAL_COMMAND=command,
+            SUBMITIT_LOCAL_TIMEOUT_S=str(int(60 * self.parameters.get("timeout_min", 2.0))),
+            SUBMITIT_LOCAL_SIGNAL_DELAY_S=str(int(self.parameters.get("signal_delay_s", 30))),
+            SUBMITIT_LOCAL_NODEID="0", SUBMITIT_LOCAL_JOB_NUM_NODES="1",
+            SUBMITIT_STDERR_TO_STDOUT="", SUBMITIT_EXECUTOR="local",
+            CUDA_VISIBLE_DEVICES="", SUBMITIT_LOCAL_WITH_SHELL="")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        process = commands.start([sys.executable, "-m", "submitit.local._local",
+                                  str(self.folder)],
+                                 log=self.folder / CONTROLLER_LOG, environ=environ)
+        return LocalProcessJob(folder=self.folder, job_id=str(process.pid), process=process,
+                               tasks=list(range(ntasks)))

@@ -1,0 +1,190 @@
+"""Which of the kernel's Slurm variables reach ``sbatch``, as data (the docs' table is this one).
+
+The user's own defaults stay: ``SBATCH_*``, ``SALLOC_*``, ``SRUN_*``, ``SLURM_ACCOUNT``,
+``SLURM_CONF`` and the like are set on purpose (the Alliance tells users to export
+``SBATCH_ACCOUNT``; a site may set ``SBATCH_EXPORT=NONE``). What goes is what a surrounding
+job or step leaks into its children (the OUTPUT ENVIRONMENT VARIABLES of sbatch(1), srun(1)
+and salloc(1), Slurm 22.05): a notebook server running inside a job would otherwise hand its
+job's id, node list and memory layout to every job it submits.
+
+sbatch applies ``SBATCH_*`` over the script's own ``#SBATCH`` lines, so a variable for an
+option the rendered script sets would silently win over the cell: :func:`for_sbatch` drops
+it (the script's line is what the user asked, or the environment's default already in it).
+Pure stdlib: validation and cost read the same defaults through :func:`request_defaults`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+from typing import Any
+
+from .errors import InvalidRequest
+from .resources import ResourceRequest, parse_field
+from .sbatch_options import BY_SHORT
+
+# (pattern, why it goes). fnmatch patterns, matched case-sensitively.
+LEAKED: tuple[tuple[str, str], ...] = (
+    ("SLURM_JOB_*", "the surrounding job's identity, account, partition and node list"),
+    ("SLURM_JOBID", "the surrounding job's id (old spelling)"),
+    ("SLURM_ARRAY_*", "the surrounding array task's place in its array"),
+    ("SLURM_HET_SIZE", "the surrounding heterogeneous job's layout"),
+    ("SLURM_*_HET_GROUP_*", "the surrounding heterogeneous job's layout"),
+    ("SLURM_NODELIST", "the surrounding job's nodes"),
+    ("SLURM_NNODES", "the surrounding job's node count"),
+    ("SLURM_NPROCS", "the surrounding job's task count"),
+    ("SLURM_NTASKS*", "the surrounding job's task layout"),
+    ("SLURM_TASKS_PER_NODE", "the surrounding job's task layout"),
+    ("SLURM_CPUS_*", "the surrounding job's CPUs per task and node"),
+    ("SLURM_CPU_BIND*", "the surrounding step's CPU binding"),
+    ("SLURM_CPU_FREQ_REQ", "the surrounding step's CPU frequency"),
+    ("SLURM_MEM_PER_*", "the surrounding job's memory (srun in the new job would inherit it)"),
+    ("SLURM_MEM_BIND*", "the surrounding step's memory binding"),
+    ("SBATCH_MEM_BIND*", "set by sbatch inside a batch job, not by the user"),
+    ("SLURM_GPUS*", "the surrounding job's GPUs"),
+    ("SLURM_GPU_BIND", "the surrounding job's GPU binding"),
+    ("SLURM_GPU_FREQ", "the surrounding job's GPU frequency"),
+    ("SLURM_SHARDS_ON_NODE", "the surrounding job's GPU shards"),
+    ("SLURM_DISTRIBUTION", "the surrounding job's task distribution"),
+    ("SLURM_DIST_PLANESIZE", "the surrounding job's task distribution"),
+    ("SLURM_OVERCOMMIT", "the surrounding job's overcommit"),
+    ("SLURM_THREADS_PER_CORE", "the surrounding job's threads per core"),
+    ("SLURM_EXPORT_ENV", "the surrounding job's --export"),
+    ("SLURM_PROFILE", "the surrounding job's --profile"),
+    ("SLURM_CONTAINER", "the surrounding job's --container"),
+    ("SLURM_CLUSTER_NAME", "set inside jobs; the cluster is chosen by SLURM_CONF/--clusters"),
+    ("SLURM_SUBMIT_*", "where the surrounding job was submitted from"),
+    ("SLURM_RESTART_COUNT", "how often the surrounding job was requeued"),
+    ("SLURM_PRIO_PROCESS", "the surrounding job's scheduling priority"),
+    ("SLURM_UMASK", "the surrounding job's umask"),
+    ("SLURM_TOPOLOGY_ADDR*", "the node the surrounding step runs on"),
+    ("SLURM_NODE_ALIASES", "the surrounding job's node addresses"),
+    ("SLURMD_NODENAME", "the node the surrounding step runs on"),
+    ("SLURM_STEP*", "the surrounding step's id, nodes and tasks"),
+    ("SLURM_PROCID", "the surrounding task's rank"),
+    ("SLURM_LOCALID", "the surrounding task's rank on its node"),
+    ("SLURM_NODEID", "the surrounding task's node index"),
+    ("SLURM_GTIDS", "the surrounding step's task ids"),
+    ("SLURM_TASK_PID", "the surrounding task's process id"),
+    ("SLURM_LAUNCH_NODE_IPADDR", "the surrounding step's launcher"),
+    ("SLURM_SRUN_COMM_*", "the surrounding step's launcher"),
+    ("SLURM_PTY_*", "the surrounding interactive step's terminal"),
+    ("SLURM_MPI_TYPE", "the surrounding step's MPI wiring"),
+    ("SRUN_DEBUG", "set by srun for its tasks"),
+    ("PMI_*", "the surrounding step's MPI wiring"),
+    ("PMIX_*", "the surrounding step's MPI wiring"),
+    ("OMPI_*", "the surrounding step's MPI wiring"),
+    ("SLURM_TIME_FORMAT", "changes the times squeue and sacct print, which hpc_magics reads"),
+)
+
+# Kept on purpose, for the docs' table (everything not LEAKED is kept; these are the usual).
+KEPT: tuple[tuple[str, str], ...] = (
+    ("SBATCH_*", "the user's sbatch defaults (account, partition, time, export, comment, ...); "
+                 "one the job script sets itself gives way to the script's line"),
+    ("SALLOC_*", "the user's salloc defaults, for salloc in a job"),
+    ("SRUN_*", "the user's srun defaults, for srun in a job"),
+    ("SLURM_ACCOUNT", "the user's default account for srun"),
+    ("SLURM_CONF", "which cluster the commands talk to"),
+    ("SLURM_CLUSTERS", "which clusters squeue and sacct ask"),
+    ("SLURM_DEBUG_FLAGS, SLURM_EXIT_ERROR", "how the user wants the commands to behave"),
+)
+
+# SBATCH_<NAME> is --<name> with '-' for '_' except these (sbatch(1), INPUT ENVIRONMENT).
+_OPTION_OF = {"SBATCH_TIMELIMIT": "time", "SBATCH_ARRAY_INX": "array",
+              "SBATCH_MEM_PER_NODE": "mem", "SBATCH_REQ_SWITCH": "switches",
+              "SBATCH_WAIT4SWITCH": "switches"}
+# options sbatch refuses together: the script naming one displaces the variables of all
+_EXCLUSIVE = ({"mem", "mem-per-cpu", "mem-per-gpu"}, {"requeue", "no-requeue"})
+
+# The defaults validation and cost read: variable → the request's field.
+REQUEST_FIELDS: tuple[tuple[str, str], ...] = (
+    ("SBATCH_ACCOUNT", "account"), ("SBATCH_PARTITION", "partition"),
+    ("SBATCH_TIMELIMIT", "time_s"), ("SBATCH_QOS", "qos"),
+    ("SBATCH_CONSTRAINT", "constraint"), ("SBATCH_MEM_PER_NODE", "mem_mb"),
+    ("SBATCH_GPUS_PER_NODE", "gpus_per_node"), ("SBATCH_GRES", "gres"),
+)
+
+
+def leak_reason(name: str) -> str | None:
+    """Why ``name`` is a leak from a surrounding job, or None when it is the user's."""
+    for pattern, why in LEAKED:
+        if fnmatchcase(name, pattern):
+            return why
+    return None
+
+
+def option_of(name: str) -> str | None:
+    """The sbatch long option an ``SBATCH_*`` variable stands for."""
+    if not name.startswith("SBATCH_"):
+        return None
+    return _OPTION_OF.get(name, name[len("SBATCH_"):].lower().replace("_", "-"))
+
+
+_DIRECTIVE = re.compile(r"#SBATCH\s+(--?)([A-Za-z][\w-]*)")
+
+
+def script_options(script: str) -> set[str]:
+    """The long names of the options the script's ``#SBATCH`` block sets (as sbatch reads it:
+    up to the first line that is neither a comment nor blank)."""
+    found: set[str] = set()
+    for line in script.splitlines()[1:]:
+        text = line.strip()
+        if text and not text.startswith("#"):
+            break
+        match = _DIRECTIVE.match(text)
+        if not match:
+            continue
+        dashes, name = match.groups()
+        if dashes == "-":
+            option = BY_SHORT.get(name[0])
+            name = option.name if option else name
+        found.add(name)
+    for group in _EXCLUSIVE:
+        if found & group:
+            found |= group
+    return found
+
+
+def for_sbatch(environ: Mapping[str, str], script: str) -> dict[str, str]:
+    """``environ`` without the ``SBATCH_*`` variables that would override the script's lines
+    (leaks are the command door's to drop)."""
+    taken = script_options(script)
+    return {k: v for k, v in environ.items() if option_of(k) not in taken}
+
+
+def overridden(environ: Mapping[str, str], script: str) -> list[str]:
+    """The variables :func:`for_sbatch` drops, for the dry-run to name."""
+    return sorted(set(environ) - set(for_sbatch(environ, script)))
+
+
+def request_defaults(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(field, variable, text) for each request default the environment sets."""
+    return [(field, name, environ[name].strip()) for name, field in REQUEST_FIELDS
+            if environ.get(name, "").strip()]
+
+
+def kept_names(environ: Iterable[str]) -> list[str]:
+    """The Slurm variables of ``environ`` that reach sbatch (for the dry-run)."""
+    return sorted(n for n in environ if n.startswith(("SBATCH_", "SALLOC_", "SRUN_", "SLURM_"))
+                  and leak_reason(n) is None)
+
+
+def with_defaults(request: ResourceRequest, environ: Mapping[str, str]
+                  ) -> tuple[ResourceRequest, dict[str, str]]:
+    """The request with the environment's defaults where it names nothing itself, and which
+    variable filled which field (what sbatch would have applied, made visible)."""
+    changes: dict[str, Any] = {}
+    filled: dict[str, str] = {}
+    for field, name, text in request_defaults(environ):
+        if getattr(request, field) is not None:
+            continue
+        if field in {"gpus_per_node", "gres"} and request.gpus() is not None:
+            continue
+        try:
+            changes[field] = parse_field(field, text)
+        except InvalidRequest as error:
+            raise InvalidRequest(f"{name}={text!r} in the environment: {error} (fix it, or "
+                                 f"unset {name})") from None
+        filled[field] = name
+    return (request.changed(**changes) if changes else request), filled

@@ -1,0 +1,113 @@
+"""What is left of the account's allocation, where Slurm knows it, beside a request's cost.
+
+Slurm knows an allocation when the site sets a ``GrpTRESMins`` limit on the account's
+association (``billing=`` or ``cpu=`` minutes); ``sshare`` gives that limit and the usage
+so far (``GrpTRESRaw``) in one answer, asked once per session (``live.ask``). Sites that
+keep balances elsewhere name their own command in the profile (``balance_command``): its
+first line is shown as it is. A request that would use more than is left gets one warning.
+"""
+
+from __future__ import annotations
+
+import getpass
+from dataclasses import dataclass
+
+from ..core.errors import HpcMagicsError
+from ..core.profiles import ClusterProfile
+from ..core.resources import ResourceRequest
+from ..core.units import UNLIMITED
+from . import commands
+from .live import ask
+
+TRES_ORDER = ("billing", "cpu")  # which limit counts, when the site sets several
+
+
+@dataclass(frozen=True)
+class Allocation:
+    account: str
+    tres: str  # "billing" or "cpu"
+    limit_min: float | None  # None: Slurm sets no limit
+    used_min: float
+
+    @property
+    def left_min(self) -> float | None:
+        return None if self.limit_min is None else max(0.0, self.limit_min - self.used_min)
+
+
+def _tres(text: str) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        try:
+            found[name.strip()] = float(value)
+        except ValueError:
+            continue
+    return found
+
+
+def parse_sshare(text: str, account: str) -> Allocation | None:
+    """The account's own line (no user) of ``sshare -n -P -o
+    Account,User,GrpTRESMins,GrpTRESRaw``."""
+    for line in text.splitlines():
+        fields = [f.strip() for f in line.split("|")]
+        if len(fields) < 4 or fields[0] != account or fields[1]:
+            continue
+        limits, used = _tres(fields[2]), _tres(fields[3])
+        tres = next((t for t in TRES_ORDER if t in limits), "billing")
+        return Allocation(account, tres, limits.get(tres), used.get(tres, 0.0))
+    return None
+
+
+def default_account() -> str | None:
+    answer = ask(["sacctmgr", "-nP", "show", "user", getpass.getuser(),
+                  "format=DefaultAccount"])
+    if isinstance(answer, str) or not answer.ok:
+        return None
+    return next((line.strip() for line in answer.stdout.splitlines() if line.strip()), None)
+
+
+def requested_minutes(request: ResourceRequest) -> float | None:
+    """CPU-minutes the request may use at most (billing counted as CPUs: no weights)."""
+    if request.time_s is None or request.time_s == UNLIMITED:
+        return None
+    cpus = (request.ntasks_per_node or 1) * (request.cpus_per_task or 1)
+    return request.time_s / 60 * request.node_count * cpus
+
+
+def allocation_lines(request: ResourceRequest, profile: ClusterProfile) -> list[str]:
+    """One line on what is left (and a warning line when the request needs more)."""
+    if profile.balance_command:
+        try:
+            answer = commands.run(list(profile.balance_command), timeout=20)
+        except HpcMagicsError as error:  # the site's tool is missing: say so, never refuse
+            return [f"allocation: {profile.balance_command[0]} could not run ({error})"]
+        first = next((line.strip() for line in answer.stdout.splitlines() if line.strip()),
+                     answer.first_error_line())
+        return [f"allocation ({profile.balance_command[0]}): {first}"]
+    account = request.account or default_account()
+    if not account:
+        return ["allocation: unknown (no account named, and Slurm gave no default account)"]
+    shares = ask(["sshare", "-n", "-P", "-A", account, "-o",
+                  "Account,User,GrpTRESMins,GrpTRESRaw"])
+    found = None if isinstance(shares, str) or not shares.ok else \
+        parse_sshare(shares.stdout, account)
+    if found is None:
+        return [f"allocation: sshare says nothing about account {account}"]
+    return describe(found, request)
+
+
+def describe(found: Allocation, request: ResourceRequest) -> list[str]:
+    """What is left of ``found``, and a warning when ``request`` may use more."""
+    account = found.account
+    used_h = found.used_min / 60
+    if found.limit_min is None:
+        return [f"allocation: Slurm sets no limit for account {account} "
+                f"({used_h:.1f} {found.tres}-hours used)"]
+    left_h = (found.left_min or 0.0) / 60
+    lines = [f"allocation: {left_h:.1f} of {found.limit_min / 60:.1f} {found.tres}-hours left "
+             f"for account {account}"]
+    wanted = requested_minutes(request)
+    if wanted is not None and found.left_min is not None and wanted > found.left_min:
+        lines.append(f"warning: this job may use {wanted / 60:.1f} {found.tres}-hours, more "
+                     f"than the {left_h:.1f} left of account {account}")
+    return lines

@@ -1,0 +1,75 @@
+"""Which Slurm variables reach sbatch (core/slurm_environment): the user's stay, leaks go."""
+
+from __future__ import annotations
+
+import pytest
+
+from hpc_magics.core import slurm_environment as se
+from hpc_magics.core import validation
+from hpc_magics.core.errors import InvalidRequest
+from hpc_magics.core.profiles import load_profile
+from hpc_magics.core.resources import GpuRequest, ResourceRequest
+from hpc_magics.scheduler.commands import scrubbed_environment
+
+LEAKED = ["SLURM_JOB_ID", "SLURM_JOBID", "SLURM_NODELIST", "SLURM_MEM_PER_NODE",
+          "SLURM_MEM_PER_CPU", "SLURM_CPUS_ON_NODE", "SLURM_CPUS_PER_TASK", "SLURM_NTASKS",
+          "SLURM_TASKS_PER_NODE", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_PROCID",
+          "SLURM_JOB_ACCOUNT", "SLURM_ARRAY_TASK_ID", "SLURM_CPUS_PER_TASK_HET_GROUP_0",
+          "SBATCH_MEM_BIND", "PMI_RANK", "SLURM_TIME_FORMAT", "SLURM_EXPORT_ENV"]
+KEPT = ["SBATCH_ACCOUNT", "SBATCH_COMMENT", "SBATCH_EXPORT", "SBATCH_TIMELIMIT",
+        "SALLOC_ACCOUNT", "SRUN_CPUS_PER_TASK", "SLURM_ACCOUNT", "SLURM_CONF", "SLURM_CLUSTERS"]
+
+
+def test_leaks_go_and_the_users_defaults_stay() -> None:
+    env = {name: "x" for name in LEAKED + KEPT} | {"HOME": "/home/u", "JUPYTERHUB_API_TOKEN": "t"}
+    scrubbed = scrubbed_environment(env)
+    assert sorted(n for n in env if n in scrubbed) == sorted([*KEPT, "HOME"])
+    for name in LEAKED:
+        assert se.leak_reason(name), name
+
+
+SCRIPT = """#!/bin/bash
+#SBATCH --job-name=j
+#SBATCH -A proj
+#SBATCH --time=00:05:00
+#SBATCH --mem-per-cpu=100M
+#SBATCH --output=/f/%j.out
+
+umask 077
+#SBATCH --comment=not-a-directive-any-more
+"""
+
+
+def test_the_scripts_own_lines_win_over_sbatch_variables() -> None:
+    env = {"SBATCH_ACCOUNT": "other", "SBATCH_TIMELIMIT": "1:00:00", "SBATCH_MEM_PER_NODE": "1G",
+           "SBATCH_OUTPUT": "/elsewhere", "SBATCH_COMMENT": "mine", "SBATCH_EXPORT": "NONE"}
+    kept = se.for_sbatch(env, SCRIPT)
+    # sbatch would apply these over the script: the cell's -A, -t, memory and the logs win
+    assert sorted(kept) == ["SBATCH_COMMENT", "SBATCH_EXPORT"]
+    assert se.overridden(env, SCRIPT) == ["SBATCH_ACCOUNT", "SBATCH_MEM_PER_NODE",
+                                          "SBATCH_OUTPUT", "SBATCH_TIMELIMIT"]
+
+
+def test_a_default_account_satisfies_account_required() -> None:
+    alvis = load_profile("alvis")
+    bare = ResourceRequest(profile="alvis", time_s=600, backend="slurm",
+                           gpus_per_node=GpuRequest(1, "A40"))
+    assert [p.field for p in validation.check(bare, alvis)] == ["account"]
+    filled, sources = se.with_defaults(bare, {"SBATCH_ACCOUNT": "NAISS2024-5-1",
+                                              "SBATCH_TIMELIMIT": "2:00:00"})
+    assert filled.account == "NAISS2024-5-1" and filled.time_s == 600  # the cell's time stays
+    assert sources == {"account": "SBATCH_ACCOUNT"}
+    assert validation.check(filled, alvis) == []
+
+
+def test_a_bad_default_names_the_variable() -> None:
+    with pytest.raises(InvalidRequest, match=r"SBATCH_TIMELIMIT='soon' in the environment"):
+        se.with_defaults(ResourceRequest(), {"SBATCH_TIMELIMIT": "soon"})
+
+
+def test_the_docs_table_is_the_data() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "slurm-environment.md").read_text()
+    for pattern, why in (*se.LEAKED, *se.KEPT):
+        assert f"| `{pattern}` | {why} |" in page, pattern

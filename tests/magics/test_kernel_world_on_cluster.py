@@ -1,0 +1,146 @@
+"""The kernel's world reaches the job on the real test cluster (issue 20): a kernel in a venv
+with a package installed only there and an Lmod module loaded, with ``SBATCH_EXPORT=NONE``
+set as a clean-environment site default would be. The cell on the node sees the venv's
+package, the kernel's interpreter and the module's variable, with no extra line in the cell.
+
+The "kernel" is this test's IPython shell: its interpreter (``sys.executable``) and
+environment are set as a kernel started in that venv after ``module load`` would have them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+LMOD_INIT = Path("/etc/profile.d/lmod.sh")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def project() -> Iterator[Path]:
+    """A project folder in the home directory: compute nodes see it, unlike /tmp."""
+    folder = Path(tempfile.mkdtemp(prefix=".hpc-magics-envworld-", dir=Path.home()))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _venv_with_a_package(project: Path) -> Path:
+    venv = project / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(venv)], check=True, timeout=120)
+    [site] = list(venv.glob("lib/python*/site-packages"))
+    (site / "envworld_probe").mkdir()  # the package only this venv has
+    (site / "envworld_probe" / "__init__.py").write_text("NAME = 'venv-only'\n")
+    # hpc_magics and its dependencies, as a user's venv would have them installed: this
+    # checkout first, then the test environment's packages (plain path lines, so that
+    # environment's own editable install of another checkout is not picked up)
+    (site / "hpc_magics_checkout.pth").write_text(
+        f"{REPO}\n{sysconfig.get_paths()['purelib']}\n")
+    return venv
+
+
+def _environment_after_module_load(project: Path) -> dict[str, str]:
+    modules = project / "modulefiles"
+    (modules / "envtest").mkdir(parents=True)
+    (project / "tools").mkdir()
+    (modules / "envtest" / "1.0.lua").write_text(
+        'setenv("ENVWORLD_MODULE_VAR", "loaded")\n'
+        f'prepend_path("PATH", "{project / "tools"}")\n')
+    shown = subprocess.run(
+        ["bash", "-c", '. "$1" && module use "$2" && module load envtest/1.0 && env -0', "-",
+         str(LMOD_INIT), str(modules)],
+        capture_output=True, text=True, timeout=60, check=True,
+        env={"HOME": str(Path.home()), "PATH": "/usr/bin:/bin", "LMOD_ALLOW_ROOT_USE": "yes"})
+    env = dict(item.split("=", 1) for item in shown.stdout.split("\0") if "=" in item)
+    return {k: env[k] for k in ("LOADEDMODULES", "_LMFILES_", "MODULEPATH", "LMOD_PKG",
+                                 "ENVWORLD_MODULE_VAR")}
+
+
+CELL = """import os, sys
+from envworld_probe import NAME
+env = os.environ
+seen = {"package": NAME, "python": sys.executable, "module": env.get("ENVWORLD_MODULE_VAR"),
+        "path": env.get("PATH", "").split(":")[:2], "venv": env.get("VIRTUAL_ENV"),
+        "kernel_only": env.get("ENVWORLD_KERNEL_ONLY")}
+"""
+
+
+def test_venv_package_and_module_reach_a_clean_job(
+        shell: Any, slurm_cluster: Any, project: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    if not LMOD_INIT.exists():
+        pytest.skip("Lmod is not installed here (Debian: apt-get install lmod)")
+    venv = _venv_with_a_package(project)
+    for name, value in _environment_after_module_load(project).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("VIRTUAL_ENV", str(venv))
+    monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python"))
+    monkeypatch.setenv("SBATCH_EXPORT", "NONE")  # the site's clean-environment default
+    monkeypatch.setenv("ENVWORLD_KERNEL_ONLY", "1")  # a clean job must not see it
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+
+    shell.run_cell_magic("sbatch", "--dry-run", CELL)
+    shown = capsys.readouterr().out
+    assert "module load envtest/1.0\n" in shown
+    assert f"export VIRTUAL_ENV={venv}\n" in shown
+    assert f"# the kernel's world: venv: {venv} (first on PATH in the job)" in shown
+
+    shell.run_cell_magic("sbatch", "--wait --name kernel-world", CELL)
+    seen = shell.user_ns["seen"]
+    assert seen == {"package": "venv-only", "python": str(venv / "bin" / "python"),
+                    "module": "loaded", "venv": str(venv),
+                    # the venv first, then the module's folder: as activating it after loading
+                    "path": [str(venv / "bin"), str(project / "tools")],
+                    "kernel_only": None}
+
+
+def _notebook(path: Path, kernel: str, source: str) -> Path:
+    import nbformat
+
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    book.metadata["kernelspec"] = {"name": kernel, "display_name": kernel, "language": "python"}
+    nbformat.write(book, path)
+    return path
+
+
+def test_a_whole_notebook_job_runs_the_kernel_the_notebook_names(
+        slurm_cluster: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import nbformat
+
+    from hpc_magics.convert.notebook_job import NOTEBOOK_OUT
+    from hpc_magics.convert.submit import submit_notebook
+    from hpc_magics.core.errors import InvalidRequest
+    from hpc_magics.core.profiles import load_profile
+    from hpc_magics.core.resources import ResourceRequest
+
+    venv = _venv_with_a_package(project)
+    kernels = project / "jupyter" / "kernels" / "envworld"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({
+        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f",
+                 "{connection_file}"], "display_name": "envworld", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(project / "jupyter"))  # exported to the job
+    request = ResourceRequest(profile="lab", backend="slurm", time_s=300)
+    lab = load_profile("lab")
+    with pytest.raises(InvalidRequest, match=r"^the notebook's kernel 'nosuch' is not installed"):
+        submit_notebook(_notebook(project / "other.ipynb", "nosuch", "1"), request, lab,
+                        jobs_root=project / "jobs")
+    path = _notebook(project / "analysis.ipynb", "envworld",
+                     "import sys, envworld_probe\nprint(envworld_probe.NAME, sys.executable)")
+    job = submit_notebook(path, request, lab, jobs_root=project / "jobs")
+    assert job.handle.wait(timeout=240) == "COMPLETED"
+    executed = nbformat.read(job.handle.folder.path / NOTEBOOK_OUT, as_version=4)
+    [output] = executed.cells[0].outputs
+    assert output.text.strip() == f"venv-only {venv / 'bin' / 'python'}"
