@@ -1,6 +1,6 @@
 # scripts/lib/release-node.sh - scripts/slurm-cluster inside a --release root (sourced by it
-# when HPCM_RELEASE is set; scripts/lib/release-root.sh puts it there). Redefines the
-# script's hooks so that the cluster looks like a real site's:
+# in a root marked by /etc/hpc-magics-release, which scripts/lib/release-root.sh writes).
+# Redefines the script's hooks so that the cluster looks like a real site's:
 #  - hosts apart: each slurmd runs in its own UTS namespace (hostname c1, c2), PID namespace
 #    and mount namespace (own /tmp and node-local scratch /localscratch, under $HOSTS_DIR) and
 #    listens on its own loopback address 127.0.0.1K; the controller's daemons run on
@@ -23,9 +23,9 @@ node_address() { echo "NodeHostname=$1 NodeAddr=127.0.0.$((10 + $2))"; }
 fake_gpu_device() { case "$1" in 0) echo "1 7" ;; 1) echo "1 8" ;; *) echo "1 $((20 + $1))" ;; esac; }
 
 extra_mariadb_conf() {
-  # Debian unstable's MariaDB listens on /run/mariadbd/mysqld.sock with its data in
-  # /var/lib/mariadb; slurmdbd's client library looks for /run/mysqld/mysqld.sock. One place
-  # for all releases.
+  # One socket, pid file and data folder in every root: Debian unstable's MariaDB would use
+  # /run/mariadbd and /var/lib/mariadb, the older ones /run/mysqld and /var/lib/mysql (the
+  # script's paths). Unstable's slurmdbd looks in /run/mariadbd: a link (prepare_host).
   printf '%s\n' "socket = /run/mysqld/mysqld.sock" "pid-file = /run/mysqld/mysqld.pid" \
     "datadir = /var/lib/mysql" "[client]" "socket = /run/mysqld/mysqld.sock"
 }
@@ -34,11 +34,12 @@ extra_mariadb_conf() {
 # name; when it does not exist yet (first start) the connect fails with ER_BAD_DB_ERROR and
 # slurmdbd creates it and calls mysql_real_connect again on the same MYSQL handle. MariaDB
 # Connector/C 3.4 (libmariadb3 of MariaDB 11.8, Debian 13 and unstable) checks each result's
-# column count against a limit that only mysql_init sets (0xfffff); after that failed
-# connect the limit reads 0, so the first SELECT fails with client error 5027 ("Number of
-# columns in result (=1) set exceeds maximum allowed number of columns (=0)") and slurmdbd
-# stops at _check_mysql_concat_is_sane. With the database already there slurmdbd connects
-# at the first attempt and keeps the limit.
+# column count against a limit kept in the handle's extension data, which mysql_init sets
+# (0xfffff); on the retry after that failed connect the limit is 0, so the first SELECT
+# fails with client error 5027 ("Number of columns in result (=1) set exceeds maximum
+# allowed number of columns (=0)") and slurmdbd stops at _check_mysql_concat_is_sane.
+# Seen here: the first start (no database) fails every time, a start with the database
+# there never; so the database is made before slurmdbd starts.
 MARIADB_EXTRA_SQL=" CREATE DATABASE IF NOT EXISTS slurm_acct_db;"
 
 prepare_release_hosts() {
