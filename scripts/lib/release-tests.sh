@@ -1,0 +1,51 @@
+# scripts/lib/release-tests.sh - scripts/run-tests' optional runs on other Slurm releases
+# (source it after setup.sh; functions only). Off unless HPC_MAGICS_RELEASES is set, e.g.
+# HPC_MAGICS_RELEASES=24.11,26.05 (see scripts/slurm-cluster --release):
+#
+#   hm_releases_up             bring each listed release's cluster up (before pytest, so
+#                              that tests/sites runs against them)
+#   hm_release_tests USER      run HPC_MAGICS_RELEASE_TESTS (pytest arguments; default
+#                              tests/test_cluster.py) on each release's login
+#                              host as USER; sets HM_RELEASE_RESULTS and HM_RELEASE_FAILED
+
+HM_RELEASES=()
+IFS=, read -r -a HM_RELEASES <<<"${HPC_MAGICS_RELEASES:-}"
+HM_RELEASE_RESULTS=()
+HM_RELEASE_FAILED=()
+
+hm_releases_up() {
+  local r t0
+  [ ${#HM_RELEASES[@]} -gt 0 ] || return 0
+  [ "$(id -u)" = 0 ] || hm_die "HPC_MAGICS_RELEASES needs root (the release clusters live in chroots and namespaces)"
+  for r in "${HM_RELEASES[@]}"; do
+    t0=$(date +%s)
+    bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" up \
+      || hm_die "scripts/slurm-cluster --release $r up failed (see above)"
+    hm_log "release $r up in $(($(date +%s) - t0)) s"
+  done
+}
+
+hm_release_tests() {
+  local user=$1 r home rc t0 log summary tests
+  [ ${#HM_RELEASES[@]} -gt 0 ] || return 0
+  read -r -a tests <<<"${HPC_MAGICS_RELEASE_TESTS:-tests/test_cluster.py}"
+  home=$(getent passwd "$user" | cut -d: -f6)
+  for r in "${HM_RELEASES[@]}"; do
+    t0=$(date +%s)
+    log=$(mktemp /tmp/hpc-magics-release-pytest.XXXXXX)
+    runuser -u "$user" -- mkdir -p "$home/.cache/hpc-magics"
+    hm_log "pytest ${tests[*]} on release $r's login host (as $user)"
+    set +e
+    # job folders under pytest's tmp_path must be on a shared file system, as on a site:
+    # the login host's /tmp is its own
+    env -u SUDO_USER bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" exec --user "$user" -- \
+      python -m pytest -p no:cacheprovider --basetemp="$home/.cache/hpc-magics/release-$r-tmp" \
+      "${tests[@]}" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    summary=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1)
+    rm -f "$log"
+    HM_RELEASE_RESULTS+=("release $r: $summary (exit $rc, $(($(date +%s) - t0)) s)")
+    [ "$rc" = 0 ] || HM_RELEASE_FAILED+=("pytest-$r")
+  done
+}
