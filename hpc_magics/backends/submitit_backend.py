@@ -16,17 +16,16 @@ import submitit
 from submitit.slurm.slurm import SlurmJobEnvironment
 
 from ..core.errors import InvalidRequest, SubmissionError
-from ..core.jobs import normalize_state
 from ..core.jobscript import cell_parts, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.scale import ScaleOptions, scaled_parts, signal_directive
 from ..core.units import UNLIMITED
-from ..scheduler import commands
+from ..jobfolder.folder import JobFolder
+from ..node.runner import run_cell
+from ..scheduler import commands, local_jobs
 from ..shipping.buffers import write_buffers
 from ..shipping.packing import Payload
-from ..shipping.runner import run_cell
-from .folder import JobFolder
 
 _PARTITIONS_CACHE: dict[str, tuple[float, frozenset[str]]] = {}
 _PARTITIONS_TTL_S = 300.0
@@ -282,7 +281,6 @@ class LocalBackend(_SubmititBackend):
     """submitit's local executor: the same cells on this machine, no scheduler."""
 
     name = "local"
-    _jobs: dict[str, Any] = {}
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:
@@ -306,29 +304,18 @@ class LocalBackend(_SubmititBackend):
         return executor
 
     def _after_submit(self, job: Any, folder: JobFolder, script: str) -> None:
-        LocalBackend._jobs[str(job.job_id)] = job
+        local_jobs.note_started(str(job.job_id), job)
         (folder.path / JOB_SCRIPT).write_text(script)
 
     def states(self, folder_by_id: dict[str, JobFolder],
                max_age_s: float | None = None) -> dict[str, str]:
-        states: dict[str, str] = {}
-        for job_id, folder in folder_by_id.items():
-            job = LocalBackend._jobs.get(job_id)
-            if job is not None:
-                states[job_id] = normalize_state(job.state)
-            elif folder.has_results():
-                states[job_id] = "FINISHED"
-            elif _pid_alive(job_id):
-                states[job_id] = "RUNNING"
-            else:
-                states[job_id] = "UNKNOWN"
-        return states
+        return local_jobs.local_states(folder_by_id)
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
-        job = LocalBackend._jobs.get(job_id)
+        job = local_jobs.started_here(job_id)
         if job is not None:
             job.cancel(check=False)
-        elif _pid_alive(job_id):
+        elif local_jobs.pid_alive(job_id):
             os.kill(int(job_id), 15)
 
 
@@ -336,11 +323,3 @@ def _timeout_min(request: ResourceRequest) -> int:
     if request.time_s is not None and request.time_s != UNLIMITED:
         return max(1, math.ceil(request.time_s / 60))
     return 60 * 24 * 365
-
-
-def _pid_alive(job_id: str) -> bool:
-    try:
-        status = Path(f"/proc/{int(job_id)}/stat").read_text()
-    except (OSError, ValueError):
-        return False
-    return status.rsplit(") ", 1)[-1][:1] not in {"Z", "X"}

@@ -374,7 +374,7 @@ class HpcMagics(Magics):
                 payload = replace(payload, code=helpers + payload.code)
             job_name = args.name or parsed.job_name or self._default_job_name()
             # rendered before any folder exists: a script that cannot be written stops here
-            from ..backends.folder import JobFolder
+            from ..jobfolder.folder import JobFolder
 
             would_be = JobFolder.would_be(self.jobs_root, job_name)
             script = backend.job_script(str(would_be), request, profile, job_name, options)
@@ -468,7 +468,7 @@ class HpcMagics(Magics):
         return handle
 
     def _new_folder(self, job_name: str, need_bytes: int = 0) -> Any:
-        from ..backends.folder import JobFolder
+        from ..jobfolder.folder import JobFolder
 
         try:
             return JobFolder.create(self.jobs_root, job_name, need_bytes=need_bytes)
@@ -522,7 +522,7 @@ class HpcMagics(Magics):
                 status.update(Pretty(f"job {handle.job_id}: {handle.status.state}"))
 
     def _handle(self, job: str | None) -> Any:
-        from ..handle import attach
+        from ..attach import attach
 
         key = resources._unquote(job) if job else self.last_job  # IPython keeps quotes
         if key is None:
@@ -609,7 +609,7 @@ class HpcMagics(Magics):
     @line_magic
     def hpc_jobs(self, line: str = "") -> Any:
         """The jobs in this notebook's job folder, newest first, with their states."""
-        from ..backends.folder import find_job_folders
+        from ..jobfolder.folder import find_job_folders
         from ..scheduler.watcher import watcher
 
         args = parse_argstring(self.hpc_jobs, line)

@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..backends.folder import JobFolder
 from ..core.efficiency import Usage
 from ..core.jobids import JobIndex, same_job
 from ..core.jobs import (
@@ -39,11 +38,13 @@ from ..core.jobs import (
     normalize_state,
     phase,
 )
-from ..shipping.scale import REQUEUED_AT, read_segment
-from ..shipping.sweep_task import task_outcome
+from ..jobfolder.files import REQUEUED_AT, read_segment
+from ..jobfolder.folder import JobFolder
+from ..jobfolder.tasks import task_outcome
 from . import registry
 from .accounting import AccountingRecord, SharedAccounting, base_of
 from .cluster import UNKNOWN_CLUSTER, cluster_name
+from .local_jobs import local_states
 from .queue import ANSWER_WITHIN_S, SCHEDULER_SILENT, JobQueue, QueueView
 
 # Clocks of the submitting host and the controller differ a little.
@@ -500,11 +501,8 @@ class Watcher:
         return None if asking.is_alive() or failed else dict(found)
 
     def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
-        from ..backends.submitit_backend import LocalBackend
-
         now = time.time()
-        raw = LocalBackend().states({submission.job_id: folder}).get(submission.job_id,
-                                                                     "UNKNOWN")
+        raw = local_states({submission.job_id: folder}).get(submission.job_id, "UNKNOWN")
         if raw == "UNKNOWN" and folder.has_results():
             failed = folder.load_results().error_type is not None
             return JobStatus(submission.job_id, "FAILED" if failed else "COMPLETED",

@@ -22,7 +22,7 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 from ..scheduler import commands
 from ..scheduler.queue import own_job, own_job_id
-from .status import ServerStatus, server_status
+from ..scheduler.server_status import ServerStatus, server_status
 
 HTTP_TIMEOUT_S = 10.0
 

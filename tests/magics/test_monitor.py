@@ -329,7 +329,7 @@ def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
 def test_efficiency_per_task_of_an_array(lab: Any, tmp_path: Path, sacct_state: Any,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     """An array job (submitted with sbatch, as a sweep does) gets one report per task."""
-    from hpc_magics.backends.folder import JobFolder
+    from hpc_magics.jobfolder.folder import JobFolder
     from hpc_magics.scheduler.cluster import cluster_name
 
     started = time.time()

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.attach import attach
 from hpc_magics.backends.submitit_backend import SlurmBackend
-from hpc_magics.handle import attach
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.cluster import cluster_name
 from hpc_magics.scheduler.queue import JobQueue

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler import registry
 from hpc_magics.scheduler.watcher import record_submission
 

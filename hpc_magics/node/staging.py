@@ -1,4 +1,4 @@
-"""Node-local data for a job: ``python -m hpc_magics.shipping.staging in|back|clean``.
+"""Node-local data for a job: ``python -m hpc_magics.node.staging in|back|clean``.
 
 The job script runs ``in`` and ``clean`` once on every node (``srun --ntasks-per-node=1``)
 and ``back`` on the first node (where rank 0 runs). The node-local root is
@@ -111,7 +111,7 @@ def clean(root: Path | None = None, environ: Mapping[str, str] | None = None) ->
 def main(argv: Sequence[str]) -> int:
     node = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
     if not argv or argv[0] not in {"in", "back", "clean"}:
-        print("usage: python -m hpc_magics.shipping.staging in PATH... | back DEST | clean",
+        print("usage: python -m hpc_magics.node.staging in PATH... | back DEST | clean",
               file=sys.stderr)
         return 2
     action, args = argv[0], list(argv[1:])
