@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tarfile
 import zipfile
@@ -45,8 +46,23 @@ def local_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path(tempfile.gettempdir()) / f"{PRIVATE_PREFIX}{_user()}-{job}-{node}"
 
 
-def _private(path: Path) -> Path:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+def private_dir(path: Path) -> Path:
+    """``path`` created 0700, or an existing one that is a real folder of this user's:
+    another user could make the fallback name in /tmp first, or point it elsewhere."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise RuntimeError(f"refusing to stage into {path}: it is not a folder (a symlink?); "
+                           "remove it, or set SLURM_TMPDIR to a private folder")
+    if info.st_uid != os.getuid():
+        raise RuntimeError(f"refusing to stage into {path}: it belongs to uid {info.st_uid}, "
+                           "not you; set SLURM_TMPDIR to a private folder")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        path.chmod(0o700)
     return path
 
 
@@ -64,18 +80,18 @@ def _extract(archive: Path, target: Path) -> None:
 
 def stage_in(paths: Sequence[str], root: Path | None = None) -> dict[str, str]:
     """Copy (or extract) each path under the node-local root; name → local path."""
-    root = _private(root or local_root())
+    root = private_dir(root or local_root())
     staged: dict[str, str] = {}
     for source in map(Path, paths):
         target = root / staged_name(str(source))
         if source.is_dir():
             shutil.copytree(source, target, dirs_exist_ok=True)
         elif is_archive(source.name):
-            _extract(source, _private(target))
+            _extract(source, private_dir(target))
         else:
             shutil.copy2(source, target)
         staged[target.name] = str(target)
-    _private(root / OUT_DIR)
+    private_dir(root / OUT_DIR)
     return staged
 
 

@@ -119,11 +119,11 @@ class NodeTask:
         if opts.stage or opts.stage_back:
             from . import staging
 
-            root = staging.local_root()
+            root = staging.private_dir(staging.local_root())
             namespace["stage_dir"] = str(root)
             namespace["staged"] = staging.staged_paths(opts.stage, root)
             out = root / staging.OUT_DIR
-            out.mkdir(mode=0o700, parents=True, exist_ok=True)
+            staging.private_dir(out)
             namespace["stage_out"] = str(out)
 
     def _restore(self, namespace: dict[str, Any]) -> bool:
