@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.efficiency import Usage
+from ..core.errors import report_bug
 from ..core.jobids import JobIndex, same_job
 from ..core.jobs import (
     FAILED_STATES,
@@ -485,7 +486,7 @@ class Watcher:
         def ask() -> None:  # not under the lock: the caller holds it while it waits
             try:
                 found.update(self.accounting.answers(job_ids, max_age))
-            except Exception as error:  # said as "unreachable", never a thread's traceback
+            except Exception as error:  # sacct's failures are None answers: this is a bug
                 failed.append(error)
 
         deadline = time.monotonic() + ANSWER_WITHIN_S  # one budget for both waits below
@@ -498,7 +499,9 @@ class Watcher:
         self._sacct_asking = asking
         asking.start()
         asking.join(max(0.0, deadline - time.monotonic()))
-        return None if asking.is_alive() or failed else dict(found)
+        if failed:
+            raise report_bug("reading sacct's answer", failed[0])
+        return None if asking.is_alive() else dict(found)
 
     def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
         now = time.time()

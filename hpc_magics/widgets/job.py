@@ -15,6 +15,7 @@ are in. It never decides a state or asks the scheduler itself.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 import threading
@@ -27,7 +28,7 @@ import ipywidgets as widgets
 from ipywidgets.widgets.widget_button import ButtonStyle
 from ipywidgets.widgets.widget_string import HTMLStyle
 
-from ..core.errors import HpcMagicsError
+from ..core.errors import HpcMagicsError, InternalBug, report_bug
 from ..core.jobs import is_final
 from ..scheduler.targets import poll_targets, usage_of
 from .job_view import JobView
@@ -408,8 +409,21 @@ class _Monitor:
         while not self._stop.wait(REFRESH_INTERVAL_S):
             with self._lock:
                 widgets_now = list(self._widgets)
-            if not self.tick(widgets_now):
-                return
+            try:
+                if not self.tick(widgets_now):
+                    return
+            except Exception as error:  # the thread outlives any failure: said, then on
+                self.say_failure(widgets_now, error)
+
+    @staticmethod
+    def say_failure(widgets_now: list[JobWidget], error: Exception) -> None:
+        """One line under each widget (the traceback goes to the log, once)."""
+        problem = error if isinstance(error, HpcMagicsError) and not isinstance(
+            error, InternalBug) else report_bug("updating the job widgets", error)
+        line = f"<span style='color:#c62828'>{html.escape(str(problem))}</span>"
+        for widget in widgets_now:
+            with contextlib.suppress(Exception):
+                widget.message.value = line
 
     @staticmethod
     def tick(widgets_now: list[JobWidget]) -> bool:
@@ -424,12 +438,16 @@ class _Monitor:
         if live:
             try:  # one batched poll for every live widget; the watcher decides states
                 watcher().poll_jobs([t for w in live for t in poll_targets(w.handle)])
+            except InternalBug:
+                raise  # said under the widgets (``_loop``), never swallowed
             except HpcMagicsError:
                 pass
         ended = [w for w in widgets_now if w.wants_usage()]
         if ended:
             try:  # their figures: the user's shared sacct call, never one per widget
                 usage = usage_of([w.handle for w in ended])
+            except InternalBug:
+                raise
             except HpcMagicsError:
                 usage = {}
             for position, widget in enumerate(ended):
