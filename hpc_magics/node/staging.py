@@ -10,6 +10,7 @@ Standard library only: it runs on the compute node.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import sys
@@ -18,7 +19,7 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..core.scale import is_archive, staged_name
+from ..core.scale import STAGE_TOKEN_VARIABLE, is_archive, staged_name
 
 OUT_DIR = "out"  # stage_out: what --stage-back copies back
 PRIVATE_PREFIX = "hpc_magics-"
@@ -43,7 +44,11 @@ def local_root(environ: Mapping[str, str] | None = None) -> Path:
 
     job = env.get("SLURM_JOB_ID", str(os.getpid()))
     node = env.get("SLURMD_NODENAME") or os.uname().nodename
-    return Path(tempfile.gettempdir()) / f"{PRIVATE_PREFIX}{_user()}-{job}-{node}"
+    # the job script's random part (core/scale.py); without it (a job not started by our
+    # script) the name is guessable, and private_dir's owner and symlink checks guard it
+    token = env.get(STAGE_TOKEN_VARIABLE, "")
+    suffix = f"-{token}" if re.fullmatch(r"[0-9a-f]{16,64}", token) else ""
+    return Path(tempfile.gettempdir()) / f"{PRIVATE_PREFIX}{_user()}-{job}-{node}{suffix}"
 
 
 def private_dir(path: Path) -> Path:

@@ -57,3 +57,21 @@ def test_a_cache_that_cannot_be_written_never_raises(tmp_path: Path) -> None:
     (tmp_path / "cache").write_text("a file where the cache folder should be")
     write_private_json(tmp_path / "cache" / "queue.json", "{}")  # returns quietly
     assert (tmp_path / "cache").read_text().startswith("a file")
+
+
+def test_the_fallback_name_ends_in_the_job_scripts_random_part(tmp_path: Path) -> None:
+    from hpc_magics.core.jobscript import JobParts
+    from hpc_magics.core.scale import STAGE_TOKEN_VARIABLE, ScaleOptions, scaled_parts
+
+    parts = scaled_parts(JobParts(run=("cd /x", "python cell")), ScaleOptions(
+        stage=(str(tmp_path),)), "python")
+    export = next(line for line in parts.run if line.startswith("export "))
+    made = subprocess.run(["bash", "-c", f"{export}; echo ${STAGE_TOKEN_VARIABLE}"],
+                          capture_output=True, text=True, timeout=30, check=True)
+    token = made.stdout.strip()
+    assert len(token) == 16 and int(token, 16) >= 0
+    env = {"SLURM_JOB_ID": "77", "SLURMD_NODENAME": "c9", STAGE_TOKEN_VARIABLE: token}
+    assert staging.local_root(env).name.endswith(f"-77-c9-{token}")
+    # not the job script's hex (a path, say): never part of the name
+    env[STAGE_TOKEN_VARIABLE] = "../../etc"
+    assert staging.local_root(env).name.endswith("-77-c9")
