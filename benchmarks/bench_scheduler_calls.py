@@ -26,7 +26,7 @@ from typing import Any
 from _common import require_cluster, row
 
 from hpc_magics.jobfolder.folder import JobFolder
-from hpc_magics.scheduler.watcher import record_submission
+from hpc_magics.scheduler.job_status import record_submission
 
 JOBS = (1, 10, 100, 1000)
 KERNELS = (1, 5)

@@ -20,7 +20,8 @@ from .core.errors import HpcMagicsError, JobFailed
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
 from .jobfolder.files import CellResult
 from .jobfolder.folder import JobFolder, check_owned, damaged
-from .scheduler.watcher import UNREACHABLE, JobStatus, watcher
+from .scheduler.job_status import UNREACHABLE, JobStatus
+from .scheduler.watcher import watcher
 from .shipping.stream import load_results
 
 ProgressCallback = Callable[["JobHandle", str, float], None]

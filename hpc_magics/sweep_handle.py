@@ -24,7 +24,8 @@ from .handle import JobHandle, wait_for_end
 from .jobfolder.files import RESULTS_FILE, CellResult
 from .jobfolder.folder import check_owned
 from .jobfolder.tasks import POINTS_FILE, TASK_FILE, task_dir
-from .scheduler.watcher import JobStatus, combined_state, watcher
+from .scheduler.job_status import JobStatus, combined_state
+from .scheduler.watcher import watcher
 from .shipping.stream import load_results
 
 STATE, ELAPSED, ERROR = "state", "elapsed", "error"

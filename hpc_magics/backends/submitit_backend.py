@@ -153,7 +153,7 @@ class _SubmititBackend:
         _write_job_py(folder, payload, job_name)
         payload = write_buffers(payload, folder.path)  # big arrays: raw files, not pickled
         executor = self._executor(folder, script, request)
-        from ..scheduler.watcher import record_submission
+        from ..scheduler.job_status import record_submission
 
         # before sbatch: a squeue answer older than this cannot have seen the job
         started = time.time()

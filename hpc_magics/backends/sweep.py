@@ -92,7 +92,7 @@ def submit(folder: JobFolder, payload: Payload, request: ResourceRequest,
            scripts: Sequence[ArrayScript], points: Sequence[Point], job_name: str,
            parallelism: int | None) -> str:
     """Submit the sweep's arrays; returns the first array's id (the folder's job)."""
-    from ..scheduler.watcher import record_submission
+    from ..scheduler.job_status import record_submission
 
     payload = write_buffers(payload, folder.path)  # big arrays: raw files, once for all tasks
     try:

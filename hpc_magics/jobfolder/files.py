@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.efficiency import Usage
 from ..core.errors import HpcMagicsError
+from ..core.jobids import same_job
 
 RESULTS_FILE = "results.pkl"
 OUTPUT_FILE = "output.txt"
@@ -25,6 +27,7 @@ CHECKPOINT_FILE = "checkpoint.pkl"
 SEGMENT_FILE = "segment.json"
 REQUEUED_AT = "requeued_at"  # key of SEGMENT_FILE: epoch seconds of the latest requeue
 GATHER_DIR = "gathered"
+USAGE_FILE = "usage.json"  # the job's accounting figures, once final: never asked again
 
 
 
@@ -108,3 +111,24 @@ def load_gathered(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, list[
     gathered = {name: [by_rank.get(rank, {}).get(name) for rank in range(world_size)]
                 for name in names}
     return gathered, len(by_rank)
+
+
+def stored_usage(folder: Path, job_id: str | None) -> tuple[Usage, ...] | None:
+    try:
+        data = json.loads((folder / USAGE_FILE).read_text())
+        usages = tuple(Usage.from_dict(u) for u in data)
+    except (OSError, ValueError, TypeError):
+        return None
+    if job_id is not None:
+        usages = tuple(u for u in usages if same_job(job_id, u.job_id))
+    return usages or None
+
+
+def store_usage(folder: Path, usages: tuple[Usage, ...]) -> None:
+    """Keep a job's final accounting figures (a temporary file of its own, then renamed:
+    several kernels may store them at once)."""
+    try:
+        write_atomically(folder / USAGE_FILE,
+                         json.dumps([u.to_dict() for u in usages], indent=1).encode())
+    except OSError:
+        pass  # asked again next time

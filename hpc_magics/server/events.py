@@ -24,7 +24,8 @@ from ..core.jobs import JobSnapshot, phase
 from ..jobfolder.folder import JobFolder
 from ..scheduler import registry
 from ..scheduler.cluster import UNKNOWN_CLUSTER
-from ..scheduler.watcher import JobStatus, Watcher
+from ..scheduler.job_status import JobStatus
+from ..scheduler.watcher import Watcher
 
 MAX_EVENTS = 500
 

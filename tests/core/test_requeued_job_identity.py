@@ -18,7 +18,7 @@ import pytest
 from hpc_magics.core.scale import ScaleOptions
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.node import task as scale
-from hpc_magics.scheduler.watcher import Submission
+from hpc_magics.scheduler.job_status import Submission
 
 pytestmark = pytest.mark.usefixtures("restored_signal_handlers")
 
