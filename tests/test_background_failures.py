@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hpc_magics.core.errors import InternalBug
+from hpc_magics.magics.widget_monitor import Monitor
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.accounting import SharedAccounting
 from hpc_magics.scheduler.queue import JobQueue
@@ -58,7 +59,7 @@ def test_the_widget_monitor_survives_any_exception(monkeypatch: pytest.MonkeyPat
         done.set()
         return False
 
-    monitor = job_widget._Monitor()
+    monitor = Monitor()
     monkeypatch.setattr(monitor, "tick", tick)
     class Widget:  # what the monitor touches of a job widget when a round fails
         message = SimpleNamespace(value="")

@@ -484,7 +484,7 @@ class HpcMagics(Magics):
         from IPython.display import display
 
         try:
-            from ..widgets.job import job_widget
+            from .widget_monitor import job_widget
         except ImportError:
             display(handle)
             return None
