@@ -4,9 +4,10 @@ task (``tasks/NNNNN/``) with the runner's usual files plus ``task.json``, writte
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from .files import write_atomically
 
 PAYLOAD_FILE = "payload.pkl"
 POINTS_FILE = "points.pkl"
@@ -19,9 +20,8 @@ def task_dir(folder: Path, index: int) -> Path:
 
 
 def write_task_info(target: Path, info: dict[str, Any]) -> None:
-    temporary = target / f".{TASK_FILE}.tmp"
-    temporary.write_text(json.dumps(info))
-    os.replace(temporary, target / TASK_FILE)
+    """``task.json``, written last and whole (a unique temporary file, 0600, renamed)."""
+    write_atomically(target / TASK_FILE, json.dumps(info).encode())
 
 
 

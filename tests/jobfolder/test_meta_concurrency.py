@@ -76,3 +76,21 @@ def test_meta_stays_private_under_a_loose_umask(tmp_path: Path) -> None:
     assert stat.S_IMODE(folder.path.stat().st_mode) == 0o700
     assert stat.S_IMODE((folder.path / META_FILE).stat().st_mode) == 0o600
     assert json.loads((folder.path / META_FILE).read_text()) == {"name": "loose"}
+
+
+def test_shared_files_keep_their_modes_under_a_loose_umask(tmp_path: Path) -> None:
+    """The scheduler caches (shared by a user's kernels and server) and a sweep task's
+    task.json are their owner's alone, whatever the umask."""
+    from hpc_magics.jobfolder.tasks import TASK_FILE, write_task_info
+    from hpc_magics.scheduler.queue import write_private_json
+
+    old = os.umask(0)
+    try:
+        write_private_json(tmp_path / "cache" / "queue.json", "{}")
+        (tmp_path / "task").mkdir(mode=0o700)
+        write_task_info(tmp_path / "task", {"failed": False})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "cache" / "queue.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "task" / TASK_FILE).stat().st_mode) == 0o600
