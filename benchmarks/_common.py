@@ -2,8 +2,10 @@
 
 A row is a dict with the keys ``metric, ours, baseline, ratio, target, verdict`` (units in
 the metric's name; ``verdict`` is ``ok`` or ``over``). Every figure is measured against its
-baseline in the same run, interleaved, and reported as the median of the repeats, because
-the machine is shared and its load changes from one second to the next.
+baseline in the same run, interleaved (alternating which goes first, after a warm-up round)
+under the same conditions (the same file state, the same state of memory), and reported as
+the median of the repeats, because the machine is shared and its load changes from one
+second to the next.
 """
 
 from __future__ import annotations
@@ -45,14 +47,22 @@ def at_most_times(metric: str, ours: float, baseline: float, limit: float,
                ok=baseline > 0 and ours / baseline <= limit, digits=digits)
 
 
-def interleaved(repeat: int, *actions: Callable[[], float]) -> list[float]:
+def interleaved(repeat: int, *actions: Callable[[], float], warmup: int = 1) -> list[float]:
     """Run the actions in turn ``repeat`` times (each returns its own measure); the medians.
 
-    Interleaving makes ours and the baseline see the same machine load."""
+    Interleaving makes ours and the baseline see the same machine load. Every other round
+    runs them in the reverse order, so that no side always runs right after the same other
+    one (and gets the memory, page cache or scheduler tick it left behind); the
+    ``warmup`` rounds first are not counted (imports, byte code, first use of memory)."""
     samples: list[list[float]] = [[] for _ in actions]
-    for _ in range(repeat):
-        for index, action in enumerate(actions):
-            samples[index].append(action())
+    for round_index in range(warmup + repeat):
+        order = list(enumerate(actions))
+        if round_index % 2:
+            order.reverse()
+        for index, action in order:
+            value = action()
+            if round_index >= warmup:
+                samples[index].append(value)
     return [statistics.median(values) for values in samples]
 
 
@@ -72,6 +82,22 @@ def cluster_up() -> bool:
     except subprocess.TimeoutExpired:
         return False
     return done.returncode == 0 and bool(done.stdout.strip())
+
+
+def slurm_release() -> str:
+    """The release of the Slurm commands on PATH ("22.05.8"), or "none" without Slurm."""
+    for command in ("sinfo", "scontrol"):
+        if shutil.which(command) is None:
+            continue
+        try:
+            done = subprocess.run([command, "--version"], capture_output=True, text=True,
+                                  timeout=15, check=False)
+        except subprocess.TimeoutExpired:
+            continue
+        words = done.stdout.split()  # "slurm 22.05.8"
+        if done.returncode == 0 and len(words) == 2 and words[0].startswith("slurm"):
+            return words[1]
+    return "none"
 
 
 def require_cluster() -> None:

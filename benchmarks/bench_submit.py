@@ -19,12 +19,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +54,9 @@ def _completed(job_id: str) -> bool:
     return state == "COMPLETED"
 
 
-def _phases(repeat: int) -> list[float]:
-    return [index / repeat for index in range(repeat)]
+def _phases(repeat: int) -> Iterator[float]:
+    """Evenly spread phases, round after round (the warm-up round takes one too)."""
+    return itertools.cycle([index / repeat for index in range(repeat)])
 
 
 def _at_phase(fraction: float) -> None:
@@ -107,7 +110,7 @@ def measure(repeat: int) -> dict[str, float]:
             return time.perf_counter() - started
 
         # each run of both starts at the same spread of phases of Slurm's scheduler ticks
-        ours_phases, slurm_phases = iter(_phases(repeat)), iter(_phases(repeat))
+        ours_phases, slurm_phases = _phases(repeat), _phases(repeat)
 
         def ours_result() -> float:
             notebook.shell.user_ns.pop("answer", None)
@@ -132,8 +135,8 @@ def measure(repeat: int) -> dict[str, float]:
         submit, wrap = interleaved(repeat, ours_submit, sbatch_submit)
         result, slurm = interleaved(repeat, ours_result, slurm_result)
     return {"submit": submit, "wrap": wrap, "result": result, "slurm": slurm,
-            "submit_cpu": statistics.median(cpu["ours"]),
-            "wrap_cpu": statistics.median(cpu["wrap"])}
+            "submit_cpu": statistics.median(cpu["ours"][1:]),  # [0]: the warm-up round's
+            "wrap_cpu": statistics.median(cpu["wrap"][1:])}
 
 
 def rows() -> list[dict[str, Any]]:

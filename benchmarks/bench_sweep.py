@@ -10,7 +10,11 @@
    another cluster so the watcher decides from the files alone and asks Slurm nothing about
    it; ``SweepHandle.table()`` against reading the same files with a plain loop. Target:
    under 1 s. pandas is imported before the clock starts: importing it is the kernel's
-   one-time cost, not the table's.
+   one-time cost, not the table's. Each round reads a new finished sweep, both sides the
+   same one.
+
+Both pairs: a warm-up round, then rounds in alternating order, medians
+(``HPC_MAGICS_BENCH_REPEAT``, default 3).
 
     python benchmarks/bench_sweep.py      (needs Slurm; exits non-zero when over a target)
 """
@@ -25,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import interleaved, repeat_count
 
 POINTS = 1000
 SUBMIT_TARGET_S = 2.0
@@ -48,7 +54,7 @@ def _cancel(job_id: str) -> None:
     commands.run(["scancel", job_id], timeout=30)
 
 
-def submission(workdir: Path) -> dict[str, Any]:
+def submission(workdir: Path, repeat: int) -> dict[str, Any]:
     """Time the %%sbatch of a 1,000-point sweep and of a plain 1,000-task sbatch array."""
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -61,25 +67,33 @@ def submission(workdir: Path) -> dict[str, Any]:
     magics.jobs_dir = str(workdir / "hpc_jobs")
     shell.run_line_magic("hpc_resources", "--backend slurm -t 5")
     shell.user_ns["points"] = _points()
+    arrays: list[str] = []
 
-    started = time.perf_counter()
-    answer = commands.run(["sbatch", "--parsable", "--hold", "--array=0-999", "-t", "5",
-                           "-o", "/dev/null", "--wrap", "true"], timeout=60)
-    baseline = time.perf_counter() - started
-    if not answer.ok:
-        raise RuntimeError(f"sbatch failed: {answer.first_error_line()}")
-    _cancel(parse_job_id(answer.stdout))
+    def baseline() -> float:
+        started = time.perf_counter()
+        answer = commands.run(["sbatch", "--parsable", "--hold", "--array=0-999", "-t", "5",
+                               "-o", "/dev/null", "--wrap", "true"], timeout=60)
+        elapsed = time.perf_counter() - started
+        if not answer.ok:
+            raise RuntimeError(f"sbatch failed: {answer.first_error_line()}")
+        _cancel(parse_job_id(answer.stdout))
+        return elapsed
 
-    started = time.perf_counter()
-    shell.run_cell_magic("sbatch", "--sweep-from points --name bench-sweep", CELL)
-    ours = time.perf_counter() - started
-    handle = magics.handles[magics.last_job]
-    arrays = handle.array_ids()
-    for array_id in arrays:
-        _cancel(array_id)
-    if len(arrays) != 1:
-        raise RuntimeError(f"the sweep took {len(arrays)} sbatch calls, not one")
-    return _row(f"submit a {POINTS}-point sweep, one sbatch (s)", ours, baseline,
+    def ours() -> float:
+        started = time.perf_counter()
+        shell.run_cell_magic("sbatch", "--sweep-from points --name bench-sweep", CELL)
+        elapsed = time.perf_counter() - started
+        handle = magics.handles[magics.last_job]
+        arrays[:] = handle.array_ids()
+        for array_id in arrays:
+            _cancel(array_id)
+        if len(arrays) != 1:
+            raise RuntimeError(f"the sweep took {len(arrays)} sbatch calls, not one")
+        return elapsed
+
+    # a warm-up round and alternating order: neither side pays the first sbatch alone
+    ours_s, baseline_s = interleaved(repeat, ours, baseline)
+    return _row(f"submit a {POINTS}-point sweep, one sbatch (s)", ours_s, baseline_s,
                 SUBMIT_TARGET_S)
 
 
@@ -114,7 +128,7 @@ def synthetic_sweep(root: Path) -> Path:
     return folder.path
 
 
-def table(root: Path) -> dict[str, Any]:
+def table(root: Path, repeat: int) -> dict[str, Any]:
     """Time SweepHandle.table() against a plain loop reading the same files."""
     from hpc_magics.backends import get_backend
     from hpc_magics.jobfolder.folder import JobFolder
@@ -122,9 +136,7 @@ def table(root: Path) -> dict[str, Any]:
     from hpc_magics.shipping.stream import load_results
     from hpc_magics.sweep_handle import SweepHandle
 
-    path = synthetic_sweep(root)
-
-    def plain_loop() -> list[dict[str, Any]]:
+    def plain_loop(path: Path) -> list[dict[str, Any]]:
         with (path / "points.pkl").open("rb") as stream:
             points = pickle.load(stream)
         rows = []
@@ -137,29 +149,43 @@ def table(root: Path) -> dict[str, Any]:
             rows.append({**point, **values, "elapsed": info["elapsed"]})
         return rows
 
-    started = time.perf_counter()
-    expected = plain_loop()
-    baseline = time.perf_counter() - started
-
-    handle = SweepHandle("900000", get_backend("slurm"), JobFolder(path), "synthetic-sweep")
     try:  # a one-time cost of the kernel (a notebook using DataFrames has paid it already)
         import pandas  # noqa: F401
     except ImportError:
         pass
-    started = time.perf_counter()
-    result = handle.table()
-    ours = time.perf_counter() - started
-    got = result.to_dict("records") if hasattr(result, "to_dict") else result
-    if len(got) != POINTS or [r["loss"] for r in got] != [r["loss"] for r in expected] \
-            or {r["state"] for r in got} != {"COMPLETED"}:
-        raise RuntimeError("the table does not hold every task's results")
-    return _row(f"results table of {POINTS} finished tasks (s)", ours, baseline, TABLE_TARGET_S)
+    # one finished sweep per round, read by both sides (ours keeps nothing from the last)
+    sweeps = [synthetic_sweep(root / f"round-{index}") for index in range(repeat + 1)]
+    ours_sweeps, baseline_sweeps = iter(sweeps), iter(sweeps)
+
+    def baseline() -> float:
+        path = next(baseline_sweeps)
+        started = time.perf_counter()
+        plain_loop(path)
+        return time.perf_counter() - started
+
+    def ours() -> float:
+        path = next(ours_sweeps)
+        handle = SweepHandle("900000", get_backend("slurm"), JobFolder(path), "synthetic-sweep")
+        started = time.perf_counter()
+        result = handle.table()
+        elapsed = time.perf_counter() - started
+        got = result.to_dict("records") if hasattr(result, "to_dict") else result
+        expected = plain_loop(path)
+        if len(got) != POINTS or [r["loss"] for r in got] != [r["loss"] for r in expected] \
+                or {r["state"] for r in got} != {"COMPLETED"}:
+            raise RuntimeError("the table does not hold every task's results")
+        return elapsed
+
+    ours_s, baseline_s = interleaved(repeat, ours, baseline)
+    return _row(f"results table of {POINTS} finished tasks (s)", ours_s, baseline_s,
+                TABLE_TARGET_S)
 
 
 def rows() -> list[dict[str, Any]]:
     workdir = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     try:
-        return [submission(workdir), table(workdir / "synthetic")]
+        repeat = repeat_count(3)
+        return [submission(workdir, repeat), table(workdir / "synthetic", repeat)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

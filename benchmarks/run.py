@@ -21,12 +21,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # the modules import _common as scripts do
 
-from _common import KEYS, Skipped  # noqa: E402
+from _common import KEYS, Skipped, slurm_release  # noqa: E402
+
+COLUMNS = ("slurm", *KEYS)  # the release the run was on, then each row's own
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    cells = [list(KEYS)] + [[str(r.get(key, "")) for key in KEYS] for r in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(KEYS))]
+    cells = [list(COLUMNS)] + [[str(r.get(key, "")) for key in COLUMNS] for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
              for line in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -35,8 +37,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The same table for the README."""
-    lines = ["| " + " | ".join(KEYS) + " |", "|" + "---|" * len(KEYS)]
-    lines += ["| " + " | ".join(str(r.get(k, "")) for k in KEYS) + " |" for r in rows]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(str(r.get(k, "")) for k in COLUMNS) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -52,6 +54,8 @@ def main() -> int:
         names = [n for n in names if n in args.only or n.removeprefix("bench_") in args.only]
     rows: list[dict[str, Any]] = []
     failed: list[str] = []
+    release = slurm_release()
+    print(f"[run-benchmarks] Slurm {release}", flush=True)
     for name in names:
         started = time.monotonic()
         print(f"[run-benchmarks] {name} ...", flush=True)
@@ -72,7 +76,7 @@ def main() -> int:
                 print(f"[run-benchmarks] {name}: a malformed row {produced_row!r}")
                 failed.append(name)
                 continue
-            rows.append({k: produced_row[k] for k in KEYS})
+            rows.append({"slurm": release, **{k: produced_row[k] for k in KEYS}})
         print(f"[run-benchmarks] {name}: {len(produced)} rows in "
               f"{time.monotonic() - started:.0f} s", flush=True)
     print()

@@ -2,12 +2,16 @@
 checker (warnings allowed), every one it refuses fails naming the right option.
 
 The manifest holds each script's #SBATCH options and values as data; the block is rebuilt
-from them. When the original file is here (tests/corpus/jobscripts/NAME.sh, git-ignored, or
-/work/shared/corpus/jobscripts/NAME.sh) it is checked as well.
+from them. When the original is at hand it is checked as well: NAME.sh in
+tests/corpus/jobscripts/ (git-ignored), in $HPC_MAGICS_CORPUS/jobscripts/ or in
+shared/corpus/jobscripts/ beside the clone; a script from a seed guide (path "seeds/FILE
+lines A-B") is read from shared/seeds/ beside the clone, which every helper's machine has.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -25,9 +29,31 @@ from hpc_magics.core.profiles import load_profile
 
 HERE = Path(__file__).resolve().parent / "corpus"
 MANIFEST = HERE / "jobscripts.toml"
-ORIGINALS = (HERE / "jobscripts", Path("/work/shared/corpus/jobscripts"))
+SHARED = HERE.parent.parent.parent / "shared"  # ../shared relative to the clone
+ORIGINALS = [HERE / "jobscripts", SHARED / "corpus" / "jobscripts",
+             *([Path(os.environ["HPC_MAGICS_CORPUS"]) / "jobscripts"]
+               if os.environ.get("HPC_MAGICS_CORPUS") else [])]
+SEED_LINES = re.compile(r"(seeds/[\w.-]+) lines (\d+)-(\d+)")
 SCRIPTS: list[dict[str, Any]] = tomllib.loads(MANIFEST.read_text())["script"]
-CLUSTERS = {"alvis", "daint", "daint_xc", "m3", "narval", "sdumont"}
+CLUSTERS = {"alvis", "daint", "daint_xc", "m3", "narval", "sdumont", "clariden", "trillium",
+            "sdumont2nd", "alliance", "fir", "nibi", "rorqual"}
+
+
+def original(entry: dict[str, Any]) -> str | None:
+    """The script as its source has it, when that is at hand."""
+    seed = SEED_LINES.fullmatch(entry["path"])
+    if seed:
+        file = SHARED / seed.group(1)
+        if not file.is_file():
+            return None
+        lines = file.read_text(encoding="utf-8").splitlines()
+        block = lines[int(seed.group(2)) - 1:int(seed.group(3))]
+        return "\n".join(["#!/bin/bash", *block, "hostname", ""])
+    for folder in ORIGINALS:
+        if (folder / f"{entry['name']}.sh").is_file():
+            return (folder / f"{entry['name']}.sh").read_text(encoding="utf-8",
+                                                              errors="replace")
+    return None
 
 
 def rebuilt(entry: dict[str, Any]) -> str:
@@ -60,7 +86,14 @@ def test_rebuilt_block(entry: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("entry", SCRIPTS, ids=[s["name"] for s in SCRIPTS])
 def test_original_file(entry: dict[str, Any]) -> None:
-    found = [d / f"{entry['name']}.sh" for d in ORIGINALS if (d / f"{entry['name']}.sh").is_file()]
-    if not found:
+    script = original(entry)
+    if script is None:
         pytest.skip(f"original not here: {entry['source']} {entry['path']}")
-    judge(entry, found[0].read_text(encoding="utf-8", errors="replace"))
+    judge(entry, script)
+
+
+def test_every_seed_script_names_its_lines_in_shared() -> None:
+    """Seed-guide scripts are found through ../shared, never an absolute path."""
+    seeded = [s for s in SCRIPTS if s["source"].startswith("seed guide")]
+    assert seeded and all(SEED_LINES.fullmatch(s["path"]) for s in seeded)
+    assert not any(s["path"].startswith("/") for s in SCRIPTS)

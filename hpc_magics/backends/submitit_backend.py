@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shlex
 import sys
 import time
@@ -16,6 +15,7 @@ import submitit
 from submitit.slurm.slurm import SlurmJobEnvironment
 
 from ..core.errors import InvalidRequest, SubmissionError
+from ..core.jobids import parse_parsable
 from ..core.jobscript import cell_parts, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
@@ -31,9 +31,9 @@ _PARTITIONS_CACHE: dict[str, tuple[float, frozenset[str]]] = {}
 _PARTITIONS_TTL_S = 300.0
 SBATCH_TIMEOUT_S = 60.0
 JOB_SCRIPT = "job.sh"
-# sbatch --parsable: "ID" or "ID;CLUSTER"; IDs of arrays ("123_4", "123_[1-5]") and
-# heterogeneous jobs ("123+0") are taken as given
-_JOB_ID = re.compile(r"^\d+(?:[_+][\w\[\],%-]+)?$")
+# How a job is submitted (its options are the script's #SBATCH lines); the answer is "ID"
+# or "ID;CLUSTER" (core/jobids.parse_parsable). scripts/record-slurm-output submits alike.
+SBATCH_SUBMIT = ("sbatch", "--parsable")
 
 
 def _refusal(result: commands.CommandResult) -> str:
@@ -46,12 +46,11 @@ def _refusal(result: commands.CommandResult) -> str:
 
 def parse_job_id(output: str) -> str:
     """The job id from ``sbatch --parsable``'s answer."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    job_id = lines[-1].split(";", 1)[0] if lines else ""
-    if not _JOB_ID.match(job_id):
+    answer = parse_parsable(output)
+    if answer is None:
         raise SubmissionError(f"sbatch answered {output.strip()!r}, not a job id: the job may "
                               "have been submitted, check squeue before submitting again")
-    return job_id
+    return answer[0]
 
 
 def _write_job_py(folder: JobFolder, payload: Payload, job_name: str) -> None:
@@ -118,7 +117,7 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
         # written once: this file is what sbatch reads, and stays as the job's record
         script_path = Path(self.folder) / self.script_name
         script_path.write_text(self.script)
-        result = commands.run(["sbatch", "--parsable", str(script_path)],
+        result = commands.run([*SBATCH_SUBMIT, str(script_path)],
                               timeout=SBATCH_TIMEOUT_S)
         if not result.ok:
             raise SubmissionError(f"the scheduler refused the job: {_refusal(result)}")

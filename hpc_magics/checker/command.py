@@ -13,7 +13,8 @@ from typing import Any
 
 from ..core.checkscript import ERROR, check_script, guess_profile, render
 from ..core.errors import InvalidRequest
-from ..core.profiles import default_profile_name, load_profile
+from ..core.profiles import load_profile
+from ..core.sites import default_profile_name
 
 
 def add_parser(subcommands: Any) -> None:
@@ -49,9 +50,13 @@ def _profile_name(chosen: str | None, script: str) -> tuple[str, str]:
     if here != "generic":
         return here, ""
     guessed = guess_profile(script)
-    if guessed:
-        return guessed, f"profile {guessed} guessed from the script (--profile to choose)"
-    return "generic", ""
+    if not guessed:
+        return "generic", ""
+    successor = load_profile(guessed).successor
+    if successor:  # written for a retired cluster: judged where it would run today
+        return successor, (f"written for {guessed} (retired): checked against its successor "
+                           f"{successor} (--profile to choose)")
+    return guessed, f"profile {guessed} guessed from the script (--profile to choose)"
 
 
 def run(args: argparse.Namespace) -> int:

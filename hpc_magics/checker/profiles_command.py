@@ -1,4 +1,5 @@
-"""``hpc-magics profiles [NAME] [--draft [-o FILE]]``: list, show, or draft a profile."""
+"""``hpc-magics profiles [NAME] [--draft [-o FILE]] [--markdown]``: list, show, or draft a
+profile, or print every profile's source and date as the table in docs/profiles.md."""
 
 from __future__ import annotations
 
@@ -20,7 +21,27 @@ def add_parser(subcommands: Any) -> None:
     parser.add_argument("--draft", action="store_true",
                         help="write a profile TOML for this cluster (stdout, or -o FILE)")
     parser.add_argument("-o", "--output", metavar="FILE", help="file for --draft")
+    parser.add_argument("--markdown", action="store_true",
+                        help="every profile as a Markdown table: system, status, source, date "
+                             "(the table in docs/profiles.md)")
     parser.set_defaults(run=run)
+
+
+def markdown_table() -> str:
+    """Every profile: what it describes, current or retired (and its successor), where its
+    facts come from and when they were read there."""
+    rows = ["| profile | system | status | documentation | read on |", "|---|---|---|---|---|"]
+    names = sorted(available_profiles())
+    sites = {load_profile(name).extends for name in names}
+    for name in names:
+        profile = load_profile(name)
+        status = (f"retired: use `{profile.successor}`" if profile.retired
+                  else "site: what its clusters share" if name in sites
+                  else f"current (site: `{profile.extends}`)" if profile.extends else "current")
+        cells = [f"`{name}`", profile.description, status, profile.documentation,
+                 profile.documented_on]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows) + "\n"
 
 
 def _show(name: str) -> str:
@@ -30,6 +51,8 @@ def _show(name: str) -> str:
         text.append(f"  documented: {profile.documentation} (read {profile.documented_on})")
     if profile.retired:
         text.append(f"  RETIRED: {profile.retired}")
+    if profile.extends:
+        text.append(f"  site: {profile.extends} (accounts and spellings come from there)")
     if profile.default_partition:
         text.append(f"  default partition: {profile.default_partition}")
     text.append(f"  billing: {profile.billing}")
@@ -57,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
                   "/etc/hpc_magics/profiles or ~/.config/hpc_magics/profiles")
         else:
             print(text, end="")
+        return 0
+    if args.markdown:
+        print(markdown_table(), end="")
         return 0
     if args.name:
         print(_show(args.name))

@@ -20,8 +20,18 @@ from .errors import InvalidRequest
 from .flags import FLAG_FIELDS
 from .profiles import ClusterProfile
 from .resources import ResourceRequest, updated
-from .sbatch_options import BY_SHORT, NONE, OPTIONAL, OPTIONS, SbatchOption, ambiguous, lookup
+from .sbatch_options import (
+    BY_SHORT,
+    NONE,
+    OPTIONAL,
+    OPTIONS,
+    PLUGIN_OPTIONS,
+    SbatchOption,
+    ambiguous,
+    lookup,
+)
 from .sbatch_values import VALUE_CHECKS, filename_notes
+from .sites import profile_for_script
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
     "ok", "warning", "error", "passed", "ignored", "comment")
@@ -144,20 +154,9 @@ def _options(number: int, text: str, profile: ClusterProfile) -> list[Option]:
 
 
 def guess_profile(script: str) -> str | None:
-    """The cluster a script was written for, from its spellings; None when it does not say."""
-    hints = (
-        (r"daint-(gpu|mc)|--constraint[= ]['\"]?(gpu|mc)\b|-C\s*['\"]?(gpu|mc)\b", "daint_xc"),
-        (r"NAISS\d{4}|--gpus-per-node[= ](T4|A40|A100fat|A100):|NOGPU|-p\s*alvis", "alvis"),
-        (r"\b(def|rrg|rpp|ctb)-\w+|StdEnv/20\d\d|SLURM_TMPDIR|narval", "narval"),
-        (r"sequana_|nvidia_(dev|small|long|scal)|-p\s*nvidia\b|sdumont|/scratch/\w+/\w+\.\w+",
-         "sdumont"),
-        (r"partition[= ](m3[a-z]|dgx|desktop|comp)\b|-p\s*(m3[a-z]|dgx)\b|massive", "m3"),
-        (r"--uenv|--environment=|alps", "daint"),
-    )
-    for pattern, name in hints:
-        if re.search(pattern, script, re.IGNORECASE):
-            return name
-    return None
+    """The cluster a script was written for, from its spellings (the profiles'
+    ``script_hints``); None when it does not say."""
+    return profile_for_script(script)
 
 
 def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
@@ -216,6 +215,10 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
                      + ", --".join(similar) + "): write the option in full")
             elif typo:
                 note(number, ERROR, typo[0], f"--{name} is not an sbatch option: {typo[1]}")
+            elif name in PLUGIN_OPTIONS:
+                note(number, WARNING, name, f"--{name} comes from the {PLUGIN_OPTIONS[name]} "
+                     f"plugin, not sbatch itself: it works where the site installed "
+                     f"{PLUGIN_OPTIONS[name]}")
             else:
                 note(number, WARNING, name, f"--{name} is not an sbatch option (unless a site "
                      "plugin adds it): sbatch refuses unknown options; check the spelling")
@@ -290,8 +293,10 @@ _FREE_TEXT = frozenset({"account", "mail-user", "job-name", "comment"})
 
 def _typo(spelling: str, value: str | None) -> tuple[str, str] | None:
     """A known option misspelt (``--ntaks-per-node``) or glued to its value with a dash
-    (``--mem-4G``): (the option meant, the fix).  No site plugin is named like that, so
-    sbatch certainly refuses it."""
+    (``--mem-4G``): (the option meant, the fix).  sbatch refuses it, unless a well-known
+    plugin adds that very name (``--container-writable``, pyxis)."""
+    if spelling in PLUGIN_OPTIONS:
+        return None
     for option in OPTIONS:
         rest = spelling[len(option.name) + 1:]
         if option.value != NONE and spelling.startswith(option.name + "-") and rest and \

@@ -36,6 +36,9 @@ class Partition:
     default_time_s: int | None = None
     gpus_per_type: Mapping[str, int] = field(default_factory=dict)  # when node types differ
     billing_weights: str = ""  # Slurm's TRESBillingWeights, e.g. "CPU=1.0,Mem=0.25G,GRES/gpu=4"
+    # GPU types a site spells many ways (MIG slices: h100_3g.40gb, h100_20gb, ...): a regex
+    # of the types it takes besides gpu_types
+    gpu_type_pattern: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,14 @@ class ClusterProfile:
     site_options: tuple[str, ...] = ()  # sbatch options the site's plugins add (--uenv)
     legacy_constraints: Mapping[str, str] = field(default_factory=dict)  # -C value → advice
     retired: str = ""  # the system is gone: what to use instead
+    successor: str = ""  # the profile of the system that replaced a retired one
     gpu_constraint: str | None = None  # GPUs come with a node feature (Piz Daint XC: -C gpu)
+    # Placeholder accounts this site's guides print (def-someuser): refused, as regexes
+    account_placeholder_patterns: tuple[str, ...] = ()
+    # How a script or a host says it is this cluster (regexes, searched case-insensitively)
+    script_hints: tuple[str, ...] = ()
+    hostnames: tuple[str, ...] = ()
+    extends: str = ""  # the profile whose values this one starts from (the site's)
 
     def partition(self, name: str | None) -> Partition | None:
         return self.partitions.get(name or self.default_partition or "")
@@ -92,6 +102,8 @@ class ClusterProfile:
             gpus_per_node=max(p.gpus_per_node for p in parts),
             gpu_types=tuple(types) if all(p.gpu_types or not p.gpus_per_node for p in parts)
             else (),
+            gpu_type_pattern="|".join(f"(?:{p.gpu_type_pattern})" for p in parts
+                                      if p.gpu_type_pattern),
         )
 
 
@@ -110,6 +122,7 @@ def _partition(name: str, data: Mapping[str, Any]) -> Partition:
         default_time_s=parse_time(data["default_time"]) if "default_time" in data else None,
         gpus_per_type={str(k): int(v) for k, v in data.get("gpus_per_type", {}).items()},
         billing_weights=str(data.get("billing_weights", "")),
+        gpu_type_pattern=str(data.get("gpu_type_pattern", "")),
     )
 
 
@@ -143,7 +156,12 @@ def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -
         site_options=tuple(data.get("site_options", ())),
         legacy_constraints=dict(data.get("legacy_constraints", {})),
         retired=data.get("retired", ""),
+        successor=data.get("successor", ""),
         gpu_constraint=data.get("gpu_constraint"),
+        account_placeholder_patterns=tuple(data.get("account_placeholder_patterns", ())),
+        script_hints=tuple(data.get("script_hints", ())),
+        hostnames=tuple(data.get("hostnames", ())),
+        extends=data.get("extends", ""),
     )
 
 
@@ -160,7 +178,7 @@ def search_path() -> list[Path]:
 # kept while the folder (its mtime: a file added, removed or renamed in) or the file (its
 # mtime, size and mode) is unchanged, so editing a profile takes effect at the next cell.
 _LISTINGS: dict[Path, tuple[int, tuple[Path, ...]]] = {}
-_PARSED: dict[tuple[str, Path, int, int, int], ClusterProfile] = {}
+_PARSED: dict[tuple[str, tuple[Any, ...]], ClusterProfile] = {}
 
 
 def _toml_files(folder: Path) -> tuple[Path, ...]:
@@ -189,38 +207,82 @@ def load_profile(name: str, paths: Iterable[Path] | None = None) -> ClusterProfi
         raise InvalidRequest(
             f"profile {name!r} is unknown: use one of {', '.join(sorted(files))}"
         )
-    try:
-        stat = files[name].stat()
-        key = (name, files[name], stat.st_mtime_ns, stat.st_size, stat.st_mode)
-    except OSError:
-        key = None  # reading it says what is wrong
-    if key is not None and key in _PARSED:
+    chain = _chain(name, files)
+    key = (name, tuple(stamp for _, stamp, _ in chain))
+    if key in _PARSED:
         return _PARSED[key]
-    profile = _read_profile(name, files[name])
-    if key is not None:
-        _PARSED[key] = profile
+    merged: dict[str, Any] = {}
+    for _, _, data in reversed(chain[1:]):  # the site's values first, the cluster's over them
+        merged.update({k: v for k, v in data.items() if k not in _OWN_KEYS})
+    merged.update(chain[0][2])
+    path = chain[0][0]
+    try:
+        _check_types(merged)
+        profile = profile_from_mapping(name, merged, source=str(path))
+    except (InvalidRequest, KeyError, TypeError, ValueError, AttributeError) as error:
+        raise InvalidRequest(f"profile file {path}: {error}: fix that value (see the "
+                             f"packaged profiles in {PACKAGED_DIR} for examples)") from None
+    _PARSED[key] = profile
     return profile
 
 
-def _read_profile(name: str, path: Path) -> ClusterProfile:
+# A profile may say ``extends = "alliance"``: it starts from that profile's values (a
+# site's accounts and hints, shared by its clusters) and replaces the keys it sets.
+_MAX_EXTENDS = 4
+# What names one cluster is never inherited: a site's hints would make every cluster match
+_OWN_KEYS = frozenset({"cluster_names", "script_hints", "hostnames", "retired", "successor",
+                       "description"})
+_RAW: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+_Link = tuple[Path, tuple[Any, ...], dict[str, Any]]
+
+
+def _chain(name: str, files: Mapping[str, Path]) -> list[_Link]:
+    """The profile's file, then the one it extends, and so on: (path, stamp, data)."""
+    chain: list[_Link] = []
+    current = name
+    while True:
+        path = files[current]
+        stamp, data = _raw(path)
+        chain.append((path, stamp, data))
+        base = data.get("extends")
+        if not base:
+            return chain
+        if not isinstance(base, str) or base not in files:
+            raise InvalidRequest(f"profile file {path}: extends = {base!r} is not a profile: "
+                                 f"use one of {', '.join(sorted(files))}")
+        if base in {p.stem for p, _, _ in chain} or len(chain) > _MAX_EXTENDS:
+            raise InvalidRequest(f"profile file {path}: extends = {base!r} makes a loop: "
+                                 "remove it from one of the files")
+        current = base
+
+
+def _raw(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """One file's TOML, parsed again only when its mtime, size or mode changed."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return (path, None), _read_toml(path)  # reading it says what is wrong
+    stamp = (path, stat.st_mtime_ns, stat.st_size, stat.st_mode)
+    if stamp not in _RAW:
+        _RAW[stamp] = _read_toml(path)
+    return stamp, _RAW[stamp]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):  # loaded here, not at import: %load_ext stays cheap
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
     try:
         with path.open("rb") as handle:
-            data = tomllib.load(handle)
+            return tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
         raise InvalidRequest(f"profile file {path} is not valid TOML: {error}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise InvalidRequest(f"profile file {path} cannot be read ({error}): fix its "
                              "permissions or remove it") from None
-    try:
-        _check_types(data)
-        return profile_from_mapping(name, data, source=str(path))
-    except (InvalidRequest, KeyError, TypeError, ValueError, AttributeError) as error:
-        raise InvalidRequest(f"profile file {path}: {error}: fix that value (see the "
-                             f"packaged profiles in {PACKAGED_DIR} for examples)") from None
 
 
 # The types each profile key must have (TOML gives int, float, str, bool, list, dict).
@@ -230,12 +292,14 @@ _TOP_LEVEL_TYPES: dict[str, type | tuple[type, ...]] = {
     "account_placeholders": list, "gpu_type_required": bool,
     "gpu_constraint_for_cpu_only": str, "gpu_flag": str, "time_required": bool,
     "shebang": str, "setup": list, "defaults": dict, "extra_directives": dict,
-    "billing": str, "cluster_names": list,
+    "billing": str, "cluster_names": list, "retired": str, "successor": str,
+    "account_placeholder_patterns": list, "script_hints": list, "hostnames": list,
+    "extends": str,
 }
 _PARTITION_TYPES: dict[str, type | tuple[type, ...]] = {
     "max_time": (str, int), "max_nodes": int, "cpus_per_node": int,
     "mem_per_node": (str, int), "gpus_per_node": int, "gpu_types": list,
-    "requires_qos": str, "whole_node": bool, "note": str,
+    "requires_qos": str, "whole_node": bool, "note": str, "gpu_type_pattern": str,
 }
 _TYPE_NAMES = {str: "a string", int: "a whole number", bool: "true or false",
                list: "a list", dict: "a table"}
@@ -276,13 +340,3 @@ def profile_for_cluster(cluster_name: str, paths: Iterable[Path] | None = None) 
         if wanted in {c.lower() for c in profile.cluster_names}:
             return name
     return None
-
-
-def default_profile_name(environ: Mapping[str, str] | None = None) -> str:
-    """``HPC_MAGICS_PROFILE``; else the profile of the cluster this runs on, as a server
-    started by a hub inside a job sees it (``SLURM_CLUSTER_NAME``); else ``generic``."""
-    env = os.environ if environ is None else environ
-    chosen = env.get("HPC_MAGICS_PROFILE", "").strip()
-    if chosen:
-        return chosen
-    return profile_for_cluster(env.get("SLURM_CLUSTER_NAME", "")) or "generic"

@@ -70,6 +70,15 @@ BY_SHORT: dict[str, SbatchOption] = {o.short: o for o in OPTIONS if o.short}
 ALIASES: dict[str, str] = {"tasks-per-node": "ntasks-per-node", "share": "oversubscribe",
                            "workdir": "chdir"}
 
+# Options the pyxis container plugin adds to sbatch and srun where a site installs it (CSCS
+# Alps, many GPU clusters; NVIDIA/pyxis wiki, Usage): not --container with a glued value.
+PLUGIN_OPTIONS: dict[str, str] = {name: "pyxis" for name in (
+    "container-image", "container-mounts", "container-workdir", "container-name",
+    "container-save", "container-mount-home", "no-container-mount-home",
+    "container-remap-root", "no-container-remap-root", "container-entrypoint",
+    "no-container-entrypoint", "container-entrypoint-log", "container-writable",
+    "container-readonly", "container-env")}
+
 
 def lookup(spelling: str) -> SbatchOption | None:
     """The option a long spelling means: exact, an alias, or (as getopt_long does) the one

@@ -19,11 +19,15 @@ from .units import UNLIMITED, format_memory, format_time, parse_memory
 
 ERROR = "error"
 WARNING = "warning"
-# "<ACCOUNT>", "<project>" left in a value; for accounts also "$ACCOUNT", "NAISSXXXX-YY-ZZZZ",
-# the bare words ACCOUNT/PROJECT and "your_project".
+# "<ACCOUNT>", "<project>" left in a value. For accounts also "def-$USER" (sbatch does not
+# expand variables in #SBATCH lines), "NAISSXXXX-YY-ZZZZ", "your_project" and upper-case
+# words naming what to fill in (ACCOUNT, COMPUTE_CANADA_ACCOUNT, MY_PROJECT): Slurm keeps
+# account names in lower case, so no site has such an account. Each profile adds its site's
+# own placeholders (account_placeholders, account_placeholder_patterns).
 PLACEHOLDER = re.compile(r".*<[^<>@]+>.*")
 ACCOUNT_PLACEHOLDER = re.compile(
-    r".*<[^<>]+>.*|\$\{?\w+\}?|.*X{3,}.*|ACCOUNT|PROJECT|your[_-]?(account|project)")
+    r".*<[^<>]+>.*|.*\$\{?\w+\}?.*|.*X{3,}.*|your[_-]?(account|project|allocation)"
+    r"|([A-Z]+[_-])*(ACCOUNT|PROJECT|ALLOCATION|GROUP|SPONSOR)([_-][A-Z]+)*")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,14 @@ def partition_exists(request: ResourceRequest, profile: ClusterProfile,
         choices = ", ".join(profile.partitions)
         routed = "" if profile.default_partition else " (or leave -p out: the site routes jobs)"
         if profile.partitions_complete:
+            from .sites import profile_with_partition  # only on this path: reads the profiles
+
+            other = profile_with_partition(request.partition)
+            if other and other != profile.name:  # SDumont 2nd's lncc-h100 under sdumont
+                yield _error("partition", f"partition {request.partition!r} does not exist on "
+                             f"{profile.name}; it is {other}'s: use --profile {other}, or one "
+                             f"of {choices}{routed}")
+                return
             yield _error("partition", f"partition {request.partition!r} does not exist on "
                          f"{profile.name}: use one of {choices}{routed}")
         else:
@@ -173,6 +185,9 @@ def gpu_request(request: ResourceRequest, profile: ClusterProfile,
         yield _error("gpus-per-node", f"{gpus.count}{kind} GPUs per node exceed the {limit} "
                      f"a node of partition {partition.name!r} has")
     known = {t.lower(): t for t in partition.gpu_types}
+    if gpus.type and partition.gpu_type_pattern and re.fullmatch(
+            partition.gpu_type_pattern, gpus.type, re.IGNORECASE):
+        return  # one of the site's other spellings (a MIG slice)
     if gpus.type and known and gpus.type.lower() not in known:
         yield _error("gpus-per-node", f"GPU type {gpus.type!r} does not exist in partition "
                      f"{partition.name!r}: use one of {', '.join(partition.gpu_types)}")
@@ -205,7 +220,7 @@ def account(request: ResourceRequest, profile: ClusterProfile,
     name = request.account
     example = f" (like {profile.account_example})" if profile.account_example else ""
     if name:
-        if name in profile.account_placeholders or ACCOUNT_PLACEHOLDER.fullmatch(name):
+        if is_placeholder_account(name, profile):
             yield _error("account", f"account {name!r} is a placeholder: use your own "
                          f"project{example}")
         elif profile.account_pattern and not re.fullmatch(profile.account_pattern, name):
@@ -217,6 +232,14 @@ def account(request: ResourceRequest, profile: ClusterProfile,
                     f"{profile.account_example or 'PROJECT'}")
 
 
+def is_placeholder_account(name: str, profile: ClusterProfile) -> bool:
+    """An account left as the guide printed it (def-someuser, <project>, MY_ACCOUNT)."""
+    return (name.lower() in {p.lower() for p in profile.account_placeholders}
+            or ACCOUNT_PLACEHOLDER.fullmatch(name) is not None
+            or any(re.fullmatch(p, name, re.IGNORECASE)
+                   for p in profile.account_placeholder_patterns))
+
+
 def legacy(request: ResourceRequest, profile: ClusterProfile,
            partition: Partition | None) -> Found:
     for feature in re.split(r"[,&|]", request.constraint or ""):
@@ -224,7 +247,9 @@ def legacy(request: ResourceRequest, profile: ClusterProfile,
         if advice:
             yield _warn("constraint", advice)
     if profile.retired:
-        yield _warn("profile", profile.retired)
+        successor = (f" (check with --profile {profile.successor})"
+                     if profile.successor and profile.successor not in profile.retired else "")
+        yield _warn("profile", f"{profile.retired}{successor}")
 
 
 RULES: tuple[Callable[[ResourceRequest, ClusterProfile, Partition | None], Found], ...] = (

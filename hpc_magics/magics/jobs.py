@@ -23,7 +23,7 @@ from .scale import options_from_args, scale_arguments
 
 if TYPE_CHECKING:
     from ..core import directives as directive_parser
-    from ..core import flags, jobscript, profiles, resources, sbatch, validation
+    from ..core import flags, jobscript, profiles, resources, sbatch, sites, validation
     from ..core.profiles import ClusterProfile
     from ..core.resources import ResourceRequest
 else:  # imported on first use: %load_ext stays cheap (see lazy.py)
@@ -196,7 +196,7 @@ class HpcMagics(Magics):
 
     @default("default_profile")
     def _default_profile(self) -> str:
-        return str(profiles.default_profile_name())
+        return str(sites.default_profile_name())
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)

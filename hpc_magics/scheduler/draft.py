@@ -59,10 +59,12 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
         types = live.gpu_types(part)
         if types:
             lines.append(f"gpus_per_node = {max(types.values())}")
-            lines.append("gpu_types = [" + ", ".join(_q(t) for t in types) + "]")
-            if len(set(types.values())) > 1:
+            named = [t for t in types if t != live.UNTYPED]  # gres.conf without Type
+            if named:
+                lines.append("gpu_types = [" + ", ".join(_q(t) for t in named) + "]")
+            if len({types[t] for t in named}) > 1:
                 lines.append("gpus_per_type = { " + ", ".join(
-                    f"{_q(t)} = {n}" for t, n in types.items()) + " }")
+                    f"{_q(t)} = {n}" for t in named for n in [types[t]]) + " }")
         if data.get("OverSubscribe", "NO").startswith("EXCLUSIVE"):
             lines.append("whole_node = true")
         if data.get("TRESBillingWeights"):

@@ -64,16 +64,21 @@ def _sacctmgr(*args: str) -> str:
     return result.stdout if result.ok else ""
 
 
+def association_limits(user: str, account: str | None) -> tuple[int, str] | None:
+    """The smallest ``MaxSubmitJobs`` of the user's associations and QOS (sacctmgr), enforced
+    or not. ``where`` and ``user=`` are separate words: sacctmgr refuses ``"where user=U"``."""
+    associations = _sacctmgr("assoc", "where", f"user={user}", "format=Account,MaxSubmit,QOS")
+    chosen = account or (_sacctmgr("user", user, "format=DefaultAccount").strip() or None)
+    return sweep.max_submit_jobs(associations, _sacctmgr("qos", "format=Name,MaxSubmitPU"),
+                                 chosen)
+
+
 def submit_limit(user: str, account: str | None) -> tuple[int, str] | None:
     """The user's jobs-per-user limit (``MaxSubmitJobs``) and its source, when enforced."""
     def ask() -> tuple[int, str] | None:
         if not sweep.limits_enforced(_config_text()):
             return None  # the controller enforces no association or QOS limit
-        associations = _sacctmgr("assoc", f"where user={user}",
-                                 "format=Account,MaxSubmit,QOS")
-        chosen = account or (_sacctmgr("user", user, "format=DefaultAccount").strip() or None)
-        return sweep.max_submit_jobs(associations, _sacctmgr("qos", "format=Name,MaxSubmitPU"),
-                                     chosen)
+        return association_limits(user, account)
 
     return _cached(f"submit_limit:{account or ''}", ask)
 

@@ -21,7 +21,7 @@ from ..core.errors import HpcMagicsError
 from ..core.resources import ResourceRequest
 from ..core.units import UNLIMITED, format_time
 from . import commands
-from .queue import slurm_duration
+from .queue import scontrol_fields, slurm_duration
 
 _ANSWERS: dict[tuple[str, ...], commands.CommandResult | str] = {}
 
@@ -42,10 +42,6 @@ def ask(argv: list[str], timeout: float = 20.0) -> commands.CommandResult | str:
     return _ANSWERS[key]
 
 
-def _fields(line: str) -> dict[str, str]:
-    return dict(item.split("=", 1) for item in line.split() if "=" in item)
-
-
 def partitions() -> dict[str, dict[str, str]]:
     """Partition name → its ``scontrol show partition`` fields."""
     answer = ask(["scontrol", "show", "partition", "--oneliner"])
@@ -53,7 +49,7 @@ def partitions() -> dict[str, dict[str, str]]:
         return {}
     found = {}
     for line in answer.stdout.splitlines():
-        data = _fields(line)
+        data = scontrol_fields(line)
         if "PartitionName" in data:
             found[data["PartitionName"]] = data
     return found
@@ -85,16 +81,31 @@ def node_groups() -> list[NodeGroup]:
     return groups
 
 
+# sinfo's %G: "gpu:v100:2", "gpu:a100:4(S:0-1)", or untyped "gpu:4" (gres.conf without Type)
+_GPU_GRES = re.compile(r"^gpu(?::([^:(]+))?:(\d+)(?:\(.*\))?$")
+UNTYPED = ""  # the GPU "type" of nodes whose GPUs have none
+
+
+def gres_gpus(gres: str) -> dict[str, int]:
+    """GPU type (``UNTYPED`` for ``gpu:4``) → count, of one sinfo ``%G`` value."""
+    found: dict[str, int] = {}
+    for item in gres.split(","):
+        match = _GPU_GRES.match(item.strip())
+        if match:
+            kind = match.group(1) or UNTYPED
+            found[kind] = found.get(kind, 0) + int(match.group(2))
+    return found
+
+
 def gpu_types(partition: str) -> dict[str, int]:
-    """GPU type → most GPUs of that type on one node of ``partition`` (from sinfo)."""
+    """GPU type (``UNTYPED`` where nodes name none) → most GPUs of that type on one node of
+    ``partition`` (from sinfo)."""
     found: dict[str, int] = {}
     for group in node_groups():
         if group.partition != partition:
             continue
-        for item in group.gres.split(","):
-            match = re.match(r"gpu:([^:(]+):(\d+)", item)
-            if match:
-                found[match.group(1)] = max(found.get(match.group(1), 0), int(match.group(2)))
+        for kind, count in gres_gpus(group.gres).items():
+            found[kind] = max(found.get(kind, 0), count)
     return found
 
 
@@ -217,8 +228,9 @@ def _partition_limits(request: ResourceRequest, name: str, data: dict[str, str]
         if not types:
             found.append(Finding(ERROR, option, f"partition {name!r} has no GPUs (sinfo)"))
         elif gpus.type and gpus.type not in types:
+            listed = ", ".join(sorted(t for t in types if t)) or "untyped GPUs only: drop the type"
             found.append(Finding(ERROR, option, f"GPU type {gpus.type!r} is not in partition "
-                                 f"{name!r}: sinfo lists {', '.join(sorted(types))}"))
+                                 f"{name!r}: sinfo lists {listed}"))
         elif gpus.count > (types[gpus.type] if gpus.type else max(types.values())):
             most = types[gpus.type] if gpus.type else max(types.values())
             found.append(Finding(ERROR, option, f"{gpus.count} GPUs per node exceed the {most} "

@@ -22,6 +22,7 @@ import json
 import os
 import pwd
 import random
+import re
 import tempfile
 import threading
 import time
@@ -34,7 +35,7 @@ import filelock
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
-from ..core.jobs import JobSnapshot, normalize_state, phase
+from ..core.jobs import JobSnapshot, normalize_state
 from ..core.units import slurm_seconds
 from . import commands
 from .cluster import cluster_name
@@ -95,7 +96,10 @@ def parse_squeue(text: str) -> tuple[JobSnapshot, ...]:
         reason_or_nodes = reason_or_nodes.strip()
         if reason_or_nodes in {"None", "(null)", "(None)"}:
             reason_or_nodes = ""
-        waiting = phase(state) == "pending"
+        # %R: "(reason)" for a job without nodes (pending, held, SPECIAL_EXIT), else its
+        # nodes, whatever the state (a STOPPED or SUSPENDED job keeps its allocation)
+        waiting = (reason_or_nodes.startswith("(") and reason_or_nodes.endswith(")")) \
+            or state == "PENDING"
         jobs.append(JobSnapshot(
             job_id=job_id.strip(), state=state, name=name.strip(),
             partition=partition.strip(), nodes=nodes.strip(),
@@ -436,14 +440,34 @@ def _int_or_none(text: str | None) -> int | None:
         return None
 
 
-def parse_scontrol_job(text: str) -> dict[str, str]:
-    """``Key=Value`` pairs of ``scontrol show job -o`` (values stop at the next space)."""
+# scontrol's keys: JobId, TRES, CPUs/Task, AllocNode:Sid, MCS_label, NtasksPerN:B:S:C
+_SCONTROL_KEY = re.compile(r"^[A-Z][A-Za-z0-9_/:]*$")
+# The job's one-line record, as the product asks for it (own_job, %hpc_jobs' log lookup).
+SCONTROL_SHOW_JOB = ("scontrol", "show", "job", "-o")
+
+
+def scontrol_fields(line: str) -> dict[str, str]:
+    """``Key=Value`` pairs of one ``scontrol show … -o`` line. Values may hold spaces (a
+    job name, ``--comment``, an output path, a node's ``Reason``): a word that does not
+    start a ``Key=`` continues the value before it. The first of a repeated key wins."""
     pairs: dict[str, str] = {}
-    for token in text.split():
-        key, sep, value = token.partition("=")
-        if sep and key not in pairs:
-            pairs[key] = value
-    return pairs
+    key = None
+    for word in line.split(" "):
+        name, sep, value = word.partition("=")
+        if sep and _SCONTROL_KEY.match(name):
+            key = name if name not in pairs else None
+            if key is not None:
+                pairs[key] = value
+        elif key is not None:
+            pairs[key] += " " + word
+    return {k: v.strip() for k, v in pairs.items()}
+
+
+def parse_scontrol_job(text: str) -> dict[str, str]:
+    """The fields of ``scontrol show job -o``: its first line (a heterogeneous job has one
+    line per component; the first is the leader's)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return scontrol_fields(lines[0]) if lines else {}
 
 
 def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = commands.run,
@@ -479,7 +503,7 @@ def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = comman
                         name=name.strip())
     if job.end_time is None:
         with contextlib.suppress(HpcMagicsError):
-            result = runner(["scontrol", "show", "job", "-o", job_id], timeout=timeout_s)
+            result = runner([*SCONTROL_SHOW_JOB, job_id], timeout=timeout_s)
             if result.ok:
                 info = parse_scontrol_job(result.stdout)
                 job = _fill(job, start=slurm_timestamp(info.get("StartTime", "")),

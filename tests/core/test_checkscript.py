@@ -177,10 +177,14 @@ def test_cli_exit_status_for_ci(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 @pytest.mark.parametrize(("script", "cluster"), [
     ("#SBATCH -A NAISS2024-22-219 -p alvis\n", "alvis"),
-    ("#SBATCH --account=def-smith\nmodule load StdEnv/2023\n", "narval"),
+    # an Alliance script that names no cluster: the site's rules, not one cluster's limits
+    ("#SBATCH --account=def-smith\nmodule load StdEnv/2023\n", "alliance"),
+    ("#SBATCH --account=def-smith --gres=gpu:a100:1\n", "narval"),
     ("#SBATCH -p sequana_gpu_shared\n", "sdumont"),
     ("#SBATCH --partition=m3g --gres=gpu:V100:1\n", "m3"),
-    ("#SBATCH --uenv=prgenv-gnu/24.11:v1\n", "daint"),
+    # uenv exists on every Alps cluster: CSCS's rules; a cluster's own name picks it
+    ("#SBATCH --uenv=prgenv-gnu/24.11:v1\n", "cscs"),
+    ("#SBATCH --uenv=prgenv-gnu/24.11:v1@daint\n", "daint"),
     ("#SBATCH -p debug -t 10\n", None),
 ])
 def test_the_cluster_a_script_was_written_for_is_guessed(script: str,

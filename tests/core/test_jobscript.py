@@ -37,6 +37,25 @@ REQUESTS: dict[str, dict[str, Any]] = {
     "narval": {"gpus_per_node": "a100:4", "time_s": "12:0:0", "account": "def-smith",
                "cpus_per_task": "32", "mem_mb": "0"},
     "sdumont": {"partition": "sequana_gpu_shared", "gpus_per_node": "2", "time_s": "04:00:00"},
+    "sdumont2nd": {"partition": "lncc-h100_shared", "gpus_per_node": "1", "time_s": "24:00:00"},
+    # the Alliance's site profile and today's clusters; the retired ones (a warning only)
+    "alliance": {"time_s": "3:00:00", "account": "def-smith", "cpus_per_task": "8",
+                 "mem_mb": "16G"},
+    "fir": {"gpus_per_node": "h100:1", "time_s": "1-00:00:00", "account": "rrg-jones-ab",
+            "cpus_per_task": "12"},
+    "nibi": {"gpus_per_node": "h100:8", "time_s": "12:0:0", "account": "def-smith"},
+    "rorqual": {"time_s": "2-00:00:00", "account": "def-smith", "cpus_per_task": "192"},
+    "trillium": {"nodes": "2", "time_s": "24:00:00", "account": "def-smith"},
+    "cedar": {"time_s": "1h", "account": "def-smith"},
+    "graham": {"time_s": "1h", "account": "def-smith"},
+    "beluga": {"time_s": "1h", "account": "def-smith"},
+    "niagara": {"time_s": "1h", "account": "def-smith"},
+    # CSCS's site profile and the Alps clusters
+    "cscs": {"time_s": "1h", "account": "g123", "nodes": "1"},
+    "clariden": {"partition": "debug", "time_s": "1:30:00", "account": "a-infra01-1"},
+    "santis": {"time_s": "24:00:00", "nodes": "4", "account": "csstaff"},
+    "eiger": {"partition": "debug", "time_s": "30", "account": "s1160"},
+    "bristen": {"gpus_per_node": "4", "time_s": "2h", "account": "g123"},
 }
 
 

@@ -45,13 +45,46 @@ dist.destroy_process_group()
 print(f"rank {rank} of {world_size}: all_reduce gave {total}")
 """
 
+# The same all-reduce without torch: rank 0 listens on MASTER_ADDR:MASTER_PORT (where
+# torch's env:// rendezvous would), every other rank sends its value and reads the sum.
+SOCKETS = """
+import os, socket, time
+value = float(rank + 1)
+address, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+if rank == 0:
+    with socket.create_server(("", port)) as server:
+        peers = [server.accept()[0] for _ in range(world_size - 1)]
+        total = value + sum(float(peer.makefile().readline()) for peer in peers)
+        for peer in peers:
+            peer.sendall(f"{total}\\n".encode())
+            peer.close()
+    del server, peers, peer  # sockets: nothing to bring back
+else:
+    for attempt in range(300):  # until rank 0 listens
+        try:
+            peer = socket.create_connection((address, port), timeout=60)
+            break
+        except OSError:
+            time.sleep(0.2)
+    peer.sendall(f"{value}\\n".encode())
+    total = float(peer.makefile().readline())
+    peer.close()
+    del peer
+seen = (rank, local_rank, world_size, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
+        int(os.environ["LOCAL_RANK"]), os.environ["SLURMD_NODENAME"])
+print(f"rank {rank} of {world_size}: all_reduce gave {total}")
+"""
 
-@pytest.mark.slow  # four tasks import torch on a shared 2-core machine: 15-90 s
-def test_two_nodes_two_tasks_all_reduce_and_gather(slurm_shell: Any,
+
+@pytest.mark.slow  # four tasks start Python (torch: import it too) on a shared 2-core machine
+@pytest.mark.parametrize("library", ["sockets", "torch"])
+def test_two_nodes_two_tasks_all_reduce_and_gather(slurm_shell: Any, library: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    if library == "torch":
+        pytest.importorskip("torch", reason="torch is an optional extra (pyproject: torch)")
     slurm_shell.run_cell_magic(
         "sbatch", "--wait -N 2 --ntasks-per-node 2 --cpus-per-task 1 --mem 2G --gather seen",
-        DISTRIBUTED)
+        DISTRIBUTED if library == "torch" else SOCKETS)
     handle = last_handle(slurm_shell)
     script = (handle.folder.path / "job.sh").read_text()
     assert "#SBATCH --nodes=2" in script and "srun --unbuffered" in script

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,9 @@ def test_later_fetch_and_exception(slurm_shell: Any, cells: Any) -> None:
         slurm_shell.run_cell_magic("sbatch", "--wait", cells.FAILING)
     assert "ZeroDivisionError" in raised.value.remote_traceback
     assert "return int(x) // 0" in raised.value.remote_traceback
-    assert "ZeroDivisionError: integer division or modulo by zero" in str(raised.value)
+    # the exception's type and Python's own words, whatever they are in this release
+    # (3.10-3.13: "integer division or modulo by zero", 3.14: "division by zero")
+    assert re.search(r"ZeroDivisionError: [\w ]*by zero", str(raised.value)), str(raised.value)
 
 
 def test_cancel_through_the_handle(slurm_shell: Any, sacct_state: Any) -> None:

@@ -58,6 +58,13 @@ class RunningServer:
         return self.folder / "runtime"
 
     @property
+    def times_from_slurm(self) -> tuple[float, float] | None:
+        """``SLURM_JOB_START_TIME`` and ``SLURM_JOB_END_TIME`` as the job saw them: None on
+        releases that set none (22.05 sets neither; 24.11 sets both)."""
+        start, _, end = (self.folder / "slurm_job_times").read_text().strip().partition(" ")
+        return (float(start), float(end)) if start and end else None
+
+    @property
     def log(self) -> str:
         path = self.folder / "server.log"
         return path.read_text(errors="replace") if path.exists() else ""
@@ -217,6 +224,9 @@ def server_in_job(slurm_cluster: object, tmp_path: Path) -> Iterator[StartInJob]
             "#!/bin/bash\n"
             f"#SBATCH --job-name=hpc-magics-test-server\n#SBATCH --time={SERVER_JOB_MINUTES}\n"
             f"#SBATCH --output={folder / 'server.log'}\n#SBATCH --chdir={folder}\n"
+            # what this Slurm release tells a job of its times (24.11 does; 22.05 does not)
+            "printf '%s %s' \"${SLURM_JOB_START_TIME:-}\" \"${SLURM_JOB_END_TIME:-}\" > "
+            f"{folder / 'slurm_job_times'}\n"
             f"{exports}\nexec {argv}\n"
         )
         job_id = sbatch(script)

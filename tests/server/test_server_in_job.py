@@ -75,8 +75,11 @@ def test_server_in_a_job_reports_its_job(server_in_job: StartInJob) -> None:
     assert info["job_name"] == "hpc-magics-test-server"
     assert info["partition"] == "debug"
     assert info["nodes"] == 1
-    # Slurm 22.05 sets no SLURM_JOB_END_TIME: the end time came from squeue/scontrol.
+    # The scheduler's end time, from whichever source this release offers: the job's own
+    # SLURM_JOB_END_TIME where Slurm sets it (24.11 and later), else squeue/scontrol (22.05).
     assert info["end_time"] == pytest.approx(scheduler_end_time(server.job), abs=1)
+    if server.times_from_slurm is not None:
+        assert info["end_time"] == pytest.approx(server.times_from_slurm[1], abs=1)
     assert info["end_time"] - info["start_time"] == pytest.approx(SERVER_JOB_MINUTES * 60, abs=1)
     assert 0 < info["seconds_left"] <= SERVER_JOB_MINUTES * 60
     assert info["seconds_left"] == pytest.approx(info["end_time"] - info["now"], abs=1)
@@ -201,9 +204,10 @@ def test_concurrent_jobs_requests_share_one_squeue(server_in_job: StartInJob,
         answers = list(pool.map(lambda _: server.get("hpc-magics/jobs").json(), range(16)))
         infos = list(pool.map(lambda _: server.get("hpc-magics/server").json(), range(16)))
     assert len(user_queries()) == 1, user_queries()
-    # The server's own job record: one squeue -j for all those tabs too.
+    # The server's own job record: where the release tells the job its times
+    # (SLURM_JOB_START_TIME/END_TIME, 24.11) nothing is asked; else one squeue -j for all tabs.
     own_queries = [q for q in log.read_text().splitlines() if f"-j {server.job}" in q]
-    assert len(own_queries) == 1, own_queries
+    assert len(own_queries) == (0 if server.times_from_slurm else 1), own_queries
     assert {info["job_id"] for info in infos} == {server.job}
     assert len({a["updated"] for a in answers}) == 1
     assert server.job in {job["job_id"] for job in answers[0]["jobs"]}

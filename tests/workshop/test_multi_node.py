@@ -17,6 +17,9 @@ pytestmark = pytest.mark.slurm
 @pytest.mark.slow  # four tasks import torch on a shared 2-core machine
 @pytest.mark.timeout(420)
 def test_multi_node_notebook(student_folder: Path, slurm_cluster: Any) -> None:
+    # the notebook teaches torch.distributed; tests/magics/test_scale.py does its ranks
+    # without torch
+    pytest.importorskip("torch", reason="torch is an optional extra (pyproject: torch)")
     ran = execute("multi-node.ipynb", student_folder, timeout=360)
     # the real cluster's request is spelled out, then the course one replaces it
     narval = ran.output_of("%hpc_resources --profile narval")
