@@ -33,6 +33,7 @@ else:  # imported on first use: %load_ext stays cheap (see lazy.py)
     profiles = lazy_module("hpc_magics.core.profiles")
     resources = lazy_module("hpc_magics.core.resources")
     sbatch = lazy_module("hpc_magics.core.sbatch")
+    sites = lazy_module("hpc_magics.core.sites")
     validation = lazy_module("hpc_magics.core.validation")
 
 

@@ -113,7 +113,7 @@ def test_twenty_points_one_array_table_and_retry(slurm_shell: Any, sbatch_log: P
     assert "RuntimeError: first try of 7" in handle.log()  # the failed task's log
 
     # the widget's sweep section counts the tasks per state
-    from hpc_magics.widgets.job import job_widget
+    from hpc_magics.magics.widget_monitor import job_widget
 
     widget = job_widget(handle)
     assert widget.sweep is not None
