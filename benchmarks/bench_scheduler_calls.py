@@ -25,8 +25,8 @@ from typing import Any
 
 from _common import require_cluster, row
 
-from hpc_magics.backends.folder import JobFolder
-from hpc_magics.scheduler.watcher import record_submission
+from hpc_magics.jobfolder.folder import JobFolder
+from hpc_magics.scheduler.job_status import record_submission
 
 JOBS = (1, 10, 100, 1000)
 KERNELS = (1, 5)
@@ -34,7 +34,7 @@ KERNELS = (1, 5)
 KERNEL = """
 import sys, time
 from pathlib import Path
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler.queue import JobQueue
 from hpc_magics.scheduler.watcher import Watcher
 root, count, interval, seconds, cache = sys.argv[1:6]

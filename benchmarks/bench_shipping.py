@@ -33,7 +33,7 @@ import cloudpickle
 import numpy as np
 from _common import at_most_times, interleaved, repeat_count
 
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.shipping.analysis import analyse
 from hpc_magics.shipping.buffers import write_buffers
 from hpc_magics.shipping.packing import pack

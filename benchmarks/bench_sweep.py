@@ -99,11 +99,11 @@ def submission(workdir: Path, repeat: int) -> dict[str, Any]:
 
 def synthetic_sweep(root: Path) -> Path:
     """A finished sweep's job folder, written in the runner's formats."""
-    from hpc_magics.backends.folder import JobFolder
     from hpc_magics.core.sweep import compress
-    from hpc_magics.shipping.runner import RESULTS_FILE, CellResult
+    from hpc_magics.jobfolder.files import RESULTS_FILE, CellResult
+    from hpc_magics.jobfolder.folder import JobFolder
+    from hpc_magics.jobfolder.tasks import POINTS_FILE, task_dir, write_task_info
     from hpc_magics.shipping.stream import dump_results
-    from hpc_magics.shipping.sweep_task import POINTS_FILE, task_dir, write_task_info
 
     folder = JobFolder.create(root, "synthetic-sweep")
     points = _points()
@@ -131,9 +131,9 @@ def synthetic_sweep(root: Path) -> Path:
 def table(root: Path, repeat: int) -> dict[str, Any]:
     """Time SweepHandle.table() against a plain loop reading the same files."""
     from hpc_magics.backends import get_backend
-    from hpc_magics.backends.folder import JobFolder
+    from hpc_magics.jobfolder.folder import JobFolder
+    from hpc_magics.jobfolder.tasks import TASK_FILE, task_dir
     from hpc_magics.shipping.stream import load_results
-    from hpc_magics.shipping.sweep_task import TASK_FILE, task_dir
     from hpc_magics.sweep_handle import SweepHandle
 
     def plain_loop(path: Path) -> list[dict[str, Any]]:

@@ -10,14 +10,21 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-# In a %%sbatch --checkpoint job: True when the cell runs again after a requeue, with its
-# checkpointed variables restored (set on the node; always False in the notebook).
-resumed = False
+
+def __getattr__(name: str) -> Any:
+    """``hpc_magics.resumed``: in a %%sbatch --checkpoint job, True when the cell runs again
+    after a requeue, with its checkpointed variables restored (set on the node by
+    ``node/task.py``; always False in the notebook)."""
+    if name == "resumed":
+        from .node import task
+
+        return task.resumed
+    raise AttributeError(f"module 'hpc_magics' has no attribute {name!r}")
 
 
 def checkpoint() -> Any:
     """In a %%sbatch --checkpoint job: save the checkpointed variables now (rank 0)."""
-    from .shipping.scale import checkpoint as save
+    from .node.task import checkpoint as save
 
     return save()
 

@@ -16,7 +16,7 @@ from .core.errors import HpcMagicsError
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "convert": ("hpc_magics.convert.command", "notebook → headless NAME.py + NAME.sbatch"),
-    "submit": ("hpc_magics.convert.submit", "run a whole notebook as one job"),
+    "submit": ("hpc_magics.notebook_submit", "run a whole notebook as one job"),
     "check": ("hpc_magics.checker.command", "check a job script's #SBATCH lines"),
     "profiles": ("hpc_magics.checker.profiles_command", "list, show or --draft cluster profiles"),
     "kernel": ("hpc_magics.kernel.command", "install a Jupyter kernel that runs as a Slurm job"),

@@ -17,15 +17,16 @@ import time
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from .backends.folder import check_owned
 from .core.errors import HpcMagicsError
 from .core.jobs import SUCCESS_STATES
 from .core.sweep import Point, task_job_ids
 from .handle import JobHandle, wait_for_end
-from .scheduler.watcher import JobStatus, combined_state, watcher
-from .shipping.runner import RESULTS_FILE, CellResult
+from .jobfolder.files import RESULTS_FILE, CellResult
+from .jobfolder.folder import check_owned
+from .jobfolder.tasks import POINTS_FILE, TASK_FILE, task_dir
+from .scheduler.job_status import JobStatus, combined_state
+from .scheduler.watcher import watcher
 from .shipping.stream import load_results
-from .shipping.sweep_task import POINTS_FILE, TASK_FILE, task_dir
 
 STATE, ELAPSED, ERROR = "state", "elapsed", "error"
 

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from hpc_magics.backends.folder import JobFolder, ensure_jobs_root, find_job_folders
+from hpc_magics.jobfolder.folder import JobFolder, ensure_jobs_root, find_job_folders
 
 
 def mode(path: Path) -> int:

@@ -9,9 +9,9 @@ from ..core.errors import InvalidRequest
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.scale import ScaleOptions
+from ..jobfolder.folder import JobFolder
 from ..scheduler.commands import slurm_available
 from ..shipping.packing import Payload
-from .folder import JobFolder
 
 
 def choose_backend_name(name: str) -> str:

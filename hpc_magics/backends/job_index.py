@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from ..core.jobids import same_job
-from .folder import JobFolder
+from ..jobfolder.folder import JobFolder
 
 
 def entries() -> list[tuple[str, str]]:

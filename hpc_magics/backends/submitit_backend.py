@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import shlex
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -20,18 +18,17 @@ from submitit.slurm.slurm import SlurmJobEnvironment
 from ..core import kernel_world
 from ..core.errors import InvalidRequest, SubmissionError
 from ..core.jobids import parse_parsable
-from ..core.jobs import normalize_state
 from ..core.jobscript import cell_parts, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.scale import ScaleOptions, scaled_parts, signal_directive
 from ..core.slurm_environment import for_sbatch
 from ..core.units import UNLIMITED
-from ..scheduler import commands
+from ..jobfolder.folder import JobFolder
+from ..node.runner import run_cell
+from ..scheduler import commands, local_jobs
 from ..shipping.buffers import write_buffers
 from ..shipping.packing import Payload
-from ..shipping.runner import run_cell
-from .folder import JobFolder
 
 _PARTITIONS_CACHE: dict[str, tuple[float, frozenset[str]]] = {}
 _PARTITIONS_TTL_S = 300.0
@@ -161,7 +158,7 @@ class _SubmititBackend:
         _write_job_py(folder, payload, job_name)
         payload = write_buffers(payload, folder.path)  # big arrays: raw files, not pickled
         executor = self._executor(folder, script, request)
-        from ..scheduler.watcher import record_submission
+        from ..scheduler.job_status import record_submission
 
         # before sbatch: a squeue answer older than this cannot have seen the job
         started = time.time()
@@ -309,8 +306,6 @@ class LocalBackend(_SubmititBackend):
     """submitit's local executor: the same cells on this machine, no scheduler."""
 
     name = "local"
-    _jobs: dict[str, Any] = {}
-    _cancelled: set[str] = set()
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:
@@ -336,51 +331,18 @@ class LocalBackend(_SubmititBackend):
         return executor
 
     def _after_submit(self, job: Any, folder: JobFolder, script: str) -> None:
-        LocalBackend._jobs[str(job.job_id)] = job
+        local_jobs.note_started(str(job.job_id), job)
         (folder.path / JOB_SCRIPT).write_text(script)
 
     def states(self, folder_by_id: dict[str, JobFolder],
                max_age_s: float | None = None) -> dict[str, str]:
-        states: dict[str, str] = {}
-        for job_id, folder in folder_by_id.items():
-            job = LocalBackend._jobs.get(job_id)
-            if job is not None:
-                state = normalize_state(job.state)
-                # the controller ends normally once its cancelled cell has stopped
-                cancelled = job_id in LocalBackend._cancelled and state != "RUNNING"
-                states[job_id] = "CANCELLED" if cancelled else state
-            elif folder.has_results():
-                states[job_id] = "FINISHED"
-            elif _pid_alive(job_id):
-                states[job_id] = "RUNNING"
-            else:
-                states[job_id] = "UNKNOWN"
-        return states
+        return local_jobs.local_states(folder_by_id)
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
-        job = LocalBackend._jobs.get(job_id)
-        LocalBackend._cancelled.add(job_id)
-        if job is not None:
-            job.cancel(check=False)  # its process group: SIGTERM, then SIGKILL
-        elif _pid_alive(job_id):  # another kernel's: the controller leads its own group
-            try:
-                os.killpg(int(job_id), signal.SIGTERM)
-            except ProcessLookupError:  # started before it led a group: the process alone
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(int(job_id), signal.SIGTERM)
-            except PermissionError:
-                pass
+        local_jobs.cancel(job_id)
 
 
 def _timeout_min(request: ResourceRequest) -> int:
     if request.time_s is not None and request.time_s != UNLIMITED:
         return max(1, math.ceil(request.time_s / 60))
     return 60 * 24 * 365
-
-
-def _pid_alive(job_id: str) -> bool:
-    try:
-        status = Path(f"/proc/{int(job_id)}/stat").read_text()
-    except (OSError, ValueError):
-        return False
-    return status.rsplit(") ", 1)[-1][:1] not in {"Z", "X"}

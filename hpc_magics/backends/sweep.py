@@ -22,10 +22,11 @@ from ..core.errors import HpcMagicsError, SubmissionError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.sweep import ArrayPart, Point, array_range, compress, split
+from ..jobfolder.folder import JobFolder
+from ..jobfolder.tasks import PAYLOAD_FILE, POINTS_FILE
+from ..node.sweep_task import run_task
 from ..shipping.buffers import write_buffers
 from ..shipping.packing import Payload
-from ..shipping.sweep_task import PAYLOAD_FILE, POINTS_FILE, run_task
-from .folder import JobFolder
 from .submitit_backend import ScriptedSlurmExecutor, SlurmBackend, _write_job_py
 
 KIND = "sweep"
@@ -91,7 +92,7 @@ def submit(folder: JobFolder, payload: Payload, request: ResourceRequest,
            scripts: Sequence[ArrayScript], points: Sequence[Point], job_name: str,
            parallelism: int | None) -> str:
     """Submit the sweep's arrays; returns the first array's id (the folder's job)."""
-    from ..scheduler.watcher import record_submission
+    from ..scheduler.job_status import record_submission
 
     payload = write_buffers(payload, folder.path)  # big arrays: raw files, once for all tasks
     try:

@@ -13,7 +13,8 @@ from typing import Any
 
 from ..core.checkscript import ERROR, check_script, guess_profile, render
 from ..core.errors import InvalidRequest
-from ..core.profiles import default_profile_name, load_profile
+from ..core.profiles import load_profile
+from ..core.sites import default_profile_name
 
 
 def add_parser(subcommands: Any) -> None:

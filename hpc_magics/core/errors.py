@@ -25,3 +25,25 @@ class JobFailed(HpcMagicsError):
     def __init__(self, message: str, remote_traceback: str = "") -> None:
         super().__init__(message)
         self.remote_traceback = remote_traceback
+
+
+class InternalBug(HpcMagicsError):
+    """hpc_magics itself went wrong (a parser that met a line it cannot read, ...): said as
+    a bug to report, never as the scheduler being unreachable."""
+
+
+_reported: set[str] = set()
+
+
+def report_bug(doing: str, error: BaseException) -> InternalBug:
+    """Log ``error`` (with its traceback, once per kind of failure) and return the one line
+    that says it is hpc_magics' bug, for the caller to raise or show."""
+    import logging
+
+    what = f"{type(error).__name__}: {error}"
+    if what not in _reported:
+        _reported.add(what)
+        logging.getLogger("hpc_magics").error("hpc_magics bug while %s", doing,
+                                              exc_info=error)
+    return InternalBug(f"hpc_magics bug while {doing} ({what}): please report it with the "
+                       "log's traceback (logger 'hpc_magics')")

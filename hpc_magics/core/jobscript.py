@@ -146,7 +146,7 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
                ("signal", signal), ("open-mode", "append")]
     srun = shlex.join(["srun", "--unbuffered", "--output", stdout, "--error", stderr])
     # submitit's engine (submitit.core._submit), started without its eager numpy import
-    engine_command = f"{python} -u -m hpc_magics.shipping.engine {shlex.quote(folder)}"
+    engine_command = f"{python} -u -m hpc_magics.node.engine {shlex.quote(folder)}"
     cell = f"{srun} {engine_command}"
     return JobParts(
         job_name=job_name,

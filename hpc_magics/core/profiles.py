@@ -9,7 +9,6 @@ separated) comes first of all.
 from __future__ import annotations
 
 import os
-import platform
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -347,18 +346,3 @@ def profile_for_cluster(cluster_name: str, paths: Iterable[Path] | None = None) 
         if wanted in {c.lower() for c in profile.cluster_names}:
             return name
     return None
-
-
-def default_profile_name(environ: Mapping[str, str] | None = None) -> str:
-    """``HPC_MAGICS_PROFILE``; else the profile of the cluster this runs on, as a server
-    started by a hub inside a job sees it (``SLURM_CLUSTER_NAME``) or as a login node's
-    name says (the profiles' ``hostnames``); else ``generic``."""
-    env = os.environ if environ is None else environ
-    chosen = env.get("HPC_MAGICS_PROFILE", "").strip()
-    if chosen:
-        return chosen
-    from .sites import profile_for_host
-
-    host = env.get("HOSTNAME", "") or (platform.node() if environ is None else "")
-    return (profile_for_cluster(env.get("SLURM_CLUSTER_NAME", ""))
-            or profile_for_host(host) or "generic")

@@ -3,7 +3,7 @@
 
 Pure: the options as one frozen value, their checks (every bad value named, before
 anything is submitted), and what they add to the job script rendered by ``jobscript``.
-The node side is ``shipping/scale.py`` and ``shipping/staging.py``.
+The node side is ``node/task.py`` and ``node/staging.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # a type only: the job's runner imports this module on the no
 DEFAULT_MARGIN_S = 60  # Slurm signals with about a minute's granularity
 DEFAULT_CHAIN = 3  # requeues allowed with --checkpoint when --chain is not given
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".zip")
-STAGING_MODULE = "hpc_magics.shipping.staging"
+STAGING_MODULE = "hpc_magics.node.staging"
+STAGE_TOKEN_VARIABLE = "HPC_MAGICS_STAGE_TOKEN"  # set by the job script, read on the nodes
 # one task on every node of the job, whatever the cell's own task layout
 EVERY_NODE = ('srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" '
               "--ntasks-per-node=1")
@@ -142,7 +143,11 @@ def scaled_parts(parts: JobParts, opts: ScaleOptions, python: str) -> JobParts:
         return replace(parts, engine=engine)
     *setup, cell = parts.run
     staging = f"{python} -m {STAGING_MODULE}"
-    run = list(setup)
+    run = [
+        *setup,
+        "# the /tmp fallback's name ends in a random part other users cannot guess (they "
+        "cannot read this job's environment)",
+        f"export {STAGE_TOKEN_VARIABLE}=\"$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n')\""]
     if opts.stage:
         run += ["# Staging: the inputs, copied (archives extracted) to node-local storage on "
                 "every node ($SLURM_TMPDIR, else a private folder under /tmp)",
@@ -161,7 +166,7 @@ def scaled_parts(parts: JobParts, opts: ScaleOptions, python: str) -> JobParts:
 
 
 def injected_names(opts: ScaleOptions) -> frozenset[str]:
-    """The variables the job puts into the cell's namespace (``shipping/scale.py``): a cell
+    """The variables the job puts into the cell's namespace (``node/task.py``): a cell
     may read them without the notebook defining them."""
     names = {"rank", "local_rank", "world_size"}
     if opts.checkpoint:

@@ -8,12 +8,14 @@ shares; a cluster's profile holds only what is its own, so the most specific mat
 
 from __future__ import annotations
 
+import os
+import platform
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .errors import InvalidRequest
-from .profiles import ClusterProfile, available_profiles, load_profile
+from .profiles import ClusterProfile, available_profiles, load_profile, profile_for_cluster
 
 
 def _profiles(paths: Iterable[Path] | None) -> dict[str, ClusterProfile]:
@@ -72,3 +74,16 @@ def profile_with_partition(partition: str, paths: Iterable[Path] | None = None) 
     found = [name for name, p in _profiles(paths).items()
              if partition in p.partitions and not p.retired]
     return found[0] if len(found) == 1 else None
+
+
+def default_profile_name(environ: Mapping[str, str] | None = None) -> str:
+    """``HPC_MAGICS_PROFILE``; else the profile of the cluster this runs on, as a server
+    started by a hub inside a job sees it (``SLURM_CLUSTER_NAME``) or as a login node's
+    name says (the profiles' ``hostnames``); else ``generic``."""
+    env = os.environ if environ is None else environ
+    chosen = env.get("HPC_MAGICS_PROFILE", "").strip()
+    if chosen:
+        return chosen
+    host = env.get("HOSTNAME", "") or (platform.node() if environ is None else "")
+    return (profile_for_cluster(env.get("SLURM_CLUSTER_NAME", ""))
+            or profile_for_host(host) or "generic")

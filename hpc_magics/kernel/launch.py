@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..backends.folder import JobFolder
 from ..backends.submitit_backend import SBATCH_TIMEOUT_S, parse_job_id
 from ..core.errors import SubmissionError
 from ..core.jobscript import JobParts, render
 from ..core.resources import to_dict
+from ..jobfolder.folder import JobFolder
 from ..scheduler import commands
 from ..scheduler.queue import login_name
 from .node import CONNECTION_FILE, NODE_FILE

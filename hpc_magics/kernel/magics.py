@@ -63,16 +63,3 @@ class SessionMagics(Magics):
               f"%%sbatch --session {args.name} runs a cell there")
         return None
 
-
-def run_in_session(shell: Any, name: str, cell: str) -> None:
-    """``%%sbatch --session NAME``: the cell in the session; its assigned names come back."""
-    from . import session as sessions
-
-    try:
-        session = sessions.get(name)
-        session.run(cell, shell.user_ns)
-    except HpcMagicsError as error:
-        remote = getattr(error, "remote_traceback", "")
-        if remote:
-            print(remote, file=sys.stderr)
-        raise UsageError(str(error)) from None

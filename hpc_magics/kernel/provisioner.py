@@ -23,11 +23,11 @@ from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
 from tornado.web import HTTPError
 from traitlets import Dict, Float, Unicode
 
-from ..backends.folder import JobFolder
 from ..core.errors import HpcMagicsError, InvalidRequest, SubmissionError
 from ..core.pending_reasons import plain_reason
+from ..jobfolder.folder import JobFolder
+from ..scheduler.job_status import record_submission
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
-from ..scheduler.watcher import record_submission
 from . import launch
 from .spec import KernelRequest
 

@@ -23,7 +23,7 @@ from .scale import options_from_args, scale_arguments
 
 if TYPE_CHECKING:
     from ..core import directives as directive_parser
-    from ..core import flags, jobscript, profiles, resources, sbatch, validation
+    from ..core import flags, jobscript, profiles, resources, sbatch, sites, validation
     from ..core.profiles import ClusterProfile
     from ..core.resources import ResourceRequest
 else:  # imported on first use: %load_ext stays cheap (see lazy.py)
@@ -33,6 +33,7 @@ else:  # imported on first use: %load_ext stays cheap (see lazy.py)
     profiles = lazy_module("hpc_magics.core.profiles")
     resources = lazy_module("hpc_magics.core.resources")
     sbatch = lazy_module("hpc_magics.core.sbatch")
+    sites = lazy_module("hpc_magics.core.sites")
     validation = lazy_module("hpc_magics.core.validation")
 
 
@@ -196,7 +197,7 @@ class HpcMagics(Magics):
 
     @default("default_profile")
     def _default_profile(self) -> str:
-        return str(profiles.default_profile_name())
+        return str(sites.default_profile_name())
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -339,7 +340,7 @@ class HpcMagics(Magics):
 
         args = _arguments(self.sbatch, line)
         if args.session:
-            from ..kernel.magics import run_in_session
+            from .session_cell import run_in_session
 
             return run_in_session(self.shell, args.session, cell)
         if args.retry_failed:
@@ -410,7 +411,7 @@ class HpcMagics(Magics):
                 payload = replace(payload, code=helpers + payload.code)
             job_name = args.name or parsed.job_name or self._default_job_name()
             # rendered before any folder exists: a script that cannot be written stops here
-            from ..backends.folder import JobFolder
+            from ..jobfolder.folder import JobFolder
 
             would_be = JobFolder.would_be(self.jobs_root, job_name)
             script = backend.job_script(str(would_be), request, profile, job_name, options)
@@ -513,7 +514,7 @@ class HpcMagics(Magics):
         return handle
 
     def _new_folder(self, job_name: str, need_bytes: int = 0) -> Any:
-        from ..backends.folder import JobFolder
+        from ..jobfolder.folder import JobFolder
 
         try:
             return JobFolder.create(self.jobs_root, job_name, need_bytes=need_bytes)
@@ -529,7 +530,7 @@ class HpcMagics(Magics):
         from IPython.display import display
 
         try:
-            from ..widgets.job import job_widget
+            from .widget_monitor import job_widget
         except ImportError:
             display(handle)
             return None
@@ -567,7 +568,7 @@ class HpcMagics(Magics):
                 status.update(Pretty(f"job {handle.job_id}: {handle.status.state}"))
 
     def _handle(self, job: str | None) -> Any:
-        from ..handle import attach
+        from ..attach import attach
 
         key = resources._unquote(job) if job else self.last_job  # IPython keeps quotes
         if key is None:
@@ -654,7 +655,7 @@ class HpcMagics(Magics):
     @line_magic
     def hpc_jobs(self, line: str = "") -> Any:
         """The jobs in this notebook's job folder, newest first, with their states."""
-        from ..backends.folder import find_job_folders
+        from ..jobfolder.folder import find_job_folders
         from ..scheduler.watcher import watcher
 
         args = parse_argstring(self.hpc_jobs, line)

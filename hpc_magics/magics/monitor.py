@@ -298,7 +298,7 @@ class MonitorMagics(Magics):
 
     def all_jobs(self, state: str | None) -> Any:
         """``%hpc_jobs --all [--state R,PD]``."""
-        from ..backends.folder import find_job_folders
+        from ..jobfolder.folder import find_job_folders
 
         folders = [f for f in find_job_folders(self.jobs.jobs_root) if "job_id" in f.meta()]
         try:

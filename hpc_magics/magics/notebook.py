@@ -49,7 +49,7 @@ class NotebookJobMagics(Magics):
         from ..convert.batch import job_for_notebook
         from ..convert.notebook_job import FIGURES_DIR
         from ..convert.script import read_notebook
-        from ..convert.submit import DEFAULT_JOBS_DIR, submit_notebook
+        from ..notebook_submit import DEFAULT_JOBS_DIR, submit_notebook
 
         args = _arguments(self.hpc_submit_notebook, line)
         # IPython keeps the quotes around a path with spaces

@@ -178,8 +178,8 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
            job_name: str, found: Sequence[sweep.Point], args: Any, body: str) -> Any:
     """Create the job folder, submit the arrays; the sweep's handle."""
     from ..backends import sweep as sweep_backend
-    from ..backends.folder import JobFolder
     from ..core import resources
+    from ..jobfolder.folder import JobFolder
     from ..sweep_handle import SweepHandle
 
     max_array_size = check_limits(request, len(found))
@@ -230,7 +230,7 @@ def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceReq
 
 def retry(magics: Any, body: str) -> Any:
     """``%%sbatch --retry-failed``: the newest sweep of this cell text, its failed tasks."""
-    from ..backends.folder import find_job_folders
+    from ..jobfolder.folder import find_job_folders
     from ..sweep_handle import SweepHandle
 
     key = cell_key(body)

@@ -386,9 +386,13 @@ def file_lock(cache_path: Path, timeout: float) -> Iterator[bool]:
 
 
 def write_private_json(path: Path, text: str) -> None:
-    """Replace ``path`` atomically (readers never see half a file); failures are ignored."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    """Replace ``path`` atomically (readers never see half a file); failures are ignored
+    (a cache that cannot be written must not end the thread that refreshes it)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    except OSError:
+        return
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -23,13 +23,14 @@ def usage_of(handles: Sequence[Any], max_age_s: float | None = None
     """Position in ``handles`` → its figures (one ``Usage`` per job or task, once: tasks
     cancelled before they started share one record, ``123_[2-3]``), for the handles whose
     every target has final figures; ``None``: accounting unreachable."""
-    from .watcher import _key, watcher
+    from .job_status import status_key
+    from .watcher import watcher
 
     targets = [poll_targets(handle) for handle in handles]
     found = watcher().usage([t for some in targets for t in some], max_age_s)
     result: dict[int, tuple[Usage, ...] | None] = {}
     for position, some in enumerate(targets):
-        keys = [_key(folder, job_id) for folder, job_id in some]
+        keys = [status_key(folder, job_id) for folder, job_id in some]
         if any(key in found and found[key] is None for key in keys):
             result[position] = None
         elif keys and all(key in found for key in keys):

@@ -23,180 +23,36 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..backends.folder import JobFolder
 from ..core.efficiency import Usage
+from ..core.errors import report_bug
 from ..core.jobids import JobIndex, same_job
 from ..core.jobs import (
-    FAILED_STATES,
-    RUNNING_STATES,
-    SUCCESS_STATES,
-    JobSnapshot,
     is_final,
     normalize_state,
-    phase,
 )
-from ..shipping.scale import REQUEUED_AT, read_segment
-from ..shipping.sweep_task import task_outcome
-from . import registry
+from ..jobfolder.files import store_usage, stored_usage
+from ..jobfolder.folder import JobFolder
+from ..jobfolder.tasks import task_outcome
 from .accounting import AccountingRecord, SharedAccounting, base_of
-from .cluster import UNKNOWN_CLUSTER, cluster_name
-from .queue import ANSWER_WITHIN_S, SCHEDULER_SILENT, JobQueue, QueueView
-
-# Clocks of the submitting host and the controller differ a little.
-CLOCK_SLACK_S = 60.0
-# Without a recorded end of the sbatch call (older folders), how long one may have taken.
-LEGACY_SUBMIT_WINDOW_S = 120.0
-# A queue view must postdate sbatch's return by this much before "not listed" means "gone".
-QUEUE_MARGIN_S = 1.0
-# sacct lags the scheduler by up to ~1.5 s: when it is reachable but silent, give it this
-# long after the job left the queue before calling the job ENDED.
-SACCT_LAG_S = 5.0
-
-UNREACHABLE = "accounting unreachable"
-USAGE_FILE = "usage.json"  # the job's accounting figures, once final: never asked again
-
-
-class _NotYet:
-    """Accounting has not been asked about the job yet (another process asked this interval)."""
-
-
-NOT_YET = _NotYet()
-# squeue failed or is slow: the last state it showed stands, saying so
-SCHEDULER_UNREACHABLE = SCHEDULER_SILENT
-DEFINITE_SOURCES = frozenset({"sacct", "squeue", "local"})
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    """An immutable snapshot of one job's state and where it came from."""
-
-    job_id: str
-    state: str
-    source: str  # squeue, sacct, results, queue (gone twice), recorded, local
-    note: str = ""  # e.g. "accounting unreachable"
-    checked_at: float = 0.0
-    # the queue's entry (reason, start or its estimate, elapsed, limit, nodes), while listed
-    detail: JobSnapshot | None = None
-    detail_at: float = 0.0  # when squeue gave that entry (its elapsed time is from then)
-
-    @property
-    def final(self) -> bool:
-        return is_final(self.state)
-
-    @property
-    def definite(self) -> bool:
-        """Final and from Slurm itself: nothing later can change it."""
-        return self.final and self.source in DEFINITE_SOURCES
-
-    @property
-    def phase(self) -> str:
-        return phase(self.state)
-
-
-@dataclass(frozen=True)
-class Submission:
-    """How a job folder's job is known: cluster, id and when sbatch ran."""
-
-    job_id: str
-    backend: str
-    cluster: str | None
-    submitted_at: float | None  # just before sbatch
-    returned_at: float | None  # just after sbatch returned
-    # a checkpointed job's latest requeue, noted by its rank 0: Slurm gives the requeued
-    # job a new submit time, so an entry submitted then is still this job
-    requeued_at: float | None = None
-    name: str | None = None  # the job name given to sbatch
-    folder: Path | None = None
-
-    @classmethod
-    def of(cls, folder: JobFolder, meta: dict[str, Any] | None = None) -> Submission:
-        meta = folder.meta() if meta is None else meta
-        requeued_at = None
-        if (meta.get("scale") or {}).get("checkpoint"):  # only these requeue themselves
-            requeued_at = _float(read_segment(folder.path).get(REQUEUED_AT))
-        return cls(str(meta.get("job_id", "")), str(meta.get("backend", "slurm")),
-                   meta.get("cluster"), _float(meta.get("submitted_at")),
-                   _float(meta.get("submit_returned_at")), requeued_at,
-                   meta.get("name") or None, folder.path)
-
-    @property
-    def seen_after(self) -> float:
-        """A queue view taken after this has had the chance to list the job."""
-        if self.returned_at is not None:
-            return self.returned_at + QUEUE_MARGIN_S
-        return (self.submitted_at or 0.0) + QUEUE_MARGIN_S
-
-    def matches(self, submit_time: float | None, name: str | None = None) -> bool:
-        """Could a scheduler entry submitted at ``submit_time`` be this folder's job?"""
-        if submit_time is None or self.submitted_at is None:
-            return True  # nothing to compare: trust the id
-        if self.requeued_at is not None and abs(submit_time - self.requeued_at) <= CLOCK_SLACK_S:
-            return True
-        latest = self.returned_at if self.returned_at is not None else \
-            self.submitted_at + LEGACY_SUBMIT_WINDOW_S
-        if self.submitted_at - CLOCK_SLACK_S <= submit_time <= latest + CLOCK_SLACK_S:
-            return True
-        return submit_time > latest and self.requeued_by_slurm(name)
-
-    def requeued_by_slurm(self, name: str | None) -> bool:
-        """A later entry under this id and name, after the job had started, is the job
-        requeued by Slurm itself (a node failure or preemption with ``--requeue``): Slurm
-        keeps id and name and gives it a new submit time. An id reused after a controller
-        reset would need the same name too; a job not yet started cannot have been requeued."""
-        if not name or name != self.name or self.folder is None:
-            return False
-        return any(self.folder.glob(f"{self.job_id}_*_log.out"))
-
-    def on_this_cluster(self, current: str) -> bool:
-        return (self.cluster in (None, UNKNOWN_CLUSTER) or current == UNKNOWN_CLUSTER
-                or self.cluster == current)
-
-
-def _record_name(record: AccountingRecord) -> str | None:
-    return record.usage.name if record.usage is not None else None
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def combined_state(states: Sequence[str]) -> str:
-    """One state for a job with several entries (an array's tasks, het components)."""
-    if not states:
-        return "UNKNOWN"
-    live = [s for s in states if not is_final(s)]
-    if live:
-        return next((s for s in live if s in RUNNING_STATES), live[0])
-    failed = [s for s in states if s in FAILED_STATES]
-    if failed:
-        return failed[0]
-    if all(s in SUCCESS_STATES for s in states):
-        return "COMPLETED"
-    return next(s for s in states if s not in SUCCESS_STATES)
-
-
-def record_submission(folder: JobFolder, job_id: str, started_at: float) -> None:
-    """After sbatch returned: the id, cluster and submission window, for later matching."""
-    meta = folder.meta()
-    backend = str(meta.get("backend", "slurm"))
-    submitted = _float(meta.get("submitted_at"))
-    server_id = registry.current_server_id()  # the Jupyter server whose kernel this is
-    submitted_at = min(submitted, started_at) if submitted is not None else started_at
-    cluster = cluster_name() if backend == "slurm" else None
-    folder.update_meta(
-        job_id=job_id, state="SUBMITTED", state_source="recorded",
-        submitted_at=submitted_at, submit_returned_at=time.time(), cluster=cluster,
-        server_id=server_id)
-    # the server's index of all job folders, wherever the notebook was
-    registry.note(registry.Entry(folder.path.absolute(), job_id, cluster, submitted_at,
-                                 server_id, str(meta.get("name") or "")))
+from .job_status import (
+    NOT_YET,
+    SACCT_LAG_S,
+    SCHEDULER_UNREACHABLE,
+    UNREACHABLE,
+    JobStatus,
+    NotYet,
+    Submission,
+    combined_state,
+    main_entry,
+    record_name,
+    status_key,
+)
+from .local_jobs import local_states
+from .queue import ANSWER_WITHIN_S, JobQueue, QueueView
 
 
 class Watcher:
@@ -254,7 +110,7 @@ class Watcher:
         """The last snapshot of the folder's job (or of ``job_id``, one of its array
         tasks), without asking anyone."""
         with self._lock:
-            known = self._latest.get(_key(folder, job_id))
+            known = self._latest.get(status_key(folder, job_id))
         if known is not None:
             return known
         meta = self._meta(folder)
@@ -278,7 +134,7 @@ class Watcher:
         """Fresh snapshots of all ``folders`` jobs: one squeue, at most one sacct."""
         folders = list(folders)
         polled = self.poll_jobs([(folder, None) for folder in folders], max_age_s)
-        return {folder.path: polled[_key(folder, None)] for folder in folders}
+        return {folder.path: polled[status_key(folder, None)] for folder in folders}
 
     def poll_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]],
                   max_age_s: float | None = None) -> dict[str, JobStatus]:
@@ -288,7 +144,7 @@ class Watcher:
             result: dict[str, JobStatus] = {}
             slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
             for folder, job_id in jobs:
-                key = _key(folder, job_id)
+                key = status_key(folder, job_id)
                 submission = Submission.of(folder, self._meta(folder))
                 if job_id is not None:
                     submission = replace(submission, job_id=job_id)
@@ -307,7 +163,7 @@ class Watcher:
                 result.update(self._poll_slurm(slurm, view, max_age_s))
         with self._lock:
             for folder, job_id in jobs:
-                self._remember(folder, job_id, result[_key(folder, job_id)])
+                self._remember(folder, job_id, result[status_key(folder, job_id)])
             return result
 
     def _poll_slurm(self, jobs: list[tuple[str, JobFolder, Submission, JobStatus]],
@@ -330,12 +186,12 @@ class Watcher:
                 self._absent.pop(key, None)
                 state = combined_state([normalize_state(e.state) for e in entries])
                 decided[key] = JobStatus(submission.job_id, state, "squeue", silent, now,
-                                         detail=_main_entry(entries),
+                                         detail=main_entry(entries),
                                          detail_at=view.updated)
                 continue
             if view.error is None and (view.updated is None
                                        or view.updated < submission.seen_after) \
-                    and not (key == _key(folder, None) and folder.has_results()):
+                    and not (key == status_key(folder, None) and folder.has_results()):
                 # squeue works but has not looked since sbatch returned: nothing new to ask
                 # (unless the folder's results prove the job ran, and left the queue since)
                 decided[key] = replace(previous, checked_at=now)
@@ -349,7 +205,7 @@ class Watcher:
             records = self._accounting([s.job_id for _, _, s, _ in ask], max_age_s)
             for key, folder, submission, previous in ask:
                 previous = replace(previous, detail=None)  # it has left the queue
-                if isinstance(records, _NotYet):  # asked with the user's next sacct call
+                if isinstance(records, NotYet):  # asked with the user's next sacct call
                     decided[key] = self._from_folder(key, folder, submission, previous,
                                                      note=previous.note)
                     continue
@@ -363,7 +219,7 @@ class Watcher:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
             mine = [r for r in self._records_of(records, submission.job_id)
-                    if submission.matches(r.submit_time, _record_name(r))]
+                    if submission.matches(r.submit_time, record_name(r))]
             if mine:
                 state = combined_state([r.state for r in mine])
                 said = JobStatus(submission.job_id, state, "sacct", "", now)
@@ -388,7 +244,7 @@ class Watcher:
         if previous.final and previous.source == "results":
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
         # the result file is the folder's own job's; a sweep task's outcome is in its task.json
-        own = key == _key(folder, None)
+        own = key == status_key(folder, None)
         task_failed = None if own else \
             task_outcome(folder.path, self._meta(folder), submission.job_id)
         results = folder.has_results() if own else task_failed is not None
@@ -415,7 +271,7 @@ class Watcher:
         return self._record_index[1].find(job_id)
 
     def _accounting(self, job_ids: list[str], max_age_s: float | None
-                    ) -> tuple[AccountingRecord, ...] | _NotYet | None:
+                    ) -> tuple[AccountingRecord, ...] | NotYet | None:
         """The user's one sacct per interval (shared by all their processes, see
         ``SharedAccounting``). ``None``: unreachable; ``NOT_YET``: asked next interval.
         Records are per base id, once each (a sweep's thousand tasks share one base)."""
@@ -426,7 +282,7 @@ class Watcher:
         answers = [found.get(base, NOT_YET) for base in dict.fromkeys(map(base_of, job_ids))]
         if any(a is None for a in answers):
             return None
-        if any(isinstance(a, _NotYet) for a in answers):
+        if any(isinstance(a, NotYet) for a in answers):
             return NOT_YET
         return tuple(r for a in answers if isinstance(a, tuple) for r in a)
 
@@ -440,8 +296,8 @@ class Watcher:
         result: dict[str, tuple[Usage, ...] | None] = {}
         ask: list[tuple[str, JobFolder, Submission]] = []
         for folder, job_id in jobs:
-            key = _key(folder, job_id)
-            stored = _stored_usage(folder, job_id)
+            key = status_key(folder, job_id)
+            stored = stored_usage(folder.path, job_id)
             if stored is not None:
                 result[key] = stored
                 continue
@@ -465,12 +321,12 @@ class Watcher:
                 continue
             mine = tuple(r.usage for r in records if r.usage is not None
                          and same_job(submission.job_id, r.job_id)
-                         and submission.matches(r.submit_time, _record_name(r)))
+                         and submission.matches(r.submit_time, record_name(r)))
             if not mine or not self.accounting.settled(base):
                 continue  # the steps' figures come a moment after the job's end
             result[key] = mine
-            if key == _key(folder, None):
-                _store_usage(folder, mine)
+            if key == status_key(folder, None):
+                store_usage(folder.path, mine)
         return result
 
     def _answers_within(self, job_ids: list[str], max_age: float
@@ -484,7 +340,7 @@ class Watcher:
         def ask() -> None:  # not under the lock: the caller holds it while it waits
             try:
                 found.update(self.accounting.answers(job_ids, max_age))
-            except Exception as error:  # said as "unreachable", never a thread's traceback
+            except Exception as error:  # sacct's failures are None answers: this is a bug
                 failed.append(error)
 
         deadline = time.monotonic() + ANSWER_WITHIN_S  # one budget for both waits below
@@ -497,14 +353,13 @@ class Watcher:
         self._sacct_asking = asking
         asking.start()
         asking.join(max(0.0, deadline - time.monotonic()))
-        return None if asking.is_alive() or failed else dict(found)
+        if failed:
+            raise report_bug("reading sacct's answer", failed[0])
+        return None if asking.is_alive() else dict(found)
 
     def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
-        from ..backends.submitit_backend import LocalBackend
-
         now = time.time()
-        raw = LocalBackend().states({submission.job_id: folder}).get(submission.job_id,
-                                                                     "UNKNOWN")
+        raw = local_states({submission.job_id: folder}).get(submission.job_id, "UNKNOWN")
         if raw == "UNKNOWN" and folder.has_results():
             failed = folder.load_results().error_type is not None
             return JobStatus(submission.job_id, "FAILED" if failed else "COMPLETED",
@@ -513,7 +368,7 @@ class Watcher:
 
     def _remember(self, folder: JobFolder, job_id: str | None, status: JobStatus) -> None:
         """Keep the snapshot; write meta.json when what it says (of the folder's job) changed."""
-        key = _key(folder, job_id)
+        key = status_key(folder, job_id)
         before = self._latest.get(key)
         self._latest[key] = status
         if status.final and status.source != "recorded":
@@ -570,12 +425,12 @@ class Watcher:
                 ask.append((key, submission, previous))
             answer = self._accounting([s.job_id for _, s, _ in ask], max_age_s) if ask \
                 else ()
-            not_yet = isinstance(answer, _NotYet)  # asked with the user's next sacct call
-            records = None if isinstance(answer, _NotYet) else answer
+            not_yet = isinstance(answer, NotYet)  # asked with the user's next sacct call
+            records = None if isinstance(answer, NotYet) else answer
             for key, submission, previous in ask:
                 job_id = submission.job_id
                 mine = [r for r in records or () if same_job(job_id, r.job_id)
-                        and submission.matches(r.submit_time, _record_name(r))]
+                        and submission.matches(r.submit_time, record_name(r))]
                 said = combined_state([r.state for r in mine]) if mine else None
                 absences = self._absent.get(key, [])
                 if said is not None and is_final(said):
@@ -598,40 +453,6 @@ class Watcher:
         """``scancel`` one of the user's own jobs (``LookupError`` when it is not theirs)."""
         self.queue.cancel(job_id)
 
-
-
-def _main_entry(entries: Sequence[JobSnapshot]) -> JobSnapshot:
-    """The entry a widget describes: a running one before a pending range."""
-    return next((e for e in entries if e.state in RUNNING_STATES), entries[0])
-
-
-def _stored_usage(folder: JobFolder, job_id: str | None) -> tuple[Usage, ...] | None:
-    import json
-
-    try:
-        data = json.loads((folder.path / USAGE_FILE).read_text())
-        usages = tuple(Usage.from_dict(u) for u in data)
-    except (OSError, ValueError, TypeError):
-        return None
-    if job_id is not None:
-        usages = tuple(u for u in usages if same_job(job_id, u.job_id))
-    return usages or None
-
-
-def _store_usage(folder: JobFolder, usages: tuple[Usage, ...]) -> None:
-    import json
-
-    target = folder.path / USAGE_FILE
-    temporary = target.with_suffix(".tmp")
-    try:
-        temporary.write_text(json.dumps([u.to_dict() for u in usages], indent=1))
-        temporary.replace(target)
-    except OSError:
-        pass  # asked again next time
-
-
-def _key(folder: JobFolder, job_id: str | None) -> str:
-    return str(folder.path) if job_id is None else f"{folder.path}#{job_id}"
 
 
 _WATCHER: Watcher | None = None

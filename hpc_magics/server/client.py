@@ -1,7 +1,7 @@
 """From a kernel: find the Jupyter server that runs it, read its status, ask it to stop.
 
 The kernel inherits ``SLURM_JOB_ID`` from the server's job. The server is the running
-jupyter_server (``list_running_servers()``) whose process is an ancestor of the kernel.
+jupyter_server (its runtime file) whose process is an ancestor of the kernel.
 Without one (or without the hpc_magics extension in it), the kernel falls back to its own
 view of the job and, for Stop, to ``scancel`` of its own job.
 """
@@ -19,21 +19,42 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from ..core.errors import HpcMagicsError
 from ..scheduler import commands
 from ..scheduler.queue import own_job, own_job_id
-from .status import ServerStatus, server_status
+from ..scheduler.server_status import ServerStatus, server_status
 
 HTTP_TIMEOUT_S = 10.0
 
 
+# The server runs beside the kernel: its token never goes through a proxy (http_proxy and
+# friends are for the world outside), so this client's opener has no proxy handler.
+_LOCAL_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def parent_pid(pid: int) -> int | None:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        return psutil.Process(pid).ppid() or None
+    except psutil.Error:
         return None
-    # The command name may hold spaces and parentheses: fields start after the last ")".
-    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def running_servers() -> list[dict[str, Any]]:
+    """The running Jupyter servers of this user, from their runtime files (what
+    jupyter_server's ``list_running_servers`` reads; a kernel need not install it)."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    servers = []
+    for path in sorted(Path(jupyter_runtime_dir()).glob("jpserver-*.json")):
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(info, dict) and psutil.pid_exists(int(info.get("pid", 0) or 0)):
+            servers.append(info)
+    return servers
 
 
 def ancestors(pid: int) -> list[int]:
@@ -49,9 +70,7 @@ def find_own_server(servers: Iterable[Mapping[str, Any]] | None = None,
                     pid: int | None = None) -> Mapping[str, Any] | None:
     """The running server whose process is an ancestor of ``pid`` (this kernel)."""
     if servers is None:
-        from jupyter_server.serverapp import list_running_servers
-
-        servers = list_running_servers()
+        servers = running_servers()
     lineage = set(ancestors(os.getpid() if pid is None else pid))
     return next((info for info in servers if info.get("pid") in lineage), None)
 
@@ -72,7 +91,7 @@ class ServerConnection:
             headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as answer:
+            with _LOCAL_OPENER.open(request, timeout=HTTP_TIMEOUT_S) as answer:
                 data: dict[str, Any] = json.loads(answer.read().decode())
                 return data
         except (urllib.error.URLError, OSError, ValueError) as exc:

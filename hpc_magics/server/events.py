@@ -19,12 +19,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..backends.folder import JobFolder
 from ..core.jobids import parse_job_id
 from ..core.jobs import JobSnapshot, phase
+from ..jobfolder.folder import JobFolder
 from ..scheduler import registry
 from ..scheduler.cluster import UNKNOWN_CLUSTER
-from ..scheduler.watcher import JobStatus, Watcher
+from ..scheduler.job_status import JobStatus
+from ..scheduler.watcher import Watcher
 
 MAX_EVENTS = 500
 

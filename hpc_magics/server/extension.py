@@ -22,10 +22,10 @@ from traitlets.config import LoggingConfigurable
 from ..core.errors import HpcMagicsError
 from ..scheduler import commands, registry
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue, OwnJob, own_job, own_job_id
+from ..scheduler.server_status import ServerStatus, server_status
 from ..scheduler.watcher import Watcher
 from . import idle
 from .events import JobTracker
-from .status import ServerStatus, server_status
 
 SETTINGS_KEY = "hpc_magics"
 
@@ -254,35 +254,3 @@ def server_instance_id(job_id: str | None) -> str:
     if job_id is not None:
         return f"slurm-job-{job_id}"
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
-
-
-def _observe_requests(state: ServerState, web_app: Any) -> None:
-    """Count a person's requests as activity by wrapping tornado's per-request log hook."""
-    original = web_app.settings.get("log_function")
-
-    def log_and_observe(handler: Any) -> None:
-        if idle.counts_as_activity(handler):
-            state.note_user_activity()
-        if original is not None:
-            original(handler)
-        else:
-            type(web_app).log_request(web_app, handler)
-
-    web_app.settings["log_function"] = log_and_observe
-
-
-def load(serverapp: Any) -> ServerState:
-    """Install handlers and the idle watcher into a jupyter_server ``ServerApp``."""
-    from .handlers import route_table
-
-    config = HpcMagics(parent=serverapp)
-    state = ServerState(serverapp, config)
-    web_app = serverapp.web_app
-    web_app.settings[SETTINGS_KEY] = state
-    web_app.add_handlers(".*$", route_table(web_app.settings["base_url"]))
-    _observe_requests(state, web_app)
-    IOLoop.current().add_callback(state.start_idle_watch)
-    IOLoop.current().add_callback(state.start_job_events)
-    serverapp.log.info("hpc_magics: server extension loaded (%s)",
-                       f"Slurm job {state.job_id}" if state.job_id else "not in a Slurm job")
-    return state

@@ -19,7 +19,6 @@ import html
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +28,6 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
-from ..scheduler.targets import poll_targets, usage_of
 from .job_view import JobView
 from .segments import segment_html, segment_note
 from .sweep_view import sweep_section
@@ -384,67 +382,3 @@ class JobWidget(widgets.VBox):
                 self.message.value += f"<pre>{html.escape(output)}</pre>"
 
         self._run(fetch)
-
-
-class _Monitor:
-    """Refreshes live widgets from a single background thread."""
-
-    def __init__(self) -> None:
-        self._widgets: weakref.WeakSet[JobWidget] = weakref.WeakSet()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-
-    def add(self, widget: JobWidget) -> None:
-        with self._lock:
-            self._widgets.add(widget)
-            if self._thread is None or not self._thread.is_alive():
-                self._stop.clear()
-                self._thread = threading.Thread(target=self._loop, name="hpc-magics-monitor",
-                                                daemon=True)
-                self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(REFRESH_INTERVAL_S):
-            with self._lock:
-                widgets_now = list(self._widgets)
-            if not self.tick(widgets_now):
-                return
-
-    @staticmethod
-    def tick(widgets_now: list[JobWidget]) -> bool:
-        """One round for all widgets; False when none needs another."""
-        from ..scheduler.watcher import watcher
-
-        # until the end; a provisional end (the result file, the queue) while the job's
-        # figures are awaited from the same sacct answer, so Slurm's word replaces it; later
-        # the next %hpc_jobs or fetch: a cluster without accounting never keeps this polling
-        live = [w for w in widgets_now if not w.handle.status.final
-                or (not w.handle.status.definite and w.wants_usage())]
-        if live:
-            try:  # one batched poll for every live widget; the watcher decides states
-                watcher().poll_jobs([t for w in live for t in poll_targets(w.handle)])
-            except HpcMagicsError:
-                pass
-        ended = [w for w in widgets_now if w.wants_usage()]
-        if ended:
-            try:  # their figures: the user's shared sacct call, never one per widget
-                usage = usage_of([w.handle for w in ended])
-            except HpcMagicsError:
-                usage = {}
-            for position, widget in enumerate(ended):
-                if position in usage:
-                    widget.take_usage(usage[position])
-        for widget in widgets_now:
-            if widget.rendered_key != widget.key():
-                widget.render()
-        return bool(live) or any(w.wants_usage() for w in ended)
-
-
-MONITOR = _Monitor()
-
-
-def job_widget(handle: Any) -> JobWidget:
-    widget = JobWidget(handle)
-    MONITOR.add(widget)
-    return widget

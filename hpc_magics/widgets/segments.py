@@ -7,7 +7,7 @@ import html
 import json
 from pathlib import Path
 
-from ..shipping.scale import SEGMENT_FILE
+from ..jobfolder.files import SEGMENT_FILE
 
 
 def segment_note(folder: Path) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import ipywidgets as widgets
 
 from ..core.errors import HpcMagicsError
-from ..server.status import ServerStatus
+from ..scheduler.server_status import ServerStatus
 from .server_view import ServerView, server_view
 
 TICK_S = 30.0

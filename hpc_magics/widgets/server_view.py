@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from ..core.units import format_duration
-from ..server.status import ServerStatus
+from ..scheduler.server_status import ServerStatus
 
 # How the Stop button would stop things, decided by the magic from what it found.
 STOP_SERVER = "server"  # POST /hpc-magics/server/stop to the server that runs this kernel

@@ -64,10 +64,10 @@ def test_cells_that_never_parsed_are_left_out_with_a_note(tmp_path: Path) -> Non
 def test_replayed_cell_runs_as_a_slurm_job(slurm_cluster: Any, tmp_path: Path) -> None:
     """What ``%%sbatch --replay`` submits: no shipped state, the history rebuilds it."""
     from hpc_magics.backends import get_backend
-    from hpc_magics.backends.folder import JobFolder
     from hpc_magics.core.profiles import load_profile
     from hpc_magics.core.resources import ResourceRequest
     from hpc_magics.handle import JobHandle
+    from hpc_magics.jobfolder.folder import JobFolder
     from hpc_magics.shipping.packing import Payload
 
     workdir = tmp_path / "notebook folder"

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-import hpc_magics
-from hpc_magics.shipping import scale
+from hpc_magics.node import task as scale
 
 
 @pytest.fixture
@@ -19,5 +18,5 @@ def restored_signal_handlers() -> Iterator[None]:
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)
-    hpc_magics.resumed = False
+    scale.resumed = False
     scale._CURRENT = None

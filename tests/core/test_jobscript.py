@@ -89,7 +89,7 @@ def test_what_submitit_would_have_added_is_not_there(profile_name: str) -> None:
     assert "wckey" not in script and "--ntasks-per-node" not in script
     assert sum(line.startswith("#SBATCH --gres") for line in script.splitlines()) <= 1
     # what the engine needs on the node
-    engine = f"{PYTHON} -u -m hpc_magics.shipping.engine {FOLDER}"
+    engine = f"{PYTHON} -u -m hpc_magics.node.engine {FOLDER}"
     # always an srun step: the time limit's signals reach a step, not the shell's children
     assert f"\nsrun --unbuffered --output {FOLDER}/%j_%t_log.out " \
            f"--error {FOLDER}/%j_%t_log.err {engine}\n" in script
@@ -161,5 +161,5 @@ def test_the_engine_runs_in_an_srun_step(signal: str) -> None:
     children: a plain cell too keeps its step, or its output at the limit is lost."""
     parts = jobscript.cell_parts(FOLDER, PYTHON, "train", signal=signal)
     assert parts.run[-1] == (f"srun --unbuffered --output {FOLDER}/%j_%t_log.out --error "
-                             f"{FOLDER}/%j_%t_log.err {PYTHON} -u -m hpc_magics.shipping.engine "
+                             f"{FOLDER}/%j_%t_log.err {PYTHON} -u -m hpc_magics.node.engine "
                              f"{FOLDER}")

@@ -39,12 +39,12 @@ def script(monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
 def test_a_venv_travels_by_its_interpreter_and_is_put_first_on_path_in_a_clean_job(
         monkeypatch: pytest.MonkeyPatch) -> None:
     inherited = script(monkeypatch, {"VIRTUAL_ENV": VENV})
-    assert f" {PYTHON} -u -m hpc_magics.shipping.engine" in inherited
+    assert f" {PYTHON} -u -m hpc_magics.node.engine" in inherited
     assert "export VIRTUAL_ENV" not in inherited  # the environment travels with the job
     clean = script(monkeypatch, {"VIRTUAL_ENV": VENV, "SBATCH_EXPORT": "NONE"})
     assert (f"export VIRTUAL_ENV={VENV}\nexport PATH=\"$VIRTUAL_ENV/bin:$PATH\"\n"
             "export SLURM_EXPORT_ENV=ALL\n") in clean
-    assert f" {PYTHON} -u -m hpc_magics.shipping.engine" in clean
+    assert f" {PYTHON} -u -m hpc_magics.node.engine" in clean
 
 
 def test_a_conda_environment_in_a_clean_job(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -162,7 +162,7 @@ def test_directive_with_en_dash_is_explained() -> None:
 
 
 def test_profile_follows_the_cluster_a_hub_server_runs_on() -> None:
-    from hpc_magics.core.profiles import default_profile_name
+    from hpc_magics.core.sites import default_profile_name
 
     assert default_profile_name({"SLURM_CLUSTER_NAME": "alvis"}) == "alvis"
     assert default_profile_name({"SLURM_CLUSTER_NAME": "Narval"}) == "narval"

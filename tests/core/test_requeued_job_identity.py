@@ -1,4 +1,4 @@
-"""A requeued job is still the folder's job (shipping/scale.py notes the requeue,
+"""A requeued job is still the folder's job (node/task.py notes the requeue,
 scheduler/watcher.py reads it), on real files without Slurm.
 
 Slurm gives a requeued job a new submit time (sacct -D shows one per segment), while the
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hpc_magics.backends.folder import JobFolder
 from hpc_magics.core.scale import ScaleOptions
-from hpc_magics.scheduler.watcher import Submission
-from hpc_magics.shipping import scale
+from hpc_magics.jobfolder.folder import JobFolder
+from hpc_magics.node import task as scale
+from hpc_magics.scheduler.job_status import Submission
 
 pytestmark = pytest.mark.usefixtures("restored_signal_handlers")
 

@@ -1,4 +1,4 @@
-"""One task's side of a scaled job (shipping/scale.py), on real files, without Slurm:
+"""One task's side of a scaled job (node/task.py), on real files, without Slurm:
 variables, checkpoint save/merge/restore, the end of the chain, gathered values."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 
 import hpc_magics
 from hpc_magics.core.scale import ScaleOptions
-from hpc_magics.shipping import scale
+from hpc_magics.jobfolder import files
+from hpc_magics.node import task as scale
 
 
 def task(folder: Path, rank: int = 0, restarts: int = 0, **options: object) -> scale.NodeTask:
@@ -50,13 +51,13 @@ def test_only_rank_zero_saves_and_the_chain_ends(tmp_path: Path) -> None:
     namespace["x"] = 5
     last.cell_running = True
     last._on_limit(signal.SIGUSR2, None)  # no requeue left: saved, and the cell goes on
-    assert scale._load_own(tmp_path / scale.CHECKPOINT_FILE)["values"] == {"x": 5}
+    assert files.load_own(tmp_path / scale.CHECKPOINT_FILE)["values"] == {"x": 5}
 
 
 def test_gathered_values_by_rank(tmp_path: Path) -> None:
     for rank in (0, 1, 3):  # rank 2 wrote nothing (it failed)
         task(tmp_path, rank=rank, gather=("loss",)).write_gathered({"loss": rank * 0.5})
-    gathered, ranks = scale.load_gathered(tmp_path, ("loss",))
+    gathered, ranks = files.load_gathered(tmp_path, ("loss",))
     assert gathered == {"loss": [0.0, 0.5, None, 1.5]} and ranks == 3
 
 

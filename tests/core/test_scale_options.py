@@ -1,5 +1,5 @@
 """The scale options (core/scale.py): checks, and the lines they add to the job script;
-the node-local staging functions (shipping/staging.py) on real files."""
+the node-local staging functions (node/staging.py) on real files."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hpc_magics.core import scale
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.profiles import load_profile
 from hpc_magics.core.resources import ResourceRequest
-from hpc_magics.shipping import staging
+from hpc_magics.node import staging
 
 PYTHON = "/opt/py/bin/python"
 FOLDER = "/home/me/hpc_jobs/train-1"
@@ -46,7 +46,7 @@ def test_stage_and_stage_back_lines(tmp_path: Path) -> None:
     assert stage_in.startswith(scale.EVERY_NODE)
     assert stage_in.endswith(str(tmp_path / "data.tar.gz"))
     # the cell runs in the background so the TERM trap copies back at once
-    cell = next(i for i, line in enumerate(lines) if "hpc_magics.shipping.engine" in line)
+    cell = next(i for i, line in enumerate(lines) if "hpc_magics.node.engine" in line)
     assert lines[cell].endswith(" &") and lines[cell - 1] == "trap hpc_magics_stop TERM"
     assert lines[-1] == "exit $status"
     assert any(line.endswith(f"staging back {tmp_path / 'out'}") for line in lines[cell:])

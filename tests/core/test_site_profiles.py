@@ -16,10 +16,9 @@ from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.profiles import (
     PACKAGED_DIR,
     available_profiles,
-    default_profile_name,
     load_profile,
 )
-from hpc_magics.core.sites import profile_for_host
+from hpc_magics.core.sites import default_profile_name, profile_for_host
 
 ALL = sorted(p.stem for p in PACKAGED_DIR.glob("*.toml"))
 SITES = {

@@ -13,7 +13,7 @@ from hpc_magics.core.jobids import JobIndex, same_job
 from hpc_magics.core.jobscript import cell_parts, header_lines, render
 from hpc_magics.core.profiles import load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
-from hpc_magics.shipping.sweep_task import TASK_FILE, task_dir, task_outcome
+from hpc_magics.jobfolder.tasks import TASK_FILE, task_dir, task_outcome
 
 
 def test_the_product_of_the_values_as_python_literals() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hpc_magics.scheduler.watcher import UNREACHABLE
+from hpc_magics.scheduler.job_status import UNREACHABLE
 
 from .conftest import Stopwatch, last_handle, outage, wait_for
 

@@ -17,7 +17,7 @@ from server.conftest import StartInJob, StartLocal
 
 import hpc_magics
 from hpc_magics.scheduler import commands
-from hpc_magics.scheduler.watcher import SCHEDULER_UNREACHABLE
+from hpc_magics.scheduler.job_status import SCHEDULER_UNREACHABLE
 from hpc_magics.widgets.job import JobWidget
 
 from .conftest import Stopwatch, last_handle, outage, sacct_state, wait_for

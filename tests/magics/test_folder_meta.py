@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.jobfolder.folder import JobFolder
 
 
 def test_writers_of_one_job_folder_at_once_never_trip_over_each_other(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from hpc_magics.backends.folder import WOULD_BE_STAMP, WOULD_BE_TOKEN
 from hpc_magics.core.profiles import PACKAGED_DIR
+from hpc_magics.jobfolder.folder import WOULD_BE_STAMP, WOULD_BE_TOKEN
 from hpc_magics.scheduler import commands
 
 CELL = """import os

@@ -120,10 +120,10 @@ def test_a_whole_notebook_job_runs_the_kernel_the_notebook_names(
     import nbformat
 
     from hpc_magics.convert.notebook_job import NOTEBOOK_OUT
-    from hpc_magics.convert.submit import submit_notebook
     from hpc_magics.core.errors import InvalidRequest
     from hpc_magics.core.profiles import load_profile
     from hpc_magics.core.resources import ResourceRequest
+    from hpc_magics.notebook_submit import submit_notebook
 
     venv = _venv_with_a_package(project)
     kernels = project / "jupyter" / "kernels" / "envworld"

@@ -67,7 +67,7 @@ def test_the_parsers_built_on_first_use_parse_and_give_the_full_help() -> None:
 
 
 def test_the_node_engine_starts_submitit_without_numpy_and_numpy_still_loads() -> None:
-    code = ("import sys\nfrom hpc_magics.shipping.engine import import_submitit\n"
+    code = ("import sys\nfrom hpc_magics.node.engine import import_submitit\n"
             "import_submitit()\nassert 'submitit.core.submission' in sys.modules\n"
             "print('numpy' in sys.modules)\nimport numpy\nprint(numpy.arange(3).sum())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -78,7 +78,7 @@ def test_the_node_engine_starts_submitit_without_numpy_and_numpy_still_loads() -
 def test_the_cell_runner_on_the_node_loads_no_job_script_renderer() -> None:
     """The job's runner starts with every cell: it needs the scale options, not the
     profiles, requests and sbatch flags the notebook side renders job scripts from."""
-    code = ("import sys\nimport hpc_magics.shipping.runner\n"
+    code = ("import sys\nimport hpc_magics.node.runner\n"
             "print(sorted(m for m in sys.modules if m.startswith('hpc_magics.core.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)

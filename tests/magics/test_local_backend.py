@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
+from hpc_magics.attach import attach
 from hpc_magics.core.errors import JobFailed
-from hpc_magics.handle import attach
 
 
 def test_cell_runs_locally_and_results_come_back_with_wait(

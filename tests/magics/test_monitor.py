@@ -1,7 +1,7 @@
 """Watching jobs on the real test cluster: the widget's story, efficiency, GPU samples, all jobs.
 
 Real jobs, real squeue/sacct, a real IPython shell. The widget is driven by the kernel's
-monitor round (``_Monitor.tick``), as its thread would, with a short poll interval
+monitor round (``Monitor.tick``), as its thread would, with a short poll interval
 (``HPC_MAGICS_POLL_INTERVAL``) and a queue/accounting cache of the test's own.
 """
 
@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
+from hpc_magics.magics.widget_monitor import Monitor
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler import watcher as watcher_module
-from hpc_magics.widgets.job import JobWidget, _Monitor
+from hpc_magics.widgets.job import JobWidget
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -47,7 +48,7 @@ def tick_until(widgets: list[JobWidget], done: Callable[[], bool], timeout: floa
                every: Callable[[], None] = lambda: None) -> bool:
     deadline = time.monotonic() + timeout
     while True:
-        _Monitor.tick(widgets)
+        Monitor.tick(widgets)
         every()
         if done():
             return True
@@ -329,7 +330,7 @@ def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
 def test_efficiency_per_task_of_an_array(lab: Any, tmp_path: Path, sacct_state: Any,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     """An array job (submitted with sbatch, as a sweep does) gets one report per task."""
-    from hpc_magics.backends.folder import JobFolder
+    from hpc_magics.jobfolder.folder import JobFolder
     from hpc_magics.scheduler.cluster import cluster_name
 
     started = time.time()

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.cluster import cluster_name
 
@@ -59,10 +59,10 @@ KERNEL_CODE = """
 import threading, time
 from pathlib import Path
 from hpc_magics.backends import get_backend
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.handle import JobHandle
 from hpc_magics.scheduler.watcher import watcher
-from hpc_magics.widgets.job import job_widget
+from hpc_magics.magics.widget_monitor import job_widget
 
 folders = [JobFolder(Path(p)) for p in {paths!r}]
 backend = get_backend("slurm")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hpc_magics.handle import attach
+from hpc_magics.attach import attach
 from hpc_magics.shipping.analysis import analyse
 from hpc_magics.shipping.packing import pack
 from hpc_magics.shipping.stream import load_names

@@ -113,7 +113,7 @@ def test_twenty_points_one_array_table_and_retry(slurm_shell: Any, sbatch_log: P
     assert "RuntimeError: first try of 7" in handle.log()  # the failed task's log
 
     # the widget's sweep section counts the tasks per state
-    from hpc_magics.widgets.job import job_widget
+    from hpc_magics.magics.widget_monitor import job_widget
 
     widget = job_widget(handle)
     assert widget.sweep is not None
@@ -152,7 +152,7 @@ def test_past_max_array_size_the_sweep_is_split(slurm_shell: Any, sbatch_log: Pa
     assert list(table["label"]) == [b * a for a, b in zip(range(1, 8), "abcdefg", strict=True)]
     assert set(table["state"]) == {"COMPLETED"}
     # after a kernel restart the folder gives the same sweep back
-    from hpc_magics.handle import attach
+    from hpc_magics.attach import attach
     from hpc_magics.sweep_handle import SweepHandle
 
     again = attach(handle.folder.path.name, magics_of(slurm_shell).jobs_root)
@@ -311,10 +311,11 @@ def test_task_files_decide_when_slurm_cannot_say(slurm_cluster: Any, tmp_path: P
     import pickle
 
     from hpc_magics.backends import get_backend
-    from hpc_magics.backends.folder import JobFolder
+    from hpc_magics.jobfolder.folder import JobFolder
+    from hpc_magics.jobfolder.tasks import PAYLOAD_FILE, POINTS_FILE
+    from hpc_magics.node.sweep_task import run_task
     from hpc_magics.shipping.analysis import analyse
     from hpc_magics.shipping.packing import pack
-    from hpc_magics.shipping.sweep_task import PAYLOAD_FILE, POINTS_FILE, run_task
     from hpc_magics.sweep_handle import SweepHandle
 
     folder = JobFolder.create(tmp_path / "jobs", "elsewhere")

@@ -23,8 +23,9 @@ value = x * 10
 def test_efficiency_of_a_retried_sweep_per_point(shell: Any, slurm_cluster: Any, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from hpc_magics.magics.widget_monitor import MONITOR
     from hpc_magics.scheduler import watcher
-    from hpc_magics.widgets.job import MONITOR, JobWidget
+    from hpc_magics.widgets.job import JobWidget
 
     # our own sacct cache and watcher: what other processes of this user asked stays theirs
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))

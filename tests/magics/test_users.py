@@ -22,8 +22,8 @@ import pytest
 from IPython.core.error import UsageError
 
 import hpc_magics
-from hpc_magics.backends.folder import JobFolder
 from hpc_magics.core.errors import HpcMagicsError
+from hpc_magics.jobfolder.folder import JobFolder
 
 if TYPE_CHECKING:  # fixture types only; test modules do not import conftest at run time
     from conftest import OtherUser, SacctState

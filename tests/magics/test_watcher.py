@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.attach import attach
 from hpc_magics.backends.submitit_backend import SlurmBackend
-from hpc_magics.handle import attach
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.cluster import cluster_name
+from hpc_magics.scheduler.job_status import CLOCK_SLACK_S, UNREACHABLE, JobStatus
 from hpc_magics.scheduler.queue import JobQueue
-from hpc_magics.scheduler.watcher import CLOCK_SLACK_S, UNREACHABLE, JobStatus, Watcher
+from hpc_magics.scheduler.watcher import Watcher
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -29,9 +29,9 @@ from server.conftest import (
 from server.conftest import RunningServer as Server
 
 import hpc_magics
-from hpc_magics.backends.folder import JobFolder
 from hpc_magics.core.errors import HpcMagicsError
 from hpc_magics.core.resources import ResourceRequest
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler import commands
 
 from .conftest import Intruder

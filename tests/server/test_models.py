@@ -15,8 +15,8 @@ from hpc_magics.scheduler.queue import (
     slurm_duration,
     slurm_timestamp,
 )
+from hpc_magics.scheduler.server_status import ServerStatus, server_status
 from hpc_magics.server.idle import KernelActivity, idle_stop_at
-from hpc_magics.server.status import ServerStatus, server_status
 from hpc_magics.widgets.server_view import STOP_JOB, STOP_NOTHING, STOP_SERVER, server_view
 
 

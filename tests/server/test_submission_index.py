@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler import registry
-from hpc_magics.scheduler.watcher import record_submission
+from hpc_magics.scheduler.job_status import record_submission
 
 
 def test_record_submission_indexes_the_folder_with_the_servers_id(

@@ -21,4 +21,4 @@ if [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && command -v nvidia-smi >/dev/null 2>&1; 
     trap 'kill "$hpc_gpu_sampler" 2>/dev/null' EXIT
 fi
 export SUBMITIT_EXECUTOR=slurm
-srun --unbuffered --output /scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_%t_log.out --error /scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_%t_log.err /opt/venv/bin/python -u -m hpc_magics.shipping.engine /scratch/ada/hpc_jobs/train-20250101-120000-abcd
+srun --unbuffered --output /scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_%t_log.out --error /scratch/ada/hpc_jobs/train-20250101-120000-abcd/%j_%t_log.err /opt/venv/bin/python -u -m hpc_magics.node.engine /scratch/ada/hpc_jobs/train-20250101-120000-abcd

@@ -1,4 +1,4 @@
-"""Starts submitit's engine on the node (``python -m hpc_magics.shipping.engine FOLDER``).
+"""Starts submitit's engine on the node (``python -m hpc_magics.node.engine FOLDER``).
 
 submitit stays the engine: this runs ``submitit.core._submit`` as ``python -m`` would.
 It only skips submitit's eager ``import numpy`` (made "before loading the pickle", in a

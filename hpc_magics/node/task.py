@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import signal
 import socket
 import sys
@@ -22,11 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core.scale import ScaleOptions
-
-CHECKPOINT_FILE = "checkpoint.pkl"
-SEGMENT_FILE = "segment.json"
-REQUEUED_AT = "requeued_at"  # key of SEGMENT_FILE: epoch seconds of the latest requeue
-GATHER_DIR = "gathered"
+from ..jobfolder.files import (
+    CHECKPOINT_FILE,
+    GATHER_DIR,
+    REQUEUED_AT,
+    SEGMENT_FILE,
+    load_own,
+    read_segment,
+    write_atomically,
+)
 
 
 class Requeued(BaseException):
@@ -34,37 +37,10 @@ class Requeued(BaseException):
     of the cell: nothing is reported, the next segment carries on)."""
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    import tempfile
-
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(data)
-    os.replace(temporary, path)
-
-
-def read_segment(folder: Path) -> dict[str, Any]:
-    """The job folder's ``segment.json`` (``{}`` when absent or unreadable)."""
-    try:
-        data = json.loads((folder / SEGMENT_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _dumps(value: Any) -> bytes:
     import cloudpickle  # notebook classes and functions travel by value
 
     return bytes(cloudpickle.dumps(value))
-
-
-def _load_own(path: Path) -> Any:
-    """Unpickle a file only if this user owns it and nobody else may write it."""
-    from ..backends.folder import check_owned
-
-    check_owned(path)
-    with path.open("rb") as stream:
-        return pickle.load(stream)  # checked: the user's own private file
 
 
 def _master_addr(hostname: str, environ: Mapping[str, str]) -> str:
@@ -134,7 +110,7 @@ class NodeTask:
             self.resumed = self._restore(namespace)
             namespace["resumed"] = self.resumed
             if self.lead:  # what the widget shows ("segment 2 of ≤4"), without asking Slurm
-                _write_atomically(self.folder / SEGMENT_FILE, json.dumps(
+                write_atomically(self.folder / SEGMENT_FILE, json.dumps(
                     {"segment": self.segment + 1, "of_at_most": opts.chain + 1,
                      "started_at": time.time(),
                      REQUEUED_AT: read_segment(self.folder).get(REQUEUED_AT)}).encode())
@@ -143,18 +119,18 @@ class NodeTask:
         if opts.stage or opts.stage_back:
             from . import staging
 
-            root = staging.local_root()
+            root = staging.private_dir(staging.local_root())
             namespace["stage_dir"] = str(root)
             namespace["staged"] = staging.staged_paths(opts.stage, root)
             out = root / staging.OUT_DIR
-            out.mkdir(mode=0o700, parents=True, exist_ok=True)
+            staging.private_dir(out)
             namespace["stage_out"] = str(out)
 
     def _restore(self, namespace: dict[str, Any]) -> bool:
         path = self.folder / CHECKPOINT_FILE
         if not path.exists():
             return False
-        saved = _load_own(path)
+        saved = load_own(path)
         namespace.update(saved["values"])
         _say(f"resumed from the checkpoint of segment {saved['segment'] + 1} "
              f"({', '.join(saved['values']) or 'nothing'}): segment {self.segment + 1}")
@@ -172,8 +148,8 @@ class NodeTask:
         if not values:
             return path if path.exists() else None
         if path.exists() and len(values) < len(self.options.checkpoint):
-            values = {**_load_own(path)["values"], **values}
-        _write_atomically(path, _dumps({"values": values, "segment": self.segment,
+            values = {**load_own(path)["values"], **values}
+        write_atomically(path, _dumps({"values": values, "segment": self.segment,
                                         "saved_at": time.time()}))
         return path
 
@@ -217,7 +193,7 @@ class NodeTask:
         if not self.lead:
             return
         try:
-            _write_atomically(self.folder / SEGMENT_FILE, json.dumps(
+            write_atomically(self.folder / SEGMENT_FILE, json.dumps(
                 {**read_segment(self.folder), REQUEUED_AT: time.time()}).encode())
         except OSError as error:
             _say(f"could not note the requeue in {SEGMENT_FILE}: {error}")
@@ -229,7 +205,7 @@ class NodeTask:
         folder = self.folder / GATHER_DIR
         folder.mkdir(mode=0o700, exist_ok=True)
         values = {name: namespace[name] for name in self.options.gather if name in namespace}
-        _write_atomically(folder / f"rank-{self.rank:05d}.pkl", _dumps(
+        write_atomically(folder / f"rank-{self.rank:05d}.pkl", _dumps(
             {"rank": self.rank, "world_size": self.world_size, "values": values}))
 
 
@@ -244,10 +220,13 @@ def _say(message: str) -> None:
         pass
 
 
-def _set_package_flag(resumed: bool) -> None:
-    import hpc_magics
+# ``hpc_magics.resumed`` (the package reads it here: the node imports nothing above it)
+resumed = False
 
-    hpc_magics.resumed = resumed
+
+def _set_package_flag(value: bool) -> None:
+    global resumed
+    resumed = value
 
 
 def checkpoint() -> Path | None:
@@ -256,20 +235,3 @@ def checkpoint() -> Path | None:
         raise RuntimeError("hpc_magics.checkpoint() works inside a %%sbatch --checkpoint "
                            "NAMES job")
     return _CURRENT.save_checkpoint()
-
-
-# --------------------------------------------------------------------- notebook side
-def load_gathered(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, list[Any]], int]:
-    """Every rank's values of ``names``: name → list indexed by rank (None where a rank
-    did not write one); and how many ranks wrote theirs."""
-    files = sorted((folder / GATHER_DIR).glob("rank-*.pkl"))
-    by_rank: dict[int, dict[str, Any]] = {}
-    world_size = 0
-    for path in files:
-        data = _load_own(path)
-        by_rank[int(data["rank"])] = data["values"]
-        world_size = max(world_size, int(data["world_size"]))
-    world_size = max(world_size, max(by_rank, default=-1) + 1)
-    gathered = {name: [by_rank.get(rank, {}).get(name) for rank in range(world_size)]
-                for name in names}
-    return gathered, len(by_rank)

@@ -15,48 +15,22 @@ import pickle
 import signal
 import subprocess
 import sys
-import tempfile
 import traceback
 import types
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.scale import ScaleOptions
+from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, RESULTS_FILE, CellResult, write_atomically
+from ..shipping.buffers import open_buffers
+from ..shipping.packing import Payload
+from ..shipping.sharing import come_back_together
+from ..shipping.stream import dump_results, fingerprint, load_names, pickling_error
 from . import tee
-from .buffers import open_buffers
-from .packing import Payload
-from .scale import NodeTask, Requeued
-from .sharing import come_back_together
-from .stream import dump_results, fingerprint, load_names, pickling_error
+from .task import NodeTask, Requeued
 
-RESULTS_FILE = "results.pkl"
-OUTPUT_FILE = "output.txt"
-FIGURES_DIR = "figures"
 CELL_FILENAME = "<%%sbatch cell>"
-
-
-@dataclass(frozen=True)
-class CellResult:
-    """What the job sends back; stored as ``results.pkl`` in the job folder."""
-
-    # the values and the last expression's value, ONE pickle of ``(values, last)``
-    # (``stream.dump_results``): shipped objects the cell left unchanged are references
-    state: bytes = field(default=b"", repr=False)
-    names: tuple[str, ...] = ()  # the names in ``state``
-    changed_in_place: tuple[str, ...] = ()  # shipped names the cell changed without assigning
-    referenced: tuple[str, ...] = ()  # unchanged shipped names ``state`` refers to
-    notebook_ids: dict[str, int] = field(default_factory=dict)  # see Payload.notebook_ids
-    modules: dict[str, str] = field(default_factory=dict)  # name → module to import
-    has_last_value: bool = False
-    last_value_repr: str | None = None
-    skipped: dict[str, str] = field(default_factory=dict)  # name → why it did not come back
-    figures: tuple[str, ...] = ()
-    error_type: str | None = None
-    error_message: str | None = None
-    remote_traceback: str | None = None
-    hostname: str = ""
 
 
 @contextlib.contextmanager
@@ -146,13 +120,6 @@ def _cell_traceback(error: BaseException) -> str:
     while trace is not None and trace.tb_frame.f_code.co_filename != CELL_FILENAME:
         trace = trace.tb_next
     return "".join(traceback.format_exception(type(error), error, trace or error.__traceback__))
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(data)
-    os.replace(temporary, path)
 
 
 def execute(payload: Payload, namespace: dict[str, Any]) -> tuple[bool, Any]:
@@ -281,7 +248,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         result = CellResult(figures=figures, error_type=type(failure).__name__,
                             error_message=str(failure), remote_traceback=remote,
                             hostname=hostname)
-        _write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))
+        write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))
         raise failure
     task.write_gathered(namespace)
     if not lead_task:
@@ -304,5 +271,5 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
                         modules=modules, has_last_value=last_value is not None,
                         last_value_repr=last_repr, skipped=skipped, figures=figures,
                         hostname=hostname)
-    _write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))
+    write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))
     return {"names": sorted(values) + sorted(modules), "figures": list(figures)}

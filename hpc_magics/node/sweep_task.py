@@ -9,7 +9,6 @@ timing and whether the cell raised), written last.
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import time
@@ -17,23 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .packing import Payload
-from .runner import OUTPUT_FILE, RESULTS_FILE, run_cell
-
-PAYLOAD_FILE = "payload.pkl"
-POINTS_FILE = "points.pkl"
-TASKS_DIR = "tasks"
-TASK_FILE = "task.json"
-
-
-def task_dir(folder: Path, index: int) -> Path:
-    return folder / TASKS_DIR / f"{index:05d}"
-
-
-def write_task_info(target: Path, info: dict[str, Any]) -> None:
-    temporary = target / f".{TASK_FILE}.tmp"
-    temporary.write_text(json.dumps(info))
-    os.replace(temporary, target / TASK_FILE)
+from ..jobfolder.files import OUTPUT_FILE, RESULTS_FILE
+from ..jobfolder.tasks import PAYLOAD_FILE, TASK_FILE, task_dir, write_task_info
+from ..shipping.packing import Payload
+from .runner import run_cell
 
 
 def run_task(folder: str, index: int, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -62,30 +48,3 @@ def run_task(folder: str, index: int, parameters: dict[str, Any]) -> dict[str, A
         if lead_task and (target / RESULTS_FILE).exists():  # task.json comes last
             info["elapsed"] = time.time() - info["started"]
             write_task_info(target, info)
-
-
-def task_outcome(folder: Path, meta: dict[str, Any], job_id: str) -> bool | None:
-    """Did sweep task ``job_id`` (``123_4``) fail? ``None``: that attempt left no result.
-
-    Read from its ``task.json`` (written after its results, with the attempt's id): a
-    retried task's earlier attempt never answers for the retry, and nothing is unpickled.
-    """
-    array_id, _, position_text = job_id.partition("_")
-    if not position_text.isdigit():
-        return None
-    position = int(position_text)
-    for array in meta.get("sweep", {}).get("arrays", ()):
-        if str(array.get("job_id")) != array_id:
-            continue
-        for start, stop in array.get("indices", ()):  # runs of point indices, in task order
-            if position < stop - start:
-                try:
-                    info = json.loads((task_dir(folder, start + position) / TASK_FILE)
-                                      .read_text())
-                except (OSError, ValueError):
-                    return None
-                failed = info.get("failed")
-                return bool(failed) if info.get("job_id") == job_id and failed is not None \
-                    else None
-            position -= stop - start
-    return None

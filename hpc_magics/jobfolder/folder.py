@@ -17,7 +17,6 @@ import grp
 import json
 import os
 import pickle
-import pwd
 import re
 import secrets
 import stat
@@ -27,10 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from ..core.errors import HpcMagicsError
-from ..shipping.runner import OUTPUT_FILE, RESULTS_FILE, CellResult
+from .files import OUTPUT_FILE, RESULTS_FILE, CellResult, check_owned, user_name
 
 META_FILE = "meta.json"
+META_LOCK = ".meta.json.lock"  # one lock per job folder, around every read-modify-write
+META_READ_TRIES, META_RETRY_S = 20, 0.01
 # A notebook (and the browser showing it) chokes on more output than this.
 OUTPUT_SHOWN_BYTES = 1_000_000
 
@@ -46,13 +49,6 @@ def ensure_private_dir(path: Path) -> Path:
     if stat.S_IMODE(path.stat().st_mode) != PRIVATE:
         path.chmod(PRIVATE)
     return path
-
-
-def _user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
 
 
 def _group_name(gid: int) -> str:
@@ -98,22 +94,10 @@ def ensure_jobs_root(root: Path) -> Path:
         return root
     if not os.access(root, os.W_OK | os.X_OK):
         raise HpcMagicsError(
-            f"jobs folder {root} belongs to {_user_name(info.st_uid)} and you may not create "
+            f"jobs folder {root} belongs to {user_name(info.st_uid)} and you may not create "
             f"job folders in it: ask them to `chmod 3770 {root}` (group "
             f"{_group_name(info.st_gid)}), or set HPC_MAGICS_JOBS_DIR to a folder of yours")
     return root
-
-
-def check_owned(path: Path) -> None:
-    """Refuse files another user owns or may write: unpickling them runs their code."""
-    info = path.stat()
-    if info.st_uid != os.getuid():
-        raise HpcMagicsError(
-            f"{path} belongs to {_user_name(info.st_uid)}, not {_user_name(os.getuid())}: "
-            "refusing to load it (unpickling runs its code)")
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise HpcMagicsError(f"{path} is writable by others: refusing to load it "
-                             f"(chmod go-w {path} if you trust it)")
 
 
 @dataclass(frozen=True)
@@ -140,24 +124,45 @@ class JobFolder:
 
     # --------------------------------------------------------------- metadata
     def write_meta(self, meta: dict[str, Any]) -> None:
+        """Replace ``meta.json`` whole (atomically: readers see the old or the new file)."""
         target = self.path / META_FILE
         # a temporary file of its own: kernels and the server watching one job write here
         # at once, and a shared name would be renamed away under another writer
         temporary = self.path / f".{META_FILE}.{secrets.token_hex(4)}.tmp"
-        temporary.write_text(json.dumps(meta, indent=2, sort_keys=True))
+        # 0600 whatever the umask: the folder's files stay their owner's
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as stream:
+            stream.write(json.dumps(meta, indent=2, sort_keys=True))
         os.replace(temporary, target)
 
-    def meta(self) -> dict[str, Any]:
-        try:
-            data: dict[str, Any] = json.loads((self.path / META_FILE).read_text())
-        except (OSError, ValueError):
-            return {}
-        return data
+    def meta(self, strict: bool = False) -> dict[str, Any]:
+        """``meta.json``, or ``{}`` when there is none yet. A file that does not parse is
+        read again (a writer elsewhere, on a file system without atomic rename); one that
+        stays damaged is ``{}`` to a reader and an error to a writer (``strict``), which
+        must not replace it with its own few keys."""
+        path = self.path / META_FILE
+        for attempt in range(META_READ_TRIES):
+            try:
+                data = json.loads(path.read_text())
+            except FileNotFoundError:
+                return {}
+            except (OSError, ValueError) as error:
+                if attempt == META_READ_TRIES - 1:
+                    if strict:
+                        raise damaged(path, error) from None
+                    return {}
+                time.sleep(META_RETRY_S)
+                continue
+            return data if isinstance(data, dict) else {}
+        return {}  # pragma: no cover - the loop returns or raises
 
     def update_meta(self, **changes: Any) -> None:
-        meta = self.meta()
-        meta.update(changes)
-        self.write_meta(meta)
+        """Read, change and write ``meta.json`` under the folder's lock: kernels, the node
+        and the server update one job's file at once, and none loses another's change."""
+        with FileLock(self.path / META_LOCK, mode=0o600):
+            meta = self.meta(strict=True)
+            meta.update(changes)
+            self.write_meta(meta)
 
     # ----------------------------------------------------------------- results
     @property

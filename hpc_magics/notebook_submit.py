@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import validation
-from ..core.errors import InvalidRequest
-from ..core.flags import SBATCH_FLAGS
-from ..core.profiles import ClusterProfile, load_profile
-from ..core.resources import ResourceRequest, to_dict, updated
-from .batch import job_for_notebook, job_name
-from .kernelspec import checked_kernel, notebook_kernel
-from .notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
-from .script import read_notebook
+from .convert.batch import job_for_notebook, job_name
+from .convert.kernelspec import checked_kernel, notebook_kernel
+from .convert.notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
+from .convert.script import read_notebook
+from .core import validation
+from .core.errors import InvalidRequest
+from .core.flags import SBATCH_FLAGS
+from .core.profiles import ClusterProfile, load_profile
+from .core.resources import ResourceRequest, to_dict, updated
 
 DEFAULT_JOBS_DIR = "hpc_jobs"
 
@@ -34,11 +34,11 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
                     jobs_root: Path, python: str | None = None, name: str | None = None,
                     strip_display: bool = False) -> NotebookJob:
     """Prepare the notebook in a new job folder and submit it; returns at once."""
-    from ..backends import get_backend
-    from ..backends.folder import JobFolder
-    from ..handle import JobHandle
-    from ..scheduler.defaults import live_wanted, with_environment
-    from ..shipping.packing import Payload
+    from .backends import get_backend
+    from .handle import JobHandle
+    from .jobfolder.folder import JobFolder
+    from .scheduler.defaults import live_wanted, with_environment
+    from .shipping.packing import Payload
 
     # this machine's sbatch defaults count, as sbatch will apply them
     request = with_environment(request, live_wanted(profile, None)[0])[0]

@@ -1,4 +1,4 @@
-"""Node-local data for a job: ``python -m hpc_magics.shipping.staging in|back|clean``.
+"""Node-local data for a job: ``python -m hpc_magics.node.staging in|back|clean``.
 
 The job script runs ``in`` and ``clean`` once on every node (``srun --ntasks-per-node=1``)
 and ``back`` on the first node (where rank 0 runs). The node-local root is
@@ -10,14 +10,16 @@ Standard library only: it runs on the compute node.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import stat
 import sys
 import tarfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..core.scale import is_archive, staged_name
+from ..core.scale import STAGE_TOKEN_VARIABLE, is_archive, staged_name
 
 OUT_DIR = "out"  # stage_out: what --stage-back copies back
 PRIVATE_PREFIX = "hpc_magics-"
@@ -42,11 +44,30 @@ def local_root(environ: Mapping[str, str] | None = None) -> Path:
 
     job = env.get("SLURM_JOB_ID", str(os.getpid()))
     node = env.get("SLURMD_NODENAME") or os.uname().nodename
-    return Path(tempfile.gettempdir()) / f"{PRIVATE_PREFIX}{_user()}-{job}-{node}"
+    # the job script's random part (core/scale.py); without it (a job not started by our
+    # script) the name is guessable, and private_dir's owner and symlink checks guard it
+    token = env.get(STAGE_TOKEN_VARIABLE, "")
+    suffix = f"-{token}" if re.fullmatch(r"[0-9a-f]{16,64}", token) else ""
+    return Path(tempfile.gettempdir()) / f"{PRIVATE_PREFIX}{_user()}-{job}-{node}{suffix}"
 
 
-def _private(path: Path) -> Path:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+def private_dir(path: Path) -> Path:
+    """``path`` created 0700, or an existing one that is a real folder of this user's:
+    another user could make the fallback name in /tmp first, or point it elsewhere."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise RuntimeError(f"refusing to stage into {path}: it is not a folder (a symlink?); "
+                           "remove it, or set SLURM_TMPDIR to a private folder")
+    if info.st_uid != os.getuid():
+        raise RuntimeError(f"refusing to stage into {path}: it belongs to uid {info.st_uid}, "
+                           "not you; set SLURM_TMPDIR to a private folder")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        path.chmod(0o700)
     return path
 
 
@@ -64,18 +85,18 @@ def _extract(archive: Path, target: Path) -> None:
 
 def stage_in(paths: Sequence[str], root: Path | None = None) -> dict[str, str]:
     """Copy (or extract) each path under the node-local root; name → local path."""
-    root = _private(root or local_root())
+    root = private_dir(root or local_root())
     staged: dict[str, str] = {}
     for source in map(Path, paths):
         target = root / staged_name(str(source))
         if source.is_dir():
             shutil.copytree(source, target, dirs_exist_ok=True)
         elif is_archive(source.name):
-            _extract(source, _private(target))
+            _extract(source, private_dir(target))
         else:
             shutil.copy2(source, target)
         staged[target.name] = str(target)
-    _private(root / OUT_DIR)
+    private_dir(root / OUT_DIR)
     return staged
 
 
@@ -111,7 +132,7 @@ def clean(root: Path | None = None, environ: Mapping[str, str] | None = None) ->
 def main(argv: Sequence[str]) -> int:
     node = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
     if not argv or argv[0] not in {"in", "back", "clean"}:
-        print("usage: python -m hpc_magics.shipping.staging in PATH... | back DEST | clean",
+        print("usage: python -m hpc_magics.node.staging in PATH... | back DEST | clean",
               file=sys.stderr)
         return 2
     action, args = argv[0], list(argv[1:])

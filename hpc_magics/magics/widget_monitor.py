@@ -1,0 +1,98 @@
+"""The one thread that keeps the job widgets current: each round, one batched poll of
+the watcher for every live widget, then each widget renders its handle's snapshot.
+
+Above the widgets: they are views of snapshots and never ask the scheduler themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import threading
+import weakref
+from typing import Any
+
+from ..core.errors import HpcMagicsError, InternalBug, report_bug
+from ..scheduler.targets import poll_targets, usage_of
+from ..scheduler.watcher import watcher
+from ..widgets import job as job_widgets
+from ..widgets.job import JobWidget
+
+
+class Monitor:
+    """Refreshes live widgets from a single background thread."""
+
+    def __init__(self) -> None:
+        self._widgets: weakref.WeakSet[JobWidget] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def add(self, widget: JobWidget) -> None:
+        with self._lock:
+            self._widgets.add(widget)
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._loop, name="hpc-magics-monitor",
+                                                daemon=True)
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(job_widgets.REFRESH_INTERVAL_S):
+            with self._lock:
+                widgets_now = list(self._widgets)
+            try:
+                if not self.tick(widgets_now):
+                    return
+            except Exception as error:  # the thread outlives any failure: said, then on
+                self.say_failure(widgets_now, error)
+
+    @staticmethod
+    def say_failure(widgets_now: list[JobWidget], error: Exception) -> None:
+        """One line under each widget (the traceback goes to the log, once)."""
+        problem = error if isinstance(error, HpcMagicsError) and not isinstance(
+            error, InternalBug) else report_bug("updating the job widgets", error)
+        line = f"<span style='color:#c62828'>{html.escape(str(problem))}</span>"
+        for widget in widgets_now:
+            with contextlib.suppress(Exception):
+                widget.message.value = line
+
+    @staticmethod
+    def tick(widgets_now: list[JobWidget]) -> bool:
+        """One round for all widgets; False when none needs another."""
+        # until the end; a provisional end (the result file, the queue) while the job's
+        # figures are awaited from the same sacct answer, so Slurm's word replaces it; later
+        # the next %hpc_jobs or fetch: a cluster without accounting never keeps this polling
+        live = [w for w in widgets_now if not w.handle.status.final
+                or (not w.handle.status.definite and w.wants_usage())]
+        if live:
+            try:  # one batched poll for every live widget; the watcher decides states
+                watcher().poll_jobs([t for w in live for t in poll_targets(w.handle)])
+            except InternalBug:
+                raise  # said under the widgets (``_loop``), never swallowed
+            except HpcMagicsError:
+                pass
+        ended = [w for w in widgets_now if w.wants_usage()]
+        if ended:
+            try:  # their figures: the user's shared sacct call, never one per widget
+                usage = usage_of([w.handle for w in ended])
+            except InternalBug:
+                raise
+            except HpcMagicsError:
+                usage = {}
+            for position, widget in enumerate(ended):
+                if position in usage:
+                    widget.take_usage(usage[position])
+        for widget in widgets_now:
+            if widget.rendered_key != widget.key():
+                widget.render()
+        return bool(live) or any(w.wants_usage() for w in ended)
+
+
+MONITOR = Monitor()
+
+
+def job_widget(handle: Any) -> JobWidget:
+    widget = JobWidget(handle)
+    MONITOR.add(widget)
+    return widget

@@ -1,0 +1,185 @@
+"""What the watcher knows of a job: its status snapshot, its submission (read from the
+job folder) and the rules that combine states; the watcher (``watcher.py``) decides them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.jobs import (
+    FAILED_STATES,
+    RUNNING_STATES,
+    SUCCESS_STATES,
+    JobSnapshot,
+    is_final,
+    phase,
+)
+from ..jobfolder.files import REQUEUED_AT, read_segment
+from ..jobfolder.folder import JobFolder
+from . import registry
+from .accounting import AccountingRecord
+from .cluster import UNKNOWN_CLUSTER, cluster_name
+from .queue import SCHEDULER_SILENT
+
+# Clocks of the submitting host and the controller differ a little.
+CLOCK_SLACK_S = 60.0
+# Without a recorded end of the sbatch call (older folders), how long one may have taken.
+LEGACY_SUBMIT_WINDOW_S = 120.0
+# A queue view must postdate sbatch's return by this much before "not listed" means "gone".
+QUEUE_MARGIN_S = 1.0
+# sacct lags the scheduler by up to ~1.5 s: when it is reachable but silent, give it this
+# long after the job left the queue before calling the job ENDED.
+SACCT_LAG_S = 5.0
+
+UNREACHABLE = "accounting unreachable"
+
+
+class NotYet:
+    """Accounting has not been asked about the job yet (another process asked this interval)."""
+
+
+NOT_YET = NotYet()
+# squeue failed or is slow: the last state it showed stands, saying so
+SCHEDULER_UNREACHABLE = SCHEDULER_SILENT
+DEFINITE_SOURCES = frozenset({"sacct", "squeue", "local"})
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """An immutable snapshot of one job's state and where it came from."""
+
+    job_id: str
+    state: str
+    source: str  # squeue, sacct, results, queue (gone twice), recorded, local
+    note: str = ""  # e.g. "accounting unreachable"
+    checked_at: float = 0.0
+    # the queue's entry (reason, start or its estimate, elapsed, limit, nodes), while listed
+    detail: JobSnapshot | None = None
+    detail_at: float = 0.0  # when squeue gave that entry (its elapsed time is from then)
+
+    @property
+    def final(self) -> bool:
+        return is_final(self.state)
+
+    @property
+    def definite(self) -> bool:
+        """Final and from Slurm itself: nothing later can change it."""
+        return self.final and self.source in DEFINITE_SOURCES
+
+    @property
+    def phase(self) -> str:
+        return phase(self.state)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """How a job folder's job is known: cluster, id and when sbatch ran."""
+
+    job_id: str
+    backend: str
+    cluster: str | None
+    submitted_at: float | None  # just before sbatch
+    returned_at: float | None  # just after sbatch returned
+    # a checkpointed job's latest requeue, noted by its rank 0: Slurm gives the requeued
+    # job a new submit time, so an entry submitted then is still this job
+    requeued_at: float | None = None
+    name: str | None = None  # the job name given to sbatch
+    folder: Path | None = None
+
+    @classmethod
+    def of(cls, folder: JobFolder, meta: dict[str, Any] | None = None) -> Submission:
+        meta = folder.meta() if meta is None else meta
+        requeued_at = None
+        if (meta.get("scale") or {}).get("checkpoint"):  # only these requeue themselves
+            requeued_at = as_float(read_segment(folder.path).get(REQUEUED_AT))
+        return cls(str(meta.get("job_id", "")), str(meta.get("backend", "slurm")),
+                   meta.get("cluster"), as_float(meta.get("submitted_at")),
+                   as_float(meta.get("submit_returned_at")), requeued_at,
+                   meta.get("name") or None, folder.path)
+
+    @property
+    def seen_after(self) -> float:
+        """A queue view taken after this has had the chance to list the job."""
+        if self.returned_at is not None:
+            return self.returned_at + QUEUE_MARGIN_S
+        return (self.submitted_at or 0.0) + QUEUE_MARGIN_S
+
+    def matches(self, submit_time: float | None, name: str | None = None) -> bool:
+        """Could a scheduler entry submitted at ``submit_time`` be this folder's job?"""
+        if submit_time is None or self.submitted_at is None:
+            return True  # nothing to compare: trust the id
+        if self.requeued_at is not None and abs(submit_time - self.requeued_at) <= CLOCK_SLACK_S:
+            return True
+        latest = self.returned_at if self.returned_at is not None else \
+            self.submitted_at + LEGACY_SUBMIT_WINDOW_S
+        if self.submitted_at - CLOCK_SLACK_S <= submit_time <= latest + CLOCK_SLACK_S:
+            return True
+        return submit_time > latest and self.requeued_by_slurm(name)
+
+    def requeued_by_slurm(self, name: str | None) -> bool:
+        """A later entry under this id and name, after the job had started, is the job
+        requeued by Slurm itself (a node failure or preemption with ``--requeue``): Slurm
+        keeps id and name and gives it a new submit time. An id reused after a controller
+        reset would need the same name too; a job not yet started cannot have been requeued."""
+        if not name or name != self.name or self.folder is None:
+            return False
+        return any(self.folder.glob(f"{self.job_id}_*_log.out"))
+
+    def on_this_cluster(self, current: str) -> bool:
+        return (self.cluster in (None, UNKNOWN_CLUSTER) or current == UNKNOWN_CLUSTER
+                or self.cluster == current)
+
+
+def record_name(record: AccountingRecord) -> str | None:
+    return record.usage.name if record.usage is not None else None
+
+
+def as_float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def combined_state(states: Sequence[str]) -> str:
+    """One state for a job with several entries (an array's tasks, het components)."""
+    if not states:
+        return "UNKNOWN"
+    live = [s for s in states if not is_final(s)]
+    if live:
+        return next((s for s in live if s in RUNNING_STATES), live[0])
+    failed = [s for s in states if s in FAILED_STATES]
+    if failed:
+        return failed[0]
+    if all(s in SUCCESS_STATES for s in states):
+        return "COMPLETED"
+    return next(s for s in states if s not in SUCCESS_STATES)
+
+
+def record_submission(folder: JobFolder, job_id: str, started_at: float) -> None:
+    """After sbatch returned: the id, cluster and submission window, for later matching."""
+    meta = folder.meta()
+    backend = str(meta.get("backend", "slurm"))
+    submitted = as_float(meta.get("submitted_at"))
+    server_id = registry.current_server_id()  # the Jupyter server whose kernel this is
+    submitted_at = min(submitted, started_at) if submitted is not None else started_at
+    cluster = cluster_name() if backend == "slurm" else None
+    folder.update_meta(
+        job_id=job_id, state="SUBMITTED", state_source="recorded",
+        submitted_at=submitted_at, submit_returned_at=time.time(), cluster=cluster,
+        server_id=server_id)
+    # the server's index of all job folders, wherever the notebook was
+    registry.note(registry.Entry(folder.path.absolute(), job_id, cluster, submitted_at,
+                                 server_id, str(meta.get("name") or "")))
+
+
+def main_entry(entries: Sequence[JobSnapshot]) -> JobSnapshot:
+    """The entry a widget describes: a running one before a pending range."""
+    return next((e for e in entries if e.state in RUNNING_STATES), entries[0])
+
+
+def status_key(folder: JobFolder, job_id: str | None) -> str:
+    return str(folder.path) if job_id is None else f"{folder.path}#{job_id}"
