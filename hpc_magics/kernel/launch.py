@@ -24,6 +24,7 @@ from ..core.resources import to_dict
 from ..scheduler import commands
 from ..scheduler.queue import login_name
 from .node import CONNECTION_FILE, NODE_FILE
+from .orphans import owner
 from .spec import KernelRequest
 
 KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
@@ -42,7 +43,8 @@ def new_folder(kernel: KernelRequest, name: str, root: Path | None = None) -> Jo
     folder = JobFolder.create(root or kernels_root(), name)
     folder.write_meta({"name": name, "kind": "kernel", "backend": "slurm",
                        "profile": kernel.request.profile, "request": to_dict(kernel.request),
-                       "allocation": kernel.jobid, "state": "SUBMITTING", "results": []})
+                       "allocation": kernel.jobid, "state": "SUBMITTING", "results": [],
+                       **owner()})  # who cancels it: a job it outlives is offered for cancel
     return folder
 
 
