@@ -35,9 +35,12 @@ def warn_minutes(environ: Mapping[str, str] | None = None) -> tuple[float, ...]:
 class Warnings:
     """Which warnings are due; each is said once (the most urgent one, when several are)."""
 
-    def __init__(self, job_id: str, end_time: float, minutes: tuple[float, ...]) -> None:
+    def __init__(self, job_id: str, end_time: float, minutes: tuple[float, ...],
+                 started: float | None = None) -> None:
         self.job_id, self.end_time = job_id, end_time
-        self.pending = sorted(minutes, reverse=True)
+        # a job shorter than a warning's minutes was asked for so: no warning at its start
+        self.pending = sorted((m for m in minutes if started is None or
+                               end_time - m * 60 > started), reverse=True)
 
     def next_at(self) -> float | None:
         """When the next warning falls due (epoch seconds), or None when all were said."""
@@ -77,8 +80,8 @@ def load_ipython_extension(ipython: Any) -> None:
     job = own_job()
     if job is None or job.end_time is None:
         return  # not in a job, or one without a time limit: nothing will end the kernel
-    minutes = warn_minutes()
-    for_cells = Warnings(job.job_id, job.end_time, minutes)
+    minutes, now = warn_minutes(), time.time()
+    for_cells = Warnings(job.job_id, job.end_time, minutes, now)
 
     def before_a_cell(*_: Any) -> None:
         text = for_cells.due(time.time())
@@ -87,5 +90,5 @@ def load_ipython_extension(ipython: Any) -> None:
 
     ipython.events.register("pre_run_cell", before_a_cell)
     thread = threading.Thread(target=watch, name="hpc_magics-walltime", daemon=True,
-                              args=(Warnings(job.job_id, job.end_time, minutes), _stderr))
+                              args=(Warnings(job.job_id, job.end_time, minutes, now), _stderr))
     thread.start()

@@ -36,6 +36,9 @@ def test_each_warning_is_said_once_and_the_most_urgent_when_several_are_due() ->
     said = late.due(end - 60)  # both passed (the kernel started late): one line
     assert said is not None and "in 1 min" in said
     assert late.due(end - 30) is None and late.next_at() is None
+    short = Warnings("42", end, (5, 15), started=end - 10 * 60)  # a 10-minute job
+    assert short.due(end - 9 * 60) is None  # no 15-minute warning at its start
+    assert short.next_at() == end - 5 * 60
 
 
 def test_the_watcher_sleeps_until_each_warning_then_says_it() -> None:
@@ -65,8 +68,9 @@ def test_only_an_ipykernel_gets_the_extension(tmp_path: Any) -> None:
 @pytest.fixture
 def shell(slurm_cluster: object, provisioner_registered: None,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    # a 5-minute job warned 4.9 minutes before its end: due seconds after it starts
-    monkeypatch.setenv(WARN_MINUTES_ENV, "4.9")
+    # a 5-minute job warned 4.7 minutes before its end: due 18 s after it starts (a
+    # kernel that took longer to start would drop it as passed: the margin)
+    monkeypatch.setenv(WARN_MINUTES_ENV, "4.7")
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "hpc_magics")
     ip.magics_manager.registry["HpcMagics"].request = ResourceRequest(profile="lab")
