@@ -17,6 +17,7 @@ from ..core.profiles import load_profile
 from ..core.resources import from_dict
 from ..core.units import format_duration
 from ..scheduler.queue import JobQueue, JobSnapshot
+from .orphans import kernels_root
 
 LOOK_MAX_AGE_S = 0.5  # the user asked now: one squeue for all kernels, not a stale view
 HEADER = f"{'job':>10}  {'state':<12} {'kind':<8} {'time left':<10} {'cost so far':<16} name"
@@ -44,8 +45,6 @@ def time_left(job: JobSnapshot, now: float) -> str:
 
 def kernel_lines(root: Path | None = None, wanted: set[str] | None = None) -> list[str]:
     """One line per kernel or session job of this user that squeue still lists."""
-    from .launch import kernels_root
-
     base = root or kernels_root()
     folders = [f for f in find_job_folders(base) if f.meta().get("kind") == "kernel"] \
         if base.is_dir() else []

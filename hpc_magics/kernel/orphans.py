@@ -6,24 +6,31 @@ until their time limit. Each kernel job folder records its owner (pid, host and 
 process's start time, so a reused pid is not taken for the owner); here those whose owner
 is gone are found, to be *offered* for cancel, never cancelled without the user's word.
 
-Cheap enough for ``%load_ext``: the owners are looked at first (no scheduler query at all
-when every owner lives), then one squeue for all candidates.
+Cheap enough for ``%load_ext``: the owners are looked at first, with the standard library
+only (no scheduler query, no heavy import when every owner lives), then one squeue for all
+candidates.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..backends.folder import JobFolder, find_job_folders
-from ..scheduler import commands
-from ..scheduler.queue import login_name
-
+KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
+META_FILE = "meta.json"  # as backends.folder names it; not imported: %load_ext stays light
 OVER = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "ENDED", "SUBMITTING"}
+
+
+def kernels_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Where kernel job folders go: on the home, which the compute nodes share."""
+    env = os.environ if environ is None else environ
+    chosen = env.get(KERNELS_DIR_ENV, "").strip()
+    return Path(chosen).expanduser() if chosen else Path.home() / ".hpc_magics" / "kernels"
 
 
 def process_started(pid: int) -> str:
@@ -76,21 +83,32 @@ class LeftBehind:
         return "session" if self.name.startswith("kernel-session-") else "kernel"
 
 
-def candidates(root: Path) -> list[tuple[JobFolder, dict[str, Any]]]:
-    """Kernel job folders not known to be over whose owner is gone."""
-    if not root.is_dir():
-        return []
+def candidates(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """This user's kernel job folders, not known to be over, whose owner is gone."""
     found = []
-    for folder in find_job_folders(root):
-        meta = folder.meta()
-        if meta.get("kind") == "kernel" and meta.get("job_id") and \
-                meta.get("state") not in OVER and owner_gone(meta):
-            found.append((folder, meta))
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False) or \
+                    entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            meta = json.loads((Path(entry.path) / META_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict) and meta.get("kind") == "kernel" and meta.get("job_id") \
+                and meta.get("state") not in OVER and owner_gone(meta):
+            found.append((Path(entry.path), meta))
     return found
 
 
 def queued_ids() -> set[str]:
     """The ids (and JOB.STEP ids) of the user's jobs and steps squeue lists: one query each."""
+    from ..scheduler import commands
+    from ..scheduler.queue import login_name
+
     jobs = commands.run(["squeue", "-h", "-u", login_name(), "-o", "%i"], timeout=30)
     steps = commands.run(["squeue", "-h", "-s", "-u", login_name(), "-o", "%i"], timeout=30)
     return {line.strip() for answer in (jobs, steps) if answer.ok
@@ -98,23 +116,22 @@ def queued_ids() -> set[str]:
 
 
 def left_behind(root: Path | None = None) -> list[LeftBehind]:
-    from .launch import kernels_root
-
     found = candidates(root or kernels_root())
     if not found:
         return []
+    from ..backends.folder import JobFolder
+
     queued = queued_ids()
     result = []
-    for folder, meta in found:
+    for path, meta in found:
         entry = LeftBehind(str(meta["job_id"]), str(meta.get("step_id") or ""),
-                           str(meta.get("name", "")), folder.path,
-                           bool(meta.get("allocation")))
+                           str(meta.get("name", "")), path, bool(meta.get("allocation")))
         if entry.allocation and not entry.step_id:
             continue  # the step never started: nothing of the kernel's runs
         if entry.target in queued:
             result.append(entry)
         else:  # ended meanwhile: not looked at again
-            folder.update_meta(state="ENDED", state_source="owner gone, not in squeue")
+            JobFolder(path).update_meta(state="ENDED", state_source="owner gone, not in squeue")
     return result
 
 
@@ -132,6 +149,7 @@ def describe(found: Iterable[LeftBehind], cancel: str) -> str:
 
 def cancel(found: Iterable[LeftBehind]) -> list[str]:
     """scancel each (the user asked for it); returns the lines to print."""
+    from ..backends.folder import JobFolder
     from .launch import scancel
 
     said = []
