@@ -23,7 +23,7 @@ from typing import Any
 
 KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
 META_FILE = "meta.json"  # as backends.folder names it; not imported: %load_ext stays light
-OVER = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "ENDED", "SUBMITTING"}
+OVER = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "ENDED"}
 
 
 def kernels_root(environ: Mapping[str, str] | None = None) -> Path:

@@ -125,6 +125,10 @@ def test_push_and_pull_move_names_and_hpc_jobs_shows_the_session(
     assert "not in session" in printed.err and "nowhere" in printed.err
     with pytest.raises(UsageError, match="no undefined_here in the notebook"):
         shell.run_line_magic("hpc_session", f"push {name} undefined_here")
+    with pytest.raises(UsageError, match=f"push {name} needs the names to move"):
+        shell.run_line_magic("hpc_session", f"push {name}")
+    with pytest.raises(UsageError, match="names go with push and pull only"):
+        shell.run_line_magic("hpc_session", f"stop {name} weights")
 
     shell.run_line_magic("hpc_jobs", "")
     line = next(row for row in capsys.readouterr().out.splitlines()
