@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import HpcMagicsError
+
 KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
 META_FILE = "meta.json"  # as backends.folder names it; not imported: %load_ext stays light
+QUEUE_TIMEOUT_S = 10
 OVER = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "ENDED"}
 
 
@@ -104,15 +107,21 @@ def candidates(root: Path) -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
-def queued_ids() -> set[str]:
-    """The ids (and JOB.STEP ids) of the user's jobs and steps squeue lists: one query each."""
+def queued_ids(steps: bool) -> set[str]:
+    """The ids of the user's jobs squeue lists (and their JOB.STEP ids with ``steps``): one
+    query each, short: ``%load_ext`` must not wait long for a silent scheduler."""
     from ..scheduler import commands
     from ..scheduler.queue import login_name
 
-    jobs = commands.run(["squeue", "-h", "-u", login_name(), "-o", "%i"], timeout=30)
-    steps = commands.run(["squeue", "-h", "-s", "-u", login_name(), "-o", "%i"], timeout=30)
-    return {line.strip() for answer in (jobs, steps) if answer.ok
-            for line in answer.stdout.splitlines() if line.strip()}
+    found: set[str] = set()
+    queries: list[list[str]] = [[], ["-s"]] if steps else [[]]
+    for extra in queries:
+        answer = commands.run(["squeue", "-h", *extra, "-u", login_name(), "-o", "%i"],
+                              timeout=QUEUE_TIMEOUT_S)
+        if not answer.ok:  # never "not in squeue" for an unanswered squeue
+            raise HpcMagicsError(f"squeue failed: {answer.first_error_line()}")
+        found.update(line.strip() for line in answer.stdout.splitlines() if line.strip())
+    return found
 
 
 def left_behind(root: Path | None = None) -> list[LeftBehind]:
@@ -121,7 +130,7 @@ def left_behind(root: Path | None = None) -> list[LeftBehind]:
         return []
     from ..backends.folder import JobFolder
 
-    queued = queued_ids()
+    queued = queued_ids(steps=any(meta.get("allocation") for _, meta in found))
     result = []
     for path, meta in found:
         entry = LeftBehind(str(meta["job_id"]), str(meta.get("step_id") or ""),

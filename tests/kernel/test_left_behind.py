@@ -80,3 +80,39 @@ def test_a_killed_notebooks_session_job_is_offered_then_cleaned_up(
         assert job_id not in {entry.job_id for entry in left_behind()}
     finally:
         commands.run(["scancel", job_id], timeout=30)
+
+
+@pytest.mark.slurm
+def test_a_left_behind_step_is_cancelled_alone_never_the_users_allocation(
+        slurm_cluster: object, provisioner_registered: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    answer = commands.run(["sbatch", "--parsable", "-J", f"orphan-alloc-{os.getpid()}", "-t",
+                           "5", "-o", "/dev/null", "--wrap", "sleep 300"], timeout=60)
+    assert answer.ok, answer.stderr
+    allocation = answer.stdout.strip().split(";")[0]
+    name = f"orphanstep{os.getpid()}"
+    script = KILLED_NOTEBOOK.format(name=name).replace(
+        f"'start {name} -t 5'", f"'start {name} --jobid {allocation}'")
+    try:
+        killed = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                                text=True, timeout=300, check=False)
+        assert f"JOB {allocation}" in killed.stdout, killed.stderr
+        entry = next(e for e in left_behind() if e.job_id == allocation)
+        assert entry.allocation and entry.target == f"{allocation}.{entry.step_id}"
+        assert cli_main(["kernel", "list"]) == 0
+        assert f"job {entry.target} (kernel-session-{name}): cancel with hpc-magics kernel " \
+               "cleanup" in capsys.readouterr().err
+        assert cli_main(["kernel", "cleanup"]) == 0
+        assert f"cancelled session job {entry.target}" in capsys.readouterr().out
+        deadline = time.monotonic() + 15
+        while entry.target in step_ids(allocation) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert entry.target not in step_ids(allocation)
+        assert squeue_ids(allocation) == [allocation]  # the allocation itself stays
+    finally:
+        commands.run(["scancel", allocation], timeout=30)
+
+
+def step_ids(job_id: str) -> list[str]:
+    listed = commands.run(["squeue", "-h", "-s", "-j", job_id, "-o", "%i"], timeout=20)
+    return [line.strip() for line in listed.stdout.splitlines() if line.strip()]
