@@ -51,6 +51,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
                          help="the Python with hpc_magics on the node (default: this one)")
     install.set_defaults(run=run_install)
     actions.add_parser("list", help="the Slurm kernels installed").set_defaults(run=run_list)
+    actions.add_parser("cleanup", help="cancel the kernel jobs a killed server or notebook "
+                       "left behind").set_defaults(run=run_cleanup)
     remove = actions.add_parser("remove", help="remove a Slurm kernel's kernelspec")
     remove.add_argument("name", metavar="NAME", help="the Slurm kernel to remove")
     remove.set_defaults(run=run_remove)
@@ -127,6 +129,22 @@ def run_list(args: argparse.Namespace) -> int:
         print("no Slurm kernels installed: hpc-magics kernel install NAME [sbatch options]")
     for name, entry in sorted(kernels.items()):
         print(f"{name}  {entry['spec']['display_name']}  ({entry['resource_dir']})")
+    from .orphans import describe, left_behind
+
+    found = left_behind()
+    if found:
+        print(describe(found, "hpc-magics kernel cleanup"), file=sys.stderr)
+    return 0
+
+
+def run_cleanup(args: argparse.Namespace) -> int:
+    from .orphans import cancel, left_behind
+
+    found = left_behind()
+    if not found:
+        print("no kernel jobs left behind")
+    for line in cancel(found):
+        print(line)
     return 0
 
 

@@ -9,7 +9,6 @@ ends with the step, which ends with the allocation's time limit or ``scancel``.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -24,25 +23,19 @@ from ..jobfolder.folder import JobFolder
 from ..scheduler import commands
 from ..scheduler.queue import login_name
 from .node import CONNECTION_FILE, NODE_FILE
+from .orphans import kernels_root, owner
 from .spec import KernelRequest
 
-KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
 JOB_SCRIPT = "job.sh"
 LOG_NAME = "kernel.log"
-
-
-def kernels_root(environ: Mapping[str, str] | None = None) -> Path:
-    """Where kernel job folders go: on the home, which the compute nodes share."""
-    env = os.environ if environ is None else environ
-    chosen = env.get(KERNELS_DIR_ENV, "").strip()
-    return Path(chosen).expanduser() if chosen else Path.home() / ".hpc_magics" / "kernels"
 
 
 def new_folder(kernel: KernelRequest, name: str, root: Path | None = None) -> JobFolder:
     folder = JobFolder.create(root or kernels_root(), name)
     folder.write_meta({"name": name, "kind": "kernel", "backend": "slurm",
                        "profile": kernel.request.profile, "request": to_dict(kernel.request),
-                       "allocation": kernel.jobid, "state": "SUBMITTING", "results": []})
+                       "allocation": kernel.jobid, "state": "SUBMITTING", "results": [],
+                       **owner()})  # who cancels it: a job it outlives is offered for cancel
     return folder
 
 

@@ -3,7 +3,8 @@
 It finds the node's own address (Slurm's ``NodeAddr``, never all interfaces), writes the
 kernel's connection file there (mode 0600, in the private job folder on the shared home),
 then a small ``node.json`` saying where the kernel is (job, step, host), and becomes the
-kernel (``exec``): signals sent to the step reach the kernel itself.
+kernel (``exec``): signals sent to the step reach the kernel itself. An ipykernel gets the
+walltime warnings (``walltime.py``) as an extension.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .walltime import EXTENSION_ARGUMENT
+
 CONNECTION_FILE = "connection.json"
 NODE_FILE = "node.json"
+IPYKERNEL_MODULES = {"ipykernel_launcher", "ipykernel"}  # ``python -m ipykernel_launcher``
 PYTHON_NAMES = {"python", "python3", f"python{sys.version_info[0]}"}
 
 
@@ -53,6 +57,8 @@ def kernel_argv(template: Sequence[str], connection_file: Path) -> list[str]:
     argv = [part.replace("{connection_file}", str(connection_file)) for part in template]
     if argv and argv[0] in PYTHON_NAMES:
         argv[0] = sys.executable
+    if any(part in IPYKERNEL_MODULES for part in argv):
+        argv.append(EXTENSION_ARGUMENT)  # warns in the notebook before the time limit
     return argv
 
 

@@ -94,9 +94,7 @@ class Session:
 
     def ship(self, code: str, namespace: dict[str, Any]) -> list[str]:
         """Ship the names the cell reads that the session lacks or has an older value of."""
-        from ..shipping.analysis import CellNames, analyse
-        from ..shipping.buffers import write_buffers
-        from ..shipping.packing import pack
+        from ..shipping.analysis import analyse
         from ..shipping.stream import fingerprint
 
         names = analyse(code)
@@ -106,10 +104,31 @@ class Session:
                 mark = fingerprint(namespace[name])
                 if mark is None or self.sent.get(name) != mark:
                     changed[name] = mark
+        return self._send_names(code, changed, names.assigned, names.has_final_expression,
+                                namespace)
+
+    def push(self, names: list[str], namespace: dict[str, Any]) -> list[str]:
+        """``%hpc_session push``: these names into the session, whatever it holds already."""
+        from ..shipping.stream import fingerprint
+
+        missing = [name for name in names if name not in namespace]
+        if missing:
+            raise InvalidRequest(f"%hpc_session push {self.name}: no {', '.join(missing)} "
+                                 "in the notebook: assign them first, or leave them out")
+        changed = {name: fingerprint(namespace[name]) for name in names}
+        return self._send_names("", changed, (), False, namespace)
+
+    def _send_names(self, code: str, changed: dict[str, bytes | None],
+                    assigned: tuple[str, ...], final: bool,
+                    namespace: dict[str, Any]) -> list[str]:
+        """Pack ``changed`` with the package's own packing and load it in the session."""
+        from ..shipping.analysis import CellNames
+        from ..shipping.buffers import write_buffers
+        from ..shipping.packing import pack
+
         if not changed:
             return []
-        payload = pack(code, CellNames(tuple(changed), names.assigned,
-                                       names.has_final_expression), namespace)
+        payload = pack(code, CellNames(tuple(changed), assigned, final), namespace)
         payload = write_buffers(payload, self.folder)
         shipped = list(payload.state_names) + list(payload.modules)
         if not shipped:
@@ -119,12 +138,24 @@ class Session:
         self.sent.update(changed)
         return shipped
 
-    def run(self, code: str, namespace: dict[str, Any]) -> list[str]:
-        """Run one cell here; returns the names that came back into ``namespace``."""
+    def pull(self, names: list[str], namespace: dict[str, Any]) -> list[str]:
+        """Bring these names back from the session (the ones it has and that pickle)."""
         import cloudpickle
 
-        from ..shipping.analysis import analyse
         from ..shipping.stream import fingerprint
+
+        self._call("send", str(self.folder), names)
+        path = self.folder / RESULTS_FILE
+        values: dict[str, Any] = cloudpickle.loads(read_own(path))  # the user's own file
+        path.unlink()
+        namespace.update(values)
+        # the session holds these very values already: not shipped back unless changed
+        self.sent.update({name: fingerprint(value) for name, value in values.items()})
+        return sorted(values)
+
+    def run(self, code: str, namespace: dict[str, Any]) -> list[str]:
+        """Run one cell here; returns the names that came back into ``namespace``."""
+        from ..shipping.analysis import analyse
 
         assigned = list(analyse(code).assigned)
         self.ship(code, namespace)
@@ -133,16 +164,7 @@ class Session:
             raise JobFailed(f"the cell failed in session {self.name} (job {self.job_id}): "
                             f"{content.get('ename')}: {content.get('evalue')}",
                             "\n".join(content.get("traceback", [])))
-        if not assigned:
-            return []
-        self._call("send", str(self.folder), assigned)
-        path = self.folder / RESULTS_FILE
-        values: dict[str, Any] = cloudpickle.loads(read_own(path))
-        path.unlink()
-        namespace.update(values)
-        # the session holds these very values already: not shipped back unless changed
-        self.sent.update({name: fingerprint(value) for name, value in values.items()})
-        return sorted(values)
+        return self.pull(assigned, namespace) if assigned else []
 
     def stop(self) -> None:
         self.client.stop_channels()

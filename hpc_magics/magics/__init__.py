@@ -13,9 +13,10 @@ def register(ipython: Any) -> None:
     ipython.register_magics(HpcMagics)
     ipython.register_magics(NotebookJobMagics)
     ipython.register_magics(MonitorMagics)
-    from ..kernel.magics import SessionMagics  # %hpc_session: a kernel in an allocation
+    from ..kernel.magics import SessionMagics, offer_left_behind
 
-    ipython.register_magics(SessionMagics)
+    ipython.register_magics(SessionMagics)  # %hpc_session: a kernel in an allocation
+    offer_left_behind()  # kernel jobs a killed server or notebook left: offered for cancel
     try:
         from .server import ServerMagics
     except ImportError:  # the server magic is optional

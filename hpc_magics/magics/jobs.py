@@ -680,5 +680,13 @@ class HpcMagics(Magics):
                          f"{meta.get('backend', ''):<7} {meta.get('name', '')}{note}")
         if len(lines) == 1:
             lines.append(f"(no jobs under {self.jobs_root})")
+        from ..kernel.listing import HEADER, kernel_lines
+
+        try:  # the kernels and sessions of this user that still run, with their time left
+            kernels = kernel_lines(wanted=wanted)
+        except (HpcMagicsError, OSError):
+            kernels = []
+        if kernels:
+            lines += ["", "Jupyter kernels and sessions on compute nodes:", HEADER, *kernels]
         print("\n".join(lines))
         return None

@@ -101,3 +101,39 @@ def test_the_notebook_kernel_exiting_cancels_its_sessions_jobs(
     while squeue_ids(job_id) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert squeue_ids(job_id) == []
+
+
+def test_push_and_pull_move_names_and_hpc_jobs_shows_the_session(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    name = f"p{os.getpid()}"
+    shell.run_line_magic("hpc_session", f"start {name} -t 5")
+    job_id = sessions.get(name).job_id
+    capsys.readouterr()
+
+    shell.user_ns["weights"] = [0.5, 1.5]
+    shell.run_line_magic("hpc_session", f"push {name} weights")
+    assert "weights into session" in capsys.readouterr().out
+    del shell.user_ns["weights"]  # only the push can have put it there
+    shell.run_cell_magic("sbatch", f"--session {name}",
+                         "total = sum(weights)\nexec('made_there = 7')")
+    assert shell.user_ns["total"] == 2.0
+    assert "made_there" not in shell.user_ns  # exec hides it from the cell's names
+
+    shell.run_line_magic("hpc_session", f"pull {name} made_there nowhere")
+    printed = capsys.readouterr()
+    assert shell.user_ns["made_there"] == 7
+    assert "not in session" in printed.err and "nowhere" in printed.err
+    with pytest.raises(UsageError, match="no undefined_here in the notebook"):
+        shell.run_line_magic("hpc_session", f"push {name} undefined_here")
+    with pytest.raises(UsageError, match=f"push {name} needs the names to move"):
+        shell.run_line_magic("hpc_session", f"push {name}")
+    with pytest.raises(UsageError, match="names go with push and pull only"):
+        shell.run_line_magic("hpc_session", f"stop {name} weights")
+
+    shell.run_line_magic("hpc_jobs", "")
+    line = next(row for row in capsys.readouterr().out.splitlines()
+                if row.split() and row.split()[0] == job_id)
+    state, kind, left, cost, unit, job_name = line.split()[1:]
+    assert (state, kind, job_name) == ("RUNNING", "session", f"kernel-session-{name}")
+    assert left.endswith(("m", "s")) and not left.startswith("5m")  # under 5 minutes left
+    assert float(cost) > 0 and unit == "core-h"  # the lab profile bills by the core

@@ -1,0 +1,68 @@
+"""The kernel and session jobs in ``%hpc_jobs``: their state, time left and cost so far.
+
+One look at the user's cached squeue view for all of them (the same view the provisioner
+polls); only jobs that view lists are shown: a kernel that ended costs nothing more.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ..backends.folder import find_job_folders
+from ..core.cost import estimate
+from ..core.errors import HpcMagicsError
+from ..core.profiles import load_profile
+from ..core.resources import from_dict
+from ..core.units import format_duration
+from ..scheduler.queue import JobQueue, JobSnapshot
+from .orphans import kernels_root
+
+LOOK_MAX_AGE_S = 0.5  # the user asked now: one squeue for all kernels, not a stale view
+HEADER = f"{'job':>10}  {'state':<12} {'kind':<8} {'time left':<10} {'cost so far':<16} name"
+
+
+def cost_so_far(request_data: dict[str, Any], elapsed_s: float) -> str:
+    """What the job has cost until now under its profile's billing rule ("" when unknown)."""
+    try:
+        request = from_dict(request_data).changed(time_s=max(1, int(elapsed_s)))
+        cost = estimate(request, load_profile(request.profile))
+    except (HpcMagicsError, TypeError, ValueError):
+        return ""
+    if cost.billed is None:
+        return ""
+    return f"{cost.billed:.4f} {cost.billed_unit}"  # a new kernel has cost little
+
+
+def time_left(job: JobSnapshot, now: float) -> str:
+    if job.end_time and job.phase == "running":
+        return format_duration(job.end_time - now)
+    if job.time_limit_s:
+        return format_duration(job.time_limit_s - (job.elapsed_s or 0))
+    return "-"
+
+
+def kernel_lines(root: Path | None = None, wanted: set[str] | None = None) -> list[str]:
+    """One line per kernel or session job of this user that squeue still lists."""
+    base = root or kernels_root()
+    folders = [f for f in find_job_folders(base) if f.meta().get("kind") == "kernel"] \
+        if base.is_dir() else []
+    if not folders:
+        return []
+    view = JobQueue().view(max_age_s=LOOK_MAX_AGE_S)
+    now, lines = time.time(), []
+    for folder in folders:
+        meta = folder.meta()
+        job = view.find(str(meta.get("job_id", "")))
+        if job is None or (wanted is not None and job.state not in wanted):
+            continue
+        name = str(meta.get("name", ""))
+        kind = "session" if name.startswith("kernel-session-") else "kernel"
+        if meta.get("allocation"):
+            cost = "(your allocation)"  # the step asked Slurm for nothing of its own
+        else:
+            cost = cost_so_far(meta.get("request", {}), job.elapsed_s or 0) or "-"
+        lines.append(f"{job.job_id:>10}  {job.state:<12} {kind:<8} "
+                     f"{time_left(job, now):<10} {cost:<16} {name}")
+    return lines

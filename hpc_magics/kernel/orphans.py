@@ -1,0 +1,173 @@
+"""Kernel jobs left behind: still in squeue, but the process that started them is gone.
+
+A Jupyter server or notebook kernel that is killed (``kill -9``, an OOM, a lost login node
+session) cannot cancel the kernel and session jobs it started; they would run, and cost,
+until their time limit. Each kernel job folder records its owner (pid, host and the
+process's start time, so a reused pid is not taken for the owner); here those whose owner
+is gone are found, to be *offered* for cancel, never cancelled without the user's word.
+
+Cheap enough for ``%load_ext``: the owners are looked at first, with the standard library
+only (no scheduler query, no heavy import when every owner lives), then one squeue for all
+candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import HpcMagicsError
+
+KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
+META_FILE = "meta.json"  # as backends.folder names it; not imported: %load_ext stays light
+QUEUE_TIMEOUT_S = 10
+OVER = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "ENDED"}
+
+
+def kernels_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Where kernel job folders go: on the home, which the compute nodes share."""
+    env = os.environ if environ is None else environ
+    chosen = env.get(KERNELS_DIR_ENV, "").strip()
+    return Path(chosen).expanduser() if chosen else Path.home() / ".hpc_magics" / "kernels"
+
+
+def process_started(pid: int) -> str:
+    """The process's start time in clock ticks since boot ("" where /proc is missing)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[-1].split()[19]  # field 22, counted after the command name
+
+
+def owner() -> dict[str, Any]:
+    """What a kernel job folder records about the process that starts the kernel."""
+    pid = os.getpid()
+    return {"owner_pid": pid, "owner_host": socket.gethostname(),
+            "owner_started": process_started(pid)}
+
+
+def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
+    """The recorded owner ran on this host and is no longer there (another host's owner
+    cannot be looked at from here: never called gone)."""
+    pid = meta.get("owner_pid")
+    if not isinstance(pid, int) or meta.get("owner_host") != (host or socket.gethostname()):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return True  # the pid is another user's process now: ours is gone
+    started = meta.get("owner_started") or ""
+    return bool(started) and process_started(pid) not in {"", started}
+
+
+@dataclass(frozen=True)
+class LeftBehind:
+    job_id: str
+    step_id: str
+    name: str
+    folder: Path
+    allocation: bool  # a step of the user's own allocation: only the step is the kernel's
+
+    @property
+    def target(self) -> str:
+        """What scancel acts on: never the user's allocation, only the kernel's step."""
+        return f"{self.job_id}.{self.step_id}" if self.allocation else self.job_id
+
+    @property
+    def kind(self) -> str:
+        return "session" if self.name.startswith("kernel-session-") else "kernel"
+
+
+def candidates(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """This user's kernel job folders, not known to be over, whose owner is gone."""
+    found = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False) or \
+                    entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            meta = json.loads((Path(entry.path) / META_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict) and meta.get("kind") == "kernel" and meta.get("job_id") \
+                and meta.get("state") not in OVER and owner_gone(meta):
+            found.append((Path(entry.path), meta))
+    return found
+
+
+def queued_ids(steps: bool) -> set[str]:
+    """The ids of the user's jobs squeue lists (and their JOB.STEP ids with ``steps``): one
+    query each, short: ``%load_ext`` must not wait long for a silent scheduler."""
+    from ..scheduler import commands
+    from ..scheduler.queue import login_name
+
+    found: set[str] = set()
+    queries: list[list[str]] = [[], ["-s"]] if steps else [[]]
+    for extra in queries:
+        answer = commands.run(["squeue", "-h", *extra, "-u", login_name(), "-o", "%i"],
+                              timeout=QUEUE_TIMEOUT_S)
+        if not answer.ok:  # never "not in squeue" for an unanswered squeue
+            raise HpcMagicsError(f"squeue failed: {answer.first_error_line()}")
+        found.update(line.strip() for line in answer.stdout.splitlines() if line.strip())
+    return found
+
+
+def left_behind(root: Path | None = None) -> list[LeftBehind]:
+    found = candidates(root or kernels_root())
+    if not found:
+        return []
+    from ..backends.folder import JobFolder
+
+    queued = queued_ids(steps=any(meta.get("allocation") for _, meta in found))
+    result = []
+    for path, meta in found:
+        entry = LeftBehind(str(meta["job_id"]), str(meta.get("step_id") or ""),
+                           str(meta.get("name", "")), path, bool(meta.get("allocation")))
+        if entry.allocation and not entry.step_id:
+            continue  # the step never started: nothing of the kernel's runs
+        if entry.target in queued:
+            result.append(entry)
+        else:  # ended meanwhile: not looked at again
+            JobFolder(path).update_meta(state="ENDED", state_source="owner gone, not in squeue")
+    return result
+
+
+def describe(found: Iterable[LeftBehind], cancel: str) -> str:
+    """The lines offering them for cancel; ``cancel`` is the command, ``{job_id}`` in it."""
+    lines = ["[hpc_magics] kernel jobs left behind by a Jupyter server or notebook that "
+             "ended (they run, and cost, until their time limit):"]
+    for entry in found:
+        command = cancel.format(job_id=entry.job_id) if not entry.allocation else \
+            "hpc-magics kernel cleanup"  # a step: %hpc_cancel would end the allocation
+        lines.append(f"  {entry.kind} job {entry.target} ({entry.name}): cancel with "
+                     f"{command}")
+    return "\n".join(lines)
+
+
+def cancel(found: Iterable[LeftBehind]) -> list[str]:
+    """scancel each (the user asked for it); returns the lines to print."""
+    from ..jobfolder.folder import JobFolder
+    from ..scheduler import commands
+
+    said = []
+    for entry in found:
+        answer = commands.run(["scancel", entry.target], timeout=30)
+        if answer.ok:
+            JobFolder(entry.folder).update_meta(state="CANCELLED",
+                                                state_source="hpc-magics kernel cleanup")
+            said.append(f"cancelled {entry.kind} job {entry.target} ({entry.name})")
+        else:
+            said.append(f"scancel {entry.target} failed: {answer.first_error_line()}")
+    return said

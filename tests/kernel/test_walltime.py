@@ -1,0 +1,96 @@
+"""The kernel's time limit is announced in the notebook before Slurm ends the kernel: at the
+server's warning minutes, once when due (iopub, while idle) and at the next cell."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from hpc_magics.core.resources import ResourceRequest
+from hpc_magics.kernel import session as sessions
+from hpc_magics.kernel.node import kernel_argv
+from hpc_magics.kernel.walltime import (
+    DEFAULT_WARN_MINUTES,
+    EXTENSION_ARGUMENT,
+    WARN_MINUTES_ENV,
+    Warnings,
+    warn_minutes,
+    watch,
+)
+
+
+def test_each_warning_is_said_once_and_the_most_urgent_when_several_are_due() -> None:
+    end = 10_000.0
+    warnings = Warnings("42", end, (5, 15))
+    assert warnings.next_at() == end - 15 * 60
+    assert warnings.due(end - 16 * 60) is None
+    first = warnings.due(end - 14 * 60)
+    assert first is not None and "job 42" in first and "in 14 min" in first
+    assert warnings.due(end - 13 * 60) is None  # said once
+    late = Warnings("42", end, (5, 15))
+    said = late.due(end - 60)  # both passed (the kernel started late): one line
+    assert said is not None and "in 1 min" in said
+    assert late.due(end - 30) is None and late.next_at() is None
+    short = Warnings("42", end, (5, 15), started=end - 10 * 60)  # a 10-minute job
+    assert short.due(end - 9 * 60) is None  # no 15-minute warning at its start
+    assert short.next_at() == end - 5 * 60
+
+
+def test_the_watcher_sleeps_until_each_warning_then_says_it() -> None:
+    now = [0.0]
+    said: list[str] = []
+    watch(Warnings("7", 1200.0, (15, 5)), said.append, clock=lambda: now[0],
+          sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert now[0] == 1200.0 - 5 * 60  # it slept until the last one, not beyond
+    assert [("in 15 min" in s, "in 5 min" in s) for s in said] == [(True, False),
+                                                                   (False, True)]
+
+
+def test_the_minutes_come_from_the_environment_or_are_the_servers() -> None:
+    assert warn_minutes({WARN_MINUTES_ENV: "2, 10"}) == (10.0, 2.0)
+    assert warn_minutes({WARN_MINUTES_ENV: "soon"}) == DEFAULT_WARN_MINUTES
+    assert warn_minutes({}) == DEFAULT_WARN_MINUTES
+
+
+def test_only_an_ipykernel_gets_the_extension(tmp_path: Any) -> None:
+    ipykernel = kernel_argv(["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                            tmp_path / "c.json")
+    assert ipykernel[-1] == EXTENSION_ARGUMENT
+    other = kernel_argv(["julia", "-i", "kernel.jl", "{connection_file}"], tmp_path / "c.json")
+    assert EXTENSION_ARGUMENT not in other
+
+
+@pytest.fixture
+def shell(slurm_cluster: object, provisioner_registered: None,
+          monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    # a 5-minute job warned 4.7 minutes before its end: due 18 s after it starts (a
+    # kernel that took longer to start would drop it as passed: the margin)
+    monkeypatch.setenv(WARN_MINUTES_ENV, "4.7")
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "hpc_magics")
+    ip.magics_manager.registry["HpcMagics"].request = ResourceRequest(profile="lab")
+    yield ip
+    for name in list(sessions._SESSIONS):
+        sessions.stop(name)
+
+
+@pytest.mark.slurm
+def test_a_kernel_job_warns_in_the_notebook_before_its_time_limit(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    name = f"w{os.getpid()}"
+    shell.run_line_magic("hpc_session", f"start {name} -t 5")
+    session = sessions.get(name)
+    deadline, heard = time.monotonic() + 60, ""
+    while "time limit" not in heard and time.monotonic() < deadline:
+        message = session.client.get_iopub_msg(timeout=60)  # the kernel is idle meanwhile
+        if message["msg_type"] == "stream" and message["content"]["name"] == "stderr":
+            heard += message["content"]["text"]
+    assert f"job {session.job_id} reaches its time limit in 5 min" in heard
+    capsys.readouterr()
+    shell.run_cell_magic("sbatch", f"--session {name}", "x = 1")
+    assert "reaches its time limit in" in capsys.readouterr().err  # again at the next cell
