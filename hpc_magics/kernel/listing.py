@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..backends.folder import find_job_folders
+from ..jobfolder.folder import find_job_folders
 from ..core.cost import estimate
 from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile

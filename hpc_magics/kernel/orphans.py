@@ -24,7 +24,7 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 
 KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
-META_FILE = "meta.json"  # as backends.folder names it; not imported: %load_ext stays light
+META_FILE = "meta.json"  # as jobfolder.folder names it; not imported: %load_ext stays light
 QUEUE_TIMEOUT_S = 10
 OVER = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "ENDED"}
 
@@ -128,7 +128,7 @@ def left_behind(root: Path | None = None) -> list[LeftBehind]:
     found = candidates(root or kernels_root())
     if not found:
         return []
-    from ..backends.folder import JobFolder
+    from ..jobfolder.folder import JobFolder
 
     queued = queued_ids(steps=any(meta.get("allocation") for _, meta in found))
     result = []
