@@ -21,6 +21,7 @@ from .backends.folder import JobFolder, check_owned, damaged, find_job_folders
 from .core.errors import HpcMagicsError, JobFailed
 from .core.jobids import parse_job_id, same_job
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
+from .jobfacts import oom_hint
 from .scheduler.watcher import UNREACHABLE, JobStatus, watcher
 from .shipping.runner import CellResult
 from .shipping.stream import load_results
@@ -319,6 +320,8 @@ class JobHandle:
 
     def _failure(self, state: str, remote: str) -> JobFailed:
         hint = _STATE_HINTS.get(normalize_state(state), f"it ended {state}")
+        if normalize_state(state) == "OUT_OF_MEMORY":
+            hint = oom_hint(self.folder, self.job_id)
         tail = self.log(tail=15)
         message = f"job {self.job_id} has no results: {hint} (log: {self.folder.path})"
         executed = self.folder.meta().get("executed_notebook")
