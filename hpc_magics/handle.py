@@ -21,7 +21,7 @@ from .backends.folder import JobFolder, check_owned, damaged, find_job_folders
 from .core.errors import HpcMagicsError, JobFailed
 from .core.jobids import parse_job_id, same_job
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
-from .jobfacts import oom_hint
+from .jobfacts import failed_because, oom_hint
 from .scheduler.watcher import UNREACHABLE, JobStatus, watcher
 from .shipping.runner import CellResult
 from .shipping.stream import load_results
@@ -319,6 +319,8 @@ class JobHandle:
         return False
 
     def _failure(self, state: str, remote: str) -> JobFailed:
+        if self.backend.name == "slurm":
+            state = failed_because(self.job_id, normalize_state(state))
         hint = _STATE_HINTS.get(normalize_state(state), f"it ended {state}")
         if normalize_state(state) == "OUT_OF_MEMORY":
             hint = oom_hint(self.folder, self.job_id)

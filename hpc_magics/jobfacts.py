@@ -8,7 +8,16 @@ import glob
 from pathlib import Path
 from typing import Any
 
-from .core.node_facts import NodePeak, memory_limit_mb, node_peak, oom_message, read_records
+from .core.node_facts import (
+    NodePeak,
+    explaining_step_state,
+    memory_limit_mb,
+    node_peak,
+    oom_message,
+    read_records,
+)
+
+STEPS_TIMEOUT_S = 20
 
 
 def node_records(folder: Path, job_id: str) -> list[dict[str, Any]]:
@@ -31,3 +40,20 @@ def oom_hint(folder: Any, job_id: str) -> str:
     mem_mb = request.get("mem_mb")
     return oom_message(mem_mb if isinstance(mem_mb, (int, float)) else None,
                        memory_limit_mb(node_records(folder.path, job_id)))
+
+
+def failed_because(job_id: str, state: str) -> str:
+    """A FAILED job's state as its steps tell it (a step killed for memory): one sacct
+    call, made once when the notebook reports the failure; the job's own state when
+    accounting cannot say."""
+    from .core.errors import HpcMagicsError
+    from .scheduler import commands
+
+    if state != "FAILED":
+        return state
+    try:
+        steps = commands.run(["sacct", "-n", "-P", "-j", job_id, "-o", "JobID,State"],
+                             timeout=STEPS_TIMEOUT_S)
+    except HpcMagicsError:  # accounting busy or gone: the job's own state is still true
+        return state
+    return explaining_step_state(state, steps.stdout) if steps.ok else state

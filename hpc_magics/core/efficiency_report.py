@@ -186,8 +186,7 @@ def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
     else:
         lines.append(f"memory peak {_memory(usage.max_rss_mb)} of {_memory(usage.req_mem_mb)} "
                      f"asked ({_percent(usage.memory_fraction)}"
-                     + (f"; from {memory_source}, accounting had no sample)"
-                        if memory_source else ")"))
+                     + (f"; from {memory_source})" if memory_source else ")"))
     limit = format_duration(usage.time_limit_s) if usage.time_limit_s else "no limit"
     elapsed = format_duration(usage.elapsed_s) if usage.elapsed_s is not None else "n/a"
     lines.append(f"time {elapsed} of {limit} ({_percent(usage.time_fraction)})")

@@ -33,6 +33,10 @@ PEAK_SOURCES = {
 }
 # what the notebook says of a job the kernel ended for memory (handle.fetch)
 OOM_MESSAGE = "the job ran out of memory: it was limited to {limit}{flag}; ask for more with --mem"
+# A job step the kernel ended for memory leaves the job itself FAILED (its batch script
+# exits with srun's code; sacct: "123|FAILED", "123.0|OUT_OF_MEMORY"): a step's state
+# that says why the job failed, in the order they are told
+STEP_STATES_THAT_EXPLAIN = ("OUT_OF_MEMORY",)
 
 
 def node_file(job_id: str, host: str, rank: str) -> str:
@@ -115,6 +119,16 @@ def node_peak(records: Iterable[Mapping[str, Any]]) -> NodePeak | None:
 def memory_limit_mb(records: Iterable[Mapping[str, Any]]) -> float | None:
     limits = [float(r["limit_mb"]) for r in records if isinstance(r.get("limit_mb"), (int, float))]
     return min(limits) if limits else None
+
+
+def explaining_step_state(job_state: str, steps: str) -> str:
+    """The state to tell for a FAILED job: a step's that says why (``sacct -n -P -o
+    JobID,State`` lines of its steps), else the job's own."""
+    if job_state != "FAILED":
+        return job_state
+    said = {line.partition("|")[2].split()[0] for line in steps.splitlines()
+            if "." in line.partition("|")[0] and line.partition("|")[2].strip()}
+    return next((state for state in STEP_STATES_THAT_EXPLAIN if state in said), job_state)
 
 
 def oom_message(request_mem_mb: float | None, limit_mb: float | None) -> str:

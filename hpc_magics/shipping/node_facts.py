@@ -29,6 +29,11 @@ def _job_id() -> str:
     return f"{array}_{task}" if array and task else os.environ.get("SLURM_JOB_ID", "local")
 
 
+def _node() -> str:
+    """Slurm's name for this node (unique in the job even where nodes share a hostname)."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+
+
 def _cgroup() -> tuple[str, str] | None:
     try:
         text = Path("/proc/self/cgroup").read_text()
@@ -50,14 +55,15 @@ def _cgroup_mb(which: str) -> float | None:
 
 
 def _write(folder: Path, record: dict[str, Any]) -> None:
-    host = socket.gethostname()
+    host = _node()
     rank = os.environ.get("SLURM_PROCID", "0")
     target = folder / node_file(_job_id(), host, rank)
     temporary = target.with_suffix(".tmp")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
-            json.dump({"host": host, "rank": rank, **record}, handle)
+            json.dump({"host": host, "hostname": socket.gethostname(), "rank": rank, **record},
+                      handle)
         os.replace(temporary, target)
     except OSError:
         pass  # a fact the report can do without; never fail the job for it
@@ -85,7 +91,7 @@ def start_gpu_sampler(folder: Path, every_s: int = SAMPLE_EVERY_S) \
     devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     if not devices or os.environ.get("SLURM_LOCALID", "0") != "0":
         return None
-    target = folder / node_samples_file(_job_id(), socket.gethostname())
+    target = folder / node_samples_file(_job_id(), _node())
     argv = ["nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits",
             "-l", str(every_s), "-i", devices]
     try:

@@ -39,16 +39,19 @@ def gpu_samples(folder: Any, job_id: str) -> tuple[GpuSample, ...]:
 
 
 def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[GpuSample, ...]]]:
-    """One report per job, or per array task; accounting's memory peak, or else the one
-    the nodes recorded (a job shorter than accounting's first sample has none in sacct)."""
+    """One report per job, or per array task. The memory peak is accounting's, or the one
+    the nodes recorded when larger: sacct samples every 30 s or so, so a short job has no
+    sample, or one taken before the job grew; the node's record is its exact peak."""
     out = []
     for usage in sorted(usages, key=_task_order):
         samples = gpu_samples(folder, usage.job_id)
         source = ""
-        if usage.max_rss_mb is None:
-            peak = recorded_peak(folder.path, usage.job_id)
-            if peak is not None:
-                usage, source = replace(usage, max_rss_mb=peak.megabytes), peak.source
+        peak = recorded_peak(folder.path, usage.job_id)
+        if peak is not None and (usage.max_rss_mb is None or peak.megabytes > usage.max_rss_mb):
+            sampled = usage.max_rss_mb
+            source = (f"{peak.source}; accounting " + ("had no sample" if sampled is None
+                                                       else f"sampled {sampled:.0f}M"))
+            usage = replace(usage, max_rss_mb=peak.megabytes)
         out.append((report(usage, samples, memory_source=source), samples))
     return out
 

@@ -12,6 +12,7 @@ from hpc_magics.core.efficiency import Usage
 from hpc_magics.core.efficiency_report import report
 from hpc_magics.core.node_facts import (
     bytes_value,
+    explaining_step_state,
     memory_cgroup_dir,
     memory_limit_mb,
     node_file,
@@ -89,11 +90,16 @@ def test_the_report_takes_the_nodes_peak_when_accounting_has_none(tmp_path: Path
     (tmp_path / node_file("42", "c1", "0")).write_text(json.dumps(
         {"host": "c1", "limit_mb": 1024.0, "rusage_peak_mb": 301.0, "cgroup_peak_mb": 306.0}))
     [(done, _)] = reports(JobFolder(tmp_path), [usage])
-    assert ("memory peak 306M of 1.0G asked (30%; from the job's cgroup on the node, "
+    assert ("memory peak 306M of 1.0G asked (30%; from the job's cgroup on the node; "
             "accounting had no sample)") in done.lines
-    sampled = Usage(job_id="42", state="COMPLETED", req_mem_mb=1024, max_rss_mb=280.0)
-    [(from_sacct, _)] = reports(JobFolder(tmp_path), [sampled])
-    assert "memory peak 280M of 1.0G asked (27%)" in from_sacct.lines  # sacct's word first
+    # seen on 24.11: sacct's only sample was taken before the cell grew
+    early = Usage(job_id="42", state="COMPLETED", req_mem_mb=1024, max_rss_mb=4.0)
+    [(from_node, _)] = reports(JobFolder(tmp_path), [early])
+    assert ("memory peak 306M of 1.0G asked (30%; from the job's cgroup on the node; "
+            "accounting sampled 4M)") in from_node.lines
+    later = Usage(job_id="42", state="COMPLETED", req_mem_mb=1024, max_rss_mb=500.0)
+    [(from_sacct, _)] = reports(JobFolder(tmp_path), [later])
+    assert "memory peak 500M of 1.0G asked (49%)" in from_sacct.lines  # sacct saw more
 
 
 def test_gpu_samples_of_every_node_count_each_nodes_gpu(tmp_path: Path) -> None:
@@ -106,3 +112,11 @@ def test_gpu_samples_of_every_node_count_each_nodes_gpu(tmp_path: Path) -> None:
     assert sorted({s.index for s in samples}) == ["c1:0", "c2:0"]
     [(done, _)] = reports(JobFolder(tmp_path), [Usage(job_id="42", state="COMPLETED")])
     assert any("GPU utilisation 50% on average over 2 GPUs" in x for x in done.lines)
+
+
+def test_a_step_killed_for_memory_explains_its_jobs_failure() -> None:
+    # sacct -n -P -o JobID,State -j 152 on release 24.11, a cell over its --mem of 200M
+    steps = "152|FAILED\n152.batch|FAILED\n152.0|OUT_OF_MEMORY\n"
+    assert explaining_step_state("FAILED", steps) == "OUT_OF_MEMORY"
+    assert explaining_step_state("FAILED", "152|FAILED\n152.0|FAILED\n") == "FAILED"
+    assert explaining_step_state("TIMEOUT", steps) == "TIMEOUT"  # only a FAILED job's

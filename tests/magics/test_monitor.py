@@ -222,12 +222,15 @@ class StandInNvidiaSmi:
     line per interval, utilisation 40 % and 2 GB used of 16 GB, until it is killed.
     """
 
-    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch,
+                 ran_on: Path | None = None) -> None:
+        """``ran_on``: a file each run appends its host's name to."""
         folder.mkdir(parents=True, exist_ok=True)
         script = folder / "nvidia-smi"
         script.write_text(
             "#!/bin/bash\n"
-            "every=1\n"
+            + (f"hostname >> '{ran_on}'\n" if ran_on else "")
+            + "every=1\n"
             'while [ $# -gt 0 ]; do [ "$1" = -l ] && every=$2; shift; done\n'
             "while true; do\n"
             '  echo "$(date "+%Y/%m/%d %H:%M:%S").000, 0, 40, 2048, 16384"\n'
