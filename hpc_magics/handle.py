@@ -18,6 +18,7 @@ from typing import Any
 from .backends.base import Backend
 from .core.errors import HpcMagicsError, JobFailed
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
+from .jobfacts import failed_because, oom_hint
 from .jobfolder.files import CellResult
 from .jobfolder.folder import JobFolder, check_owned, damaged
 from .scheduler.job_status import UNREACHABLE, JobStatus
@@ -317,7 +318,11 @@ class JobHandle:
         return False
 
     def _failure(self, state: str, remote: str) -> JobFailed:
+        if self.backend.name == "slurm":
+            state = failed_because(self.job_id, normalize_state(state))
         hint = _STATE_HINTS.get(normalize_state(state), f"it ended {state}")
+        if normalize_state(state) == "OUT_OF_MEMORY":
+            hint = oom_hint(self.folder, self.job_id)
         tail = self.log(tail=15)
         message = f"job {self.job_id} has no results: {hint} (log: {self.folder.path})"
         executed = self.folder.meta().get("executed_notebook")

@@ -170,8 +170,9 @@ def _span(values: Iterable[float | None], show: Callable[[float], str]) -> str:
 
 
 def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
-           rules: Mapping[str, Any] | None = None) -> Report:
-    """The figures as short lines, and the advice."""
+           rules: Mapping[str, Any] | None = None, memory_source: str = "") -> Report:
+    """The figures as short lines, and the advice. ``memory_source``: where the memory
+    peak comes from when not from accounting (the node's own record)."""
     gpu = GpuSummary.of(gpu_samples)
     lines = [f"state {usage.state}" + (f" (exit {usage.exit_code})"
                                        if usage.exit_code not in ("", "0:0") else "")]
@@ -184,7 +185,8 @@ def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
                      f"sample) of {_memory(usage.req_mem_mb)} asked")
     else:
         lines.append(f"memory peak {_memory(usage.max_rss_mb)} of {_memory(usage.req_mem_mb)} "
-                     f"asked ({_percent(usage.memory_fraction)})")
+                     f"asked ({_percent(usage.memory_fraction)}"
+                     + (f"; from {memory_source})" if memory_source else ")"))
     limit = format_duration(usage.time_limit_s) if usage.time_limit_s else "no limit"
     elapsed = format_duration(usage.elapsed_s) if usage.elapsed_s is not None else "n/a"
     lines.append(f"time {elapsed} of {limit} ({_percent(usage.time_fraction)})")

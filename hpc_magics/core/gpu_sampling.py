@@ -1,39 +1,28 @@
-"""The job script's GPU sampler: ``nvidia-smi`` every few seconds into the job folder.
+"""GPU samples: ``nvidia-smi`` every few seconds into the job folder, one file per node.
 
-Only where the job was given GPUs (``CUDA_VISIBLE_DEVICES`` set) and the node has
+The node side samples (``node/node_facts.py``, the first task on each node of the
+job), only where the job was given GPUs (``CUDA_VISIBLE_DEVICES`` set) and the node has
 ``nvidia-smi``; nothing at all otherwise. One query every few seconds costs a few
-milliseconds of one core. ``%hpc_efficiency`` and the job widget plot the file.
+milliseconds of one core. ``%hpc_efficiency`` and the job widget plot the files.
 """
 
 from __future__ import annotations
 
-import shlex
-
 SAMPLE_EVERY_S = 5
 SAMPLES_GLOB = "gpu-*.csv"
-# gpu-123.csv, or gpu-123_4.csv for an array's task 4
-_SAMPLES_NAME = ('"/gpu-${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}'
-                 '${SLURM_ARRAY_TASK_ID:+_$SLURM_ARRAY_TASK_ID}.csv"')
 
 
 def samples_file(job_id: str) -> str:
-    """The sample file's name for ``job_id`` (``123`` or an array task ``123_4``)."""
+    """The sample file's name for ``job_id`` (``123`` or an array task ``123_4``), as
+    job scripts before per-node sampling wrote it."""
     return f"gpu-{job_id}.csv"
 
 
-def sampler_lines(folder: str, every_s: int = SAMPLE_EVERY_S) -> tuple[str, ...]:
-    """Shell lines that start the sampler in the background and stop it when the script ends."""
-    from .efficiency import GPU_QUERY  # here: job scripts render at %load_ext's cost
+def node_samples_file(job_id: str, host: str) -> str:
+    """One node's samples of ``job_id``: every node of a multi-node job samples its own."""
+    return f"gpu-{job_id}.{host}.csv"
 
-    target = shlex.quote(folder) + _SAMPLES_NAME
-    query = (f"nvidia-smi --query-gpu={GPU_QUERY} --format=csv,noheader,nounits "
-             f'-l {every_s} -i "$CUDA_VISIBLE_DEVICES"')
-    return (
-        f"# GPU use for %hpc_efficiency: sampled every {every_s} s when the job has GPUs "
-        "and the node has nvidia-smi",
-        'if [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && command -v nvidia-smi >/dev/null 2>&1; then',
-        f"    {query} > {target} 2>/dev/null &",
-        "    hpc_gpu_sampler=$!",
-        "    trap 'kill \"$hpc_gpu_sampler\" 2>/dev/null' EXIT",
-        "fi",
-    )
+
+def samples_files_glob(job_id: str) -> str:
+    """Every node's sample files of ``job_id`` (and the older single file)."""
+    return f"gpu-{job_id}.*csv"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from .errors import InvalidRequest
 from .flags import ENGINE_FLAGS, SBATCH_FLAGS
-from .gpu_sampling import sampler_lines
 from .profiles import ClusterProfile
 from .resources import ResourceRequest
 from .units import format_memory, format_time
@@ -155,5 +154,5 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
                "results.pkl and output.txt come back to the notebook."),
         # the job's files stay private to the user, like its folder
         prologue=("umask 077",),
-        run=(*sampler_lines(folder), "export SUBMITIT_EXECUTOR=slurm", cell),
+        run=("export SUBMITIT_EXECUTOR=slurm", cell),
     )

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..jobfolder.folder import find_job_folders
 from ..core.cost import estimate
 from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
 from ..core.resources import from_dict
 from ..core.units import format_duration
+from ..jobfolder.folder import find_job_folders
 from ..scheduler.queue import JobQueue, JobSnapshot
 from .orphans import kernels_root
 

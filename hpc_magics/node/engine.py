@@ -36,9 +36,15 @@ def skip_plugin_scan() -> None:
 
 
 def main() -> None:
+    from pathlib import Path
+
+    from .node_facts import recorded
+
     import_submitit()
     skip_plugin_scan()
-    runpy.run_module("submitit.core._submit", run_name="__main__", alter_sys=True)
+    # the node's own memory peak and GPU samples, for %hpc_efficiency (core/node_facts.py)
+    with recorded(Path(sys.argv[1])):
+        runpy.run_module("submitit.core._submit", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

@@ -6,33 +6,53 @@ folder's ``usage.json``) and the job's own GPU samples; nothing here asks the sc
 
 from __future__ import annotations
 
+import glob
 import html
 import io
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..core.efficiency import GpuSample, Usage, parse_gpu_samples
 from ..core.efficiency_report import Report, array_summary, report
-from ..core.gpu_sampling import samples_file
+from ..jobfacts import recorded_peak
 
 SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers them all
 
 
 def gpu_samples(folder: Any, job_id: str) -> tuple[GpuSample, ...]:
-    """The samples the job's script recorded (none without GPUs or nvidia-smi)."""
-    try:
-        text = (folder.path / samples_file(job_id)).read_text(errors="replace")
-    except OSError:
-        return ()
-    return parse_gpu_samples(text)
+    """The samples the job recorded, every node's (none without GPUs or nvidia-smi);
+    a GPU is named by its node and index when more than one node sampled."""
+    files = sorted(folder.path.glob(glob.escape(f"gpu-{job_id}") + ".*csv"))
+    samples: list[GpuSample] = []
+    for path in files:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        host = path.name[len(f"gpu-{job_id}."):-len("csv")].rstrip(".")
+        found = parse_gpu_samples(text)
+        if len(files) > 1 and host:
+            found = tuple(replace(s, index=f"{host}:{s.index}") for s in found)
+        samples += found
+    return tuple(samples)
 
 
 def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[GpuSample, ...]]]:
-    """One report per job, or per array task."""
+    """One report per job, or per array task. The memory peak is accounting's, or the one
+    the nodes recorded when larger: sacct samples every 30 s or so, so a short job has no
+    sample, or one taken before the job grew; the node's record is its exact peak."""
     out = []
     for usage in sorted(usages, key=_task_order):
         samples = gpu_samples(folder, usage.job_id)
-        out.append((report(usage, samples), samples))
+        source = ""
+        peak = recorded_peak(folder.path, usage.job_id)
+        if peak is not None and (usage.max_rss_mb is None or peak.megabytes > usage.max_rss_mb):
+            sampled = usage.max_rss_mb
+            source = (f"{peak.source}; accounting " + ("had no sample" if sampled is None
+                                                       else f"sampled {sampled:.0f}M"))
+            usage = replace(usage, max_rss_mb=peak.megabytes)
+        out.append((report(usage, samples, memory_source=source), samples))
     return out
 
 

@@ -1,0 +1,145 @@
+"""What the node side records about its own job, and how the notebook reads it. Pure.
+
+Each task of a job writes ``node-JOB.HOST.RANK.json`` into the job folder (by
+``node/node_facts.py``): the job's memory limit as its cgroup sets it (at the start,
+so a job the kernel kills for memory still leaves it) and, at the end, its peak memory by
+two sources: the job's cgroup on that node (``memory.max_usage_in_bytes`` under cgroup v1,
+``memory.peak`` under v2; the whole job on the node) and ``getrusage`` (the task and its
+children). Accounting samples memory every 30 s or so: a job shorter than that has no
+MaxRSS, and these records give its peak instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+NODE_FILE_GLOB = "node-{job}.*.json"
+MB = 1024 * 1024
+# the files each cgroup version keeps the limit and the peak in (for the job's directory)
+CGROUP_FILES = {
+    "v1": {"limit": "memory.limit_in_bytes", "peak": "memory.max_usage_in_bytes"},
+    "v2": {"limit": "memory.max", "peak": "memory.peak"},
+}
+# a cgroup v1 "no limit" is a huge page-rounded number, v2 says "max"
+NO_LIMIT_BYTES = 1 << 60
+# the sources of a peak, best first, with how the report names them
+PEAK_SOURCES = {
+    "cgroup_peak_mb": "the job's cgroup on the node",
+    "rusage_peak_mb": "getrusage on the node (the largest process)",
+}
+# what the notebook says of a job the kernel ended for memory (handle.fetch)
+OOM_MESSAGE = "the job ran out of memory: it was limited to {limit}{flag}; ask for more with --mem"
+# A job step the kernel ended for memory leaves the job itself FAILED (its batch script
+# exits with srun's code; sacct: "123|FAILED", "123.0|OUT_OF_MEMORY"): a step's state
+# that says why the job failed, in the order they are told
+STEP_STATES_THAT_EXPLAIN = ("OUT_OF_MEMORY",)
+
+
+def node_file(job_id: str, host: str, rank: str) -> str:
+    return f"node-{job_id}.{host}.{rank}.json"
+
+
+def memory_cgroup_dir(proc_cgroup: str, exists: Callable[[str], bool],
+                      root: str = "/sys/fs/cgroup") -> tuple[str, str] | None:
+    """The job's memory cgroup directory and its version (``v1``/``v2``), from the text
+    of ``/proc/self/cgroup``; ``None`` when there is none or it cannot be seen.
+
+    A node in a container may see its hierarchy from below its root (``/proc/self/cgroup``
+    says ``/outer/slurm_c1/uid_1/job_5/...``, the mount shows ``slurm_c1/...``): the
+    longest tail of the path that exists is taken. The directory is the ``job_N`` one.
+    """
+    for line in proc_cgroup.splitlines():
+        parts = line.strip().split(":", 2)
+        if len(parts) != 3:
+            continue
+        controllers = parts[1].split(",")
+        if "memory" in controllers:
+            version, mount = "v1", f"{root}/memory"
+        elif parts[0] == "0" and parts[1] == "":
+            version, mount = "v2", root
+        else:
+            continue
+        path = PurePosixPath(parts[2]).parts[1:]
+        jobs = [i for i, part in enumerate(path) if part.startswith("job_")]
+        if not jobs:
+            continue
+        path = path[:jobs[-1] + 1]
+        for start in range(len(path)):
+            candidate = "/".join((mount, *path[start:]))
+            if exists(candidate):
+                return candidate, version
+    return None
+
+
+def bytes_value(text: str) -> int | None:
+    """A cgroup file's number; ``None`` for "max", a v1 "no limit" or garbage."""
+    value = text.strip()
+    if not value.isdigit() or int(value) >= NO_LIMIT_BYTES:
+        return None
+    return int(value)
+
+
+@dataclass(frozen=True)
+class NodePeak:
+    """The best peak the node records give for one job: megabytes and where it is from."""
+
+    megabytes: float
+    source: str
+    hosts: int
+
+
+def read_records(texts: Iterable[str]) -> list[dict[str, Any]]:
+    records = []
+    for text in texts:
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue  # a record cut short when the kernel ended the task
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def node_peak(records: Iterable[Mapping[str, Any]]) -> NodePeak | None:
+    """The largest peak on any node, by the best source any record has (the cgroup
+    peak counts the whole job on a node, like accounting's per-node request)."""
+    records = list(records)
+    for key, source in PEAK_SOURCES.items():
+        values = [float(r[key]) for r in records if isinstance(r.get(key), (int, float))]
+        if values:
+            hosts = len({r.get("host") for r in records if key in r})
+            return NodePeak(max(values), source, hosts)
+    return None
+
+
+def memory_limit_mb(records: Iterable[Mapping[str, Any]]) -> float | None:
+    limits = [float(r["limit_mb"]) for r in records if isinstance(r.get("limit_mb"), (int, float))]
+    return min(limits) if limits else None
+
+
+def explaining_step_state(job_state: str, steps: str) -> str:
+    """The state to tell for a FAILED job: a step's that says why (``sacct -n -P -o
+    JobID,State`` lines of its steps), else the job's own."""
+    if job_state != "FAILED":
+        return job_state
+    said = {line.partition("|")[2].split()[0] for line in steps.splitlines()
+            if "." in line.partition("|")[0] and line.partition("|")[2].strip()}
+    return next((state for state in STEP_STATES_THAT_EXPLAIN if state in said), job_state)
+
+
+def oom_message(request_mem_mb: float | None, limit_mb: float | None) -> str:
+    """One line: what the job was limited to, and the flag that changes it."""
+    from .units import format_memory
+
+    flag = f" (--mem={format_memory(int(request_mem_mb))})" if request_mem_mb else ""
+    if limit_mb:
+        limit = f"{limit_mb:.0f}M"
+    elif request_mem_mb:
+        limit, flag = format_memory(int(request_mem_mb)), " (its --mem)"
+    else:
+        limit, flag = "the partition's default memory", ""
+    return OOM_MESSAGE.format(limit=limit, flag=flag)

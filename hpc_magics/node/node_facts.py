@@ -1,0 +1,133 @@
+"""The node side's own facts about its job, recorded in the job folder (see
+``core/node_facts.py``): the memory limit at the start, the peak at the end, and GPU
+samples on every node of the job (the first task on each node runs ``nvidia-smi``; the
+batch script alone would sample only the first node).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..core.efficiency import GPU_QUERY
+from ..core.gpu_sampling import SAMPLE_EVERY_S, node_samples_file
+from ..core.node_facts import CGROUP_FILES, MB, bytes_value, memory_cgroup_dir, node_file
+
+STOP_SAMPLER_S = 5.0
+
+
+def _job_id() -> str:
+    array = os.environ.get("SLURM_ARRAY_JOB_ID")
+    task = os.environ.get("SLURM_ARRAY_TASK_ID")
+    return f"{array}_{task}" if array and task else os.environ.get("SLURM_JOB_ID", "local")
+
+
+def _node() -> str:
+    """Slurm's name for this node (unique in the job even where nodes share a hostname)."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+
+
+def _cgroup() -> tuple[str, str] | None:
+    try:
+        text = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return None
+    return memory_cgroup_dir(text, os.path.isdir)
+
+
+def _cgroup_mb(which: str) -> float | None:
+    found = _cgroup()
+    if found is None:
+        return None
+    directory, version = found
+    try:
+        value = bytes_value(Path(directory, CGROUP_FILES[version][which]).read_text())
+    except OSError:
+        return None
+    return None if value is None else value / MB
+
+
+def _write(folder: Path, record: dict[str, Any]) -> None:
+    host = _node()
+    rank = os.environ.get("SLURM_PROCID", "0")
+    target = folder / node_file(_job_id(), host, rank)
+    temporary = target.with_suffix(".tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump({"host": host, "hostname": socket.gethostname(), "rank": rank, **record},
+                      handle)
+        os.replace(temporary, target)
+    except OSError:
+        pass  # a fact the report can do without; never fail the job for it
+
+
+def record_start(folder: Path) -> None:
+    _write(folder, {"limit_mb": _cgroup_mb("limit")})
+
+
+def record_end(folder: Path) -> None:
+    # ru_maxrss is in kilobytes on Linux
+    rusage = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                 resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    record: dict[str, Any] = {"limit_mb": _cgroup_mb("limit"), "rusage_peak_mb": rusage}
+    peak = _cgroup_mb("peak")
+    if peak is not None:
+        record["cgroup_peak_mb"] = peak
+    _write(folder, record)
+
+
+def start_gpu_sampler(folder: Path, every_s: int = SAMPLE_EVERY_S) \
+        -> subprocess.Popen[bytes] | None:
+    """``nvidia-smi`` in the background on this node, once per node (its first task),
+    when the job has GPUs here; ``None`` (and nothing run) otherwise or without it."""
+    devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if not devices or os.environ.get("SLURM_LOCALID", "0") != "0":
+        return None
+    target = folder / node_samples_file(_job_id(), _node())
+    argv = ["nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits",
+            "-l", str(every_s), "-i", devices]
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError:
+        return None
+    try:  # runs until stop_gpu_sampler (no timeout: it lives as long as the task)
+        return subprocess.Popen(argv, stdout=fd, stderr=subprocess.DEVNULL,  # noqa: S603
+                                stdin=subprocess.DEVNULL)
+    except OSError:  # no nvidia-smi on this node: no samples, as documented
+        with contextlib.suppress(OSError):
+            os.unlink(target)
+        return None
+    finally:
+        os.close(fd)
+
+
+def stop_gpu_sampler(sampler: subprocess.Popen[bytes] | None) -> None:
+    if sampler is None:
+        return
+    sampler.terminate()
+    try:
+        sampler.wait(timeout=STOP_SAMPLER_S)
+    except subprocess.TimeoutExpired:
+        sampler.kill()
+        sampler.wait(timeout=STOP_SAMPLER_S)
+
+
+@contextlib.contextmanager
+def recorded(folder: Path) -> Iterator[None]:
+    """Around the node-side run of a job: its facts recorded, GPUs sampled."""
+    record_start(folder)
+    sampler = start_gpu_sampler(folder)
+    try:
+        yield
+    finally:
+        stop_gpu_sampler(sampler)
+        record_end(folder)
+
