@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpc_magics.backends.folder import JobFolder
+from hpc_magics.jobfolder.folder import JobFolder
 
 from hpc_magics.core.efficiency import Usage
 from hpc_magics.core.efficiency_report import report
