@@ -154,6 +154,8 @@ rr_attach() {
   # scripts/slurm-cluster run in the root (also through sudo, which clears the
   # environment) knows by this file that it runs a release's cluster
   echo "$RR_RELEASE" >"$RR_ROOT/etc/hpc-magics-release"
+  # which clone the cluster's hosts see: the nodes' mount namespaces are made at `up`
+  echo "$clone" >"$RR_ROOT/etc/hpc-magics-clone"
   rr_netns_up
   rr_copy_host_files
   rr_mount_system
@@ -275,10 +277,16 @@ print("\n".join(d for d in deps if not d.replace(" ", "").startswith("torch")))'
 
 # ------------------------------------------------------------------------ commands
 rr_repo() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
+# the clone a running cluster was brought up from (its hosts see that one), else ours
+rr_attached_clone() {
+  local clone
+  clone=$(cat "$RR_ROOT/etc/hpc-magics-clone" 2>/dev/null || true)
+  if rr_attached && [ -n "$clone" ] && [ -d "$RR_ROOT$clone/scripts" ]; then echo "$clone"; else rr_repo; fi
+}
 
 # rr_cluster CMD...: scripts/slurm-cluster CMD inside the root, on host "ctl"
 rr_cluster() {
-  local clone; clone=$(rr_repo)
+  local clone; clone=$(rr_attached_clone)
   rr_in_root --uts ctl env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
     ${SUDO_USER:+SUDO_USER="$SUDO_USER"} \
     /bin/bash "$clone/scripts/slurm-cluster" "$@" 8>&-   # the daemons must not hold our lock
@@ -287,6 +295,12 @@ rr_cluster() {
 rr_up() {
   local clone t0; clone=$(rr_repo); t0=$(date +%s)
   rr_build_root
+  # brought up from another clone: its nodes see that clone only, and the release's venv
+  # is installed from it; start over from this one
+  if rr_attached && [ "$(rr_attached_clone)" != "$clone" ]; then
+    rr_log "release $RR_RELEASE runs from $(rr_attached_clone): restarting it from $clone"
+    rr_down
+  fi
   # not attached: nothing runs in the root (a reboot, or `down`); pid files left from
   # before would name other processes now
   rr_attached || rm -f "$RR_ROOT"/run/slurm/*.pid "$RR_ROOT"/run/munge/*.pid "$RR_ROOT"/run/mysqld/*.pid
