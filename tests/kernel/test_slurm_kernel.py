@@ -4,6 +4,7 @@ JupyterLab starts kernels: a job per kernel, a step of an allocation, refusals, 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import os
@@ -232,7 +233,10 @@ def test_a_kernel_whose_job_ended_is_reported_dead_not_resubmitted(
             await manager.shutdown_kernel(now=True)
         return job_id, events
 
-    job_id, events = asyncio.run(scenario())
+    # a thread of its own: the browser tests' session-wide Playwright keeps an event loop
+    # running in this thread, and asyncio.run refuses to start under it
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        job_id, events = pool.submit(asyncio.run, scenario()).result()
     assert events == ["dead"]
     time.sleep(2)  # sacct lags the scheduler by up to 1.5 s
     assert jobs_named("kernel-lab-ends", since) == [job_id]
