@@ -148,10 +148,13 @@ class JobHandle:
                 while not self.status.definite and self.status.note != UNREACHABLE \
                         and time.monotonic() < settle_until:
                     if watch_folder and self.folder.has_results():
-                        break
+                        return state
                     time.sleep(0.5)
                     state = self.refresh(max_age_s=1.0)
-                return state
+                if is_final(state):
+                    return state
+                # seen ending, then running again (a job past its limit runs on through
+                # KillWait, seen on 26.05): it has not ended yet
             if timeout is not None and elapsed > timeout:
                 raise HpcMagicsError(f"job {self.job_id} is still {state} after {timeout:.0f}s")
             self._sleep(delay, watch_folder)

@@ -19,6 +19,12 @@ from hpc_magics.scheduler import commands
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# The default test cluster's nodes run on this host and share its /tmp (pytest's tmp_path):
+# the product's refusal of login-only paths is for sites, and for the --release clusters
+# (hosts apart), where scripts/slurm-cluster exec sets HPC_MAGICS_RELEASE.
+if not os.environ.get("HPC_MAGICS_RELEASE"):
+    os.environ.setdefault("HPC_MAGICS_NODES_SHARE_TMP", "1")
+
 # ---------------------------------------------------------------- the Slurm test cluster
 SLURM_CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "slurm-cluster"
 # A cold start installs the Debian packages first (~30 s); a running cluster answers in ~1 s.

@@ -78,7 +78,9 @@ def _gid(group: str) -> int:
 
 def submit_as(user: OtherUser, jobs_dir: Path, flags: str, cell: str) -> dict[str, Any]:
     package_parent = str(Path(hpc_magics.__file__).resolve().parent.parent)
+    shares_tmp = os.environ.get("HPC_MAGICS_NODES_SHARE_TMP", "")  # tests/conftest.py's
     done = user.run("env", f"PYTHONPATH={package_parent}",
+                    f"HPC_MAGICS_NODES_SHARE_TMP={shares_tmp}",
                     f"PATH={Path(sys.executable).parent}:/usr/bin:/bin", sys.executable,
                     "-c", SUBMIT_AS_OTHER_USER, str(jobs_dir), flags, cell,
                     timeout=240, cwd=jobs_dir.parent)

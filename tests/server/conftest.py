@@ -93,8 +93,15 @@ def prepare_folder(folder: Path) -> None:
     shutil.copy(SERVER_CONFIG, folder / "config" / "jupyter_server_config.d")
 
 
-def server_argv(port: int, token: str, folder: Path, extra: Sequence[str]) -> list[str]:
-    return [str(JUPYTER), "server", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+# On a --release cluster (scripts/slurm-cluster exec sets HPC_MAGICS_RELEASE) the job's node
+# is another host: the server listens on that node's own address, the test reaches it by name.
+HOSTS_APART = bool(os.environ.get("HPC_MAGICS_RELEASE"))
+NODE_ADDRESS = "$(getent hosts \"$(hostname)\" | awk '{print $1; exit}')"
+
+
+def server_argv(port: int, token: str, folder: Path, extra: Sequence[str],
+                ip: str = "127.0.0.1") -> list[str]:
+    return [str(JUPYTER), "server", "--no-browser", "--allow-root", f"--ip={ip}",
             f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={folder / 'root'}", *extra]
 
@@ -219,6 +226,9 @@ def server_in_job(slurm_cluster: object, tmp_path: Path) -> Iterator[StartInJob]
                             ("PATH", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR",
                              "JUPYTER_PLATFORM_DIRS"))
         argv = " ".join(shlex.quote(a) for a in server_argv(port, token, folder, extra))
+        if HOSTS_APART:  # the node's address, found by the job's shell on its node
+            argv = argv.replace("--ip=127.0.0.1", f'"--ip={NODE_ADDRESS}" '
+                                "--ServerApp.allow_remote_access=True", 1)
         script = folder / "server.sbatch"
         script.write_text(
             "#!/bin/bash\n"
@@ -231,7 +241,12 @@ def server_in_job(slurm_cluster: object, tmp_path: Path) -> Iterator[StartInJob]
         )
         job_id = sbatch(script)
         job_ids.append(job_id)
-        server = RunningServer(f"http://127.0.0.1:{port}/", token, folder, job_id=job_id)
+        host = "127.0.0.1"
+        if HOSTS_APART:
+            wait_running(job_id)
+            host = commands.run(["squeue", "-h", "-j", job_id, "-o", "%N"],
+                                timeout=30).stdout.strip()
+        server = RunningServer(f"http://{host}:{port}/", token, folder, job_id=job_id)
         wait_until_answering(server, lambda: squeue_state(job_id) in {"PENDING", "RUNNING"})
         return server
 

@@ -7,10 +7,12 @@ known port and token (the test nodes run on this host), then talks to it over HT
 from __future__ import annotations
 
 import concurrent.futures
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 import pytest
 import requests
@@ -19,6 +21,7 @@ from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.queue import JobQueue, own_job, slurm_timestamp
 
 from .conftest import (
+    HOSTS_APART,
     SERVER_JOB_MINUTES,
     StartInJob,
     execute,
@@ -247,3 +250,16 @@ def test_hpc_server_in_a_kernel_finds_and_stops_its_server(
     while processes_mentioning(server.token) or processes_mentioning(kernel["id"]):
         assert time.monotonic() < deadline
         time.sleep(0.2)
+
+
+@pytest.mark.skipif(not HOSTS_APART, reason="the default test cluster's nodes are this host: "
+                    "tests/sites/test_release_clusters.py runs this on the --release clusters")
+def test_server_on_a_compute_host_is_reached_from_the_login_host(
+        server_in_job: StartInJob) -> None:
+    server = server_in_job()
+    node = urlparse(server.url).hostname
+    assert node in {"c1", "c2"} and node != socket.gethostname(), server.url
+    assert server.get("hpc-magics/server").json()["job_id"] == server.job
+    # it listens on the node's address only: the login host's loopback has no such server
+    with pytest.raises(requests.ConnectionError):
+        requests.get(server.url.replace(f"//{node}:", "//127.0.0.1:") + "api", timeout=5)

@@ -41,11 +41,13 @@ def root_prefix() -> list[str]:
     return [] if os.geteuid() == 0 else ["sudo", "-n", "--"]
 
 
-def cluster_script(release: str, *args: str, cwd: Path | None = None) -> \
-        subprocess.CompletedProcess[str]:
+def cluster_script(release: str, *args: str, cwd: Path | None = None,
+                   timeout: float = EXEC_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     argv = [*root_prefix(), str(SLURM_CLUSTER_SCRIPT), "--release", release, *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=EXEC_TIMEOUT_S,
-                          cwd=cwd, env=commands.scrubbed_environment(), check=False)
+    env = commands.scrubbed_environment()
+    env.pop("HPC_MAGICS_NODES_SHARE_TMP", None)  # tests/conftest.py's, for this host only
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd, env=env, check=False)
 
 
 @pytest.fixture(scope="module", params=RELEASES)
@@ -169,3 +171,22 @@ def test_nodes_see_only_their_own_processes(release: str, shared_dir: Path) -> N
     """
     lines = [line for line in on_login(release, script, shared_dir) if line]
     assert lines == ["c1 own view", "c1 sees its slurmd", "c2 own view", "c2 sees its slurmd"]
+
+
+# %%sbatch cells (a login-host /tmp file, staging, ranks) and a jupyter server in a job, run
+# on the login host: pytest there, through exec, with its tmp_path in the shared home
+ON_LOGIN_TESTS = {"tests/sites/test_hosts_apart_cells.py": 4,
+                  "tests/server/test_server_in_job.py": 8}
+ON_LOGIN_TIMEOUT_S = 900
+
+
+@pytest.mark.parametrize("tests", sorted(ON_LOGIN_TESTS))
+def test_end_to_end_on_the_login_host(release: str, shared_dir: Path, tests: str) -> None:
+    user = [] if os.geteuid() != 0 else ["--user", TEST_USER]
+    done = cluster_script(release, "exec", *user, "--", "python", "-m", "pytest", "-q",
+                          "-p", "no:cacheprovider", f"--basetemp={shared_dir / 'pytest'}",
+                          tests, cwd=REPO_ROOT, timeout=ON_LOGIN_TIMEOUT_S)
+    summary = [line for line in done.stdout.split("\n") if line.strip()][-1:]
+    assert done.returncode == 0 and summary and \
+        summary[0].startswith(f"{ON_LOGIN_TESTS[tests]} passed in "), \
+        f"{tests} on release {release}:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
