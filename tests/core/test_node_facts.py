@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpc_magics.jobfolder.folder import JobFolder
-
 from hpc_magics.core.efficiency import Usage
 from hpc_magics.core.efficiency_report import report
 from hpc_magics.core.node_facts import (
@@ -22,6 +20,7 @@ from hpc_magics.core.node_facts import (
     read_records,
 )
 from hpc_magics.jobfacts import oom_hint
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.widgets.efficiency import gpu_samples, reports
 
 # /proc/self/cgroup as a task of job 126 on a release cluster's node c1 saw it (the node
