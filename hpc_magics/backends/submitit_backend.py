@@ -15,7 +15,7 @@ from typing import Any
 import submitit
 from submitit.slurm.slurm import SlurmJobEnvironment
 
-from ..core import kernel_world
+from ..core import kernel_world, login_paths
 from ..core.errors import InvalidRequest, SubmissionError
 from ..core.jobids import parse_parsable
 from ..core.jobscript import cell_parts, render
@@ -209,7 +209,8 @@ class SlurmBackend(_SubmititBackend):
         settings = dict(profile.environment)
         if self.given_python:
             settings["interpreter"] = self.given_python
-        kernel_world.refuse(kernel_world.read(os.environ, self.python), settings)
+        kernel_world.refuse(kernel_world.read(os.environ, self.python), settings,
+                            login_paths.nodes_share_tmp(os.environ))
         self._refuse_while_away()
         if not request.partition or not live:
             return

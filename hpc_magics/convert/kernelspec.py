@@ -9,11 +9,13 @@ under the login host's ``/tmp``: both are refused in one line before anything is
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import InvalidRequest
 from ..core.kernel_world import login_only_root
+from ..core.login_paths import nodes_share_tmp
 
 DEFAULT_KERNEL = "python3"
 
@@ -37,7 +39,7 @@ def checked_kernel(name: str, on_a_cluster: bool = True) -> str:
             f"shows those that are): install it (python -m ipykernel install --user --name "
             f"{name}) or choose another kernel in the notebook") from None
     program = spec.argv[0] if spec.argv else ""
-    root = login_only_root(program) if on_a_cluster else None
+    root = login_only_root(program) if on_a_cluster and not nodes_share_tmp(os.environ) else None
     if root:
         raise InvalidRequest(f"the notebook's kernel {name!r} runs {program}, under {root}, "
                              "which compute nodes do not see: install that environment in your "

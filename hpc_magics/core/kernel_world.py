@@ -163,11 +163,13 @@ def login_only_root(path: str) -> str | None:
     return None
 
 
-def refusals(world: KernelWorld, settings: Mapping[str, Any]) -> list[str]:
-    """One line each: what a compute node cannot reach of the kernel's world."""
+def refusals(world: KernelWorld, settings: Mapping[str, Any],
+             nodes_share_tmp: bool = False) -> list[str]:
+    """One line each: what a compute node cannot reach of the kernel's world.
+    ``nodes_share_tmp``: a one-host cluster, whose nodes see this host's /tmp."""
     found: list[str] = []
     interpreter = setting(settings, "interpreter")
-    if interpreter == AUTO and not world.image:
+    if interpreter == AUTO and not world.image and not nodes_share_tmp:
         for what, path in (("interpreter", world.python), ("venv", world.venv),
                            ("conda environment", world.conda)):
             root = login_only_root(path or "")
@@ -181,13 +183,14 @@ def refusals(world: KernelWorld, settings: Mapping[str, Any]) -> list[str]:
             if not Path(path).is_file():
                 found.append(f"module {name} is not available any more ({path} is gone): "
                              "module load it again in the kernel, or unload it")
-            elif login_only_root(path):
+            elif login_only_root(path) and not nodes_share_tmp:
                 found.append(f"module {name} comes from {path}, which compute nodes do not "
                              "see: put the modulefile in your home or project folder")
     return found
 
 
-def refuse(world: KernelWorld, settings: Mapping[str, Any]) -> None:
-    problems = refusals(world, settings)
+def refuse(world: KernelWorld, settings: Mapping[str, Any],
+           nodes_share_tmp: bool = False) -> None:
+    problems = refusals(world, settings, nodes_share_tmp)
     if problems:
         raise InvalidRequest(problems[0])

@@ -104,6 +104,8 @@ def test_preflight_refuses_what_a_node_cannot_reach(
                        r"is under /tmp, which compute nodes do not see: make it in your home"):
         kernel_world.refuse(world, {})
     kernel_world.refuse(world, {"interpreter": "/apps/bin/python"})  # the profile fixes it
+    # a one-host cluster (HPC_MAGICS_NODES_SHARE_TMP=1): its nodes see this /tmp
+    kernel_world.refuse(world, {}, nodes_share_tmp=True)
     gone = kernel_world.read({"LOADEDMODULES": "old/1", "_LMFILES_": str(tmp_path / "old.lua")},
                              "/usr/bin/python3")
     assert kernel_world.refusals(gone, {}) == [
