@@ -3,6 +3,7 @@ again from its folder with ``hpc_magics.job(ID)``, at once, and gets every resul
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -36,7 +37,9 @@ def kernel(tmp_path: Path, slurm_cluster: object) -> Iterator[KernelManager]:
     manager = KernelManager(kernel_name="python3")
     manager.start_kernel(cwd=str(tmp_path), env={
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "PATH": _path(),
-        "PYTHONPATH": _pythonpath(), "HOME": str(Path.home())})
+        "PYTHONPATH": _pythonpath(), "HOME": str(Path.home()),
+        # the one-host cluster's setting (tests/conftest.py): a clone under /tmp is seen
+        **{k: v for k, v in os.environ.items() if k == "HPC_MAGICS_NODES_SHARE_TMP"}})
     yield manager
     manager.shutdown_kernel(now=True)
 
