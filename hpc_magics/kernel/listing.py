@@ -52,10 +52,13 @@ def kernel_lines(root: Path | None = None, wanted: set[str] | None = None) -> li
         return []
     queue = JobQueue()
     last = queue.peek()  # asks nobody
-    # a fresh look only while squeue answers: with the controller away, the queue's
-    # back-off answers at once instead of a squeue that waits out its time-out
-    away = last is not None and last.error is not None
-    view = queue.view() if away else queue.view(max_age_s=LOOK_MAX_AGE_S)
+    if last is not None and last.error is not None:
+        view = queue.view()  # the controller is away: the queue's back-off answers at once
+    elif last is not None and last.updated is not None \
+            and time.time() - last.updated <= LOOK_MAX_AGE_S:
+        view = last
+    else:  # one squeue now, waited for half a second at most (never its whole time-out)
+        view = queue.look_now()
     now, lines = time.time(), []
     for folder in folders:
         meta = folder.meta()
