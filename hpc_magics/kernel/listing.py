@@ -53,7 +53,7 @@ def kernel_lines(root: Path | None = None, wanted: set[str] | None = None) -> li
     queue = JobQueue()
     last = queue.peek()  # asks nobody
     if last is not None and last.error is not None:
-        view = queue.view()  # the controller is away: the queue's back-off answers at once
+        view = last  # the controller is away: its last answer, asking nobody
     elif last is not None and last.updated is not None \
             and time.time() - last.updated <= LOOK_MAX_AGE_S:
         view = last
