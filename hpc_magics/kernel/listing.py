@@ -16,7 +16,8 @@ from ..core.profiles import load_profile
 from ..core.resources import from_dict
 from ..core.units import format_duration
 from ..jobfolder.folder import find_job_folders
-from ..scheduler.queue import JobQueue, JobSnapshot
+from ..scheduler.queue import JobSnapshot
+from ..scheduler.watcher import watcher
 from .orphans import kernels_root
 
 LOOK_MAX_AGE_S = 0.5  # the user asked now: one squeue for all kernels, not a stale view
@@ -50,7 +51,9 @@ def kernel_lines(root: Path | None = None, wanted: set[str] | None = None) -> li
         if base.is_dir() else []
     if not folders:
         return []
-    queue = JobQueue()
+    # the watcher's queue: its cluster name is known (a new JobQueue asks scontrol, which
+    # waits out its time-out while the controller is away) and its looks are bounded
+    queue = watcher().queue
     last = queue.peek()  # asks nobody
     if last is not None and last.error is not None:
         view = last  # the controller is away: its last answer, asking nobody
