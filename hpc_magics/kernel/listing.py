@@ -44,8 +44,10 @@ def time_left(job: JobSnapshot, now: float) -> str:
     return "-"
 
 
-def kernel_lines(root: Path | None = None, wanted: set[str] | None = None) -> list[str]:
-    """One line per kernel or session job of this user that squeue still lists."""
+def kernel_lines(root: Path | None = None, wanted: set[str] | None = None,
+                 fresh: bool = True) -> list[str]:
+    """One line per kernel or session job of this user that squeue still lists; not
+    ``fresh``: from the last view any process saw, asking nobody (Slurm is away)."""
     base = root or kernels_root()
     folders = [f for f in find_job_folders(base) if f.meta().get("kind") == "kernel"] \
         if base.is_dir() else []
@@ -55,7 +57,7 @@ def kernel_lines(root: Path | None = None, wanted: set[str] | None = None) -> li
     # waits out its time-out while the controller is away) and its looks are bounded
     queue = watcher().queue
     last = queue.peek()  # asks nobody
-    if last is not None and last.error is not None:
+    if last is not None and (last.error is not None or not fresh):
         view = last  # the controller is away: its last answer, asking nobody
     elif last is not None and last.updated is not None \
             and time.time() - last.updated <= LOOK_MAX_AGE_S:

@@ -687,9 +687,12 @@ class HpcMagics(Magics):
         if len(lines) == 1:
             lines.append(f"(no jobs under {self.jobs_root})")
         from ..kernel.listing import HEADER, kernel_lines
+        from ..scheduler.job_status import SCHEDULER_UNREACHABLE
 
         try:  # the kernels and sessions of this user that still run, with their time left
-            kernels = kernel_lines(wanted=wanted)
+            # while Slurm is away (the poll above said so) the kernels' last view serves
+            away = any(SCHEDULER_UNREACHABLE in (status.note or "") for status in polled.values())
+            kernels = kernel_lines(wanted=wanted, fresh=not away)
         except (HpcMagicsError, OSError):
             kernels = []
         if kernels:
