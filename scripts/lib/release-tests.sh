@@ -38,17 +38,24 @@ hm_release_tests() {
   [ ${#HM_RELEASES[@]} -gt 0 ] || return 0
   read -r -a tests <<<"${HPC_MAGICS_RELEASE_TESTS:-$HM_SITE_TESTS}"
   home=$(getent passwd "$user" | cut -d: -f6)
+  # test paths from the clone's root, so that pytest can start elsewhere
+  local t absolute=()
+  for t in "${tests[@]}"; do
+    case $t in -*|/*) absolute+=("$t") ;; *) absolute+=("$REPO_ROOT/$t") ;; esac
+  done
   for r in "${HM_RELEASES[@]}"; do
     t0=$(date +%s)
     log=$(mktemp /tmp/hpc-magics-release-pytest.XXXXXX)
-    runuser -u "$user" -- mkdir -p "$home/.cache/hpc-magics"
+    runuser -u "$user" -- mkdir -p "$home/.cache/hpc-magics/release-$r-run"
     hm_log "pytest ${tests[*]} on release $r's login host (as $user)"
     set +e
-    # job folders under pytest's tmp_path must be on a shared file system, as on a site:
-    # the login host's /tmp is its own
-    env -u SUDO_USER bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" exec --user "$user" -- \
-      python -m pytest -p no:cacheprovider --basetemp="$home/.cache/hpc-magics/release-$r-tmp" \
-      "${tests[@]}" 2>&1 | tee "$log"
+    # pytest starts in the user's home and its tmp_path is there too: the login host's /tmp
+    # is its own, and a clone under /tmp would make every cell's working directory one the
+    # nodes cannot see (refused before submitting, as on a site)
+    (cd "$home/.cache/hpc-magics/release-$r-run" &&
+      env -u SUDO_USER bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" exec --user "$user" -- \
+        python -m pytest -p no:cacheprovider --rootdir="$REPO_ROOT" -c "$REPO_ROOT/pyproject.toml" \
+        --basetemp="$home/.cache/hpc-magics/release-$r-tmp" "${absolute[@]}") 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     set -e
     summary=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1)
