@@ -294,10 +294,12 @@ rr_cluster() {
 
 rr_up() {
   local clone t0; clone=$(rr_repo); t0=$(date +%s)
-  case "$clone/" in
-    /tmp/*|/var/tmp/*|/dev/shm/*)
-      rr_die "the clone $clone is under ${clone%"${clone#/*/}"}: each host of a release cluster has its own, so none would see it; clone it under /home, /srv or /work" ;;
-  esac
+  local root
+  for root in /tmp /var/tmp /dev/shm; do
+    case "$clone/" in "$root"/*)
+      rr_die "the clone $clone is under $root: each host of a release cluster has its own, so none would see it; clone it under /home, /srv or /work" ;;
+    esac
+  done
   rr_build_root
   # brought up from another clone: its nodes see that clone only, and the release's venv
   # is installed from it; start over from this one
