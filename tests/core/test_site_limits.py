@@ -4,10 +4,12 @@ limit passes, one beyond it is refused in one line naming the limit."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from hpc_magics.cli import main
 from hpc_magics.core.checkscript import ScriptReport, check_script, render
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.profiles import load_profile
@@ -67,6 +69,13 @@ def test_trillium_schedules_one_gpu_or_a_whole_gpu_node() -> None:
         assert refused(report) == {bad[2:].split("=")[0]}, bad  # the line that asked
         message = report.errors[0].message
         assert "1 or 4 GPUs per node" in message and "\n" not in message
+
+
+def test_the_profile_listing_shows_trillium_gpu_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profiles", "trillium"]) == 0
+    shown = capsys.readouterr().out
+    assert "default partition: compute" in shown
+    assert re.search(r"debug +max 02:00:00, 2 nodes, .*1 or 4 GPUs a node only", shown)
 
 
 def test_trillium_partitions_and_their_limits() -> None:
