@@ -1,7 +1,8 @@
 """The kernel's world reaches the job on the real test cluster (issue 20): a kernel in a venv
 with a package installed only there and an Lmod module loaded, with ``SBATCH_EXPORT=NONE``
-set as a clean-environment site default would be. The cell on the node sees the venv's
-package, the kernel's interpreter and the module's variable, with no extra line in the cell.
+set as a clean-environment site default would be, and an account default from
+``SBATCH_ACCOUNT``. The cell on the node sees the venv's package, the kernel's interpreter
+and the module's variable, with no extra line in the cell, and is billed to that account.
 
 The "kernel" is this test's IPython shell: its interpreter (``sys.executable``) and
 environment are set as a kernel started in that venv after ``module load`` would have them.
@@ -9,6 +10,7 @@ environment are set as a kernel started in that venv after ``module load`` would
 
 from __future__ import annotations
 
+import getpass
 import shutil
 import subprocess
 import sys
@@ -16,9 +18,14 @@ import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from hpc_magics.scheduler import commands
+
+if TYPE_CHECKING:  # fixture types only
+    from conftest import SacctState, ThrowawayAccount
 
 LMOD_INIT = Path("/etc/profile.d/lmod.sh")
 REPO = Path(__file__).resolve().parents[2]
@@ -75,25 +82,39 @@ seen = {"package": NAME, "python": sys.executable, "module": env.get("ENVWORLD_M
 """
 
 
-def test_venv_package_and_module_reach_a_clean_job(
-        shell: Any, slurm_cluster: Any, project: Path, monkeypatch: pytest.MonkeyPatch,
+def test_done_when_a_new_user_runs_a_cell_in_their_world_billed_to_their_default(
+        shell: Any, slurm_cluster: Any, project: Path, throwaway_account: ThrowawayAccount,
+        sacct_state: SacctState, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20's "Done when", as a new user tries it: a clean-environment site default, a
+    kernel in a home venv with a package only it has, an Lmod module loaded, and an account
+    default in the shell's start-up; the cell has no extra line."""
     if not LMOD_INIT.exists():
         pytest.skip("Lmod is not installed here (Debian: apt-get install lmod)")
+    # an account that is not this user's Slurm default: only SBATCH_ACCOUNT can pick it
+    account = throwaway_account("hpcm_test_envworld", getpass.getuser())
     venv = _venv_with_a_package(project)
     for name, value in _environment_after_module_load(project).items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("VIRTUAL_ENV", str(venv))
     monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python"))
     monkeypatch.setenv("SBATCH_EXPORT", "NONE")  # the site's clean-environment default
+    monkeypatch.setenv("SBATCH_ACCOUNT", account)  # the user's default, as the Alliance says
     monkeypatch.setenv("ENVWORLD_KERNEL_ONLY", "1")  # a clean job must not see it
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
 
     shell.run_cell_magic("sbatch", "--dry-run", CELL)
     shown = capsys.readouterr().out
+    # the lines, and where each value came from
+    assert f"#SBATCH --account={account}\n" in shown
+    assert "#   --account: environment (SBATCH_ACCOUNT)" in shown
+    assert "#   --time: %hpc_resources" in shown
     assert "module load envtest/1.0\n" in shown
+    assert f"export MODULEPATH={project / 'modulefiles'}" in shown
     assert f"export VIRTUAL_ENV={venv}\n" in shown
+    assert "export SLURM_EXPORT_ENV=ALL\n" in shown  # srun does not start the cell clean again
     assert f"# the kernel's world: venv: {venv} (first on PATH in the job)" in shown
+    assert f"{venv / 'bin' / 'python'} -u -m hpc_magics.node.engine" in shown
 
     shell.run_cell_magic("sbatch", "--wait --name kernel-world", CELL)
     seen = shell.user_ns["seen"]
@@ -102,6 +123,13 @@ def test_venv_package_and_module_reach_a_clean_job(
                     # the venv first, then the module's folder: as activating it after loading
                     "path": [str(venv / "bin"), str(project / "tools")],
                     "kernel_only": None}
+    job_id = shell.magics_manager.registry["HpcMagics"].last_job
+    assert f" Account={account} " in commands.run(
+        ["scontrol", "show", "job", str(job_id)], timeout=20).stdout
+    sacct_state(job_id, until={"COMPLETED"}, timeout=30)
+    billed = commands.run(["sacct", "-n", "-X", "-P", "-o", "Account", "-j", str(job_id)],
+                          timeout=20)
+    assert billed.stdout.split() == [account]
 
 
 def _notebook(path: Path, kernel: str, source: str) -> Path:
