@@ -11,6 +11,7 @@ environment are set as a kernel started in that venv after ``module load`` would
 from __future__ import annotations
 
 import getpass
+import re
 import shutil
 import subprocess
 import sys
@@ -172,3 +173,27 @@ def test_a_whole_notebook_job_runs_the_kernel_the_notebook_names(
     executed = nbformat.read(job.handle.folder.path / NOTEBOOK_OUT, as_version=4)
     [output] = executed.cells[0].outputs
     assert output.text.strip() == f"venv-only {venv / 'bin' / 'python'}"
+
+
+def test_a_shipped_module_the_job_cannot_import_is_one_line_in_the_notebook(
+        shell: Any, slurm_cluster: Any, project: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a module only the kernel has: its folder (in the home, which nodes see) is on the
+    # kernel's sys.path, not on the job's
+    (project / "kernel_only_mod.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(project))
+    shell.run_cell("import kernel_only_mod")
+    monkeypatch.delitem(sys.modules, "kernel_only_mod")
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    capsys.readouterr()
+    ran = shell.run_cell("%%sbatch --wait\nv = kernel_only_mod.VALUE")
+    assert ran.error_in_exec is not None
+    shown = [line for line in capsys.readouterr().out.splitlines()
+             if "JobWidget(" not in line and not line.startswith("[hpc_magics] shipping")]
+    job_id = shell.magics_manager.registry["HpcMagics"].last_job
+    [line] = shown  # one line, no runner frames
+    assert re.fullmatch(
+        rf"job {job_id} on (\S+): ShippedModuleMissing: the job's Python "
+        rf"{re.escape(sys.executable)} on \1 cannot import 'kernel_only_mod', which the cell's "
+        r"state needs \(No module named 'kernel_only_mod'\): install it in the environment "
+        r"the job runs, or load its module in the kernel", line), line
