@@ -57,21 +57,24 @@ def _venv_with_a_package(project: Path) -> Path:
     return venv
 
 
-def _environment_after_module_load(project: Path) -> dict[str, str]:
+def _environment_after_module_load(project: Path, name: str = "envtest",
+                                   variable: str = "ENVWORLD_MODULE_VAR") -> dict[str, str]:
+    """A modulefile NAME/1.0 in the project (it sets ``variable`` and puts the project's
+    tools/ on PATH), and the module variables of a shell after ``module load NAME/1.0``."""
     modules = project / "modulefiles"
-    (modules / "envtest").mkdir(parents=True)
-    (project / "tools").mkdir()
-    (modules / "envtest" / "1.0.lua").write_text(
-        'setenv("ENVWORLD_MODULE_VAR", "loaded")\n'
+    (modules / name).mkdir(parents=True)
+    (project / "tools").mkdir(exist_ok=True)
+    (modules / name / "1.0.lua").write_text(
+        f'setenv("{variable}", "loaded")\n'
         f'prepend_path("PATH", "{project / "tools"}")\n')
     shown = subprocess.run(
-        ["bash", "-c", '. "$1" && module use "$2" && module load envtest/1.0 && env -0', "-",
-         str(LMOD_INIT), str(modules)],
+        ["bash", "-c", '. "$1" && module use "$2" && module load "$3/1.0" && env -0', "-",
+         str(LMOD_INIT), str(modules), name],
         capture_output=True, text=True, timeout=60, check=True,
         env={"HOME": str(Path.home()), "PATH": "/usr/bin:/bin", "LMOD_ALLOW_ROOT_USE": "yes"})
     env = dict(item.split("=", 1) for item in shown.stdout.split("\0") if "=" in item)
     return {k: env[k] for k in ("LOADEDMODULES", "_LMFILES_", "MODULEPATH", "LMOD_PKG",
-                                 "ENVWORLD_MODULE_VAR")}
+                                 variable)}
 
 
 CELL = """import os, sys
@@ -197,3 +200,14 @@ def test_a_shipped_module_the_job_cannot_import_is_one_line_in_the_notebook(
         rf"{re.escape(sys.executable)} on \1 cannot import 'kernel_only_mod', which the cell's "
         r"state needs \(No module named 'kernel_only_mod'\): install it in the environment "
         r"the job runs, or load its module in the kernel", line), line
+
+
+def test_a_clean_job_with_nothing_of_the_kernels_world_to_set_up_still_runs(
+        shell: Any, slurm_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no venv, conda or module: srun must still not start the cell's step clean again
+    for name in ("VIRTUAL_ENV", "CONDA_PREFIX", "LOADEDMODULES", "_LMFILES_"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SBATCH_EXPORT", "NONE")
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    shell.run_cell_magic("sbatch", "--wait --name clean-plain", "answer = 6 * 7")
+    assert shell.user_ns["answer"] == 42
