@@ -46,15 +46,19 @@ def _venv_with_a_package(project: Path) -> Path:
     venv = project / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
                     str(venv)], check=True, timeout=120)
-    [site] = list(venv.glob("lib/python*/site-packages"))
-    (site / "envworld_probe").mkdir()  # the package only this venv has
+    _add_the_probe_and_this_checkout(venv)
+    return venv
+
+
+def _add_the_probe_and_this_checkout(prefix: Path) -> None:
+    [site] = list(prefix.glob("lib/python*/site-packages"))
+    (site / "envworld_probe").mkdir()  # the package only this environment has
     (site / "envworld_probe" / "__init__.py").write_text("NAME = 'venv-only'\n")
     # hpc_magics and its dependencies, as a user's venv would have them installed: this
     # checkout first, then the test environment's packages (plain path lines, so that
     # environment's own editable install of another checkout is not picked up)
     (site / "hpc_magics_checkout.pth").write_text(
         f"{REPO}\n{sysconfig.get_paths()['purelib']}\n")
-    return venv
 
 
 def _environment_after_module_load(project: Path, name: str = "envtest",
@@ -211,3 +215,36 @@ def test_a_clean_job_with_nothing_of_the_kernels_world_to_set_up_still_runs(
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
     shell.run_cell_magic("sbatch", "--wait --name clean-plain", "answer = 6 * 7")
     assert shell.user_ns["answer"] == 42
+
+
+NO_CONDA = ("no conda, mamba or micromamba here to make a real conda environment: Debian 12 "
+            "packages none of them, PyPI has no conda, and its conda-express (cx) bootstraps "
+            "from conda.anaconda.org, which this machine cannot reach; the conda lines are "
+            "checked in rendered scripts (tests/core/test_kernel_world.py::"
+            "test_a_conda_environment_in_a_clean_job, tests/core/test_notebook_world.py)")
+
+
+def test_a_kernel_in_a_conda_environment_reaches_a_clean_job(
+        shell: Any, slurm_cluster: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tool = next(filter(None, map(shutil.which, ("micromamba", "mamba", "conda"))), None)
+    if tool is None:
+        pytest.skip(NO_CONDA)
+    prefix = project / "conda-env"
+    version = f"python={sys.version_info.major}.{sys.version_info.minor}"
+    made = subprocess.run([tool, "create", "--yes", "--offline", "--prefix", str(prefix),
+                           version], capture_output=True, text=True, timeout=600, check=False)
+    if made.returncode != 0:  # nothing in its package cache: it would need the network
+        pytest.skip(f"{tool} cannot make a {version} environment offline here: "
+                    f"{(made.stderr or made.stdout).strip().splitlines()[-1:]}")
+    _add_the_probe_and_this_checkout(prefix)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.setenv("CONDA_PREFIX", str(prefix))
+    monkeypatch.setattr(sys, "executable", str(prefix / "bin" / "python"))
+    monkeypatch.setenv("SBATCH_EXPORT", "NONE")
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    shell.run_cell_magic("sbatch", "--wait --name conda-world",
+                         "import os, sys\nfrom envworld_probe import NAME\n"
+                         "seen = (NAME, sys.executable, os.environ.get('CONDA_PREFIX'), "
+                         "os.environ['PATH'].split(':')[0])")
+    assert shell.user_ns["seen"] == ("venv-only", str(prefix / "bin" / "python"), str(prefix),
+                                     str(prefix / "bin"))
