@@ -12,6 +12,7 @@ ipykernel_launcher ..."``). Each notebook imports a package only the kernel's ve
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shutil
 from collections.abc import Iterator
@@ -107,3 +108,18 @@ def test_a_notebook_job_loads_its_kernels_modules_not_the_submitters(
         [output] = executed.cells[0].outputs
         assert json.loads(output.text) == {"package": "venv-only", "python": python,
                                            "module": "loaded", "here": None}, kernel
+
+
+def test_submit_dry_run_prints_the_script_and_submits_nothing(
+        slurm_cluster: Any, project: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    from hpc_magics.cli import main
+
+    path = _notebook(project / "look.ipynb", "python3", "x = 1")
+    assert main(["submit", str(path), "--profile", "lab", "--backend", "slurm", "-t", "5",
+                 "--jobs-dir", str(project / "jobs"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# dry run: nothing submitted\n#!/bin/bash\n")
+    assert re.search(r"^# the notebook's world: kernel 'python3': \S*python\S* -m "
+                     "ipykernel_launcher", out, re.M), out
+    assert "#SBATCH --time=00:05:00" in out
+    assert not (project / "jobs").exists()
