@@ -56,7 +56,7 @@ def checked_kernel(name: str, on_a_cluster: bool = True) -> str:
 def kernel_world_of(notebook: Mapping[str, Any], here: Mapping[str, str]) -> NotebookKernel:
     """The world of the kernel the notebook names (core/notebook_world.py): its kernelspec's
     argv and env, the notebook's ``hpc_magics.environment``; ``here``: this process's
-    environment, for the module system only."""
+    environment, for what the kernel shares with it (its module system, image, uenv)."""
     name = notebook_kernel(notebook)
     spec = _spec(name)
     return kernel_of(name, list(spec.argv), dict(spec.env or {}), here,

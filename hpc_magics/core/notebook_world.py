@@ -18,9 +18,10 @@ kernel a world it never had (or a second Python module over its venv). So the jo
 
 This process's modules are never loaded for the kernel; the script names them when there
 are any (under sbatch's default ``--export=ALL`` their environment still reaches the job:
-the script says that too, and how to name the modules the kernel needs). The module system
-itself (``LMOD_PKG``/``MODULESHOME``, ``MODULEPATH``) is taken from here when the kernelspec
-does not say: it is the site's, not a choice of this process. Pure stdlib.
+the script says that too, and how to name the modules the kernel needs). Taken from here
+when the kernelspec does not say: the module system itself (``LMOD_PKG``/``MODULESHOME``,
+``MODULEPATH``: the site's, not a choice of this process), and an Apptainer image or uenv
+this process runs in (the kernelspec was found there, and its paths hold there). Pure stdlib.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from typing import Any
 from .errors import InvalidRequest
 from .kernel_world import AUTO, SETTINGS, KernelWorld, WorldParts, parts, read
 
-MODULE_SYSTEM = ("LMOD_PKG", "MODULESHOME", "MODULEPATH")
+# what the kernel shares with this process: the site's module system, the image or uenv
+FROM_HERE = ("LMOD_PKG", "MODULESHOME", "MODULEPATH", "APPTAINER_CONTAINER",
+             "SINGULARITY_CONTAINER", "UENV_MOUNT_LIST", "UENV_VIEW")
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,8 @@ class NotebookKernel:
 def kernel_of(name: str, argv: Sequence[str], env: Mapping[str, str],
               here: Mapping[str, str], metadata: Mapping[str, Any]) -> NotebookKernel:
     """The kernel ``name`` (its kernelspec's ``argv`` and ``env``) in the notebook whose
-    ``metadata`` this is; ``here``: this process's environment (for the module system)."""
-    environ = {k: here[k] for k in MODULE_SYSTEM if k in here} | dict(env)
+    ``metadata`` this is; ``here``: this process's environment (``FROM_HERE`` only)."""
+    environ = {k: here[k] for k in FROM_HERE if k in here} | dict(env)
     python = argv[0] if argv else ""
     world = read(environ, python)
     if not world.venv and not world.conda and python.startswith("/"):

@@ -107,3 +107,11 @@ def test_convert_writes_the_kernels_interpreter_and_modules_not_this_processes(
     other = convert_file(tmp_path / "other.ipynb", tmp_path / "out").sbatch.read_text()
     assert other.rstrip().endswith("\npython other.py")
     assert "# so the script runs `python` from the job's PATH" in other
+
+
+def test_the_image_this_process_runs_in_is_the_notebook_jobs_too() -> None:
+    kernel = kernel_of("ml", ARGV, {}, {**HERE, "APPTAINER_CONTAINER": "/proj/img/torch.sif"},
+                       {})
+    made = notebook_parts(kernel, kernel_world.read(HERE, "/usr/bin/python3"), {}, False,
+                          driver="/usr/bin/python3")
+    assert made.python == "apptainer exec /proj/img/torch.sif /usr/bin/python3"
