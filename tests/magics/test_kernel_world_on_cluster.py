@@ -6,6 +6,9 @@ and the module's variable, with no extra line in the cell, and is billed to that
 
 The "kernel" is this test's IPython shell: its interpreter (``sys.executable``) and
 environment are set as a kernel started in that venv after ``module load`` would have them.
+Also here: a whole-notebook job on the notebook's own kernelspec, a clean job with nothing of
+the kernel's world to set up, a shipped module the job cannot import (one line), and a
+kernel in a conda environment (skipped where no conda tool can make one offline).
 """
 
 from __future__ import annotations
