@@ -64,6 +64,8 @@ class RemoteError(JobFailed):
     """The cell raised on the node; IPython shows the node's traceback, not ours."""
 
     def _render_traceback_(self) -> list[str]:
+        if not self.remote_traceback.strip():  # hpc_magics' own one line (a missing module)
+            return [str(self)]
         return [*self.remote_traceback.rstrip().splitlines(), "", f"(raised in {self})"]
 
 

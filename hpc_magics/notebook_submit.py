@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .convert.batch import job_for_notebook, job_name
-from .convert.kernelspec import checked_kernel, notebook_kernel
+from .convert.kernelspec import checked_kernel, kernel_world_of, notebook_kernel
 from .convert.notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
 from .convert.script import read_notebook
 from .core import validation
@@ -30,15 +31,13 @@ class NotebookJob:
     executed_notebook: Path
 
 
-def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
-                    jobs_root: Path, python: str | None = None, name: str | None = None,
-                    strip_display: bool = False) -> NotebookJob:
-    """Prepare the notebook in a new job folder and submit it; returns at once."""
+def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
+             python: str | None, strip_display: bool) -> tuple[Any, Any, dict[str, Any], str]:
+    """The request with this machine's defaults, the backend (set up for the notebook's
+    kernel), the notebook the job runs and the kernel's name; refuses bad input first."""
     from .backends import get_backend
-    from .handle import JobHandle
-    from .jobfolder.folder import JobFolder
+    from .backends.submitit_backend import SlurmBackend
     from .scheduler.defaults import live_wanted, with_environment
-    from .shipping.packing import Payload
 
     # this machine's sbatch defaults count, as sbatch will apply them
     request = with_environment(request, live_wanted(profile, None)[0])[0]
@@ -48,9 +47,36 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     notebook = read_notebook(path)
     prepared = prepare_notebook(notebook, strip_display=strip_display)
     backend = get_backend(request.backend, python=python)
-    # the kernel the notebook names, found here and (on Slurm) reachable from a node
+    # the kernel the notebook names, found here and (on Slurm) reachable from a node; the
+    # job carries its world, not this process's modules (core/notebook_world.py)
     kernel = checked_kernel(notebook_kernel(notebook), on_a_cluster=backend.name == "slurm")
+    if isinstance(backend, SlurmBackend):
+        backend.notebook_kernel = kernel_world_of(notebook, os.environ)
     backend.preflight(request, profile)
+    return request, backend, prepared, kernel
+
+
+def notebook_script(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
+                    jobs_root: Path, python: str | None = None, name: str | None = None) -> str:
+    """The job script ``submit_notebook`` would submit (``hpc-magics submit --dry-run``)."""
+    from .jobfolder.folder import JobFolder
+
+    request, backend, _, _ = _prepare(path, request, profile, python, False)
+    name = name or job_name(path.stem)
+    return str(backend.job_script(str(JobFolder.would_be(jobs_root, name)), request, profile,
+                                  name))
+
+
+def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
+                    jobs_root: Path, python: str | None = None, name: str | None = None,
+                    strip_display: bool = False) -> NotebookJob:
+    """Prepare the notebook in a new job folder and submit it; returns at once."""
+    from .handle import JobHandle
+    from .jobfolder.folder import JobFolder
+    from .shipping.packing import Payload
+
+    request, backend, prepared, kernel = _prepare(path, request, profile, python,
+                                                  strip_display)
     name = name or job_name(path.stem)
     folder = JobFolder.create(jobs_root, name)
     (folder.path / NOTEBOOK_IN).write_text(json.dumps(prepared, indent=1), encoding="utf-8")
@@ -95,6 +121,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument("--strip-display", action="store_true",
                         help="remove display code first, as hpc-magics convert does")
     parser.add_argument("--wait", action="store_true", help="wait for the job to end")
+    parser.add_argument("--dry-run", action="store_true", help="print the job script (and "
+                        "the notebook kernel's world in it); submit nothing")
     parser.set_defaults(run=run)
 
 
@@ -112,6 +140,11 @@ def run(args: argparse.Namespace) -> int:
     notebook = read_notebook(args.notebook)
     request, profile = request_from_args(args, notebook.get("metadata", {}))
     jobs_root = (args.jobs_dir or args.notebook.resolve().parent / DEFAULT_JOBS_DIR).resolve()
+    if args.dry_run:
+        print("# dry run: nothing submitted")
+        print(notebook_script(args.notebook, request, profile, jobs_root=jobs_root,
+                              python=args.python, name=args.name), end="")
+        return 0
     job = submit_notebook(args.notebook, request, profile, jobs_root=jobs_root,
                           python=args.python, name=args.name, strip_display=args.strip_display)
     handle = job.handle

@@ -7,7 +7,7 @@ import pwd
 import shutil
 import subprocess
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -155,6 +155,44 @@ def second_user(unprivileged_user: str, slurm_cluster: SlurmCluster) -> OtherUse
                     f"({probe.stderr.strip()}): run the suite with scripts/run-tests, which "
                     "installs the sudo rule", pytrace=False)
     return other
+
+
+def _test_assoc(*args: str) -> None:
+    release = os.environ.get("HPC_MAGICS_RELEASE")
+    if release and os.geteuid() != 0:  # no sudo rule on a --release cluster's login host
+        pytest.skip(f"sacctmgr changes need root on release {release}'s cluster "
+                    "(scripts/slurm-cluster --release R exec --user root)")
+    prefix = ["bash"] if os.geteuid() == 0 else [*ROOT_PREFIX]
+    done = subprocess.run([*prefix, str(SLURM_CLUSTER_SCRIPT), "test-assoc", *args],
+                          capture_output=True, text=True, timeout=90, check=False,
+                          env=commands.scrubbed_environment())
+    if done.returncode != 0:
+        pytest.fail(f"scripts/slurm-cluster test-assoc {' '.join(args)}: "
+                    f"{(done.stderr or done.stdout).strip()}", pytrace=False)
+
+
+class ThrowawayAccount(Protocol):
+    def __call__(self, name: str, user: str, limit: str | None = None) -> str: ...
+
+
+@pytest.fixture
+def throwaway_account(slurm_cluster: SlurmCluster) -> Iterator[ThrowawayAccount]:
+    """``throwaway_account(name, user, limit=None) -> name``: an account and a QOS ``name``
+    (``hpcm_test_...``) with ``user`` associated and, with ``limit`` (``billing=60``), a
+    GrpTRESMins on the account; made as root by ``scripts/slurm-cluster test-assoc`` (the
+    sudo rule of scripts/run-tests when not root), and always removed after the test."""
+    made: list[str] = []
+
+    def add(name: str, user: str, limit: str | None = None) -> str:
+        made.append(name)  # first: a half-made account is removed too
+        _test_assoc("add", name, user, *([limit] if limit else []))
+        return name
+
+    try:
+        yield add
+    finally:
+        for name in made:
+            _test_assoc("remove", name)
 
 
 def _text(output: str | bytes | None) -> str:

@@ -4,11 +4,10 @@ accounts and QOS from sacctmgr (an account and QOS created for the test), sbatch
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -25,9 +24,10 @@ from hpc_magics.scheduler import commands, live
 from hpc_magics.scheduler.draft import draft_profile
 from hpc_magics.scheduler.waiting import pending
 
-SLURM_CLUSTER_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "slurm-cluster"
+if TYPE_CHECKING:  # fixture types only
+    from conftest import ThrowawayAccount
+
 TEST_USER, SECOND_USER = "hpcuser1", "hpcuser2"  # made by scripts/slurm-cluster
-ROOT_PREFIX = ("sudo", "-n", "--")  # the sudo rule scripts/run-tests installs
 TEST_NAME = "hpcm_test_fidelity"
 
 
@@ -62,28 +62,10 @@ def test_gres_types_from_sinfo() -> None:
     assert options(live.check(request(gres="gpu:v100:2", time_s="5"))) == {}
 
 
-def _admin(*args: str) -> None:
-    release = os.environ.get("HPC_MAGICS_RELEASE")
-    if release and os.geteuid() != 0:  # no sudo rule on a --release cluster's login host
-        pytest.skip(f"sacctmgr changes need root on release {release}'s cluster "
-                    "(scripts/slurm-cluster --release R exec --user root)")
-    prefix = ["bash"] if os.geteuid() == 0 else [*ROOT_PREFIX]
-    done = subprocess.run([*prefix, str(SLURM_CLUSTER_SCRIPT), "test-assoc", *args],
-                          capture_output=True, text=True, timeout=60, check=False,
-                          env=commands.scrubbed_environment())
-    if done.returncode != 0:
-        pytest.fail(f"scripts/slurm-cluster test-assoc {' '.join(args)}: "
-                    f"{(done.stderr or done.stdout).strip()}", pytrace=False)
-
-
 @pytest.fixture
-def test_account() -> Iterator[str]:
+def test_account(throwaway_account: ThrowawayAccount) -> str:
     """An account and a QOS, both named TEST_NAME, with TEST_USER associated; removed after."""
-    _admin("add", TEST_NAME, TEST_USER)
-    try:
-        yield TEST_NAME
-    finally:
-        _admin("remove", TEST_NAME)
+    return throwaway_account(TEST_NAME, TEST_USER)
 
 
 def test_accounts_and_qos_from_sacctmgr(test_account: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import submitit
 from submitit.slurm.slurm import SlurmJobEnvironment
 
-from ..core import kernel_world, login_paths
+from ..core import kernel_world, login_paths, notebook_world
 from ..core.errors import InvalidRequest, SubmissionError
 from ..core.jobids import parse_parsable
 from ..core.jobscript import cell_parts, render
@@ -190,27 +190,38 @@ class SlurmBackend(_SubmititBackend):
     def __init__(self, python: str | None = None) -> None:
         self.given_python = python or os.environ.get("HPC_MAGICS_PYTHON") or None
         self.python = self.given_python or sys.executable
+        # a whole-notebook job: the world is that of the kernel the notebook names
+        self.notebook_kernel: notebook_world.NotebookKernel | None = None
 
     def kernel_world(self, request: ResourceRequest, profile: ClusterProfile
                      ) -> kernel_world.WorldParts:
         """The kernel's interpreter, modules, uenv and image, as the job script's lines."""
         settings = dict(profile.environment)
+        exports = [v for f, v in (*profile.extra_directives, *request.extra) if f == "export"]
+        clean = kernel_world.starts_clean(os.environ, exports)
+        here = kernel_world.read(os.environ, self.python)
+        if self.notebook_kernel is not None:
+            return notebook_world.notebook_parts(self.notebook_kernel, here, settings, clean,
+                                                 driver=self.python)
         if self.given_python:
             settings["interpreter"] = self.given_python
-        exports = [v for f, v in (*profile.extra_directives, *request.extra) if f == "export"]
-        world = kernel_world.read(os.environ, self.python)
-        return kernel_world.parts(world, settings,
-                                  clean=kernel_world.starts_clean(os.environ, exports))
+        return kernel_world.parts(here, settings, clean=clean)
 
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
                   live: bool = True) -> None:
         """Refuse at once while the controller is known to be away; check the partition
         against the live cluster (one cached ``sinfo``) unless ``live`` is False."""
         settings = dict(profile.environment)
-        if self.given_python:
-            settings["interpreter"] = self.given_python
-        kernel_world.refuse(kernel_world.read(os.environ, self.python), settings,
-                            login_paths.nodes_share_tmp(os.environ))
+        shared_tmp = login_paths.nodes_share_tmp(os.environ)
+        kernel = self.notebook_kernel
+        if kernel is not None:  # the notebook's kernel, and the Python that starts it
+            kernel_world.refuse(kernel.world, {**settings, **kernel.settings}, shared_tmp)
+            kernel_world.refuse(kernel_world.KernelWorld(self.python), {}, shared_tmp)
+        else:
+            if self.given_python:
+                settings["interpreter"] = self.given_python
+            kernel_world.refuse(kernel_world.read(os.environ, self.python), settings,
+                                shared_tmp)
         self._refuse_while_away()
         if not request.partition or not live:
             return

@@ -98,7 +98,8 @@ def job_name(notebook_name: str) -> str:
 
 
 def render_sbatch(
-    notebook_name: str, script_name: str, job: BatchJob, interpreter: str = "python"
+    notebook_name: str, script_name: str, job: BatchJob, interpreter: str = "python",
+    world: tuple[str, ...] = (),
 ) -> str:
     """The ``.sbatch`` file, from the same renderer as the jobs ``%%sbatch`` submits."""
     request = job.request
@@ -116,7 +117,7 @@ def render_sbatch(
     parts = JobParts(
         job_name=job_name(notebook_name),
         notes=tuple(notes),
-        prologue=("set -e",),
+        prologue=("set -e", *world),  # world: the notebook's kernel's (convert/kernelspec.py)
         run=("# Display code was stripped; Agg draws any remaining figure off-screen.",
              "export MPLBACKEND=Agg",
              f"{interpreter} {shlex.quote(script_name)}"),

@@ -14,6 +14,7 @@ from ..core.flags import SBATCH_FLAGS
 from ..core.resources import updated
 from ..core.validation import ERROR, check
 from .batch import job_for_notebook, render_sbatch
+from .kernelspec import script_world
 from .script import ConversionError, convert_notebook, read_notebook
 
 
@@ -31,7 +32,7 @@ def convert_file(
     notebook: Path,
     output_dir: Path | None = None,
     profile: str | None = None,
-    interpreter: str = "python",
+    interpreter: str | None = None,
     comment_removed: bool = True,
     strict: bool = False,
     flags: Mapping[str, Any] | None = None,
@@ -54,7 +55,9 @@ def convert_file(
     script = folder / f"{name}.py"
     sbatch = folder / f"{name}.sbatch"
     script.write_text(conversion.script, encoding="utf-8")
-    sbatch.write_text(render_sbatch(name, script.name, job, interpreter), encoding="utf-8")
+    # the notebook's kernel's interpreter and world, not this process's (core/notebook_world)
+    python, world = script_world(data, interpreter, job.profile.environment)
+    sbatch.write_text(render_sbatch(name, script.name, job, python, world), encoding="utf-8")
     problems = check(job.request, job.profile)
     return Written(script, sbatch, sum(len(r) for r in conversion.removed), conversion.warnings,
                    tuple(str(p) for p in problems), any(p.severity == ERROR for p in problems))
@@ -90,8 +93,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--python",
         dest="interpreter",
-        default="python",
-        help="interpreter command in the run line (default: python)",
+        default=None,
+        help="interpreter command in the run line (default: the interpreter of the "
+        "notebook's kernel, else python)",
     )
     parser.add_argument(
         "--delete-removed",

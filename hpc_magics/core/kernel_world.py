@@ -93,8 +93,10 @@ def _view(text: str | None) -> str | None:
     return ":".join(parts[-2:]) if parts else None
 
 
-def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool) -> WorldParts:
-    """The job script's share of the kernel's world."""
+def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool,
+          notebook: bool = False) -> WorldParts:
+    """The job script's share of the kernel's world. ``notebook``: the world of a notebook's
+    kernel (core/notebook_world.py), set up in the job whatever the job's shell starts with."""
     interpreter = setting(settings, "interpreter")
     python = world.python if interpreter == AUTO else "python3" if interpreter == OFF \
         else str(interpreter)
@@ -121,8 +123,9 @@ def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool) -> World
     modules = setting(settings, "modules")
     wanted = list(world.modules) if modules == AUTO else [] if modules == OFF else \
         (list(modules) if isinstance(modules, list) else str(modules).split())
-    if wanted and (clean or modules != AUTO):
-        lines += ["# the kernel's modules, loaded again: this job's shell starts without them"
+    if wanted and (clean or notebook or modules != AUTO):
+        lines += ["# the notebook's kernel's modules" if notebook else
+                  "# the kernel's modules, loaded again: this job's shell starts without them"
                   if modules == AUTO else "# the profile's modules"]
         if world.module_init:
             lines.append(f"command -v module >/dev/null 2>&1 || . {shlex.quote(world.module_init)}")
@@ -130,22 +133,25 @@ def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool) -> World
             lines.append(f"export MODULEPATH={shlex.quote(world.modulepath)}")
         lines.append(shlex.join(["module", "load", *wanted]))
     if wanted:
-        said.append(f"modules: {' '.join(wanted)}" + (" (loaded again in the job)"
+        said.append(f"modules: {' '.join(wanted)}" + (" (loaded in the job)"
+                                                       if notebook else
+                                                       " (loaded again in the job)"
                                                        if clean or modules != AUTO else
                                                        " (their environment is exported)"))
     prefix = world.venv or world.conda
     if prefix and interpreter == AUTO:
         kind = "venv" if world.venv else "conda environment"
-        if clean:
+        if clean or notebook:
             variable = "VIRTUAL_ENV" if world.venv else "CONDA_PREFIX"
             lines += [f"# the kernel's {kind}, first on PATH",
                       f"export {variable}={shlex.quote(prefix)}",
                       f'export PATH="${variable}/bin:$PATH"']
-        said.append(f"{kind}: {prefix}" + (" (first on PATH in the job)" if clean else
+        said.append(f"{kind}: {prefix}" + (" (first on PATH in the job)" if clean or notebook
+                                          else
                                           " (its environment is exported)"))
-    if clean and lines:
+    if clean:
         # sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job: srun would start the
-        # cell's step clean again, without what the lines above set up
+        # cell's step clean again, without what the lines above (and the script) set up
         lines.append("export SLURM_EXPORT_ENV=ALL")
     return WorldParts(tuple(directives), tuple(lines), command, tuple(said))
 

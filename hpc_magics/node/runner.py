@@ -78,6 +78,11 @@ def _node_display(*objects: Any, **_: Any) -> None:
         print(repr(value))
 
 
+class ShippedModuleMissing(ImportError):
+    """The job cannot import a module the cell's state needs: said in one line, naming it and
+    the job's interpreter (the runner's frames would only hide it)."""
+
+
 def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__,
                                  "display": _node_display}
@@ -89,7 +94,7 @@ def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str
                                     open_buffers(payload, folder)))
     except ImportError as error:
         missing = error.name or str(error)
-        raise ImportError(
+        raise ShippedModuleMissing(
             f"the job's Python {sys.executable} on {os.uname().nodename} cannot import "
             f"{missing!r}, which the cell's state needs ({error}): install it in the "
             "environment the job runs, or load its module in the kernel", name=error.name
@@ -233,7 +238,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             failure = Requeued()
         except BaseException as error:  # the user's error, reported on fetch
             failure = error
-            remote = _cell_traceback(error)
+            remote = "" if isinstance(error, ShippedModuleMissing) else _cell_traceback(error)
             namespace, has_last, last_value = {}, False, None
             changed, unchanged = (), {}
         task.cell_running = False
@@ -241,7 +246,8 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     if isinstance(failure, Requeued):  # the next segment carries on: no results, no error
         raise SystemExit(0)
     if failure is not None:
-        sys.stderr.write(remote)  # into the job's log, not into the cell's output
+        # into the job's log, not into the cell's output
+        sys.stderr.write(remote or f"{type(failure).__name__}: {failure}\n")
         # stopped by Slurm: its state says why; a result file would claim a failure
         if not lead_task or isinstance(failure, StoppedBySlurm):
             raise failure

@@ -1,20 +1,26 @@
 """What is left of the allocation, beside the request (issue 20), on the real test cluster:
-its accounts have no GrpTRESMins limit (setting one would change the accounting every helper
-and test shares), so the limit arithmetic is checked on sshare's line format, and a site's
-own balance command is a real script named by the profile."""
+the shared accounts have no GrpTRESMins limit, so a throwaway account gets one (made and
+removed as root by scripts/slurm-cluster test-assoc; nobody else's accounting changes); the
+limit arithmetic is also checked on sshare's line format, and a site's own balance command
+is a real script named by the profile."""
 
 from __future__ import annotations
 
+import getpass
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from hpc_magics.core.profiles import PACKAGED_DIR
 from hpc_magics.core.resources import ResourceRequest
+from hpc_magics.scheduler import live
 from hpc_magics.scheduler.allocation import describe, parse_sshare
+
+if TYPE_CHECKING:  # fixture types only
+    from conftest import ThrowawayAccount
 
 
 def test_the_dry_run_says_what_slurm_knows_of_the_allocation(
@@ -23,6 +29,27 @@ def test_the_dry_run_says_what_slurm_knows_of_the_allocation(
     out = capsys.readouterr().out
     assert re.search(r"^# allocation: Slurm sets no limit for account \S+ "
                      r"\(\d+\.\d billing-hours used\)$", out, re.M), out
+
+
+def test_a_limited_account_shows_what_is_left_and_warns_over_it(
+        shell: Any, slurm_cluster: Any, throwaway_account: ThrowawayAccount,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # one billing-hour for the whole account; this user associated (validation asks)
+    account = throwaway_account("hpcm_test_alloc", getpass.getuser(), "billing=60")
+    live.forget()  # sacctmgr's associations as they are now
+    shell.run_cell_magic("sbatch", f"--dry-run --profile lab --backend slurm -A {account} -t 20",
+                         "x = 1")
+    out = capsys.readouterr().out
+    assert f"# allocation: 1.0 of 1.0 billing-hours left for account {account}\n" in out
+    assert "warning:" not in out  # 20 CPU-minutes fit in the hour
+    # 2 nodes x 4 CPUs x 20 min = 160 CPU-minutes: over the hour, one warning line
+    shell.run_cell_magic("sbatch", f"--dry-run --profile lab --backend slurm -A {account} "
+                         "-t 20 -N 2 -c 4", "x = 1")
+    out = capsys.readouterr().out
+    assert f"# allocation: 1.0 of 1.0 billing-hours left for account {account}\n" in out
+    assert re.findall(r"^.*warning: .*$", out, re.M) == [
+        f"# warning: this job may use 2.7 billing-hours, more than the 1.0 left of account "
+        f"{account}"], out
 
 
 def test_a_limit_left_and_a_request_over_it() -> None:

@@ -1,0 +1,109 @@
+"""The world of the kernel a notebook names, for a whole-notebook job and ``hpc-magics
+convert``: not the world of the process that submits or converts.
+
+The process that submits is usually the user's shell or another kernel on the login host;
+the modules loaded there are its own, and loading them in the job would give the notebook's
+kernel a world it never had (or a second Python module over its venv). So the job sets up:
+
+- the kernel's interpreter, as its kernelspec's ``argv`` starts it (a venv or conda
+  environment found from that interpreter, ``pyvenv.cfg`` or ``conda-meta``, goes first on
+  ``PATH``, as for a cell);
+- the modules the kernel's world names: the notebook's metadata
+  (``hpc_magics.environment.modules``, as a profile's ``[environment]`` table), else the
+  kernelspec's ``env`` (``LOADEDMODULES``, ``_LMFILES_``, ``MODULEPATH``, as a site's
+  "kernel from modules" tool writes them); these are loaded in the job whatever the job's
+  shell starts with;
+- nothing for a kernelspec whose ``argv`` loads its own modules (``bash -c "module load X
+  && exec python -m ipykernel_launcher ..."``): it does so on the node as it does here.
+
+This process's modules are never loaded for the kernel; the script names them when there
+are any (under sbatch's default ``--export=ALL`` their environment still reaches the job:
+the script says that too, and how to name the modules the kernel needs). Taken from here
+when the kernelspec does not say: the module system itself (``LMOD_PKG``/``MODULESHOME``,
+``MODULEPATH``: the site's, not a choice of this process), and an Apptainer image or uenv
+this process runs in (the kernelspec was found there, and its paths hold there). Pure stdlib.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidRequest
+from .kernel_world import AUTO, SETTINGS, KernelWorld, WorldParts, parts, read
+
+# what the kernel shares with this process: the site's module system, the image or uenv
+FROM_HERE = ("LMOD_PKG", "MODULESHOME", "MODULEPATH", "APPTAINER_CONTAINER",
+             "SINGULARITY_CONTAINER", "UENV_MOUNT_LIST", "UENV_VIEW")
+
+
+@dataclass(frozen=True)
+class NotebookKernel:
+    name: str
+    argv: tuple[str, ...]
+    world: KernelWorld
+    settings: Mapping[str, Any]  # the notebook's hpc_magics.environment
+
+    @property
+    def starts_itself(self) -> bool:
+        """Its argv is a wrapper (a shell, a module command), not a Python interpreter."""
+        return not Path(self.argv[0] if self.argv else "").name.startswith("python")
+
+
+def kernel_of(name: str, argv: Sequence[str], env: Mapping[str, str],
+              here: Mapping[str, str], metadata: Mapping[str, Any]) -> NotebookKernel:
+    """The kernel ``name`` (its kernelspec's ``argv`` and ``env``) in the notebook whose
+    ``metadata`` this is; ``here``: this process's environment (``FROM_HERE`` only)."""
+    environ = {k: here[k] for k in FROM_HERE if k in here} | dict(env)
+    python = argv[0] if argv else ""
+    world = read(environ, python)
+    if not world.venv and not world.conda and python.startswith("/"):
+        prefix = Path(python).parent.parent
+        if (prefix / "pyvenv.cfg").is_file():
+            world = replace(world, venv=str(prefix))
+        elif (prefix / "conda-meta").is_dir():
+            world = replace(world, conda=str(prefix))
+    return NotebookKernel(name, tuple(argv), world, notebook_settings(metadata))
+
+
+def notebook_settings(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``hpc_magics.environment`` of the notebook's metadata, checked."""
+    ours = metadata.get("hpc_magics")
+    table = ours.get("environment", {}) if isinstance(ours, Mapping) else {}
+    allowed = [name for name in SETTINGS if name != "interpreter"]  # the kernelspec's argv
+    if not isinstance(table, Mapping) or set(table) - set(allowed):
+        raise InvalidRequest(
+            f"notebook metadata hpc_magics.environment {table!r}: a mapping of "
+            f"{', '.join(allowed)} (as a profile's [environment] table; the interpreter is "
+            "the kernel's): fix it in Edit > Notebook Metadata")
+    return dict(table)
+
+
+def notebook_parts(kernel: NotebookKernel, here: KernelWorld, profile_settings: Mapping[str, Any],
+                   clean: bool, driver: str,
+                   role: str = "starts that kernel and runs the notebook on it") -> WorldParts:
+    """The job script's lines for the notebook's kernel; ``driver`` runs the notebook (the
+    package's Python, which starts the kernel from its kernelspec), as ``role`` says."""
+    # the kernelspec's argv is the kernel's interpreter: an interpreter setting is the driver's
+    settings = {**profile_settings, **kernel.settings, "interpreter": AUTO}
+    world = kernel.world
+    if kernel.starts_itself and "modules" not in kernel.settings:
+        world = replace(world, modules=(), module_files=(), venv=None, conda=None)
+    made = parts(replace(world, python=driver), settings, clean, notebook=True)
+    said = [f"kernel {kernel.name!r}: {shlex.join(kernel.argv)}", f"interpreter: {driver} "
+            f"({role})"]
+    if kernel.starts_itself:
+        said.append("the kernel's argv sets up its own world (as it does here)")
+    said += made.said[1:]
+    carried = set(world.modules) if made.lines else set()
+    left = [m for m in here.modules if m not in carried]
+    if left:
+        said.append(f"modules loaded here ({' '.join(left)}) are not loaded for the notebook's "
+                    "kernel" + ("" if clean else ", though sbatch's --export=ALL passes their "
+                                "environment on") + ": name those it needs in the notebook's "
+                    "metadata hpc_magics.environment.modules")
+    notes = tuple(f"# the notebook's world: {line}" for line in said)
+    return replace(made, lines=(*notes, *made.lines), said=tuple(said))
