@@ -32,7 +32,7 @@ class SessionMagics(Magics):
     @argument("names", nargs="*", help="push/pull: the variables to move")
     @argument("--jobid", metavar="ID", default=None,
               help="start the session as a step of this allocation of yours")
-    @argument("--tunnel", choices=sorted(TUNNELS), default=None,
+    @argument("--tunnel", choices=list(TUNNELS), default=None,
               help="reach the session's kernel by tcp (the node's address) or through "
               "`ssh NODE` (default: the profile's [kernel] tunnel, else tcp)")
     @resource_arguments

@@ -108,6 +108,7 @@ class SshTunnel:
             raise SubmissionError(f"the node's name {self.node!r} cannot be an ssh host")
         self.local = self.local or dict(zip(self.ports, free_local_ports(len(self.ports)),
                                             strict=True))
+        self._remove_folder()  # a tunnel reopened after its ssh died: the old socket's
         # a private folder of a random name for the control socket (short: sockets' paths
         # are limited to ~100 characters)
         self._folder = Path(tempfile.mkdtemp(prefix="hm-ssh-"))
@@ -147,6 +148,9 @@ class SshTunnel:
             commands.stop_group(self.process, CLOSED_WITHIN_S)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(CLOSED_WITHIN_S + 1)
+        self._remove_folder()
+
+    def _remove_folder(self) -> None:
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
