@@ -281,14 +281,18 @@ class SlurmProvisioner(KernelProvisionerBase):
         return str(self.job_id)
 
     async def poll(self) -> int | None:
+        """None while the job runs (its tunnel, if any, kept open meanwhile)."""
+        code = await self._poll_job()
+        if code is None:
+            await self._keep_tunnel()
+        return code
+
+    async def _poll_job(self) -> int | None:
         """None while the job runs: the process of a step, else the cached squeue view."""
         if self.job_id is None or self._ended is not None:
             return self._ended if self.job_id is not None else 0
         if self._srun is not None:
-            code = self._srun.poll()
-            if code is None:
-                await self._keep_tunnel()
-            return code
+            return self._srun.poll()
         view = await _off_loop(self._queue().view)
         if view.error is not None or view.updated is None:
             return None  # the scheduler is silent: the kernel is not dead for that
@@ -301,10 +305,7 @@ class SlurmProvisioner(KernelProvisionerBase):
                 return None
             self._ended = 0
             return 0
-        if job.final:
-            return 0 if job.phase == "done" else 1
-        await self._keep_tunnel()
-        return None
+        return (0 if job.phase == "done" else 1) if job.final else None
 
     async def wait(self) -> int | None:
         while True:
