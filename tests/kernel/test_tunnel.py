@@ -105,6 +105,7 @@ def test_a_kernel_through_an_ssh_tunnel_runs_interrupts_and_closes_it(
     assert reply["status"] == "ok" and printed.split() == [job_id]
 
     # the client's connection file names 127.0.0.1 and the tunnel's ports, not the kernel's
+    assert stat.S_IMODE(Path(manager.connection_file).stat().st_mode) == 0o600
     client_file = json.loads(Path(manager.connection_file).read_text())
     kernel_file = json.loads((provisioner.folder.path / "connection.json").read_text())
     names = sorted(tunnel.local)
