@@ -63,6 +63,8 @@ def _show(name: str) -> str:
                   format_memory(part.mem_per_node_mb) if part.mem_per_node_mb else "",
                   f"{part.gpus_per_node}x {'/'.join(part.gpu_types) or 'GPU'}"
                   if part.gpus_per_node else "",
+                  " or ".join(map(str, part.gpu_counts)) + " GPUs a node only"
+                  if part.gpu_counts else "",
                   f"--qos={part.requires_qos}" if part.requires_qos else "",
                   "whole nodes" if part.whole_node else ""]
         text.append(f"  {part.name:<24} " + ", ".join(x for x in limits if x))

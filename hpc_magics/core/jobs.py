@@ -5,13 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Slurm job states (squeue/sacct long names) → coarse phase.
+# SPECIAL_EXIT is a requeue in held state ("job requeued in held state"), so it waits for a
+# release like REQUEUE_HOLD; it is not an end.
 PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD",
-                            "REQUEUE_FED", "RESV_DEL_HOLD", "SUSPENDED", "STOPPED",
+                            "REQUEUE_FED", "RESV_DEL_HOLD", "SPECIAL_EXIT",
                             "RESIZING", "SIGNALING", "STAGE_OUT", "UNKNOWN", "SUBMITTED"})
-RUNNING_STATES = frozenset({"RUNNING", "COMPLETING"})
+# A SUSPENDED or STOPPED job keeps its nodes and goes on when resumed: started, not over.
+RUNNING_STATES = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED"})
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                            "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED",
-                           "SPECIAL_EXIT", "INTERRUPTED"})
+                           "INTERRUPTED"})
 SUCCESS_STATES = frozenset({"COMPLETED", "FINISHED", "DONE"})
 # Gone from the queue (two views after sbatch returned) and Slurm cannot say how:
 # accounting is off or unreachable. Over, but neither a success nor a failure.

@@ -39,6 +39,8 @@ class Partition:
     # GPU types a site spells many ways (MIG slices: h100_3g.40gb, h100_20gb, ...): a regex
     # of the types it takes besides gpu_types
     gpu_type_pattern: str = ""
+    # the only GPU counts per node the site schedules (Trillium: one GPU or a whole node)
+    gpu_counts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ def _partition(name: str, data: Mapping[str, Any]) -> Partition:
         gpus_per_type={str(k): int(v) for k, v in data.get("gpus_per_type", {}).items()},
         billing_weights=str(data.get("billing_weights", "")),
         gpu_type_pattern=str(data.get("gpu_type_pattern", "")),
+        gpu_counts=tuple(int(n) for n in data.get("gpu_counts", ())),
     )
 
 
@@ -309,6 +312,7 @@ _PARTITION_TYPES: dict[str, type | tuple[type, ...]] = {
     "max_time": (str, int), "max_nodes": int, "cpus_per_node": int,
     "mem_per_node": (str, int), "gpus_per_node": int, "gpu_types": list,
     "requires_qos": str, "whole_node": bool, "note": str, "gpu_type_pattern": str,
+    "gpu_counts": list,
 }
 _TYPE_NAMES = {str: "a string", int: "a whole number", bool: "true or false",
                list: "a list", dict: "a table"}

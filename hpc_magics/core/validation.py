@@ -180,7 +180,12 @@ def gpu_request(request: ResourceRequest, profile: ClusterProfile,
                      "partition or drop the GPU request")
         return
     limit = _typed_limit(partition, gpus)
-    if gpus.count > limit:
+    if partition.gpu_counts and gpus.count not in partition.gpu_counts:
+        counts = " or ".join(str(n) for n in partition.gpu_counts)
+        yield _error("gpus-per-node", f"{gpus.count} GPUs per node: partition "
+                     f"{partition.name!r} of {profile.name} schedules only {counts} GPUs "
+                     "per node: ask for one of those")
+    elif gpus.count > limit:
         kind = f" {gpus.type}" if gpus.type and partition.gpus_per_type else ""
         yield _error("gpus-per-node", f"{gpus.count}{kind} GPUs per node exceed the {limit} "
                      f"a node of partition {partition.name!r} has")

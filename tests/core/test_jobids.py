@@ -67,6 +67,14 @@ def test_ended_is_over_but_not_a_failure() -> None:
     assert phase("FAILED") == "failed" and phase("COMPLETED") == "done"
 
 
+def test_held_and_paused_states_are_not_ends() -> None:
+    # 22.05's squeue for a SPECIAL_EXIT job: "(job requeued in held state)"; it comes back
+    assert not is_final("SPECIAL_EXIT") and phase("SE") == "pending"
+    # a suspended or stopped job keeps its allocation and goes on when resumed
+    assert [phase(s) for s in ("SUSPENDED", "ST")] == ["running", "running"]
+    assert not is_final("SUSPENDED")
+
+
 def test_combined_state_of_an_array() -> None:
     assert combined_state(["COMPLETED", "PENDING", "RUNNING"]) == "RUNNING"
     assert combined_state(["COMPLETED", "PENDING"]) == "PENDING"
