@@ -82,6 +82,8 @@ class ClusterProfile:
     # container = "auto" | "off" | a fixed value
     environment: Mapping[str, Any] = field(default_factory=dict)
     balance_command: tuple[str, ...] = ()  # the site's own allocation balance tool (argv)
+    # Slurm kernels (kernel/tunnel.py): tunnel = "tcp" | "ssh", ssh_options = [ssh's own]
+    kernel: Mapping[str, Any] = field(default_factory=dict)
 
     def partition(self, name: str | None) -> Partition | None:
         return self.partitions.get(name or self.default_partition or "")
@@ -171,6 +173,7 @@ def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -
         extends=data.get("extends", ""),
         environment=dict(data.get("environment", {})),
         balance_command=tuple(str(a) for a in data.get("balance_command", ())),
+        kernel=dict(data.get("kernel", {})),
     )
 
 
@@ -303,7 +306,7 @@ _TOP_LEVEL_TYPES: dict[str, type | tuple[type, ...]] = {
     "shebang": str, "setup": list, "defaults": dict, "extra_directives": dict,
     "billing": str, "cluster_names": list, "retired": str, "successor": str,
     "account_placeholder_patterns": list, "script_hints": list, "hostnames": list,
-    "extends": str, "environment": dict, "balance_command": list,
+    "extends": str, "environment": dict, "balance_command": list, "kernel": dict,
 }
 _PARTITION_TYPES: dict[str, type | tuple[type, ...]] = {
     "max_time": (str, int), "max_nodes": int, "cpus_per_node": int,

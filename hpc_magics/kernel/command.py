@@ -17,6 +17,7 @@ from ..core.resources import ResourceRequest, updated
 from ..core.sbatch import cost_line
 from ..core.sites import default_profile_name
 from .spec import PROVISIONER_NAME, KernelRequest, display_name
+from .tunnel import TUNNELS
 
 
 def add_parser(subcommands: argparse._SubParsersAction) -> None:
@@ -37,6 +38,10 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
                          "(default: K's, with the request: 'Python 3 (Slurm: debug, 1h)')")
     install.add_argument("--jobid", default=None, metavar="ID", help="start the kernel as a "
                          "step of this allocation of yours (salloc, sbatch) instead of a job")
+    install.add_argument("--tunnel", choices=list(TUNNELS), default=None,
+                         help="how this host reaches the kernel: tcp to the node's address, "
+                         "or ssh: its ports forwarded through `ssh NODE` (where the nodes' "
+                         "ports are closed; default: the profile's [kernel] tunnel, else tcp)")
     where = install.add_mutually_exclusive_group()
     where.add_argument("--user", action="store_true", help="for this user (the default)")
     where.add_argument("--sys-prefix", action="store_true",
@@ -70,7 +75,7 @@ def kernelspec(args: argparse.Namespace) -> tuple[dict[str, Any], KernelRequest,
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     jobid = str(require_job_id(args.jobid)) if args.jobid else None
-    kernel = KernelRequest(request_from_args(args), args.python, jobid)
+    kernel = KernelRequest(request_from_args(args), args.python, jobid, args.tunnel)
     problems = kernel.check()
     try:
         wrapped = KernelSpecManager().get_kernel_spec(args.kernel)
@@ -108,6 +113,9 @@ def run_install(args: argparse.Namespace) -> int:
         target = KernelSpecManager().install_kernel_spec(
             staging, kernel_name=args.name, user=prefix is None, prefix=prefix)
     print(f"installed kernel {args.name!r}: {spec['display_name']} in {target}")
+    if kernel.connection_route() == "ssh":
+        print("reached through an SSH tunnel: `ssh NODE` must work from this host without a "
+              "password (keys and known_hosts in ~/.ssh/config)")
     if not kernel.jobid:
         print(f"each start submits one job: {cost_line(kernel.request, kernel.profile())}; "
               "shutting the kernel down cancels it")

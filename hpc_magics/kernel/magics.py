@@ -12,6 +12,7 @@ from IPython.core.magic_arguments import argument
 from ..core.errors import HpcMagicsError
 from ..magics.arguments import lazy_magic_arguments as magic_arguments
 from ..magics.jobs import _arguments, resource_arguments
+from .tunnel import TUNNELS
 
 
 def _hpc(shell: Any) -> Any:
@@ -31,6 +32,9 @@ class SessionMagics(Magics):
     @argument("names", nargs="*", help="push/pull: the variables to move")
     @argument("--jobid", metavar="ID", default=None,
               help="start the session as a step of this allocation of yours")
+    @argument("--tunnel", choices=list(TUNNELS), default=None,
+              help="reach the session's kernel by tcp (the node's address) or through "
+              "`ssh NODE` (default: the profile's [kernel] tunnel, else tcp)")
     @resource_arguments
     @line_magic
     def hpc_session(self, line: str) -> Any:
@@ -66,7 +70,7 @@ class SessionMagics(Magics):
             hpc = _hpc(self.shell)
             request = hpc._apply(hpc.request, args).changed(backend="slurm")
             started = sessions.start(args.name, request, hpc.python or sys.executable,
-                                     args.jobid)
+                                     args.jobid, args.tunnel)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         print(f"[hpc_magics] session {args.name}: job {started.job_id} runs the kernel; "

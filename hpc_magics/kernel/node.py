@@ -85,7 +85,9 @@ def prepare(folder: Path, environ: Mapping[str, str] | None = None) -> Path:
         key=secrets.token_hex(32).encode(), signature_scheme="hmac-sha256")
     os.replace(scratch, connection)
     os.chmod(connection, 0o600)
-    node = {"host": socket.gethostname(), "address": address,
+    # "node": Slurm's name of it, the name `--tunnel ssh` reaches it by from the login host
+    node = {"host": socket.gethostname(), "node": env.get("SLURMD_NODENAME", ""),
+            "address": address,
             "job_id": env.get("SLURM_JOB_ID", ""), "step_id": env.get("SLURM_STEP_ID", ""),
             "pid": os.getpid()}
     write_private(folder / NODE_FILE, json.dumps(node).encode())

@@ -6,6 +6,8 @@ waits for the node to write the kernel's connection file, and reports Slurm's pe
 reason and expected start meanwhile (in the server's log and the job folder's meta.json,
 which the status bar reads); ``poll`` reads the user's shared, cached squeue view, never
 one squeue per call; shutting down cancels the job (a step only, in an allocation).
+With ``--tunnel ssh`` the client reaches the kernel through an SSH tunnel (``tunnel.py``)
+opened once the node wrote where the kernel listens, and closed with the kernel.
 """
 
 from __future__ import annotations
@@ -30,11 +32,14 @@ from ..scheduler.job_status import record_submission
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from . import launch
 from .spec import KernelRequest
+from .tunnel import SshTunnel, for_kernel
 
 T = TypeVar("T")
 FILE_CHECK_S = 0.5  # the node's files are on the local view of the shared home: cheap
 CANCEL_GONE_WITHIN_S = 15.0
 ALREADY_GONE = ("already completing or completed", "Invalid job id")
+TUNNEL_LOG = "tunnel.log"
+TUNNEL_RETRY_S = 30.0  # a tunnel that died (the node's sshd restarted) is reopened this often
 SIGNAL_NAMES = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGQUIT: "QUIT",
                 signal.SIGUSR1: "USR1", signal.SIGUSR2: "USR2", signal.SIGHUP: "HUP"}
 
@@ -81,6 +86,8 @@ class SlurmProvisioner(KernelProvisionerBase):
     request = Dict(help="the resource request, as core.resources.to_dict writes it")
     python = Unicode(help="the Python that runs hpc_magics.kernel.node on the node")
     jobid = Unicode(None, allow_none=True, help="an allocation to start the kernel in")
+    tunnel = Unicode(None, allow_none=True,
+                     help="tcp or ssh: how this host reaches the kernel (None: the profile's)")
     start_timeout = Float(0.0, config=True,
                           help="give up a pending job after this many seconds (0: never)")
 
@@ -91,11 +98,13 @@ class SlurmProvisioner(KernelProvisionerBase):
     _submitted_at: float = 0.0
     _ended: int | None = None
     _jobs: JobQueue | None = None
+    _tunnel: SshTunnel | None = None
+    _tunnel_tried: float = 0.0
 
     # ------------------------------------------------------------------ start
     def _kernel(self) -> KernelRequest:
         return KernelRequest.from_config({"request": self.request, "python": self.python,
-                                          "jobid": self.jobid})
+                                          "jobid": self.jobid, "tunnel": self.tunnel})
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         try:
@@ -148,10 +157,39 @@ class SlurmProvisioner(KernelProvisionerBase):
                       node.get("host"), node.get("address"))
         folder.update_meta(state="RUNNING", host=node.get("host"), step_id=self.step_id)
         # jupyter_client keeps the key as bytes
-        info = cast(KernelConnectionInfo, {**node["connection"],
-                                           "key": str(node["connection"]["key"]).encode()})
-        self.connection_info = info
-        return info
+        info: dict[str, Any] = {**node["connection"],
+                                "key": str(node["connection"]["key"]).encode()}
+        if kernel.connection_route() == "ssh":
+            try:
+                self._tunnel = await _off_loop(self._open_tunnel, node, kernel)
+            except BaseException:
+                await self._cancel()
+                raise
+            info = self._tunnel.client_info(info)
+        self.connection_info = cast(KernelConnectionInfo, info)
+        return self.connection_info
+
+    def _open_tunnel(self, node: dict[str, Any], kernel: KernelRequest) -> SshTunnel:
+        assert self.folder is not None
+        tunnel = for_kernel(node, kernel.profile(), self.folder.path / TUNNEL_LOG).open()
+        self.log.info("hpc_magics kernel: job %s reached through ssh %s: 127.0.0.1:%s",
+                      self.job_id, tunnel.node, sorted(tunnel.local.values()))
+        return tunnel
+
+    async def _keep_tunnel(self) -> None:
+        """The kernel runs but its tunnel ended (sshd restarted, network lost): reopened on
+        the same local ports, so the client's connection file stays right."""
+        tunnel = self._tunnel
+        if tunnel is None or tunnel.alive() or \
+                time.monotonic() - self._tunnel_tried < TUNNEL_RETRY_S:
+            return
+        self._tunnel_tried = time.monotonic()
+        self.log.warning("hpc_magics kernel: the SSH tunnel to job %s ended: reopening it",
+                         self.job_id)
+        try:
+            await _off_loop(tunnel.open)
+        except HpcMagicsError as error:
+            self.log.warning("hpc_magics kernel: %s", error)
 
     async def post_launch(self, **kwargs: Any) -> None:
         """A kernel whose job ended (time limit, crash, scancel) is not resubmitted behind
@@ -243,12 +281,18 @@ class SlurmProvisioner(KernelProvisionerBase):
         return str(self.job_id)
 
     async def poll(self) -> int | None:
+        """None while the job runs (its tunnel, if any, kept open meanwhile)."""
+        code = await self._poll_job()
+        if code is None:
+            await self._keep_tunnel()
+        return code
+
+    async def _poll_job(self) -> int | None:
         """None while the job runs: the process of a step, else the cached squeue view."""
         if self.job_id is None or self._ended is not None:
             return self._ended if self.job_id is not None else 0
         if self._srun is not None:
-            code = self._srun.poll()
-            return None if code is None else code
+            return self._srun.poll()
         view = await _off_loop(self._queue().view)
         if view.error is not None or view.updated is None:
             return None  # the scheduler is silent: the kernel is not dead for that
@@ -309,12 +353,19 @@ class SlurmProvisioner(KernelProvisionerBase):
             except subprocess.TimeoutExpired:
                 self._srun.kill()
         self._ended = -signal.SIGTERM
+        await self._close_tunnel()
         await _off_loop(self._queue().invalidate)
         if self.folder is not None:
             self.folder.update_meta(state="CANCELLED", state_source="kernel shutdown")
 
+    async def _close_tunnel(self) -> None:
+        if self._tunnel is not None:
+            await _off_loop(self._tunnel.close)
+            self._tunnel = None
+
     async def cleanup(self, restart: bool = False) -> None:
         await self._cancel()
+        await self._close_tunnel()  # the job ended by itself: its tunnel goes too
         if self.folder is not None:
             launch.forget_connection(self.folder)
         self.job_id, self._srun = None, None

@@ -58,8 +58,8 @@ class Session:
 
     @classmethod
     def start(cls, name: str, request: ResourceRequest, python: str,
-              jobid: str | None = None) -> Session:
-        kernel = KernelRequest(request, python, jobid)
+              jobid: str | None = None, tunnel: str | None = None) -> Session:
+        kernel = KernelRequest(request, python, jobid, tunnel)
         kernel.check()  # one line, before anything is submitted
         manager = kernel_manager(kernel, name)
         manager.start_kernel()
@@ -208,13 +208,13 @@ def stop_all() -> None:
 
 
 def start(name: str, request: ResourceRequest, python: str,
-          jobid: str | None = None) -> Session:
+          jobid: str | None = None, tunnel: str | None = None) -> Session:
     atexit.unregister(stop_all)  # registered once, however many sessions
     atexit.register(stop_all)
     if name in _SESSIONS:
         raise InvalidRequest(f"session {name!r} runs already (job {_SESSIONS[name].job_id}): "
                              f"%hpc_session stop {name} first")
-    session = Session.start(name, request, python, jobid)
+    session = Session.start(name, request, python, jobid, tunnel)
     _SESSIONS[name] = session
     return session
 

@@ -30,9 +30,12 @@ class KernelRequest:
     request: ResourceRequest
     python: str  # the interpreter that runs hpc_magics.kernel.node on the node
     jobid: str | None = None
+    tunnel: str | None = None  # "tcp" | "ssh"; None: the profile's ([kernel] tunnel)
 
     def to_config(self) -> dict[str, Any]:
-        return {"request": to_dict(self.request), "python": self.python, "jobid": self.jobid}
+        config = {"request": to_dict(self.request), "python": self.python,
+                  "jobid": self.jobid}
+        return {**config, "tunnel": self.tunnel} if self.tunnel else config
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> KernelRequest:
@@ -44,7 +47,19 @@ class KernelRequest:
                                  "install the kernel again with hpc-magics kernel install"
                                  ) from None
         jobid = config.get("jobid")
-        return cls(request, python, str(require_job_id(str(jobid))) if jobid else None)
+        tunnel = config.get("tunnel")
+        return cls(request, python, str(require_job_id(str(jobid))) if jobid else None,
+                   str(tunnel) if tunnel else None)
+
+    def connection_route(self) -> str:
+        """How the login host reaches the kernel: ``tcp`` or ``ssh`` (checked: one line)."""
+        from .tunnel import choose, ssh_options
+
+        profile = self.profile()
+        route = choose(self.tunnel, profile)
+        if route == "ssh":
+            ssh_options(profile)  # a wrong value says so now, not after the queue wait
+        return route
 
     def profile(self) -> ClusterProfile:
         return load_profile(self.request.profile)
@@ -53,6 +68,7 @@ class KernelRequest:
         """Every problem of the request (the warnings too); raises on the first error line.
 
         A step of an existing allocation asks Slurm for nothing new: nothing to check."""
+        self.connection_route()
         if self.jobid:
             return []
         problems = validation.check(self.request.changed(backend="slurm"), self.profile())

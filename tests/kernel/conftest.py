@@ -9,10 +9,15 @@ import time
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from jupyter_client import BlockingKernelClient, KernelManager
 
 from hpc_magics.cli import main as cli_main
+from hpc_magics.core.resources import ResourceRequest
+from hpc_magics.kernel import session as sessions
 from hpc_magics.kernel.spec import PROVISIONER_NAME
 from hpc_magics.scheduler import commands
 
@@ -78,3 +83,104 @@ def jobs_named(name: str, since: float) -> list[str]:
                               "-S", start], timeout=20)
     return sorted({line.strip() for answer in (queued, accounted)
                    for line in answer.stdout.splitlines() if line.strip()})
+
+
+READY_S = 120
+GONE_WITHIN_S = 15.0
+
+
+def run_code(client: BlockingKernelClient, code: str, timeout: float = 60) -> tuple[str, Any]:
+    """The cell's printed output and its reply's content."""
+    printed: list[str] = []
+
+    def keep(message: dict[str, Any]) -> None:
+        if message["msg_type"] == "stream":
+            printed.append(message["content"]["text"])
+
+    reply = client.execute_interactive(code, output_hook=keep, timeout=timeout)
+    return "".join(printed), reply["content"]
+
+
+def wait_for_output(client: BlockingKernelClient, msg_id: str, text: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        message = client.get_iopub_msg(timeout=30)
+        if (message["parent_header"].get("msg_id") == msg_id
+                and message["msg_type"] == "stream" and text in message["content"]["text"]):
+            return
+    pytest.fail(f"the cell did not print {text!r} within 30 s", pytrace=False)
+
+
+def wait_until_gone(job_id: str, target: str | None = None) -> float:
+    """Seconds until squeue no longer lists the job (or ``target``, a step, in ``-s``)."""
+    started = time.monotonic()
+    while time.monotonic() - started < 60:
+        if target is None:
+            listed = squeue_ids(job_id)
+        else:
+            answer = commands.run(["squeue", "-h", "-s", "-j", job_id, "-o", "%i"], timeout=20)
+            listed = [line.strip() for line in answer.stdout.splitlines()
+                      if line.strip() == target]
+        if not listed:
+            return time.monotonic() - started
+        time.sleep(0.5)
+    pytest.fail(f"{target or job_id} still in squeue after 60 s", pytrace=False)
+
+
+@pytest.fixture
+def shell(slurm_cluster: object, provisioner_registered: None) -> Iterator[Any]:
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "hpc_magics")
+    ip.magics_manager.registry["HpcMagics"].request = ResourceRequest(profile="lab")
+    saved = dict(ip.user_ns)
+    yield ip
+    for name in list(sessions._SESSIONS):  # a failed test leaves no job behind
+        sessions.stop(name)
+    ip.user_ns.clear()
+    ip.user_ns.update(saved)
+
+
+@pytest.fixture
+def started(slurm_cluster: object) -> Iterator[list[KernelManager]]:
+    """Kernel managers the test started; any still alive are shut down (their jobs too)."""
+    managers: list[KernelManager] = []
+    yield managers
+    for manager in managers:
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)
+
+
+def start(name: str, managers: list[KernelManager]) -> tuple[KernelManager,
+                                                               BlockingKernelClient]:
+    manager = KernelManager(kernel_name=name)
+    managers.append(manager)
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=READY_S)
+    return manager, client
+
+
+def interrupts_and_lives_on(manager: KernelManager, client: BlockingKernelClient) -> None:
+    """Interrupting a running cell stops it with KeyboardInterrupt; the kernel lives on."""
+    msg_id = client.execute("print('sleeping', flush=True); import time; time.sleep(60)")
+    wait_for_output(client, msg_id, "sleeping")  # the cell runs: now interrupt it
+    interrupted_at = time.monotonic()
+    manager.interrupt_kernel()
+    reply = client.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert time.monotonic() - interrupted_at < 30  # not the 60 s of the sleep
+
+    # the kernel lives on (asked through the reply, not the output stream: a stream message
+    # right after an interrupt can arrive after the cell's idle status). ipykernel aborts
+    # the requests that reach it while it still clears its queue after the error: "aborted"
+    # is then its answer, and asking again is what a user's next cell does
+    for _ in range(5):
+        reply = client.execute_interactive("answer = 6 * 7", user_expressions={"a": "answer"},
+                                           timeout=60)
+        if reply["content"]["status"] != "aborted":
+            break
+        time.sleep(0.2)
+    assert reply["content"]["user_expressions"]["a"]["data"]["text/plain"] == "42"

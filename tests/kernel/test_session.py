@@ -7,32 +7,16 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
-from hpc_magics.core.resources import ResourceRequest
 from hpc_magics.kernel import session as sessions
 
 from .conftest import jobs_named, squeue_ids
 
 pytestmark = pytest.mark.slurm  # each test well under 30 s: not `slow`
-
-
-@pytest.fixture
-def shell(slurm_cluster: object, provisioner_registered: None) -> Iterator[Any]:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "hpc_magics")
-    ip.magics_manager.registry["HpcMagics"].request = ResourceRequest(profile="lab")
-    saved = dict(ip.user_ns)
-    yield ip
-    for name in list(sessions._SESSIONS):  # a failed test leaves no job behind
-        sessions.stop(name)
-    ip.user_ns.clear()
-    ip.user_ns.update(saved)
 
 
 def test_a_session_keeps_its_state_between_cells_in_one_job(

@@ -10,85 +10,33 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
-from jupyter_client import BlockingKernelClient, KernelManager
+from jupyter_client import KernelManager
 from jupyter_client.ioloop import AsyncIOLoopKernelManager
 
 from hpc_magics.core.errors import InvalidRequest, SubmissionError
 from hpc_magics.scheduler import commands
 
-from .conftest import install, jobs_named, kernelspec_file, squeue_ids
+from .conftest import (
+    GONE_WITHIN_S,
+    install,
+    interrupts_and_lives_on,
+    jobs_named,
+    kernelspec_file,
+    run_code,
+    squeue_ids,
+    start,
+    wait_until_gone,
+)
+from .sockets import in_kernel_code
 
 if TYPE_CHECKING:  # fixture types only; test modules do not import conftest at run time
     from conftest import SacctState
 
 pytestmark = pytest.mark.slurm  # each test well under 30 s: not `slow`
-
-READY_S = 120
-GONE_WITHIN_S = 15.0
-
-
-def run_code(client: BlockingKernelClient, code: str, timeout: float = 60) -> tuple[str, Any]:
-    """The cell's printed output and its reply's content."""
-    printed: list[str] = []
-
-    def keep(message: dict[str, Any]) -> None:
-        if message["msg_type"] == "stream":
-            printed.append(message["content"]["text"])
-
-    reply = client.execute_interactive(code, output_hook=keep, timeout=timeout)
-    return "".join(printed), reply["content"]
-
-
-def wait_for_output(client: BlockingKernelClient, msg_id: str, text: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        message = client.get_iopub_msg(timeout=30)
-        if (message["parent_header"].get("msg_id") == msg_id
-                and message["msg_type"] == "stream" and text in message["content"]["text"]):
-            return
-    pytest.fail(f"the cell did not print {text!r} within 30 s", pytrace=False)
-
-
-def wait_until_gone(job_id: str, target: str | None = None) -> float:
-    """Seconds until squeue no longer lists the job (or ``target``, a step, in ``-s``)."""
-    started = time.monotonic()
-    while time.monotonic() - started < 60:
-        if target is None:
-            listed = squeue_ids(job_id)
-        else:
-            answer = commands.run(["squeue", "-h", "-s", "-j", job_id, "-o", "%i"], timeout=20)
-            listed = [line.strip() for line in answer.stdout.splitlines()
-                      if line.strip() == target]
-        if not listed:
-            return time.monotonic() - started
-        time.sleep(0.5)
-    pytest.fail(f"{target or job_id} still in squeue after 60 s", pytrace=False)
-
-
-@pytest.fixture
-def started(slurm_cluster: object) -> Iterator[list[KernelManager]]:
-    """Kernel managers the test started; any still alive are shut down (their jobs too)."""
-    managers: list[KernelManager] = []
-    yield managers
-    for manager in managers:
-        if manager.has_kernel:
-            manager.shutdown_kernel(now=True)
-
-
-def start(name: str, managers: list[KernelManager]) -> tuple[KernelManager,
-                                                               BlockingKernelClient]:
-    manager = KernelManager(kernel_name=name)
-    managers.append(manager)
-    manager.start_kernel()
-    client = manager.client()
-    client.start_channels()
-    client.wait_for_ready(timeout=READY_S)
-    return manager, client
 
 
 def test_a_kernel_runs_as_a_job_interrupts_and_leaves_no_job(
@@ -113,21 +61,15 @@ def test_a_kernel_runs_as_a_job_interrupts_and_leaves_no_job(
     assert folder.stat().st_mode & 0o777 == 0o700  # jupyter_client adds the sticky bit
     assert json.loads(connection.read_text())["ip"] == manager.ip
 
-    msg_id = client.execute("print('sleeping', flush=True); import time; time.sleep(60)")
-    wait_for_output(client, msg_id, "sleeping")  # the cell runs: now interrupt it
-    interrupted_at = time.monotonic()
-    manager.interrupt_kernel()
-    reply = client.get_shell_msg(timeout=30)
-    assert reply["parent_header"]["msg_id"] == msg_id
-    assert reply["content"]["status"] == "error"
-    assert reply["content"]["ename"] == "KeyboardInterrupt"
-    assert time.monotonic() - interrupted_at < 30  # not the 60 s of the sleep
+    # what the operating system says the kernel bound: the node's address only
+    printed, _ = run_code(client, in_kernel_code())
+    bound = {(line.split()[0], int(line.split()[1])) for line in printed.splitlines()}
+    assert {address for address, _ in bound} == {manager.ip}, printed
+    kernel_ports = {value for key, value in json.loads(connection.read_text()).items()
+                    if key.endswith("_port")}
+    assert kernel_ports <= {port for _, port in bound}, printed
 
-    # the kernel lives on (asked through the reply, not the output stream: a stream message
-    # right after an interrupt can arrive after the cell's idle status)
-    reply = client.execute_interactive("answer = 6 * 7", user_expressions={"a": "answer"},
-                                       timeout=60)
-    assert reply["content"]["user_expressions"]["a"]["data"]["text/plain"] == "42"
+    interrupts_and_lives_on(manager, client)
 
     client.stop_channels()
     manager.shutdown_kernel()
