@@ -177,8 +177,13 @@ def test_a_tunnel_that_cannot_open_fails_the_start_in_one_line_and_cancels_the_j
     assert "SSH tunnel to node c" in message and "Permission denied" in message, message
     job_id = manager.provisioner.job_id
     assert wait_until_gone(job_id) < GONE_WITHIN_S  # the job that ran the kernel: cancelled
-    time.sleep(2)  # sacct lags the scheduler by up to 1.5 s
-    assert jobs_named("kernel-lab-nokey", since) == [job_id]
+    # accounting lags the scheduler (seconds under load): wait until it knows this job, then
+    # it must be the only one of that name
+    deadline = time.monotonic() + 30
+    while job_id not in (named := jobs_named("kernel-lab-nokey", since)) \
+            and time.monotonic() < deadline:
+        time.sleep(1)
+    assert named == [job_id]
 
 
 @needs_sshd
