@@ -85,6 +85,15 @@ def jobs_named(name: str, since: float) -> list[str]:
                    for line in answer.stdout.splitlines() if line.strip()})
 
 
+def jobs_named_once_accounted(name: str, since: float, job_id: str) -> list[str]:
+    """``jobs_named`` once accounting knows ``job_id`` (it lags the scheduler by seconds
+    under load), or after 30 s."""
+    deadline = time.monotonic() + 30
+    while job_id not in (named := jobs_named(name, since)) and time.monotonic() < deadline:
+        time.sleep(1)
+    return named
+
+
 READY_S = 120
 GONE_WITHIN_S = 15.0
 

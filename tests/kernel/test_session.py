@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 
 from hpc_magics.kernel import session as sessions
 
-from .conftest import jobs_named, squeue_ids
+from .conftest import jobs_named_once_accounted, squeue_ids
 
 pytestmark = pytest.mark.slurm  # each test well under 30 s: not `slow`
 
@@ -55,8 +55,8 @@ def test_a_session_keeps_its_state_between_cells_in_one_job(
     while squeue_ids(job_id) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert squeue_ids(job_id) == []
-    time.sleep(2)  # sacct lags the scheduler by up to 1.5 s
-    assert jobs_named(f"kernel-session-{name}", since) == [job_id]  # one job for it all
+    # one job for it all
+    assert jobs_named_once_accounted(f"kernel-session-{name}", since, job_id) == [job_id]
 
 
 def test_a_cell_for_a_session_never_started_is_one_line(shell: Any) -> None:

@@ -25,6 +25,7 @@ from .conftest import (
     install,
     interrupts_and_lives_on,
     jobs_named,
+    jobs_named_once_accounted,
     kernelspec_file,
     run_code,
     squeue_ids,
@@ -180,5 +181,4 @@ def test_a_kernel_whose_job_ended_is_reported_dead_not_resubmitted(
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         job_id, events = pool.submit(asyncio.run, scenario()).result()
     assert events == ["dead"]
-    time.sleep(2)  # sacct lags the scheduler by up to 1.5 s
-    assert jobs_named("kernel-lab-ends", since) == [job_id]
+    assert jobs_named_once_accounted("kernel-lab-ends", since, job_id) == [job_id]

@@ -31,7 +31,7 @@ from .conftest import (
     GONE_WITHIN_S,
     install,
     interrupts_and_lives_on,
-    jobs_named,
+    jobs_named_once_accounted,
     kernelspec_file,
     run_code,
     squeue_ids,
@@ -177,13 +177,7 @@ def test_a_tunnel_that_cannot_open_fails_the_start_in_one_line_and_cancels_the_j
     assert "SSH tunnel to node c" in message and "Permission denied" in message, message
     job_id = manager.provisioner.job_id
     assert wait_until_gone(job_id) < GONE_WITHIN_S  # the job that ran the kernel: cancelled
-    # accounting lags the scheduler (seconds under load): wait until it knows this job, then
-    # it must be the only one of that name
-    deadline = time.monotonic() + 30
-    while job_id not in (named := jobs_named("kernel-lab-nokey", since)) \
-            and time.monotonic() < deadline:
-        time.sleep(1)
-    assert named == [job_id]
+    assert jobs_named_once_accounted("kernel-lab-nokey", since, job_id) == [job_id]
 
 
 @needs_sshd
