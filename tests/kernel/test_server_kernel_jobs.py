@@ -26,7 +26,7 @@ def blocker_job() -> str:
     """A short job the kernel's job waits for (``-d afterany:``): it pends on Dependency
     until this one ends, a reason the test cluster gives on demand."""
     answer = commands.run(["sbatch", "--parsable", "-J", "kernel-blocker", "-t", "2",
-                           "--wrap", "sleep 120"], timeout=30)
+                           "-o", "/dev/null", "--wrap", "sleep 120"], timeout=30)
     assert answer.ok, answer.first_error_line()
     return answer.stdout.strip().split(";")[0]
 
