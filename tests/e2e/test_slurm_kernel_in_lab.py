@@ -60,7 +60,7 @@ def wait_for_text(page: Any, selector: str, pattern: re.Pattern[str],
 
 
 def pick_in_the_launcher(page: Any, start_local_lab: LocalLabFactory, tmp_path: Path,
-                         *request: str) -> None:
+                         *request: str, lab_args: tuple[str, ...] = ()) -> None:
     """Install kernelspec SPEC with the lab profile and ``request``, start JupyterLab with it
     on JUPYTER_PATH, and pick it in the launcher (a new notebook)."""
     prefix = tmp_path / "prefix"
@@ -69,7 +69,7 @@ def pick_in_the_launcher(page: Any, start_local_lab: LocalLabFactory, tmp_path: 
     # the kernelspec's prefix, and this clone's labextension, on the server's JUPYTER_PATH
     clone = this_clones_jupyter_path(tmp_path / "lab0" / "jupyter-path")
     paths = [str(prefix / "share" / "jupyter"), *([clone] if clone else [])]
-    lab = start_local_lab(env_changes={"JUPYTER_PATH": os.pathsep.join(paths)})
+    lab = start_local_lab(*lab_args, env_changes={"JUPYTER_PATH": os.pathsep.join(paths)})
     page.goto(lab.lab_url())
     card = page.locator(".jp-LauncherCard", has_text=DISPLAY_NAME).first
     card.wait_for(timeout=APP_READY_TIMEOUT_MS)
@@ -164,3 +164,24 @@ def test_stop_my_server_lists_the_kernel_job_first_and_ends_it(
     while squeue(job_id, "%i") and time.monotonic() < deadline:
         time.sleep(0.5)
     assert squeue(job_id, "%i") == "", f"job {job_id} still in squeue"
+
+
+def test_the_idle_warning_names_the_kernel_job_and_the_idle_stop_ends_it(
+        slurm_cluster: object, start_local_lab: LocalLabFactory, page: Any,
+        tmp_path: Path) -> None:
+    # idle stop 60 s after the last activity (picking the kernel), warned 30 s before
+    pick_in_the_launcher(page, start_local_lab, tmp_path, "-t", "5",
+                         lab_args=("--HpcMagics.idle_stop_seconds=60",
+                                   "--HpcMagics.idle_warning_minutes=0.5",
+                                   "--HpcMagics.idle_check_interval_s=1"))
+    job_id = wait_for_text(page, KERNELS, re.compile(rf"kernel {SPEC}: job (\d+) · "),
+                           timeout_s=60).group(1)
+    warning = page.locator(".Toastify__toast", has_text="No activity for a while")
+    warning.wait_for(timeout=60_000)
+    assert f"the kernel jobs end too: kernel {SPEC} (job {job_id})" in warning.inner_text()
+    page.wait_for_timeout(800)  # let the toast finish sliding in
+    page.screenshot(path=str(screenshot_path(tmp_path, "idle-warning-kernel-job")))
+    deadline = time.monotonic() + 60
+    while squeue(job_id, "%i") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert squeue(job_id, "%i") == "", f"the idle stop left job {job_id} in squeue"
