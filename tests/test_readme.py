@@ -11,7 +11,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 SCREENSHOTS = ("status-bar.png", "stop-dialog.png", "job-widget.png", "efficiency.png",
-               "sweep-table.png")
+               "sweep-table.png", "kernel-status-bar.png")
 COURSE = ("getting-started", "notebook-to-batch", "sweep-job-array", "multi-node",
           "checkpoint-requeue", "your-server")  # in teaching order
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")

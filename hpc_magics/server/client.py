@@ -132,14 +132,15 @@ class ServerControl:
         return server_status(own_job(), time.time())
 
     def jobs_from_this_server(self) -> list[tuple[str, str]]:
-        """(job id, label) of the jobs this server's kernels submitted that still run."""
+        """(job id, label) of the jobs this server's kernels submitted that still run; not
+        the Slurm kernels' own jobs: those end with the server whatever is ticked."""
         if self.connection is None:
             return []
         listed = self.connection.request("GET", "hpc-magics/jobs").get("jobs", [])
         return [(str(job["job_id"]),
                  f"job {job['job_id']} “{job.get('name', '')}” ({job.get('state', '')})")
                 for job in listed if job.get("from_this_server") and not job.get("final")
-                and not job.get("is_server")]
+                and not job.get("is_server") and job.get("kind") != "kernel"]
 
     def cancel_job(self, job_id: str) -> None:
         """Cancel one of the user's jobs through the server's authenticated route."""

@@ -43,6 +43,8 @@ class TrackedJob:
     from_this_server: bool = False
     ended_at: float | None = None  # when this server saw it end
     folder_in_root: str | None = None  # the folder relative to the server's root
+    kind: str = ""  # "kernel" for a kernel's or session's own job (its folder says so)
+    request: dict[str, Any] | None = None  # a kernel job's resource request (for its cost)
 
     @property
     def final(self) -> bool:
@@ -153,11 +155,13 @@ class JobTracker:
             polled = self.watcher.poll([f for _, f in folders], max_age_s)
             for entry, folder in folders:
                 queued = in_queue(entry)
+                meta = folder.meta()
                 found[_folder_key(entry)] = TrackedJob(
                     entry.job_id, entry.name or (queued.name if queued else ""),
                     polled[folder.path], queued, folder.path, entry.submitted_at,
                     entry.server_id == self.server_id,
-                    folder_in_root=self._in_root(folder.path))
+                    folder_in_root=self._in_root(folder.path),
+                    kind=str(meta.get("kind") or ""), request=meta.get("request"))
             states = self.watcher.poll_ids(list(others.items()), max_age_s)
             for job_id, submit_time in others.items():
                 listed = view.find(job_id)

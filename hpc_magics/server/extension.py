@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tornado.ioloop import IOLoop, PeriodicCallback
-from traitlets import Float, List, default
+from traitlets import Float, List, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from ..core.errors import HpcMagicsError
@@ -24,8 +24,9 @@ from ..scheduler import commands, registry
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue, OwnJob, own_job, own_job_id
 from ..scheduler.server_status import ServerStatus, server_status
 from ..scheduler.watcher import Watcher
-from . import idle
-from .events import JobTracker
+from . import idle, kernel_jobs
+from .allocation_view import AllocationWatch, chosen_account, read_allocation
+from .events import JobTracker, TrackedJob
 
 SETTINGS_KEY = "hpc_magics"
 
@@ -71,6 +72,21 @@ class HpcMagics(LoggingConfigurable):
     scheduler_timeout_s = Float(
         20.0, config=True, help="Time-out for each squeue/scontrol/scancel call.",
     )
+    allocation_account = Unicode(
+        "", config=True,
+        help="The account whose allocation the status bar shows; empty: SBATCH_ACCOUNT, "
+             "SLURM_ACCOUNT, else Slurm's default account of the user.",
+    )
+    allocation_profile = Unicode(
+        "", config=True,
+        help="A profile whose balance_command tells the allocation (else sshare is asked).",
+    )
+    allocation_refresh_minutes = Float(
+        10.0, config=True, help="How often the allocation is asked about (sshare).",
+    )
+    allocation_low_percent = Float(
+        10.0, config=True, help="Below this share of the limit, the allocation shows as low.",
+    )
     shutdown_grace_s = Float(
         0.3, config=True, help="Pause after answering a stop request before shutting down.",
     )
@@ -112,6 +128,14 @@ class ServerState:
         self._own_job_asking: asyncio.Future[OwnJob | None] | None = None
         self._own_job_taken_from: asyncio.Future[OwnJob | None] | None = None
         self._idle_callback: PeriodicCallback | None = None
+        self.allocation = AllocationWatch(self._read_allocation,
+                                          config.allocation_refresh_minutes * 60.0, config.log)
+
+    def _read_allocation(self) -> dict[str, Any] | None:
+        config = self.config
+        return read_allocation(chosen_account(config.allocation_account),
+                               config.allocation_profile, config.allocation_low_percent / 100,
+                               config.scheduler_timeout_s)
 
     # ------------------------------------------------------------------ own job
 
@@ -183,6 +207,10 @@ class ServerState:
         finally:
             self._cycle_running = False
 
+    def kernel_jobs(self) -> list[TrackedJob]:
+        """The live kernel and session jobs started from this server (the last cycle's)."""
+        return kernel_jobs.kernel_jobs(self.tracker.jobs())
+
     # ------------------------------------------------------------------ activity
 
     def note_user_activity(self) -> None:
@@ -208,12 +236,26 @@ class ServerState:
     def _check_idle(self) -> None:
         if self.stopping or time.time() < self.idle_stop_at():
             return
-        self.config.log.warning("hpc_magics: no activity for %.0f s, stopping the server%s",
+        kernels = kernel_jobs.describe(self.kernel_jobs())
+        self.config.log.warning("hpc_magics: no activity for %.0f s, stopping the server%s%s",
                                 self.config.idle_seconds,
-                                f" and cancelling job {self.job_id}" if self.job_id else "")
+                                f" and cancelling job {self.job_id}" if self.job_id else "",
+                                f", ending kernel jobs: {kernels}" if kernels else "")
         IOLoop.current().add_callback(self.shutdown, "idle")
 
     # ------------------------------------------------------------------ stopping
+
+    async def _end_kernel_jobs(self, jobs: list[TrackedJob]) -> None:
+        """Kernel jobs whose kernels did not take them along (a kernel its manager lost,
+        a session whose notebook kernel was killed): scancel, only the user's own."""
+        if not jobs:
+            return
+        loop = asyncio.get_running_loop()
+        watcher = self.watcher
+        await loop.run_in_executor(None, self.watcher.queue.invalidate)
+        said = await loop.run_in_executor(None, kernel_jobs.cancel_all, watcher, jobs)
+        for line in said:
+            self.config.log.info("hpc_magics: %s", line)
 
     async def shutdown(self, reason: str) -> None:
         """Shut kernels down, cancel our own job (only ``SLURM_JOB_ID``), stop the loop."""
@@ -227,10 +269,16 @@ class ServerState:
         log.info("hpc_magics: stopping the server (%s)", reason)
         await asyncio.sleep(self.config.shutdown_grace_s)  # let the answer reach the browser
         app = self.serverapp
+        try:  # a kernel job submitted since the last look is listed too
+            await asyncio.wait_for(self.refresh_jobs(), ANSWER_WITHIN_S)
+        except Exception as exc:  # the last list still serves
+            log.info("hpc_magics: no fresh look at the jobs before stopping: %s", exc)
+        kernel_jobs_before = self.kernel_jobs()  # listed before their kernels go
         try:
             await app._cleanup()  # kernels, terminals, server info file; as /api/shutdown does
         except Exception as exc:  # keep going: the job must still end
             log.warning("hpc_magics: cleanup before stopping failed: %s", exc)
+        await self._end_kernel_jobs(kernel_jobs_before)
         if self.job_id is not None:
             job_id, timeout = self.job_id, self.config.scheduler_timeout_s
             loop = asyncio.get_running_loop()

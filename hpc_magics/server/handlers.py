@@ -21,6 +21,7 @@ from ..core.errors import HpcMagicsError
 from ..core.jobids import parse_job_id
 from .events import TrackedJob
 from .extension import SETTINGS_KEY, ServerState
+from .kernel_jobs import kernel_job_json
 
 PREFIX = "hpc-magics"
 # Plain, array task or range, het component: 123, 123_4, 123_[1-5] (%5B/%5D when quoted),
@@ -44,8 +45,10 @@ class ServerInfoHandler(HpcMagicsHandler):
 
     @web.authenticated
     async def get(self) -> None:
-        status = await self.state.status()
-        self.write_json(status.to_json())
+        state = self.state
+        status = await state.status()
+        # the allocation: asked every few minutes at most, the last answer meanwhile
+        self.write_json({**status.to_json(), "allocation": await state.allocation.current()})
 
 
 class ServerStopHandler(HpcMagicsHandler):
@@ -54,7 +57,8 @@ class ServerStopHandler(HpcMagicsHandler):
         # The body is deliberately never read: the only job this can cancel is the
         # server's own SLURM_JOB_ID, fixed when the extension loaded.
         state = self.state
-        self.write_json({"stopping": True, "job_id": state.job_id})
+        self.write_json({"stopping": True, "job_id": state.job_id,
+                         "kernel_jobs": [job.job_id for job in state.kernel_jobs()]})
         IOLoop.current().add_callback(state.shutdown, "stop requested")
 
 
@@ -81,6 +85,7 @@ def job_json(job: TrackedJob, state: ServerState) -> dict[str, Any]:
         "end_time": queued.end_time if queued else None,
         "reason": queued.reason if queued else None,
         "is_server": job.job_id == state.job_id,
+        "kind": job.kind or ("cell" if job.folder else "other"),  # kernel, notebook, sweep
         "folder": job.folder_in_root,
         "from_this_server": job.from_this_server, "ended_at": job.ended_at,
     }
@@ -90,6 +95,19 @@ def job_json(job: TrackedJob, state: ServerState) -> dict[str, Any]:
 LIST_WAIT_S = 0.6
 
 
+async def fresh_enough(state: ServerState) -> str | None:
+    """One cycle (cheap while the queue view is fresh), waited for briefly; why the list is
+    not fresh, or None."""
+    try:  # never keep the page waiting on a silent scheduler: the cycle goes on alone
+        await asyncio.wait_for(state.refresh_jobs(), timeout=LIST_WAIT_S)
+    except asyncio.TimeoutError:
+        return "the scheduler is slow to answer: this is the last list, retrying"
+    except Exception as exc:  # the last list still helps; say why it is not fresh
+        state.config.log.warning("hpc_magics: looking at jobs failed: %s", exc)
+        return f"could not look at the jobs: {exc}".splitlines()[0]
+    return None
+
+
 class JobsHandler(HpcMagicsHandler):
     _track_activity = False
 
@@ -97,18 +115,28 @@ class JobsHandler(HpcMagicsHandler):
     async def get(self) -> None:
         state = self.state
         tracker = state.tracker
-        error = None
-        try:  # never keep the page waiting on a silent scheduler: the cycle goes on alone
-            await asyncio.wait_for(state.refresh_jobs(), timeout=LIST_WAIT_S)
-        except asyncio.TimeoutError:
-            error = "the scheduler is slow to answer: this is the last list, retrying"
-        except Exception as exc:  # the last list still helps; say why it is not fresh
-            state.config.log.warning("hpc_magics: looking at jobs failed: %s", exc)
-            error = f"could not look at the jobs: {exc}".splitlines()[0]
+        error = await fresh_enough(state)
         self.write_json({
             "jobs": [job_json(job, state) for job in tracker.jobs()],
             "updated": tracker.updated, "error": error or tracker.error, "now": time.time(),
             "server_job_id": state.job_id, "server_id": state.server_id,
+        })
+
+
+class KernelJobsHandler(HpcMagicsHandler):
+    """The kernel jobs of this server for the status bar (no more squeue than the list)."""
+
+    _track_activity = False
+
+    @web.authenticated
+    async def get(self) -> None:
+        state = self.state
+        error = await fresh_enough(state)
+        now = time.time()
+        self.write_json({
+            "kernels": [kernel_job_json(job, now) for job in state.kernel_jobs()],
+            "updated": state.tracker.updated, "error": error or state.tracker.error,
+            "now": now,
         })
 
 
@@ -166,5 +194,6 @@ def route_table(base_url: str) -> list[tuple[str, type[HpcMagicsHandler]]]:
         (route("server/keep-alive"), KeepAliveHandler),
         (route("jobs"), JobsHandler),
         (route("jobs/events"), JobEventsHandler),
+        (route("kernels"), KernelJobsHandler),
         (route(f"jobs/({JOB_ID_PATTERN})/cancel"), JobCancelHandler),
     ]

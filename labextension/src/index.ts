@@ -19,6 +19,12 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { JobsPanel } from './jobs';
+import { KernelJobs } from './kerneljobs';
+import {
+  AllocationStatus,
+  KernelJobsStatus,
+  KernelPendingNotices
+} from './kernelstatus';
 import { JobEndNotifier, openJobFolder } from './notify';
 import { ServerJob } from './serverjob';
 import { ServerJobStatus } from './status';
@@ -54,6 +60,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
     labShell: ILabShell | null
   ) => {
     const job = new ServerJob();
+    const kernels = new KernelJobs();
+    // a kernel starting or ending: look at once (a pending job shows within seconds)
+    app.serviceManager.kernels.runningChanged.connect(
+      () => void kernels.refresh()
+    );
+    job.changed.connect(() => {
+      if (job.phase === 'stopped') {
+        kernels.stop();
+      }
+    });
 
     const jobsPanel = new JobsPanel(
       () => void app.commands.execute(STOP_COMMAND),
@@ -105,6 +121,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
         align: 'left',
         rank: 1000
       });
+      const kernelItem = new KernelJobsStatus(kernels, openJobs);
+      kernelItem.id = 'hpc-magics-kernels';
+      statusBar.registerStatusItem('hpc-magics-labextension:kernels', {
+        item: kernelItem,
+        align: 'left',
+        rank: 1001
+      });
+      const allocationItem = new AllocationStatus(job);
+      allocationItem.id = 'hpc-magics-allocation';
+      statusBar.registerStatusItem('hpc-magics-labextension:allocation', {
+        item: allocationItem,
+        align: 'left',
+        rank: 1002
+      });
     }
 
     // A job ended: the notification, and the panel shows it at the same moment.
@@ -117,7 +147,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     notifier.start();
 
     new WalltimeWarnings(job, app.commands);
-    new IdleStopWarning(job);
+    new IdleStopWarning(job, kernels);
+    new KernelPendingNotices(kernels);
 
     // Closing the tab does not end the job: say so before the tab goes.
     window.addEventListener('beforeunload', event => {

@@ -126,7 +126,11 @@ export class JobsPanel extends Widget {
     id.textContent = job.job_id;
     const name = document.createElement('span');
     name.className = 'jp-HpcMagics-job-name';
-    name.textContent = job.is_server ? `${job.name} (this server)` : job.name;
+    name.textContent = job.is_server
+      ? `${job.name} (this server)`
+      : job.kind === 'kernel' && job.from_this_server
+        ? `${job.name} (a kernel of this server)`
+        : job.name;
     first.append(id, name);
     const second = document.createElement('div');
     second.className = 'jp-HpcMagics-job-detail';

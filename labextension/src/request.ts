@@ -26,6 +26,20 @@ export interface IServerInfo {
   /** How long before an idle stop the front end offers "keep working". */
   idle_warning_minutes?: number | null;
   warn_minutes: number[];
+  /** What is left of the account's allocation, where Slurm knows it (asked rarely). */
+  allocation?: IAllocation | null;
+}
+
+/** The account's allocation, as `sshare` or the site's balance command tells it. */
+export interface IAllocation {
+  account: string | null;
+  /** The status bar's words, e.g. `hpcproj: 812.0 billing-h left`. */
+  text: string;
+  title: string;
+  /** Below the server's warning share of the limit. */
+  low: boolean;
+  left_h: number | null;
+  limit_h: number | null;
 }
 
 /** A job's coarse phase, as the server's watcher decided it. */
@@ -53,6 +67,37 @@ export interface IJob {
   /** Submitted from a kernel of this server. */
   from_this_server: boolean;
   ended_at: number | null;
+  /** `kernel` for a Slurm kernel's (or session's) own job; `cell`, `notebook`, ... */
+  kind?: string;
+}
+
+/** One of this server's Slurm kernel jobs (GET /hpc-magics/kernels). */
+export interface IKernelJob {
+  job_id: string;
+  /** `kernel` or `session`. */
+  kind: string;
+  /** The kernelspec's (or session's) name. */
+  name: string;
+  state: string;
+  phase: JobPhase;
+  /** Slurm's pending reason code and its plain words, while it pends. */
+  reason: string;
+  reason_text: string;
+  /** Slurm's expected start while it pends (epoch seconds), when it has one. */
+  expected_start: number | null;
+  end_time: number | null;
+  seconds_left: number | null;
+  elapsed_s: number | null;
+  /** What it has cost so far under the profile's billing rule, e.g. `0.0123 core-h`. */
+  cost: string | null;
+  node_list: string;
+}
+
+export interface IKernelJobList {
+  kernels: IKernelJob[];
+  updated: number | null;
+  error: string | null;
+  now: number;
 }
 
 export interface IJobList {
@@ -114,6 +159,8 @@ export function fetchServerInfo(): Promise<IServerInfo> {
 export function stopServer(): Promise<{
   stopping: boolean;
   job_id: string | null;
+  /** The kernel jobs that end with the server. */
+  kernel_jobs?: string[];
 }> {
   return requestJson('server/stop', { method: 'POST', body: '{}' });
 }
@@ -124,6 +171,10 @@ export function keepAlive(): Promise<{ idle_stop_at: number | null }> {
 
 export function fetchJobs(): Promise<IJobList> {
   return requestJson<IJobList>('jobs');
+}
+
+export function fetchKernelJobs(): Promise<IKernelJobList> {
+  return requestJson<IKernelJobList>('kernels');
 }
 
 /** One job that ended while the server watched it. */

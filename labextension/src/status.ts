@@ -2,40 +2,18 @@
  * The status-bar item: `job 1234 · 2h41m left · 3.2 node-h`, or a quiet
  * `no Slurm job` when the server does not run inside one.
  */
-import { Widget } from '@lumino/widgets';
-
 import { statusText } from './format';
+import { LiveWidget, makeClickable, urgency } from './live';
 import { ServerJob } from './serverjob';
 
-const WARN_SECONDS = 15 * 60;
-const URGENT_SECONDS = 5 * 60;
-
-export class ServerJobStatus extends Widget {
-  constructor(
-    private readonly _job: ServerJob,
-    private readonly _onClick: () => void
-  ) {
-    super({ node: document.createElement('div') });
-    this.addClass('jp-HpcMagics-status');
-    this.node.setAttribute('role', 'button');
-    this.node.tabIndex = 0;
-    this.node.addEventListener('click', () => this._onClick());
-    this.node.addEventListener('keydown', event => {
-      if (event.key === 'Enter' || event.key === ' ') {
-        this._onClick();
-      }
-    });
-    this._job.changed.connect(this._render, this);
-    this._render();
+export class ServerJobStatus extends LiveWidget<ServerJob> {
+  constructor(job: ServerJob, onClick: () => void) {
+    super(job, 'jp-HpcMagics-status', { node: document.createElement('div') });
+    makeClickable(this.node, onClick);
   }
 
-  dispose(): void {
-    this._job.changed.disconnect(this._render, this);
-    super.dispose();
-  }
-
-  private _render(): void {
-    const job = this._job;
+  protected render(): void {
+    const job = this.source;
     const info = job.info;
     let text: string;
     let title: string;
@@ -67,14 +45,7 @@ export class ServerJobStatus extends Widget {
       const left = job.secondsLeft();
       text = statusText(info.job_id as string, left, job.nodeHoursUsed());
       title = 'Your server runs as this Slurm job. Click for details and stop.';
-      kind =
-        left === null
-          ? 'ok'
-          : left <= URGENT_SECONDS
-            ? 'urgent'
-            : left <= WARN_SECONDS
-              ? 'warn'
-              : 'ok';
+      kind = urgency(left);
     }
     if (this.node.textContent !== text) {
       this.node.textContent = text;

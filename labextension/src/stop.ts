@@ -17,7 +17,15 @@ import {
   formatDuration,
   formatNodeHours
 } from './format';
-import { cancelJob, fetchJobs, IJob, stopServer } from './request';
+import {
+  cancelJob,
+  fetchJobs,
+  fetchKernelJobs,
+  IJob,
+  IKernelJob,
+  stopServer
+} from './request';
+import { LiveWidget } from './live';
 import { ServerJob } from './serverjob';
 
 export const SAVE_ALL_COMMAND = 'docmanager:save-all';
@@ -25,21 +33,13 @@ const STOP_LABEL = 'Save all and stop my server';
 const JOBS_LABEL = 'My jobs';
 
 /** Live details of the server's job, updated every second while shown. */
-class ServerJobDetails extends Widget {
-  constructor(private readonly _job: ServerJob) {
-    super();
-    this.addClass('jp-HpcMagics-details');
-    this._job.changed.connect(this._render, this);
-    this._render();
+class ServerJobDetails extends LiveWidget<ServerJob> {
+  constructor(job: ServerJob) {
+    super(job, 'jp-HpcMagics-details');
   }
 
-  dispose(): void {
-    this._job.changed.disconnect(this._render, this);
-    super.dispose();
-  }
-
-  private _render(): void {
-    const job = this._job;
+  protected render(): void {
+    const job = this.source;
     const info = job.info;
     this.node.replaceChildren();
     if (!info || !job.inSlurmJob) {
@@ -177,16 +177,30 @@ async function jobsFromThisServer(): Promise<IJob[]> {
   try {
     const list = await fetchJobs();
     return list.jobs.filter(
-      job => job.from_this_server && !job.final && !job.is_server
+      job =>
+        job.from_this_server &&
+        !job.final &&
+        !job.is_server &&
+        job.kind !== 'kernel'
     );
   } catch {
     return [];
   }
 }
 
-/** The confirmation's body: what happens, and a checkbox per running job. */
+/** This server's Slurm kernel jobs: they end with it (none if unknown). */
+async function kernelJobsOfThisServer(): Promise<IKernelJob[]> {
+  try {
+    return (await fetchKernelJobs()).kernels;
+  } catch {
+    return [];
+  }
+}
+
+/** The confirmation's body: what happens, the kernel jobs that end with the
+ * server, and a checkbox per other running job. */
 class StopConfirmation extends Widget {
-  constructor(jobId: string | null, jobs: IJob[]) {
+  constructor(jobId: string | null, kernels: IKernelJob[], jobs: IJob[]) {
     super();
     this.addClass('jp-HpcMagics-stop-confirm');
     const text = document.createElement('p');
@@ -195,6 +209,20 @@ class StopConfirmation extends Widget {
       (jobId ? ` and its Slurm job ${jobId} is cancelled` : '') +
       '. Running kernels end.';
     this.node.appendChild(text);
+    if (kernels.length > 0) {
+      const intro = document.createElement('p');
+      intro.textContent =
+        'These kernels run as Slurm jobs; their jobs are cancelled with the server:';
+      const list = document.createElement('ul');
+      list.className = 'jp-HpcMagics-stop-kernels';
+      for (const kernel of kernels) {
+        const item = document.createElement('li');
+        item.dataset.jobId = kernel.job_id;
+        item.textContent = `${kernel.kind} ${kernel.name}: job ${kernel.job_id} (${kernel.state})`;
+        list.appendChild(item);
+      }
+      this.node.append(intro, list);
+    }
     if (jobs.length === 0) {
       const none = document.createElement('p');
       none.textContent = 'Jobs you submitted with %%sbatch keep running.';
@@ -242,8 +270,11 @@ export async function saveAllAndStop(
   docManager: IDocumentManager | null
 ): Promise<void> {
   const jobId = job.info?.job_id ?? null;
-  const running = await jobsFromThisServer();
-  const body = new StopConfirmation(jobId, running);
+  const [kernels, running] = await Promise.all([
+    kernelJobsOfThisServer(),
+    jobsFromThisServer()
+  ]);
+  const body = new StopConfirmation(jobId, kernels, running);
   const confirm = await showDialog({
     title: 'Save all and stop my server?',
     body,
@@ -291,7 +322,8 @@ export async function saveAllAndStop(
   try {
     const answer = await stopServer();
     job.markStopped();
-    showStoppedPage(answer.job_id ?? jobId, leftRunning, toCancel);
+    const kernelIds = answer.kernel_jobs ?? kernels.map(k => k.job_id);
+    showStoppedPage(answer.job_id ?? jobId, leftRunning, toCancel, kernelIds);
   } catch (error) {
     await showErrorMessage(
       'The server did not stop',
@@ -304,7 +336,8 @@ export async function saveAllAndStop(
 export function showStoppedPage(
   jobId: string | null,
   leftRunning: string[] = [],
-  cancelled: string[] = []
+  cancelled: string[] = [],
+  kernelJobs: string[] = []
 ): void {
   const page = document.createElement('div');
   page.className = 'jp-HpcMagics-stopped';
@@ -317,6 +350,9 @@ export function showStoppedPage(
     (jobId
       ? `Your documents were saved and Slurm job ${jobId} was cancelled; it no longer uses node-hours. `
       : 'Your documents were saved and the server shut down. ') +
+    (kernelJobs.length > 0
+      ? `Kernel jobs cancelled with it: job ${kernelJobs.join(', ')}. `
+      : '') +
     (cancelled.length > 0 ? `Cancelled: job ${cancelled.join(', ')}. ` : '') +
     (leftRunning.length > 0
       ? `Still running, as you chose: job ${leftRunning.join(', ')}. `

@@ -6,6 +6,7 @@ import { Notification } from '@jupyterlab/apputils';
 import { CommandRegistry } from '@lumino/commands';
 
 import { formatClock, formatDuration } from './format';
+import { KernelJobs } from './kerneljobs';
 import { keepAlive } from './request';
 import { ServerJob } from './serverjob';
 import { SAVE_ALL_COMMAND } from './stop';
@@ -104,7 +105,10 @@ export class WalltimeWarnings {
 }
 
 export class IdleStopWarning {
-  constructor(private readonly _job: ServerJob) {
+  constructor(
+    private readonly _job: ServerJob,
+    private readonly _kernels: KernelJobs | null = null
+  ) {
     this._job.changed.connect(this._check, this);
   }
 
@@ -161,9 +165,16 @@ export class IdleStopWarning {
   private _show(secondsLeft: number): void {
     const info = this._job.info;
     const at = info?.idle_stop_at ?? null;
-    const what = this._job.inSlurmJob
-      ? `the server stops and Slurm job ${info?.job_id} is cancelled`
-      : 'the server stops';
+    const kernels = (this._kernels?.jobs ?? []).map(
+      k => `${k.kind} ${k.name} (job ${k.job_id})`
+    );
+    const what =
+      (this._job.inSlurmJob
+        ? `the server stops and Slurm job ${info?.job_id} is cancelled`
+        : 'the server stops') +
+      (kernels.length > 0
+        ? `, and the kernel jobs end too: ${kernels.join(', ')},`
+        : '');
     const message =
       `No activity for a while: ${what} in ${formatDuration(secondsLeft)}` +
       (at !== null ? ` (at ${formatClock(at)})` : '') +

@@ -22,6 +22,7 @@ ROUTES = {  # path → implemented methods, with a concrete id in the cancel rou
     "hpc-magics/server/keep-alive": ("POST",),
     "hpc-magics/jobs": ("GET",),
     "hpc-magics/jobs/events": ("GET",),
+    "hpc-magics/kernels": ("GET",),
     "hpc-magics/jobs/12345/cancel": ("POST",),
 }
 
@@ -158,7 +159,8 @@ def test_keep_alive_postpones_idle_stop_but_polling_does_not(local_server: Start
     time.sleep(1.2)
     # What an open JupyterLab tab does every few seconds, plus our own polling:
     for path in ("api/kernels", "api/sessions", "api/terminals", "api/contents",
-                 "hpc-magics/server", "hpc-magics/jobs", "hpc-magics/jobs/events?since=0"):
+                 "hpc-magics/server", "hpc-magics/jobs", "hpc-magics/jobs/events?since=0",
+                 "hpc-magics/kernels"):
         assert server.get(path).ok, path
     polled = server.get("hpc-magics/server").json()
     assert polled["idle_stop_at"] == pytest.approx(first["idle_stop_at"], abs=0.01)
@@ -204,7 +206,7 @@ def test_stop_outside_a_job_ignores_any_job_id_and_shuts_down(local_server: Star
     server = local_server()
     kernel = server.post("api/kernels", json={"name": "python3"}).json()
     answer = server.post("hpc-magics/server/stop?job_id=4242", json={"job_id": "4242"})
-    assert answer.json() == {"stopping": True, "job_id": None}
+    assert answer.json() == {"stopping": True, "job_id": None, "kernel_jobs": []}
     assert server.process is not None
     assert server.process.wait(timeout=30) == 0
     assert "scancel" not in server.log
