@@ -76,7 +76,7 @@ class Notebook:
 
         self.shell = InteractiveShell.instance()
         self.shell.run_line_magic("load_ext", "hpc_magics")
-        magics = self.shell.magics_manager.registry["HpcMagics"]
+        magics = self.shell.magics_manager.registry["HpcMagicsKernel"]
         magics.jobs_dir = str(root / "hpc_jobs")
         self.shell.run_line_magic("hpc_resources", "--backend slurm -t 5")
 

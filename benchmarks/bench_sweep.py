@@ -63,7 +63,7 @@ def submission(workdir: Path, repeat: int) -> dict[str, Any]:
 
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "hpc_magics")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     magics.jobs_dir = str(workdir / "hpc_jobs")
     shell.run_line_magic("hpc_resources", "--backend slurm -t 5")
     shell.user_ns["points"] = _points()

@@ -44,10 +44,10 @@ def job(job_id: str | None = None) -> Any:
     from IPython import get_ipython
 
     shell = get_ipython()
-    magics = shell.magics_manager.registry.get("HpcMagics") if shell is not None else None
+    magics = shell.magics_manager.registry.get("HpcMagicsKernel") if shell is not None else None
     if magics is None:
         raise RuntimeError("load the extension first: %load_ext hpc_magics")
-    return magics._handle(job_id)
+    return magics.handle_for(job_id)
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -93,8 +93,8 @@ def test_the_magics_commands_and_settings_named_exist() -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     from hpc_magics import cli
-    from hpc_magics.magics.jobs import HpcMagics as KernelSettings
-    from hpc_magics.server.extension import HpcMagics as ServerSettings
+    from hpc_magics.magics.jobs import HpcMagicsKernel
+    from hpc_magics.server.extension import HpcMagicsServer
 
     shell = InteractiveShell.instance()
     shell.extension_manager.load_extension("hpc_magics")  # once per suite, as %load_ext
@@ -103,10 +103,11 @@ def test_the_magics_commands_and_settings_named_exist() -> None:
         assert name in magics, f"{page} names %{name}, which is no magic"
     for name, page in _named(r"`hpc-magics ([a-z][\w-]*)").items():
         assert name in cli.SUBCOMMANDS, f"{page} names `hpc-magics {name}`: no such command"
-    settings = set(KernelSettings.class_traits(config=True)) | set(
-        ServerSettings.class_traits(config=True))
-    for name, page in _named(r"c\.HpcMagics\.(\w+)").items():
-        assert name in settings, f"{page} names c.HpcMagics.{name}: no such setting"
+    for settings in (HpcMagicsKernel, HpcMagicsServer):
+        spelled = settings.__name__
+        for name, page in _named(rf"c\.{spelled}\.(\w+)").items():
+            assert name in settings.class_traits(config=True), \
+                f"{page} names c.{spelled}.{name}: no such setting"
 
 
 def test_the_environment_variables_named_are_declared() -> None:

@@ -64,18 +64,18 @@ def test_every_magic_and_its_arguments_are_on_the_page(fresh_page: str) -> None:
 
 def test_every_subcommand_and_setting_is_on_the_page(fresh_page: str) -> None:
     from hpc_magics import cli
-    from hpc_magics.server.extension import HpcMagics as ServerSettings
+    from hpc_magics.server.extension import HpcMagicsServer
 
     for name in cli.SUBCOMMANDS:
         section = _section(fresh_page, f"`hpc-magics {name}`")
         assert f"hpc-magics {name} [-h]" in section, name  # its usage, from its own parser
     assert "`--no-live` | only read the script" in _section(fresh_page, "`hpc-magics check`")
     server = _section(fresh_page, "In the Jupyter server")
-    for name, trait in ServerSettings.class_own_traits(config=True).items():
-        assert f"`c.HpcMagics.{name}` | {type(trait).__name__} |" in server, name
-    assert "`c.HpcMagics.idle_stop_minutes` | Float | `0.0` |" in server
+    for name, trait in HpcMagicsServer.class_own_traits(config=True).items():
+        assert f"`c.HpcMagicsServer.{name}` | {type(trait).__name__} |" in server, name
+    assert "`c.HpcMagicsServer.idle_stop_minutes` | Float | `0.0` |" in server
     kernel = _section(fresh_page, "In the kernel")
-    assert "`c.HpcMagics.jobs_dir` | Unicode | `'hpc_jobs'` |" in kernel  # not this shell's
+    assert "`c.HpcMagicsKernel.jobs_dir` | Unicode | `'hpc_jobs'` |" in kernel  # not this shell's
 
 
 def test_every_public_member_of_the_handles_is_on_the_page(fresh_page: str) -> None:

@@ -1,7 +1,7 @@
 """Pass 1 of ``display.py``: classify every statement of a notebook in execution order,
 tracking what names mean (display modules under any alias, figures, axes, widgets) and
-which figure groups are kept (saved, or read by kept computation). Rules are data in
-``display_rules.py``.
+which figure groups are kept (saved, or read by kept computation). One expression's kind
+is ``display_expressions.py``'s; the rules are data in ``display_rules.py``.
 """
 
 from __future__ import annotations
@@ -11,14 +11,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from . import display_rules as rules
+from .display_expressions import ExpressionClassifier
 from .display_rules import (
-    COMPUTE,
     DATA,
     DRAW,
-    DRAW_CURRENT,
-    DRAW_NEW,
     ECHO,
-    FIRST,
     IMPORT,
     KEEP,
     PURE_BUILTINS,
@@ -26,7 +23,6 @@ from .display_rules import (
     SAVE,
     SHOW,
     STYLE,
-    Library,
 )
 from .display_syntax import (
     bodies,
@@ -55,185 +51,15 @@ class Cell:
     keep_all: bool
 
 
-class Groups:
-    """Union-find over figure groups; a group is kept once any member is."""
-
-    def __init__(self) -> None:
-        self.parent: list[int] = []
-        self.kept: set[int] = set()
-
-    def new(self) -> int:
-        self.parent.append(len(self.parent))
-        return len(self.parent) - 1
-
-    def find(self, group: int) -> int:
-        while self.parent[group] != group:
-            self.parent[group] = self.parent[self.parent[group]]
-            group = self.parent[group]
-        return group
-
-    def union(self, a: int, b: int) -> int:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[rb] = ra
-            if rb in self.kept:
-                self.kept.add(ra)
-        return ra
-
-    def keep(self, group: int) -> None:
-        self.kept.add(self.find(group))
-
-    def is_kept(self, group: int) -> bool:
-        return self.find(group) in self.kept
-
-
-class Analysis:
+class Analysis(ExpressionClassifier):
     """Pass 1: what every statement of the notebook is, in execution order."""
 
     def __init__(self) -> None:
-        self.roles: dict[str, str] = {}  # name → module role, or "fn:<role>" for functions
-        self.objects: dict[str, int] = {}  # name → figure group
-        self.images: set[str] = set()
-        self.display_functions: set[str] = set()
-        self.groups = Groups()
-        self.current: int | None = None
+        super().__init__()
         self.records: dict[int, Record] = {}
         self.reads: set[str] = set()  # names read by computation
-        self.function_names: dict[
-            str, str
-        ] = {}  # ``from seaborn import histplot as h``: h → histplot
-        self.rebound: set[str] = set()  # names the notebook binds itself (``display = print``)
         self.display_decorators: set[int] = set()  # ``@interact``: ids of decorator nodes
         self.data_names: dict[str, int] = {}  # ``counts`` of ``counts, bins, _ = plt.hist(x)``
-
-    # ------------------------------------------------------------- resolution
-    def _chain(self, node: ast.AST) -> tuple[str | None, list[str], int]:
-        """Root name, attribute names from the root outward, and how many calls it has."""
-        attrs: list[str] = []
-        calls = 0
-        while True:
-            if isinstance(node, ast.Call):
-                calls += 1
-                node = node.func
-            elif isinstance(node, ast.Attribute):
-                attrs.append(node.attr)
-                node = node.value
-            elif isinstance(node, ast.Subscript):
-                node = node.value
-            elif isinstance(node, ast.Name):
-                return node.id, attrs[::-1], calls
-            else:
-                return None, attrs[::-1], calls
-
-    def _role_of(self, root: str | None, attrs: list[str]) -> str | None:
-        """The library ``root`` names (``"fn:"`` + it for an imported function), if any."""
-        if root is None:
-            return None
-        role = self.roles.get(root)
-        if role is None and root == "display" and "display" not in self.rebound:
-            return "fn:" + rules.IPYTHON_DISPLAY.name  # the notebook's built-in display()
-        return role
-
-    def classify_expression(self, node: ast.AST) -> tuple[str, int | None]:
-        """(kind, group) of an expression evaluated for its effect or its value."""
-        if not isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.Name)):
-            return KEEP, None
-        root, attrs, calls = self._chain(node)
-        if root is None:
-            return KEEP, None
-        method = attrs[-1] if attrs else root
-        if root in self.objects:
-            group = self.objects[root]
-            if set(attrs) & rules.SAVE_METHODS:
-                return SAVE, group
-            if method == "show" or not attrs:
-                return SHOW, group
-            return DRAW, group
-        if root in self.images:
-            return (SHOW, None) if method in rules.PIL_IMAGE.show and calls else (KEEP, None)
-        role = self._role_of(root, attrs)
-        if role is not None:
-            return self._classify_library(role, root, attrs, calls, node)
-        if root in self.display_functions and calls:
-            return SHOW, None
-        return self._classify_visualiser(attrs, calls)
-
-    def _classify_visualiser(self, attrs: list[str], calls: int) -> tuple[str, int | None]:
-        """Any object's own plotting methods: ``df.plot.bar()``, ``x.visualize()``..."""
-        if not calls or not attrs:
-            return KEEP, None
-        drawing = set(attrs) & rules.VISUALISER_ATTRIBUTES or attrs[-1] in rules.VISUALISER_METHODS
-        if not drawing:
-            return KEEP, None
-        if set(attrs) & rules.SAVE_METHODS:  # ``df.plot().get_figure().savefig(...)``
-            return SAVE, self._current_group()
-        if "style" in attrs:  # a pandas Styler: a rendered table of its own
-            return DRAW, self.groups.new()
-        return DRAW, self._current_group()
-
-    def _classify_library(
-        self, role: str, root: str, attrs: list[str], calls: int, node: ast.AST
-    ) -> tuple[str, int | None]:
-        """A use of a display library, by the library's table in ``display_rules``."""
-        library = rules.BY_NAME[role.removeprefix("fn:")]
-        names = [self._function_name(root), *attrs] if role.startswith("fn:") else list(attrs)
-        if library is rules.MATPLOTLIB and names[:1] == ["pyplot"]:
-            library, names = rules.PYPLOT, names[1:]
-        if library is rules.MATPLOTLIB and names[:1] == ["use"]:
-            return self._backend(node), None
-        if not names:
-            return (SHOW if library.bare == SHOW and not calls else KEEP), None
-        function = names[0] if library.pick == FIRST else names[-1]
-        if not calls:
-            return self._bare_use(library, function, attrs)
-        if set(names) & library.data:  # ``sns.load_dataset(...)``, ``px.data.iris()``
-            return KEEP, None
-        if function in library.show or (library.display_prefix and function.startswith("display")):
-            return SHOW, None
-        if function in library.save:
-            return SAVE, self._current_group() if library.pick == FIRST else None
-        if function in library.create:
-            self.current = self.groups.new()
-            return DRAW, self.current
-        if function in library.close:
-            group = self._current_group()
-            self.current = None
-            return DRAW, group
-        if function in library.style or function.endswith(library.style_suffixes or ("\0",)):
-            return STYLE, None
-        if library.otherwise == COMPUTE:
-            return KEEP, None
-        if library.otherwise == DRAW_NEW:
-            return DRAW, self.groups.new()
-        return DRAW, self._current_group()
-
-    def _bare_use(
-        self, library: Library, function: str, attrs: list[str]
-    ) -> tuple[str, int | None]:
-        """A library name used without a call: ``plt.rcParams``, ``HTML``, ``px.colors``."""
-        if library.bare == SHOW:
-            return (SHOW if not attrs else KEEP), None
-        if function in library.style:
-            return STYLE, None
-        if library.bare == DRAW_CURRENT:
-            return DRAW, self._current_group()
-        return library.bare, None
-
-    @staticmethod
-    def _backend(node: ast.AST) -> str:
-        """``matplotlib.use('Agg')`` stays; a backend that opens windows goes."""
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            return KEEP if str(node.args[0].value).lower() in rules.SAFE_BACKENDS else SHOW
-        return SHOW
-
-    def _function_name(self, alias: str) -> str:
-        """The real name of an imported function (``from seaborn import histplot as h``)."""
-        return self.function_names.get(alias, alias)
-
-    def _current_group(self) -> int:
-        if self.current is None:
-            self.current = self.groups.new()
-        return self.current
 
     # ------------------------------------------------------------- statements
     def walk_cell(self, tree: ast.Module, keep_all: bool) -> None:

@@ -245,7 +245,7 @@ def _check_path_text(root: Path) -> None:
     if "\n" in str(root) or "\r" in str(root):
         raise HpcMagicsError(f"the jobs folder {str(root)!r} has a line break in its name, "
                              "which sbatch cannot take: set HPC_MAGICS_JOBS_DIR (or "
-                             "c.HpcMagics.jobs_dir) to a folder without one")
+                             "c.HpcMagicsKernel.jobs_dir) to a folder without one")
 
 
 def _folder_name(name: str, stamp: str, token: str) -> str:

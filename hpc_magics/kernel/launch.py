@@ -20,9 +20,9 @@ from ..core.errors import SubmissionError
 from ..core.jobscript import JobParts, render
 from ..core.resources import to_dict
 from ..jobfolder.folder import JobFolder
+from ..node.kernel import CONNECTION_FILE, NODE_FILE
 from ..scheduler import commands
 from ..scheduler.queue import login_name
-from .node import CONNECTION_FILE, NODE_FILE
 from .orphans import kernels_root, owner
 from .spec import KernelRequest
 
@@ -40,7 +40,7 @@ def new_folder(kernel: KernelRequest, name: str, root: Path | None = None) -> Jo
 
 
 def node_command(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str]) -> list[str]:
-    return [kernel.python, "-u", "-m", "hpc_magics.kernel.node", str(folder.path), "--", *argv]
+    return [kernel.python, "-u", "-m", "hpc_magics.node.kernel", str(folder.path), "--", *argv]
 
 
 def job_script(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],

@@ -12,11 +12,11 @@ from typing import Any
 
 from ..core.cost import estimate
 from ..core.errors import HpcMagicsError
+from ..core.jobs import JobSnapshot
 from ..core.profiles import load_profile
 from ..core.resources import from_dict
 from ..core.units import format_duration
 from ..jobfolder.folder import find_job_folders
-from ..scheduler.queue import JobSnapshot
 from ..scheduler.watcher import watcher
 from .orphans import kernels_root
 

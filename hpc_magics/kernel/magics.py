@@ -11,13 +11,13 @@ from IPython.core.magic_arguments import argument
 
 from ..core.errors import HpcMagicsError
 from ..magics.arguments import lazy_magic_arguments as magic_arguments
-from ..magics.jobs import _arguments, resource_arguments
+from ..magics.arguments import parsed_arguments, resource_arguments
 from .tunnel import TUNNELS
 
 
 def _hpc(shell: Any) -> Any:
     """The %%sbatch magics of this shell: their session defaults and request parsing."""
-    hpc = shell.magics_manager.registry.get("HpcMagics")
+    hpc = shell.magics_manager.registry.get("HpcMagicsKernel")
     if hpc is None:
         raise UsageError("%load_ext hpc_magics first")
     return hpc
@@ -47,7 +47,7 @@ class SessionMagics(Magics):
         """
         from . import session as sessions  # on first use: %load_ext stays cheap
 
-        args = _arguments(self.hpc_session, line)
+        args = parsed_arguments(self.hpc_session, line)
         if args.action == "list":
             for name, running in sorted(sessions._SESSIONS.items()):
                 print(f"{name}: job {running.job_id} ({running.folder})")
@@ -68,7 +68,7 @@ class SessionMagics(Magics):
                 print(f"[hpc_magics] session {args.name} stopped; job {job_id} cancelled")
                 return None
             hpc = _hpc(self.shell)
-            request = hpc._apply(hpc.request, args).changed(backend="slurm")
+            request = hpc.apply(hpc.request, args).changed(backend="slurm")
             started = sessions.start(args.name, request, hpc.python or sys.executable,
                                      args.jobid, args.tunnel)
         except HpcMagicsError as error:

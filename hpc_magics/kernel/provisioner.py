@@ -84,7 +84,7 @@ class SlurmProvisioner(KernelProvisionerBase):
     """Starts the kernelspec's kernel on a compute node, as a job or a step."""
 
     request = Dict(help="the resource request, as core.resources.to_dict writes it")
-    python = Unicode(help="the Python that runs hpc_magics.kernel.node on the node")
+    python = Unicode(help="the Python that runs hpc_magics.node.kernel on the node")
     jobid = Unicode(None, allow_none=True, help="an allocation to start the kernel in")
     tunnel = Unicode(None, allow_none=True,
                      help="tcp or ssh: how this host reaches the kernel (None: the profile's)")

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.errors import InvalidRequest, JobFailed
 from ..core.resources import ResourceRequest
-from .session_node import RESULTS_FILE, SHIPPED_FILE, read_own, write_private
+from ..node.session import RESULTS_FILE, SHIPPED_FILE, read_own, write_private
 from .spec import PROVISIONER_NAME, KernelRequest
 
 READY_S = 600.0  # the job may wait in the queue; the provisioner says why meanwhile
@@ -85,8 +85,10 @@ class Session:
         return content
 
     def _call(self, function: str, *arguments: Any) -> None:
-        call = (f"from hpc_magics.kernel.session_node import {function} as _hpc_session_call\n"
-                f"_hpc_session_call(*{arguments!r}); del _hpc_session_call")
+        # the session kernel's own namespace, from IPython's built-in get_ipython()
+        call = (f"from hpc_magics.node.session import {function} as _hpc_session_call\n"
+                f"_hpc_session_call(get_ipython().user_ns, *{arguments!r}); "
+                "del _hpc_session_call")
         content = self._execute(call, show=False)
         if content["status"] != "ok":
             raise JobFailed(f"session {self.name}: {function} failed: "

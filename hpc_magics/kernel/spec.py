@@ -28,7 +28,7 @@ class KernelRequest:
     """One Slurm kernel's settings: a new job for ``request``, or a step of ``jobid``."""
 
     request: ResourceRequest
-    python: str  # the interpreter that runs hpc_magics.kernel.node on the node
+    python: str  # the interpreter that runs hpc_magics.node.kernel on the node
     jobid: str | None = None
     tunnel: str | None = None  # "tcp" | "ssh"; None: the profile's ([kernel] tunnel)
 

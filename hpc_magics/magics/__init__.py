@@ -6,11 +6,13 @@ from typing import Any
 
 
 def register(ipython: Any) -> None:
-    from .jobs import HpcMagics
+    from .job_actions import JobActionMagics
+    from .jobs import HpcMagicsKernel
     from .monitor import MonitorMagics
     from .notebook import NotebookJobMagics
 
-    ipython.register_magics(HpcMagics)
+    ipython.register_magics(HpcMagicsKernel)  # first: the others find it in the registry
+    ipython.register_magics(JobActionMagics)
     ipython.register_magics(NotebookJobMagics)
     ipython.register_magics(MonitorMagics)
     from ..kernel.magics import SessionMagics, offer_left_behind

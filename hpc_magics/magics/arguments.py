@@ -1,4 +1,6 @@
-"""IPython's ``@magic_arguments``, with the argument parser built when first used.
+"""Magic arguments: IPython's ``@magic_arguments`` with the parser built when first used,
+the resource flags %%sbatch, %hpc_resources and %hpc_submit_notebook share (a table), and
+one parse that turns a bad line into one error naming it and the fix.
 
 IPython builds each magic's parser, and formats its whole help text, when the class is
 defined; with sbatch's ~30 flags on three magics that alone was a fifth of what
@@ -10,9 +12,18 @@ calls a ``getdoc()`` it finds on the object).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from IPython.core.magic_arguments import construct_parser, magic_arguments
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import construct_parser, magic_arguments, parse_argstring
+
+from .lazy import arguments_from, lazy_module
+
+if TYPE_CHECKING:
+    from ..core import flags, profiles
+else:  # imported on first use: %load_ext stays cheap (see lazy.py)
+    flags = lazy_module("hpc_magics.core.flags")
+    profiles = lazy_module("hpc_magics.core.profiles")
 
 
 class _LazyParser:
@@ -47,3 +58,54 @@ class lazy_magic_arguments(magic_arguments):  # spelled as IPython's decorator
 
         func.getdoc = getdoc
         return func
+
+
+def resource_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """The resource arguments of %%sbatch, %hpc_resources and %hpc_submit_notebook."""
+    return [
+        (("--profile",), {"help": "cluster profile: " +
+                          ", ".join(sorted(profiles.available_profiles()))}),
+        *((flag.spellings, {"help": flag.help}) for flag in flags.SBATCH_FLAGS),
+        (("--setup",), {"action": "append", "metavar": "COMMAND",
+                        "help": "shell line run before the job (repeatable): 'module load X'"}),
+        (("--backend",), {"choices": ["auto", "slurm", "local"],
+                          "help": "slurm, local (this machine), or auto (slurm when sbatch "
+                                  "exists)"}),
+    ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RESOURCE_FLAGS":  # the table as a list, built when asked for
+        return resource_flags()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
+    return arguments_from(resource_flags)(function)
+
+
+def values_from_args(args: Any) -> dict[str, Any]:
+    """The parsed magic arguments, keyed by request field, as ``resources.updated`` takes them."""
+    raw: dict[str, Any] = {flag.field: getattr(args, flag.dest, None)
+                           for flag in flags.SBATCH_FLAGS}
+    raw["setup"] = args.setup
+    raw["backend"] = args.backend
+    return raw
+
+
+def parsed_arguments(magic: Callable[..., Any], line: str) -> Any:
+    """The magic's parsed arguments; a bad line is one error naming it and the fix."""
+    name = magic.__name__
+    sign = "%%" if name == "sbatch" else "%"
+    parser = magic.parser  # type: ignore[attr-defined]
+    parser = parser.built() if hasattr(parser, "built") else parser  # a lazy one: build it
+    parser.allow_abbrev = False  # sbatch's --gpus is not our --gpus-per-node
+    try:
+        return parse_argstring(magic, line)
+    except ValueError as error:  # shlex: an unclosed quote
+        raise UsageError(f"{sign}{name} {line.strip()}: {error}: check the quotes") from None
+    except UsageError as error:
+        hint = (" (flags hpc_magics does not know go in the cell as #SBATCH lines)"
+                if name == "sbatch" else "")
+        raise UsageError(f"{sign}{name}: {error}: see {sign}{name}? for its arguments{hint}"
+                         ) from None

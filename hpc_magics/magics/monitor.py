@@ -208,7 +208,7 @@ class JobsTable:
 
     def _handle(self, row: JobRow) -> None:
         name = "job_" + "".join(c if c.isalnum() else "_" for c in row.job_id)
-        handle = self.magics._handle(row.job_id)
+        handle = self.magics.handle_for(row.job_id)
         if self.magics.shell is not None:
             self.magics.shell.user_ns[name] = handle
         self.message.value = (f"<code>{name}</code> is now in the notebook "
@@ -219,9 +219,9 @@ def job_log(row: JobRow, magics: Any, tail: int = 60) -> str:
     """The job's log: from its folder, else the file Slurm writes it to (one ``scontrol``
     for a job of another tool, asked only when the user wants its log)."""
     if row.folder is not None:
-        return magics._handle(row.job_id).log(tail=tail) or "(the log is empty so far)"
+        return magics.handle_for(row.job_id).log(tail=tail) or "(the log is empty so far)"
     from ..scheduler import commands
-    from ..scheduler.queue import parse_scontrol_job
+    from ..scheduler.slurm_text import parse_scontrol_job
 
     try:
         answer = commands.run(["scontrol", "show", "job", "-o", row.job_id], timeout=20)
@@ -244,7 +244,7 @@ class MonitorMagics(Magics):
     @property
     def jobs(self) -> Any:
         assert self.shell is not None
-        return self.shell.magics_manager.registry["HpcMagics"]
+        return self.shell.magics_manager.registry["HpcMagicsKernel"]
 
     @magic_arguments()
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
@@ -257,7 +257,7 @@ class MonitorMagics(Magics):
         from ..widgets.efficiency import gpu_plot_png, report_text, reports
 
         args = parse_argstring(self.hpc_efficiency, line)
-        handle = self.jobs._handle(args.job)
+        handle = self.jobs.handle_for(args.job)
         state = handle.refresh(max_age_s=1.0)
         deadline = time.monotonic() + USAGE_WAIT_S
         # Slurm has not said yet (the user's shared sacct call is due next interval): wait

@@ -1,6 +1,6 @@
 """``%hpc_submit_notebook [PATH] [flags]``: the whole notebook, as one job.
 
-Registered beside ``HpcMagics`` (``hpc_magics.magics.register``); it uses that class's
+Registered beside ``HpcMagicsKernel`` (``hpc_magics.magics.register``); it uses that class's
 session settings (``%hpc_resources``), job folder and handles when it is loaded, so
 ``%hpc_fetch``, ``%hpc_cancel`` and ``%hpc_jobs`` work on notebook jobs too.
 """
@@ -17,7 +17,8 @@ from IPython.core.magic_arguments import argument
 
 from ..core.errors import HpcMagicsError
 from .arguments import lazy_magic_arguments as magic_arguments
-from .jobs import _arguments, resource_arguments, values_from_args
+from .arguments import parsed_arguments, resource_arguments, values_from_args
+from .job_actions import show_handle
 from .lazy import lazy_module
 
 if TYPE_CHECKING:
@@ -51,13 +52,13 @@ class NotebookJobMagics(Magics):
         from ..convert.script import read_notebook
         from ..notebook_submit import DEFAULT_JOBS_DIR, submit_notebook
 
-        args = _arguments(self.hpc_submit_notebook, line)
+        args = parsed_arguments(self.hpc_submit_notebook, line)
         # IPython keeps the quotes around a path with spaces
         named = args.path or os.environ.get("JPY_SESSION_NAME", "")
         path = Path(resources._unquote(named)).expanduser()
         if not str(path) or path.suffix != ".ipynb":
             raise UsageError("which notebook? give its path: %hpc_submit_notebook analysis.ipynb")
-        hpc = self.shell.magics_manager.registry.get("HpcMagics") if self.shell else None
+        hpc = self.shell.magics_manager.registry.get("HpcMagicsKernel") if self.shell else None
         try:
             notebook = read_notebook(path)
             request = job_for_notebook(notebook.get("metadata", {})).request
@@ -77,9 +78,8 @@ class NotebookJobMagics(Magics):
             raise UsageError(str(error)) from None
         handle = job.handle
         if hpc is not None:
-            hpc.handles[handle.job_id] = handle
-            hpc.last_job = handle.job_id
-            hpc._show_handle(handle)
+            hpc.remember(handle)
+            show_handle(handle)
         print(f"[hpc_magics] executed notebook, saved after every cell: {job.executed_notebook}")
         if not args.wait:
             return None

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..core.errors import HpcMagicsError
+from .job_actions import show_handle, wait_and_fetch
 from .lazy import arguments_from, lazy_module
+from .submission import new_folder
 
 if TYPE_CHECKING:
     from ..core import jobids, sweep
@@ -103,7 +105,7 @@ def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
     if jobids.parse_job_id(reference) is not None:
         return [reference], []
     try:
-        return _ids_of(magics._handle(reference))
+        return _ids_of(magics.handle_for(reference))
     except UsageError:
         raise UsageError(f"--after {reference}: not a job id, job folder name or job handle "
                          "variable of this notebook: see %hpc_jobs") from None
@@ -186,7 +188,7 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
     # rendered once where the folder would be: what cannot be submitted stops before it exists
     plan(backend, str(JobFolder.would_be(magics.jobs_root, job_name)), request, profile, job_name,
          found, args, max_array_size)
-    folder = magics._new_folder(job_name)
+    folder = new_folder(magics.jobs_root, job_name)
     scripts = plan(backend, str(folder.path.absolute()), request, profile, job_name, found,
                    args, max_array_size)
     folder.write_meta({"name": job_name, "backend": backend.name, "profile": profile.name,
@@ -203,8 +205,7 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
         raise UsageError(str(error)) from None
     handle = SweepHandle(job_id, backend, JobFolder(folder.path), job_name)
-    magics.handles[job_id] = handle
-    magics.last_job = job_id
+    magics.remember(handle)
     return handle
 
 
@@ -221,9 +222,9 @@ def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceReq
         return
     print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
     handle = submit(magics, backend, payload, request, profile, job_name, found, args, cell)
-    widget = magics._show_handle(handle)
+    widget = show_handle(handle)
     if args.wait:
-        magics._wait_and_fetch(handle, widget)
+        wait_and_fetch(handle, magics.shell, widget)
         return
     print(f"[hpc_magics] sweep {handle.job_id}: table later with hpc_magics.job().table()")
 
@@ -237,7 +238,7 @@ def retry(magics: Any, body: str) -> Any:
     for folder in find_job_folders(magics.jobs_root):
         meta = folder.meta()
         if meta.get("kind") == "sweep" and meta.get("cell") == key and meta.get("job_id"):
-            handle = magics._handle(str(meta["job_id"]))
+            handle = magics.handle_for(str(meta["job_id"]))
             if not isinstance(handle, SweepHandle):
                 break
             try:

@@ -156,17 +156,18 @@ def configuration_section() -> Iterator[str]:
     yield ""
     yield ("In an IPython profile's `ipython_config.py` (e.g. "
            "`~/.ipython/profile_default/ipython_config.py`), or in the notebook with "
-           "`%config HpcMagics.jobs_dir = 'scratch/jobs'`.")
+           "`%config HpcMagicsKernel.jobs_dir = 'scratch/jobs'`. The old spelling "
+           "`c.HpcMagics.*` is still read, with a warning naming the new one.")
     yield ""
     yield from traits_table(m for m in kernel if type(m).class_own_traits(config=True))
     yield ""
     yield "### In the Jupyter server"
     yield ""
-    yield ("In `jupyter_server_config.py` (e.g. `~/.jupyter/jupyter_server_config.py`): the "
-           "server extension's class is also named `HpcMagics`, but this file is read only "
-           "by the server.")
+    yield ("In `jupyter_server_config.py` (e.g. `~/.jupyter/jupyter_server_config.py`), or "
+           "`--HpcMagicsServer.idle_stop_minutes=60` on the command line. The old spelling "
+           "`c.HpcMagics.*` is still read, with a warning naming the new one.")
     yield ""
-    yield from traits_table([_unconfigured("hpc_magics.server.extension.HpcMagics")])
+    yield from traits_table([_unconfigured("hpc_magics.server.extension.HpcMagicsServer")])
     yield ""
     yield "### In nbconvert"
     yield ""

@@ -26,15 +26,10 @@ from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
 from . import commands
+from .cache_file import file_lock, write_private_json
 from .cluster import cluster_name
-from .queue import (
-    default_cache_dir,
-    file_lock,
-    login_name,
-    poll_interval,
-    slurm_timestamp,
-    write_private_json,
-)
+from .queue import default_cache_dir, login_name, poll_interval
+from .slurm_text import slurm_timestamp
 
 SACCT_TIMEOUT_S = 20.0
 CACHE_VERSION = 1

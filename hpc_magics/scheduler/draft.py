@@ -14,7 +14,7 @@ import json
 from ..core.units import format_time
 from . import live
 from .cluster import cluster_name
-from .queue import slurm_duration
+from .slurm_text import slurm_duration
 
 
 def _q(text: str) -> str:

@@ -22,7 +22,7 @@ from ..core.resources import ResourceRequest
 from ..core.slurm_environment import for_sbatch
 from ..core.units import UNLIMITED, format_time
 from . import commands
-from .queue import scontrol_fields, slurm_duration
+from .slurm_text import scontrol_fields, slurm_duration
 
 _ANSWERS: dict[tuple[str, ...], commands.CommandResult | str] = {}
 

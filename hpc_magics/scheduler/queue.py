@@ -1,4 +1,4 @@
-"""One cached view of the user's Slurm jobs, and what the scheduler says about our own job.
+"""One cached view of the user's Slurm jobs, shared by every process of the user.
 
 ``JobQueue.view()`` runs at most one ``squeue -u USER`` per interval for the whole user,
 however many browser tabs, server handlers and kernels ask: the answer is kept in a JSON
@@ -7,38 +7,32 @@ file lock, checks again (another process may just have refreshed it) and only th
 the scheduler. Failures back off exponentially, with jitter, while the last good answer
 keeps being served with the error beside it.
 
-``own_job()`` describes the Slurm job this process runs in (``SLURM_JOB_ID``): its end
-time comes from ``SLURM_JOB_END_TIME`` when Slurm sets it (newer releases), else from
-``squeue -j`` or ``scontrol show job``.
+What squeue prints is read in ``slurm_text.py``; the cache file's lock and write are in
+``cache_file.py``; this process's own job is ``own_job.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
-import errno
 import functools
 import json
 import os
 import pwd
 import random
-import re
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import filelock
-
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
-from ..core.jobs import JobSnapshot, normalize_state
-from ..core.units import slurm_seconds
+from ..core.jobs import JobSnapshot
 from . import commands
+from .cache_file import file_lock, write_private_json
 from .cluster import cluster_name
+from .slurm_text import SQUEUE_FORMAT, parse_squeue
 
 DEFAULT_INTERVAL_S = 10.0
 DEFAULT_TIMEOUT_S = 20.0
@@ -48,68 +42,9 @@ ANSWER_WITHIN_S = 0.5
 SCHEDULER_SILENT = "scheduler unreachable, retrying"
 MAX_BACKOFF_S = 300.0
 CACHE_VERSION = 3
-# flock refused by the file system (some NFS/Lustre mounts): lock with a lock file instead
-NO_FLOCK_ERRNOS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS})
-
-# Fields separated by "|"; the job name goes last so a "|" inside it survives the split.
-# %V: submit time, so a job id the controller reuses is never taken for an older job.
-# %R: a pending job's reason, a running job's nodes. %S: the start, or for a pending job
-# the scheduler's estimate (what `squeue --start` shows, so no second call is needed).
-SQUEUE_FIELDS = ("%i", "%T", "%P", "%D", "%M", "%l", "%e", "%R", "%S", "%V", "%j")
-SQUEUE_FORMAT = "|".join(SQUEUE_FIELDS)
 
 Runner = Callable[..., commands.CommandResult]
 
-
-# --------------------------------------------------------------------------- parsing
-
-
-def slurm_duration(text: str) -> int | None:
-    """Whole seconds in squeue's ``[D-][H:]M:S`` spelling; ``None`` for UNLIMITED, N/A."""
-    seconds = slurm_seconds(text)
-    return None if seconds is None else int(seconds)
-
-
-def slurm_timestamp(text: str) -> float | None:
-    """Epoch seconds from Slurm's local ``YYYY-MM-DDTHH:MM:SS``, or an epoch number."""
-    value = text.strip()
-    if not value or value.upper() in {"N/A", "UNKNOWN", "NONE", "(NULL)", "0"}:
-        return None
-    if value.isdigit():
-        return float(value)
-    try:
-        return _dt.datetime.fromisoformat(value).timestamp()  # naive = local, as Slurm prints
-    except ValueError:
-        return None
-
-
-def parse_squeue(text: str) -> tuple[JobSnapshot, ...]:
-    """Jobs from ``squeue -h -o SQUEUE_FORMAT`` output; malformed lines are skipped."""
-    jobs = []
-    for line in text.splitlines():
-        parts = line.split("|", len(SQUEUE_FIELDS) - 1)
-        if len(parts) != len(SQUEUE_FIELDS) or not parts[0].strip():
-            continue
-        job_id, state, partition, nodes, elapsed, limit, end, reason_or_nodes, start, submit, \
-            name = parts
-        state = normalize_state(state)
-        reason_or_nodes = reason_or_nodes.strip()
-        if reason_or_nodes in {"None", "(null)", "(None)"}:
-            reason_or_nodes = ""
-        # %R: "(reason)" for a job without nodes (pending, held, SPECIAL_EXIT), else its
-        # nodes, whatever the state (a STOPPED or SUSPENDED job keeps its allocation)
-        waiting = (reason_or_nodes.startswith("(") and reason_or_nodes.endswith(")")) \
-            or state == "PENDING"
-        jobs.append(JobSnapshot(
-            job_id=job_id.strip(), state=state, name=name.strip(),
-            partition=partition.strip(), nodes=nodes.strip(),
-            elapsed_s=slurm_duration(elapsed), time_limit_s=slurm_duration(limit),
-            end_time=slurm_timestamp(end),
-            reason=reason_or_nodes.strip("()") if waiting else "",
-            submit_time=slurm_timestamp(submit), start_time=slurm_timestamp(start),
-            node_list="" if waiting else reason_or_nodes,
-        ))
-    return tuple(jobs)
 
 
 def _snapshot_to_dict(job: JobSnapshot) -> dict[str, Any]:
@@ -347,180 +282,3 @@ class JobQueue:
 
     def _file_lock(self) -> contextlib.AbstractContextManager[bool]:
         return file_lock(self.cache_path, self.timeout_s + 5.0)
-
-
-@contextlib.contextmanager
-def file_lock(cache_path: Path, timeout: float) -> Iterator[bool]:
-    """An exclusive lock on ``<cache>.lock``; yields False if not had within ``timeout``.
-
-    ``flock`` where the file system has it; where it refuses (ENOLCK, EOPNOTSUPP) a
-    lock file (``<cache>.softlock``) does the same job. Shared by the queue and the
-    accounting caches.
-    """
-    path = cache_path.with_suffix(".lock")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError:
-        yield True  # no runtime dir: still answer, just without sharing
-        return
-    lock: filelock.BaseFileLock = (
-        filelock.SoftFileLock(path.with_suffix(".softlock"), timeout=timeout)
-        if _soft_locks_only else filelock.FileLock(path, timeout=timeout))
-    try:
-        lock.acquire(poll_interval=0.02 + random.random() * 0.03)
-    except filelock.Timeout:
-        yield False
-        return
-    except OSError as error:
-        if error.errno not in NO_FLOCK_ERRNOS or _soft_locks_only:
-            yield True  # an unlockable runtime dir: answer without sharing
-            return
-        _use_soft_locks()
-        with file_lock(cache_path, timeout) as locked:
-            yield locked
-        return
-    try:
-        yield True
-    finally:
-        lock.release()
-
-
-def write_private_json(path: Path, text: str) -> None:
-    """Replace ``path`` atomically (readers never see half a file); failures are ignored
-    (a cache that cannot be written must not end the thread that refreshes it)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-_soft_locks_only = False
-
-
-def _use_soft_locks() -> None:
-    """Remember for this process that flock does not work where the cache lives."""
-    global _soft_locks_only
-    _soft_locks_only = True
-
-
-# --------------------------------------------------------------------------- our own job
-
-
-@dataclass(frozen=True)
-class OwnJob:
-    """The Slurm job the current process runs in."""
-
-    job_id: str
-    job_name: str | None = None
-    partition: str | None = None
-    nodes: int | None = None
-    start_time: float | None = None  # epoch seconds
-    end_time: float | None = None  # epoch seconds
-
-
-def own_job_id(environ: Mapping[str, str] | None = None) -> str | None:
-    """``SLURM_JOB_ID`` of this process's environment (never anything from a request)."""
-    env = os.environ if environ is None else environ
-    job_id = (env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or "").strip()
-    return job_id if job_id.isdigit() else None
-
-
-def _int_or_none(text: str | None) -> int | None:
-    try:
-        return int(str(text).strip())
-    except (TypeError, ValueError):
-        return None
-
-
-# scontrol's keys: JobId, TRES, CPUs/Task, AllocNode:Sid, MCS_label, NtasksPerN:B:S:C
-_SCONTROL_KEY = re.compile(r"^[A-Z][A-Za-z0-9_/:]*$")
-# The job's one-line record, as the product asks for it (own_job, %hpc_jobs' log lookup).
-SCONTROL_SHOW_JOB = ("scontrol", "show", "job", "-o")
-
-
-def scontrol_fields(line: str) -> dict[str, str]:
-    """``Key=Value`` pairs of one ``scontrol show … -o`` line. Values may hold spaces (a
-    job name, ``--comment``, an output path, a node's ``Reason``): a word that does not
-    start a ``Key=`` continues the value before it. The first of a repeated key wins."""
-    pairs: dict[str, str] = {}
-    key = None
-    for word in line.split(" "):
-        name, sep, value = word.partition("=")
-        if sep and _SCONTROL_KEY.match(name):
-            key = name if name not in pairs else None
-            if key is not None:
-                pairs[key] = value
-        elif key is not None:
-            pairs[key] += " " + word
-    return {k: v.strip() for k, v in pairs.items()}
-
-
-def parse_scontrol_job(text: str) -> dict[str, str]:
-    """The fields of ``scontrol show job -o``: its first line (a heterogeneous job has one
-    line per component; the first is the leader's)."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    return scontrol_fields(lines[0]) if lines else {}
-
-
-def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = commands.run,
-            timeout_s: float = DEFAULT_TIMEOUT_S) -> OwnJob | None:
-    """Describe this process's Slurm job, or ``None`` outside a job.
-
-    Environment first; missing times from ``squeue -j``, then ``scontrol show job``.
-    Scheduler errors leave fields ``None`` rather than failing.
-    """
-    env = os.environ if environ is None else environ
-    job_id = own_job_id(env)
-    if job_id is None:
-        return None
-    job = OwnJob(
-        job_id=job_id,
-        job_name=env.get("SLURM_JOB_NAME") or None,
-        partition=env.get("SLURM_JOB_PARTITION") or None,
-        nodes=_int_or_none(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES")),
-        start_time=slurm_timestamp(env.get("SLURM_JOB_START_TIME", "")),
-        end_time=slurm_timestamp(env.get("SLURM_JOB_END_TIME", "")),
-    )
-    if job.end_time is not None and job.start_time is not None and job.nodes is not None:
-        return job
-    with contextlib.suppress(HpcMagicsError):
-        result = runner(["squeue", "-h", "-j", job_id, "-o", "%S|%e|%D|%P|%j"],
-                        timeout=timeout_s)
-        line = result.stdout.strip().splitlines()[0] if result.ok and result.stdout.strip() \
-            else ""
-        if line.count("|") >= 4:
-            start, end, nodes, partition, name = line.split("|", 4)
-            job = _fill(job, start=slurm_timestamp(start), end=slurm_timestamp(end),
-                        nodes=_int_or_none(nodes), partition=partition.strip(),
-                        name=name.strip())
-    if job.end_time is None:
-        with contextlib.suppress(HpcMagicsError):
-            result = runner([*SCONTROL_SHOW_JOB, job_id], timeout=timeout_s)
-            if result.ok:
-                info = parse_scontrol_job(result.stdout)
-                job = _fill(job, start=slurm_timestamp(info.get("StartTime", "")),
-                            end=slurm_timestamp(info.get("EndTime", "")),
-                            nodes=_int_or_none(info.get("NumNodes")),
-                            partition=info.get("Partition"), name=info.get("JobName"))
-    return job
-
-
-def _fill(job: OwnJob, *, start: float | None, end: float | None, nodes: int | None,
-          partition: str | None, name: str | None) -> OwnJob:
-    """Fill the fields the environment did not give; the environment wins."""
-    return replace(
-        job,
-        start_time=job.start_time if job.start_time is not None else start,
-        end_time=job.end_time if job.end_time is not None else end,
-        nodes=job.nodes if job.nodes is not None else nodes,
-        partition=job.partition or partition or None,
-        job_name=job.job_name or name or None,
-    )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..core.errors import HpcMagicsError
 from ..core.jobs import normalize_state
 from . import commands
-from .queue import slurm_timestamp
+from .slurm_text import slurm_timestamp
 
 SACCT_TIMEOUT_S = 20.0
 

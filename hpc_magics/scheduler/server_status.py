@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from ..scheduler.queue import OwnJob
+from ..scheduler.own_job import OwnJob
 
 DEFAULT_WARN_MINUTES = (15, 5)
 

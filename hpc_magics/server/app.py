@@ -8,7 +8,7 @@ from typing import Any
 from tornado.ioloop import IOLoop
 
 from . import idle
-from .extension import SETTINGS_KEY, HpcMagics, ServerState
+from .extension import SETTINGS_KEY, HpcMagicsServer, ServerState
 from .handlers import route_table
 
 
@@ -29,7 +29,8 @@ def _observe_requests(state: ServerState, web_app: Any) -> None:
 
 def load(serverapp: Any) -> ServerState:
     """Install handlers and the idle watcher into a jupyter_server ``ServerApp``."""
-    config = HpcMagics(parent=serverapp)
+    config = HpcMagicsServer(parent=serverapp)
+    config.warn_old_section()
     state = ServerState(serverapp, config)
     web_app = serverapp.web_app
     web_app.settings[SETTINGS_KEY] = state

@@ -23,7 +23,7 @@ import psutil
 
 from ..core.errors import HpcMagicsError
 from ..scheduler import commands
-from ..scheduler.queue import own_job, own_job_id
+from ..scheduler.own_job import own_job, own_job_id
 from ..scheduler.server_status import ServerStatus, server_status
 
 HTTP_TIMEOUT_S = 10.0

@@ -2,7 +2,10 @@
 
 Configure it like any Jupyter class, e.g. in ``jupyter_server_config.py``::
 
-    c.HpcMagics.idle_stop_minutes = 60
+    c.HpcMagicsServer.idle_stop_minutes = 60
+
+(``c.HpcMagics.*``, the name it once shared with the kernel's settings, is still read,
+with a warning naming the new spelling.)
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from traitlets.config import LoggingConfigurable
 
 from ..core.errors import HpcMagicsError
 from ..scheduler import commands, registry
-from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue, OwnJob, own_job, own_job_id
+from ..scheduler.own_job import OwnJob, own_job, own_job_id
+from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from ..scheduler.server_status import ServerStatus, server_status
 from ..scheduler.watcher import Watcher
 from . import idle, kernel_jobs
@@ -29,10 +33,17 @@ from .allocation_view import AllocationWatch, chosen_account, read_allocation
 from .events import JobTracker, TrackedJob
 
 SETTINGS_KEY = "hpc_magics"
+OLD_SECTION = "HpcMagics"  # the name the server's and the kernel's settings once shared
 
 
 class HpcMagics(LoggingConfigurable):
-    """Settings of the hpc_magics server extension (``c.HpcMagics.<name>``)."""
+    """The old name of the server's settings: ``c.HpcMagics.idle_stop_minutes`` is still
+    read (a base class's section is read by traitlets) and warned about; write
+    ``c.HpcMagicsServer.idle_stop_minutes``. It has no settings of its own."""
+
+
+class HpcMagicsServer(HpcMagics):
+    """Settings of the hpc_magics server extension (``c.HpcMagicsServer.<name>``)."""
 
     idle_stop_minutes = Float(
         0.0, config=True,
@@ -96,6 +107,16 @@ class HpcMagics(LoggingConfigurable):
         parent = self.parent
         return parent.log if parent is not None else super()._log_default()
 
+    def warn_old_section(self) -> None:
+        """One log line for settings still spelled ``c.HpcMagics.x`` (read all the same)."""
+        old = self.config.get(OLD_SECTION, {}) if OLD_SECTION in self.config else {}
+        names = sorted(set(old) & set(self.class_traits(config=True)))
+        if names:
+            self.log.warning("hpc_magics: c.%s.%s is now c.%s.%s: rename %s in your Jupyter "
+                             "server config (the old name still works, for now)",
+                             OLD_SECTION, names[0], type(self).__name__, names[0],
+                             ", ".join(f"c.{OLD_SECTION}.{name}" for name in names))
+
     @property
     def idle_seconds(self) -> float:
         return self.idle_stop_seconds if self.idle_stop_seconds > 0 else \
@@ -105,7 +126,7 @@ class HpcMagics(LoggingConfigurable):
 class ServerState:
     """What the handlers share: settings, the job queue, our job, activity, the stop sequence."""
 
-    def __init__(self, serverapp: Any, config: HpcMagics) -> None:
+    def __init__(self, serverapp: Any, config: HpcMagicsServer) -> None:
         self.serverapp = serverapp
         self.config = config
         self.job_id = own_job_id()  # from the server process's environment, never a request

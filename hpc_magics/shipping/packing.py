@@ -155,7 +155,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
             raise ShippingError(
                 f"{name!r} is {human_size(size)}, over the {max_shipped_mb:g} MB limit for "
                 "shipped state: save it to a file the job loads (np.save, to_parquet), or raise "
-                "the limit with c.HpcMagics.max_shipped_mb")
+                "the limit with c.HpcMagicsKernel.max_shipped_mb")
 
     pickling: list[str] = []  # the name being pickled, for the message if it fails
     buffers: list[pickle.PickleBuffer] = []  # big arrays, kept apart from the pickle
@@ -182,7 +182,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         raise ShippingError(
             f"the cell's state is {human_size(len(state) + apart)} in all, over the "
             f"{max_shipped_mb:g} MB limit: save the big arrays to files the job loads, "
-            "or raise c.HpcMagics.max_shipped_mb")
+            "or raise c.HpcMagicsKernel.max_shipped_mb")
     manifest = []
     for name in names.free:  # the order the cell reads them in
         if name in modules:

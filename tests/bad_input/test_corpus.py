@@ -62,7 +62,7 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counting_sbatch: Path
           ) -> Iterator[Any]:
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "hpc_magics")
-    magics = ip.magics_manager.registry["HpcMagics"]
+    magics = ip.magics_manager.registry["HpcMagicsKernel"]
     magics.jobs_dir = str(tmp_path / "jobs")
     magics.request = ResourceRequest(profile="generic")
     magics.handles.clear()
@@ -89,7 +89,7 @@ def _notebook(folder: Path) -> Path:
 def _run_case(ip: Any, case: dict[str, Any], tmp_path: Path,
               capsys: pytest.CaptureFixture[str]) -> str:
     """Run the case; return the error message it produced (fails if there was none)."""
-    magics = ip.magics_manager.registry["HpcMagics"]
+    magics = ip.magics_manager.registry["HpcMagicsKernel"]
     if "profile" in case or "profile_hex" in case:
         folder = tmp_path / "profiles"
         folder.mkdir()

@@ -21,7 +21,7 @@ def test_a_job_runs_in_a_folder_with_a_hostile_name(tmp_path: Path, slurm_cluste
     monkeypatch.chdir(tmp_path)
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "hpc_magics")
-    magics = ip.magics_manager.registry["HpcMagics"]
+    magics = ip.magics_manager.registry["HpcMagicsKernel"]
     saved = magics.jobs_dir
     magics.jobs_dir = str(tmp_path / HOSTILE)
     magics.request = ResourceRequest(profile="lab", backend="slurm", time_s=300)

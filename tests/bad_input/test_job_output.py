@@ -25,7 +25,7 @@ HUGE = "for i in range(60_000):\n    print(f'line {i:06d} ' + 'x' * 40)\nanswer 
 def shell(tmp_path: Path, slurm_cluster: object) -> Iterator[Any]:
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "hpc_magics")
-    magics = ip.magics_manager.registry["HpcMagics"]
+    magics = ip.magics_manager.registry["HpcMagicsKernel"]
     saved = magics.jobs_dir
     magics.jobs_dir = str(tmp_path / "jobs")
     magics.request = ResourceRequest(profile="lab", backend="slurm", time_s=300)
@@ -44,7 +44,7 @@ def test_output_that_is_not_utf8(shell: Any, capsys: pytest.CaptureFixture[str])
 def test_output_too_big_for_a_notebook(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_cell_magic("sbatch", "--wait", HUGE)
     shown = capsys.readouterr().out
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     output = magics.handles[magics.last_job].folder.path / "output.txt"
     assert output.stat().st_size > 2_000_000
     assert f"here are its last 1 MB; all of it is in {output}" in shown

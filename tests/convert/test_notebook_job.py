@@ -83,7 +83,7 @@ def test_magic_submits_this_notebook_with_session_settings(tmp_path: Path,
     shell: Any = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "hpc_magics")
     shell.register_magics(NotebookJobMagics)
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     magics.jobs_dir = str(tmp_path / "jobs")
     magics.handles.clear()
     shell.run_line_magic("hpc_submit_notebook", "--backend local -t 5 --wait")

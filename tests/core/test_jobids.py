@@ -9,7 +9,8 @@ from hpc_magics.core.jobids import parse_job_id, require_job_id, same_job
 from hpc_magics.core.jobs import is_final, phase
 from hpc_magics.scheduler.accounting import parse_sacct
 from hpc_magics.scheduler.job_status import combined_state
-from hpc_magics.scheduler.queue import QueueView, parse_squeue
+from hpc_magics.scheduler.queue import QueueView
+from hpc_magics.scheduler.slurm_text import parse_squeue
 
 
 @pytest.mark.parametrize(("text", "base", "tasks", "het"), [

@@ -15,7 +15,7 @@ from hpc_magics.core.errors import InvalidRequest, SubmissionError
 from hpc_magics.core.flags import FLAG_FIELDS, SBATCH_FLAGS
 from hpc_magics.core.profiles import PACKAGED_DIR, ClusterProfile, load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
-from hpc_magics.magics.jobs import RESOURCE_FLAGS, values_from_args
+from hpc_magics.magics.arguments import RESOURCE_FLAGS, values_from_args
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "job_sh"
 FOLDER = "/scratch/ada/hpc_jobs/train-20250101-120000-abcd"  # fixed, so the text is too

@@ -52,7 +52,7 @@ def test_another_users_folder_in_its_place_is_refused(tmp_path: Path) -> None:
 def test_a_cache_that_cannot_be_written_never_raises(tmp_path: Path) -> None:
     """The server's refresh thread writes the queue cache each round: a failed write (its
     folder taken by a file, a full disk) must not end the thread."""
-    from hpc_magics.scheduler.queue import write_private_json
+    from hpc_magics.scheduler.cache_file import write_private_json
 
     (tmp_path / "cache").write_text("a file where the cache folder should be")
     write_private_json(tmp_path / "cache" / "queue.json", "{}")  # returns quietly

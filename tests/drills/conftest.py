@@ -102,7 +102,7 @@ def drill_shell(tmp_path: Path, slurm_cluster: object, drill_watcher: Watcher,
     monkeypatch.chdir(tmp_path)
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "hpc_magics")
-    magics = ip.magics_manager.registry["HpcMagics"]
+    magics = ip.magics_manager.registry["HpcMagicsKernel"]
     saved_dir = magics.jobs_dir
     magics.jobs_dir = str(tmp_path / "hpc_jobs")
     magics.request = ResourceRequest(profile="lab", backend="slurm", time_s=300)
@@ -126,7 +126,7 @@ def drill_shell(tmp_path: Path, slurm_cluster: object, drill_watcher: Watcher,
 
 
 def last_handle(ip: Any) -> Any:
-    magics = ip.magics_manager.registry["HpcMagics"]
+    magics = ip.magics_manager.registry["HpcMagicsKernel"]
     return magics.handles[magics.last_job]
 
 

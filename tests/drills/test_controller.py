@@ -25,7 +25,7 @@ from .conftest import Stopwatch, last_handle, outage, sacct_state, wait_for
 pytestmark = [pytest.mark.drills, pytest.mark.slurm, pytest.mark.timeout(240)]
 
 CELL = "import time\ntime.sleep(15)\nanswer = 'survived the outage'"
-SERVER_CONFIG = "c.HpcMagics.jobs_poll_interval_s = 2\n"
+SERVER_CONFIG = "c.HpcMagicsServer.jobs_poll_interval_s = 2\n"
 
 
 def test_slurmctld_stopped_mid_job_and_mid_poll(
@@ -33,7 +33,8 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
         server_in_job: StartInJob, capsys: pytest.CaptureFixture[str]) -> None:
     server = local_server(config_py=SERVER_CONFIG)
     # a server running in a Slurm job, as a hub starts it, asking about its own job often
-    hub = server_in_job("--HpcMagics.own_job_refresh_s=1", "--HpcMagics.jobs_poll_interval_s=2")
+    hub = server_in_job("--HpcMagicsServer.own_job_refresh_s=1",
+                        "--HpcMagicsServer.jobs_poll_interval_s=2")
     assert hub.get("hpc-magics/server").json()["job_id"] == hub.job
     drill_shell.run_cell_magic("sbatch", "", CELL)
     handle = last_handle(drill_shell)

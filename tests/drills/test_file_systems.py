@@ -73,7 +73,7 @@ def test_a_jobs_folder_without_room_is_refused_before_submitting(
         root = scratch(condition.replace(" ", ""), 64 if condition == "full" else 512)
         if condition == "full":
             _fill(root)
-    magics = drill_shell.magics_manager.registry["HpcMagics"]
+    magics = drill_shell.magics_manager.registry["HpcMagicsKernel"]
     magics.jobs_dir = str(root / "hpc_jobs")
     started = time.monotonic()
     with pytest.raises(UsageError) as refused:

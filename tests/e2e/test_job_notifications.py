@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 APP_READY_TIMEOUT_MS = 60_000
 KERNEL_IDLE = "(ipykernel) | Idle"
-FAST_EVENTS = ("--HpcMagics.events_interval_s=2", "--HpcMagics.jobs_poll_interval_s=2")
+FAST_EVENTS = ("--HpcMagicsServer.events_interval_s=2", "--HpcMagicsServer.jobs_poll_interval_s=2")
 SETUP = ("%load_ext hpc_magics\nimport hpc_magics\n"
          "%hpc_resources --profile lab --backend slurm -t 5")
 JOB_LINE = re.compile(r"JOB (\d+)")

@@ -157,7 +157,7 @@ def test_sweep_results_table(start_local_lab: LocalLabFactory, slurm_cluster: ob
 def notebook7_job(slurm_cluster: object, tmp_path: Path) -> Iterator[SlurmLab]:
     """A disposable Notebook 7 server running as a Slurm job: the test stops it."""
     running = submit_lab_job(tmp_path, time_limit="10", name="hpc-e2e-nb7", app="notebook",
-                             extra_args=("--HpcMagics.events_interval_s=2",))
+                             extra_args=("--HpcMagicsServer.events_interval_s=2",))
     yield running
     end_job(running.job_id)
 

@@ -140,7 +140,7 @@ def wait_until_gone(job_id: str, target: str | None = None) -> float:
 def shell(slurm_cluster: object, provisioner_registered: None) -> Iterator[Any]:
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "hpc_magics")
-    ip.magics_manager.registry["HpcMagics"].request = ResourceRequest(profile="lab")
+    ip.magics_manager.registry["HpcMagicsKernel"].request = ResourceRequest(profile="lab")
     saved = dict(ip.user_ns)
     yield ip
     for name in list(sessions._SESSIONS):  # a failed test leaves no job behind

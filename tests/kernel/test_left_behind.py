@@ -25,7 +25,7 @@ from hpc_magics.core.resources import ResourceRequest
 from hpc_magics.kernel import session
 ip = InteractiveShell.instance()
 ip.run_line_magic('load_ext', 'hpc_magics')
-ip.magics_manager.registry['HpcMagics'].request = ResourceRequest(profile='lab')
+ip.magics_manager.registry['HpcMagicsKernel'].request = ResourceRequest(profile='lab')
 ip.run_line_magic('hpc_session', 'start {name} -t 5')
 print('JOB', session.get('{name}').job_id, flush=True)
 os.kill(os.getpid(), signal.SIGKILL)  # no exit hook runs: the job is left behind

@@ -73,7 +73,8 @@ def test_the_notebook_kernel_exiting_cancels_its_sessions_jobs(
               "from hpc_magics.kernel import session\n"
               "ip = InteractiveShell.instance()\n"
               "ip.run_line_magic('load_ext', 'hpc_magics')\n"
-              "ip.magics_manager.registry['HpcMagics'].request = ResourceRequest(profile='lab')\n"
+              "ip.magics_manager.registry['HpcMagicsKernel'].request = "
+              "ResourceRequest(profile='lab')\n"
               f"ip.run_line_magic('hpc_session', 'start exit{os.getpid()} -t 5')\n"
               f"print('JOB', session.get('exit{os.getpid()}').job_id, flush=True)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

@@ -186,7 +186,7 @@ def test_a_session_started_with_tunnel_ssh_runs_cells_through_it(
         shell: Any, sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     profile = write_profile(tmp_path / "profiles", monkeypatch, "lab-ssh",
                             f'ssh_options = ["-F", "{sshd.ssh_config}"]')
-    shell.magics_manager.registry["HpcMagics"].request = ResourceRequest(profile=profile)
+    shell.magics_manager.registry["HpcMagicsKernel"].request = ResourceRequest(profile=profile)
     name = f"t{os.getpid()}"
     shell.run_line_magic("hpc_session", f"start {name} --tunnel ssh -t 5")
     session = sessions.get(name)

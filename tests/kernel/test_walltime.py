@@ -13,8 +13,8 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from hpc_magics.core.resources import ResourceRequest
 from hpc_magics.kernel import session as sessions
-from hpc_magics.kernel.node import kernel_argv
-from hpc_magics.kernel.walltime import (
+from hpc_magics.node.kernel import kernel_argv
+from hpc_magics.node.walltime import (
     DEFAULT_WARN_MINUTES,
     EXTENSION_ARGUMENT,
     WARN_MINUTES_ENV,
@@ -73,7 +73,7 @@ def shell(slurm_cluster: object, provisioner_registered: None,
     monkeypatch.setenv(WARN_MINUTES_ENV, "4.7")
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "hpc_magics")
-    ip.magics_manager.registry["HpcMagics"].request = ResourceRequest(profile="lab")
+    ip.magics_manager.registry["HpcMagicsKernel"].request = ResourceRequest(profile="lab")
     yield ip
     for name in list(sessions._SESSIONS):
         sessions.stop(name)

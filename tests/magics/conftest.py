@@ -17,7 +17,7 @@ from hpc_magics.core.resources import ResourceRequest
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     ip = InteractiveShell.instance()  # a real shell, shared by the tests like a kernel's
     ip.run_line_magic("load_ext", "hpc_magics")
-    magics = ip.magics_manager.registry["HpcMagics"]
+    magics = ip.magics_manager.registry["HpcMagicsKernel"]
     jobs = tmp_path / "my jobs 'quoted'"  # hostile folder name on purpose
     magics.jobs_dir = str(jobs)
     magics.request = ResourceRequest(profile="generic")
@@ -32,7 +32,7 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def _job_folders(ip: Any) -> list[Path]:
-    root = Path(ip.magics_manager.registry["HpcMagics"].jobs_root)
+    root = Path(ip.magics_manager.registry["HpcMagicsKernel"].jobs_root)
     return sorted(p for p in root.iterdir() if (p / "meta.json").exists()) if root.exists() else []
 
 

@@ -61,7 +61,7 @@ def test_dry_run_job_folder_and_slurm_hold_one_script(
     assert job_folders(shell) == []  # a dry run creates no job folder
 
     shell.run_cell_magic("sbatch", flags, CELL)
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     submitted = (handle.folder.path / "job.sh").read_text()
     assert _paths_aside(submitted) == dry_script

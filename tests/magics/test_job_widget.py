@@ -27,7 +27,7 @@ def test_widget_cancel_and_log_on_the_cluster(shell: Any, slurm_cluster: Any,
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
     shell.run_cell_magic("sbatch", "", "import time\nprint('started', flush=True)\n"
                                        "time.sleep(300)")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     widget = JobWidget(handle)
     sacct_state(handle.job_id, until={"RUNNING"}, timeout=30)
@@ -56,7 +56,7 @@ def test_widget_cancel_and_log_on_the_cluster(shell: Any, slurm_cluster: Any,
 def test_widget_fetch_button_brings_results(shell: Any, cells: Any) -> None:
     shell.run_cell(cells.SETUP)
     shell.run_cell_magic("sbatch", "--backend local -t 5", cells.WORK)
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     widget = JobWidget(handle)
     handle.wait(timeout=60)

@@ -27,7 +27,7 @@ def names_of(widget: JobWidget) -> list[str]:
 
 def submitted(shell: Any, body: str) -> Any:
     shell.run_cell_magic("sbatch", "--backend local -t 5", body)
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     return magics.handles[magics.last_job]
 
 

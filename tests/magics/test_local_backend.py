@@ -39,7 +39,7 @@ def test_later_fetch_and_reattach_after_restart(
         shell: Any, cells: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_cell(cells.SETUP)
     shell.run_cell_magic("sbatch", "--backend local -t 5", cells.WORK)
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     assert handle.ran_locally
     assert "ran locally" in handle.summary()
@@ -88,7 +88,7 @@ def test_unpicklable_names_are_refused_before_submitting(shell: Any, tmp_path: P
 
 
 def test_huge_state_is_refused_naming_the_way_out(shell: Any, job_folders: Any) -> None:
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     magics.max_shipped_mb = 0.5
     shell.user_ns["big"] = bytes(2_000_000)
     with pytest.raises(UsageError, match=r"'big' is 2\.0 MB, over the 0\.5 MB limit.*np\.save"):
@@ -130,7 +130,7 @@ def test_hpc_resources_sets_defaults_and_shows_the_request(shell: Any) -> None:
 
 
 def test_help_is_real(shell: Any) -> None:
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     for doc in (magics.sbatch.__doc__, magics.hpc_resources.__doc__):
         assert "--partition" in doc and "--gpus-per-node" in doc and "HH:MM:SS" in doc
     assert "--wait" in magics.sbatch.__doc__
@@ -196,7 +196,7 @@ def test_whole_notebook_job_and_fetch(shell: Any, tmp_path: Path,
         new_code_cell("import matplotlib.pyplot as plt\nplt.plot(values)\nplt.show()"),
     ]), notebook)
     shell.run_line_magic("hpc_submit_notebook", f"{notebook} --backend local -t 10")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     handle.wait(timeout=180)
     capsys.readouterr()
@@ -235,7 +235,7 @@ def test_dry_run_prints_the_script_and_shipping_and_submits_nothing(
     assert out.rstrip().splitlines()[-1].startswith("# shipping") and "data (ndarray" in out
     assert "sum on the node" not in out and "scaled" not in shell.user_ns
     assert job_folders(shell) == []
-    assert not Path(shell.magics_manager.registry["HpcMagics"].jobs_root).exists()
+    assert not Path(shell.magics_manager.registry["HpcMagicsKernel"].jobs_root).exists()
 
 
 def test_hpc_resources_shows_the_profiles_shebang_and_one_gres_line(shell: Any) -> None:
@@ -251,7 +251,7 @@ def test_cancel_a_local_job(shell: Any, capsys: pytest.CaptureFixture[str]) -> N
     there, and the job ends interrupted with its output so far kept."""
     shell.run_cell_magic("sbatch", "--backend local -t 5",
                          "import time\nprint('started', flush=True)\ntime.sleep(120)")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     deadline = time.monotonic() + 60
     while "started" not in handle.log() and time.monotonic() < deadline:

@@ -33,14 +33,14 @@ def lab(shell: Any, slurm_cluster: Any, tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(watcher_module, "_WATCHER", None)
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 3")
     yield shell
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     for job_id in magics.handles:  # only ours, by id
         commands.run(["scancel", job_id], timeout=30)
 
 
 def submit(shell: Any, line: str, cell: str) -> Any:
     shell.run_cell_magic("sbatch", line, cell)
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     return magics.handles[magics.last_job]
 
 
@@ -298,7 +298,7 @@ def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
                          timeout=30)
     assert other.ok, other.stderr
     other_id = other.stdout.strip().split(";")[0]
-    magics = lab.magics_manager.registry["HpcMagics"]
+    magics = lab.magics_manager.registry["HpcMagicsKernel"]
     try:
         # submitted from another notebook's folder: found through the user's job index
         here = magics.jobs_dir
@@ -349,7 +349,7 @@ def test_efficiency_per_task_of_an_array(lab: Any, tmp_path: Path, sacct_state: 
                            str(tmp_path / "a-%A_%a.out"), "--wrap", "sleep 1"], timeout=30)
     assert answer.ok, answer.stderr
     job_id = answer.stdout.strip().split(";")[0]
-    magics = lab.magics_manager.registry["HpcMagics"]
+    magics = lab.magics_manager.registry["HpcMagicsKernel"]
     folder = JobFolder.create(magics.jobs_root, "array")
     folder.write_meta({"name": "array", "backend": "slurm", "job_id": job_id,
                        "state": "SUBMITTED", "submitted_at": started,

@@ -32,7 +32,7 @@ def test_hpc_resources_switch_then_cell_lines(shell: Any,
     shell.run_line_magic("hpc_resources", "--profile lab -p debug")
     said = capsys.readouterr().out
     assert "profile lab: dropped -A NAISS2024-5-1, the GPU type A40" in said
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     request = magics.request
     assert (request.profile, request.partition, request.account) == ("lab", "debug", None)
     assert request.time_s == 7200 and request.gpus_per_node == GpuRequest(1)

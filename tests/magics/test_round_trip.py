@@ -139,7 +139,7 @@ def test_a_reference_to_a_name_the_notebook_lost_is_a_one_line_error(
         shell: Any, job_folders: Any) -> None:
     shell.run_cell("import numpy as np\nbig = np.ones(10)")
     shell.run_cell_magic("sbatch", "--backend local -t 5", "alias = big")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     handle.wait(timeout=60)
     del shell.user_ns["big"]
@@ -204,7 +204,7 @@ value = 42
 def test_a_child_printing_after_the_cell_never_reaches_the_results_file(
         shell: Any, job_folders: Any) -> None:
     shell.run_cell_magic("sbatch", "--backend local -t 5", BACKGROUND_CHILD)
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     job_id = magics.last_job
     magics.handles[job_id].wait(timeout=60)
     [folder] = job_folders(shell)
@@ -229,7 +229,7 @@ def test_training_in_place_on_the_cluster(shell: Any, slurm_cluster: Any,
     expected = _expected_training(shell.user_ns)
     capsys.readouterr()
     shell.run_cell_magic("sbatch", "--wait", TRAIN)
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     assert not magics.handles[magics.last_job].ran_locally
     _trained_in_place(shell, capsys.readouterr().out)
     assert np.allclose(shell.user_ns["model"].w, expected.w)

@@ -26,7 +26,7 @@ def slurm_shell(shell: Any, slurm_cluster: Any) -> Any:
 
 
 def last_handle(shell: Any) -> Any:
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     return magics.handles[magics.last_job]
 
 

@@ -21,7 +21,7 @@ def slurm_shell(shell: Any, slurm_cluster: Any) -> Any:
 
 
 def last_handle(shell: Any) -> Any:
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     return magics.handles[magics.last_job]
 
 
@@ -127,7 +127,7 @@ def test_submission_from_inside_another_job(slurm_shell: Any, cells: Any,
 def test_reattach_after_kernel_restart(slurm_shell: Any, cells: Any) -> None:
     slurm_shell.run_cell(cells.SETUP)
     slurm_shell.run_cell_magic("sbatch", "", cells.WORK)
-    magics = slurm_shell.magics_manager.registry["HpcMagics"]
+    magics = slurm_shell.magics_manager.registry["HpcMagicsKernel"]
     job_id = magics.last_job
     magics.handles.clear()
     magics.last_job = None

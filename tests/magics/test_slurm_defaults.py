@@ -12,7 +12,7 @@ from hpc_magics.scheduler import commands
 
 
 def last_handle(shell: Any) -> Any:
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     return magics.handles[magics.last_job]
 
 
@@ -92,4 +92,4 @@ def test_hpc_resources_shows_and_costs_the_environments_defaults(
     # validation reads the same default: 2 h is over the debug partition's 20 min
     assert "time 02:00:00 exceeds the 00:20:00 limit of partition 'debug'" in repr(view)
     # the session keeps only what was set in it: the environment is read again each time
-    assert shell.magics_manager.registry["HpcMagics"].request.account is None
+    assert shell.magics_manager.registry["HpcMagicsKernel"].request.account is None

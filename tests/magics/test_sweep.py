@@ -20,7 +20,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from hpc_magics.scheduler import commands, limits
-from hpc_magics.scheduler.queue import slurm_timestamp
+from hpc_magics.scheduler.slurm_text import slurm_timestamp
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def sbatch_calls(log: Path) -> list[str]:
 
 
 def magics_of(shell: Any) -> Any:
-    return shell.magics_manager.registry["HpcMagics"]
+    return shell.magics_manager.registry["HpcMagicsKernel"]
 
 
 def last_handle(shell: Any) -> Any:

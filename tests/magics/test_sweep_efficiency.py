@@ -34,7 +34,7 @@ def test_efficiency_of_a_retried_sweep_per_point(shell: Any, slurm_cluster: Any,
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
     shell.user_ns["flag"] = str(tmp_path / "two-failed-once")
     shell.run_cell_magic("sbatch", "--sweep x=1,2 --name eff --wait", CELL)
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     assert handle.failed_tasks() == [1]
     (retry_id,) = handle.retry_failed()
@@ -75,7 +75,7 @@ def test_efficiency_of_a_sweep_cancelled_halfway(shell: Any, slurm_cluster: Any,
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
     shell.run_cell_magic("sbatch", "--sweep x=1,2,3,4 --array-parallelism 1 --name halfway",
                          "import time\ntime.sleep(3)\nvalue = x")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     deadline = time.monotonic() + 120
     while handle.task_states(max_age_s=1.0)[0].state != "COMPLETED":

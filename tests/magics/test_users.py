@@ -38,7 +38,7 @@ from IPython.core.interactiveshell import InteractiveShell
 jobs_dir, flags, cell = sys.argv[1:4]
 ip = InteractiveShell.instance()
 ip.run_line_magic("load_ext", "hpc_magics")
-magics = ip.magics_manager.registry["HpcMagics"]
+magics = ip.magics_manager.registry["HpcMagicsKernel"]
 magics.jobs_dir = jobs_dir
 ip.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
 ip.run_cell_magic("sbatch", flags, cell)
@@ -89,7 +89,7 @@ def submit_as(user: OtherUser, jobs_dir: Path, flags: str, cell: str) -> dict[st
 
 
 def magics_of(shell: Any) -> Any:
-    return shell.magics_manager.registry["HpcMagics"]
+    return shell.magics_manager.registry["HpcMagicsKernel"]
 
 
 def owner_and_mode(path: Path) -> tuple[int, int]:

@@ -27,7 +27,7 @@ def test_wait_fetches_when_the_result_file_lands_before_the_job_ends(
     slurm_shell.run_cell_magic("sbatch", "--wait", LINGERING)
     assert slurm_shell.user_ns["answer"] == 42
     assert "answer" in capsys.readouterr().out
-    magics = slurm_shell.magics_manager.registry["HpcMagics"]
+    magics = slurm_shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     try:
         # the job itself is still running its exit handler: the folder, not Slurm, ended
@@ -45,7 +45,7 @@ def test_a_job_with_several_tasks_is_waited_for_to_the_end(slurm_shell: Any) -> 
                                "if os.environ['SLURM_PROCID'] != '0':\n"
                                "    atexit.register(time.sleep, 3)\n"
                                "answer = 1")
-    magics = slurm_shell.magics_manager.registry["HpcMagics"]
+    magics = slurm_shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     assert slurm_shell.user_ns["answer"] == 1
     assert handle.status.final
@@ -56,7 +56,7 @@ def test_a_sweep_ships_a_big_array_once_beside_its_payload(slurm_shell: Any) -> 
     """A sweep pickles its payload once for all tasks: big arrays go beside it as files."""
     slurm_shell.run_cell("import numpy as np\nbig = np.arange(500_000, dtype=float)")
     slurm_shell.run_cell_magic("sbatch", "--sweep x=1,2 --wait", "total = float(big.sum()) * x")
-    magics = slurm_shell.magics_manager.registry["HpcMagics"]
+    magics = slurm_shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     assert (handle.folder.path / "buffers" / "0.bin").stat().st_size == 4_000_000
     table = handle.table()

@@ -145,7 +145,7 @@ def test_a_running_cell_stays_running_while_accounting_is_down(
         capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
     shell.run_cell_magic("sbatch", "", "import time\ntime.sleep(8)\nanswer = 42")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     states = []
     deadline = time.monotonic() + 90
@@ -208,7 +208,7 @@ def test_a_reused_job_id_is_never_taken_for_the_old_job(
     folder claims the id of a live job, as it would after a reset."""
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
     shell.run_cell_magic("sbatch", "", "import time\ntime.sleep(120)")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     new = magics.handles[magics.last_job]
     long_ago = time.time() - 30 * 86400
     old = job_folder(Path(magics.jobs_root), new.job_id, (long_ago, long_ago + 1))
@@ -242,7 +242,7 @@ def test_a_result_file_shown_late_is_waited_for(
         capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
     shell.run_cell_magic("sbatch", "", "value = 6 * 7")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     assert sacct_state(handle.job_id, until={"COMPLETED"}, timeout=60) == "COMPLETED"
     results = handle.folder.results_path
@@ -280,7 +280,7 @@ def test_a_job_slurm_requeues_stays_the_folders_job(
     shell.run_cell_magic("sbatch", "", "#SBATCH --requeue\nimport os, time\n"
                                        "runs = os.environ.get('SLURM_RESTART_COUNT', '0')\n"
                                        "time.sleep(120 if runs == '0' else 2)")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     watcher = Watcher(JobQueue(interval_s=1))
     try:

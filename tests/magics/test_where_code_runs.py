@@ -44,7 +44,7 @@ def test_cancel_ends_the_process_group_without_a_traceback(
         "child = subprocess.Popen(['sleep', '300'])",  # a child the cell leaves running
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))",
         "time.sleep(300)"]))
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     controller = int(handle.job_id)
     assert os.getpgid(controller) == controller != os.getpgid(0)  # a group of its own

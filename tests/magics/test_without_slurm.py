@@ -14,7 +14,7 @@ def test_a_local_job_has_no_efficiency_and_says_so(
         shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "answer = 6 * 7\n")
     assert shell.user_ns["answer"] == 42
-    job_id = shell.magics_manager.registry["HpcMagics"].last_job
+    job_id = shell.magics_manager.registry["HpcMagicsKernel"].last_job
     capsys.readouterr()
     shell.run_line_magic("hpc_efficiency", "")
     said = capsys.readouterr().out
@@ -24,7 +24,7 @@ def test_a_local_job_has_no_efficiency_and_says_so(
 
 def test_reset_goes_back_to_the_backend_the_session_started_with(
         shell: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     monkeypatch.setenv("HPC_MAGICS_BACKEND", "local")
     shell.run_line_magic("hpc_resources", "--backend slurm -t 5")
     assert magics.request.backend == "slurm"

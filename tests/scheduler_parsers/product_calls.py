@@ -19,13 +19,9 @@ from hpc_magics.core.jobids import parse_parsable
 from hpc_magics.scheduler import commands, limits, live, segments, waiting
 from hpc_magics.scheduler.accounting import recent_jobs, sacct_usage
 from hpc_magics.scheduler.cluster import parse_cluster_name
-from hpc_magics.scheduler.queue import (
-    SCONTROL_SHOW_JOB,
-    JobQueue,
-    own_job,
-    parse_scontrol_job,
-    scontrol_fields,
-)
+from hpc_magics.scheduler.own_job import own_job
+from hpc_magics.scheduler.queue import JobQueue
+from hpc_magics.scheduler.slurm_text import SCONTROL_SHOW_JOB, parse_scontrol_job, scontrol_fields
 
 Runner = Callable[..., commands.CommandResult]
 

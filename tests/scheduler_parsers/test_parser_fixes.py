@@ -15,7 +15,7 @@ from hpc_magics.core.errors import SubmissionError
 from hpc_magics.core.jobids import parse_parsable
 from hpc_magics.core.resources import ResourceRequest, updated
 from hpc_magics.scheduler import commands, limits, live
-from hpc_magics.scheduler.queue import parse_scontrol_job, parse_squeue, scontrol_fields
+from hpc_magics.scheduler.slurm_text import parse_scontrol_job, parse_squeue, scontrol_fields
 
 
 def test_scontrol_values_keep_their_spaces() -> None:

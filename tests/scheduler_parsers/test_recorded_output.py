@@ -20,7 +20,7 @@ from product_calls import call
 from hpc_magics.core.jobids import require_job_id, same_job
 from hpc_magics.scheduler import live
 from hpc_magics.scheduler.commands import CommandResult
-from hpc_magics.scheduler.queue import slurm_duration
+from hpc_magics.scheduler.slurm_text import slurm_duration
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "data" / "slurm"
 

@@ -91,7 +91,7 @@ def test_nothing_of_ours_cancels_their_job_or_stops_their_server(
 
         ip = InteractiveShell.instance()
         ip.run_line_magic("load_ext", "hpc_magics")
-        magics = ip.magics_manager.registry["HpcMagics"]
+        magics = ip.magics_manager.registry["HpcMagicsKernel"]
         magics.jobs_dir, magics.request = str(tmp_path / "jobs"), ResourceRequest(profile="lab")
         magics.handles.clear()
         for job in (sleeper, theirs.job):

@@ -41,7 +41,7 @@ def finished_job(shared_folder: Path, slurm_cluster: object) -> Iterator[tuple[A
     """A real finished %%sbatch job of ours, in a jobs folder under the shared folder."""
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "hpc_magics")
-    magics = ip.magics_manager.registry["HpcMagics"]
+    magics = ip.magics_manager.registry["HpcMagicsKernel"]
     saved_dir, saved_request = magics.jobs_dir, magics.request
     magics.jobs_dir = str(shared_folder / "hpc_jobs")
     magics.request = ResourceRequest(profile="lab", backend="slurm", time_s=300)
@@ -90,7 +90,7 @@ def test_foreign_results_are_never_unpickled(finished_job: tuple[Any, Any],
     with pytest.raises(UsageError, match=refusal) as fetched:
         ip.run_line_magic("hpc_fetch", handle.job_id)
     assert "\n" not in str(fetched.value) and "refusing to load it" in str(fetched.value)
-    ip.magics_manager.registry["HpcMagics"].handles.clear()
+    ip.magics_manager.registry["HpcMagicsKernel"].handles.clear()
     with pytest.raises(HpcMagicsError, match=refusal):
         hpc_magics.job(handle.job_id).fetch()
 

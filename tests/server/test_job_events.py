@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from hpc_magics.scheduler import commands
+from hpc_magics.scheduler.cluster import cluster_name
+from hpc_magics.scheduler.queue import login_name
 
 from .conftest import RunningServer, StartLocal, execute
 
 pytestmark = pytest.mark.timeout(240)
 
-FAST = ("--HpcMagics.events_interval_s=2", "--HpcMagics.jobs_poll_interval_s=2")
+FAST = ("--HpcMagicsServer.events_interval_s=2", "--HpcMagicsServer.jobs_poll_interval_s=2")
 EVENT_TIMEOUT_S = 150.0
 
 
@@ -95,12 +97,10 @@ def test_jobs_of_the_servers_kernels_end_as_events_with_their_folder(
     assert after["events"] == [] and after["last"] == events[-1]["seq"]
 
 
-@pytest.mark.slow
-def test_a_terminal_sbatch_job_ends_as_an_event_too(local_server: StartLocal,
-                                                    slurm_cluster: Any) -> None:
-    server = local_server(*FAST)
+def terminal_job_event(server: RunningServer, name: str) -> dict[str, Any]:
+    """Submit a short job from a terminal (sbatch); the server lists it, then its end event."""
     since = server.get("hpc-magics/jobs/events").json()["last"]
-    submitted = commands.run(["sbatch", "--parsable", "-J", "notify-terminal", "-t", "2",
+    submitted = commands.run(["sbatch", "--parsable", "-J", name, "-t", "2",
                               "-o", "/dev/null", "--chdir=/tmp", "--wrap", "sleep 8"],
                              timeout=30)
     assert submitted.ok, submitted.first_error_line()
@@ -110,11 +110,38 @@ def test_a_terminal_sbatch_job_ends_as_an_event_too(local_server: StartLocal,
         while job_id not in listed(server):
             assert time.monotonic() < deadline, f"job {job_id} never listed"
             time.sleep(1)
-        event = wait_for_event(server, since, job_id)
+        return wait_for_event(server, since, job_id)
     finally:
         commands.run(["scancel", job_id], timeout=30)
+
+
+@pytest.mark.slow
+def test_a_terminal_sbatch_job_ends_as_an_event_too(local_server: StartLocal,
+                                                    slurm_cluster: Any) -> None:
+    server = local_server(*FAST)
+    event = terminal_job_event(server, "notify-terminal")
     assert event["state"] == "COMPLETED" and event["name"] == "notify-terminal"
     assert event["folder"] is None and event["from_this_server"] is False
+
+
+@pytest.mark.slow
+def test_caches_that_cannot_be_written_do_not_stop_the_servers_refresh(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    """A failed write of the user's shared caches once ended the server's refresh thread
+    for good. Here a folder takes each cache file's place (every write fails, as on a full
+    or read-only runtime dir): the job list and the end events still come."""
+    runtime = tmp_path / "server0" / "runtime"  # the first server's (conftest's layout)
+    blocked = [runtime / f"hpc_magics-{kind}-{login_name()}-{cluster_name()}.json"
+               for kind in ("squeue", "sacct")]
+    for place in blocked:
+        place.mkdir(parents=True)
+    server = local_server(*FAST)
+    event = terminal_job_event(server, "unwritable-cache")
+    assert event["state"] == "COMPLETED" and event["name"] == "unwritable-cache"
+    # the server's caches are the blocked ones: it wrote no other, and could not write these
+    assert sorted(runtime.glob("hpc_magics-s*.json")) == sorted(blocked)
+    assert all(place.is_dir() and not any(place.iterdir()) for place in blocked)
+    assert "looking at jobs failed" not in server.log
 
 
 def test_events_refuse_a_since_that_is_not_a_number(local_server: StartLocal) -> None:
@@ -153,8 +180,8 @@ def test_many_tabs_and_ending_jobs_cost_one_squeue_and_one_sacct_per_interval(
         local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
     interval = 3.0
     shims, logs = counting_shims(tmp_path)
-    server = local_server("--HpcMagics.events_interval_s=2",
-                          f"--HpcMagics.jobs_poll_interval_s={interval}", path_prefix=shims)
+    server = local_server("--HpcMagicsServer.events_interval_s=2",
+                          f"--HpcMagicsServer.jobs_poll_interval_s={interval}", path_prefix=shims)
     since = server.get("hpc-magics/jobs/events").json()["last"]
     jobs = []
     for seconds in (3, 5, 7):

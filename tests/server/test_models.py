@@ -6,16 +6,14 @@ import datetime as dt
 
 import pytest
 
-from hpc_magics.scheduler.queue import (
-    OwnJob,
-    own_job,
-    own_job_id,
+from hpc_magics.scheduler.own_job import OwnJob, own_job, own_job_id
+from hpc_magics.scheduler.server_status import ServerStatus, server_status
+from hpc_magics.scheduler.slurm_text import (
     parse_scontrol_job,
     parse_squeue,
     slurm_duration,
     slurm_timestamp,
 )
-from hpc_magics.scheduler.server_status import ServerStatus, server_status
 from hpc_magics.server.idle import KernelActivity, idle_stop_at
 from hpc_magics.widgets.server_view import STOP_JOB, STOP_NOTHING, STOP_SERVER, server_view
 

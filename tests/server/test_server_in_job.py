@@ -18,7 +18,9 @@ import pytest
 import requests
 
 from hpc_magics.scheduler import commands
-from hpc_magics.scheduler.queue import JobQueue, own_job, slurm_timestamp
+from hpc_magics.scheduler.own_job import own_job
+from hpc_magics.scheduler.queue import JobQueue
+from hpc_magics.scheduler.slurm_text import slurm_timestamp
 
 from .conftest import (
     HOSTS_APART,
@@ -158,8 +160,8 @@ def test_stop_ends_only_the_servers_job_and_leaves_no_process(
 
 
 def test_idle_stop_ends_the_job(server_in_job: StartInJob, sacct_state: SacctState) -> None:
-    server = server_in_job("--HpcMagics.idle_stop_seconds=8",
-                           "--HpcMagics.idle_check_interval_s=0.5")
+    server = server_in_job("--HpcMagicsServer.idle_stop_seconds=8",
+                           "--HpcMagicsServer.idle_check_interval_s=0.5")
     started = time.monotonic()
     info = server.get("hpc-magics/server").json()
     assert info["idle_stop_minutes"] == pytest.approx(8 / 60, abs=0.001)
@@ -196,7 +198,7 @@ def test_concurrent_jobs_requests_share_one_squeue(server_in_job: StartInJob,
     shim_dir.mkdir()
     (shim_dir / "squeue").write_text(SQUEUE_SHIM.format(log=log, real=real))
     (shim_dir / "squeue").chmod(0o755)
-    server = server_in_job("--HpcMagics.jobs_poll_interval_s=60", path_prefix=shim_dir)
+    server = server_in_job("--HpcMagicsServer.jobs_poll_interval_s=60", path_prefix=shim_dir)
 
     def user_queries() -> list[str]:
         lines = log.read_text().splitlines() if log.exists() else []

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from hpc_magics.core.errors import HpcMagicsError
-from hpc_magics.scheduler.queue import OwnJob
+from hpc_magics.scheduler.own_job import OwnJob
 from hpc_magics.scheduler.server_status import ServerStatus, server_status
 from hpc_magics.widgets.server import ServerWidget
 from hpc_magics.widgets.server_view import STOP_JOB, STOP_NOTHING

@@ -71,7 +71,7 @@ def test_job_folder_or_staging_under_login_tmp_is_refused(
             site_shell.run_cell_magic("sbatch", flags, "x = 1\n")
         assert named in str(refused.value) and "\n" not in str(refused.value)
     assert job_folders(site_shell) == []
-    magics = site_shell.magics_manager.registry["HpcMagics"]
+    magics = site_shell.magics_manager.registry["HpcMagicsKernel"]
     monkeypatch.setattr(magics, "jobs_dir", str(login_tmp / "jobs"))
     with pytest.raises(UsageError, match=r"the job folder .* HPC_MAGICS_JOBS_DIR"):
         site_shell.run_cell_magic("sbatch", "", "x = 1\n")

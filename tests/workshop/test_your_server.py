@@ -91,8 +91,8 @@ def assert_teaching_parts(run: Executed) -> None:
     alvis = run.output_of("%hpc_resources --profile alvis")
     assert "#SBATCH --gpus-per-node=A40:1" in alvis and "GPU-h" in alvis
     settings = run.output_of("from hpc_magics.server.extension")
-    assert "c.HpcMagics.idle_stop_minutes = 0.0" in settings
-    assert "c.HpcMagics.warn_minutes = [15, 5]" in settings
+    assert "c.HpcMagicsServer.idle_stop_minutes = 0.0" in settings
+    assert "c.HpcMagicsServer.warn_minutes = [15, 5]" in settings
     idle = run.output_of("import time")
     assert "the kernel is idle: the server stops in 20 minutes" in idle
     assert "a cell is still running: the server stops in 60 minutes" in idle

@@ -1,7 +1,7 @@
 """Walltime warnings inside a Python kernel that runs as a Slurm job.
 
 Slurm ends the kernel at its job's time limit, and its variables with it. Loaded into the
-node's ipykernel (``node.py`` adds ``--IPKernelApp.extra_extensions``), this says so in the
+node's ipykernel (``kernel.py`` adds ``--IPKernelApp.extra_extensions``), this says so in the
 notebook before it happens, at the same minutes before the end as the server's walltime
 warnings: once on stderr when the moment comes (a background thread: the front end shows
 it under the cell that ran last), and again at the top of the next cell the user runs, so
@@ -75,7 +75,7 @@ def _stderr(text: str) -> None:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from ..scheduler.queue import own_job
+    from ..scheduler.own_job import own_job
 
     job = own_job()
     if job is None or job.end_time is None:

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .node import write_private
+from .kernel import write_private
 
 __all__ = ["read_own", "receive", "send", "write_private"]
 
@@ -30,17 +30,7 @@ def read_own(path: Path) -> bytes:
         return stream.read()
 
 
-def _namespace() -> dict[str, Any]:
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is None:
-        raise RuntimeError("not in an IPython kernel")
-    namespace: dict[str, Any] = shell.user_ns
-    return namespace
-
-
-def receive(folder: str) -> list[str]:
+def receive(namespace: dict[str, Any], folder: str) -> list[str]:
     """Put the shipped names into this kernel's namespace; returns them."""
     import importlib
 
@@ -53,16 +43,15 @@ def receive(folder: str) -> list[str]:
                              open_buffers(payload, Path(folder))))
     values.update({name: importlib.import_module(module)
                    for name, module in payload.modules.items()})
-    _namespace().update(values)
+    namespace.update(values)
     path.unlink()
     return sorted(values)
 
 
-def send(folder: str, names: list[str]) -> list[str]:
+def send(namespace: dict[str, Any], folder: str, names: list[str]) -> list[str]:
     """Pickle the cell's assigned names (those that exist and pickle) for the notebook."""
     import cloudpickle
 
-    namespace = _namespace()
     values: dict[str, Any] = {}
     refused: list[str] = []
     for name in names:

@@ -1,0 +1,87 @@
+"""A cell's job, once %%sbatch has checked it: its folder, its meta.json, the backend's
+submission, and what ``--dry-run`` prints instead."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+
+from ..core.errors import HpcMagicsError
+
+if TYPE_CHECKING:
+    from ..core.profiles import ClusterProfile
+    from ..core.resources import ResourceRequest
+
+
+def default_job_name(shell: Any) -> str:
+    """``NOTEBOOK-N``: the notebook's name and the cell's execution count."""
+    notebook = os.environ.get("JPY_SESSION_NAME", "")
+    stem = Path(notebook).stem if notebook else "cell"
+    count = getattr(shell, "execution_count", 0) if shell else 0
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{count}")
+
+
+def new_folder(jobs_root: Path, job_name: str, need_bytes: int = 0) -> Any:
+    from ..jobfolder.folder import JobFolder
+
+    try:
+        return JobFolder.create(jobs_root, job_name, need_bytes=need_bytes)
+    except HpcMagicsError as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:  # a read-only or full file system: nothing is submitted
+        raise UsageError(f"cannot create a job folder in {jobs_root}: "
+                         f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable folder"
+                         ) from None
+
+
+def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest,
+           profile: ClusterProfile, job_name: str, options: Any = None) -> Any:
+    """A new job folder, its meta.json, the backend's submission: the job's handle."""
+    from ..core.resources import to_dict
+    from ..handle import JobHandle
+
+    # room for the job's files, the state and results as big again
+    folder = new_folder(jobs_root, job_name, need_bytes=1_000_000 + 2 * payload.size)
+    meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
+            "request": to_dict(request), "shipped": payload.summary(),
+            "results": list(payload.result_names), "notebook":
+            os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING"}
+    if options is not None and options.active:
+        meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
+    try:
+        folder.write_meta(meta)
+        job_id = backend.submit(folder, payload, request, profile, job_name, options)
+    except HpcMagicsError as error:
+        folder.update_meta(state="NOT_SUBMITTED", error=str(error))
+        raise UsageError(str(error)) from None
+    except OSError as error:  # the backend writes nothing after sbatch but says so
+        raise UsageError(f"cannot write the job folder {folder.path} ({error.strerror}), "
+                         "so nothing was submitted: free some space, or set "
+                         "HPC_MAGICS_JOBS_DIR to another folder") from None
+    return JobHandle(job_id, backend, folder, job_name)
+
+
+def print_dry_run(would_be: Path, script: str, backend: Any, payload: Any,
+                  request: ResourceRequest, profile: ClusterProfile, *,
+                  session_request: ResourceRequest, from_environment: Any,
+                  live: bool) -> None:
+    """The exact job script, where each value came from, and what would be shipped."""
+    from .job_environment import sources_text
+
+    print(f"# dry run: nothing submitted. The job folder would be {would_be}"
+          " (its time stamp and random part are set at submission).")
+    print(script, end="")
+    world = getattr(backend, "kernel_world", None)
+    said = world(request, profile).said if world is not None else ()
+    print(sources_text(request, session_request, from_environment, profile, script,
+                       world=said), end="")
+    if live and backend.name == "slurm":
+        from ..scheduler.allocation import allocation_lines
+
+        print("".join(f"# {line}\n" for line in allocation_lines(request, profile)),
+              end="")
+    print(f"# {payload.summary()}")

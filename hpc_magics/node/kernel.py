@@ -1,0 +1,109 @@
+"""A Slurm kernel's node side: ``python -m hpc_magics.node.kernel FOLDER -- ARGV…``.
+
+It finds the node's own address (Slurm's ``NodeAddr``, never all interfaces), writes the
+kernel's connection file there (mode 0600, in the private job folder on the shared home),
+then a small ``node.json`` saying where the kernel is (job, step, host), and becomes the
+kernel (``exec``): signals sent to the step reach the kernel itself. An ipykernel gets the
+walltime warnings (``walltime.py``) as an extension.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .walltime import EXTENSION_ARGUMENT
+
+CONNECTION_FILE = "connection.json"
+NODE_FILE = "node.json"
+IPYKERNEL_MODULES = {"ipykernel_launcher", "ipykernel"}  # ``python -m ipykernel_launcher``
+PYTHON_NAMES = {"python", "python3", f"python{sys.version_info[0]}"}
+
+
+def node_address(environ: Mapping[str, str] | None = None) -> str:
+    """The address Slurm reaches this node by (``NodeAddr``), else the host name's address.
+
+    Never 0.0.0.0 or another wildcard: the kernel listens on this one address only."""
+    env = os.environ if environ is None else environ
+    name = env.get("SLURMD_NODENAME", "")
+    address = ""
+    if name:
+        from ..core.errors import HpcMagicsError
+        from ..scheduler import commands
+
+        try:
+            answer = commands.run(["scontrol", "show", "node", "-o", name], timeout=20)
+            fields = dict(item.split("=", 1) for item in answer.stdout.split() if "=" in item)
+            address = fields.get("NodeAddr", "") if answer.ok else ""
+        except HpcMagicsError:
+            address = ""
+    try:
+        resolved = socket.gethostbyname(address or socket.gethostname())
+    except OSError:
+        resolved = ""
+    if not resolved or resolved.startswith("0."):
+        raise SystemExit(f"hpc_magics kernel: cannot tell this node's address (NodeAddr "
+                         f"{address or 'unknown'}, host {socket.gethostname()}): ask the site")
+    return resolved
+
+
+def kernel_argv(template: Sequence[str], connection_file: Path) -> list[str]:
+    """The wrapped kernel's argv with its connection file, and "python" as this Python."""
+    argv = [part.replace("{connection_file}", str(connection_file)) for part in template]
+    if argv and argv[0] in PYTHON_NAMES:
+        argv[0] = sys.executable
+    if any(part in IPYKERNEL_MODULES for part in argv):
+        argv.append(EXTENSION_ARGUMENT)  # warns in the notebook before the time limit
+    return argv
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Written whole under a temporary name (mode 0600), then renamed: readers never see
+    half of it."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(data)
+    os.replace(temporary, path)
+
+
+def prepare(folder: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """Write the connection file and node.json; returns the connection file's path."""
+    from jupyter_client.connect import write_connection_file
+
+    env = os.environ if environ is None else environ
+    address = node_address(env)
+    connection = folder / CONNECTION_FILE
+    # jupyter_client picks free ports by binding them on this address, and writes 0600
+    scratch, _ = write_connection_file(
+        str(folder / f".ports.{secrets.token_hex(4)}.json"), ip=address, transport="tcp",
+        key=secrets.token_hex(32).encode(), signature_scheme="hmac-sha256")
+    os.replace(scratch, connection)
+    os.chmod(connection, 0o600)
+    # "node": Slurm's name of it, the name `--tunnel ssh` reaches it by from the login host
+    node = {"host": socket.gethostname(), "node": env.get("SLURMD_NODENAME", ""),
+            "address": address,
+            "job_id": env.get("SLURM_JOB_ID", ""), "step_id": env.get("SLURM_STEP_ID", ""),
+            "pid": os.getpid()}
+    write_private(folder / NODE_FILE, json.dumps(node).encode())
+    return connection
+
+
+def main(argv: Sequence[str]) -> None:
+    if len(argv) < 3 or argv[1] != "--":
+        raise SystemExit("usage: python -m hpc_magics.node.kernel FOLDER -- KERNEL ARGV…")
+    os.umask(0o077)
+    folder = Path(argv[0])
+    connection = prepare(folder)
+    command = kernel_argv(argv[2:], connection)
+    sys.stdout.flush()
+    os.execvp(command[0], command)  # the kernel the user installed; no shell
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

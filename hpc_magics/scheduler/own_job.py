@@ -1,0 +1,100 @@
+"""What the scheduler says about the Slurm job this process runs in (``SLURM_JOB_ID``):
+its end time comes from ``SLURM_JOB_END_TIME`` when Slurm sets it (newer releases), else
+from ``squeue -j`` or ``scontrol show job``. The server, the server client and a Slurm
+kernel's walltime warnings on the node ask it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from ..core.errors import HpcMagicsError
+from . import commands
+from .slurm_text import SCONTROL_SHOW_JOB, parse_scontrol_job, slurm_timestamp
+
+TIMEOUT_S = 20.0
+Runner = Callable[..., commands.CommandResult]
+
+
+@dataclass(frozen=True)
+class OwnJob:
+    """The Slurm job the current process runs in."""
+
+    job_id: str
+    job_name: str | None = None
+    partition: str | None = None
+    nodes: int | None = None
+    start_time: float | None = None  # epoch seconds
+    end_time: float | None = None  # epoch seconds
+
+
+def own_job_id(environ: Mapping[str, str] | None = None) -> str | None:
+    """``SLURM_JOB_ID`` of this process's environment (never anything from a request)."""
+    env = os.environ if environ is None else environ
+    job_id = (env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or "").strip()
+    return job_id if job_id.isdigit() else None
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(str(text).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = commands.run,
+            timeout_s: float = TIMEOUT_S) -> OwnJob | None:
+    """Describe this process's Slurm job, or ``None`` outside a job.
+
+    Environment first; missing times from ``squeue -j``, then ``scontrol show job``.
+    Scheduler errors leave fields ``None`` rather than failing.
+    """
+    env = os.environ if environ is None else environ
+    job_id = own_job_id(env)
+    if job_id is None:
+        return None
+    job = OwnJob(
+        job_id=job_id,
+        job_name=env.get("SLURM_JOB_NAME") or None,
+        partition=env.get("SLURM_JOB_PARTITION") or None,
+        nodes=_int_or_none(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES")),
+        start_time=slurm_timestamp(env.get("SLURM_JOB_START_TIME", "")),
+        end_time=slurm_timestamp(env.get("SLURM_JOB_END_TIME", "")),
+    )
+    if job.end_time is not None and job.start_time is not None and job.nodes is not None:
+        return job
+    with contextlib.suppress(HpcMagicsError):
+        result = runner(["squeue", "-h", "-j", job_id, "-o", "%S|%e|%D|%P|%j"],
+                        timeout=timeout_s)
+        line = result.stdout.strip().splitlines()[0] if result.ok and result.stdout.strip() \
+            else ""
+        if line.count("|") >= 4:
+            start, end, nodes, partition, name = line.split("|", 4)
+            job = _fill(job, start=slurm_timestamp(start), end=slurm_timestamp(end),
+                        nodes=_int_or_none(nodes), partition=partition.strip(),
+                        name=name.strip())
+    if job.end_time is None:
+        with contextlib.suppress(HpcMagicsError):
+            result = runner([*SCONTROL_SHOW_JOB, job_id], timeout=timeout_s)
+            if result.ok:
+                info = parse_scontrol_job(result.stdout)
+                job = _fill(job, start=slurm_timestamp(info.get("StartTime", "")),
+                            end=slurm_timestamp(info.get("EndTime", "")),
+                            nodes=_int_or_none(info.get("NumNodes")),
+                            partition=info.get("Partition"), name=info.get("JobName"))
+    return job
+
+
+def _fill(job: OwnJob, *, start: float | None, end: float | None, nodes: int | None,
+          partition: str | None, name: str | None) -> OwnJob:
+    """Fill the fields the environment did not give; the environment wins."""
+    return replace(
+        job,
+        start_time=job.start_time if job.start_time is not None else start,
+        end_time=job.end_time if job.end_time is not None else end,
+        nodes=job.nodes if job.nodes is not None else nodes,
+        partition=job.partition or partition or None,
+        job_name=job.job_name or name or None,
+    )
