@@ -42,7 +42,9 @@ hm_apt_install() {
 # the JupyterLab browser tests.
 hm_system_packages() {
   local pkgs=(ca-certificates git)
-  [ "${1:-}" = browser ] && pkgs+=(chromium fonts-liberation)
+  # libatomic1: Playwright's own node (its driver) needs it; Debian 13's chromium pulls it
+  # in, Debian 12's does not (a fresh Debian 12 failed every browser test without it)
+  [ "${1:-}" = browser ] && pkgs+=(chromium fonts-liberation libatomic1)
   hm_pick_python
   [ -n "$HM_PYTHON" ] || pkgs+=(python3)
   # Debian ships ensurepip (which `python3 -m venv` needs) in python3-venv
