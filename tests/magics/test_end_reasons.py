@@ -1,0 +1,156 @@
+"""Why a job ended, in the job widget and %hpc_jobs: the same one line the notebook's error
+says (core/end_reasons.py), and what is left of the allocation under %hpc_jobs.
+
+TIMEOUT and CANCELLED come from real jobs on the host's test cluster. That cluster does not
+confine memory (no task/cgroup: tests/magics/test_cgroup_facts.py skips there), so it cannot
+end a job OUT_OF_MEMORY; that case is a job folder holding the state the 24.11 release
+cluster's accounting recorded for a real job over its --mem (tests/data/slurm/24.11), which
+the watcher takes as settled without asking Slurm, as it does any job that ended.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpc_magics.core.end_reasons import end_note
+from hpc_magics.core.errors import JobFailed
+from hpc_magics.core.node_facts import node_file
+from hpc_magics.jobfolder.folder import JobFolder
+from hpc_magics.scheduler import allocation
+from hpc_magics.widgets.job import JobWidget
+from hpc_magics.widgets.job_view import JobView
+
+RECORDED = Path(__file__).parents[1] / "data" / "slurm" / "24.11" / "sacct-recent.txt"
+TIMEOUT_HINT = "it reached its time limit: ask for more with -t"
+
+
+def test_each_end_slurm_explains_has_its_line_and_the_others_none() -> None:
+    assert end_note("TIMEOUT") == TIMEOUT_HINT
+    assert end_note("NODE_FAIL") == "its node failed: submit it again"
+    assert end_note("PREEMPTED") == "it was preempted: submit it again"
+    assert end_note("CANCELLED by 1000") == "it was cancelled"
+    assert end_note("OUT_OF_MEMORY", 200, 200.0) == (
+        "the job ran out of memory: it was limited to 200M (--mem=200M); ask for more "
+        "with --mem")
+    for quiet in ("COMPLETED", "RUNNING", "PENDING", "FAILED"):
+        assert end_note(quiet) == "", quiet  # a plain FAILED: the cell's own error says why
+    ended = JobView("7", "train", "NODE_FAIL", "slurm", "/x", False,
+                    end_note=end_note("NODE_FAIL"))
+    assert ended.story() == "NODE_FAIL: its node failed: submit it again"
+
+
+def recorded_oom() -> tuple[str, str]:
+    """A job id and its state, as 24.11's sacct recorded a real job over its --mem."""
+    line = next(row for row in RECORDED.read_text().splitlines()
+                if row.split("|")[1] == "OUT_OF_MEMORY")
+    fields = line.split("|")
+    return fields[0], fields[1]
+
+
+def test_out_of_memory_in_the_widget_hpc_jobs_and_the_error_alike(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    job_id, state = recorded_oom()
+    magics = shell.magics_manager.registry["HpcMagics"]
+    folder = JobFolder.create(magics.jobs_root, "rec-oom")
+    folder.write_meta({"name": "rec-oom", "backend": "slurm", "job_id": job_id,
+                       "state": state, "state_source": "sacct", "request": {"mem_mb": 64},
+                       "results": []})
+    # what the node side records at the job's start: its cgroup's limit
+    (folder.path / node_file(job_id, "c1", "0")).write_text(
+        json.dumps({"host": "c1", "limit_mb": 64.0}))
+    said = ("the job ran out of memory: it was limited to 64M (--mem=64M); ask for more "
+            "with --mem")
+
+    handle = magics._handle(job_id)
+    with pytest.raises(JobFailed) as failed:
+        handle.fetch(show=False)
+    assert said in str(failed.value)  # the notebook's error
+
+    widget = JobWidget(handle)
+    assert "OUT_OF_MEMORY" in widget.status.value
+    assert widget.story.value == f"OUT_OF_MEMORY: {said}"
+
+    shell.run_line_magic("hpc_jobs", f"--state {state}")
+    rows = capsys.readouterr().out.splitlines()
+    at = next(i for i, row in enumerate(rows) if row.split()[:2] == [job_id, state])
+    assert rows[at + 1].strip() == said
+
+
+@pytest.mark.timeout(300)
+def test_timeout_and_cancel_on_the_cluster_in_the_widget_and_hpc_jobs(
+        shell: Any, slurm_cluster: Any, sacct_state: Any,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    shown: list[Any] = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm")
+    magics = shell.magics_manager.registry["HpcMagics"]
+    shell.run_cell_magic("sbatch", "-t 1", "import time\ntime.sleep(600)")
+    timed_out = magics.handles[magics.last_job]
+    shell.run_cell_magic("sbatch", "-t 5", "import time\ntime.sleep(600)")
+    cancelled = magics.handles[magics.last_job]
+    widgets = {w.handle.job_id: w for w in shown if isinstance(w, JobWidget)}
+    assert set(widgets) == {timed_out.job_id, cancelled.job_id}  # what %%sbatch displayed
+
+    sacct_state(cancelled.job_id, until={"RUNNING"}, timeout=60)
+    shell.run_line_magic("hpc_cancel", cancelled.job_id)
+    assert sacct_state(timed_out.job_id, until={"TIMEOUT"}, timeout=240) == "TIMEOUT"
+
+    # the widgets' own monitor (every 5 s) brings the ends in: nothing here polls for them
+    deadline = time.monotonic() + 60
+    while not ("TIMEOUT:" in widgets[timed_out.job_id].story.value
+               and "CANCELLED:" in widgets[cancelled.job_id].story.value):
+        assert time.monotonic() < deadline, [w.story.value for w in widgets.values()]
+        time.sleep(0.5)
+    assert widgets[timed_out.job_id].story.value == f"TIMEOUT: {TIMEOUT_HINT}"
+    assert widgets[cancelled.job_id].story.value == "CANCELLED: it was cancelled"
+
+    capsys.readouterr()
+    shell.run_line_magic("hpc_jobs", "")
+    rows = capsys.readouterr().out.splitlines()
+    for handle, state, hint in ((timed_out, "TIMEOUT", TIMEOUT_HINT),
+                                (cancelled, "CANCELLED", "it was cancelled")):
+        at = next(i for i, row in enumerate(rows) if row.split()[:1] == [handle.job_id])
+        assert rows[at].split()[1] == state and rows[at + 1].strip() == hint, rows
+    with pytest.raises(JobFailed, match=re.escape(TIMEOUT_HINT)):  # the notebook's words
+        timed_out.fetch(show=False)
+    # what is left of the allocation, from Slurm's own answer for the user's account
+    assert any(re.fullmatch(r"allocation: Slurm sets no limit for account \S+ "
+                            r"\(\d+\.\d billing-hours used\)", row) for row in rows), rows
+
+
+@pytest.mark.timeout(120)
+def test_hpc_jobs_warns_when_queued_and_running_jobs_would_exceed_the_allocation(
+        shell: Any, slurm_cluster: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """A real job held in the queue, 2 nodes for 20 minutes (40 CPU-minutes), against an
+    account with 30 minutes left. The shared test cluster's accounts carry no GrpTRESMins
+    limit (setting one would change every helper's and test's accounting), so the
+    account's sshare answer is the line a limited account gives, parsed as sshare's own
+    and cached as %hpc_jobs's one sshare per account would have cached it."""
+    account = allocation.default_account()
+    assert account, "the test user has a default account on the test cluster"
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm")
+    magics = shell.magics_manager.registry["HpcMagics"]
+    shell.run_cell_magic("sbatch", "-t 20 -N 2", "#SBATCH --begin=now+3600\nx = 1")
+    held = magics.handles[magics.last_job]
+    found = allocation.parse_sshare(f"{account}||billing=600|billing=570\n", account)
+    saved = dict(allocation._LOOKED)
+    allocation._LOOKED[account] = (time.monotonic(), found)
+    try:
+        capsys.readouterr()
+        shell.run_line_magic("hpc_jobs", "")
+        out = capsys.readouterr().out
+    finally:
+        allocation._LOOKED.clear()
+        allocation._LOOKED.update(saved)
+        held.cancel(wait_s=0)
+    row = next(row.split() for row in out.splitlines() if row.split()[:1] == [held.job_id])
+    assert row[1] in {"SUBMITTED", "PENDING"}, out  # queued: it counts against what is left
+    assert f"allocation: 0.5 of 10.0 billing-hours left for account {account}" in out, out
+    assert (f"warning: your 1 queued and running jobs on account {account} may use 0.7 "
+            "billing-hours, more than the 0.5 left") in out, out
