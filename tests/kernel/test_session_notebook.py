@@ -35,22 +35,16 @@ print("WIDGET", widget.status.value, "|", widget.story.value)
 
 
 def widget_texts(notebook: Any, cell: Any) -> str:
-    """The values of every model under the widget the cell displayed (nbclient keeps the
-    widgets' state in the notebook's metadata, as a front end receives it)."""
+    """The texts and labels of the notebook's widget models (nbclient keeps the widgets'
+    state in the notebook's metadata, as a front end receives it); the cell must have
+    displayed one of them. The notebook shows one widget: the session's."""
     state = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    texts: list[str] = []
-
-    def walk(model_id: str) -> None:
-        values = state.get(model_id, {}).get("state", {})
-        texts.extend(str(values[key]) for key in ("value", "description") if values.get(key))
-        for child in values.get("children", []):
-            walk(child.removeprefix("IPY_MODEL_"))
-
-    for output in cell.outputs:
-        view = output.get("data", {}).get("application/vnd.jupyter.widget-view+json")
-        if view:
-            walk(view["model_id"])
-    return "\n".join(texts)
+    views = [o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+             for o in cell.outputs
+             if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert views and all(view in state for view in views), views
+    return "\n".join(str(model["state"][key]) for model in state.values()
+                     for key in ("value", "description") if model["state"].get(key))
 
 
 def text_of(cell: Any) -> str:
