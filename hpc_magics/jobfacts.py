@@ -6,11 +6,14 @@ notebook's error, the job widget and %hpc_jobs share."""
 from __future__ import annotations
 
 import glob
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .core.end_reasons import end_hint, end_note
+from .core.jobs import normalize_state
 from .core.node_facts import (
+    STEP_STATES_THAT_EXPLAIN,
     NodePeak,
     explaining_step_state,
     memory_limit_mb,
@@ -52,27 +55,44 @@ def oom_hint(folder: Any, job_id: str) -> str:
 def end_reason(folder: Any, job_id: str, state: str) -> str:
     """The one line for a job that ended ``state`` without results (handle.fetch)."""
     memory = _memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
-    return end_hint(state, *memory)
+    return end_hint(_as_said(job_id, state), *memory)
 
 
 def end_line(folder: Any, job_id: str, state: str) -> str:
     """What the job widget and %hpc_jobs show beside a job that ended (``end_note``)."""
     memory = _memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
-    return end_note(state, *memory)
+    return end_note(_as_said(job_id, state), *memory)
 
 
-# a job's steps never change once it ended FAILED: each job is asked about once
-_EXPLAINED: dict[str, str] = {}
+# What accounting says of an ended job beyond its state: the step that ended a FAILED job
+# (one killed for memory: OUT_OF_MEMORY), who cancelled a CANCELLED one ("CANCELLED by
+# 1000"). It never changes: each job is asked about once.
+ASKED_ABOUT = frozenset({"FAILED", "CANCELLED"})
+_SAID: dict[str, str] = {}
 
 
-def failed_because_all(job_ids: list[str]) -> dict[str, str]:
-    """FAILED jobs' states as their steps tell it (a step killed for memory): one sacct
-    call for all of them that were not asked about before; a job's own state (FAILED)
-    when accounting cannot say, asked again next time."""
+def _told(job_id: str, own: list[str], state: str) -> str:
+    if state == "FAILED":
+        return explaining_step_state(state, "\n".join(own))
+    job_line = next((line for line in own if line.partition("|")[0] == job_id), "")
+    return job_line.partition("|")[2].strip() or state
+
+
+def _as_said(job_id: str, state: str) -> str:
+    """``state`` as accounting said it (who cancelled), when it was asked and agrees."""
+    said = _SAID.get(job_id, "")
+    return said if said and normalize_state(said) == state else state
+
+
+def ended_because_all(ended: Mapping[str, str]) -> dict[str, str]:
+    """Job id → its state, FAILED ones as their steps tell it (a step killed for memory):
+    one sacct call for the FAILED and CANCELLED jobs not asked about before (who
+    cancelled is kept for ``end_line``); a job's own state when accounting cannot say,
+    asked again next time."""
     from .core.errors import HpcMagicsError
     from .scheduler import commands
 
-    asking = sorted({j for j in job_ids if j not in _EXPLAINED})
+    asking = sorted(j for j, state in ended.items() if state in ASKED_ABOUT and j not in _SAID)
     if asking:
         try:
             steps = commands.run(["sacct", "-n", "-P", "-j", ",".join(asking),
@@ -83,14 +103,20 @@ def failed_because_all(job_ids: list[str]) -> dict[str, str]:
             for job_id in asking:
                 own = [line for line in steps.stdout.splitlines()
                        if line.partition("|")[0].split(".")[0] == job_id]
-                if own:
-                    _EXPLAINED[job_id] = explaining_step_state("FAILED", "\n".join(own))
-    return {j: _EXPLAINED.get(j, "FAILED") for j in job_ids}
+                told = _told(job_id, own, ended[job_id]) if own else ""
+                if normalize_state(told) in {ended[job_id], *STEP_STATES_THAT_EXPLAIN}:
+                    _SAID[job_id] = told  # not a line accounting has not caught up with
+    return {j: normalize_state(_SAID.get(j, state)) for j, state in ended.items()}
+
+
+def accounting_told(job_id: str) -> bool:
+    """Whether ``ended_because_all`` has accounting's word on the job (else it asks again)."""
+    return job_id in _SAID
 
 
 def failed_because(job_id: str, state: str) -> str:
-    """A FAILED job's state as its steps tell it (``failed_because_all``): asked once,
-    when the notebook reports the failure."""
-    if state != "FAILED":
+    """A FAILED job's state as its steps tell it (``ended_because_all``): asked once,
+    when the notebook reports the failure (a CANCELLED one's, for who cancelled it)."""
+    if state not in ASKED_ABOUT:
         return state
-    return failed_because_all([job_id])[job_id]
+    return ended_because_all({job_id: state})[job_id]

@@ -6,6 +6,9 @@ words: this table is the one place they come from (rules as data).
 
 from __future__ import annotations
 
+import os
+import pwd
+
 from .jobs import normalize_state, phase
 from .node_facts import oom_message
 
@@ -25,14 +28,30 @@ HINTS = {
 SLURM_ENDED_IT = frozenset(HINTS) - {"COMPLETED", "ENDED"}
 
 
+def cancelled_by(said: str) -> str:
+    """`` by you``, `` by alice`` or `` by uid 1234`` for sacct's ``CANCELLED by 1234``;
+    "" for any other state."""
+    words = said.split()
+    if len(words) != 3 or words[1] != "by" or not words[2].isdigit():
+        return ""
+    uid = int(words[2])
+    if uid == os.getuid():
+        return " by you"
+    try:
+        return f" by {pwd.getpwuid(uid).pw_name}"
+    except KeyError:  # a user this host does not know
+        return f" by uid {uid}"
+
+
 def end_hint(state: str, request_mem_mb: float | None = None,
              limit_mb: float | None = None) -> str:
-    """The one line for a job that ended ``state`` without results (for OUT_OF_MEMORY:
-    the memory it asked for and the limit its node enforced, when known)."""
-    state = normalize_state(state)
+    """The one line for a job that ended ``state`` (as sacct says it: ``CANCELLED by
+    1000`` names who) without results; for OUT_OF_MEMORY, the memory it asked for and
+    the limit its node enforced, when known."""
+    said, state = state, normalize_state(state)
     if state == "OUT_OF_MEMORY":
         return oom_message(request_mem_mb, limit_mb)
-    return HINTS.get(state, f"it ended {state}")
+    return HINTS.get(state, f"it ended {state}") + cancelled_by(said)
 
 
 def end_note(state: str, request_mem_mb: float | None = None,
@@ -40,7 +59,6 @@ def end_note(state: str, request_mem_mb: float | None = None,
     """The line a view shows beside a job that ended: why, for a failure or an end Slurm
     cannot explain; "" for a success, a job still in the queue, or a plain FAILED (its
     log and the notebook's error say what the cell raised)."""
-    state = normalize_state(state)
-    if phase(state) in {"failed", "ended"} and state in HINTS:
+    if phase(state) in {"failed", "ended"} and normalize_state(state) in HINTS:
         return end_hint(state, request_mem_mb, limit_mb)
     return ""

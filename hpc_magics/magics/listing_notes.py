@@ -16,7 +16,7 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest, from_dict
-from ..jobfacts import end_line, failed_because_all
+from ..jobfacts import ASKED_ABOUT, end_line, ended_because_all
 from ..scheduler.allocation import (
     NO_ACCOUNT,
     default_account,
@@ -32,15 +32,16 @@ INDENT = " " * 12  # under the state column of the table
 
 def ended_states(folders: Iterable[Any], polled: Mapping[Path, JobStatus]) -> dict[Path, str]:
     """Each listed job's state to show: a FAILED Slurm job's as its steps tell it (a step
-    killed for memory), asked in one sacct for all of them; else the watcher's."""
+    killed for memory), asked in one sacct for all of them with the CANCELLED ones (who
+    cancelled them, for ``end_reason_line``); else the watcher's."""
     shown = {folder.path: polled[folder.path].state for folder in folders}
-    failed = {folder.path: polled[folder.path].job_id for folder in folders
-              if polled[folder.path].state == "FAILED" and polled[folder.path].final
-              and folder.meta().get("backend") == "slurm"}
+    asked = {folder.path: polled[folder.path] for folder in folders
+             if polled[folder.path].state in ASKED_ABOUT
+             and folder.meta().get("backend") == "slurm"}
     away = any(SCHEDULER_UNREACHABLE in (s.note or "") for s in polled.values())
-    if failed and not away:  # while Slurm is away the listing asks nobody
-        said = failed_because_all(list(failed.values()))
-        shown.update((path, said[job_id]) for path, job_id in failed.items())
+    if asked and not away:  # while Slurm is away the listing asks nobody
+        said = ended_because_all({status.job_id: status.state for status in asked.values()})
+        shown.update((path, said[status.job_id]) for path, status in asked.items())
     return shown
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import HpcMagicsError, InternalBug, report_bug
-from ..jobfacts import failed_because_all
+from ..jobfacts import accounting_told, ended_because_all
 from ..scheduler.targets import poll_targets, usage_of
 from ..scheduler.watcher import watcher
 from ..widgets import job as job_widgets
@@ -76,9 +76,10 @@ class Monitor:
                 pass
         failed = [w for w in widgets_now if w.wants_end_state()]
         if failed:  # a step killed for memory leaves the job FAILED: one sacct for all
-            said = failed_because_all([w.handle.job_id for w in failed])
-            for widget in failed:
-                widget.take_end_state(said[widget.handle.job_id])
+            said = ended_because_all({w.handle.job_id: w.handle.status.state for w in failed})
+            for widget in failed:  # asked again next round when accounting could not say
+                if accounting_told(widget.handle.job_id):
+                    widget.take_end_state(said[widget.handle.job_id])
         ended = [w for w in widgets_now if w.wants_usage()]
         if ended:
             try:  # their figures: the user's shared sacct call, never one per widget

@@ -129,7 +129,8 @@ class JobWidget(widgets.VBox):
         self.log_lines = TAIL_LINES
         self.usage: tuple[Any, ...] | None = None  # the job's figures, once accounting has them
         self.usage_note = ""
-        self.end_state: str | None = None  # a FAILED job's state as its steps tell it
+        # a FAILED job's state as its steps tell it (accounting's answer, from the monitor)
+        self.end_state: str | None = None
         self._ended_at: float | None = None
         self.sweep = sweep_section(handle)  # a sweep's tasks, else None
         self._parts.update(status=self.status, story=self.story)
@@ -335,9 +336,10 @@ class JobWidget(widgets.VBox):
         return True
 
     def wants_end_state(self) -> bool:
-        """Ended FAILED on Slurm, and its steps not asked yet whether memory ended it."""
+        """Ended FAILED or CANCELLED on Slurm, and accounting not asked yet whether a step
+        killed for memory ended it, or who cancelled it."""
         status = self.handle.status
-        return (self.end_state is None and status.final and status.state == "FAILED"
+        return (self.end_state is None and status.state in {"FAILED", "CANCELLED"}
                 and self.handle.backend.name == "slurm")
 
     def take_end_state(self, state: str) -> None:

@@ -11,6 +11,8 @@ the watcher takes as settled without asking Slurm, as it does any job that ended
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import re
 import time
 from pathlib import Path
@@ -34,7 +36,12 @@ def test_each_end_slurm_explains_has_its_line_and_the_others_none() -> None:
     assert end_note("TIMEOUT") == TIMEOUT_HINT
     assert end_note("NODE_FAIL") == "its node failed: submit it again"
     assert end_note("PREEMPTED") == "it was preempted: submit it again"
-    assert end_note("CANCELLED by 1000") == "it was cancelled"
+    assert end_note("CANCELLED") == "it was cancelled"
+    assert end_note(f"CANCELLED by {os.getuid()}") == "it was cancelled by you"
+    other = next(u for u in pwd.getpwall() if u.pw_uid != os.getuid())
+    assert end_note(f"CANCELLED by {other.pw_uid}") == f"it was cancelled by {other.pw_name}"
+    unknown = max(u.pw_uid for u in pwd.getpwall()) + 1
+    assert end_note(f"CANCELLED by {unknown}") == f"it was cancelled by uid {unknown}"
     assert end_note("OUT_OF_MEMORY", 200, 200.0) == (
         "the job ran out of memory: it was limited to 200M (--mem=200M); ask for more "
         "with --mem")
@@ -94,8 +101,11 @@ def test_timeout_and_cancel_on_the_cluster_in_the_widget_and_hpc_jobs(
     timed_out = magics.handles[magics.last_job]
     shell.run_cell_magic("sbatch", "-t 5", "import time\ntime.sleep(600)")
     cancelled = magics.handles[magics.last_job]
+    shell.run_cell_magic("sbatch", "-t 5", "import os\nos._exit(3)")  # the job itself fails
+    failed = magics.handles[magics.last_job]
     widgets = {w.handle.job_id: w for w in shown if isinstance(w, JobWidget)}
-    assert set(widgets) == {timed_out.job_id, cancelled.job_id}  # what %%sbatch displayed
+    # what %%sbatch displayed
+    assert set(widgets) == {timed_out.job_id, cancelled.job_id, failed.job_id}
 
     sacct_state(cancelled.job_id, until={"RUNNING"}, timeout=60)
     shell.run_line_magic("hpc_cancel", cancelled.job_id)
@@ -104,21 +114,30 @@ def test_timeout_and_cancel_on_the_cluster_in_the_widget_and_hpc_jobs(
     # the widgets' own monitor (every 5 s) brings the ends in: nothing here polls for them
     deadline = time.monotonic() + 60
     while not ("TIMEOUT:" in widgets[timed_out.job_id].story.value
-               and "CANCELLED:" in widgets[cancelled.job_id].story.value):
+               and "CANCELLED:" in widgets[cancelled.job_id].story.value
+               and "FAILED" in widgets[failed.job_id].status.value):
         assert time.monotonic() < deadline, [w.story.value for w in widgets.values()]
         time.sleep(0.5)
     assert widgets[timed_out.job_id].story.value == f"TIMEOUT: {TIMEOUT_HINT}"
-    assert widgets[cancelled.job_id].story.value == "CANCELLED: it was cancelled"
+    # accounting's "CANCELLED by UID", asked once by the monitor with its FAILED jobs
+    assert widgets[cancelled.job_id].story.value == "CANCELLED: it was cancelled by you"
 
     capsys.readouterr()
     shell.run_line_magic("hpc_jobs", "")
     rows = capsys.readouterr().out.splitlines()
     for handle, state, hint in ((timed_out, "TIMEOUT", TIMEOUT_HINT),
-                                (cancelled, "CANCELLED", "it was cancelled")):
+                                (cancelled, "CANCELLED", "it was cancelled by you")):
         at = next(i for i, row in enumerate(rows) if row.split()[:1] == [handle.job_id])
         assert rows[at].split()[1] == state and rows[at + 1].strip() == hint, rows
+    # a plain FAILED (no step killed for memory, as its steps in sacct say): no line, the
+    # cell's own error and log say why
+    at = next(i for i, row in enumerate(rows) if row.split()[:1] == [failed.job_id])
+    assert rows[at].split()[1] == "FAILED" and not rows[at + 1].startswith(" " * 12), rows
+    assert widgets[failed.job_id].story.value == ""
     with pytest.raises(JobFailed, match=re.escape(TIMEOUT_HINT)):  # the notebook's words
         timed_out.fetch(show=False)
+    with pytest.raises(JobFailed, match="it was cancelled by you"):
+        cancelled.fetch(show=False)
     # what is left of the allocation, from Slurm's own answer for the user's account
     assert any(re.fullmatch(r"allocation: Slurm sets no limit for account \S+ "
                             r"\(\d+\.\d billing-hours used\)", row) for row in rows), rows
