@@ -51,21 +51,53 @@ def end_reason_line(folder: Any, job_id: str, state: str) -> str | None:
     return f"{INDENT}{note}" if note else None
 
 
-def _left_minutes(request: ResourceRequest, status: JobStatus) -> float | None:
-    """CPU-minutes the job may still use: all it asked for while it waits, the rest of
-    its time while it runs (what it used is in sshare's usage already)."""
+def _left_minutes(request_data: Any, running: bool, elapsed_s: float | None) -> float | None:
+    """CPU-minutes a job may still use: all it asked for while it waits, the rest of its
+    time while it runs (what it used is in sshare's usage already)."""
+    try:
+        request = from_dict(request_data or {})
+    except (HpcMagicsError, TypeError, ValueError):
+        return None
     asked = requested_minutes(request)
     if asked is None or not request.time_s:
         return None
-    elapsed = status.detail.elapsed_s if status.detail is not None else None
-    if status.phase == "running" and elapsed:
-        return asked * max(0.0, 1 - elapsed / request.time_s)
+    if running and elapsed_s:
+        return asked * max(0.0, 1 - elapsed_s / request.time_s)
     return asked
+
+
+def _live_jobs(folders: Iterable[Any], polled: Mapping[Path, JobStatus]
+               ) -> list[tuple[str | None, float | None]]:
+    """(account, CPU-minutes it may still use) of each queued or running Slurm job: the
+    notebook's cells, and the kernels and sessions squeue lists (not steps of an
+    allocation of yours: that job is counted as itself)."""
+    from ..kernel.listing import kernel_jobs
+
+    jobs = []
+    for folder in folders:
+        status, meta = polled[folder.path], folder.meta()
+        if status.final or meta.get("backend") != "slurm":
+            continue
+        request = meta.get("request") or {}
+        elapsed = status.detail.elapsed_s if status.detail is not None else None
+        jobs.append((request.get("account"),
+                     _left_minutes(request, status.phase == "running", elapsed)))
+    try:
+        kernels = kernel_jobs()
+    except (HpcMagicsError, OSError):  # squeue or the home is silent: the cells still count
+        kernels = []
+    for meta, job in kernels:
+        if not meta.get("allocation"):
+            request = meta.get("request") or {}
+            jobs.append((request.get("account"),
+                         _left_minutes(request, job.phase == "running", job.elapsed_s)))
+    return jobs
 
 
 def allocation_section(folders: Iterable[Any], polled: Mapping[Path, JobStatus],
                        request: ResourceRequest, profile: ClusterProfile) -> list[str]:
-    """What is left for the accounts of the queued and running Slurm jobs (or, with none,
+    """What is left for the accounts of the queued and running Slurm jobs, kernels and
+    sessions included (or, with none,
     of the notebook's request), and whether their requests would exceed it; nothing
     where there is no Slurm. Starts with a blank line."""
     if request.backend == "local" or not slurm_available():
@@ -73,16 +105,8 @@ def allocation_section(folders: Iterable[Any], polled: Mapping[Path, JobStatus],
     if profile.balance_command:  # the site keeps balances in its own tool
         return ["", *site_balance_lines(profile)]
     wanted: dict[str | None, list[float]] = {}
-    for folder in folders:
-        status, meta = polled[folder.path], folder.meta()
-        if status.final or meta.get("backend") != "slurm":
-            continue
-        try:
-            job_request = from_dict(meta.get("request") or {})
-        except (HpcMagicsError, TypeError, ValueError):
-            continue
-        left = _left_minutes(job_request, status)
-        wanted.setdefault(job_request.account, []).extend([] if left is None else [left])
+    for account, left in _live_jobs(folders, polled):
+        wanted.setdefault(account, []).extend([] if left is None else [left])
     if not wanted:
         wanted[request.account] = []
     if None in wanted and (default := default_account()):

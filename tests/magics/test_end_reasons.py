@@ -24,6 +24,7 @@ from hpc_magics.core.end_reasons import end_note
 from hpc_magics.core.errors import JobFailed
 from hpc_magics.core.node_facts import node_file
 from hpc_magics.jobfolder.folder import JobFolder
+from hpc_magics.kernel.orphans import KERNELS_DIR_ENV
 from hpc_magics.scheduler import allocation
 from hpc_magics.widgets.job import JobWidget
 from hpc_magics.widgets.job_view import JobView
@@ -145,7 +146,8 @@ def test_timeout_and_cancel_on_the_cluster_in_the_widget_and_hpc_jobs(
 
 @pytest.mark.timeout(120)
 def test_hpc_jobs_warns_when_queued_and_running_jobs_would_exceed_the_allocation(
-        shell: Any, slurm_cluster: Any, capsys: pytest.CaptureFixture[str]) -> None:
+        shell: Any, slurm_cluster: Any, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A real job held in the queue, 2 nodes for 20 minutes (40 CPU-minutes), against an
     account with 30 minutes left. The shared test cluster's accounts carry no GrpTRESMins
     limit (setting one would change every helper's and test's accounting), so the
@@ -153,6 +155,9 @@ def test_hpc_jobs_warns_when_queued_and_running_jobs_would_exceed_the_allocation
     and cached as %hpc_jobs's one sshare per account would have cached it."""
     account = allocation.default_account()
     assert account, "the test user has a default account on the test cluster"
+    # kernels and sessions count too (tests/kernel/test_session_widget.py): none here, so
+    # other tests' and helpers' kernels of this user do not
+    monkeypatch.setenv(KERNELS_DIR_ENV, str(tmp_path / "no kernels"))
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm")
     magics = shell.magics_manager.registry["HpcMagics"]
     shell.run_cell_magic("sbatch", "-t 20 -N 2", "#SBATCH --begin=now+3600\nx = 1")
