@@ -5,22 +5,23 @@ says which session ran it, and the widget's Stop ends the session and its job.""
 
 from __future__ import annotations
 
+import getpass
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from hpc_magics.kernel import session as sessions
 from hpc_magics.kernel.orphans import KERNELS_DIR_ENV
-from hpc_magics.scheduler import allocation
+from hpc_magics.scheduler import live
 from hpc_magics.widgets.session import SessionWidget
 
 from .conftest import squeue_ids
-from .test_session import shell
 
-__all__ = ["shell"]  # the fixture: a shell whose sessions are stopped after the test
+if TYPE_CHECKING:  # fixture types only
+    from conftest import ThrowawayAccount
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
 
@@ -34,14 +35,16 @@ def until(check: Any, what: str, timeout: float = 60.0) -> None:
 
 def test_the_session_widget_shows_the_job_and_its_stop_ends_the_session(
         shell: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-        tmp_path: Path) -> None:
+        tmp_path: Path, throwaway_account: ThrowawayAccount) -> None:
     shown: list[Any] = []
     monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
     # this test's own kernel folders: other kernels of the user (other tests', other
     # helpers') would count against the allocation below too
     monkeypatch.setenv(KERNELS_DIR_ENV, str(tmp_path / "kernels"))
     name = f"w{os.getpid()}"
-    shell.run_line_magic("hpc_session", f"start {name} -t 5")
+    account = throwaway_account("hpcm_test_session", getpass.getuser(), "billing=3")
+    live.forget()  # sacctmgr's associations as they are now
+    shell.run_line_magic("hpc_session", f"start {name} -t 5 -A {account}")
     job_id = sessions.get(name).job_id
     [widget] = [w for w in shown if isinstance(w, SessionWidget)]
     assert widget.handle.job_id == job_id and f"session {name}" in widget.status.value
@@ -63,22 +66,13 @@ def test_the_session_widget_shows_the_job_and_its_stop_ends_the_session(
         capsys.readouterr().out
     assert shell.user_ns["x"] == 42
 
-    # the session's job counts against the allocation %hpc_jobs shows (the shared test
-    # cluster's accounts have no limit: the account's sshare answer is a limited account's
-    # line, cached as %hpc_jobs's one sshare per account would have cached it)
-    account = allocation.default_account()
-    assert account
+    # the session's job counts against the allocation %hpc_jobs shows: 5 CPU-minutes at
+    # most on an account with 3 billing-minutes (the test cluster does not enforce limits,
+    # so the session runs)
     shell.magics_manager.registry["HpcMagics"].jobs_dir = str(tmp_path / "jobs")  # no cells
-    saved = dict(allocation._LOOKED)
-    allocation._LOOKED[account] = (time.monotonic(), allocation.parse_sshare(
-        f"{account}||billing=600|billing=599.5\n", account))
-    try:
-        shell.run_line_magic("hpc_jobs", "")
-    finally:
-        allocation._LOOKED.clear()
-        allocation._LOOKED.update(saved)
+    shell.run_line_magic("hpc_jobs", "")
     listing = capsys.readouterr().out
-    assert f"allocation: 0.0 of 10.0 billing-hours left for account {account}" in listing
+    assert f"allocation: 0.1 of 0.1 billing-hours left for account {account}" in listing
     assert f"warning: your 1 queued and running jobs on account {account} may use" in \
         listing, listing
 

@@ -10,13 +10,14 @@ the watcher takes as settled without asking Slurm, as it does any job that ended
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import pwd
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,9 +26,12 @@ from hpc_magics.core.errors import JobFailed
 from hpc_magics.core.node_facts import node_file
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.kernel.orphans import KERNELS_DIR_ENV
-from hpc_magics.scheduler import allocation
+from hpc_magics.scheduler import live
 from hpc_magics.widgets.job import JobWidget
 from hpc_magics.widgets.job_view import JobView
+
+if TYPE_CHECKING:  # fixture types only
+    from conftest import ThrowawayAccount
 
 RECORDED = Path(__file__).parents[1] / "data" / "slurm" / "24.11" / "sacct-recent.txt"
 TIMEOUT_HINT = "it reached its time limit: ask for more with -t"
@@ -146,35 +150,28 @@ def test_timeout_and_cancel_on_the_cluster_in_the_widget_and_hpc_jobs(
 
 @pytest.mark.timeout(120)
 def test_hpc_jobs_warns_when_queued_and_running_jobs_would_exceed_the_allocation(
-        shell: Any, slurm_cluster: Any, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A real job held in the queue, 2 nodes for 20 minutes (40 CPU-minutes), against an
-    account with 30 minutes left. The shared test cluster's accounts carry no GrpTRESMins
-    limit (setting one would change every helper's and test's accounting), so the
-    account's sshare answer is the line a limited account gives, parsed as sshare's own
-    and cached as %hpc_jobs's one sshare per account would have cached it."""
-    account = allocation.default_account()
-    assert account, "the test user has a default account on the test cluster"
+        shell: Any, slurm_cluster: Any, throwaway_account: ThrowawayAccount,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """A real job held in the queue, 2 nodes for 20 minutes (40 CPU-minutes), on an
+    account whose allocation (GrpTRESMins) is 30 billing-minutes."""
+    account = throwaway_account("hpcm_test_listing", getpass.getuser(), "billing=30")
+    live.forget()  # sacctmgr's associations as they are now
     # kernels and sessions count too (tests/kernel/test_session_widget.py): none here, so
     # other tests' and helpers' kernels of this user do not
     monkeypatch.setenv(KERNELS_DIR_ENV, str(tmp_path / "no kernels"))
-    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm")
+    shell.run_line_magic("hpc_resources", f"--profile lab --backend slurm -A {account}")
     magics = shell.magics_manager.registry["HpcMagics"]
     shell.run_cell_magic("sbatch", "-t 20 -N 2", "#SBATCH --begin=now+3600\nx = 1")
     held = magics.handles[magics.last_job]
-    found = allocation.parse_sshare(f"{account}||billing=600|billing=570\n", account)
-    saved = dict(allocation._LOOKED)
-    allocation._LOOKED[account] = (time.monotonic(), found)
     try:
         capsys.readouterr()
         shell.run_line_magic("hpc_jobs", "")
         out = capsys.readouterr().out
     finally:
-        allocation._LOOKED.clear()
-        allocation._LOOKED.update(saved)
         held.cancel(wait_s=0)
     row = next(row.split() for row in out.splitlines() if row.split()[:1] == [held.job_id])
     assert row[1] in {"SUBMITTED", "PENDING"}, out  # queued: it counts against what is left
-    assert f"allocation: 0.5 of 10.0 billing-hours left for account {account}" in out, out
+    assert f"allocation: 0.5 of 0.5 billing-hours left for account {account}" in out, out
     assert (f"warning: your 1 queued and running jobs on account {account} may use 0.7 "
             "billing-hours, more than the 0.5 left") in out, out
