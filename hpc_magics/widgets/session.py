@@ -22,6 +22,9 @@ class SessionWidget(JobWidget):
     def __init__(self, handle: Any, session: str, stop: Callable[[], str]) -> None:
         self.session = session
         self._stop = stop  # ends the session; returns its job id
+        # stopped from here: no second Stop while the job ends (or, for a session that was
+        # a step of your allocation, while that allocation runs on)
+        self.stopped = False
         super().__init__(handle)
 
     def _make_cancel_button(self) -> dict[str, widgets.Widget]:
@@ -36,6 +39,8 @@ class SessionWidget(JobWidget):
         self.status.value = (f"<b>session {html.escape(self.session)}</b> · "
                              f"{self.status.value}")
         self._show("fetch_button", False)  # a session's results come back with each cell
+        if self.stopped:
+            self._show("cancel_button", False)
 
     def _ask_to_cancel(self) -> None:
         self.confirm_text.value = (f"Stop session <code>{html.escape(self.session)}</code> "
@@ -49,6 +54,7 @@ class SessionWidget(JobWidget):
 
         def stop() -> None:
             job_id = self._stop()
+            self.stopped = True
             self.message.value = (f"session {html.escape(self.session)} stopped: its kernel "
                                   f"shut down and its job {html.escape(job_id)} ends")
 

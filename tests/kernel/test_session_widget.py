@@ -85,6 +85,7 @@ def test_the_session_widget_shows_the_job_and_its_stop_ends_the_session(
     assert name in sessions._SESSIONS
     widget.confirm_yes.click()
     assert name not in sessions._SESSIONS  # the session itself ended, not only its job
+    assert widget.cancel_button.layout.display == "none"  # no second Stop while it ends
     assert f"session {name} stopped: its kernel shut down and its job {job_id} ends" in \
         widget.message.value
     until(lambda: not squeue_ids(job_id), lambda: f"job {job_id} still in squeue",
