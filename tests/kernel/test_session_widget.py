@@ -69,7 +69,7 @@ def test_the_session_widget_shows_the_job_and_its_stop_ends_the_session(
     # the session's job counts against the allocation %hpc_jobs shows: 5 CPU-minutes at
     # most on an account with 3 billing-minutes (the test cluster does not enforce limits,
     # so the session runs)
-    shell.magics_manager.registry["HpcMagics"].jobs_dir = str(tmp_path / "jobs")  # no cells
+    shell.magics_manager.registry["HpcMagicsKernel"].jobs_dir = str(tmp_path / "jobs")  # no cells
     shell.run_line_magic("hpc_jobs", "")
     listing = capsys.readouterr().out
     assert f"allocation: 0.1 of 0.1 billing-hours left for account {account}" in listing

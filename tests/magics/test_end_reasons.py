@@ -68,7 +68,7 @@ def recorded_oom() -> tuple[str, str]:
 def test_out_of_memory_in_the_widget_hpc_jobs_and_the_error_alike(
         shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
     job_id, state = recorded_oom()
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     folder = JobFolder.create(magics.jobs_root, "rec-oom")
     folder.write_meta({"name": "rec-oom", "backend": "slurm", "job_id": job_id,
                        "state": state, "state_source": "sacct", "request": {"mem_mb": 64},
@@ -79,7 +79,7 @@ def test_out_of_memory_in_the_widget_hpc_jobs_and_the_error_alike(
     said = ("the job ran out of memory: it was limited to 64M (--mem=64M); ask for more "
             "with --mem")
 
-    handle = magics._handle(job_id)
+    handle = magics.handle_for(job_id)
     with pytest.raises(JobFailed) as failed:
         handle.fetch(show=False)
     assert said in str(failed.value)  # the notebook's error
@@ -101,7 +101,7 @@ def test_timeout_and_cancel_on_the_cluster_in_the_widget_and_hpc_jobs(
     shown: list[Any] = []
     monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     shell.run_cell_magic("sbatch", "-t 1", "import time\ntime.sleep(600)")
     timed_out = magics.handles[magics.last_job]
     shell.run_cell_magic("sbatch", "-t 5", "import time\ntime.sleep(600)")
@@ -172,7 +172,7 @@ def test_hpc_jobs_warns_when_queued_and_running_jobs_would_exceed_the_allocation
     # other tests' and helpers' kernels of this user do not
     monkeypatch.setenv(KERNELS_DIR_ENV, str(tmp_path / "no kernels"))
     shell.run_line_magic("hpc_resources", f"--profile lab --backend slurm -A {account}")
-    magics = shell.magics_manager.registry["HpcMagics"]
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
     shell.run_cell_magic("sbatch", "-t 20 -N 2", "#SBATCH --begin=now+3600\nx = 1")
     held = magics.handles[magics.last_job]
     try:
