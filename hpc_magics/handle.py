@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from .backends.base import Backend
+from .core.end_reasons import SLURM_ENDED_IT
 from .core.errors import HpcMagicsError, JobFailed
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
-from .jobfacts import failed_because, oom_hint
+from .jobfacts import end_reason, failed_because
 from .jobfolder.files import CellResult
 from .jobfolder.folder import JobFolder, check_owned, damaged
 from .scheduler.job_status import UNREACHABLE, JobStatus
@@ -27,17 +28,6 @@ from .shipping.stream import load_results
 
 ProgressCallback = Callable[["JobHandle", str, float], None]
 
-_STATE_HINTS = {
-    "TIMEOUT": "it reached its time limit: ask for more with -t",
-    "CANCELLED": "it was cancelled",
-    "OUT_OF_MEMORY": "it ran out of memory: ask for more with --mem",
-    "NODE_FAIL": "its node failed: submit it again",
-    "PREEMPTED": "it was preempted: submit it again",
-    "COMPLETED": ("Slurm says it COMPLETED, but its result file did not appear (a slow "
-                  "network file system?): try %hpc_fetch again in a minute"),
-    "ENDED": ("it left the queue without results, and without accounting Slurm does not "
-              "say why (time limit, cancel, node failure): see the log"),
-}
 # A network file system can show a finished job's result file seconds late.
 RESULTS_GRACE_S = 30.0
 # A provisional end (results seen, or gone from the queue) waits this long for sacct's word.
@@ -218,7 +208,7 @@ class JobHandle:
             # Slurm ending the job (time limit, cancel, memory) breaks the cell somewhere:
             # say what Slurm did, not the BrokenPipeError it caused
             ended = normalize_state(self.refresh())
-            if ended in _STATE_HINTS and ended not in SUCCESS_STATES and ended != "ENDED":
+            if ended in SLURM_ENDED_IT:
                 raise self._failure(ended, result.remote_traceback or "")
             raise RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
                               f"{result.error_type}: {result.error_message}",
@@ -325,9 +315,7 @@ class JobHandle:
     def _failure(self, state: str, remote: str) -> JobFailed:
         if self.backend.name == "slurm":
             state = failed_because(self.job_id, normalize_state(state))
-        hint = _STATE_HINTS.get(normalize_state(state), f"it ended {state}")
-        if normalize_state(state) == "OUT_OF_MEMORY":
-            hint = oom_hint(self.folder, self.job_id)
+        hint = end_reason(self.folder, self.job_id, normalize_state(state))
         tail = self.log(tail=15)
         message = f"job {self.job_id} has no results: {hint} (log: {self.folder.path})"
         executed = self.folder.meta().get("executed_notebook")

@@ -1,14 +1,19 @@
 """What a job's nodes recorded about it in its folder (``core/node_facts.py``), read
 back for the notebook: the memory peak for %hpc_efficiency, the limit for a job that
-ran out of memory."""
+ran out of memory, and the one line on why a job ended (``core/end_reasons.py``) that the
+notebook's error, the job widget and %hpc_jobs share."""
 
 from __future__ import annotations
 
 import glob
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .core.end_reasons import end_hint, end_note
+from .core.jobs import normalize_state
 from .core.node_facts import (
+    STEP_STATES_THAT_EXPLAIN,
     NodePeak,
     explaining_step_state,
     memory_limit_mb,
@@ -34,26 +39,84 @@ def recorded_peak(folder: Path, job_id: str) -> NodePeak | None:
     return node_peak(node_records(folder, job_id))
 
 
-def oom_hint(folder: Any, job_id: str) -> str:
-    """One line for a job the kernel ended for memory: its limit, and the flag."""
+def _memory(folder: Any, job_id: str) -> tuple[float | None, float | None]:
+    """The --mem the job asked for and the limit its nodes recorded (MB), when known."""
     request = folder.meta().get("request") or {}
     mem_mb = request.get("mem_mb")
-    return oom_message(mem_mb if isinstance(mem_mb, (int, float)) else None,
-                       memory_limit_mb(node_records(folder.path, job_id)))
+    return (mem_mb if isinstance(mem_mb, (int, float)) else None,
+            memory_limit_mb(node_records(folder.path, job_id)))
 
 
-def failed_because(job_id: str, state: str) -> str:
-    """A FAILED job's state as its steps tell it (a step killed for memory): one sacct
-    call, made once when the notebook reports the failure; the job's own state when
-    accounting cannot say."""
+def oom_hint(folder: Any, job_id: str) -> str:
+    """One line for a job the kernel ended for memory: its limit, and the flag."""
+    return oom_message(*_memory(folder, job_id))
+
+
+def end_reason(folder: Any, job_id: str, state: str) -> str:
+    """The one line for a job that ended ``state`` without results (handle.fetch)."""
+    memory = _memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
+    return end_hint(_as_said(job_id, state), *memory)
+
+
+def end_line(folder: Any, job_id: str, state: str) -> str:
+    """What the job widget and %hpc_jobs show beside a job that ended (``end_note``)."""
+    memory = _memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
+    return end_note(_as_said(job_id, state), *memory)
+
+
+# What accounting says of an ended job beyond its state: the step that ended a FAILED job
+# (one killed for memory: OUT_OF_MEMORY), who cancelled a CANCELLED one ("CANCELLED by
+# 1000"). It never changes: each job is asked about once.
+ASKED_ABOUT = frozenset({"FAILED", "CANCELLED"})
+_SAID: dict[str, str] = {}
+
+
+def _told(job_id: str, own: list[str], state: str) -> str:
+    if state == "FAILED":
+        return explaining_step_state(state, "\n".join(own))
+    job_line = next((line for line in own if line.partition("|")[0] == job_id), "")
+    return job_line.partition("|")[2].strip() or state
+
+
+def _as_said(job_id: str, state: str) -> str:
+    """``state`` as accounting said it (who cancelled), when it was asked and agrees."""
+    said = _SAID.get(job_id, "")
+    return said if said and normalize_state(said) == state else state
+
+
+def ended_because_all(ended: Mapping[str, str]) -> dict[str, str]:
+    """Job id → its state, FAILED ones as their steps tell it (a step killed for memory):
+    one sacct call for the FAILED and CANCELLED jobs not asked about before (who
+    cancelled is kept for ``end_line``); a job's own state when accounting cannot say,
+    asked again next time."""
     from .core.errors import HpcMagicsError
     from .scheduler import commands
 
-    if state != "FAILED":
+    asking = sorted(j for j, state in ended.items() if state in ASKED_ABOUT and j not in _SAID)
+    if asking:
+        try:
+            steps = commands.run(["sacct", "-n", "-P", "-j", ",".join(asking),
+                                  "-o", "JobID,State"], timeout=STEPS_TIMEOUT_S)
+        except HpcMagicsError:  # accounting busy or gone: the job's own state is still true
+            steps = None
+        if steps is not None and steps.ok:
+            for job_id in asking:
+                own = [line for line in steps.stdout.splitlines()
+                       if line.partition("|")[0].split(".")[0] == job_id]
+                told = _told(job_id, own, ended[job_id]) if own else ""
+                if normalize_state(told) in {ended[job_id], *STEP_STATES_THAT_EXPLAIN}:
+                    _SAID[job_id] = told  # not a line accounting has not caught up with
+    return {j: normalize_state(_SAID.get(j, state)) for j, state in ended.items()}
+
+
+def accounting_told(job_id: str) -> bool:
+    """Whether ``ended_because_all`` has accounting's word on the job (else it asks again)."""
+    return job_id in _SAID
+
+
+def failed_because(job_id: str, state: str) -> str:
+    """A FAILED job's state as its steps tell it (``ended_because_all``): asked once,
+    when the notebook reports the failure (a CANCELLED one's, for who cancelled it)."""
+    if state not in ASKED_ABOUT:
         return state
-    try:
-        steps = commands.run(["sacct", "-n", "-P", "-j", job_id, "-o", "JobID,State"],
-                             timeout=STEPS_TIMEOUT_S)
-    except HpcMagicsError:  # accounting busy or gone: the job's own state is still true
-        return state
-    return explaining_step_state(state, steps.stdout) if steps.ok else state
+    return ended_because_all({job_id: state})[job_id]

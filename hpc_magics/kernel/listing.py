@@ -44,10 +44,11 @@ def time_left(job: JobSnapshot, now: float) -> str:
     return "-"
 
 
-def kernel_lines(root: Path | None = None, wanted: set[str] | None = None,
-                 fresh: bool = True) -> list[str]:
-    """One line per kernel or session job of this user that squeue still lists; not
-    ``fresh``: from the last view any process saw, asking nobody (Slurm is away)."""
+def kernel_jobs(root: Path | None = None, wanted: set[str] | None = None,
+                fresh: bool = True) -> list[tuple[dict[str, Any], JobSnapshot]]:
+    """Each kernel or session job of this user that squeue still lists: its folder's meta
+    and its queue entry; not ``fresh``: from the last view any process saw, asking nobody
+    (Slurm is away)."""
     base = root or kernels_root()
     folders = [f for f in find_job_folders(base) if f.meta().get("kind") == "kernel"] \
         if base.is_dir() else []
@@ -64,12 +65,20 @@ def kernel_lines(root: Path | None = None, wanted: set[str] | None = None,
         view = last
     else:  # one squeue now, waited for half a second at most (never its whole time-out)
         view = queue.look_now()
-    now, lines = time.time(), []
+    found = []
     for folder in folders:
         meta = folder.meta()
         job = view.find(str(meta.get("job_id", "")))
-        if job is None or (wanted is not None and job.state not in wanted):
-            continue
+        if job is not None and (wanted is None or job.state in wanted):
+            found.append((meta, job))
+    return found
+
+
+def kernel_lines(root: Path | None = None, wanted: set[str] | None = None,
+                 fresh: bool = True) -> list[str]:
+    """One line per kernel or session job of this user that squeue still lists."""
+    now, lines = time.time(), []
+    for meta, job in kernel_jobs(root, wanted, fresh):
         name = str(meta.get("name", ""))
         kind = "session" if name.startswith("kernel-session-") else "kernel"
         if meta.get("allocation"):

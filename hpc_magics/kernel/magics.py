@@ -51,6 +51,7 @@ class SessionMagics(Magics):
         if args.action == "list":
             for name, running in sorted(sessions._SESSIONS.items()):
                 print(f"{name}: job {running.job_id} ({running.folder})")
+                show_session(name, running)
             if not sessions._SESSIONS:
                 print("[hpc_magics] no sessions: %hpc_session start NAME [sbatch options]")
             offer_left_behind()
@@ -75,6 +76,7 @@ class SessionMagics(Magics):
             raise UsageError(str(error)) from None
         print(f"[hpc_magics] session {args.name}: job {started.job_id} runs the kernel; "
               f"%%sbatch --session {args.name} runs a cell there")
+        show_session(args.name, started)
         return None
 
 
@@ -99,6 +101,22 @@ class SessionMagics(Magics):
         if left and action == "pull":
             print(f"[hpc_magics] not in session {name} (or not picklable, so kept there): "
                   f"{', '.join(left)}", file=sys.stderr)
+
+
+def show_session(name: str, session: Any) -> Any:
+    """Display the session's job widget (state, node, time left, Stop); return it (None
+    without ipywidgets: the printed lines say the same)."""
+    from IPython.display import display
+
+    from . import session as sessions
+
+    try:
+        from ..magics.widget_monitor import session_widget
+    except ImportError:
+        return None
+    widget = session_widget(session.handle, name, lambda: sessions.stop(name))
+    display(widget)
+    return widget
 
 
 def offer_left_behind() -> None:

@@ -47,6 +47,7 @@ class Session:
     manager: Any
     client: Any
     sent: dict[str, bytes | None] = field(default_factory=dict)  # name → fingerprint
+    _handle: Any = field(default=None, repr=False)
 
     @property
     def job_id(self) -> str:
@@ -55,6 +56,23 @@ class Session:
     @property
     def folder(self) -> Path:
         return Path(self.manager.provisioner.folder.path)
+
+    @property
+    def handle(self) -> Any:
+        """The session's job as a job handle (the job widget shows it, fed by the watcher)."""
+        if self._handle is None:
+            from ..backends import get_backend
+            from ..handle import JobHandle
+
+            folder = self.manager.provisioner.folder
+            self._handle = JobHandle(self.job_id, get_backend("slurm"), folder,
+                                     str(folder.meta().get("name", "")))
+        return self._handle
+
+    @property
+    def host(self) -> str:
+        """The compute node the session's kernel runs on ("" before it said)."""
+        return str(self.manager.provisioner.folder.meta().get("host") or "")
 
     @classmethod
     def start(cls, name: str, request: ResourceRequest, python: str,

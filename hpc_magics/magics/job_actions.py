@@ -157,14 +157,18 @@ class JobActionMagics(Magics):
             polled = watcher().poll(folders)
         except HpcMagicsError:
             polled = {f.path: watcher().latest(f) for f in folders}
+        from .listing_notes import allocation_section, end_reason_line, ended_states
+
+        states = ended_states(folders, polled)  # a FAILED job killed for memory: its OOM
         lines = [f"{'job':>10}  {'state':<12} {'backend':<7} name / folder"]
         for folder in folders:
-            meta, status = folder.meta(), polled[folder.path]
-            if wanted is not None and status.state not in wanted:
+            meta, status, state = folder.meta(), polled[folder.path], states[folder.path]
+            if wanted is not None and state not in wanted:
                 continue
             note = f" ({status.note})" if status.note else ""
-            lines.append(f"{status.job_id:>10}  {status.state:<12} "
+            lines.append(f"{status.job_id:>10}  {state:<12} "
                          f"{meta.get('backend', ''):<7} {meta.get('name', '')}{note}")
+            lines += filter(None, [end_reason_line(folder, status.job_id, state)])
         if len(lines) == 1:
             lines.append(f"(no jobs under {self.session.jobs_root})")
         from ..kernel.listing import HEADER, kernel_lines
@@ -178,5 +182,8 @@ class JobActionMagics(Magics):
             kernels = []
         if kernels:
             lines += ["", "Jupyter kernels and sessions on compute nodes:", HEADER, *kernels]
+        if not away:  # the allocation, where Slurm is here and knows it
+            lines += allocation_section(folders, polled, self.session.request,
+                                        self.session._profile(self.session.request))
         print("\n".join(lines))
         return None

@@ -44,6 +44,7 @@ class JobRow:
     elapsed: str
     where: str  # nodes, or the pending reason
     folder: Any = None  # this notebook's job folder, when the job has one
+    why: str = ""  # why Slurm ended it, with the fix (core/end_reasons.py)
 
 
 _RECENT: dict[str, tuple[float, Any]] = {}
@@ -80,6 +81,8 @@ def all_jobs(folders: list[Any]) -> tuple[list[JobRow], str]:
     by_id = {str(f.meta().get("job_id", "")): f for f in folders}
 
     from ..backends.job_index import entries, folders_for
+    from ..core.end_reasons import end_note
+    from ..jobfacts import end_line
 
     indexed = entries()
 
@@ -106,9 +109,11 @@ def all_jobs(folders: list[Any]) -> tuple[list[JobRow], str]:
             continue
         usage = record.usage
         elapsed = units.format_duration(usage.elapsed_s) if usage and usage.elapsed_s else ""
+        folder = folder_of(record.job_id)
+        why = end_line(folder, record.job_id, record.state) if folder is not None \
+            else end_note(record.state)
         ended.append(JobRow(record.job_id, record.state, usage.name if usage else "", "",
-                            elapsed, usage.node_list if usage else "",
-                            folder_of(record.job_id)))
+                            elapsed, usage.node_list if usage else "", folder, why))
     return rows + sorted(ended, key=_newest_first), "; ".join(notes)
 
 
@@ -130,6 +135,7 @@ def rows_text(rows: list[JobRow], note: str) -> str:
     for row in rows:
         lines.append(f"{row.job_id:>12}  {row.state:<12} {row.partition:<9} {row.elapsed:>8}  "
                      f"{row.where:<16} {row.name}")
+        lines += [f"{'':>14}{row.why}"] if row.why else []
     if not rows:
         lines.append("(no jobs)")
     if note:
@@ -161,7 +167,8 @@ class JobsTable:
             text = widgets.HTML(
                 f"<code>{_escape(row.job_id)}</code> <b>{_escape(row.state)}</b> "
                 f"{_escape(row.partition)} {_escape(row.elapsed)} "
-                f"{_escape(row.where)} {_escape(row.name)}")
+                f"{_escape(row.where)} {_escape(row.name)}"
+                + (f" · <i>{_escape(row.why)}</i>" if row.why else ""))
             mine: dict[str, Any] = {}
             if not job_states.is_final(row.state):
                 mine["cancel"] = widgets.Button(description="Cancel", button_style="danger")

@@ -19,6 +19,8 @@ def run_in_session(shell: Any, name: str, cell: str) -> None:
     """The cell in the session; its assigned names come back."""
     try:
         session = sessions.get(name)
+        on = f" on {session.host}" if session.host else ""
+        print(f"[hpc_magics] session {name}: job {session.job_id}{on} runs this cell")
         session.run(cell, shell.user_ns)
     except HpcMagicsError as error:
         remote = getattr(error, "remote_traceback", "")

@@ -10,9 +10,11 @@ import contextlib
 import html
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import HpcMagicsError, InternalBug, report_bug
+from ..jobfacts import accounting_told, ended_because_all
 from ..scheduler.targets import poll_targets, usage_of
 from ..scheduler.watcher import watcher
 from ..widgets import job as job_widgets
@@ -72,6 +74,12 @@ class Monitor:
                 raise  # said under the widgets (``_loop``), never swallowed
             except HpcMagicsError:
                 pass
+        failed = [w for w in widgets_now if w.wants_end_state()]
+        if failed:  # a step killed for memory leaves the job FAILED: one sacct for all
+            said = ended_because_all({w.handle.job_id: w.handle.status.state for w in failed})
+            for widget in failed:  # asked again next round when accounting could not say
+                if accounting_told(widget.handle.job_id):
+                    widget.take_end_state(said[widget.handle.job_id])
         ended = [w for w in widgets_now if w.wants_usage()]
         if ended:
             try:  # their figures: the user's shared sacct call, never one per widget
@@ -94,5 +102,14 @@ MONITOR = Monitor()
 
 def job_widget(handle: Any) -> JobWidget:
     widget = JobWidget(handle)
+    MONITOR.add(widget)
+    return widget
+
+
+def session_widget(handle: Any, session: str, stop: Callable[[], str]) -> JobWidget:
+    """A session's job widget (``%hpc_session``); Stop calls ``stop``, which ends it."""
+    from ..widgets.session import SessionWidget
+
+    widget = SessionWidget(handle, session, stop)
     MONITOR.add(widget)
     return widget

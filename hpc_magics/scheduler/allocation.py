@@ -2,7 +2,8 @@
 
 Slurm knows an allocation when the site sets a ``GrpTRESMins`` limit on the account's
 association (``billing=`` or ``cpu=`` minutes); ``sshare`` gives that limit and the usage
-so far (``GrpTRESRaw``) in one answer, asked once per session (``live.ask``). Sites that
+so far (``GrpTRESRaw``) in one answer, asked at most once in ``ALLOCATION_MAX_AGE_S`` per
+account (the dry-run and %hpc_jobs share the answer). Sites that
 keep balances elsewhere name their own command in the profile (``balance_command``): its
 first line is shown as it is. A request that would use more than is left gets one warning.
 """
@@ -10,6 +11,8 @@ first line is shown as it is. A request that would use more than is left gets on
 from __future__ import annotations
 
 import getpass
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..core.errors import HpcMagicsError
@@ -20,6 +23,8 @@ from . import commands
 from .live import ask
 
 TRES_ORDER = ("billing", "cpu")  # which limit counts, when the site sets several
+ALLOCATION_MAX_AGE_S = 300.0  # usage moves by the hour: one sshare per account in 5 minutes
+_LOOKED: dict[str, tuple[float, Allocation | None]] = {}
 
 
 @dataclass(frozen=True)
@@ -74,26 +79,62 @@ def requested_minutes(request: ResourceRequest) -> float | None:
     return request.time_s / 60 * request.node_count * cpus
 
 
+def account_allocation(account: str) -> Allocation | None:
+    """What sshare says of the account (None: nothing), asked again after the cache ages."""
+    now = time.monotonic()
+    cached = _LOOKED.get(account)
+    if cached is not None and now - cached[0] < ALLOCATION_MAX_AGE_S:
+        return cached[1]
+    try:
+        shares = commands.run(["sshare", "-n", "-P", "-A", account, "-o",
+                               "Account,User,GrpTRESMins,GrpTRESRaw"], timeout=20)
+    except HpcMagicsError:  # the controller is busy: said as "says nothing", asked again later
+        return None
+    found = parse_sshare(shares.stdout, account) if shares.ok else None
+    _LOOKED[account] = (now, found)
+    return found
+
+
+def site_balance_lines(profile: ClusterProfile) -> list[str]:
+    """The first line of the site's own balance command (the profile names it)."""
+    try:
+        answer = commands.run(list(profile.balance_command), timeout=20)
+    except HpcMagicsError as error:  # the site's tool is missing: say so, never refuse
+        return [f"allocation: {profile.balance_command[0]} could not run ({error})"]
+    first = next((line.strip() for line in answer.stdout.splitlines() if line.strip()),
+                 answer.first_error_line())
+    return [f"allocation ({profile.balance_command[0]}): {first}"]
+
+
 def allocation_lines(request: ResourceRequest, profile: ClusterProfile) -> list[str]:
     """One line on what is left (and a warning line when the request needs more)."""
     if profile.balance_command:
-        try:
-            answer = commands.run(list(profile.balance_command), timeout=20)
-        except HpcMagicsError as error:  # the site's tool is missing: say so, never refuse
-            return [f"allocation: {profile.balance_command[0]} could not run ({error})"]
-        first = next((line.strip() for line in answer.stdout.splitlines() if line.strip()),
-                     answer.first_error_line())
-        return [f"allocation ({profile.balance_command[0]}): {first}"]
+        return site_balance_lines(profile)
     account = request.account or default_account()
     if not account:
-        return ["allocation: unknown (no account named, and Slurm gave no default account)"]
-    shares = ask(["sshare", "-n", "-P", "-A", account, "-o",
-                  "Account,User,GrpTRESMins,GrpTRESRaw"])
-    found = None if isinstance(shares, str) or not shares.ok else \
-        parse_sshare(shares.stdout, account)
+        return [NO_ACCOUNT]
+    found = account_allocation(account)
     if found is None:
         return [f"allocation: sshare says nothing about account {account}"]
     return describe(found, request)
+
+
+NO_ACCOUNT = "allocation: unknown (no account named, and Slurm gave no default account)"
+
+
+def queue_lines(account: str, left_in_jobs_min: Iterable[float]) -> list[str]:
+    """What is left of ``account``, and a warning when the queued and running jobs'
+    requests (``left_in_jobs_min``: CPU-minutes each may still use) add up to more."""
+    found = account_allocation(account)
+    if found is None:
+        return [f"allocation: sshare says nothing about account {account}"]
+    lines = describe(found, ResourceRequest())
+    wanted = list(left_in_jobs_min)
+    if found.left_min is not None and sum(wanted) > found.left_min:
+        lines.append(f"warning: your {len(wanted)} queued and running jobs on account "
+                     f"{account} may use {sum(wanted) / 60:.1f} {found.tres}-hours, more "
+                     f"than the {found.left_min / 60:.1f} left")
+    return lines
 
 
 def describe(found: Allocation, request: ResourceRequest) -> list[str]:

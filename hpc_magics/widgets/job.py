@@ -28,6 +28,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
+from ..jobfacts import end_line
 from .job_view import JobView
 from .segments import segment_html, segment_note
 from .sweep_view import sweep_section
@@ -46,21 +47,26 @@ EXTRA_LINES: list[Callable[[JobWidget], str]] = []
 EXTRA_SECTIONS: list[Callable[[JobWidget], widgets.Widget | None]] = []
 
 
-def view_of(handle: Any) -> JobView:
+def view_of(handle: Any, end_state: str | None = None) -> JobView:
+    """The handle's snapshot as the widget shows it; ``end_state``: the state its steps
+    tell for a FAILED job (a step killed for memory), as the monitor found it."""
     status = handle.status
     detail = status.detail
+    state = end_state if end_state and status.final else status.state
     elapsed: float | None = None
     if detail is not None and detail.elapsed_s is not None:
         # the queue's figure is from its last answer: count on from there while it runs
         running = status.phase == "running"
         elapsed = detail.elapsed_s + (max(0.0, time.time() - status.detail_at)
                                       if running and status.detail_at else 0.0)
-    return JobView(handle.job_id, handle.name, status.state, handle.backend.name,
+    return JobView(handle.job_id, handle.name, state, handle.backend.name,
                    str(handle.folder.path), handle.fetched,
                    reason=detail.reason if detail else "",
                    start_time=detail.start_time if detail else None,
                    elapsed_s=elapsed, time_limit_s=detail.time_limit_s if detail else None,
-                   node_list=detail.node_list if detail else "", note=status.note)
+                   node_list=detail.node_list if detail else "", note=status.note,
+                   end_note=end_line(handle.folder, handle.job_id, state)
+                   if status.final else "")
 
 
 def _shown(widget: widgets.Widget, visible: bool) -> None:
@@ -123,6 +129,8 @@ class JobWidget(widgets.VBox):
         self.log_lines = TAIL_LINES
         self.usage: tuple[Any, ...] | None = None  # the job's figures, once accounting has them
         self.usage_note = ""
+        # a FAILED job's state as its steps tell it (accounting's answer, from the monitor)
+        self.end_state: str | None = None
         self._ended_at: float | None = None
         self.sweep = sweep_section(handle)  # a sweep's tasks, else None
         self._parts.update(status=self.status, story=self.story)
@@ -225,7 +233,7 @@ class JobWidget(widgets.VBox):
     # ------------------------------------------------------------------ rendering
     def render(self) -> None:
         self.rendered_key = self.key()
-        view = view_of(self.handle)
+        view = view_of(self.handle, self.end_state)
         self.status.value = view.status_html() + segment_html(self.handle.folder.path)
         story = view.story()
         extra = [line for line in (hook(self) for hook in EXTRA_LINES) if line]
@@ -254,7 +262,7 @@ class JobWidget(widgets.VBox):
         status = self.handle.status
         detail = status.detail
         moving = int(time.time() // REFRESH_INTERVAL_S) if status.phase == "running" else 0
-        return (status.state, status.note, self.handle.fetched, moving,
+        return (status.state, self.end_state, status.note, self.handle.fetched, moving,
                 (detail.reason, detail.start_time, detail.node_list) if detail else None,
                 self._log_size(), self.usage is not None, self.usage_note,
                 segment_note(self.handle.folder.path),
@@ -326,6 +334,16 @@ class JobWidget(widgets.VBox):
             self.usage_note = "no efficiency figures: accounting never answered"
             return False
         return True
+
+    def wants_end_state(self) -> bool:
+        """Ended FAILED or CANCELLED on Slurm, and accounting not asked yet whether a step
+        killed for memory ended it, or who cancelled it."""
+        status = self.handle.status
+        return (self.end_state is None and status.state in {"FAILED", "CANCELLED"}
+                and self.handle.backend.name == "slurm")
+
+    def take_end_state(self, state: str) -> None:
+        self.end_state = state
 
     def take_usage(self, usage: tuple[Any, ...] | None) -> None:
         if usage is None:

@@ -29,6 +29,8 @@ class JobView:
     time_limit_s: float | None = None
     node_list: str = ""
     note: str = ""  # the watcher's note, e.g. "accounting unreachable"
+    # why it ended, with the fix (core/end_reasons.py: the notebook's error says the same)
+    end_note: str = ""
 
     @property
     def phase(self) -> str:
@@ -61,7 +63,8 @@ class JobView:
 
     def story(self, now: float | None = None) -> str:
         """One line of what is going on: why it waits and until when, or where it runs and
-        how far into its time it is. Empty once it has ended (no stale running line)."""
+        how far into its time it is. Once it has ended, why, when Slurm ended it (else
+        empty: no stale running line)."""
         now = time.time() if now is None else now
         if self.phase == "pending" and self.backend != "local":
             why = plain_reason(self.reason) if self.reason else \
@@ -82,4 +85,6 @@ class JobView:
                 if self.time_limit_s:
                     parts.append(f"{format_duration(self.time_limit_s - self.elapsed_s)} left")
             return "running " + " · ".join(parts) if parts else "running"
+        if self.end_note:
+            return f"{self.state}: {self.end_note}"
         return ""

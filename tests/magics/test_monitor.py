@@ -108,7 +108,9 @@ def test_pending_story_and_a_confirmed_cancel(lab: Any, sacct_state: Any) -> Non
     assert sacct_state(handle.job_id, until={"CANCELLED"}) == "CANCELLED"
     assert tick_until([widget], lambda: "CANCELLED" in widget.status.value, 30), \
         widget.status.value
-    assert widget.story.value == "" and not shown(widget.cancel_button)
+    # why it ended, as the notebook's error says it (accounting adds who cancelled it)
+    assert widget.story.value.startswith("CANCELLED: it was cancelled"), widget.story.value
+    assert not shown(widget.cancel_button)
     assert shown(widget.fetch_button)  # it says why there are no results
 
 
@@ -195,7 +197,11 @@ def test_failed_timeout_and_efficiency_figures(lab: Any,
     assert tick_until(widgets, lambda: all(w.handle.status.definite for w in widgets)
                       and widgets[2].usage is not None, 240), [w.handle.status for w in widgets]
     assert [w.handle.status.state for w in widgets] == ["FAILED", "TIMEOUT", "COMPLETED"]
-    assert all(w.story.value == "" and not shown(w.cancel_button) for w in widgets)
+    assert not any(shown(w.cancel_button) for w in widgets)
+    # Slurm ended the second: why, as the notebook's error says it; the cell's own error
+    # (a plain FAILED) and a success need no line
+    assert [w.story.value for w in widgets] == [
+        "", "TIMEOUT: it reached its time limit: ask for more with -t", ""]
     assert tick_until(widgets[1:2], lambda: widgets[1].usage is not None, 60)
     assert "hit its time limit (1m)" in widgets[1].efficiency.value
     capsys.readouterr()
