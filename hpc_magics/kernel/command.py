@@ -17,7 +17,7 @@ from ..core.resources import ResourceRequest, updated
 from ..core.sbatch import cost_line
 from ..core.sites import default_profile_name
 from .spec import PROVISIONER_NAME, KernelRequest, display_name
-from .tunnel import TUNNELS
+from .tunnel_routes import TUNNELS
 
 
 def add_parser(subcommands: argparse._SubParsersAction) -> None:

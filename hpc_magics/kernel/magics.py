@@ -12,7 +12,7 @@ from IPython.core.magic_arguments import argument
 from ..core.errors import HpcMagicsError
 from ..magics.arguments import lazy_magic_arguments as magic_arguments
 from ..magics.arguments import parsed_arguments, resource_arguments
-from .tunnel import TUNNELS
+from .tunnel_routes import TUNNELS
 
 
 def _hpc(shell: Any) -> Any:
