@@ -258,16 +258,22 @@ rr_venv() {
   t0=$(date +%s)
   rr_log "venv $RR_VENV: pip install -e $clone and its test extra without torch (log: $log)"
   # the test extra's requirements, torch excepted, read from pyproject.toml by the root's python
+  # The extra's own extras (hpc_magics[server]) go on the editable install: Debian 12's pip
+  # 23.0 refuses "-e CLONE" beside "hpc_magics[server]" ("does not provide the extra").
   mapfile -t extra < <(chroot "$RR_ROOT" python3 -c '
-import sys, tomllib
+import re, sys, tomllib
 deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["test"]
-print("\n".join(d for d in deps if not d.replace(" ", "").startswith("torch")))' "$clone/pyproject.toml")
-  [ ${#extra[@]} -gt 0 ] || rr_die "no test extra read from $clone/pyproject.toml"
+own = [re.match(r"hpc[-_]magics\[(.*)\]", d.replace(" ", "")) for d in deps]
+print(",".join(m.group(1) for m in own if m))
+print("\n".join(d for d, m in zip(deps, own) if not m and not d.replace(" ", "").startswith("torch")))' "$clone/pyproject.toml")
+  [ ${#extra[@]} -gt 1 ] || rr_die "no test extra read from $clone/pyproject.toml"
+  local editable=$clone${extra[0]:+[${extra[0]}]}
+  extra=("${extra[@]:1}")
   [ -x "$RR_VENV/bin/python" ] || chroot "$RR_ROOT" python3 -m venv "$RR_VENV" >"$log" 2>&1 \
     || rr_die "python3 -m venv $RR_VENV failed" "$log"
   # HATCH_BUILD_NO_HOOKS: the labextension is prebuilt in the clone (the root has no node)
   if ! chroot "$RR_ROOT" env -i PATH=/usr/bin:/bin HOME=/root HATCH_BUILD_NO_HOOKS=true \
-        "$RR_VENV/bin/pip" install --disable-pip-version-check -q -e "$clone" "${extra[@]}" >>"$log" 2>&1; then
+        "$RR_VENV/bin/pip" install --disable-pip-version-check -q -e "$editable" "${extra[@]}" >>"$log" 2>&1; then
     rr_die "pip install into $RR_VENV failed" "$log"
   fi
   chmod -R go+rX "$RR_VENV"
