@@ -82,6 +82,22 @@ ConstrainDevices=yes
 EOF
 }
 
+# ------------------------------------------------------------------ fault drills
+# The drills (tests/drills, on the login host through `exec`) stop and start daemons with
+# `sudo scripts/slurm-cluster stop-daemon|start-daemon|kill-node` in the login host's
+# namespaces (the root's /run, pid files and this machine's process numbering are the
+# same there). A daemon started from a host other than "ctl" starts on "ctl" all the same,
+# as the controller's host would start it: slurmctld accepts only SlurmctldHost's name,
+# and the login host's /tmp is not the controller's (a node's slurmd makes its own host
+# inside, start_slurmd).
+eval "host_$(declare -f spawn)"
+spawn() {
+  local logfile=$1; shift
+  if [ "$(hostname)" = ctl ]; then host_spawn "$logfile" "$@"; return; fi
+  host_spawn "$logfile" unshare --uts --mount --propagation private -- /bin/sh -c \
+    'hostname ctl; if mountpoint -q /tmp; then umount -l /tmp; fi; exec "$@"' sh "$@"
+}
+
 eval "host_$(declare -f write_configs)"
 write_configs() {
   local changed=1
