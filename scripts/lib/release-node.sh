@@ -73,7 +73,7 @@ cgroup_conf() {
 CgroupPlugin=cgroup/v1
 CgroupMountpoint=/sys/fs/cgroup
 # the job's cpuset holds the CPUs it was given; the nodes claim 4 CPUs on a 2-core machine
-# (config_overrides) and slurmd maps the 2 it lacks onto the 2 it has (cpuset 0 or 1, 0-1)
+# (config_overrides): slurmd takes the ids it lacks modulo the 2 it has (xcpuinfo_abs_to_mac)
 ConstrainCores=yes
 ConstrainRAMSpace=yes
 AllowedRAMSpace=100
