@@ -6,7 +6,8 @@
 #    listens on its own loopback address 127.0.0.1K; the controller's daemons run on
 #    host "ctl", `exec` on host "login". All of them share one network namespace (no veth
 #    interfaces can be made on these machines), the root's /run, /home and the clone.
-#  - cgroups: jobs are confined (memory, devices, processes) through cgroup v1.
+#  - cgroups: jobs are confined (memory, devices, cores, processes) through cgroup v1.
+#  - node-local scratch: $SLURM_TMPDIR per job on each node (Prolog, TaskProlog, Epilog).
 
 HOSTS_DIR=/var/lib/hpcm-hosts
 # the hosts' addresses; NodeAddr makes slurmctld reach each slurmd on its own address
@@ -62,7 +63,7 @@ prepare_release_hosts() {
 CGROUP_CONTROLLERS="memory devices freezer cpuset cpuacct pids"
 
 containment_conf() {
-  printf '%s\n' "# cgroups confine jobs (cgroup.conf): memory, devices; processes tracked by cgroup" \
+  printf '%s\n' "# cgroups confine jobs (cgroup.conf): memory, devices, cores; processes tracked by cgroup" \
     ProctrackType=proctrack/cgroup TaskPlugin=task/cgroup
 }
 
@@ -71,8 +72,9 @@ cgroup_conf() {
 # written by scripts/slurm-cluster (hpc_magics test cluster, --release) - edits are overwritten
 CgroupPlugin=cgroup/v1
 CgroupMountpoint=/sys/fs/cgroup
-# the nodes claim 4 CPUs each on a 2-core machine: a cpuset of CPUs it lacks cannot be made
-ConstrainCores=no
+# the job's cpuset holds the CPUs it was given; the nodes claim 4 CPUs on a 2-core machine
+# (config_overrides): slurmd takes the ids it lacks modulo the 2 it has (xcpuinfo_abs_to_mac)
+ConstrainCores=yes
 ConstrainRAMSpace=yes
 AllowedRAMSpace=100
 ConstrainSwapSpace=no
@@ -80,11 +82,31 @@ ConstrainDevices=yes
 EOF
 }
 
+# ------------------------------------------------------------------ fault drills
+# The drills (tests/drills, on the login host through `exec`) stop and start daemons with
+# `sudo scripts/slurm-cluster stop-daemon|start-daemon|kill-node` in the login host's
+# namespaces (the root's /run, pid files and this machine's process numbering are the
+# same there). A daemon started from a host other than "ctl" starts on "ctl" all the same,
+# as the controller's host would start it: slurmctld accepts only SlurmctldHost's name,
+# and the login host's /tmp is not the controller's (a node's slurmd makes its own host
+# inside, start_slurmd).
+eval "host_$(declare -f spawn)"
+spawn() {
+  local logfile=$1; shift
+  if [ "$(hostname)" = ctl ]; then host_spawn "$logfile" "$@"; return; fi
+  host_spawn "$logfile" unshare --uts --mount --propagation private -- /bin/sh -c \
+    'hostname ctl; if mountpoint -q /tmp; then umount -l /tmp; fi; exec "$@"' sh "$@"
+}
+
 eval "host_$(declare -f write_configs)"
 write_configs() {
   local changed=1
   host_write_configs && changed=0
   cgroup_conf | write_if_changed /etc/slurm/cgroup.conf 644 root:root && changed=0
+  # the scripts are read at each job: a change needs no restart
+  scratch_script prolog | write_if_changed "$SCRATCH_PROLOG" 755 root:root || true
+  scratch_script epilog | write_if_changed "$SCRATCH_EPILOG" 755 root:root || true
+  scratch_script task-prolog | write_if_changed "$SCRATCH_TASK_PROLOG" 755 root:root || true
   return $changed
 }
 
@@ -132,8 +154,42 @@ start_slurmd() {
   die "slurmd $1 did not start" "/var/log/slurm/slurmd-$1.out"
 }
 
+# ------------------------------------------------------------ node-local scratch
+# $SLURM_TMPDIR as the Alliance's clusters set it: a folder of the job's own on each of its
+# nodes, /localscratch/USER.JOBID.0 (each node's /localscratch is its own), made by the
+# Prolog (as root, on every node at allocation: PrologFlags=Alloc), exported to every task
+# by the TaskProlog (the batch script's too) and removed by the Epilog at the job's end.
+SCRATCH_PROLOG=/etc/slurm/hpcm-prolog
+SCRATCH_EPILOG=/etc/slurm/hpcm-epilog
+SCRATCH_TASK_PROLOG=/etc/slurm/hpcm-task-prolog
+
+node_scratch_conf() {
+  printf '%s\n' "# per-job node-local scratch (\$SLURM_TMPDIR), made and removed by the node" \
+    "Prolog=$SCRATCH_PROLOG" "Epilog=$SCRATCH_EPILOG" "TaskProlog=$SCRATCH_TASK_PROLOG" \
+    PrologFlags=Alloc
+}
+
+# scratch_script prolog|epilog|task-prolog: the script (no search path: absolute commands)
+scratch_script() {
+  printf '%s\n' '#!/bin/sh' "# written by scripts/slurm-cluster (--release): per-job \$SLURM_TMPDIR"
+  # shellcheck disable=SC2016
+  printf '%s\n' 'case "$SLURM_JOB_ID" in ""|*[!0-9]*) exit 0 ;; esac' \
+    'user=${SLURM_JOB_USER:-$(/usr/bin/id -un)}' 'dir=/localscratch/$user.$SLURM_JOB_ID.0'
+  case "$1" in
+    # a failing Prolog would drain the node: the job then runs without SLURM_TMPDIR
+    # (staging falls back to a private folder in /tmp) and the task prolog says nothing
+    prolog) echo '/usr/bin/install -d -m 700 -o "$SLURM_JOB_UID" -g "$(/usr/bin/id -g "$SLURM_JOB_UID")" "$dir" || exit 0' ;;
+    epilog) echo '/bin/rm -rf --one-file-system -- "$dir"' ;;
+    task-prolog) echo '[ -d "$dir" ] && echo "export SLURM_TMPDIR=$dir"' ;;
+  esac
+  echo 'exit 0'
+}
+
 eval "host_$(declare -f slurm_conf)"
-slurm_conf() { host_slurm_conf "$@" | sed 's|^SlurmdPidFile=.*|SlurmdPidFile=/run/slurm/slurmd-%n.nodepid|'; }
+slurm_conf() {
+  host_slurm_conf "$@" | sed 's|^SlurmdPidFile=.*|SlurmdPidFile=/run/slurm/slurmd-%n.nodepid|' \
+    | awk -v extra="$(node_scratch_conf)" '/^NodeName=/ && !done {print extra; done = 1} {print}'
+}
 
 # prepare_host, plus the hosts' names and folders; Debian unstable's client library (and
 # so its slurmdbd) looks for the server's socket in /run/mariadbd: the same folder

@@ -258,16 +258,22 @@ rr_venv() {
   t0=$(date +%s)
   rr_log "venv $RR_VENV: pip install -e $clone and its test extra without torch (log: $log)"
   # the test extra's requirements, torch excepted, read from pyproject.toml by the root's python
+  # The extra's own extras (hpc_magics[server]) go on the editable install: Debian 12's pip
+  # 23.0 refuses "-e CLONE" beside "hpc_magics[server]" ("does not provide the extra").
   mapfile -t extra < <(chroot "$RR_ROOT" python3 -c '
-import sys, tomllib
+import re, sys, tomllib
 deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["test"]
-print("\n".join(d for d in deps if not d.replace(" ", "").startswith("torch")))' "$clone/pyproject.toml")
-  [ ${#extra[@]} -gt 0 ] || rr_die "no test extra read from $clone/pyproject.toml"
+own = [re.match(r"hpc[-_]magics\[(.*)\]", d.replace(" ", "")) for d in deps]
+print(",".join(m.group(1) for m in own if m))
+print("\n".join(d for d, m in zip(deps, own) if not m and not d.replace(" ", "").startswith("torch")))' "$clone/pyproject.toml")
+  [ ${#extra[@]} -gt 1 ] || rr_die "no test extra read from $clone/pyproject.toml"
+  local editable=$clone${extra[0]:+[${extra[0]}]}
+  extra=("${extra[@]:1}")
   [ -x "$RR_VENV/bin/python" ] || chroot "$RR_ROOT" python3 -m venv "$RR_VENV" >"$log" 2>&1 \
     || rr_die "python3 -m venv $RR_VENV failed" "$log"
   # HATCH_BUILD_NO_HOOKS: the labextension is prebuilt in the clone (the root has no node)
   if ! chroot "$RR_ROOT" env -i PATH=/usr/bin:/bin HOME=/root HATCH_BUILD_NO_HOOKS=true \
-        "$RR_VENV/bin/pip" install --disable-pip-version-check -q -e "$clone" "${extra[@]}" >>"$log" 2>&1; then
+        "$RR_VENV/bin/pip" install --disable-pip-version-check -q -e "$editable" "${extra[@]}" >>"$log" 2>&1; then
     rr_die "pip install into $RR_VENV failed" "$log"
   fi
   chmod -R go+rX "$RR_VENV"
@@ -326,7 +332,7 @@ rr_down() {
 
 # rr_exec [--user U] -- CMD...: CMD as on the cluster's login host
 rr_exec() {
-  local user=${SUDO_USER:-root} clone cwd uid gid groups home envs=() name
+  local user=${SUDO_USER:-root} clone cwd uid gid groups home envs=() name runtime
   [ "${1:-}" = --user ] && { user=$2; shift 2; }
   # through sudo (the rule of scripts/run-tests) only as the caller: never root or others
   if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ] && [ "$user" != "$SUDO_USER" ]; then
@@ -339,9 +345,18 @@ rr_exec() {
   clone=$(rr_repo); cwd=$(pwd)
   uid=$(id -u "$user"); gid=$(id -g "$user"); groups=$(id -G "$user" | tr ' ' ,)
   home=$(getent passwd "$user" | cut -d: -f6)
+  # The user's Jupyter runtime folder holds the queue and accounting caches, named by user
+  # and cluster. This machine's cluster and every release's are all named "lab" and share
+  # one /home (no real site has two clusters of one name on one home): without a folder of
+  # its own per release, a release's kernel read another cluster's squeue and sacct answers
+  # (its job 408 "gone from the queue", ENDED, while it was TIMEOUT here).
+  runtime=$home/.local/share/jupyter/runtime-release-$RR_RELEASE
+  # (made in the home as this machine has it: the login host sees that one)
+  setpriv --reuid="$uid" --regid="$gid" --clear-groups -- mkdir -p -m 700 "$runtime" \
+    || rr_die "exec: cannot make $runtime as $user"
   envs=(HOME="$home" USER="$user" LOGNAME="$user" SHELL=/bin/bash LANG="${LANG:-C.UTF-8}"
         TERM="${TERM:-dumb}" PATH="$RR_VENV/bin:/usr/local/bin:/usr/bin:/bin" VIRTUAL_ENV="$RR_VENV"
-        HPC_MAGICS_RELEASE="$RR_RELEASE")
+        HPC_MAGICS_RELEASE="$RR_RELEASE" JUPYTER_RUNTIME_DIR="$runtime")
   while IFS= read -r name; do envs+=("$name=${!name}"); done \
     < <(compgen -e | grep -E '^(HPC_MAGICS_|PYTEST_ADDOPTS$|CI$|PYTHONPYCACHEPREFIX$)' | grep -vx 'HPC_MAGICS_RELEASE' || true)
   # The login host: own hostname and /tmp; the caller's home and current folder at the

@@ -178,14 +178,22 @@ def test_stage_to_both_nodes(slurm_shell: Any, tmp_path: Path) -> None:
         "import os, pathlib\n"
         "found = (os.environ['SLURMD_NODENAME'], stage_dir,\n"
         "         pathlib.Path(staged['in put'], 'a.txt').read_text(),\n"
-        "         pathlib.Path(staged['bundle'], 'inner', 'b.txt').read_text())\n"
+        "         pathlib.Path(staged['bundle'], 'inner', 'b.txt').read_text(),\n"
+        "         os.environ.get('SLURM_TMPDIR'))\n"
         "if rank == 0:\n"
         "    pathlib.Path(stage_out, 'made.txt').write_text(found[0])\n")
     found = slurm_shell.user_ns["found"]
     assert sorted(f[0] for f in found) == ["c1", "c2"]
-    assert all(f[2:] == ("alpha", "beta") for f in found)
-    assert found[0][1] != found[1][1]  # each node its own local folder
-    for _, local, _, _ in found:  # the private folders under /tmp were removed
+    assert all(f[2:4] == ("alpha", "beta") for f in found)
+    site_tmpdirs = [f[4] for f in found if f[4]]
+    if site_tmpdirs:
+        # the site's per-job folder on each node's own disk (the same name on every node,
+        # as on the Alliance's clusters: the --release clusters;
+        # tests/sites/test_hosts_apart_cells.py checks each node's is its own)
+        assert [f[1] for f in found] == [f[4] for f in found]
+    else:
+        assert found[0][1] != found[1][1]  # one host's /tmp: each node its own folder
+    for _, local, _, _, _ in found:  # the folders were removed
         assert not Path(local).exists()
     # at the normal end, rank 0's node's stage_out came back
     assert (back / "made.txt").read_text() == found[0][0]

@@ -107,20 +107,22 @@ def test_jobs_lists_and_cancels_another_job_but_not_the_servers(
         sleeper_job: Callable[[Path], str]) -> None:
     server = server_in_job()
     other = sleeper_job(tmp_path / "other")
-    # the server watches the queue from its start: its cached view may predate the sbatch
+    # the server watches the queue from its start: its cached view may predate the sbatch,
+    # or the job's start (a site's Prolog, as on the --release clusters, holds a started
+    # job in CONFIGURING for a moment)
     deadline = time.monotonic() + 30
     while True:
         listed = server.get("hpc-magics/jobs").json()
         by_id = {job["job_id"]: job for job in listed["jobs"]}
-        if other in by_id:
+        if by_id.get(other, {}).get("state") == "RUNNING":
             break
-        assert time.monotonic() < deadline, f"job {other} never listed: {sorted(by_id)}"
+        assert time.monotonic() < deadline, \
+            f"job {other} never listed as running: {by_id.get(other) or sorted(by_id)}"
         time.sleep(1)
     assert listed["server_job_id"] == server.job
     assert by_id[server.job]["is_server"] is True
     assert by_id[other]["is_server"] is False
     assert by_id[other]["name"] == "hpc-magics-test-sleeper"
-    assert by_id[other]["state"] == "RUNNING"
     assert by_id[other]["time_limit_s"] == 300
     assert by_id[other]["nodes"] == 1
 
@@ -176,7 +178,12 @@ def test_idle_stop_ends_the_job(server_in_job: StartInJob, sacct_state: SacctSta
         time.sleep(1)
     assert sacct_state(server.job, until=ENDED, timeout=60) in ENDED
     assert "no activity for 8 s" in server.log
-    assert not processes_mentioning(server.token)
+    # accounting may call the job over before its node has ended the last process (the
+    # test above waits the same way; on a --release node it was still there once)
+    deadline = time.monotonic() + 30
+    while processes_mentioning(server.token):
+        assert time.monotonic() < deadline, processes_mentioning(server.token)
+        time.sleep(0.2)
 
 
 SQUEUE_SHIM = """#!/bin/sh

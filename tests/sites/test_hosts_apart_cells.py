@@ -10,6 +10,7 @@ that is up. On the default test cluster (one host, one /tmp) they are skipped.
 from __future__ import annotations
 
 import os
+import pwd
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -90,8 +91,12 @@ def test_ranks_run_on_other_hosts(site_shell: Any) -> None:
     assert socket.gethostname() not in hosts.values()
 
 
-def test_staging_reaches_each_nodes_own_scratch_and_rank0_comes_back(
+def test_staging_lands_in_each_nodes_slurm_tmpdir_and_rank0_comes_back(
         site_shell: Any, tmp_path: Path) -> None:
+    """The release's nodes set $SLURM_TMPDIR as the Alliance does (scripts/lib/
+    release-node.sh): /localscratch/USER.JOBID.0 on each node, the node's own, made for the
+    job and removed at its end. Staging lands there on every node; rank 0's stage_out
+    comes back."""
     data = tmp_path / "inputs"
     data.mkdir()
     (data / "a.txt").write_text("alpha")
@@ -102,16 +107,36 @@ def test_staging_reaches_each_nodes_own_scratch_and_rank0_comes_back(
         "import os, pathlib, socket\n"
         "here = pathlib.Path(stage_dir)\n"
         "job = os.environ['SLURM_JOB_ID']\n"
-        "# every job folder of this job in this node's scratch: its own only\n"
-        "mine = sorted(p.name for p in here.parent.iterdir() if f'-{job}-' in p.name)\n"
-        "found = (socket.gethostname(), str(here), mine,\n"
-        "         pathlib.Path(staged['inputs'], 'a.txt').read_text())\n"
+        "# this job's folders in this node's scratch: its own only\n"
+        "mine = sorted(p.name for p in here.parent.iterdir() if f'.{job}.' in p.name)\n"
+        "found = (socket.gethostname(), os.environ.get('SLURM_TMPDIR'), str(here), mine,\n"
+        "         pathlib.Path(staged['inputs'], 'a.txt').read_text(), job)\n"
         "pathlib.Path(stage_out, f'from-rank{rank}.txt').write_text(socket.gethostname())\n")
     found = site_shell.user_ns["found"]
     assert sorted(f[0] for f in found) == ["c1", "c2"]
-    for host, local, mine, text in found:
-        assert text == "alpha"
+    user = pwd.getpwuid(os.getuid()).pw_name
+    for host, tmpdir, local, mine, text, job in found:
+        assert tmpdir == f"/localscratch/{user}.{job}.0", (host, tmpdir)
+        assert local == tmpdir and text == "alpha"
         assert mine == [Path(local).name], (host, mine)  # the other node's is not here
-        assert not Path(local).exists()  # not on the login host (nor left on the node)
+        assert not Path(local).exists()  # not on the login host
     assert sorted(p.name for p in back.iterdir()) == ["from-rank0.txt"]
     assert (back / "from-rank0.txt").read_text() == found[0][0]
+    # the job's end removed each node's folder (the Epilog): a later job on both nodes
+    # finds none of it
+    site_shell.run_cell_magic(
+        "sbatch", "--wait -N 2 --ntasks-per-node 1 --gather left",
+        "import os, socket\n"
+        f"left = (socket.gethostname(), os.path.exists({found[0][2]!r}), "
+        f"os.path.exists({found[1][2]!r}))\n")
+    assert sorted(site_shell.user_ns["left"]) == [("c1", False, False), ("c2", False, False)]
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_a_job_sees_only_the_cpus_it_asked_for(site_shell: Any, cpus: int) -> None:
+    """ConstrainCores: the job's cpuset holds as many CPUs as it asked for (the nodes
+    claim 4 CPUs on this 2-core machine; Slurm maps the ones the machine lacks onto the
+    ones it has, so a 1-CPU job still gets exactly one)."""
+    site_shell.run_cell_magic("sbatch", f"--wait -c {cpus}",
+                              "import os\nseen = sorted(os.sched_getaffinity(0))\n")
+    assert len(site_shell.user_ns["seen"]) == cpus, site_shell.user_ns["seen"]

@@ -175,7 +175,7 @@ def test_nodes_see_only_their_own_processes(release: str, shared_dir: Path) -> N
 
 # %%sbatch cells (a login-host /tmp file, staging, ranks) and a jupyter server in a job, run
 # on the login host: pytest there, through exec, with its tmp_path in the shared home
-ON_LOGIN_TESTS = {"tests/sites/test_hosts_apart_cells.py": 4,
+ON_LOGIN_TESTS = {"tests/sites/test_hosts_apart_cells.py": 6,
                   "tests/server/test_server_in_job.py": 8}
 ON_LOGIN_TIMEOUT_S = 900
 
