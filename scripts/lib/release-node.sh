@@ -34,14 +34,6 @@ extra_mariadb_conf() {
 # Why the database is made here and not by slurmdbd: slurmdbd connects with the database
 # name; when it does not exist yet (first start) the connect fails with ER_BAD_DB_ERROR and
 # slurmdbd creates it and calls mysql_real_connect again on the same MYSQL handle. MariaDB
-# Connector/C 3.4 (libmariadb3 of MariaDB 11.8, Debian 13 and unstable) checks each result's
-# column count against a limit kept in the handle's extension data, which mysql_init sets
-# (0xfffff); on the retry after that failed connect the limit is 0, so the first SELECT
-# fails with client error 5027 ("Number of columns in result (=1) set exceeds maximum
-# allowed number of columns (=0)") and slurmdbd stops at _check_mysql_concat_is_sane.
-# Seen here: the first start (no database) fails every time, a start with the database
-# there never; so the database is made before slurmdbd starts.
-MARIADB_EXTRA_SQL=" CREATE DATABASE IF NOT EXISTS slurm_acct_db;"
 
 prepare_release_hosts() {
   local h line
