@@ -45,9 +45,13 @@ class SlurmCluster:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test that needs the cluster carries the `slurm` marker: `-m "not slurm"` works.
+    # A drill stops daemons or nodes under everyone's feet: `serial`, so that
+    # scripts/run-tests runs it alone, never beside the parallel phase's tests.
     for item in items:
         if "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slurm)
+        if item.get_closest_marker("drills") is not None:
+            item.add_marker(pytest.mark.serial)
 
 
 @pytest.fixture(scope="session")
