@@ -8,15 +8,16 @@
 #   serial    the tests marked `serial` (the fault drills, which stop daemons and nodes, and
 #             tests that change accounting), one at a time, with nothing beside them
 #
-#   hm_pytest_phases PYTEST_CMD... -- ARGS...
-#       runs both phases with ARGS (a `-m EXPR` in ARGS narrows each phase), sets HM_PHASE_RESULTS (one summary line a phase) and returns
-#       non-zero if a phase failed. HPC_MAGICS_TEST_WORKERS=1 runs one phase, in order.
+#   hm_pytest_phases CMD_ARRAY ARGS...
+#       CMD_ARRAY names an array holding the pytest command (it may hold a `--` of its own);
+#       runs both phases with ARGS (a `-m EXPR` in ARGS narrows each phase), sets
+#       HM_PHASE_RESULTS (one summary line a phase) and returns non-zero if a phase failed. HPC_MAGICS_TEST_WORKERS=1 runs one phase, in order.
 
 HM_PHASE_RESULTS=()
 
 hm_pytest_phases() {
-  local cmd=() args=() user_mark="" workers=${HPC_MAGICS_TEST_WORKERS:-4} rc=0
-  while [ "$1" != -- ]; do cmd+=("$1"); shift; done
+  local -n cmd=$1
+  local args=() user_mark="" workers=${HPC_MAGICS_TEST_WORKERS:-4} rc=0
   shift
   while [ $# -gt 0 ]; do
     case $1 in
