@@ -29,6 +29,15 @@ export HPC_MAGICS_RELEASES
 HM_SITE_TESTS="tests/test_cluster.py tests/magics/test_round_trip.py tests/magics/test_sweep.py tests/magics/test_monitor.py tests/magics/test_scale.py tests/workshop/test_sweep_job_array.py tests/workshop/test_checkpoint_requeue.py tests/workshop/test_multi_node.py tests/test_live_checks.py tests/scheduler_parsers tests/sites/test_hosts_apart_cells.py tests/server/test_server_in_job.py"
 HM_RELEASE_FAILED=()
 
+# pytest arguments for the main suite: with the default site tests, the main suite leaves out
+# tests/sites' runs of two of their files on each login host (the hook runs those files there
+# after the main suite; twice would only add load beside the parallel phase)
+hm_release_main_suite_args() {
+  HM_MAIN_SUITE_ARGS=()
+  [ ${#HM_RELEASES[@]} -gt 0 ] && [ -z "${HPC_MAGICS_RELEASE_TESTS:-}" ] || return 0
+  HM_MAIN_SUITE_ARGS=(--deselect tests/sites/test_release_clusters.py::test_end_to_end_on_the_login_host)
+}
+
 hm_releases_up() {
   local r t0
   [ ${#HM_RELEASES[@]} -gt 0 ] || return 0

@@ -192,6 +192,7 @@ ON_LOGIN_TESTS = {"tests/sites/test_hosts_apart_cells.py": 4,
 ON_LOGIN_TIMEOUT_S = 900
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tests", sorted(ON_LOGIN_TESTS))
 def test_end_to_end_on_the_login_host(release: str, shared_dir: Path, tests: str) -> None:
     user = [] if os.geteuid() != 0 else ["--user", TEST_USER]
