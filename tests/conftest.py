@@ -45,9 +45,24 @@ class SlurmCluster:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test that needs the cluster carries the `slurm` marker: `-m "not slurm"` works.
+    # A drill stops daemons or nodes under everyone's feet: `serial`, so that
+    # scripts/run-tests runs it alone, never beside the parallel phase's tests.
     for item in items:
         if "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slurm)
+        if item.get_closest_marker("drills") is not None:
+            item.add_marker(pytest.mark.serial)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _slow_files_first(items)
+
+
+def _slow_files_first(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (--dist loadfile hands out files in this order): the files with a
+    test marked `slow` first, so that the phase does not end waiting on one of them. Each
+    file's tests keep their order; every worker sorts alike (xdist requires it)."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    first = {item.path: index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (item.path not in slow_files, first[item.path]))
 
 
 @pytest.fixture(scope="session")

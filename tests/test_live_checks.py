@@ -68,6 +68,7 @@ def test_account(throwaway_account: ThrowawayAccount) -> str:
     return throwaway_account(TEST_NAME, TEST_USER)
 
 
+@pytest.mark.serial  # sacctmgr changes the accounting every other test's job goes through
 def test_accounts_and_qos_from_sacctmgr(test_account: str) -> None:
     mine = live.associations(TEST_USER)
     assert mine is not None and test_account in {a.account for a in mine}

@@ -125,7 +125,11 @@ start_slurmd() {
   prepare_release_hosts
   node_cgroups "$1"
   spawn "/var/log/slurm/slurmd-$1.out" unshare --uts --mount --pid --fork --propagation private -- \
-    /bin/sh -c 'set -e; hostname "$1"; mount -t proc proc /proc; mount --bind "$2/$1/tmp" /tmp
+    /bin/sh -c 'set -e; hostname "$1"; mount -t proc proc /proc
+                # a clone under /tmp: bound at its path inside the node'"'"'s own /tmp first,
+                # as a project file system mounted there would be
+                case $5 in /tmp/*) mkdir -p "$2/$1$5"; mount --bind "$5" "$2/$1$5" ;; esac
+                mount --rbind "$2/$1/tmp" /tmp
                 mkdir -p /localscratch; mount --bind "$2/$1/localscratch" /localscratch
                 for c in $3; do
                   [ -d "/sys/fs/cgroup/$c/$4-$1" ] && mount --bind "/sys/fs/cgroup/$c/$4-$1" "/sys/fs/cgroup/$c"
@@ -133,7 +137,7 @@ start_slurmd() {
                 set +e
                 /usr/sbin/slurmd -D -N "$1" &
                 while :; do wait; set -- /proc/[0-9]*; [ $# -gt 1 ] || exit 0; sleep 5; done' \
-    sh "$1" "$HOSTS_DIR" "$CGROUP_CONTROLLERS" "hpcm-${HPCM_RELEASE//./}"
+    sh "$1" "$HOSTS_DIR" "$CGROUP_CONTROLLERS" "hpcm-${HPCM_RELEASE//./}" "$(cat /etc/hpc-magics-clone)"
   # slurmd writes its pid as its node sees it (SlurmdPidFile, below); the script stops and
   # checks daemons by this machine's numbering: write that one where the script looks
   for ((i = 0; i < 100; i++)); do

@@ -301,11 +301,12 @@ rr_cluster() {
 rr_up() {
   local clone t0; clone=$(rr_repo); t0=$(date +%s)
   local root
-  for root in /tmp /var/tmp /dev/shm; do
-    case "$clone/" in "$root"/*)
-      rr_die "the clone $clone is under $root: each host of a release cluster has its own, so none would see it; clone it under /home, /srv or /work" ;;
-    esac
-  done
+  # a clone under /tmp (CI's mktemp folder): each host binds it at the same path in its own
+  # /tmp (start_slurmd, rr_exec), as a site's project file system. Under /var/tmp the hosts
+  # share the root's. /dev/shm (memory) was never tried.
+  case "$clone/" in /dev/shm/*)
+    rr_die "the clone $clone is under /dev/shm, untried for a release cluster; clone it elsewhere (/tmp, /home, /srv, /work)" ;;
+  esac
   rr_build_root
   # brought up from another clone: its nodes see that clone only, and the release's venv
   # is installed from it; start over from this one
@@ -363,10 +364,10 @@ rr_exec() {
   # same paths (the clone and /home are already there for every host)
   nsenter --net="$RR_NETNS_FILE" -- unshare --uts --mount --propagation private -- /bin/bash -c '
     set -e
-    root=$1 home=$2 cwd=$3 uid=$4 gid=$5 groups=$6; shift 6
+    root=$1 home=$2 cwd=$3 uid=$4 gid=$5 groups=$6 clone=$7; shift 7
     hostname login
     mount --bind "$root/var/lib/hpcm-hosts/login/tmp" "$root/tmp"
-    for d in "$home" "$cwd"; do
+    for d in "$home" "$cwd" "$clone"; do
       [ -d "$d" ] && [ "$d" != / ] || continue
       # already there (under /home or the clone)
       [ "$(stat -c %d:%i "$d")" = "$(stat -c %d:%i "$root$d" 2>/dev/null)" ] && continue
@@ -374,7 +375,7 @@ rr_exec() {
     done
     exec chroot "$root" setpriv --reuid="$uid" --regid="$gid" --groups="$groups" -- \
       /bin/sh -c "cd \"\$0\" 2>/dev/null || cd \"\$HOME\"; exec \"\$@\"" "$cwd" "$@"
-  ' sh "$RR_ROOT" "$home" "$cwd" "$uid" "$gid" "$groups" env -i "${envs[@]}" "$@"
+  ' sh "$RR_ROOT" "$home" "$cwd" "$uid" "$gid" "$groups" "$clone" env -i "${envs[@]}" "$@"
 }
 
 rr_main() {

@@ -1,19 +1,27 @@
 # scripts/lib/release-tests.sh - scripts/run-tests' runs on other Slurm releases (source it after setup.sh;
-# functions only). Off unless HPC_MAGICS_RELEASES=R1,R2 is set (as root; see
-# scripts/slurm-cluster --release):
+# functions only). HPC_MAGICS_RELEASES=R1,R2 (default 24.11,26.05 as root; empty: none; an
+# ordinary user runs none, saying why: see scripts/slurm-cluster --release):
 #
 #   hm_releases_up             bring each listed release's cluster up (before pytest, so
 #                              that tests/sites runs against them)
 #   hm_release_tests USER      run HPC_MAGICS_RELEASE_TESTS (pytest arguments; default
 #                              HM_SITE_TESTS, the site tests) on each release's login
-#                              host as USER; sets HM_RELEASE_RESULTS and HM_RELEASE_FAILED
+#                              host as USER, all releases at once (each has its own
+#                              cluster and network namespace); sets HM_RELEASE_RESULTS and
+#                              HM_RELEASE_FAILED
 
 HM_RELEASES=()
-# Off unless HPC_MAGICS_RELEASES=24.11,26.05 (root only). Not yet CI's default: the clean-clone
-# check found that a clone under /tmp makes the login hosts' working directory login-only, so
-# every cell there is refused (the hook must run pytest from a shared folder first).
-IFS=, read -r -a HM_RELEASES <<<"${HPC_MAGICS_RELEASES:-}"
 HM_RELEASE_RESULTS=()
+HM_RELEASES_DEFAULT=24.11,26.05
+if [ "$(id -u)" = 0 ]; then
+  IFS=, read -r -a HM_RELEASES <<<"${HPC_MAGICS_RELEASES-$HM_RELEASES_DEFAULT}"
+elif [ -n "${HPC_MAGICS_RELEASES-$HM_RELEASES_DEFAULT}" ]; then
+  HM_RELEASE_RESULTS+=("releases ${HPC_MAGICS_RELEASES-$HM_RELEASES_DEFAULT}: skipped, not root (their clusters live in chroots and namespaces: run scripts/run-tests as root)")
+  hm_log "${HM_RELEASE_RESULTS[0]}"
+fi
+# tests/sites (in the main suite) tries these releases only; empty: none
+HPC_MAGICS_RELEASES=$(IFS=,; echo "${HM_RELEASES[*]}")
+export HPC_MAGICS_RELEASES
 # The site tests: cluster basics, round trip, sweep as array, multi-node ranks, checkpoint and
 # requeue, staging, monitor, live checks, recorded-output parsers, cells with login and nodes
 # apart, a server in a job reached from the login host (tests/sites' own tests drive the
@@ -21,20 +29,35 @@ HM_RELEASE_RESULTS=()
 HM_SITE_TESTS="tests/test_cluster.py tests/magics/test_round_trip.py tests/magics/test_sweep.py tests/magics/test_monitor.py tests/magics/test_scale.py tests/workshop/test_sweep_job_array.py tests/workshop/test_checkpoint_requeue.py tests/workshop/test_multi_node.py tests/test_live_checks.py tests/scheduler_parsers tests/sites/test_hosts_apart_cells.py tests/server/test_server_in_job.py"
 HM_RELEASE_FAILED=()
 
+# pytest arguments for the main suite: with the default site tests, the main suite leaves out
+# tests/sites' runs of two of their files on each login host (the hook runs those files there
+# after the main suite; twice would only add load beside the parallel phase)
+hm_release_main_suite_args() {
+  HM_MAIN_SUITE_ARGS=()
+  [ ${#HM_RELEASES[@]} -gt 0 ] && [ -z "${HPC_MAGICS_RELEASE_TESTS:-}" ] || return 0
+  HM_MAIN_SUITE_ARGS=(--deselect tests/sites/test_release_clusters.py::test_end_to_end_on_the_login_host)
+}
+
+# a release that does not come up is a failure of its own: the main suite still runs
 hm_releases_up() {
-  local r t0
+  local r t0 up=()
   [ ${#HM_RELEASES[@]} -gt 0 ] || return 0
-  [ "$(id -u)" = 0 ] || hm_die "HPC_MAGICS_RELEASES needs root (the release clusters live in chroots and namespaces)"
   for r in "${HM_RELEASES[@]}"; do
     t0=$(date +%s)
-    bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" up \
-      || hm_die "scripts/slurm-cluster --release $r up failed (see above)"
-    hm_log "release $r up in $(($(date +%s) - t0)) s"
+    if bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" up; then
+      hm_log "release $r up in $(($(date +%s) - t0)) s"
+      up+=("$r")
+    else
+      HM_RELEASE_RESULTS+=("release $r: FAILED: scripts/slurm-cluster --release $r up (see above)")
+      HM_RELEASE_FAILED+=("up-$r")
+    fi
   done
+  HM_RELEASES=("${up[@]}")
+  HPC_MAGICS_RELEASES=$(IFS=,; echo "${HM_RELEASES[*]}")
 }
 
 hm_release_tests() {
-  local user=$1 r home rc t0 log summary tests
+  local user=$1 r home t0 tests runs
   [ ${#HM_RELEASES[@]} -gt 0 ] || return 0
   read -r -a tests <<<"${HPC_MAGICS_RELEASE_TESTS:-$HM_SITE_TESTS}"
   home=$(getent passwd "$user" | cut -d: -f6)
@@ -43,24 +66,41 @@ hm_release_tests() {
   for t in "${tests[@]}"; do
     case $t in -*|/*) absolute+=("$t") ;; *) absolute+=("$REPO_ROOT/$t") ;; esac
   done
+  runs=$(mktemp -d /tmp/hpc-magics-release-runs.XXXXXX)
+  t0=$(date +%s)
+  hm_log "pytest ${tests[*]} on the login hosts of releases ${HM_RELEASES[*]}, all at once (as $user); their output follows when all have ended"
   for r in "${HM_RELEASES[@]}"; do
-    t0=$(date +%s)
-    log=$(mktemp /tmp/hpc-magics-release-pytest.XXXXXX)
-    runuser -u "$user" -- mkdir -p "$home/.cache/hpc-magics/release-$r-run"
-    hm_log "pytest ${tests[*]} on release $r's login host (as $user)"
-    set +e
-    # pytest starts in the user's home and its tmp_path is there too: the login host's /tmp
-    # is its own, and a clone under /tmp would make every cell's working directory one the
-    # nodes cannot see (refused before submitting, as on a site)
-    (cd "$home/.cache/hpc-magics/release-$r-run" &&
-      env -u SUDO_USER bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" exec --user "$user" -- \
-        python -m pytest -p no:cacheprovider --rootdir="$REPO_ROOT" -c "$REPO_ROOT/pyproject.toml" \
-        --basetemp="$home/.cache/hpc-magics/release-$r-tmp" "${absolute[@]}") 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
-    set -e
-    summary=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1)
-    rm -f "$log"
-    HM_RELEASE_RESULTS+=("release $r: $summary (exit $rc, $(($(date +%s) - t0)) s)")
+    hm_release_pytest "$r" "$user" "$home" "${absolute[@]}" >"$runs/$r.log" 2>&1 &
+  done
+  wait
+  for r in "${HM_RELEASES[@]}"; do
+    hm_log "release $r: pytest output"
+    cat "$runs/$r.log"
+    # the last line is hm_release_pytest's "exit RC after S s"; pytest's summary is before it
+    local rc summary took
+    read -r _ rc _ took _ < <(tail -n 1 "$runs/$r.log")
+    summary=$(grep -v '^[[:space:]]*$' "$runs/$r.log" | tail -n 2 | head -n 1)
+    HM_RELEASE_RESULTS+=("release $r: $summary (exit $rc, $took s; all releases in $(($(date +%s) - t0)) s)")
     [ "$rc" = 0 ] || HM_RELEASE_FAILED+=("pytest-$r")
   done
+  rm -rf "$runs"
+}
+
+# hm_release_pytest R USER HOME TESTS...: pytest on release R's login host; its last line is
+# "exit RC after S s"
+hm_release_pytest() {
+  local r=$1 user=$2 home=$3 rc t0; shift 3
+  t0=$(date +%s)
+  runuser -u "$user" -- mkdir -p "$home/.cache/hpc-magics/release-$r-run"
+  set +e
+  # pytest starts in the user's home and its tmp_path is there too: the login host's /tmp
+  # is its own, and a tmp_path there would be a working directory the nodes cannot see
+  # (refused before submitting, as on a site)
+  (cd "$home/.cache/hpc-magics/release-$r-run" &&
+    env -u SUDO_USER bash "$REPO_ROOT/scripts/slurm-cluster" --release "$r" exec --user "$user" -- \
+      python -m pytest -p no:cacheprovider --rootdir="$REPO_ROOT" -c "$REPO_ROOT/pyproject.toml" \
+      --durations=10 --basetemp="$home/.cache/hpc-magics/release-$r-tmp" "$@")
+  rc=$?
+  set -e
+  echo "exit $rc after $(($(date +%s) - t0)) s"
 }

@@ -95,6 +95,7 @@ def test_magic_submits_this_notebook_with_session_settings(tmp_path: Path,
     assert json.loads((handle.folder.path / "meta.json").read_text())["kind"] == "notebook"
 
 
+@pytest.mark.slow  # a time limit of one minute runs out
 def test_time_limit_keeps_the_outputs_of_finished_cells(slurm_cluster: SlurmCluster,
                                                         tmp_path: Path) -> None:
     nbformat.write(notebook("print('first cell')", "import time\nprint('second cell')",

@@ -62,6 +62,7 @@ def shown(widget: Any) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # holds both nodes: beside other tests it waits for them, and they for it
 def test_pending_while_the_nodes_are_kept_busy(lab: Any, sacct_state: Any) -> None:
     """Both nodes held by a job of ours (exclusive): the cell waits for them, in plain words,
     then runs and completes once they are free. Never another user's job: ours, by id."""

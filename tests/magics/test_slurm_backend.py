@@ -70,6 +70,7 @@ def test_cancel_through_the_handle(slurm_shell: Any, sacct_state: Any) -> None:
         handle.fetch(show=False)
 
 
+@pytest.mark.slow  # a time limit of one minute runs out
 @pytest.mark.timeout(300)
 def test_job_past_its_limit_ends_timeout(slurm_shell: Any, sacct_state: Any) -> None:
     slurm_shell.run_cell_magic("sbatch", "-t 1", "import time\ntime.sleep(600)")

@@ -33,8 +33,11 @@ pytestmark = pytest.mark.slurm
 
 
 def wanted_releases() -> tuple[str, ...]:
-    listed = os.environ.get("HPC_MAGICS_RELEASES", "")
-    return tuple(r.strip() for r in listed.split(",") if r.strip()) or RELEASES
+    """HPC_MAGICS_RELEASES's releases (set but empty: none, as scripts/run-tests); unset: all."""
+    listed = os.environ.get("HPC_MAGICS_RELEASES")
+    if listed is None:
+        return RELEASES
+    return tuple(r.strip() for r in listed.split(",") if r.strip())
 
 
 def root_prefix() -> list[str]:
@@ -85,6 +88,15 @@ def shared_dir() -> Iterator[Path]:
 def _ids(user: str) -> tuple[int, int]:
     entry = pwd.getpwnam(user)
     return entry.pw_uid, entry.pw_gid
+
+
+def login_pytest(shared_dir: Path, *tests: str) -> list[str]:
+    """pytest of the clone's TESTS, to start in SHARED_DIR on a login host: not in the
+    clone, whose path under /tmp (CI's) is a login-only working directory there, which
+    every cell would be refused."""
+    return ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={REPO_ROOT}",
+            f"-c={REPO_ROOT / 'pyproject.toml'}", f"--basetemp={shared_dir / 'pytest'}",
+            *(str(REPO_ROOT / t) for t in tests)]
 
 
 def on_login(release: str, script: str, cwd: Path) -> list[str]:
@@ -180,12 +192,12 @@ ON_LOGIN_TESTS = {"tests/sites/test_hosts_apart_cells.py": 6,
 ON_LOGIN_TIMEOUT_S = 900
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tests", sorted(ON_LOGIN_TESTS))
 def test_end_to_end_on_the_login_host(release: str, shared_dir: Path, tests: str) -> None:
     user = [] if os.geteuid() != 0 else ["--user", TEST_USER]
-    done = cluster_script(release, "exec", *user, "--", "python", "-m", "pytest", "-q",
-                          "-p", "no:cacheprovider", f"--basetemp={shared_dir / 'pytest'}",
-                          tests, cwd=REPO_ROOT, timeout=ON_LOGIN_TIMEOUT_S)
+    done = cluster_script(release, "exec", *user, "--", *login_pytest(shared_dir, tests),
+                          cwd=shared_dir, timeout=ON_LOGIN_TIMEOUT_S)
     summary = [line for line in done.stdout.split("\n") if line.strip()][-1:]
     assert done.returncode == 0 and summary and \
         summary[0].startswith(f"{ON_LOGIN_TESTS[tests]} passed in "), \

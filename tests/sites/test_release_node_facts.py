@@ -22,6 +22,7 @@ from test_release_clusters import (
     TEST_USER,
     _ids,
     cluster_script,
+    login_pytest,
     shared_dir,
     wanted_releases,
 )
@@ -61,8 +62,7 @@ def test_confined_jobs_as_the_notebook_sees_them(release_login: str, shared_dir:
     user = ["--user", TEST_USER] if os.geteuid() == 0 else []
     done = cluster_script(
         release_login, "exec", *user, "--", "env", f"PYTHONPATH={source}",
-        "python", "-m", "pytest", "-p", "no:cacheprovider", f"--basetemp={shared_dir}/tmp",
-        "-q", "-rs", FACTS_TESTS, cwd=REPO_ROOT)
+        *login_pytest(shared_dir, FACTS_TESTS), "-rs", cwd=shared_dir)
     said = done.stdout + done.stderr
     assert done.returncode == 0, said
     assert said.rstrip().splitlines()[-1].startswith("3 passed"), said  # none skipped

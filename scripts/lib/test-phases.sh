@@ -1,0 +1,60 @@
+# scripts/lib/test-phases.sh - scripts/run-tests' pytest in two phases (source it; functions
+# only). The suite shares one Slurm test cluster (2 nodes x 4 CPUs):
+#
+#   parallel  every test not marked `serial`, on HPC_MAGICS_TEST_WORKERS pytest-xdist
+#             workers (default 4: most tests wait on Slurm or a kernel, not on a CPU), a
+#             file's tests on one worker (--dist loadfile: a module's kernel, server or
+#             browser is started once)
+#   serial    the tests marked `serial` (the fault drills, which stop daemons and nodes, and
+#             tests that change accounting), one at a time, with nothing beside them
+#
+#   hm_pytest_phases CMD_ARRAY ARGS...
+#       CMD_ARRAY names an array holding the pytest command (it may hold a `--` of its own);
+#       runs both phases with ARGS (a `-m EXPR` in ARGS narrows each phase), sets
+#       HM_PHASE_RESULTS (one summary line a phase) and returns non-zero if a phase failed. HPC_MAGICS_TEST_WORKERS=1 runs one phase, in order.
+
+HM_PHASE_RESULTS=()
+
+hm_pytest_phases() {
+  local -n cmd=$1
+  local args=() user_mark="" workers=${HPC_MAGICS_TEST_WORKERS:-4} rc=0
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -m) user_mark=$2; shift 2 ;;
+      -m*) user_mark=${1#-m}; shift ;;
+      *) args+=("$1"); shift ;;
+    esac
+  done
+  [[ $workers =~ ^[0-9]+$ ]] && [ "$workers" -ge 1 ] \
+    || hm_die "HPC_MAGICS_TEST_WORKERS=$workers: give a number of pytest workers, 1 or more (1: no parallel phase)"
+  if [ "$workers" = 1 ]; then
+    hm_pytest_phase "pytest" "$user_mark" "${cmd[@]}" "${args[@]}" || rc=1
+    return $rc
+  fi
+  hm_pytest_phase "pytest, parallel (-n $workers)" \
+    "not serial${user_mark:+ and ($user_mark)}" \
+    "${cmd[@]}" -n "$workers" --dist loadfile "${args[@]}" || rc=1
+  hm_pytest_phase "pytest, serial" "serial${user_mark:+ and ($user_mark)}" \
+    "${cmd[@]}" "${args[@]}" || rc=1
+  return $rc
+}
+
+# hm_pytest_phase LABEL MARK CMD...: one pytest run; exit 5 (no test selected, e.g. a
+# -m that picks no serial test) is no failure
+hm_pytest_phase() {
+  local label=$1 mark=$2 out rc t0; shift 2
+  local color=() select=(); [ -t 1 ] && color=(--color=yes)
+  [ -z "$mark" ] || select=(-m "$mark")
+  out=$(mktemp /tmp/hpc-magics-pytest.XXXXXX)
+  t0=$(date +%s)
+  hm_log "$label${mark:+ -m \"$mark\"}"
+  set +e
+  "$@" "${color[@]}" "${select[@]}" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  set -e
+  # pytest's own summary line ("== 12 passed in 3.4s ==") is its last non-empty line
+  HM_PHASE_RESULTS+=("$label: $(grep -v '^[[:space:]]*$' "$out" | tail -n 1) (exit $rc, $(($(date +%s) - t0)) s)")
+  rm -f "$out"
+  [ "$rc" = 0 ] || [ "$rc" = 5 ]
+}
