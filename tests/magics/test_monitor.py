@@ -75,11 +75,12 @@ def test_pending_while_the_nodes_are_kept_busy(lab: Any, sacct_state: Any) -> No
         assert sacct_state(holder, until={"RUNNING"}, timeout=90) == "RUNNING"
         handle = submit(lab, "", "value = 6 * 7")
         widget = JobWidget(handle)
-        assert tick_until([widget], lambda: widget.story.value.startswith("pending: "), 60), \
+        # Slurm says Resources or Priority here, depending on when it last looked; before its
+        # first look at the job (26.05 waits for its next scheduling pass) the reason is None,
+        # shown as "waiting for the scheduler to look at it"
+        assert tick_until([widget], lambda: bool(re.match(
+            r"pending: waiting for (free nodes|higher-priority jobs)", widget.story.value)), 120), \
             widget.story.value
-        # Slurm says Resources or Priority here, depending on when it last looked
-        assert re.match(r"pending: waiting for (free nodes|higher-priority jobs)",
-                        widget.story.value), widget.story.value
         assert "PENDING" in widget.status.value and shown(widget.cancel_button)
     finally:
         commands.run(["scancel", holder], timeout=30)

@@ -164,11 +164,14 @@ def test_keep_alive_postpones_idle_stop_but_polling_does_not(local_server: Start
                  "hpc-magics/kernels"):
         assert server.get(path).ok, path
     polled = server.get("hpc-magics/server").json()
-    assert polled["idle_stop_at"] == pytest.approx(first["idle_stop_at"], abs=0.01)
+    # a poll that counted would move it by the 1.2 s slept; a few ms come from start-up
+    # stamps (the kernel manager's, the terminals') set just after the first answer, seen
+    # under load
+    assert polled["idle_stop_at"] == pytest.approx(first["idle_stop_at"], abs=0.5)
     kept = server.post("hpc-magics/server/keep-alive").json()
     assert kept["idle_stop_at"] >= first["idle_stop_at"] + 1.0
     after = server.get("hpc-magics/server").json()
-    assert after["idle_stop_at"] == pytest.approx(kept["idle_stop_at"], abs=0.01)
+    assert after["idle_stop_at"] == pytest.approx(kept["idle_stop_at"], abs=0.5)
     time.sleep(1.2)
     saved = requests.put(server.url + "api/contents/notes.txt", headers=server.headers(),
                          json={"type": "file", "format": "text", "content": "hi"},
