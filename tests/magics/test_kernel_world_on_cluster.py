@@ -134,7 +134,7 @@ def test_done_when_a_new_user_runs_a_cell_in_their_world_billed_to_their_default
                     # the venv first, then the module's folder: as activating it after loading
                     "path": [str(venv / "bin"), str(project / "tools")],
                     "kernel_only": None}
-    job_id = shell.magics_manager.registry["HpcMagics"].last_job
+    job_id = shell.magics_manager.registry["HpcMagicsKernel"].last_job
     assert f" Account={account} " in commands.run(
         ["scontrol", "show", "job", str(job_id)], timeout=20).stdout
     sacct_state(job_id, until={"COMPLETED"}, timeout=30)
@@ -200,7 +200,7 @@ def test_a_shipped_module_the_job_cannot_import_is_one_line_in_the_notebook(
     assert ran.error_in_exec is not None
     shown = [line for line in capsys.readouterr().out.splitlines()
              if "JobWidget(" not in line and not line.startswith("[hpc_magics] shipping")]
-    job_id = shell.magics_manager.registry["HpcMagics"].last_job
+    job_id = shell.magics_manager.registry["HpcMagicsKernel"].last_job
     [line] = shown  # one line, no runner frames
     assert re.fullmatch(
         rf"job {job_id} on (\S+): ShippedModuleMissing: the job's Python "
