@@ -311,6 +311,8 @@ class SlurmBackend(_SubmititBackend):
         result = commands.run(["scancel", job_id], timeout=30)
         if not result.ok:
             raise SubmissionError(f"scancel {job_id} failed: {result.first_error_line()}")
+        # no answer asked before the scancel shows the job running again
+        watcher().cancelled(job_id, time.time())
         watcher().queue.invalidate()  # the next look at the queue should see the cancel
 
 

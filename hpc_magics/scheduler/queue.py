@@ -67,10 +67,14 @@ class QueueView:
     """The user's jobs as squeue last reported them."""
 
     jobs: tuple[JobSnapshot, ...] = ()
-    updated: float | None = None  # epoch seconds of the squeue answer shown
+    # epoch seconds at which the squeue shown was STARTED: an answer is as old as the
+    # moment it was asked (one begun before a scancel may still list the job running)
+    updated: float | None = None
     error: str | None = None  # one line, when the last attempt failed
     retry_at: float = 0.0  # no new squeue before this (back-off)
     failures: int = 0
+    # the last invalidate() (a cancel, say): an answer asked before it is not stored as fresh
+    invalidated_at: float = 0.0
 
     def find(self, job_id: str) -> JobSnapshot | None:
         """The first entry of ``job_id`` (an array's task or pending range counts)."""
@@ -89,6 +93,7 @@ class QueueView:
 def _view_to_json(view: QueueView) -> str:
     return json.dumps({"version": CACHE_VERSION, "updated": view.updated, "error": view.error,
                        "retry_at": view.retry_at, "failures": view.failures,
+                       "invalidated_at": view.invalidated_at,
                        "jobs": [_snapshot_to_dict(job) for job in view.jobs]})
 
 
@@ -99,7 +104,8 @@ def _view_from_json(text: str) -> QueueView | None:
             return None
         return QueueView(jobs=tuple(_snapshot_from_dict(j) for j in data["jobs"]),
                          updated=data["updated"], error=data["error"],
-                         retry_at=float(data["retry_at"]), failures=int(data["failures"]))
+                         retry_at=float(data["retry_at"]), failures=int(data["failures"]),
+                         invalidated_at=float(data.get("invalidated_at") or 0.0))
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -175,7 +181,7 @@ class JobQueue:
                 return cached if cached is not None else QueueView(
                     error="the job list is being refreshed by another process; try again")
             view = self._refresh(cached or QueueView())
-            self._write(view)
+            self._store(view)
             return view
 
     def _view_within(self, max_age: float, cached: QueueView | None) -> QueueView:
@@ -207,7 +213,7 @@ class JobQueue:
             answer.append(view)
             with self._thread_lock, self._file_lock() as locked:
                 if locked:
-                    self._write(view)
+                    self._store(view)
 
         asking = threading.Thread(target=ask, name="hpc-magics-squeue-now", daemon=True)
         asking.start()
@@ -221,14 +227,19 @@ class JobQueue:
         return self._read()
 
     def invalidate(self) -> None:
-        """Make the next ``view()`` ask squeue (after a cancel, say)."""
+        """Make the next ``view()`` ask squeue (after a cancel, say): no answer asked
+        before now is stored as fresh, even one still on its way (``look_now``, another
+        process's)."""
         with self._thread_lock, self._file_lock() as locked:
             cached = self._read()
             if locked and cached is not None:
-                self._write(replace(cached, updated=None, retry_at=0.0))
+                self._write(replace(cached, updated=None, retry_at=0.0,
+                                    invalidated_at=max(self.clock(), cached.invalidated_at)))
 
-    def cancel(self, job_id: str) -> None:
+    def cancel(self, job_id: str) -> float:
         """``scancel`` one of the user's jobs; ``LookupError`` when it is not theirs.
+        Returns when scancel returned: a squeue asked before then may still list the job
+        as it was.
 
         ``job_id`` may name an array task (``123_4``), a range (``123_[1-5]``) or a het
         component (``123+0``); it must match an entry of this user's ``squeue -u``.
@@ -245,7 +256,9 @@ class JobQueue:
         result = self.runner(["scancel", job_id], timeout=self.timeout_s)
         if not result.ok:
             raise HpcMagicsError(f"scancel {job_id} failed: {result.first_error_line()}")
+        cancelled_at = self.clock()
         self.invalidate()
+        return cancelled_at
 
     # ------------------------------------------------------------------ internals
 
@@ -259,6 +272,7 @@ class JobQueue:
 
     def _refresh(self, previous: QueueView) -> QueueView:
         argv = ["squeue", "-h", "-u", self.user, "-o", SQUEUE_FORMAT]
+        asked_at = self.clock()
         try:
             result = self.runner(argv, timeout=self.timeout_s)
             error = None if result.ok else f"squeue failed: {result.first_error_line()}"
@@ -266,7 +280,8 @@ class JobQueue:
             result, error = None, str(exc)
         now = self.clock()
         if error is None and result is not None:
-            return QueueView(jobs=parse_squeue(result.stdout), updated=now)
+            return QueueView(jobs=parse_squeue(result.stdout), updated=asked_at,
+                             invalidated_at=previous.invalidated_at)
         failures = previous.failures + 1
         delay = min(self.interval_s * 2 ** failures, MAX_BACKOFF_S) * random.uniform(0.8, 1.2)
         return replace(previous, error=error, failures=failures, retry_at=now + delay)
@@ -276,6 +291,18 @@ class JobQueue:
             return _view_from_json(self.cache_path.read_text(encoding="utf-8"))
         except OSError:
             return None
+
+    def _store(self, view: QueueView) -> None:
+        """Write a refresh's answer, under the file lock. An answer asked before the last
+        ``invalidate()`` (squeue begun before a cancel, finished after it) lists jobs as
+        they were before: it is kept with its jobs, never as fresh, so the next view asks
+        again."""
+        cached = self._read()
+        invalidated_at = max(view.invalidated_at, cached.invalidated_at if cached else 0.0)
+        view = replace(view, invalidated_at=invalidated_at)
+        if view.updated is not None and view.updated < invalidated_at:
+            view = replace(view, updated=None)
+        self._write(view)
 
     def _write(self, view: QueueView) -> None:
         write_private_json(self.cache_path, _view_to_json(view))

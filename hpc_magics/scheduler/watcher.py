@@ -7,7 +7,11 @@ States are only ever what Slurm said or what the job folder proves:
 - the job's result file, once the job has left the queue: COMPLETED (or FAILED when the
   cell raised), until accounting says otherwise;
 - absent from two queue views both taken after ``sbatch`` returned, and accounting has
-  nothing to say: ENDED (over, Slurm cannot say how; not a failure), until it does.
+  nothing to say: ENDED (over, Slurm cannot say how; not a failure), until it does;
+- cancelled by this process (``scancel`` accepted it): a started job COMPLETING, a queued
+  one its state, noted "cancel sent", until a squeue asked after the scancel, or a final
+  state, says more. A queue view asked before the scancel (or none, the scheduler being
+  slow) never shows it running again.
 
 A failing ``sacct`` is "accounting unreachable": the job keeps its last state with that
 note, never "ended" or "failed". A job is known by cluster, id and submit time: a queue or
@@ -54,6 +58,9 @@ from .job_status import (
 from .local_jobs import local_states
 from .queue import ANSWER_WITHIN_S, JobQueue, QueueView
 
+# a job this process cancelled, while no squeue asked since says what became of it
+CANCEL_SENT = "cancel sent; waiting for Slurm to confirm"
+
 
 class Watcher:
     """Decides states from batched scheduler answers; keeps the latest snapshot per job."""
@@ -70,6 +77,8 @@ class Watcher:
         self._record_index: tuple[tuple[AccountingRecord, ...],
                                   JobIndex[AccountingRecord]] | None = None
         self._sacct_asking: threading.Thread | None = None  # a slow sacct, still asking
+        # job id → when our scancel of it returned (see ``_since_cancel``)
+        self._cancelled: dict[str, float] = {}
 
     @contextlib.contextmanager
     def _one_meta_read(self) -> Iterator[None]:
@@ -211,7 +220,32 @@ class Watcher:
                     continue
                 decided[key] = self._after_queue(key, folder, submission, previous, records,
                                                  now, silent)
+        for key, _, submission, _ in jobs:
+            decided[key] = self._since_cancel(submission.job_id, decided[key])
         return decided
+
+    def _since_cancel(self, job_id: str, status: JobStatus) -> JobStatus:
+        """``status`` of a job this process cancelled, unless it is older than the cancel.
+
+        After our scancel returned, a state from a squeue asked before it (or the last
+        state standing, squeue being slow or accounting lagging) is not what Slurm says
+        any more: a started job shows as COMPLETING (what squeue says of it after a
+        scancel), a queued one keeps its state; both noted ``CANCEL_SENT``, until a squeue
+        asked after the scancel lists it, or a final state comes (sacct, the folder, gone)."""
+        if not self._cancelled:
+            return status
+        at = max((t for cancelled, t in self._cancelled.items()
+                  if same_job(cancelled, job_id)), default=None)
+        if at is None:
+            return status
+        if status.final:
+            self._cancelled.pop(job_id, None)
+            return status
+        if status.source == "squeue" and status.detail_at >= at:
+            return status  # Slurm's own answer, asked after the cancel
+        # a started job is torn down (squeue's CG); a queued one keeps its state, noted
+        state = "COMPLETING" if status.phase == "running" else status.state
+        return replace(status, state=state, source="scancel", note=CANCEL_SENT)
 
     def _after_queue(self, key: str, folder: JobFolder, submission: Submission,
                      previous: JobStatus, records: tuple[AccountingRecord, ...] | None,
@@ -415,8 +449,8 @@ class Watcher:
                 if entries and view.updated is not None:
                     self._absent.pop(key, None)
                     state = combined_state([normalize_state(e.state) for e in entries])
-                    result[job_id] = self._latest[key] = JobStatus(job_id, state, "squeue", "",
-                                                                   now)
+                    result[job_id] = self._latest[key] = JobStatus(
+                        job_id, state, "squeue", "", now, detail_at=view.updated)
                     continue
                 if view.updated is not None and view.error is None:
                     seen = self._absent.setdefault(key, [])
@@ -446,12 +480,23 @@ class Watcher:
                 if status.final:
                     self._absent.pop(key, None)
                 result[job_id] = self._latest[key] = status
+            for job_id, _ in jobs:
+                key = f"id:{self.queue.cluster}:{job_id}"
+                result[job_id] = self._latest[key] = self._since_cancel(job_id, result[job_id])
             return result
 
     # ------------------------------------------------------------------ control
     def cancel(self, job_id: str) -> None:
-        """``scancel`` one of the user's own jobs (``LookupError`` when it is not theirs)."""
-        self.queue.cancel(job_id)
+        """``scancel`` one of the user's own jobs (``LookupError`` when it is not theirs).
+
+        Remembered: until Slurm answers after the scancel, the job shows as cancel sent,
+        never as the running job a squeue asked before the cancel listed."""
+        self.cancelled(job_id, self.queue.cancel(job_id))
+
+    def cancelled(self, job_id: str, at: float) -> None:
+        """Note that our ``scancel job_id`` returned at ``at`` (see ``_since_cancel``)."""
+        with self._lock:
+            self._cancelled[job_id] = max(at, self._cancelled.get(job_id, 0.0))
 
 
 

@@ -181,6 +181,13 @@ class JobCancelHandler(HpcMagicsHandler):
             raise web.HTTPError(404, str(exc)) from None
         except HpcMagicsError as exc:
             raise web.HTTPError(502, str(exc)) from None
+        # the list (which GET /jobs serves while a cycle is slow) shows the cancel before
+        # this answers: one cycle now, after any cycle begun before the scancel
+        try:
+            await asyncio.wait_for(state.refresh_jobs(),
+                                   timeout=state.config.scheduler_timeout_s)
+        except Exception as exc:  # cancelled all the same; the next cycle shows it
+            state.config.log.warning("hpc_magics: looking at jobs after a cancel: %s", exc)
         self.write_json({"cancelled": job_id})
 
 
