@@ -81,7 +81,9 @@ hm_release_tests() {
     # the last line is hm_release_pytest's "exit RC after S s"; pytest's summary is before it
     local rc summary took
     read -r _ rc _ took _ < <(tail -n 1 "$runs/$r.log")
-    summary=$(grep -v '^[[:space:]]*$' "$runs/$r.log" | tail -n 2 | head -n 1)
+    # pytest's own summary line ("== 3 failed, 12 passed in 4.5s =="): what an interpreter
+    # prints at its exit may follow it
+    summary=$(hm_pytest_summary "$runs/$r.log")
     HM_RELEASE_RESULTS+=("release $r: $summary (exit $rc, $took s; all releases in $(($(date +%s) - t0)) s)")
     [ "$rc" = 0 ] || HM_RELEASE_FAILED+=("pytest-$r")
   done

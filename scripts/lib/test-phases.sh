@@ -15,6 +15,15 @@
 
 HM_PHASE_RESULTS=()
 
+# hm_pytest_summary LOG: pytest's summary line ("== 12 passed in 3.4s =="), else the last line
+# (what an interpreter prints at its exit may follow the summary)
+hm_pytest_summary() {
+  local found
+  found=$(grep -E '^=+ .* in [0-9.]+s( \([0-9:]+\))? =+$' "$1" | tail -n 1)
+  [ -n "$found" ] || found=$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)
+  printf '%s' "$found"
+}
+
 hm_pytest_phases() {
   local -n cmd=$1
   local args=() user_mark="" workers=${HPC_MAGICS_TEST_WORKERS:-4} rc=0
@@ -54,7 +63,7 @@ hm_pytest_phase() {
   rc=${PIPESTATUS[0]}
   set -e
   # pytest's own summary line ("== 12 passed in 3.4s ==") is its last non-empty line
-  HM_PHASE_RESULTS+=("$label: $(grep -v '^[[:space:]]*$' "$out" | tail -n 1) (exit $rc, $(($(date +%s) - t0)) s)")
+  HM_PHASE_RESULTS+=("$label: $(hm_pytest_summary "$out") (exit $rc, $(($(date +%s) - t0)) s)")
   rm -f "$out"
   [ "$rc" = 0 ] || [ "$rc" = 5 ]
 }
