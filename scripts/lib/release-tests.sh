@@ -1,5 +1,5 @@
 # scripts/lib/release-tests.sh - scripts/run-tests' runs on other Slurm releases (source it after setup.sh;
-# functions only). HPC_MAGICS_RELEASES=R1,R2 (default 24.11,26.05 as root; empty: none; an
+# functions only). HPC_MAGICS_RELEASES=R1,R2 (default 22.05,24.11,26.05 as root; empty: none; an
 # ordinary user runs none, saying why: see scripts/slurm-cluster --release):
 #
 #   hm_releases_up             bring each listed release's cluster up (before pytest, so
@@ -12,7 +12,7 @@
 
 HM_RELEASES=()
 HM_RELEASE_RESULTS=()
-HM_RELEASES_DEFAULT=24.11,26.05
+HM_RELEASES_DEFAULT=22.05,24.11,26.05
 if [ "$(id -u)" = 0 ]; then
   IFS=, read -r -a HM_RELEASES <<<"${HPC_MAGICS_RELEASES-$HM_RELEASES_DEFAULT}"
 elif [ -n "${HPC_MAGICS_RELEASES-$HM_RELEASES_DEFAULT}" ]; then

@@ -38,13 +38,16 @@ def kernels(server: RunningServer) -> list[dict[str, Any]]:
     return listed
 
 
-def wait_for_kernel(server: RunningServer, name: str, phase: str,
-                    timeout: float = 90.0) -> dict[str, Any]:
+def wait_for_kernel(server: RunningServer, name: str, phase: str, timeout: float = 90.0,
+                    with_reason: bool = False) -> dict[str, Any]:
+    """The kernel's entry once in ``phase`` (and, ``with_reason``, once Slurm gave a pending
+    reason: before the scheduler's first look at a job it has none)."""
     deadline = time.monotonic() + timeout
     seen: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         seen = kernels(server)
-        found = [k for k in seen if k["name"] == name and k["phase"] == phase]
+        found = [k for k in seen if k["name"] == name and k["phase"] == phase
+                 and (k.get("reason") or not with_reason)]
         if found:
             return found[0]
         time.sleep(1.0)
@@ -81,7 +84,7 @@ def test_a_pending_kernel_shows_its_reason_then_time_left_and_cost_and_stop_ends
                        "-d", f"afterany:{blocker}") == 0
         server = local_server()
         started = start_kernel_in_background(server, "lab-pends")
-        pending = wait_for_kernel(server, "lab-pends", "pending")
+        pending = wait_for_kernel(server, "lab-pends", "pending", with_reason=True)
         assert pending["reason"] == "Dependency", pending
         assert pending["reason_text"] == "waiting for the jobs it depends on to finish"
         assert pending["kind"] == "kernel" and pending["cost"] is None
