@@ -46,11 +46,13 @@ class SlurmCluster:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test that needs the cluster carries the `slurm` marker: `-m "not slurm"` works.
     # A drill stops daemons or nodes under everyone's feet: `serial`, so that
-    # scripts/run-tests runs it alone, never beside the parallel phase's tests.
+    # scripts/run-tests runs it alone, never beside the other cluster tests; one marked
+    # `no_outage` (a job's own fault, such as its time limit) runs beside them.
     for item in items:
         if "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slurm)
-        if item.get_closest_marker("drills") is not None:
+        if item.get_closest_marker("drills") is not None and \
+                item.get_closest_marker("no_outage") is None:
             item.add_marker(pytest.mark.serial)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         _slow_files_first(items)

@@ -29,9 +29,10 @@ class Backend(Protocol):
     name: str
 
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
-                  live: bool = True) -> None:
+                  live: bool = True, submitting: bool = True) -> None:
         """Raise InvalidRequest for what the live scheduler would refuse (``live`` False:
-        the profile is another cluster's, or --no-live: ask the scheduler nothing)."""
+        the profile is another cluster's, or --no-live: ask the scheduler nothing;
+        ``submitting`` False: a dry run, which shows the script whether Slurm answers or not)."""
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:

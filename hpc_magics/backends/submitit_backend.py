@@ -135,7 +135,7 @@ class _SubmititBackend:
     name = "slurm"
 
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
-                  live: bool = True) -> None:
+                  live: bool = True, submitting: bool = True) -> None:
         return None
 
     def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:
@@ -208,9 +208,9 @@ class SlurmBackend(_SubmititBackend):
         return kernel_world.parts(here, settings, clean=clean)
 
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
-                  live: bool = True) -> None:
-        """Refuse at once while the controller is known to be away; check the partition
-        against the live cluster (one cached ``sinfo``) unless ``live`` is False."""
+                  live: bool = True, submitting: bool = True) -> None:
+        """Refuse a submission at once while the controller is known to be away; check the
+        partition against the live cluster (one cached ``sinfo``) unless ``live`` is False."""
         settings = dict(profile.environment)
         shared_tmp = login_paths.nodes_share_tmp(os.environ)
         kernel = self.notebook_kernel
@@ -222,7 +222,8 @@ class SlurmBackend(_SubmititBackend):
                 settings["interpreter"] = self.given_python
             kernel_world.refuse(kernel_world.read(os.environ, self.python), settings,
                                 shared_tmp)
-        self._refuse_while_away()
+        if submitting:
+            self._refuse_while_away()
         if not request.partition or not live:
             return
         partitions = self._partitions()

@@ -277,7 +277,7 @@ class HpcMagicsKernel(Magics, HpcMagics):
                 print("[hpc_magics] --backend auto: running on this machine, not on a cluster:"
                       " sbatch is not on PATH here (--backend slurm refuses instead)",
                       file=sys.stderr)
-            backend.preflight(request, profile, live=live)
+            backend.preflight(request, profile, live=live, submitting=not args.dry_run)
             options = options_from_args(args, request, backend.name)
             if backend.name == "slurm":  # nodes have their own /tmp: say so before the queue
                 from ..core import login_paths

@@ -1,17 +1,20 @@
 # scripts/lib/test-phases.sh - scripts/run-tests' pytest in two phases (source it; functions
 # only). The suite shares one Slurm test cluster (2 nodes x 4 CPUs):
 #
-#   parallel  every test not marked `serial`, on HPC_MAGICS_TEST_WORKERS pytest-xdist
-#             workers (default 4: most tests wait on Slurm or a kernel, not on a CPU), a
-#             file's tests on one worker (--dist loadfile: a module's kernel, server or
-#             browser is started once)
+#   cluster   every test that uses the cluster (marker `slurm`) and is not `serial`, on
+#             HPC_MAGICS_TEST_WORKERS pytest-xdist workers (default 4: most tests wait on
+#             Slurm or a kernel, not on a CPU), a file's tests on one worker (--dist
+#             loadfile: a module's kernel, server or browser is started once)
 #   serial    the tests marked `serial` (the fault drills, which stop daemons and nodes, and
-#             tests that change accounting), one at a time, with nothing beside them
+#             tests that change accounting), one at a time, with no other cluster test beside
+#             them; beside them, on the other workers, every test that needs no cluster
+#             (the `serial` phase's output comes first, then theirs)
 #
 #   hm_pytest_phases CMD_ARRAY ARGS...
 #       CMD_ARRAY names an array holding the pytest command (it may hold a `--` of its own);
 #       runs both phases with ARGS (a `-m EXPR` in ARGS narrows each phase), sets
-#       HM_PHASE_RESULTS (one summary line a phase) and returns non-zero if a phase failed. HPC_MAGICS_TEST_WORKERS=1 runs one phase, in order.
+#       HM_PHASE_RESULTS (one summary line a phase) and returns non-zero if a phase failed.
+#       HPC_MAGICS_TEST_WORKERS=1 runs one phase, in order.
 
 HM_PHASE_RESULTS=()
 
@@ -41,11 +44,29 @@ hm_pytest_phases() {
     hm_pytest_phase "pytest" "$user_mark" "${cmd[@]}" "${args[@]}" || rc=1
     return $rc
   fi
-  hm_pytest_phase "pytest, parallel (-n $workers)" \
-    "not serial${user_mark:+ and ($user_mark)}" \
+  hm_pytest_phase "pytest, cluster (-n $workers)" \
+    "slurm and not serial${user_mark:+ and ($user_mark)}" \
     "${cmd[@]}" -n "$workers" --dist loadfile "${args[@]}" || rc=1
+  # the tests that need no cluster run beside the serial ones: a drill's outage is not
+  # theirs (tests/conftest.py marks every user of the cluster fixture `slurm`)
+  local beside beside_pid beside_workers=$((workers > 2 ? workers - 1 : 1))
+  beside=$(mktemp -d /tmp/hpc-magics-beside.XXXXXX)
+  (
+    phase_rc=0
+    hm_pytest_phase "pytest, no cluster (-n $beside_workers)" \
+      "not slurm and not serial${user_mark:+ and ($user_mark)}" \
+      "${cmd[@]}" -n "$beside_workers" --dist loadfile "${args[@]}" || phase_rc=1
+    printf '%s\n' "${HM_PHASE_RESULTS[-1]}" >"$beside/result"
+    exit $phase_rc
+  ) >"$beside/log" 2>&1 &
+  beside_pid=$!
   hm_pytest_phase "pytest, serial" "serial${user_mark:+ and ($user_mark)}" \
     "${cmd[@]}" "${args[@]}" || rc=1
+  wait "$beside_pid" || rc=1
+  hm_log "pytest, no cluster (beside the serial phase): its output"
+  cat "$beside/log"
+  HM_PHASE_RESULTS+=("$(cat "$beside/result" 2>/dev/null || echo "pytest, no cluster: no result")")
+  rm -rf "$beside"
   return $rc
 }
 

@@ -92,6 +92,11 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
                 stopwatch.quick("%%sbatch", lambda: drill_shell.run_cell_magic(
                     "sbatch", "--name during-the-outage", "x = 1"))
             assert set(jobs_root.iterdir()) == folders, "a refused cell left a job folder"
+            # a dry run submits nothing: it shows the script, answer or not
+            stopwatch.quick("%%sbatch --dry-run", lambda: drill_shell.run_cell_magic(
+                "sbatch", "--name dry-during-the-outage --dry-run", "x = 1"))
+            assert "#SBATCH --job-name=dry-during-the-outage" in capsys.readouterr().out
+            assert set(jobs_root.iterdir()) == folders, "a dry run left a job folder"
     finally:
         stop_polling.set()
         poller.join(timeout=30)

@@ -11,7 +11,8 @@ from hpc_magics.core.errors import JobFailed
 
 from .conftest import Stopwatch, last_handle
 
-pytestmark = [pytest.mark.drills, pytest.mark.slurm, pytest.mark.slow,
+# the job's own limit ends it: no daemon or node stops, so it runs beside other tests
+pytestmark = [pytest.mark.drills, pytest.mark.no_outage, pytest.mark.slurm, pytest.mark.slow,
               pytest.mark.timeout(240)]
 
 CELL = """#SBATCH --time=1

@@ -3,10 +3,10 @@
 Counting wrappers for ``squeue`` and ``sacct`` go first on PATH of three real kernels
 (they log each call, then run the real command). The kernels share one user's runtime
 dir, as a user's kernels do; each tracks all 200 real jobs (100 held, pending all along;
-100 that start over the two minutes (``--begin``) and end at once, so accounting is asked
+100 that start over the minute (``--begin``) and end at once, so accounting is asked
 all along), shows widgets for 10 of them between them, and polls the watcher every half
-second on top, like an impatient notebook. Over two minutes the calls stay within one
-per interval each.
+second on top, like an impatient notebook. Over a minute (twenty intervals) the calls stay
+within one per interval each.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.cluster import cluster_name
 
-INTERVAL_S = 5.0
-WINDOW_S = 120.0
+INTERVAL_S = 3.0
+WINDOW_S = 60.0
 KERNELS = 3
 WIDGETS = (4, 3, 3)  # 10 widgets over the three kernels
 

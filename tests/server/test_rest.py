@@ -141,7 +141,9 @@ def test_jobs_route_answers_outside_a_job(local_server: StartLocal) -> None:
     assert data["updated"] is not None or "\n" not in (data["error"] or "x")
 
 
-def test_cancel_of_a_job_that_is_not_the_users_is_404(local_server: StartLocal) -> None:
+def test_cancel_of_a_job_that_is_not_the_users_is_404(local_server: StartLocal,
+                                                     slurm_cluster: Any) -> None:
+    # whose job it is, Slurm says (while it cannot, the answer is 502, not 404)
     server = local_server()
     answer = server.post("hpc-magics/jobs/999999999/cancel")
     assert answer.status_code == 404

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 
@@ -31,9 +32,7 @@ def live_lines(script: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def ran(tmp_path_factory: pytest.TempPathFactory) -> Executed:
-    if not commands.slurm_available():
-        pytest.skip("needs the Slurm test cluster (scripts/slurm-cluster up)")
+def ran(tmp_path_factory: pytest.TempPathFactory, slurm_cluster: Any) -> Executed:
     folder = tmp_path_factory.mktemp("course") / "my course"
     return execute(NOTEBOOK, folder, timeout=600)
 
