@@ -135,7 +135,8 @@ def cpus_per_node(request: ResourceRequest, profile: ClusterProfile,
     if cpus > partition.cpus_per_node:
         name = "cpus-per-task" if request.cpus_per_task else "ntasks-per-node"
         yield _error(name, f"{cpus} CPUs per node exceed the {partition.cpus_per_node} "
-                     f"of partition {partition.name!r}")
+                     f"of partition {partition.name!r}: ask for at most "
+                     f"{partition.cpus_per_node} a node (more nodes for more CPUs)")
 
 
 def memory(request: ResourceRequest, profile: ClusterProfile,
@@ -188,7 +189,8 @@ def gpu_request(request: ResourceRequest, profile: ClusterProfile,
     elif gpus.count > limit:
         kind = f" {gpus.type}" if gpus.type and partition.gpus_per_type else ""
         yield _error("gpus-per-node", f"{gpus.count}{kind} GPUs per node exceed the {limit} "
-                     f"a node of partition {partition.name!r} has")
+                     f"a node of partition {partition.name!r} has: ask for at most {limit} "
+                     "a node (more nodes for more GPUs)")
     known = {t.lower(): t for t in partition.gpu_types}
     if gpus.type and partition.gpu_type_pattern and re.fullmatch(
             partition.gpu_type_pattern, gpus.type, re.IGNORECASE):

@@ -126,3 +126,56 @@ def test_gpu_counts_must_be_a_list_of_numbers(tmp_path: Path) -> None:
                                        'gpu_counts = "1,4"\n')
     with pytest.raises(InvalidRequest, match=r"gpu_counts = '1,4' must be a list"):
         load_profile("odd", [tmp_path])
+
+
+def one_line_naming(report: ScriptReport, option: str, *words: str) -> None:
+    """Refused on exactly that option, in one line naming the value and the fix."""
+    assert refused(report) == {option}, render(report, "?")
+    message = report.errors[0].message
+    assert "\n" not in message and "ask for at most" in message
+    assert all(word in message for word in words), message
+
+
+@pytest.mark.parametrize(("profile", "lines", "fits", "too_much", "option", "limit"), [
+    # Alvis: the largest nodes (NAISS course, 2026-02): 64 cores (A40/A100), 1536G (T4)
+    ("alvis", ["-A NAISS2024-5-1 -t 1:00:00 --gpus-per-node=A100:4"],
+     "--cpus-per-task=64", "--cpus-per-task=65", "cpus-per-task", "64"),
+    # SDumont's gdl node: 2 x Xeon Gold 6148 (40 cores), 8 V100
+    ("sdumont", ["-p gdl -N 1 -t 1:00:00 --gpus=8"],
+     "--cpus-per-task=40", "--cpus-per-task=41", "cpus-per-task", "40"),
+    # M3 (MASSIVE's guide, 2019): m3g nodes hold 3 V100, m3h 2 P100, desktop K80 nodes 4
+    ("m3", ["--account=ml20 -t 1:00:00 -p m3g"],
+     "--gres=gpu:V100:3", "--gres=gpu:V100:4", "gres", "3"),
+    ("m3", ["--account=ml20 -t 1:00:00 -p m3h"],
+     "--gres=gpu:P100:2", "--gres=gpu:P100:3", "gres", "2"),
+    ("m3", ["--account=ml20 -t 1:00:00 -p desktop --qos=desktopq"],
+     "--gres=gpu:K80:4", "--gres=gpu:K80:5", "gres", "4"),
+])
+def test_a_request_beyond_a_documented_node_is_refused(profile: str, lines: list[str],
+                                                       fits: str, too_much: str,
+                                                       option: str, limit: str) -> None:
+    block = [f"#SBATCH {line}" for line in lines]
+    at_limit = check([*block, f"#SBATCH {fits}"], profile)
+    assert at_limit.ok, render(at_limit, profile)
+    over = check([*block, f"#SBATCH {too_much}"], profile)
+    one_line_naming(over, option, too_much.rsplit(":", 1)[-1].rsplit("=", 1)[-1], limit)
+
+
+@pytest.mark.parametrize(("profile", "lines", "fits", "too_much"), [
+    ("alvis", ["-A NAISS2024-5-1 -t 1:00:00 --gpus-per-node=T4:1"], "1536G", "1600G"),
+    ("sdumont", ["-p gdl -N 1 -t 1:00:00 --gpus=1"], "384G", "400G"),
+])
+def test_memory_beyond_a_documented_node_is_refused(profile: str, lines: list[str],
+                                                    fits: str, too_much: str) -> None:
+    block = [f"#SBATCH {line}" for line in lines]
+    assert check([*block, f"#SBATCH --mem={fits}"], profile).ok
+    over = check([*block, f"#SBATCH --mem={too_much}"], profile)
+    assert refused(over) == {"mem"} and too_much in over.errors[0].message
+    assert "\n" not in over.errors[0].message and "--mem=0" in over.errors[0].message
+
+
+def test_m3_desktops_take_the_p100_nodes_the_guide_lists() -> None:
+    desktop = ["#SBATCH --account=ml20 -t 2:00:00 -p desktop --qos=desktopq"]
+    for gpus in ("P100:2", "P4:1", "K80:2"):
+        report = check([*desktop, f"#SBATCH --gres=gpu:{gpus}"], "m3")
+        assert report.ok, render(report, "m3")
