@@ -181,7 +181,9 @@ class SharedAccounting:
         ask = sorted(b for b, t in data["wanted"].items() if now - t < FORGET_AFTER_S
                      and not _settled(answers.get(b)))
         records = sacct_usage(ask, self.runner) if ask else ()
-        data["last_call"] = now
+        # the answers are as of the ask; the next call waits an interval from the answer,
+        # so a slurmdbd slower than the interval is never asked back to back
+        data["last_call"] = time.time()
         for base in ask:
             mine = None if records is None else [
                 _record_to_dict(r) for r in records if base_of(r.job_id) == base]
