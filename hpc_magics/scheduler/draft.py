@@ -63,15 +63,16 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
             lines.append(f"mem_per_node = {_q(f'{max(g.mem_mb for g in mine)}M')}")
         types = live.gpu_types(part)
         if types:
-            lines.append(f"gpus_per_node = {max(types.values())}")
+            most = max(types.values())
+            lines.append(f"gpus_per_node = {most}")
             named = [t for t in types if t != live.UNTYPED]  # gres.conf without Type
             if named:
                 lines.append("gpu_types = [" + ", ".join(_q(t) for t in named) + "]")
             if len({types[t] for t in named}) > 1:
                 lines.append("gpus_per_type = { " + ", ".join(
                     f"{_q(t)} = {n}" for t in named for n in [types[t]]) + " }")
-            if max(types.values()) > 1:
-                lines += _gpu_counts_hint(max(types.values()))
+            if most > 1:
+                lines += _gpu_counts_hint(most)
         if data.get("OverSubscribe", "NO").startswith("EXCLUSIVE"):
             lines.append("whole_node = true")
         if data.get("TRESBillingWeights"):
