@@ -32,9 +32,11 @@ class NotebookJob:
 
 
 def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
-             python: str | None, strip_display: bool) -> tuple[Any, Any, dict[str, Any], str]:
+             python: str | None, strip_display: bool, *, submitting: bool = True
+             ) -> tuple[Any, Any, dict[str, Any], str]:
     """The request with this machine's defaults, the backend (set up for the notebook's
-    kernel), the notebook the job runs and the kernel's name; refuses bad input first."""
+    kernel), the notebook the job runs and the kernel's name; refuses bad input first
+    (``submitting`` False: a dry run, never refused because Slurm does not answer)."""
     from .backends import get_backend
     from .backends.submitit_backend import SlurmBackend
     from .scheduler.defaults import live_wanted, with_environment
@@ -52,19 +54,63 @@ def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
     kernel = checked_kernel(notebook_kernel(notebook), on_a_cluster=backend.name == "slurm")
     if isinstance(backend, SlurmBackend):
         backend.notebook_kernel = kernel_world_of(notebook, os.environ)
-    backend.preflight(request, profile)
+    backend.preflight(request, profile, submitting=submitting)
     return request, backend, prepared, kernel
+
+
+def _what_runs(path: Path, prepared: dict[str, Any], kernel: str) -> str:
+    """What the job runs, as meta.json's ``shipped`` and a dry run say it."""
+    count = len(prepared["cells"])
+    return f"the notebook {path.name} ({count} cell{'s' * (count != 1)}, kernel {kernel})"
+
+
+def _job_code(folder: Path, path: Path, kernel: str) -> str:
+    """The Python the job's node runs: the notebook, cell by cell, beside its own folder."""
+    workdir = str(path.resolve().parent)
+    return ("from hpc_magics.convert.notebook_job import run_notebook_job\n"
+            f"run_notebook_job({str(folder)!r}, {workdir!r}, kernel_name={kernel!r})\n")
 
 
 def notebook_script(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
                     jobs_root: Path, python: str | None = None, name: str | None = None) -> str:
-    """The job script ``submit_notebook`` would submit (``hpc-magics submit --dry-run``)."""
+    """The job script ``submit_notebook`` would submit (checked as a dry run is)."""
+    return dry_run(path, request, profile, jobs_root=jobs_root, python=python,
+                   name=name).script
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What ``--dry-run`` shows: the job script as the submission renders it, and what runs."""
+
+    folder: Path  # where the job folder would be (time stamp and random part spelled out)
+    script: str
+    what_runs: str
+    code: str
+
+    def text(self) -> str:
+        code = "".join(f"#   {line}\n" for line in self.code.splitlines())
+        return (f"# dry run: nothing submitted. The job folder would be {self.folder} (its "
+                "time stamp and random part are set at submission).\n"
+                f"{self.script}"
+                f"# the job runs {self.what_runs}, cell by cell, saving the executed notebook "
+                f"after every cell as {self.folder / NOTEBOOK_OUT}; in the job:\n{code}")
+
+
+def dry_run(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
+            jobs_root: Path, python: str | None = None, name: str | None = None,
+            strip_display: bool = False) -> DryRun:
+    """What ``submit_notebook`` would submit, checked as it checks; creates nothing and
+    shows the script whether Slurm's controller answers or not."""
     from .jobfolder.folder import JobFolder
 
-    request, backend, _, _ = _prepare(path, request, profile, python, False)
+    request, backend, prepared, kernel = _prepare(path, request, profile, python,
+                                                  strip_display, submitting=False)
     name = name or job_name(path.stem)
-    return str(backend.job_script(str(JobFolder.would_be(jobs_root, name)), request, profile,
-                                  name))
+    folder = JobFolder.would_be(jobs_root, name).absolute()
+    # the backend's one renderer, as its submit() calls it with the real folder
+    script = str(backend.job_script(str(folder), request, profile, name))
+    return DryRun(folder, script, _what_runs(path, prepared, kernel),
+                  _job_code(folder, path, kernel))
 
 
 def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
@@ -80,14 +126,11 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     name = name or job_name(path.stem)
     folder = JobFolder.create(jobs_root, name)
     (folder.path / NOTEBOOK_IN).write_text(json.dumps(prepared, indent=1), encoding="utf-8")
-    workdir = str(path.resolve().parent)
-    code = ("from hpc_magics.convert.notebook_job import run_notebook_job\n"
-            f"run_notebook_job({str(folder.path)!r}, {workdir!r}, kernel_name={kernel!r})\n")
+    code = _job_code(folder.path, path, kernel)
     executed = folder.path / NOTEBOOK_OUT
     folder.write_meta({"name": name, "backend": backend.name, "profile": profile.name,
                        "request": to_dict(request), "kind": "notebook",
-                       "shipped": f"the notebook {path.name} ({len(prepared['cells'])} cells, "
-                                  f"kernel {kernel})",
+                       "shipped": _what_runs(path, prepared, kernel),
                        "results": [], "notebook": str(path.resolve()),
                        "executed_notebook": str(executed), "state": "SUBMITTING"})
     try:
@@ -121,8 +164,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument("--strip-display", action="store_true",
                         help="remove display code first, as hpc-magics convert does")
     parser.add_argument("--wait", action="store_true", help="wait for the job to end")
-    parser.add_argument("--dry-run", action="store_true", help="print the job script (and "
-                        "the notebook kernel's world in it); submit nothing")
+    parser.add_argument("--dry-run", action="store_true", help="print the exact job script "
+                        "(the notebook kernel's world in it) and what the job would run; "
+                        "submit nothing, create no job folder")
     parser.set_defaults(run=run)
 
 
@@ -141,9 +185,8 @@ def run(args: argparse.Namespace) -> int:
     request, profile = request_from_args(args, notebook.get("metadata", {}))
     jobs_root = (args.jobs_dir or args.notebook.resolve().parent / DEFAULT_JOBS_DIR).resolve()
     if args.dry_run:
-        print("# dry run: nothing submitted")
-        print(notebook_script(args.notebook, request, profile, jobs_root=jobs_root,
-                              python=args.python, name=args.name), end="")
+        print(dry_run(args.notebook, request, profile, jobs_root=jobs_root, python=args.python,
+                      name=args.name, strip_display=args.strip_display).text(), end="")
         return 0
     job = submit_notebook(args.notebook, request, profile, jobs_root=jobs_root,
                           python=args.python, name=args.name, strip_display=args.strip_display)

@@ -123,6 +123,10 @@ def test_drafted_profile_loads_and_validates_a_job(tmp_path: Path) -> None:
     assert profile.default_partition == "debug"
     assert profile.partitions["long"].max_time_s == 2 * 86400
     assert profile.partitions["debug"].gpu_types == ("v100",)
+    # which GPU counts the site allows and how kernels are reached: templates, not guesses
+    assert profile.partitions["debug"].gpu_counts == () and profile.kernel == {}
+    assert "\n# gpu_counts = [1, 2]  # only if the site" in text
+    assert '\n# [kernel]\n# tunnel = "ssh"\n' in text
     good = check_script("#SBATCH -p long -t 1-00:00:00 --gres=gpu:v100:2\n", profile)
     assert good.ok
     bad = check_script("#SBATCH -p debug -t 30 --gres=gpu:v100:3 --mem=9G\n", profile)

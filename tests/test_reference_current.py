@@ -60,6 +60,9 @@ def test_every_magic_and_its_arguments_are_on_the_page(fresh_page: str) -> None:
         assert f"--{flag.name}" in sbatch and flag.help in sbatch, flag.name
     for option in ("--wait", "--dry-run", "--sweep", "--checkpoint", "--stage", "--after"):
         assert f"`{option} " in sbatch or f"`{option}`" in sbatch, option
+    notebook = _section(fresh_page, "`%hpc_submit_notebook`")
+    for option in ("--wait", "--dry-run", "--strip-display"):
+        assert f"`{option}`" in notebook, option
 
 
 def test_every_subcommand_and_setting_is_on_the_page(fresh_page: str) -> None:

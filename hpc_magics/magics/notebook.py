@@ -38,19 +38,23 @@ class NotebookJobMagics(Magics):
               help="remove display code first, as hpc-magics convert does")
     @argument("--wait", action="store_true", help="block until the job ends, then show "
               "its figures and where the executed notebook is")
+    @argument("--dry-run", action="store_true",
+              help="print the exact job script (the notebook kernel's world in it) and what "
+                   "the job would run; submit nothing, create no job folder")
     @line_magic
     def hpc_submit_notebook(self, line: str = "") -> Any:
         """Run a whole notebook as one job, cell by cell on a kernel on the node.
 
         The executed notebook is saved in the job folder after every cell, so the cells
         that finished keep their outputs even if the job reaches its time limit.  Save the
-        notebook first: the job runs the file as it is on disk.
+        notebook first: the job runs the file as it is on disk.  ``--dry-run`` shows the
+        job script the submission would give sbatch, even while Slurm does not answer.
         """
         # loaded on first use: %load_ext stays cheap (tests/magics/test_lazy_imports.py)
         from ..convert.batch import job_for_notebook
         from ..convert.notebook_job import FIGURES_DIR
         from ..convert.script import read_notebook
-        from ..notebook_submit import DEFAULT_JOBS_DIR, submit_notebook
+        from ..notebook_submit import DEFAULT_JOBS_DIR, dry_run, submit_notebook
 
         args = parsed_arguments(self.hpc_submit_notebook, line)
         # IPython keeps the quotes around a path with spaces
@@ -71,8 +75,12 @@ class NotebookJobMagics(Magics):
             request = resources.updated(request, values_from_args(args))
             profile = profiles.load_profile(request.profile)
             jobs_root = hpc.jobs_root if hpc is not None else Path(DEFAULT_JOBS_DIR).resolve()
-            job = submit_notebook(path, request, profile, jobs_root=jobs_root,
-                                  python=(hpc.python or None) if hpc is not None else None,
+            python = (hpc.python or None) if hpc is not None else None
+            if args.dry_run:
+                print(dry_run(path, request, profile, jobs_root=jobs_root, python=python,
+                              name=args.name, strip_display=args.strip_display).text(), end="")
+                return None
+            job = submit_notebook(path, request, profile, jobs_root=jobs_root, python=python,
                                   name=args.name, strip_display=args.strip_display)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None

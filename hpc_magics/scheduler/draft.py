@@ -3,7 +3,11 @@
 For admins adding their site: ``scontrol show partition`` gives each partition's limits,
 ``sinfo`` the nodes behind it (CPUs, memory, GPU types and counts).  The draft is TOML the
 profile loader reads as it is; what Slurm cannot tell (account spelling, advice) is left
-for the admin, marked with comments.
+for the admin, marked with comments.  Two of those are written as commented templates:
+``gpu_counts`` (the only GPU counts a node the site schedules, a policy of its job_submit
+plugin or its documentation: neither partition nor node answers show it, and a guessed
+limit would refuse jobs Slurm takes) and the ``[kernel]`` table (whether the login host
+reaches the nodes' ports, which Slurm does not know either).
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
     lines = [
         f"# Drafted by `hpc-magics profiles --draft` on {day} from scontrol show partition "
         f"and sinfo on cluster {cluster}.",
-        "# Review it: add account_pattern/account_example, notes, and the documentation address.",
+        "# Review it: add account_pattern/account_example, notes, and the documentation address;",
+        "# uncomment gpu_counts and [kernel] only where the site's documentation says so.",
         f"description = {_q(f'{cluster}: drafted from Slurm ({len(parts)} partitions)')}",
         f"documentation = {_q(f'scontrol show partition and sinfo on {cluster}')}",
         f"documented_on = {_q(day)}",
@@ -58,13 +63,16 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
             lines.append(f"mem_per_node = {_q(f'{max(g.mem_mb for g in mine)}M')}")
         types = live.gpu_types(part)
         if types:
-            lines.append(f"gpus_per_node = {max(types.values())}")
+            most = max(types.values())
+            lines.append(f"gpus_per_node = {most}")
             named = [t for t in types if t != live.UNTYPED]  # gres.conf without Type
             if named:
                 lines.append("gpu_types = [" + ", ".join(_q(t) for t in named) + "]")
             if len({types[t] for t in named}) > 1:
                 lines.append("gpus_per_type = { " + ", ".join(
                     f"{_q(t)} = {n}" for t in named for n in [types[t]]) + " }")
+            if most > 1:
+                lines += _gpu_counts_hint(most)
         if data.get("OverSubscribe", "NO").startswith("EXCLUSIVE"):
             lines.append("whole_node = true")
         if data.get("TRESBillingWeights"):
@@ -72,4 +80,22 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
         qos = data.get("QoS", "N/A")
         if qos not in {"N/A", ""}:
             lines.append(f"# partition QOS: {qos}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _KERNEL_TEMPLATE) + "\n"
+
+
+def _gpu_counts_hint(most: int) -> list[str]:
+    """A commented ``gpu_counts`` line: Slurm's answers never say which counts a site allows."""
+    return [f"# gpu_counts = [1, {most}]  # only if the site schedules just these GPUs a node "
+            "(Trillium: 1 or a whole node); Slurm's answers do not show it"]
+
+
+# How the login host reaches a Slurm kernel (docs/profiles.md): Slurm cannot tell whether the
+# nodes' ports are open to it, so the table is a template
+_KERNEL_TEMPLATE = [
+    "",
+    "# How the login host reaches a Slurm kernel (hpc-magics kernel install, %hpc_session start):",
+    "# tcp (the default) where the nodes' ports are open to it, else an SSH tunnel.",
+    "# [kernel]",
+    '# tunnel = "ssh"',
+    '# ssh_options = ["-F", "~/.ssh/hpc_nodes"]  # ssh\'s own arguments, given first',
+]

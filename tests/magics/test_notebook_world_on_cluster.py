@@ -118,7 +118,10 @@ def test_submit_dry_run_prints_the_script_and_submits_nothing(
     assert main(["submit", str(path), "--profile", "lab", "--backend", "slurm", "-t", "5",
                  "--jobs-dir", str(project / "jobs"), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("# dry run: nothing submitted\n#!/bin/bash\n")
+    assert out.startswith("# dry run: nothing submitted. The job folder would be "
+                          f"{project / 'jobs'}/look-YYYYMMDD-HHMMSS-XXXX (")
+    assert "submission).\n#!/bin/bash\n" in out
+    assert "# the job runs the notebook look.ipynb (1 cell, kernel python3)" in out
     assert re.search(r"^# the notebook's world: kernel 'python3': \S*python\S* -m "
                      "ipykernel_launcher", out, re.M), out
     assert "#SBATCH --time=00:05:00" in out
