@@ -27,6 +27,13 @@ class LocalProcessJob(LocalJob[Any]):
         if self._process is not None:
             commands.stop_group(self._process)
 
+    def __del__(self) -> None:
+        # at the interpreter's exit submitit's clean-up finds its modules torn down and
+        # printed a TypeError a job; it never got as far as a cancel, so skipping it there
+        # changes nothing (a job outlives its kernel, as a Slurm job does)
+        if not sys.is_finalizing():
+            super().__del__()
+
 
 class LocalProcessExecutor(submitit.LocalExecutor):
     """``LocalExecutor`` whose ``_submit_command`` is submitit's ``start_controller``
