@@ -138,7 +138,10 @@ class SlurmProvisioner(KernelProvisionerBase):
         self._submitted_at = time.time()
         if kernel.jobid:  # a step of the user's allocation, once that runs
             self.job_id = kernel.jobid
-            folder.update_meta(job_id=kernel.jobid, state="PENDING")
+            # indexed as this server's kernel (the status bar lists it), marked in its meta
+            # as the user's allocation: nothing here ever cancels more than the step
+            record_submission(folder, kernel.jobid, self._submitted_at)
+            folder.update_meta(state="PENDING")
         else:
             self.job_id = launch.submit(kernel, folder, cmd, name, env)
             record_submission(folder, self.job_id, self._submitted_at)
@@ -356,7 +359,10 @@ class SlurmProvisioner(KernelProvisionerBase):
         await self._close_tunnel()
         await _off_loop(self._queue().invalidate)
         if self.folder is not None:
-            self.folder.update_meta(state="CANCELLED", state_source="kernel shutdown")
+            # kernel_over: the watcher rewrites ``state`` from squeue, which for a step
+            # names the allocation (still running); this says the kernel itself ended
+            self.folder.update_meta(state="CANCELLED", state_source="kernel shutdown",
+                                    kernel_over=True)
 
     async def _close_tunnel(self) -> None:
         if self._tunnel is not None:

@@ -45,6 +45,9 @@ class TrackedJob:
     folder_in_root: str | None = None  # the folder relative to the server's root
     kind: str = ""  # "kernel" for a kernel's or session's own job (its folder says so)
     request: dict[str, Any] | None = None  # a kernel job's resource request (for its cost)
+    allocation: bool = False  # a kernel in the user's own allocation (``--jobid``)
+    step_id: str = ""  # that kernel's step: the only thing of the allocation that is ours
+    kernel_over: bool = False  # the kernel shut down (its allocation may run on)
 
     @property
     def final(self) -> bool:
@@ -161,7 +164,10 @@ class JobTracker:
                     polled[folder.path], queued, folder.path, entry.submitted_at,
                     entry.server_id == self.server_id,
                     folder_in_root=self._in_root(folder.path),
-                    kind=str(meta.get("kind") or ""), request=meta.get("request"))
+                    kind=str(meta.get("kind") or ""), request=meta.get("request"),
+                    allocation=bool(meta.get("allocation")),
+                    step_id=str(meta.get("step_id") or ""),
+                    kernel_over=bool(meta.get("kernel_over")))
             states = self.watcher.poll_ids(list(others.items()), max_age_s)
             for job_id, submit_time in others.items():
                 listed = view.find(job_id)

@@ -57,8 +57,12 @@ class ServerStopHandler(HpcMagicsHandler):
         # The body is deliberately never read: the only job this can cancel is the
         # server's own SLURM_JOB_ID, fixed when the extension loaded.
         state = self.state
+        kernels = state.kernel_jobs()
+        # the user's own allocations (--jobid) stay: only the kernels' steps end
         self.write_json({"stopping": True, "job_id": state.job_id,
-                         "kernel_jobs": [job.job_id for job in state.kernel_jobs()]})
+                         "kernel_jobs": [job.job_id for job in kernels if not job.allocation],
+                         "allocations_left_running": [job.job_id for job in kernels
+                                                      if job.allocation]})
         IOLoop.current().add_callback(state.shutdown, "stop requested")
 
 

@@ -5,7 +5,9 @@ A kernel job is one the ``hpc-magics-slurm`` provisioner submitted (its job fold
 itself, or one of its notebook kernels (``%hpc_session``). They come from the tracker's
 last cycle (one squeue per interval for the user, whatever the number of jobs or tabs);
 nothing here asks the scheduler, except the cancel at a stop, through the watcher, which
-cancels only jobs squeue lists as the user's.
+cancels only jobs squeue lists as the user's. A kernel attached to the user's own
+allocation (``--jobid``) is listed, marked so, and at a stop only its step is cancelled:
+never the allocation, which hpc_magics did not create.
 """
 
 from __future__ import annotations
@@ -17,16 +19,20 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 from ..core.pending_reasons import plain_reason
 from ..kernel.listing import cost_so_far
+from ..scheduler import commands
 from ..scheduler.watcher import Watcher
 from .events import TrackedJob
 
 KERNEL_PREFIX = "kernel-"
 SESSION_PREFIX = "kernel-session-"
+CANCEL_TIMEOUT_S = 30
 
 
 def is_kernel_job(job: TrackedJob) -> bool:
-    """A live kernel or session job started from this server."""
-    return job.kind == "kernel" and job.from_this_server and not job.final
+    """A live kernel or session job started from this server (in an allocation: while the
+    kernel runs; the allocation itself outlives it)."""
+    return job.kind == "kernel" and job.from_this_server and not job.final and \
+        not (job.allocation and job.kernel_over)
 
 
 def kernel_jobs(jobs: Iterable[TrackedJob]) -> list[TrackedJob]:
@@ -61,7 +67,8 @@ def kernel_job_json(job: TrackedJob, now: float | None = None) -> dict[str, Any]
     pending = job.status.phase == "pending"
     reason = queued.reason if queued and pending and queued.reason else ""
     elapsed = queued.elapsed_s if queued and queued.elapsed_s is not None else 0
-    cost = cost_so_far(job.request or {}, elapsed) if job.request and not pending else ""
+    cost = cost_so_far(job.request or {}, elapsed) \
+        if job.request and not pending and not job.allocation else ""
     return {
         "job_id": job.job_id, "kind": kind, "name": name, "state": job.status.state,
         "phase": job.status.phase,
@@ -70,13 +77,29 @@ def kernel_job_json(job: TrackedJob, now: float | None = None) -> dict[str, Any]
         "end_time": queued.end_time if queued and not pending else None,
         "seconds_left": seconds_left(job, now), "elapsed_s": elapsed if queued else None,
         "cost": cost or None, "node_list": queued.node_list if queued else "",
+        # the user's own allocation: stopping ends the kernel's step, never the allocation
+        "own_allocation": job.allocation, "cancels": cancel_target(job),
     }
+
+
+def cancel_target(job: TrackedJob) -> str | None:
+    """What a stop cancels: the kernel's job, or in the user's allocation only its step
+    (None before the step started: nothing of the kernel's runs)."""
+    if not job.allocation:
+        return job.job_id
+    return f"{job.job_id}.{job.step_id}" if job.step_id else None
 
 
 def describe(jobs: Iterable[TrackedJob]) -> str:
     """``kernel demo (job 12), session s1 (job 13)`` for a log line."""
     return ", ".join(f"{kernel_name(job.name)[0]} {kernel_name(job.name)[1]} "
-                     f"(job {job.job_id})" for job in jobs)
+                     f"({where(job)})" for job in jobs)
+
+
+def where(job: TrackedJob) -> str:
+    if job.allocation:
+        return f"step {cancel_target(job) or 'not started'} of your allocation {job.job_id}"
+    return f"job {job.job_id}"
 
 
 def cancel_all(watcher: Watcher, jobs: Iterable[TrackedJob]) -> list[str]:
@@ -84,6 +107,9 @@ def cancel_all(watcher: Watcher, jobs: Iterable[TrackedJob]) -> list[str]:
     manager shut it down already took its job along: "not one of your jobs" is no error."""
     said = []
     for job in jobs:
+        if job.allocation:
+            said.append(cancel_step(job))
+            continue
         try:
             watcher.cancel(job.job_id)
             said.append(f"cancelled kernel job {job.job_id}")
@@ -92,3 +118,14 @@ def cancel_all(watcher: Watcher, jobs: Iterable[TrackedJob]) -> list[str]:
         except HpcMagicsError as error:
             said.append(f"could not cancel kernel job {job.job_id}: {error}")
     return said
+
+
+def cancel_step(job: TrackedJob) -> str:
+    """A kernel in the user's allocation: scancel its step alone; the allocation runs on."""
+    target = cancel_target(job)
+    if target is None:
+        return f"kernel in your allocation {job.job_id} never started: allocation left running"
+    answer = commands.run(["scancel", target], timeout=CANCEL_TIMEOUT_S)
+    if answer.ok or "Invalid job id" in answer.stderr:  # the kernel took its step along
+        return f"ended kernel step {target}; your allocation {job.job_id} left running"
+    return f"could not cancel kernel step {target}: {answer.first_error_line()}"

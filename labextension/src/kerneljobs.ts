@@ -35,6 +35,9 @@ export function kernelJobText(job: IKernelJob, secondsLeft: number | null): stri
   if (job.cost) {
     parts.push(job.cost);
   }
+  if (job.own_allocation) {
+    parts.push('your allocation');
+  }
   return parts.join(' · ');
 }
 

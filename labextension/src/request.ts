@@ -91,6 +91,8 @@ export interface IKernelJob {
   /** What it has cost so far under the profile's billing rule, e.g. `0.0123 core-h`. */
   cost: string | null;
   node_list: string;
+  /** A kernel in the user's own allocation (`--jobid`): a stop ends only its step. */
+  own_allocation?: boolean;
 }
 
 export interface IKernelJobList {
@@ -161,6 +163,8 @@ export function stopServer(): Promise<{
   job_id: string | null;
   /** The kernel jobs that end with the server. */
   kernel_jobs?: string[];
+  /** The user's own allocations whose kernels' steps end; they keep running. */
+  allocations_left_running?: string[];
 }> {
   return requestJson('server/stop', { method: 'POST', body: '{}' });
 }

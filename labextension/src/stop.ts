@@ -218,7 +218,10 @@ class StopConfirmation extends Widget {
       for (const kernel of kernels) {
         const item = document.createElement('li');
         item.dataset.jobId = kernel.job_id;
-        item.textContent = `${kernel.kind} ${kernel.name}: job ${kernel.job_id} (${kernel.state})`;
+        item.textContent = kernel.own_allocation
+          ? `${kernel.kind} ${kernel.name}: a step of your allocation ${kernel.job_id} ` +
+            '(only the step ends; your allocation keeps running)'
+          : `${kernel.kind} ${kernel.name}: job ${kernel.job_id} (${kernel.state})`;
         list.appendChild(item);
       }
       this.node.append(intro, list);
@@ -322,7 +325,8 @@ export async function saveAllAndStop(
   try {
     const answer = await stopServer();
     job.markStopped();
-    const kernelIds = answer.kernel_jobs ?? kernels.map(k => k.job_id);
+    const kernelIds =
+      answer.kernel_jobs ?? kernels.filter(k => !k.own_allocation).map(k => k.job_id);
     showStoppedPage(answer.job_id ?? jobId, leftRunning, toCancel, kernelIds);
   } catch (error) {
     await showErrorMessage(
