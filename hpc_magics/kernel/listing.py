@@ -1,7 +1,9 @@
 """The kernel and session jobs in ``%hpc_jobs``: their state, time left and cost so far.
 
 One look at the user's cached squeue view for all of them (the same view the provisioner
-polls); only jobs that view lists are shown: a kernel that ended costs nothing more.
+polls); only jobs that view lists are shown: a kernel that ended costs nothing more. Only
+the folders of the jobs that view lists are read (found through ``index.py``), however
+many kernels the user started before.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from ..core.jobs import JobSnapshot
 from ..core.profiles import load_profile
 from ..core.resources import from_dict
 from ..core.units import format_duration
-from ..jobfolder.folder import find_job_folders
+from ..jobfolder.folder import JobFolder
 from ..scheduler.watcher import watcher
+from . import index
 from .orphans import kernels_root
 
 LOOK_MAX_AGE_S = 0.5  # the user asked now: one squeue for all kernels, not a stale view
@@ -50,10 +53,8 @@ def kernel_jobs(root: Path | None = None, wanted: set[str] | None = None,
     and its queue entry; not ``fresh``: from the last view any process saw, asking nobody
     (Slurm is away)."""
     base = root or kernels_root()
-    folders = [f for f in find_job_folders(base) if f.meta().get("kind") == "kernel"] \
-        if base.is_dir() else []
-    if not folders:
-        return []
+    if not index.any_kernel(base):
+        return []  # never a kernel: no squeue either
     # the watcher's queue: its cluster name is known (a new JobQueue asks scontrol, which
     # waits out its time-out while the controller is away) and its looks are bounded
     queue = watcher().queue
@@ -65,11 +66,15 @@ def kernel_jobs(root: Path | None = None, wanted: set[str] | None = None,
         view = last
     else:  # one squeue now, waited for half a second at most (never its whole time-out)
         view = queue.look_now()
+    alive: dict[str, JobSnapshot] = {}
+    for entry in view.jobs:  # the first entry of a job id, as view.find gives
+        if wanted is None or entry.state in wanted:
+            alive.setdefault(entry.job_id, entry)
     found = []
-    for folder in folders:
-        meta = folder.meta()
-        job = view.find(str(meta.get("job_id", "")))
-        if job is not None and (wanted is None or job.state in wanted):
+    for path in index.folders_for(base, alive):
+        meta = JobFolder(path).meta()
+        job = alive.get(str(meta.get("job_id", "")))
+        if job is not None and meta.get("kind") == "kernel":
             found.append((meta, job))
     return found
 
