@@ -1,4 +1,5 @@
-"""``hpc-magics kernel install|list|remove``: kernelspecs whose kernel runs as a Slurm job."""
+"""``hpc-magics kernel install|list|remove|cleanup|connect``: kernelspecs whose kernel runs
+as a Slurm job, and the kernel jobs a Jupyter server left running."""
 
 from __future__ import annotations
 
@@ -58,6 +59,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     actions.add_parser("list", help="the Slurm kernels installed").set_defaults(run=run_list)
     actions.add_parser("cleanup", help="cancel the kernel jobs a killed server or notebook "
                        "left behind").set_defaults(run=run_cleanup)
+    connect = actions.add_parser(
+        "connect", help="reach a kernel job again whose Jupyter server is gone",
+        description="Write a connection file for job JOB's kernel (for jupyter console "
+                    "--existing); with --tunnel ssh, reopen its tunnel until Ctrl-C.")
+    connect.add_argument("job", metavar="JOB", help="the kernel's job id")
+    connect.set_defaults(run=run_connect)
     remove = actions.add_parser("remove", help="remove a Slurm kernel's kernelspec")
     remove.add_argument("name", metavar="NAME", help="the Slurm kernel to remove")
     remove.set_defaults(run=run_remove)
@@ -153,6 +160,26 @@ def run_cleanup(args: argparse.Namespace) -> int:
         print("no kernel jobs left behind")
     for line in cancel(found):
         print(line)
+    return 0
+
+
+def run_connect(args: argparse.Namespace) -> int:
+    from .reconnect import connect
+
+    path, tunnel = connect(str(require_job_id(args.job)))
+    print(f"kernel job {args.job}: connect with `jupyter console --existing {path}`",
+          flush=True)
+    if tunnel is None:
+        return 0
+    print(f"the SSH tunnel to {tunnel.node} stays open until Ctrl-C", flush=True)
+    try:
+        assert tunnel.process is not None
+        tunnel.process.wait()  # ssh ends with the node (ServerAlive) or Ctrl-C
+    except KeyboardInterrupt:
+        pass
+    finally:
+        tunnel.close()
+        path.unlink(missing_ok=True)  # its ports are closed: of no use any more
     return 0
 
 

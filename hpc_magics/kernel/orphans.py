@@ -75,6 +75,7 @@ class LeftBehind:
     name: str
     folder: Path
     allocation: bool  # a step of the user's own allocation: only the step is the kernel's
+    tunnel: bool = False  # reached through an SSH tunnel, which ended with its owner
 
     @property
     def target(self) -> str:
@@ -134,7 +135,8 @@ def left_behind(root: Path | None = None) -> list[LeftBehind]:
     result = []
     for path, meta in found:
         entry = LeftBehind(str(meta["job_id"]), str(meta.get("step_id") or ""),
-                           str(meta.get("name", "")), path, bool(meta.get("allocation")))
+                           str(meta.get("name", "")), path, bool(meta.get("allocation")),
+                           meta.get("tunnel") == "ssh")
         if entry.allocation and not entry.step_id:
             continue  # the step never started: nothing of the kernel's runs
         if entry.target in queued:
@@ -151,8 +153,11 @@ def describe(found: Iterable[LeftBehind], cancel: str) -> str:
     for entry in found:
         command = cancel.format(job_id=entry.job_id) if not entry.allocation else \
             "hpc-magics kernel cleanup"  # a step: %hpc_cancel would end the allocation
+        # a server restart does not take its kernels over: the user may reach it again
+        again = "its SSH tunnel ended with the server; " if entry.tunnel else ""
         lines.append(f"  {entry.kind} job {entry.target} ({entry.name}): cancel with "
-                     f"{command}")
+                     f"{command}, or {again}reconnect with hpc-magics kernel connect "
+                     f"{entry.job_id}")
     return "\n".join(lines)
 
 

@@ -164,6 +164,7 @@ class SlurmProvisioner(KernelProvisionerBase):
         info: dict[str, Any] = {**node["connection"],
                                 "key": str(node["connection"]["key"]).encode()}
         if kernel.connection_route() == "ssh":
+            folder.update_meta(tunnel="ssh")  # hpc-magics kernel connect reopens it
             try:
                 self._tunnel = await _off_loop(self._open_tunnel, node, kernel)
             except BaseException:

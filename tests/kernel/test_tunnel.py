@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -19,13 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client import KernelManager
+from jupyter_client import BlockingKernelClient, KernelManager
 
+from hpc_magics.cli import main as cli_main
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.resources import ResourceRequest
 from hpc_magics.kernel import session as sessions
+from hpc_magics.kernel.orphans import KERNELS_DIR_ENV, LeftBehind, describe
 from hpc_magics.kernel.provisioner import StartFailed
 from hpc_magics.kernel.spec import KernelRequest
+from hpc_magics.kernel.tunnel import PORT_NAMES
 
 from .conftest import (
     GONE_WITHIN_S,
@@ -81,15 +87,20 @@ def write_profile(folder: Path, monkeypatch: pytest.MonkeyPatch, name: str,
     return name
 
 
+def install_through_ssh(name: str, prefix: Path, sshd: Sshd, tmp_path: Path,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernel NAME, reached through the test nodes' sshd (a profile naming its config)."""
+    profile = write_profile(tmp_path / "profiles", monkeypatch, "lab-ssh",
+                            f'ssh_options = ["-F", "{sshd.ssh_config}"]')
+    assert install(name, prefix, "--profile", profile, "--tunnel", "ssh", "-t", "10") == 0
+
+
 @needs_sshd
 @pytest.mark.slurm
 def test_a_kernel_through_an_ssh_tunnel_runs_interrupts_and_closes_it(
         kernel_prefix: Path, started: list[KernelManager], sshd: Sshd, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    profile = write_profile(tmp_path / "profiles", monkeypatch, "lab-ssh",
-                            f'ssh_options = ["-F", "{sshd.ssh_config}"]')
-    assert install("lab-tunnel", kernel_prefix, "--profile", profile, "--tunnel", "ssh",
-                   "-t", "10") == 0
+    install_through_ssh("lab-tunnel", kernel_prefix, sshd, tmp_path, monkeypatch)
     config = json.loads(kernelspec_file(kernel_prefix, "lab-tunnel").read_text())
     assert config["metadata"]["kernel_provisioner"]["config"]["tunnel"] == "ssh"
 
@@ -226,3 +237,73 @@ def test_the_tunnel_is_the_profiles_unless_asked_and_a_wrong_one_is_one_line(
         KernelRequest(ResourceRequest(profile="lab-bad", backend="slurm"), "python3").check()
     assert "ssh_options in profile 'lab-bad' must be a list of strings" in str(bad.value)
     assert "\n" not in str(bad.value)
+
+
+@needs_sshd
+@pytest.mark.slurm
+def test_a_kernel_whose_server_is_gone_is_reached_again_through_a_new_tunnel(
+        kernel_prefix: Path, started: list[KernelManager], sshd: Sshd, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    install_through_ssh("lab-again", kernel_prefix, sshd, tmp_path, monkeypatch)
+    manager, client = start("lab-again", started)
+    provisioner = manager.provisioner
+    job_id = provisioner.job_id
+    client.stop_channels()
+    # the server that held the tunnel was killed, and its tunnel went with it; the server
+    # here is this test's process, so its tunnel is closed instead of the process killed
+    provisioner._tunnel.close()
+
+    again = subprocess.Popen(
+        [sys.executable, "-m", "hpc_magics.cli", "kernel", "connect", job_id],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert again.stdout is not None
+        said = again.stdout.readline()
+        assert said.startswith(f"kernel job {job_id}: connect with `jupyter console "
+                               "--existing "), (said, again.stderr.read() if again.poll()
+                                                is not None and again.stderr else "")
+        path = Path(said.split("--existing ", 1)[1].strip().rstrip("`"))
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600  # it holds the kernel's key
+        info = json.loads(path.read_text())
+        assert info["ip"] == "127.0.0.1"
+        assert "stays open until Ctrl-C" in again.stdout.readline()
+
+        reached = BlockingKernelClient(connection_file=str(path))
+        reached.load_connection_file()
+        reached.start_channels()
+        try:
+            reached.wait_for_ready(timeout=30)
+            printed, reply = run_code(reached, "import os\nprint(os.environ['SLURM_JOB_ID'])")
+            assert reply["status"] == "ok" and printed.split() == [job_id]
+        finally:
+            reached.stop_channels()
+        again.send_signal(signal.SIGINT)  # Ctrl-C: the tunnel closes, its file goes
+        assert again.wait(30) == 0
+        assert not path.exists()
+        for port in (info[name] for name in PORT_NAMES):
+            with socket.socket() as probe:
+                assert probe.connect_ex(("127.0.0.1", port)) != 0
+    finally:
+        if again.poll() is None:
+            again.kill()
+            again.wait(10)
+    manager.shutdown_kernel()
+    assert wait_until_gone(job_id) < GONE_WITHIN_S
+
+
+def test_connect_names_a_job_without_a_running_kernel_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(KERNELS_DIR_ENV, str(tmp_path / "kernels"))
+    assert cli_main(["kernel", "connect", "4242"]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("hpc-magics kernel: no running kernel of job 4242 under ")
+    assert said.count("\n") == 1
+
+
+def test_a_left_behind_kernel_with_a_tunnel_says_how_to_reach_it_again() -> None:
+    entry = LeftBehind("77", "", "kernel-lab", Path("/nowhere"), False, tunnel=True)
+    [_head, line] = describe([entry], "%hpc_cancel {job_id}").splitlines()
+    assert line == ("  kernel job 77 (kernel-lab): cancel with %hpc_cancel 77, or its SSH "
+                    "tunnel ended with the server; reconnect with hpc-magics kernel "
+                    "connect 77")

@@ -1,0 +1,66 @@
+"""Reaching a kernel job again after the Jupyter server that started it is gone.
+
+A Jupyter server does not take its kernels over after a restart (jupyter_server keeps no
+kernels across restarts; ``load_provisioner_info`` is only called by applications that
+persist kernels themselves), so a kernel job that outlived its server (``kill -9``, a lost
+login session) runs on unreached; with ``--tunnel ssh`` its tunnel ended with the server.
+``hpc-magics kernel connect JOB`` finds the job's folder, reopens the tunnel (``ssh``) and
+writes a private connection file for ``jupyter console --existing`` (or a notebook's
+"connect to existing kernel"); the tunnel lives while the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import InvalidRequest
+from ..core.profiles import load_profile
+from ..jobfolder.folder import JobFolder
+from . import index, launch
+from .orphans import kernels_root
+from .tunnel import SshTunnel, for_kernel
+
+TUNNEL_LOG = "tunnel.log"  # as the provisioner names it
+
+
+def kernel_folder(job_id: str, root: Path | None = None) -> tuple[JobFolder, dict[str, Any]]:
+    """The folder of job ``job_id``'s running kernel, and what the node wrote about it."""
+    base = root or kernels_root()
+    for path in index.folders_for(base, [job_id]):
+        folder = JobFolder(path)
+        node = launch.node_info(folder)
+        if node is not None and folder.meta().get("kind") == "kernel":
+            return folder, node
+    raise InvalidRequest(f"no running kernel of job {job_id} under {base}: see "
+                         "hpc-magics kernel list for the kernels left running")
+
+
+def write_connection(folder: JobFolder, info: dict[str, Any]) -> Path:
+    """A connection file only this user can read (it holds the kernel's key)."""
+    path = folder.path / f"reconnect-{secrets.token_hex(4)}.json"
+    handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(handle, "w") as out:
+        json.dump(info, out)
+    return path
+
+
+def connect(job_id: str, root: Path | None = None) -> tuple[Path, SshTunnel | None]:
+    """The connection file for job ``job_id``'s kernel, and the tunnel opened for it (None
+    where the kernel is reached straight by TCP). Nothing is asked of a job that ended."""
+    folder, node = kernel_folder(job_id, root)
+    if launch.gone_from_queue(job_id):
+        launch.forget_connection(folder)
+        raise InvalidRequest(f"job {job_id} is no longer in squeue: its kernel ended; start "
+                             "a new one")
+    meta = folder.meta()
+    info: dict[str, Any] = dict(node["connection"])
+    tunnel = None
+    if meta.get("tunnel") == "ssh":
+        profile = load_profile(str(meta.get("profile") or "default"))
+        tunnel = for_kernel(node, profile, folder.path / TUNNEL_LOG).open()
+        info = tunnel.client_info(info)
+    return write_connection(folder, info), tunnel
