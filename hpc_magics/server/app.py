@@ -38,6 +38,7 @@ def load(serverapp: Any) -> ServerState:
     _observe_requests(state, web_app)
     IOLoop.current().add_callback(state.start_idle_watch)
     IOLoop.current().add_callback(state.start_job_events)
+    IOLoop.current().add_callback(state.say_left_behind)
     serverapp.log.info("hpc_magics: server extension loaded (%s)",
                        f"Slurm job {state.job_id}" if state.job_id else "not in a Slurm job")
     return state

@@ -228,6 +228,20 @@ class ServerState:
         finally:
             self._cycle_running = False
 
+    async def say_left_behind(self) -> None:
+        """Kernel jobs a killed server left running: a restarted server does not take them
+        over (jupyter_server keeps no kernels across restarts), so say, once, how to reach
+        them again or cancel them (one squeue, only if some owner is gone)."""
+        from ..kernel.orphans import describe, left_behind
+
+        try:
+            found = await asyncio.get_running_loop().run_in_executor(None, left_behind)
+        except HpcMagicsError as exc:
+            self.config.log.info("hpc_magics: no look at kernel jobs left behind: %s", exc)
+            return
+        if found:
+            self.config.log.warning("%s", describe(found, "hpc-magics kernel cleanup"))
+
     def kernel_jobs(self) -> list[TrackedJob]:
         """The live kernel and session jobs started from this server (the last cycle's)."""
         return kernel_jobs.kernel_jobs(self.tracker.jobs())

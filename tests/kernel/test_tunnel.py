@@ -7,6 +7,7 @@ The nodes' sshd is an sshd of the test user on 127.0.0.1 (``sshd.py``); a profil
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -22,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from jupyter_client import BlockingKernelClient, KernelManager
+from server.conftest import StartLocal, local_server, processes_mentioning  # noqa: F401
 
 from hpc_magics.cli import main as cli_main
 from hpc_magics.core.errors import InvalidRequest
@@ -32,6 +35,7 @@ from hpc_magics.kernel.orphans import KERNELS_DIR_ENV, LeftBehind, describe
 from hpc_magics.kernel.provisioner import StartFailed
 from hpc_magics.kernel.spec import KernelRequest
 from hpc_magics.kernel.tunnel import PORT_NAMES
+from hpc_magics.scheduler import commands
 
 from .conftest import (
     GONE_WITHIN_S,
@@ -307,3 +311,38 @@ def test_a_left_behind_kernel_with_a_tunnel_says_how_to_reach_it_again() -> None
     assert line == ("  kernel job 77 (kernel-lab): cancel with %hpc_cancel 77, or its SSH "
                     "tunnel ended with the server; reconnect with hpc-magics kernel "
                     "connect 77")
+
+
+@needs_sshd
+@pytest.mark.slurm
+@pytest.mark.timeout(240)
+def test_a_restarted_server_says_which_kernel_jobs_its_killed_self_left_and_how_to_reach_them(
+        kernel_prefix: Path, sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        local_server: StartLocal) -> None:  # noqa: F811
+    install_through_ssh("lab-left", kernel_prefix, sshd, tmp_path, monkeypatch)
+    first = local_server()
+    started = requests.post(f"{first.url}api/kernels", json={"name": "lab-left"},
+                            headers=first.headers(), timeout=180)
+    assert started.status_code == 201, started.text
+    job_id = next(line.split("job ", 1)[1].split()[0] for line in first.log.splitlines()
+                  if "reached through ssh" in line)
+    try:
+        assert first.process is not None
+        first.process.kill()  # kill -9: no shutdown, its kernel's job runs on
+        first.process.wait(30)
+        assert squeue_ids(job_id) == [job_id]
+
+        second = local_server()
+        said = f"its SSH tunnel ended with the server; reconnect with hpc-magics kernel " \
+               f"connect {job_id}"
+        deadline = time.monotonic() + 30
+        while said not in second.log and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert said in second.log, second.log[-3000:]
+        assert f"kernel job {job_id} (kernel-lab-left): cancel with hpc-magics kernel " \
+               "cleanup" in second.log
+    finally:
+        commands.run(["scancel", job_id], timeout=30)
+        for pid, _ in processes_mentioning(str(sshd.ssh_config)):  # the killed server's ssh
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

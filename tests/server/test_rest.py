@@ -212,7 +212,8 @@ def test_stop_outside_a_job_ignores_any_job_id_and_shuts_down(local_server: Star
     server = local_server()
     kernel = server.post("api/kernels", json={"name": "python3"}).json()
     answer = server.post("hpc-magics/server/stop?job_id=4242", json={"job_id": "4242"})
-    assert answer.json() == {"stopping": True, "job_id": None, "kernel_jobs": []}
+    assert answer.json() == {"stopping": True, "job_id": None, "kernel_jobs": [],
+                             "allocations_left_running": []}
     assert server.process is not None
     assert server.process.wait(timeout=30) == 0
     assert "scancel" not in server.log

@@ -149,7 +149,8 @@ def test_stop_ends_only_the_servers_job_and_leaves_no_process(
     # Try to steer the stop at the other job: query, JSON body and form field are ignored.
     answer = server.post(f"hpc-magics/server/stop?job_id={other}",
                          json={"job_id": other, "id": other})
-    assert answer.json() == {"stopping": True, "job_id": server.job, "kernel_jobs": []}
+    assert answer.json() == {"stopping": True, "job_id": server.job, "kernel_jobs": [],
+                             "allocations_left_running": []}
 
     assert sacct_state(server.job, until=ENDED, timeout=60) in ENDED
     assert squeue_state(other) == "RUNNING"
