@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -66,6 +67,27 @@ def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
         return True  # the pid is another user's process now: ours is gone
     started = meta.get("owner_started") or ""
     return bool(started) and process_started(pid) not in {"", started}
+
+
+def tunnel_owner(pid: int) -> dict[str, Any]:
+    """What a kernel folder records about its SSH tunnel's ssh process."""
+    return {"tunnel_pid": pid, "tunnel_host": socket.gethostname(),
+            "tunnel_started": process_started(pid)}
+
+
+def end_tunnel(meta: dict[str, Any]) -> bool:
+    """End the ssh a killed server left forwarding the kernel's ports (it runs in its own
+    session, so it outlived the server): only that very process (pid and start time), on
+    this host, and only once its owner is gone. Whether one was ended."""
+    pid, started = meta.get("tunnel_pid"), meta.get("tunnel_started")
+    if not isinstance(pid, int) or not started or not owner_gone(meta) or \
+            meta.get("tunnel_host") != socket.gethostname() or process_started(pid) != started:
+        return False
+    try:
+        os.killpg(pid, signal.SIGTERM)  # ssh leads its own group (commands.start)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -168,6 +190,9 @@ def cancel(found: Iterable[LeftBehind]) -> list[str]:
 
     said = []
     for entry in found:
+        if end_tunnel(JobFolder(entry.folder).meta()):
+            said.append(f"closed the SSH tunnel its server left to {entry.kind} job "
+                        f"{entry.target}")
         answer = commands.run(["scancel", entry.target], timeout=30)
         if answer.ok:
             JobFolder(entry.folder).update_meta(state="CANCELLED",

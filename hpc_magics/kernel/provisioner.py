@@ -31,6 +31,7 @@ from ..jobfolder.folder import JobFolder
 from ..scheduler.job_status import record_submission
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from . import index, launch
+from .orphans import tunnel_owner
 from .spec import KernelRequest
 from .tunnel import SshTunnel, for_kernel
 
@@ -177,9 +178,16 @@ class SlurmProvisioner(KernelProvisionerBase):
     def _open_tunnel(self, node: dict[str, Any], kernel: KernelRequest) -> SshTunnel:
         assert self.folder is not None
         tunnel = for_kernel(node, kernel.profile(), self.folder.path / TUNNEL_LOG).open()
+        self._note_tunnel(tunnel)
         self.log.info("hpc_magics kernel: job %s reached through ssh %s: 127.0.0.1:%s",
                       self.job_id, tunnel.node, sorted(tunnel.local.values()))
         return tunnel
+
+    def _note_tunnel(self, tunnel: SshTunnel) -> None:
+        """Its ssh, in the folder: if this server is killed, the ssh it leaves is ended by
+        ``hpc-magics kernel cleanup`` or ``connect`` (orphans.end_tunnel)."""
+        if self.folder is not None and tunnel.process is not None:
+            self.folder.update_meta(**tunnel_owner(tunnel.process.pid))
 
     async def _keep_tunnel(self) -> None:
         """The kernel runs but its tunnel ended (sshd restarted, network lost): reopened on
@@ -193,6 +201,7 @@ class SlurmProvisioner(KernelProvisionerBase):
                          self.job_id)
         try:
             await _off_loop(tunnel.open)
+            self._note_tunnel(tunnel)
         except HpcMagicsError as error:
             self.log.warning("hpc_magics kernel: %s", error)
 

@@ -21,7 +21,7 @@ from ..core.errors import InvalidRequest
 from ..core.profiles import load_profile
 from ..jobfolder.folder import JobFolder
 from . import index, launch
-from .orphans import kernels_root
+from .orphans import end_tunnel, kernels_root
 from .tunnel import SshTunnel, for_kernel
 
 TUNNEL_LOG = "tunnel.log"  # as the provisioner names it
@@ -60,6 +60,7 @@ def connect(job_id: str, root: Path | None = None) -> tuple[Path, SshTunnel | No
     info: dict[str, Any] = dict(node["connection"])
     tunnel = None
     if meta.get("tunnel") == "ssh":
+        end_tunnel(meta)  # the one its killed server left: its ports are of no use here
         profile = load_profile(str(meta.get("profile") or "default"))
         tunnel = for_kernel(node, profile, folder.path / TUNNEL_LOG).open()
         info = tunnel.client_info(info)

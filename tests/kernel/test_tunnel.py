@@ -318,7 +318,9 @@ def test_a_left_behind_kernel_with_a_tunnel_says_how_to_reach_it_again() -> None
 @pytest.mark.timeout(240)
 def test_a_restarted_server_says_which_kernel_jobs_its_killed_self_left_and_how_to_reach_them(
         kernel_prefix: Path, sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        local_server: StartLocal) -> None:  # noqa: F811
+        local_server: StartLocal, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    # the servers' and this test's own kernels folder: the cleanup below sees only its own
+    monkeypatch.setenv(KERNELS_DIR_ENV, str(tmp_path / "kernels"))
     install_through_ssh("lab-left", kernel_prefix, sshd, tmp_path, monkeypatch)
     first = local_server()
     started = requests.post(f"{first.url}api/kernels", json={"name": "lab-left"},
@@ -341,6 +343,18 @@ def test_a_restarted_server_says_which_kernel_jobs_its_killed_self_left_and_how_
         assert said in second.log, second.log[-3000:]
         assert f"kernel job {job_id} (kernel-lab-left): cancel with hpc-magics kernel " \
                "cleanup" in second.log
+
+        # the killed server's ssh outlived it (its own session); the cleanup ends it too
+        assert processes_mentioning(str(sshd.ssh_config))
+        assert cli_main(["kernel", "cleanup"]) == 0
+        cleaned = capsys.readouterr().out
+        assert f"closed the SSH tunnel its server left to kernel job {job_id}" in cleaned
+        assert f"cancelled kernel job {job_id}" in cleaned
+        deadline = time.monotonic() + 10
+        while processes_mentioning(str(sshd.ssh_config)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_mentioning(str(sshd.ssh_config)) == []
+        assert wait_until_gone(job_id) < GONE_WITHIN_S
     finally:
         commands.run(["scancel", job_id], timeout=30)
         for pid, _ in processes_mentioning(str(sshd.ssh_config)):  # the killed server's ssh
