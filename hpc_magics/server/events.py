@@ -159,7 +159,9 @@ class JobTracker:
             for entry, folder in folders:
                 queued = in_queue(entry)
                 meta = folder.meta()
-                found[_folder_key(entry)] = TrackedJob(
+                # kernels in one allocation of the user's share its id: one entry each
+                key = f"step:{folder.path}" if meta.get("allocation") else _folder_key(entry)
+                found[key] = TrackedJob(
                     entry.job_id, entry.name or (queued.name if queued else ""),
                     polled[folder.path], queued, folder.path, entry.submitted_at,
                     entry.server_id == self.server_id,

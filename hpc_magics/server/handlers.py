@@ -61,8 +61,8 @@ class ServerStopHandler(HpcMagicsHandler):
         # the user's own allocations (--jobid) stay: only the kernels' steps end
         self.write_json({"stopping": True, "job_id": state.job_id,
                          "kernel_jobs": [job.job_id for job in kernels if not job.allocation],
-                         "allocations_left_running": [job.job_id for job in kernels
-                                                      if job.allocation]})
+                         "allocations_left_running": sorted({job.job_id for job in kernels
+                                                             if job.allocation})})
         IOLoop.current().add_callback(state.shutdown, "stop requested")
 
 
