@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import importlib
-import os
 import pickle
 import time
 from collections.abc import Callable, MutableMapping
@@ -19,17 +18,23 @@ from .backends.base import Backend
 from .core.end_reasons import SLURM_ENDED_IT
 from .core.errors import HpcMagicsError, JobFailed
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
+from .fetching import (
+    RESULTS_GRACE_S,
+    await_results,
+    display,
+    gathered,
+    resolver,
+    say_what_came_back,
+    show_figures,
+)
 from .jobfacts import end_reason, failed_because
-from .jobfolder.files import CellResult
-from .jobfolder.folder import JobFolder, check_owned, damaged
+from .jobfolder.folder import JobFolder, damaged
 from .scheduler.job_status import UNREACHABLE, JobStatus
 from .scheduler.watcher import watcher
 from .shipping.stream import load_results
 
 ProgressCallback = Callable[["JobHandle", str, float], None]
 
-# A network file system can show a finished job's result file seconds late.
-RESULTS_GRACE_S = 30.0
 # A provisional end (results seen, or gone from the queue) waits this long for sacct's word.
 SETTLE_S = 5.0
 # how often --wait looks for the result file in the job folder (a stat; no scheduler call)
@@ -184,7 +189,7 @@ class JobHandle:
                                      f"(%hpc_fetch {self.job_id} --wait) or check later")
             if normalize_state(state) not in SUCCESS_STATES:
                 raise self._failure(state, "")
-            if not self._await_results(show, results_grace_s):
+            if not await_results(self.job_id, self.folder, show, results_grace_s):
                 if results_grace_s < RESULTS_GRACE_S:
                     raise HpcMagicsError(
                         f"job {self.job_id} COMPLETED, but its results are not visible in "
@@ -201,7 +206,7 @@ class JobHandle:
             figures = tuple(str(p.relative_to(self.folder.path))
                             for p in sorted((self.folder.path / "figures").glob("cell-*.png")))
         if show:
-            self._show_figures(figures)
+            show_figures(self.folder.path, figures)
             if meta.get("executed_notebook"):
                 print(f"[hpc_magics] executed notebook: {meta['executed_notebook']}")
         if result.error_type is not None:
@@ -215,70 +220,25 @@ class JobHandle:
                               result.remote_traceback or "")
         notes: list[str] = []
         try:
-            values, last = load_results(result.state, self._resolver(result, namespace, notes))
+            values, last = load_results(result.state,
+                                        resolver(self.job_id, result, namespace, notes))
         except (pickle.UnpicklingError, EOFError) as error:
             raise damaged(self.folder.results_path, error) from None
         values.update((name, importlib.import_module(module_name))
                       for name, module_name in result.modules.items())
-        values.update(self._gathered(meta, notes))
+        values.update(gathered(self.folder.path, meta, notes))
         if namespace is not None:
             namespace.update(values)
         if show:
-            for name, why in result.skipped.items():
-                print(f"[hpc_magics] {name} did not come back: {why}")
-            for note in notes:
-                print(f"[hpc_magics] {note}")
-            if values:
-                changed = [n for n in result.changed_in_place if n in values]
-                assigned = sorted(n for n in values if n not in changed)
-                said = [f"{', '.join(assigned)} {'is' if len(assigned) == 1 else 'are'} now "
-                        "in the notebook"] if assigned else []
-                if changed:
-                    said.append(f"{', '.join(changed)} came back changed in place")
-                print(f"[hpc_magics] job {self.job_id}: {'; '.join(said)}")
+            say_what_came_back(self.job_id, result, values, notes)
             if result.last_value_repr is not None:
-                self._display(last if result.has_last_value else result.last_value_repr)
+                display(last if result.has_last_value else result.last_value_repr)
         self.fetched = True
         self.folder.update_meta(fetched=True)
         values_with_last = dict(values)
         if result.has_last_value:
             values_with_last["_"] = last
         return values_with_last
-
-    def _resolver(self, result: CellResult, namespace: MutableMapping[str, Any] | None,
-                  notes: list[str]) -> Callable[[str], Any]:
-        """Results refer to shipped objects the cell left unchanged by name (their bytes do
-        not travel back): the notebook's own object is the value, as it was shipped."""
-        if namespace is None:
-            namespace = _shell_namespace()
-
-        def resolve(name: str) -> Any:
-            if namespace is None or name not in namespace:
-                raise HpcMagicsError(
-                    f"the results of job {self.job_id} refer to the notebook's {name!r} (the "
-                    "cell left it unchanged, so it was not sent back), but the notebook has "
-                    f"no {name!r} now: define it again as it was shipped, then fetch again")
-            value = namespace[name]
-            if id(value) != result.notebook_ids.get(name):
-                notes.append(f"the results refer to {name!r} as the notebook holds it now, "
-                             "not the object shipped (rebound since, or a restarted kernel)")
-            return value
-
-        return resolve
-
-    def _gathered(self, meta: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-        """``--gather`` names: every rank's value, as a list indexed by rank."""
-        from .jobfolder.files import load_gathered
-
-        names = tuple((meta.get("scale") or {}).get("gather") or ())
-        if not names:
-            return {}
-        gathered, ranks = load_gathered(self.folder.path, names)
-        size = len(next(iter(gathered.values()), []))
-        if ranks < size:
-            notes.append(f"only {ranks} of {size} ranks sent their {', '.join(names)} "
-                         "(the others are None): see the log of each rank")
-        return gathered
 
     def segments(self) -> tuple[Any, ...]:
         """A requeued job's runs (``--checkpoint``): index, state, start, end, from
@@ -291,27 +251,6 @@ class JobHandle:
                                  "(accounting off or unreachable): try again later")
         return found
 
-    def _await_results(self, show: bool, grace_s: float = RESULTS_GRACE_S) -> bool:
-        """Slurm says COMPLETED but no result file yet: a network file system may show it
-        late. Wait (bounded), saying so; False when it never appears."""
-        show = show and grace_s >= RESULTS_GRACE_S
-        if show:
-            print(f"[hpc_magics] job {self.job_id} COMPLETED; waiting up to "
-                  f"{grace_s:.0f}s for its results to appear in {self.folder.path} "
-                  "(network file systems can show files late)")
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            try:  # listing the folder makes NFS revalidate its cached directory entries
-                os.listdir(self.folder.path)
-            except OSError:
-                pass
-            if self.folder.has_results():
-                return True
-            time.sleep(min(0.5, max(0.05, deadline - time.monotonic())))
-        if show:
-            print(f"[hpc_magics] job {self.job_id}: no results after {grace_s:.0f}s")
-        return False
-
     def _failure(self, state: str, remote: str) -> JobFailed:
         if self.backend.name == "slurm":
             state = failed_because(self.job_id, normalize_state(state))
@@ -322,28 +261,6 @@ class JobHandle:
         if executed:
             message += f"; the cells that finished kept their outputs in {executed}"
         return JobFailed(message, remote or tail)
-
-    @staticmethod
-    def _display(value: Any) -> None:
-        try:
-            from IPython.display import display
-        except ImportError:  # pragma: no cover
-            print(repr(value))
-            return
-        display(value)
-
-    def _show_figures(self, figures: tuple[str, ...]) -> None:
-        if not figures:
-            return
-        try:
-            from IPython.display import Image, display
-        except ImportError:  # pragma: no cover
-            return
-        for relative in figures:
-            path = self.folder.path / relative
-            if path.exists():
-                check_owned(path)
-                display(Image(filename=str(path)))
 
     # -------------------------------------------------------------- control
     def cancel(self, wait_s: float = 10.0) -> str:
@@ -394,11 +311,3 @@ class JobHandle:
             "</table>"
         )
 
-
-def _shell_namespace() -> MutableMapping[str, Any] | None:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return None
-    shell = get_ipython()
-    return shell.user_ns if shell is not None else None

@@ -20,6 +20,7 @@ from typing import Any
 from .core.errors import HpcMagicsError
 from .core.jobs import SUCCESS_STATES
 from .core.sweep import Point, task_job_ids
+from .fetching import display, shell_namespace
 from .handle import JobHandle, wait_for_end
 from .jobfolder.files import RESULTS_FILE, CellResult
 from .jobfolder.folder import check_owned
@@ -119,9 +120,7 @@ class SweepHandle(JobHandle):
     def _table_resolver(self, namespace: MutableMapping[str, Any] | None
                         ) -> Callable[[str], Any]:
         if namespace is None:
-            from .handle import _shell_namespace
-
-            namespace = _shell_namespace()
+            namespace = shell_namespace()
 
         def resolve(name: str) -> Any:
             if namespace is None or name not in namespace:
@@ -141,7 +140,7 @@ class SweepHandle(JobHandle):
                                  "hpc_magics.job().table() for the tasks done so far")
         table = self.table(namespace, ask=False)
         if show:
-            self._display(table)
+            display(table)
         self.fetched = True
         self.folder.update_meta(fetched=True)
         return {}

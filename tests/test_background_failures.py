@@ -15,15 +15,13 @@ from hpc_magics.core.errors import InternalBug
 from hpc_magics.magics.widget_monitor import Monitor
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.accounting import SharedAccounting
-from hpc_magics.scheduler.queue import JobQueue
-from hpc_magics.scheduler.watcher import Watcher
+from hpc_magics.scheduler.sacct_answers import SacctAnswers
 from hpc_magics.widgets import job as job_widget
 
 
-def _watcher(tmp_path: Path, runner: Any) -> Watcher:
-    queue = JobQueue(user="nobody", cache_dir=tmp_path)
-    return Watcher(queue, SharedAccounting(user="nobody", cluster="test", cache_dir=tmp_path,
-                                           runner=runner))
+def _sacct(tmp_path: Path, runner: Any) -> SacctAnswers:
+    shared = SharedAccounting(user="nobody", cluster="test", cache_dir=tmp_path, runner=runner)
+    return SacctAnswers(lambda: shared)
 
 
 def test_a_bug_reading_sacct_is_reported_as_a_bug(tmp_path: Path,
@@ -35,7 +33,7 @@ def test_a_bug_reading_sacct_is_reported_as_a_bug(tmp_path: Path,
 
     with caplog.at_level(logging.ERROR, logger="hpc_magics"), \
             pytest.raises(InternalBug, match="hpc_magics bug while reading sacct's answer"):
-        _watcher(tmp_path, broken)._answers_within(["123"], 60.0)
+        _sacct(tmp_path, broken).answers_within(["123"], 60.0)
     assert "Traceback" in caplog.text or caplog.records[0].exc_info
 
 
@@ -43,7 +41,7 @@ def test_sacct_that_fails_is_unreachable_not_a_bug(tmp_path: Path) -> None:
     def refused(argv: Any, **kwargs: Any) -> commands.CommandResult:
         return commands.CommandResult(tuple(argv), 1, "", "sacct: error: slurmdbd down")
 
-    found = _watcher(tmp_path, refused)._answers_within(["123"], 60.0)
+    found = _sacct(tmp_path, refused).answers_within(["123"], 60.0)
     assert found == {"123": None}  # None: unreachable, as callers say it
 
 

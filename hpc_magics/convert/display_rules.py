@@ -101,49 +101,23 @@ SEABORN = Library(
 )
 PANDAS_PLOTTING = Library("pandas.plotting", ("pandas.plotting",), bare=DRAW_CURRENT)
 _CHART_SHOW = _names("show output_notebook output_file display")
-PLOTLY = Library(
-    "plotly",
-    ("plotly",),
-    pick=LAST,
-    show=_CHART_SHOW,
-    save=_FIGURE_FILES,
-    data=_names("data"),
-    otherwise=DRAW_NEW,
-)
-ALTAIR = Library(
-    "altair",
-    ("altair", "vega_datasets"),
-    pick=LAST,
-    show=_CHART_SHOW,
-    save=_FIGURE_FILES,
-    data=_names("data"),
-    otherwise=DRAW_NEW,
-)
-BOKEH = Library(
-    "bokeh",
-    ("bokeh",),
-    pick=LAST,
-    show=_CHART_SHOW,
-    save=_FIGURE_FILES,
-    data=_names("sampledata"),
-    otherwise=DRAW_NEW,
-)
-HOLOVIEWS = Library(
-    "holoviews/hvplot",
-    ("holoviews", "hvplot", "panel", "geoviews"),
-    pick=LAST,
-    show=_CHART_SHOW | _names("extension servable"),
-    save=_FIGURE_FILES,
-    otherwise=DRAW_NEW,
-)
-PLOTNINE = Library(
-    "plotnine",
-    ("plotnine",),
-    pick=LAST,
-    show=_CHART_SHOW,
-    save=_FIGURE_FILES,
-    otherwise=DRAW_NEW,
-)
+
+
+def _chart_library(name: str, modules: tuple[str, ...], data: str = "",
+                   show: str = "") -> Library:
+    """A charting library: a call chain names its chart by its last attribute, any other
+    call draws a new chart; ``show`` (beyond showing in a notebook or file) and ``data``
+    are its own names."""
+    return Library(name, modules, pick=LAST, show=_CHART_SHOW | _names(show),
+                   save=_FIGURE_FILES, data=_names(data), otherwise=DRAW_NEW)
+
+
+PLOTLY = _chart_library("plotly", ("plotly",), data="data")
+ALTAIR = _chart_library("altair", ("altair", "vega_datasets"), data="data")
+BOKEH = _chart_library("bokeh", ("bokeh",), data="sampledata")
+HOLOVIEWS = _chart_library("holoviews/hvplot", ("holoviews", "hvplot", "panel", "geoviews"),
+                           show="extension servable")
+PLOTNINE = _chart_library("plotnine", ("plotnine",))
 IPYTHON_DISPLAY = Library(
     "IPython.display",
     ("IPython.display", "IPython.core.display", "matplotlib_inline"),

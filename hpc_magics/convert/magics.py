@@ -21,6 +21,13 @@ from dataclasses import dataclass, field
 
 from ._source import SourceEditor, string_literal
 from .ipython_syntax import alias_command, prefilter_line
+from .magic_rules import (
+    DISPLAY_CELL_MAGICS,
+    INSTALL_WHY,
+    INSTALLERS,
+    SCRIPT_CELL_MAGICS,
+    why_dropped,
+)
 
 #: helper names a translated cell may need in the script's prelude
 SUBPROCESS, TIMER, TIMEIT, IPYTHON, OS, SYS = (
@@ -31,68 +38,6 @@ SUBPROCESS, TIMER, TIMEIT, IPYTHON, OS, SYS = (
     "os",
     "sys",
 )
-
-_SPECIAL = re.compile(r"^\s*[%!]|=\s*[%!]|[?]\s*$|get_ipython", re.MULTILINE)
-_INSTALLERS = re.compile(
-    r"^\s*(?:\S*python[\d.]*\s+-m\s+|\{sys\.executable\}\s+-m\s+|sudo\s+)?"
-    r"(?:pip3?|conda|mamba|micromamba|uv\s+pip)\s+(?:install|uninstall|remove|update)\b"
-)
-_DISPLAY_CELL_MAGICS = {"html", "HTML", "javascript", "js", "markdown", "latex", "svg"}
-_SCRIPT_CELL_MAGICS = {"bash", "sh", "perl", "ruby", "python", "python2", "python3", "pypy"}
-_INTERACTIVE_LINE_MAGICS = {
-    "unload_ext",
-    "autoreload",
-    "aimport",
-    "who",
-    "whos",
-    "who_ls",
-    "history",
-    "hist",
-    "lsmagic",
-    "magic",
-    "quickref",
-    "page",
-    "pprint",
-    "xmode",
-    "colors",
-    "precision",
-    "notebook",
-    "qtconsole",
-    "autosave",
-    "automagic",
-    "autocall",
-    "doctest_mode",
-    "pdb",
-    "debug",
-    "tb",
-    "clear",
-    "cls",
-    "alias_magic",
-    "rehashx",
-    "recall",
-    "rerun",
-    "edit",
-    "load",
-    "save",
-    "pastebin",
-    "gui",
-    "config",
-    "sbatch_defaults",
-    "bookmark",
-    "dhist",
-    "pwd",
-    "pycat",
-    "more",
-    "less",
-    "man",
-}
-#: extensions that only help an interactive session; any other (``Cython``, ``rpy2.ipython``,
-#: ``line_profiler``) defines magics later cells use, so it is loaded in the job too
-_INTERACTIVE_EXTENSIONS = {"autoreload", "tensorboard", "watermark", "jupyter_black", "nb_black"}
-_HELP_LINE_MAGICS = {"pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pfile"}
-_INSTALL_LINE_MAGICS = {"pip", "conda", "mamba", "micromamba", "uv"}
-_HPC_LINE_MAGICS = re.compile(r"^(?:hpc_\w+|sbatch\w*|jobs?)$")
-
 
 @dataclass(frozen=True)
 class Translated:
@@ -237,7 +182,7 @@ def _line_magic(name: str, line: str, indent: str, needs: _Needs) -> str:
     """``%name line`` as plain Python lines: dropped with a reason, translated, an alias's
     shell command, or else IPython's own shell in the job."""
     shown = f"%{name} {line}".strip()
-    reason = _why_dropped(name, line, shown)
+    reason = why_dropped(name, line, shown)
     if reason is not None:
         return f"{indent}# {reason}\n"
     translate = _LINE_MAGICS.get(name)
@@ -249,26 +194,6 @@ def _line_magic(name: str, line: str, indent: str, needs: _Needs) -> str:
         return _system(command, indent, needs)
     needs.add(IPYTHON)
     return f"{indent}_ipython().run_line_magic({name!r}, {line!r})\n"
-
-
-def _why_dropped(name: str, line: str, shown: str) -> str | None:
-    """The comment for a line magic that has no place in a batch job, else None."""
-    if name == "matplotlib":
-        return (
-            f"{shown}: dropped, a batch job has no display "
-            "(figures render off-screen with MPLBACKEND=Agg)"
-        )
-    if name in _INSTALL_LINE_MAGICS:
-        return f"{shown}: dropped, {_INSTALL_WHY}"
-    if name in _HELP_LINE_MAGICS:
-        asked = {"pinfo": f"{line}?", "pinfo2": f"{line}??"}.get(name, shown)
-        return f"{asked}: help look-up dropped, nobody reads it in a batch job"
-    interactive_extension = name in {"load_ext", "reload_ext"} and (
-        line.strip() in _INTERACTIVE_EXTENSIONS
-    )
-    if interactive_extension or name in _INTERACTIVE_LINE_MAGICS or _HPC_LINE_MAGICS.match(name):
-        return f"{shown}: dropped, it only matters in an interactive session"
-    return None
 
 
 def _time(line: str, indent: str, shown: str, needs: _Needs) -> str:
@@ -312,15 +237,9 @@ _LINE_MAGICS: dict[str, Callable[[str, str, str, _Needs], str | None]] = {
 }
 
 
-_INSTALL_WHY = (
-    "install packages before the job runs (setup lines of the .sbatch file or "
-    "the environment), not inside it"
-)
-
-
 def _system(command: str, indent: str, needs: _Needs) -> str:
-    if _INSTALLERS.match(command):
-        return f"{indent}# !{command}: dropped, {_INSTALL_WHY}\n"
+    if INSTALLERS.match(command):
+        return f"{indent}# !{command}: dropped, {INSTALL_WHY}\n"
     needs.add(SUBPROCESS)
     return f'{indent}subprocess.run(["bash", "-c", {_command_literal(command)}], check=False)\n'
 
@@ -416,11 +335,11 @@ def _cell_magic(text: str, needs: _Needs) -> str:
         return f"# {shown}: dropped, the output goes to the job's log\n" + _translate(body, needs)
     if name == "sbatch":
         return "# %%sbatch: this cell already runs inside the batch job\n" + _translate(body, needs)
-    if name in _DISPLAY_CELL_MAGICS:
+    if name in DISPLAY_CELL_MAGICS:
         return f"# {shown}: cell dropped, it only displays in the notebook\n"
     if name in {"writefile", "file"}:  # ``%%file`` is IPython's old name for it
         return _writefile(line, body, shown, needs)
-    if name in _SCRIPT_CELL_MAGICS or name == "script":
+    if name in SCRIPT_CELL_MAGICS or name == "script":
         program = _script_program(name, line)
         if program is not None:
             needs.add(SUBPROCESS)

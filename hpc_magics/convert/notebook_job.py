@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .cells import SKIP_TAGS, source_text
-from .magics import _INSTALL_LINE_MAGICS, _INSTALL_WHY, _INSTALLERS
+from .magic_rules import INSTALL_LINE_MAGICS, INSTALL_WHY, INSTALLERS
 from .script import helper_code, progress_cells, skip_cells, strip_cells, translate_cells
 
 NOTEBOOK_IN = "notebook.ipynb"
@@ -42,11 +42,11 @@ def _comment_installs(source: str) -> str:
     for line in source.splitlines(keepends=True):
         match = _INSTALL_LINE.match(line)
         installs = match is not None and (
-            (match.group("magic") in _INSTALL_LINE_MAGICS)
-            or (match.group("command") is not None and _INSTALLERS.match(match.group("command"))))
+            (match.group("magic") in INSTALL_LINE_MAGICS)
+            or (match.group("command") is not None and INSTALLERS.match(match.group("command"))))
         if match is not None and installs:
             ending = "\n" if line.endswith("\n") else ""
-            note = f"# {line.strip()}: dropped, {_INSTALL_WHY}"
+            note = f"# {line.strip()}: dropped, {INSTALL_WHY}"
             lines.append(f"{match.group('indent')}{note}{ending}")
         else:
             lines.append(line)

@@ -26,7 +26,7 @@ from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
 from . import commands
-from .cache_file import file_lock, write_private_json
+from .cache_file import file_lock, shared_cache_path, write_private_json
 from .cluster import cluster_name
 from .queue import default_cache_dir, login_name, poll_interval
 from .slurm_text import slurm_timestamp
@@ -134,11 +134,7 @@ class SharedAccounting:
     @property
     def cache_path(self) -> Path:
         folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
-
-        def safe(text: str) -> str:
-            return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-        return folder / f"hpc_magics-sacct-{safe(self.user)}-{safe(self.cluster)}.json"
+        return shared_cache_path(folder, "sacct", self.user, self.cluster)
 
     def answers(self, job_ids: Iterable[str], max_age_s: float | None = None
                 ) -> dict[str, tuple[AccountingRecord, ...] | None]:

@@ -17,6 +17,16 @@ import filelock
 NO_FLOCK_ERRNOS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS})
 
 
+def shared_cache_path(folder: Path, kind: str, user: str, cluster: str) -> Path:
+    """The user's shared ``kind`` cache (squeue, sacct) in ``folder``: per user and per
+    cluster (one home seen from two clusters keeps two), names made file-safe."""
+
+    def safe(text: str) -> str:
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+    return folder / f"hpc_magics-{kind}-{safe(user)}-{safe(cluster)}.json"
+
+
 @contextlib.contextmanager
 def file_lock(cache_path: Path, timeout: float) -> Iterator[bool]:
     """An exclusive lock on ``<cache>.lock``; yields False if not had within ``timeout``.

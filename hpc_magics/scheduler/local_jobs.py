@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from typing import Any, Protocol
 
 import psutil
 
 from ..core.jobs import normalize_state
 from ..jobfolder.folder import JobFolder
+from .job_status import JobStatus
 
 
 class LocalJob(Protocol):
@@ -64,6 +66,16 @@ def local_states(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
         else:
             states[job_id] = "UNKNOWN"
     return states
+
+
+def local_status(folder: JobFolder, job_id: str) -> JobStatus:
+    """A local job's snapshot for the watcher: its process, else its results file."""
+    now = time.time()
+    raw = local_states({job_id: folder}).get(job_id, "UNKNOWN")
+    if raw == "UNKNOWN" and folder.has_results():
+        failed = folder.load_results().error_type is not None
+        return JobStatus(job_id, "FAILED" if failed else "COMPLETED", "results", "", now)
+    return JobStatus(job_id, normalize_state(raw), "local", "", now)
 
 
 def cancel(job_id: str) -> None:

@@ -30,7 +30,7 @@ from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
 from ..core.jobs import JobSnapshot
 from . import commands
-from .cache_file import file_lock, write_private_json
+from .cache_file import file_lock, shared_cache_path, write_private_json
 from .cluster import cluster_name
 from .slurm_text import SQUEUE_FORMAT, parse_squeue
 
@@ -153,12 +153,7 @@ class JobQueue:
     @property
     def cache_path(self) -> Path:
         folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
-
-        def safe(text: str) -> str:
-            return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-        # per user and per cluster: one home seen from two clusters keeps two views
-        return folder / f"hpc_magics-squeue-{safe(self.user)}-{safe(self.cluster)}.json"
+        return shared_cache_path(folder, "squeue", self.user, self.cluster)
 
     def view(self, max_age_s: float | None = None) -> QueueView:
         """The cached view, refreshed first when older than ``max_age_s`` (default: interval).

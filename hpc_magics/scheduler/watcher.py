@@ -32,18 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core.efficiency import Usage
-from ..core.errors import report_bug
-from ..core.jobids import JobIndex, same_job
+from ..core.jobids import same_job
 from ..core.jobs import (
     is_final,
     normalize_state,
 )
-from ..jobfolder.files import store_usage, stored_usage
 from ..jobfolder.folder import JobFolder
 from ..jobfolder.tasks import task_outcome
-from .accounting import AccountingRecord, SharedAccounting, base_of
+from .accounting import AccountingRecord, SharedAccounting
+from .cancel_notes import CancelNotes
 from .job_status import (
-    NOT_YET,
     SACCT_LAG_S,
     SCHEDULER_UNREACHABLE,
     UNREACHABLE,
@@ -55,11 +53,9 @@ from .job_status import (
     record_name,
     status_key,
 )
-from .local_jobs import local_states
+from .local_jobs import local_status
 from .queue import ANSWER_WITHIN_S, JobQueue, QueueView
-
-# a job this process cancelled, while no squeue asked since says what became of it
-CANCEL_SENT = "cancel sent; waiting for Slurm to confirm"
+from .sacct_answers import SacctAnswers
 
 
 class Watcher:
@@ -74,11 +70,8 @@ class Watcher:
         self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
         # meta.json per folder during one poll: a sweep's thousand tasks share one read
         self._metas: dict[Path, dict[str, Any]] | None = None
-        self._record_index: tuple[tuple[AccountingRecord, ...],
-                                  JobIndex[AccountingRecord]] | None = None
-        self._sacct_asking: threading.Thread | None = None  # a slow sacct, still asking
-        # job id → when our scancel of it returned (see ``_since_cancel``)
-        self._cancelled: dict[str, float] = {}
+        self._sacct = SacctAnswers(lambda: self.accounting)
+        self._cancels = CancelNotes()
 
     @contextlib.contextmanager
     def _one_meta_read(self) -> Iterator[None]:
@@ -161,7 +154,7 @@ class Watcher:
                 if not submission.job_id or previous.definite:
                     result[key] = previous  # not submitted, or settled for good
                 elif submission.backend == "local":
-                    result[key] = self._local(folder, submission)
+                    result[key] = local_status(folder, submission.job_id)
                 else:
                     slurm.append((key, folder, submission, previous))
         if slurm:
@@ -205,10 +198,7 @@ class Watcher:
                 # (unless the folder's results prove the job ran, and left the queue since)
                 decided[key] = replace(previous, checked_at=now)
                 continue
-            if view.updated is not None and view.error is None:
-                seen = self._absent.setdefault(key, [])
-                if view.updated not in seen:
-                    seen.append(view.updated)
+            self._missed(key, view)
             ask.append((key, folder, submission, previous))
         if ask:
             records = self._accounting([s.job_id for _, _, s, _ in ask], max_age_s)
@@ -221,38 +211,22 @@ class Watcher:
                 decided[key] = self._after_queue(key, folder, submission, previous, records,
                                                  now, silent)
         for key, _, submission, _ in jobs:
-            decided[key] = self._since_cancel(submission.job_id, decided[key])
+            decided[key] = self._cancels.since_cancel(submission.job_id, decided[key])
         return decided
 
-    def _since_cancel(self, job_id: str, status: JobStatus) -> JobStatus:
-        """``status`` of a job this process cancelled, unless it is older than the cancel.
-
-        After our scancel returned, a state from a squeue asked before it (or the last
-        state standing, squeue being slow or accounting lagging) is not what Slurm says
-        any more: a started job shows as COMPLETING (what squeue says of it after a
-        scancel), a queued one keeps its state; both noted ``CANCEL_SENT``, until a squeue
-        asked after the scancel lists it, or a final state comes (sacct, the folder, gone)."""
-        if not self._cancelled:
-            return status
-        at = max((t for cancelled, t in self._cancelled.items()
-                  if same_job(cancelled, job_id)), default=None)
-        if at is None:
-            return status
-        if status.final:
-            self._cancelled.pop(job_id, None)
-            return status
-        if status.source == "squeue" and status.detail_at >= at:
-            return status  # Slurm's own answer, asked after the cancel
-        # a started job is torn down (squeue's CG); a queued one keeps its state, noted
-        state = "COMPLETING" if status.phase == "running" else status.state
-        return replace(status, state=state, source="scancel", note=CANCEL_SENT)
+    def _missed(self, key: str, view: QueueView) -> None:
+        """Note a working queue view that did not list the job ``key``."""
+        if view.updated is not None and view.error is None:
+            seen = self._absent.setdefault(key, [])
+            if view.updated not in seen:
+                seen.append(view.updated)
 
     def _after_queue(self, key: str, folder: JobFolder, submission: Submission,
                      previous: JobStatus, records: tuple[AccountingRecord, ...] | None,
                      now: float, silent: str = "") -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
-            mine = [r for r in self._records_of(records, submission.job_id)
+            mine = [r for r in self._sacct.records_of(records, submission.job_id)
                     if submission.matches(r.submit_time, record_name(r))]
             if mine:
                 state = combined_state([r.state for r in mine])
@@ -297,108 +271,21 @@ class Watcher:
         return replace(previous, job_id=submission.job_id, state=previous.state or "UNKNOWN",
                        note=note, checked_at=now)
 
-    def _records_of(self, records: tuple[AccountingRecord, ...],
-                    job_id: str) -> list[AccountingRecord]:
-        """The records of ``job_id``, through an index kept per answer (a sweep's tasks)."""
-        if self._record_index is None or self._record_index[0] is not records:
-            self._record_index = (records, JobIndex(records, lambda r: r.job_id))
-        return self._record_index[1].find(job_id)
-
-    def _accounting(self, job_ids: list[str], max_age_s: float | None
-                    ) -> tuple[AccountingRecord, ...] | NotYet | None:
-        """The user's one sacct per interval (shared by all their processes, see
-        ``SharedAccounting``). ``None``: unreachable; ``NOT_YET``: asked next interval.
-        Records are per base id, once each (a sweep's thousand tasks share one base)."""
-        max_age = self.queue.interval_s if max_age_s is None else max_age_s
-        found = self._answers_within(job_ids, max_age)
-        if found is None:
-            return None  # accounting lags (slurmdbd slow or down): unreachable for now
-        answers = [found.get(base, NOT_YET) for base in dict.fromkeys(map(base_of, job_ids))]
-        if any(a is None for a in answers):
-            return None
-        if any(isinstance(a, NotYet) for a in answers):
-            return NOT_YET
-        return tuple(r for a in answers if isinstance(a, tuple) for r in a)
-
     # ------------------------------------------------------------------ usage
     def usage(self, jobs: Sequence[tuple[JobFolder, str | None]],
               max_age_s: float | None = None) -> dict[str, tuple[Usage, ...] | None]:
         """What ended jobs used (one ``Usage`` per job, or per array task), keyed like
-        ``poll_jobs``. From the folder's ``usage.json`` once known for good, else from the
-        user's shared sacct call. Missing key: not ended, or accounting's figures are not
-        final yet; ``None``: accounting is unreachable."""
-        result: dict[str, tuple[Usage, ...] | None] = {}
-        ask: list[tuple[str, JobFolder, Submission]] = []
-        for folder, job_id in jobs:
-            key = status_key(folder, job_id)
-            stored = stored_usage(folder.path, job_id)
-            if stored is not None:
-                result[key] = stored
-                continue
-            submission = Submission.of(folder)
-            if job_id is not None:
-                submission = replace(submission, job_id=job_id)
-            status = self.latest(folder, job_id)
-            if submission.backend == "slurm" and submission.job_id and status.final:
-                ask.append((key, folder, submission))
-        if not ask:
-            return result
-        max_age = self.queue.interval_s if max_age_s is None else max_age_s
-        found = self.accounting.answers([s.job_id for _, _, s in ask], max_age)
-        for key, folder, submission in ask:
-            base = base_of(submission.job_id)
-            if base not in found:
-                continue
-            records = found[base]
-            if records is None:
-                result[key] = None
-                continue
-            mine = tuple(r.usage for r in records if r.usage is not None
-                         and same_job(submission.job_id, r.job_id)
-                         and submission.matches(r.submit_time, record_name(r)))
-            if not mine or not self.accounting.settled(base):
-                continue  # the steps' figures come a moment after the job's end
-            result[key] = mine
-            if key == status_key(folder, None):
-                store_usage(folder.path, mine)
-        return result
+        ``poll_jobs``: missing, not ended or not final yet; ``None``: accounting is
+        unreachable (see ``SacctAnswers.usage``)."""
+        return self._sacct.usage(jobs, self.latest, self._max_age(max_age_s))
 
-    def _answers_within(self, job_ids: list[str], max_age: float
-                        ) -> dict[str, tuple[AccountingRecord, ...] | None] | None:
-        """The shared sacct answers, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a
-        lagging slurmdbd) counts as unreachable meanwhile, and its answer lands in the shared
-        cache when it comes. One sacct at a time from this process."""
-        found: dict[str, tuple[AccountingRecord, ...] | None] = {}
-        failed: list[BaseException] = []
+    def _accounting(self, job_ids: list[str], max_age_s: float | None
+                    ) -> tuple[AccountingRecord, ...] | NotYet | None:
+        """The user's shared sacct records of these jobs (see ``SacctAnswers.records``)."""
+        return self._sacct.records(job_ids, self._max_age(max_age_s))
 
-        def ask() -> None:  # not under the lock: the caller holds it while it waits
-            try:
-                found.update(self.accounting.answers(job_ids, max_age))
-            except Exception as error:  # sacct's failures are None answers: this is a bug
-                failed.append(error)
-
-        deadline = time.monotonic() + ANSWER_WITHIN_S  # one budget for both waits below
-        in_flight = self._sacct_asking
-        if in_flight is not None and in_flight.is_alive():
-            in_flight.join(ANSWER_WITHIN_S)  # its answer may be the one we need
-            if in_flight.is_alive():
-                return None
-        asking = threading.Thread(target=ask, name="hpc-magics-sacct", daemon=True)
-        self._sacct_asking = asking
-        asking.start()
-        asking.join(max(0.0, deadline - time.monotonic()))
-        if failed:
-            raise report_bug("reading sacct's answer", failed[0])
-        return None if asking.is_alive() else dict(found)
-
-    def _local(self, folder: JobFolder, submission: Submission) -> JobStatus:
-        now = time.time()
-        raw = local_states({submission.job_id: folder}).get(submission.job_id, "UNKNOWN")
-        if raw == "UNKNOWN" and folder.has_results():
-            failed = folder.load_results().error_type is not None
-            return JobStatus(submission.job_id, "FAILED" if failed else "COMPLETED",
-                             "results", "", now)
-        return JobStatus(submission.job_id, normalize_state(raw), "local", "", now)
+    def _max_age(self, max_age_s: float | None) -> float:
+        return self.queue.interval_s if max_age_s is None else max_age_s
 
     def _remember(self, folder: JobFolder, job_id: str | None, status: JobStatus) -> None:
         """Keep the snapshot; write meta.json when what it says (of the folder's job) changed."""
@@ -452,10 +339,7 @@ class Watcher:
                     result[job_id] = self._latest[key] = JobStatus(
                         job_id, state, "squeue", "", now, detail_at=view.updated)
                     continue
-                if view.updated is not None and view.error is None:
-                    seen = self._absent.setdefault(key, [])
-                    if view.updated not in seen:
-                        seen.append(view.updated)
+                self._missed(key, view)
                 ask.append((key, submission, previous))
             answer = self._accounting([s.job_id for _, s, _ in ask], max_age_s) if ask \
                 else ()
@@ -482,7 +366,8 @@ class Watcher:
                 result[job_id] = self._latest[key] = status
             for job_id, _ in jobs:
                 key = f"id:{self.queue.cluster}:{job_id}"
-                result[job_id] = self._latest[key] = self._since_cancel(job_id, result[job_id])
+                result[job_id] = self._latest[key] = \
+                    self._cancels.since_cancel(job_id, result[job_id])
             return result
 
     # ------------------------------------------------------------------ control
@@ -494,10 +379,9 @@ class Watcher:
         self.cancelled(job_id, self.queue.cancel(job_id))
 
     def cancelled(self, job_id: str, at: float) -> None:
-        """Note that our ``scancel job_id`` returned at ``at`` (see ``_since_cancel``)."""
+        """Note that our ``scancel job_id`` returned at ``at`` (see ``CancelNotes``)."""
         with self._lock:
-            self._cancelled[job_id] = max(at, self._cancelled.get(job_id, 0.0))
-
+            self._cancels.note(job_id, at)
 
 
 _WATCHER: Watcher | None = None

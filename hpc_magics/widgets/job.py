@@ -5,7 +5,7 @@ the time limit as a progress bar, the nodes and a live tail of the log (read fro
 job folder; "More" shows more lines). Cancel only while the job can be cancelled, after a
 confirmation; Fetch once it has ended; an efficiency section (and a GPU plot when the job
 recorded GPU samples) after the end. Each part is made when it first has something to
-show (a submission pays for the status, the story and Cancel only; see ``_Part``).
+show (a submission pays for the status, the story and Cancel only; see ``parts.Part``).
 
 One monitor thread per kernel asks the watcher for fresh snapshots of every live
 widget's job in one batched poll (and, after the end, their usage: the user's shared
@@ -28,8 +28,8 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
-from ..jobfacts import end_line
-from .job_view import JobView
+from .job_view import JobView, view_of
+from .parts import Part, shown
 from .segments import segment_html, segment_note
 from .sweep_view import sweep_section
 
@@ -47,55 +47,6 @@ EXTRA_LINES: list[Callable[[JobWidget], str]] = []
 EXTRA_SECTIONS: list[Callable[[JobWidget], widgets.Widget | None]] = []
 
 
-def view_of(handle: Any, end_state: str | None = None) -> JobView:
-    """The handle's snapshot as the widget shows it; ``end_state``: the state its steps
-    tell for a FAILED job (a step killed for memory), as the monitor found it."""
-    status = handle.status
-    detail = status.detail
-    state = end_state if end_state and status.final else status.state
-    elapsed: float | None = None
-    if detail is not None and detail.elapsed_s is not None:
-        # the queue's figure is from its last answer: count on from there while it runs
-        running = status.phase == "running"
-        elapsed = detail.elapsed_s + (max(0.0, time.time() - status.detail_at)
-                                      if running and status.detail_at else 0.0)
-    return JobView(handle.job_id, handle.name, state, handle.backend.name,
-                   str(handle.folder.path), handle.fetched,
-                   reason=detail.reason if detail else "",
-                   start_time=detail.start_time if detail else None,
-                   elapsed_s=elapsed, time_limit_s=detail.time_limit_s if detail else None,
-                   node_list=detail.node_list if detail else "", note=status.note,
-                   end_note=end_line(handle.folder, handle.job_id, state)
-                   if status.final else "")
-
-
-def _shown(widget: widgets.Widget, visible: bool) -> None:
-    widget.layout.display = None if visible else "none"
-
-
-class _Part:
-    """A child widget made the first time anything reads it, hidden until shown.
-
-    A trivial job's widget needs its status, story and Cancel button; the bar, the other
-    buttons, the confirmation, the log and the efficiency section come when they have
-    something to show (every ipywidget is a kernel-side model and comm, ~0.5 ms each)."""
-
-    def __init__(self, group: str) -> None:
-        self.group = group  # the maker (``_make_<group>``) that builds this part
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, widget: Any, owner: type | None = None) -> Any:
-        if widget is None:
-            return self
-        with widget._making:  # the monitor thread renders too: one part, made once
-            if self.name not in widget._parts:
-                widget._parts.update(getattr(widget, f"_make_{self.group}")())
-                widget._place()
-            return widget._parts[self.name]
-
-
 # the widget's children top to bottom, and the buttons' row left to right
 ORDER = ("status", "sweep", "story", "progress", "buttons", "confirm", "message", "log_view",
          "efficiency", "gpu_plot")
@@ -103,18 +54,18 @@ BUTTONS = ("cancel_button", "log_button", "fetch_button")
 
 
 class JobWidget(widgets.VBox):
-    progress = _Part("progress")
-    cancel_button = _Part("cancel_button")
-    log_button = _Part("log_button")
-    fetch_button = _Part("fetch_button")
-    confirm = _Part("confirm")
-    confirm_text = _Part("confirm")
-    confirm_yes = _Part("confirm")
-    confirm_no = _Part("confirm")
-    message = _Part("message")
-    log_view = _Part("log_view")
-    efficiency = _Part("efficiency")
-    gpu_plot = _Part("gpu_plot")
+    progress = Part("progress")
+    cancel_button = Part("cancel_button")
+    log_button = Part("log_button")
+    fetch_button = Part("fetch_button")
+    confirm = Part("confirm")
+    confirm_text = Part("confirm")
+    confirm_yes = Part("confirm")
+    confirm_no = Part("confirm")
+    message = Part("message")
+    log_view = Part("log_view")
+    efficiency = Part("efficiency")
+    gpu_plot = Part("gpu_plot")
 
     def __init__(self, handle: Any) -> None:
         self.handle = handle
@@ -178,7 +129,7 @@ class JobWidget(widgets.VBox):
     def _show(self, name: str, visible: bool) -> None:
         """Show or hide a part; one never made is hidden already."""
         if visible or self._made(name):
-            _shown(getattr(self, name), visible)
+            shown(getattr(self, name), visible)
 
     def _set_html(self, name: str, value: str) -> None:
         """Set an HTML part's text; an empty one is not made for it."""
@@ -363,13 +314,13 @@ class JobWidget(widgets.VBox):
     def _ask_to_cancel(self) -> None:
         self.confirm_text.value = (f"Cancel job <code>{html.escape(self.handle.job_id)}</code>"
                                    "? Its work so far is lost.")
-        _shown(self.confirm, True)
+        shown(self.confirm, True)
 
     def _close_confirm(self) -> None:
-        _shown(self.confirm, False)
+        shown(self.confirm, False)
 
     def _cancel(self) -> None:
-        _shown(self.confirm, False)
+        shown(self.confirm, False)
         def cancel() -> None:
             # one look after scancel: a button never blocks; the monitor shows the end
             if not is_final(self.handle.cancel(wait_s=0)):

@@ -1,14 +1,17 @@
-"""Pure view model of a job handle: what the widget shows, with no widget imports."""
+"""Pure view model of a job handle: what the widget shows, with no widget imports;
+``view_of`` makes it from a handle's watcher snapshot."""
 
 from __future__ import annotations
 
 import html
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.jobs import phase
 from ..core.pending_reasons import plain_reason
 from ..core.units import format_duration
+from ..jobfacts import end_line
 
 PHASE_COLOURS = {"done": "#2e7d32", "failed": "#c62828", "running": "#1565c0",
                  "pending": "#6d4c41", "ended": "#616161"}  # ended: how is unknown
@@ -88,3 +91,25 @@ class JobView:
         if self.end_note:
             return f"{self.state}: {self.end_note}"
         return ""
+
+
+def view_of(handle: Any, end_state: str | None = None) -> JobView:
+    """The handle's snapshot as the widget shows it; ``end_state``: the state its steps
+    tell for a FAILED job (a step killed for memory), as the monitor found it."""
+    status = handle.status
+    detail = status.detail
+    state = end_state if end_state and status.final else status.state
+    elapsed: float | None = None
+    if detail is not None and detail.elapsed_s is not None:
+        # the queue's figure is from its last answer: count on from there while it runs
+        running = status.phase == "running"
+        elapsed = detail.elapsed_s + (max(0.0, time.time() - status.detail_at)
+                                      if running and status.detail_at else 0.0)
+    return JobView(handle.job_id, handle.name, state, handle.backend.name,
+                   str(handle.folder.path), handle.fetched,
+                   reason=detail.reason if detail else "",
+                   start_time=detail.start_time if detail else None,
+                   elapsed_s=elapsed, time_limit_s=detail.time_limit_s if detail else None,
+                   node_list=detail.node_list if detail else "", note=status.note,
+                   end_note=end_line(handle.folder, handle.job_id, state)
+                   if status.final else "")

@@ -17,7 +17,7 @@ from IPython.core.oinspect import getdoc
 HEAVY = ("ipywidgets", "submitit", "nbconvert", "nbformat", "pandas", "numpy", "matplotlib",
          "cloudpickle", "tornado", "jupyter_server", "jupyter_client", "zmq", "tomllib",
          "hpc_magics.convert", "hpc_magics.shipping", "hpc_magics.backends",
-         "hpc_magics.widgets", "hpc_magics.server", "hpc_magics.handle",
+         "hpc_magics.widgets", "hpc_magics.server", "hpc_magics.handle", "hpc_magics.fetching",
          "hpc_magics.scheduler",
          # the core's dataclasses: defining them was most of %load_ext's cost
          "hpc_magics.core.resources", "hpc_magics.core.profiles", "hpc_magics.core.flags",

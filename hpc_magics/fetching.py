@@ -1,0 +1,133 @@
+"""Bringing a finished job's results into the notebook: the result file awaited (a network
+file system shows it late), names the cell left unchanged resolved to the notebook's own
+objects, every rank's ``--gather`` values, figures shown and what came back said.
+
+``JobHandle.fetch`` (``handle.py``) runs the flow; this holds its parts that need only the
+job folder and the notebook, not the scheduler.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from .core.errors import HpcMagicsError
+from .jobfolder.files import CellResult, load_gathered
+from .jobfolder.folder import JobFolder, check_owned
+
+# A network file system can show a finished job's result file seconds late.
+RESULTS_GRACE_S = 30.0
+
+
+def await_results(job_id: str, folder: JobFolder, show: bool,
+                  grace_s: float = RESULTS_GRACE_S) -> bool:
+    """Slurm says COMPLETED but no result file yet in ``folder``: a
+    network file system may show it late. Wait (bounded), saying so; False when it never
+    appears."""
+    show = show and grace_s >= RESULTS_GRACE_S
+    if show:
+        print(f"[hpc_magics] job {job_id} COMPLETED; waiting up to "
+              f"{grace_s:.0f}s for its results to appear in {folder.path} "
+              "(network file systems can show files late)")
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:  # listing the folder makes NFS revalidate its cached directory entries
+            os.listdir(folder.path)
+        except OSError:
+            pass
+        if folder.has_results():
+            return True
+        time.sleep(min(0.5, max(0.05, deadline - time.monotonic())))
+    if show:
+        print(f"[hpc_magics] job {job_id}: no results after {grace_s:.0f}s")
+    return False
+
+
+def resolver(job_id: str, result: CellResult, namespace: MutableMapping[str, Any] | None,
+             notes: list[str]) -> Callable[[str], Any]:
+    """Results refer to shipped objects the cell left unchanged by name (their bytes do
+    not travel back): the notebook's own object is the value, as it was shipped."""
+    if namespace is None:
+        namespace = shell_namespace()
+
+    def resolve(name: str) -> Any:
+        if namespace is None or name not in namespace:
+            raise HpcMagicsError(
+                f"the results of job {job_id} refer to the notebook's {name!r} (the "
+                "cell left it unchanged, so it was not sent back), but the notebook has "
+                f"no {name!r} now: define it again as it was shipped, then fetch again")
+        value = namespace[name]
+        if id(value) != result.notebook_ids.get(name):
+            notes.append(f"the results refer to {name!r} as the notebook holds it now, "
+                         "not the object shipped (rebound since, or a restarted kernel)")
+        return value
+
+    return resolve
+
+
+def gathered(folder: Path, meta: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``--gather`` names: every rank's value, as a list indexed by rank."""
+    names = tuple((meta.get("scale") or {}).get("gather") or ())
+    if not names:
+        return {}
+    values, ranks = load_gathered(folder, names)
+    size = len(next(iter(values.values()), []))
+    if ranks < size:
+        notes.append(f"only {ranks} of {size} ranks sent their {', '.join(names)} "
+                     "(the others are None): see the log of each rank")
+    return values
+
+
+def say_what_came_back(job_id: str, result: CellResult, values: Mapping[str, Any],
+                       notes: list[str]) -> None:
+    """Print what did not come back, the notes, and which names are now in the notebook."""
+    for name, why in result.skipped.items():
+        print(f"[hpc_magics] {name} did not come back: {why}")
+    for note in notes:
+        print(f"[hpc_magics] {note}")
+    if values:
+        changed = [n for n in result.changed_in_place if n in values]
+        assigned = sorted(n for n in values if n not in changed)
+        said = [f"{', '.join(assigned)} {'is' if len(assigned) == 1 else 'are'} now "
+                "in the notebook"] if assigned else []
+        if changed:
+            said.append(f"{', '.join(changed)} came back changed in place")
+        print(f"[hpc_magics] job {job_id}: {'; '.join(said)}")
+
+
+def display(value: Any) -> None:
+    try:
+        from IPython.display import display as show
+    except ImportError:  # pragma: no cover
+        print(repr(value))
+        return
+    show(value)
+
+
+def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
+    """Show the job's figures (paths relative to its folder), each one checked as ours."""
+    if not figures:
+        return
+    try:
+        from IPython.display import Image
+        from IPython.display import display as show
+    except ImportError:  # pragma: no cover
+        return
+    for relative in figures:
+        path = folder / relative
+        if path.exists():
+            check_owned(path)
+            show(Image(filename=str(path)))
+
+
+def shell_namespace() -> MutableMapping[str, Any] | None:
+    """The notebook's namespace (IPython's ``user_ns``), or None outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return None
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else None
