@@ -241,7 +241,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             remote = "" if isinstance(error, ShippedModuleMissing) else _cell_traceback(error)
             namespace, has_last, last_value = {}, False, None
             changed, unchanged = (), {}
-        task.cell_running = False
+        task.cell_finished()
         figures = _save_figures(job_folder) if lead_task else ()
     if isinstance(failure, Requeued):  # the next segment carries on: no results, no error
         raise SystemExit(0)

@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import types
 from collections.abc import Mapping, MutableMapping
@@ -179,6 +180,16 @@ class NodeTask:
             _say(f"scontrol requeue failed: {result.first_error_line()}; the cell goes on")
             return
         raise Requeued
+
+    def cell_finished(self) -> None:
+        """The cell is over: a time-limit warning finds nothing left to save. Slurm sends
+        it up to 30 s early (at its controller's periodic check), so it may come while this
+        process exits, after Python has put back the default action for the signals it
+        handled, which kills: a finished job ended FAILED. Ignored from now on."""
+        self.cell_running = False
+        if threading.current_thread() is threading.main_thread():
+            for name in ("SIGUSR1", "SIGUSR2"):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
 
     def _on_term(self, signum: int, frame: types.FrameType | None) -> None:
         """SIGTERM (cancel, the limit itself, preemption): save, and let Slurm end us."""
