@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import submitit
@@ -27,11 +28,12 @@ class LocalProcessJob(LocalJob[Any]):
         if self._process is not None:
             commands.stop_group(self._process)
 
-    def __del__(self) -> None:
-        # at the interpreter's exit submitit's clean-up finds its modules torn down and
-        # printed a TypeError a job; it never got as far as a cancel, so skipping it there
-        # changes nothing (a job outlives its kernel, as a Slurm job does)
-        if not sys.is_finalizing():
+    def __del__(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
+        # at the interpreter's exit submitit's clean-up finds its modules torn down (their
+        # names None: hence the default argument, bound while they stand) and printed a
+        # TypeError a job; it never got as far as a cancel, so skipping it there changes
+        # nothing (a job outlives its kernel, as a Slurm job does)
+        if not _finalizing():
             super().__del__()
 
 
