@@ -86,7 +86,9 @@ def test_gpu_request_reaches_the_job(slurm_shell: Any) -> None:
     slurm_shell.run_cell_magic(
         "sbatch", "--wait --gpus-per-node v100:1",
         "import os\nvisible = os.environ.get('CUDA_VISIBLE_DEVICES')")
-    assert slurm_shell.user_ns["visible"] == "0"
+    # one device; which one is the node's free one (this cluster does not renumber them:
+    # no ConstrainDevices), "1" while a test beside this one holds the node's first
+    assert slurm_shell.user_ns["visible"] in {"0", "1"}
 
 
 def test_partition_missing_on_the_live_cluster(shell: Any, slurm_cluster: Any,
