@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from .backends import get_backend
-from .backends.job_index import folders_for
 from .core.errors import HpcMagicsError
 from .core.jobids import parse_job_id, same_job
 from .handle import JobHandle
 from .jobfolder.folder import JobFolder, check_owned, find_job_folders
 from .scheduler.cluster import cluster_name
+from .scheduler.job_index import folders_for
 from .sweep_handle import SweepHandle
 
 

@@ -6,6 +6,9 @@ output on the kernel's own stderr, and cancels it with SIGINT: the controller's
 through ``scheduler/commands.start`` (own process group, output in the job folder's
 ``controller.log``, the environment without leaks) and a cancel ends its group with
 SIGTERM, then SIGKILL (``commands.stop_group``): the cell stops as under Slurm's cancel.
+The controller's pid is the job's id; its start time goes in the job folder's meta.json at
+once, so a later kernel knows that very process, never another that got its pid since
+(``scheduler/processes.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from typing import Any
 import submitit
 from submitit.local.local import LocalJob
 
-from ..scheduler import commands
+from ..jobfolder.folder import JobFolder
+from ..scheduler import commands, processes
+from ..scheduler.local_jobs import PROCESS_STARTED
 
 CONTROLLER_LOG = "controller.log"
 
@@ -55,5 +60,8 @@ class LocalProcessExecutor(submitit.LocalExecutor):
         process = commands.start([sys.executable, "-m", "submitit.local._local",
                                   str(self.folder)],
                                  log=self.folder / CONTROLLER_LOG, environ=environ)
+        # not yet reaped (this process waits for it): its start time is readable even if
+        # it has ended already
+        JobFolder(self.folder).update_meta(**{PROCESS_STARTED: processes.started(process.pid)})
         return LocalProcessJob(folder=self.folder, job_id=str(process.pid), process=process,
                                tasks=list(range(ntasks)))

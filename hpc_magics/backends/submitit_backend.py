@@ -354,7 +354,7 @@ class LocalBackend(_SubmititBackend):
         return local_jobs.local_states(folder_by_id)
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
-        local_jobs.cancel(job_id)
+        local_jobs.cancel(job_id, folder)
 
 
 def _timeout_min(request: ResourceRequest) -> int:

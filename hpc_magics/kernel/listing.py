@@ -2,14 +2,13 @@
 
 One look at the user's cached squeue view for all of them (the same view the provisioner
 polls); only jobs that view lists are shown: a kernel that ended costs nothing more. Only
-the folders of the jobs that view lists are read (found through ``index.py``), however
-many kernels the user started before.
+the folders of the jobs that view lists are read (found by job id in the one job index,
+``scheduler/job_index.py``), however many kernels the user started before.
 """
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from ..core.cost import estimate
@@ -18,10 +17,8 @@ from ..core.jobs import JobSnapshot
 from ..core.profiles import load_profile
 from ..core.resources import from_dict
 from ..core.units import format_duration
-from ..jobfolder.folder import JobFolder
+from ..scheduler import job_index
 from ..scheduler.watcher import watcher
-from . import index
-from .orphans import kernels_root
 
 LOOK_MAX_AGE_S = 0.5  # the user asked now: one squeue for all kernels, not a stale view
 HEADER = f"{'job':>10}  {'state':<12} {'kind':<8} {'time left':<10} {'cost so far':<16} name"
@@ -47,14 +44,13 @@ def time_left(job: JobSnapshot, now: float) -> str:
     return "-"
 
 
-def kernel_jobs(root: Path | None = None, wanted: set[str] | None = None,
+def kernel_jobs(wanted: set[str] | None = None,
                 fresh: bool = True) -> list[tuple[dict[str, Any], JobSnapshot]]:
     """Each kernel or session job of this user that squeue still lists: its folder's meta
     and its queue entry; not ``fresh``: from the last view any process saw, asking nobody
     (Slurm is away)."""
-    base = root or kernels_root()
-    if not index.any_kernel(base):
-        return []  # never a kernel: no squeue either
+    if not job_index.any_entry(job_index.KERNEL_KINDS):
+        return []  # no kernel lately: no squeue either
     # the watcher's queue: its cluster name is known (a new JobQueue asks scontrol, which
     # waits out its time-out while the controller is away) and its looks are bounded
     queue = watcher().queue
@@ -71,19 +67,19 @@ def kernel_jobs(root: Path | None = None, wanted: set[str] | None = None,
         if wanted is None or entry.state in wanted:
             alive.setdefault(entry.job_id, entry)
     found = []
-    for path in index.folders_for(base, alive):
-        meta = JobFolder(path).meta()
+    kernels = job_index.entries(kinds=job_index.KERNEL_KINDS, job_ids=alive)
+    for folder in job_index.own_folders(reversed(kernels)):  # newest first
+        meta = folder.meta()
         job = alive.get(str(meta.get("job_id", "")))
         if job is not None and meta.get("kind") == "kernel":
             found.append((meta, job))
     return found
 
 
-def kernel_lines(root: Path | None = None, wanted: set[str] | None = None,
-                 fresh: bool = True) -> list[str]:
+def kernel_lines(wanted: set[str] | None = None, fresh: bool = True) -> list[str]:
     """One line per kernel or session job of this user that squeue still lists."""
     now, lines = time.time(), []
-    for meta, job in kernel_jobs(root, wanted, fresh):
+    for meta, job in kernel_jobs(wanted, fresh):
         name = str(meta.get("name", ""))
         kind = "session" if name.startswith("kernel-session-") else "kernel"
         if meta.get("allocation"):

@@ -5,17 +5,17 @@ session) cannot cancel the kernel and session jobs it started; they would run, a
 until their time limit. Each kernel job folder records its owner (pid, host and the
 process's start time, so a reused pid is not taken for the owner); here those whose owner
 is gone are found, to be *offered* for cancel, never cancelled without the user's word.
+A process is known by pid and start time (``scheduler/processes.py``): without a start
+time recorded, its owner is not known to live.
 
-Cheap enough for ``%load_ext``: the owners are looked at first, with the standard library
-only (no scheduler query, no heavy import when every owner lives), then one squeue for all
-candidates.
+Cheap enough for ``%load_ext``: the owners are looked at first (psutil, no scheduler query,
+no heavy import when every owner lives), then one squeue for all candidates.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import HpcMagicsError
+from ..scheduler import processes
 
 KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
 META_FILE = "meta.json"  # as jobfolder.folder names it; not imported: %load_ext stays light
@@ -37,20 +38,11 @@ def kernels_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path(chosen).expanduser() if chosen else Path.home() / ".hpc_magics" / "kernels"
 
 
-def process_started(pid: int) -> str:
-    """The process's start time in clock ticks since boot ("" where /proc is missing)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[-1].split()[19]  # field 22, counted after the command name
-
-
 def owner() -> dict[str, Any]:
     """What a kernel job folder records about the process that starts the kernel."""
     pid = os.getpid()
     return {"owner_pid": pid, "owner_host": socket.gethostname(),
-            "owner_started": process_started(pid)}
+            "owner_started": processes.started(pid)}
 
 
 def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
@@ -59,35 +51,23 @@ def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
     pid = meta.get("owner_pid")
     if not isinstance(pid, int) or meta.get("owner_host") != (host or socket.gethostname()):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return True  # the pid is another user's process now: ours is gone
-    started = meta.get("owner_started") or ""
-    return bool(started) and process_started(pid) not in {"", started}
+    return not processes.alive(pid, meta.get("owner_started"))
 
 
 def tunnel_owner(pid: int) -> dict[str, Any]:
     """What a kernel folder records about its SSH tunnel's ssh process."""
     return {"tunnel_pid": pid, "tunnel_host": socket.gethostname(),
-            "tunnel_started": process_started(pid)}
+            "tunnel_started": processes.started(pid)}
 
 
 def end_tunnel(meta: dict[str, Any]) -> bool:
     """End the ssh a killed server left forwarding the kernel's ports (it runs in its own
     session, so it outlived the server): only that very process (pid and start time), on
     this host, and only once its owner is gone. Whether one was ended."""
-    pid, started = meta.get("tunnel_pid"), meta.get("tunnel_started")
-    if not isinstance(pid, int) or not started or not owner_gone(meta) or \
-            meta.get("tunnel_host") != socket.gethostname() or process_started(pid) != started:
+    if not owner_gone(meta) or meta.get("tunnel_host") != socket.gethostname():
         return False
-    try:
-        os.killpg(pid, signal.SIGTERM)  # ssh leads its own group (commands.start)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+    # ssh leads its own group (commands.start)
+    return processes.signal_group(meta.get("tunnel_pid"), meta.get("tunnel_started"))
 
 
 @dataclass(frozen=True)

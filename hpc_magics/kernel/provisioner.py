@@ -30,7 +30,7 @@ from ..core.pending_reasons import plain_reason
 from ..jobfolder.folder import JobFolder
 from ..scheduler.job_status import record_submission
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
-from . import index, launch
+from . import launch
 from .orphans import tunnel_owner
 from .spec import KernelRequest
 from .tunnel import SshTunnel, for_kernel
@@ -148,7 +148,6 @@ class SlurmProvisioner(KernelProvisionerBase):
             record_submission(folder, self.job_id, self._submitted_at)
             self.log.info("hpc_magics kernel: job %s submitted (folder %s)", self.job_id,
                           folder.path)
-        index.note(folder.path.parent, self.job_id, folder.path)  # %hpc_jobs finds it by id
         # the user just acted: the first look at the queue should see the job as it is now
         await _off_loop(self._queue().invalidate)
         try:

@@ -20,22 +20,22 @@ from typing import Any
 from ..core.errors import InvalidRequest
 from ..core.profiles import load_profile
 from ..jobfolder.folder import JobFolder
-from . import index, launch
-from .orphans import end_tunnel, kernels_root
+from ..scheduler import job_index
+from . import launch
+from .orphans import end_tunnel
 from .tunnel import SshTunnel, for_kernel
 
 TUNNEL_LOG = "tunnel.log"  # as the provisioner names it
 
 
-def kernel_folder(job_id: str, root: Path | None = None) -> tuple[JobFolder, dict[str, Any]]:
+def kernel_folder(job_id: str) -> tuple[JobFolder, dict[str, Any]]:
     """The folder of job ``job_id``'s running kernel, and what the node wrote about it."""
-    base = root or kernels_root()
-    for path in index.folders_for(base, [job_id]):
-        folder = JobFolder(path)
+    kernels = job_index.entries(kinds=job_index.KERNEL_KINDS, job_ids=[job_id])
+    for folder in job_index.own_folders(reversed(kernels)):  # the newest first
         node = launch.node_info(folder)
         if node is not None and folder.meta().get("kind") == "kernel":
             return folder, node
-    raise InvalidRequest(f"no running kernel of job {job_id} under {base}: see "
+    raise InvalidRequest(f"no running kernel of job {job_id}: see "
                          "hpc-magics kernel list for the kernels left running")
 
 
@@ -48,10 +48,10 @@ def write_connection(folder: JobFolder, info: dict[str, Any]) -> Path:
     return path
 
 
-def connect(job_id: str, root: Path | None = None) -> tuple[Path, SshTunnel | None]:
+def connect(job_id: str) -> tuple[Path, SshTunnel | None]:
     """The connection file for job ``job_id``'s kernel, and the tunnel opened for it (None
     where the kernel is reached straight by TCP). Nothing is asked of a job that ended."""
-    folder, node = kernel_folder(job_id, root)
+    folder, node = kernel_folder(job_id)
     if launch.gone_from_queue(job_id):
         launch.forget_connection(folder)
         raise InvalidRequest(f"job {job_id} is no longer in squeue: its kernel ended; start "

@@ -80,9 +80,9 @@ def all_jobs(folders: list[Any]) -> tuple[list[JobRow], str]:
     notes = [view.error] if view.error else []
     by_id = {str(f.meta().get("job_id", "")): f for f in folders}
 
-    from ..backends.job_index import entries, folders_for
     from ..core.end_reasons import end_note
     from ..jobfacts import end_line
+    from ..scheduler.job_index import entries, folders_for
 
     indexed = entries()
 

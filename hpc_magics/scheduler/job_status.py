@@ -19,7 +19,7 @@ from ..core.jobs import (
 )
 from ..jobfolder.files import REQUEUED_AT, read_segment
 from ..jobfolder.folder import JobFolder
-from . import registry
+from . import job_index
 from .accounting import AccountingRecord
 from .cluster import UNKNOWN_CLUSTER, cluster_name
 from .queue import SCHEDULER_SILENT
@@ -164,16 +164,17 @@ def record_submission(folder: JobFolder, job_id: str, started_at: float) -> None
     meta = folder.meta()
     backend = str(meta.get("backend", "slurm"))
     submitted = as_float(meta.get("submitted_at"))
-    server_id = registry.current_server_id()  # the Jupyter server whose kernel this is
+    server_id = job_index.current_server_id()  # the Jupyter server whose kernel this is
     submitted_at = min(submitted, started_at) if submitted is not None else started_at
     cluster = cluster_name() if backend == "slurm" else None
     folder.update_meta(
         job_id=job_id, state="SUBMITTED", state_source="recorded",
         submitted_at=submitted_at, submit_returned_at=time.time(), cluster=cluster,
         server_id=server_id)
-    # the server's index of all job folders, wherever the notebook was
-    registry.note(registry.Entry(folder.path.absolute(), job_id, cluster, submitted_at,
-                                 server_id, str(meta.get("name") or "")))
+    # the one index of the user's jobs, wherever the notebook was
+    job_index.note(job_index.Entry(folder.path.absolute(), job_id, cluster, submitted_at,
+                                   server_id, str(meta.get("name") or ""),
+                                   job_index.kind_of(meta)))
 
 
 def main_entry(entries: Sequence[JobSnapshot]) -> JobSnapshot:

@@ -7,17 +7,17 @@ of an earlier process are judged by their process and their results file.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import time
 from typing import Any, Protocol
 
-import psutil
-
 from ..core.jobs import normalize_state
 from ..jobfolder.folder import JobFolder
+from . import processes
 from .job_status import JobStatus
+
+# in meta.json: when the controller started (processes.started), beside its pid, the job id
+PROCESS_STARTED = "process_started"
 
 
 class LocalJob(Protocol):
@@ -41,13 +41,10 @@ def started_here(job_id: str) -> LocalJob | None:
     return _started_here.get(job_id)
 
 
-def pid_alive(job_id: str) -> bool:
-    """A local job's id is its process id: is that process still running?"""
-    try:
-        status = psutil.Process(int(job_id)).status()
-    except (ValueError, psutil.Error):
-        return False
-    return status not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+def process_alive(job_id: str, folder: JobFolder) -> bool:
+    """A local job's id is its controller's pid: is that very process (the start time its
+    folder recorded, ``processes.py``) still running? A pid reused since is not."""
+    return processes.alive(job_id, folder.meta().get(PROCESS_STARTED))
 
 
 def local_states(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
@@ -61,7 +58,7 @@ def local_states(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
             states[job_id] = "CANCELLED" if cancelled else state
         elif folder.has_results():
             states[job_id] = "FINISHED"
-        elif pid_alive(job_id):
+        elif process_alive(job_id, folder):
             states[job_id] = "RUNNING"
         else:
             states[job_id] = "UNKNOWN"
@@ -78,17 +75,13 @@ def local_status(folder: JobFolder, job_id: str) -> JobStatus:
     return JobStatus(job_id, normalize_state(raw), "local", "", now)
 
 
-def cancel(job_id: str) -> None:
-    """End a local job's process group: SIGTERM, then (submitit's) SIGKILL."""
+def cancel(job_id: str, folder: JobFolder) -> None:
+    """End a local job's process group: SIGTERM, then (submitit's) SIGKILL; another
+    kernel's job by SIGTERM to the controller's group (it leads one), only while the
+    recorded controller still runs."""
     job = started_here(job_id)
     _cancelled.add(job_id)
     if job is not None:
         job.cancel(check=False)
-    elif pid_alive(job_id):  # another kernel's: the controller leads its own group
-        try:
-            os.killpg(int(job_id), signal.SIGTERM)
-        except ProcessLookupError:  # started before it led a group: the process alone
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(job_id), signal.SIGTERM)
-        except PermissionError:
-            pass
+    else:
+        processes.signal_group(job_id, folder.meta().get(PROCESS_STARTED), signal.SIGTERM)

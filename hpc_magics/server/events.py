@@ -3,7 +3,7 @@
 One cycle (every ``events_interval_s``, and when a tab asks for the job list) reads the
 user's jobs through the shared watcher: the queue view (one ``squeue`` per interval for
 the user, however many tabs) plus the job folders of the submission index
-(``scheduler/registry.py``: jobs submitted from any kernel of this user), at most one
+(``scheduler/job_index.py``: jobs submitted from any kernel of this user), at most one
 ``sacct``. The watcher decides every state; this module only notices when a job it saw
 alive is now over (or a job submitted after the server started is first seen over) and
 appends an end event with a sequence number. Tabs poll ``jobs/events?since=N``.
@@ -22,7 +22,7 @@ from typing import Any
 from ..core.jobids import parse_job_id
 from ..core.jobs import JobSnapshot, phase
 from ..jobfolder.folder import JobFolder
-from ..scheduler import registry
+from ..scheduler import job_index
 from ..scheduler.cluster import UNKNOWN_CLUSTER
 from ..scheduler.job_status import JobStatus
 from ..scheduler.watcher import Watcher
@@ -123,8 +123,8 @@ class JobTracker:
             found: dict[str, TrackedJob] = {}
 
             # jobs submitted through hpc_magics, from any kernel: their folders decide too
-            folders: list[tuple[registry.Entry, JobFolder]] = []
-            for entry in registry.entries(self.registry_base):
+            folders: list[tuple[job_index.Entry, JobFolder]] = []
+            for entry in job_index.entries(self.registry_base):
                 if entry.cluster not in (None, UNKNOWN_CLUSTER, cluster) and \
                         cluster != UNKNOWN_CLUSTER:
                     continue
@@ -134,7 +134,7 @@ class JobTracker:
             # a local-backend job (no cluster) has a process id, not a Slurm id
             slurm = {entry.job_id for entry, _ in folders if entry.cluster is not None}
 
-            def in_queue(entry: registry.Entry) -> JobSnapshot | None:
+            def in_queue(entry: job_index.Entry) -> JobSnapshot | None:
                 return view.find(entry.job_id) if entry.cluster is not None else None
 
             # everything else in the user's queue (sbatch in a terminal, other tools), by
@@ -210,7 +210,7 @@ class JobTracker:
                                          job.folder_in_root, job.from_this_server, now))
 
 
-def _folder_key(entry: registry.Entry) -> str:
+def _folder_key(entry: job_index.Entry) -> str:
     """Slurm jobs are known by id (a queue entry and its folder are one job); local ones
     by their folder, as their ids are process ids."""
     return entry.job_id if entry.cluster is not None else f"local:{entry.folder}"

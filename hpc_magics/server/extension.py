@@ -23,7 +23,7 @@ from traitlets import Float, List, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from ..core.errors import HpcMagicsError
-from ..scheduler import commands, registry
+from ..scheduler import commands, job_index
 from ..scheduler.own_job import OwnJob, own_job, own_job_id
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from ..scheduler.server_status import ServerStatus, server_status
@@ -136,7 +136,7 @@ class ServerState:
         self.watcher = Watcher(self.queue)  # the handlers read and cancel through it
         # kernels started from now on inherit it and record it with each submission
         self.server_id = server_instance_id(self.job_id)
-        os.environ[registry.SERVER_ID_ENV] = self.server_id
+        os.environ[job_index.SERVER_ID_ENV] = self.server_id
         self.tracker = JobTracker(self.watcher, self.server_id, self.job_id,
                                   Path(serverapp.root_dir).expanduser(),
                                   keep_ended_s=config.ended_jobs_shown_minutes * 60.0)

@@ -15,6 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from hpc_magics.cli import main as cli_main
 from hpc_magics.kernel.orphans import left_behind, owner, owner_gone
 from hpc_magics.scheduler import commands
+from hpc_magics.scheduler.processes import started
 
 from .conftest import squeue_ids
 
@@ -35,9 +36,11 @@ os.kill(os.getpid(), signal.SIGKILL)  # no exit hook runs: the job is left behin
 def test_an_owner_that_ended_is_gone_and_a_live_one_is_not() -> None:
     child = subprocess.Popen(["sleep", "30"])
     try:
-        alive = {**owner(), "owner_pid": child.pid}
-        alive["owner_started"] = ""  # started time unknown: the pid alone decides
+        alive = {**owner(), "owner_pid": child.pid, "owner_started": started(child.pid)}
         assert not owner_gone(alive)
+        # a start time unknown, or not the process's own: the pid alone never decides
+        assert owner_gone({**alive, "owner_started": None})
+        assert owner_gone({**alive, "owner_started": owner()["owner_started"]})
     finally:
         child.kill()
         child.wait(timeout=10)

@@ -1,6 +1,6 @@
 """``%hpc_jobs`` reads the folders of live kernel jobs only: with hundreds of old kernel
-folders present, a listing reads one meta.json per live kernel (the older folders are
-indexed once, by the first listing that needs the index)."""
+folders in the one job index (scheduler/job_index.py), a listing reads one meta.json per
+live kernel."""
 
 from __future__ import annotations
 
@@ -11,18 +11,19 @@ from typing import Any
 import pytest
 
 from hpc_magics.jobfolder.folder import JobFolder
-from hpc_magics.kernel import index
 from hpc_magics.kernel.listing import kernel_jobs
-from hpc_magics.scheduler import commands
+from hpc_magics.scheduler import commands, job_index
+from hpc_magics.scheduler.job_status import record_submission
 
 OLD_JOBS = 200
 OLD_ID = 900_000_000  # ids far past the test cluster's: never a live job
 
 
 def kernel_folder(root: Path, name: str, job_id: str) -> JobFolder:
+    """A kernel's folder, indexed as the provisioner's submission indexes it."""
     folder = JobFolder.create(root, name)
-    folder.write_meta({"name": name, "kind": "kernel", "backend": "slurm", "job_id": job_id,
-                       "state": "COMPLETED"})
+    folder.write_meta({"name": name, "kind": "kernel", "backend": "slurm"})
+    record_submission(folder, job_id, time.time())
     return folder
 
 
@@ -40,12 +41,12 @@ def counting_meta_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return count
 
 
-def listed(root: Path, job_id: str) -> list[tuple[str, str]]:
+def listed(job_id: str) -> list[tuple[str, str]]:
     """The listing, once squeue shows the job just submitted (a view asked a moment
     before sbatch returned may not)."""
     deadline = time.monotonic() + 20
     while True:
-        found = [(str(meta["name"]), job.job_id) for meta, job in kernel_jobs(root)]
+        found = [(str(meta["name"]), job.job_id) for meta, job in kernel_jobs()]
         if found or time.monotonic() > deadline:
             return found
         time.sleep(1.0)
@@ -55,35 +56,30 @@ def listed(root: Path, job_id: str) -> list[tuple[str, str]]:
 @pytest.mark.timeout(120)
 def test_a_listing_reads_only_the_folders_of_live_jobs(
         slurm_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))  # its own index
     root = tmp_path / "kernels"
     answer = commands.run(["sbatch", "--parsable", "-J", "kernel-listed", "-t", "2",
                            "-o", "/dev/null", "--wrap", "sleep 120"], timeout=60)
     assert answer.ok, answer.stderr
     live = answer.stdout.strip().split(";")[0]
     try:
-        for n in range(OLD_JOBS):  # made before the index existed
+        for n in range(2 * OLD_JOBS):  # the kernels of the last days
             kernel_folder(root, f"kernel-old{n}", str(OLD_ID + n))
-        mine = kernel_folder(root, "kernel-live", live)
-        index.note(root, live, mine.path)
+        kernel_folder(root, "kernel-live", live)
         reads = counting_meta_reads(monkeypatch)
 
-        assert listed(root, live) == [("kernel-live", live)]
-        assert reads[0] >= OLD_JOBS  # the older folders: read once, to index them
-
-        for n in range(OLD_JOBS):  # more history, indexed as the provisioner does
-            old = kernel_folder(root, f"kernel-new{n}", str(OLD_ID + OLD_JOBS + n))
-            index.note(root, str(OLD_ID + OLD_JOBS + n), old.path)
-        reads[0] = 0
-        assert listed(root, live) == [("kernel-live", live)]
+        assert listed(live) == [("kernel-live", live)]
         assert reads[0] == 1  # the live kernel's folder only, of 401
     finally:
         commands.run(["scancel", live], timeout=30)
 
 
-def test_no_kernel_ever_means_no_listing_and_an_empty_index(tmp_path: Path) -> None:
-    root = tmp_path / "kernels"
-    assert kernel_jobs(root) == []
-    root.mkdir()
-    JobFolder.create(root, "cell").write_meta({"kind": "cell", "job_id": "12"})
-    assert not index.any_kernel(root)
-    assert index.folders_for(root, ["12"]) == []
+def test_no_kernel_lately_means_no_listing(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    assert kernel_jobs() == []
+    cell = JobFolder.create(tmp_path / "hpc_jobs", "cell")
+    cell.write_meta({"name": "cell", "backend": "local"})
+    record_submission(cell, "12", time.time())
+    assert not job_index.any_entry(job_index.KERNEL_KINDS)
+    assert kernel_jobs() == []  # without asking squeue
