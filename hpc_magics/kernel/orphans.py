@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import HpcMagicsError
-from ..scheduler import processes
 
 KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
 META_FILE = "meta.json"  # as jobfolder.folder names it; not imported: %load_ext stays light
@@ -40,6 +39,8 @@ def kernels_root(environ: Mapping[str, str] | None = None) -> Path:
 
 def owner() -> dict[str, Any]:
     """What a kernel job folder records about the process that starts the kernel."""
+    from ..scheduler import processes  # here: %load_ext imports no scheduler module
+
     pid = os.getpid()
     return {"owner_pid": pid, "owner_host": socket.gethostname(),
             "owner_started": processes.started(pid)}
@@ -51,11 +52,15 @@ def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
     pid = meta.get("owner_pid")
     if not isinstance(pid, int) or meta.get("owner_host") != (host or socket.gethostname()):
         return False
+    from ..scheduler import processes
+
     return not processes.alive(pid, meta.get("owner_started"))
 
 
 def tunnel_owner(pid: int) -> dict[str, Any]:
     """What a kernel folder records about its SSH tunnel's ssh process."""
+    from ..scheduler import processes
+
     return {"tunnel_pid": pid, "tunnel_host": socket.gethostname(),
             "tunnel_started": processes.started(pid)}
 
@@ -66,6 +71,8 @@ def end_tunnel(meta: dict[str, Any]) -> bool:
     this host, and only once its owner is gone. Whether one was ended."""
     if not owner_gone(meta) or meta.get("tunnel_host") != socket.gethostname():
         return False
+    from ..scheduler import processes
+
     # ssh leads its own group (commands.start)
     return processes.signal_group(meta.get("tunnel_pid"), meta.get("tunnel_started"))
 
