@@ -3,9 +3,10 @@
 Pids are reused: once a process ended, its pid soon names another process, another
 user's or another program of the user's. Whatever records a process to look at it later
 (a local-backend job's controller, a kernel's owner and its SSH tunnel) records both,
-``identity(pid)`` when the process starts, and asks ``alive`` or ``signal_group`` with
-both: a pid now held by a process that started at another time is not the one recorded,
-so it is never shown as running and never signalled. The start time is psutil's
+``started(pid)`` when the process starts, and asks ``alive`` or ``signal_group`` with
+both; a Jupyter server, known by its runtime file only, is asked ``started_by`` the
+file's time. A pid now held by a process that started at another time is not the one
+recorded: it is never shown as running and never signalled. The start time is psutil's
 ``create_time()`` (on Linux, the boot time plus the start in clock ticks from
 ``/proc/PID/stat``: the same value every time it is read for the same process).
 """
@@ -41,6 +42,18 @@ def alive(pid: object, started_at: object) -> bool:
         process = psutil.Process(number)
         same = math.isclose(process.create_time(), recorded, rel_tol=0.0, abs_tol=SAME_START_S)
         return same and process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except (TypeError, ValueError, psutil.Error):
+        return False
+
+
+def started_by(pid: object, moment: float) -> bool:
+    """Whether process ``pid`` runs and had started by ``moment``: for a process known only
+    by a file it wrote (a Jupyter server's runtime file, its mtime), whose pid a process
+    that started after the file cannot be."""
+    try:
+        process = psutil.Process(int(str(pid)))
+        return process.create_time() <= moment + SAME_START_S and \
+            process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
     except (TypeError, ValueError, psutil.Error):
         return False
 

@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 
 from ..core.errors import HpcMagicsError
-from ..scheduler import commands
+from ..scheduler import commands, processes
 from ..scheduler.own_job import own_job, own_job_id
 from ..scheduler.server_status import ServerStatus, server_status
 
@@ -49,10 +49,11 @@ def running_servers() -> list[dict[str, Any]]:
     servers = []
     for path in sorted(Path(jupyter_runtime_dir()).glob("jpserver-*.json")):
         try:
-            info = json.loads(path.read_text())
+            info, written = json.loads(path.read_text()), path.stat().st_mtime
         except (OSError, ValueError):
             continue
-        if isinstance(info, dict) and psutil.pid_exists(int(info.get("pid", 0) or 0)):
+        # a server that ended without removing its file: its pid may name another process
+        if isinstance(info, dict) and processes.started_by(info.get("pid"), written):
             servers.append(info)
     return servers
 

@@ -298,10 +298,10 @@ def test_a_kernel_whose_server_is_gone_is_reached_again_through_a_new_tunnel(
 def test_connect_names_a_job_without_a_running_kernel_in_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv(KERNELS_DIR_ENV, str(tmp_path / "kernels"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))  # an empty index
     assert cli_main(["kernel", "connect", "4242"]) == 2
     said = capsys.readouterr().err
-    assert said.startswith("hpc-magics kernel: no running kernel of job 4242 under ")
+    assert said.startswith("hpc-magics kernel: no running kernel of job 4242: see ")
     assert said.count("\n") == 1
 
 
