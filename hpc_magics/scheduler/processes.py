@@ -23,6 +23,8 @@ import psutil
 # two readings of one process's start time agree to the float; another process that got
 # the same pid started at least one clock tick (1/100 s) later
 SAME_START_S = 0.001
+# a file's time comes from its file server's clock (a home on NFS), which may run behind
+FILE_CLOCK_SLACK_S = 60.0
 
 
 def started(pid: int) -> float | None:
@@ -52,7 +54,7 @@ def started_by(pid: object, moment: float) -> bool:
     that started after the file cannot be."""
     try:
         process = psutil.Process(int(str(pid)))
-        return process.create_time() <= moment + SAME_START_S and \
+        return process.create_time() <= moment + FILE_CLOCK_SLACK_S and \
             process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
     except (TypeError, ValueError, psutil.Error):
         return False
