@@ -2,7 +2,8 @@
 
 The local backend (``backends/submitit_backend.py``) notes here the jobs this process
 started; the watcher asks here, so it never imports the backend (a layer above it). Jobs
-of an earlier process are judged by their process and their results file.
+of an earlier process are judged by their results file and their controller, known by pid
+and start time (``processes.py``): a pid reused since is neither running nor signalled.
 """
 
 from __future__ import annotations
