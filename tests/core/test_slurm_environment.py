@@ -28,6 +28,13 @@ def test_leaks_go_and_the_users_defaults_stay() -> None:
         assert se.leak_reason(name), name
 
 
+def test_what_commands_print_goes_from_the_readers_only() -> None:
+    env = {"SLURM_TIME_FORMAT": "relative", "SQUEUE_STATES": "RUNNING", "SACCT_FORMAT": "JobID",
+           "SINFO_SORT": "-P", "SCONTROL_ALL": "1", "SBATCH_PARTITION": "long"}
+    assert scrubbed_environment(env, reading=True) == {"SBATCH_PARTITION": "long"}
+    assert scrubbed_environment(env) == env  # sbatch and srun: the job keeps the user's
+
+
 SCRIPT = """#!/bin/bash
 #SBATCH --job-name=j
 #SBATCH -A proj
