@@ -155,7 +155,8 @@ class SlurmProvisioner(KernelProvisionerBase):
                           folder.path)
         index.note(folder.path.parent, self.job_id, folder.path)  # %hpc_jobs finds it by id
         # the user just acted: the first look at the queue should see the job as it is now
-        await _off_loop(self._queue().invalidate)
+        # (made off the loop too: a new queue asks scontrol the cluster's name)
+        await _off_loop(lambda: self._queue().invalidate())
         try:
             node = await self._wait_for_node(folder, lambda: launch.start_step(
                 kernel, folder, cmd, env) if kernel.jobid else None)

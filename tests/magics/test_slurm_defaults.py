@@ -108,11 +108,10 @@ def test_the_users_print_settings_never_reach_what_the_watcher_reads(
     """``SLURM_TIME_FORMAT``, ``SQUEUE_*`` and ``SACCT_*`` change what squeue and sacct print
     and list (``SQUEUE_STATES=RUNNING`` hides every pending job): the watcher's calls go
     without them, and still read a held job's state and submit time."""
-    monkeypatch.setenv("SLURM_TIME_FORMAT", "relative")
-    monkeypatch.setenv("SQUEUE_STATES", "RUNNING")
-    monkeypatch.setenv("SQUEUE_FORMAT", "%i %T")
-    monkeypatch.setenv("SQUEUE_SORT", "-V")
-    monkeypatch.setenv("SACCT_FORMAT", "JobID,State")
+    for name, value in {"SLURM_TIME_FORMAT": "relative", "SQUEUE_STATES": "RUNNING",
+                        "SQUEUE_FORMAT": "%i %T", "SQUEUE_SORT": "-V",
+                        "SACCT_FORMAT": "JobID,State"}.items():
+        monkeypatch.setenv(name, value)
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
     shell.run_cell_magic("sbatch", "--name held", "#SBATCH --hold\nx = 1")
     handle = last_handle(shell)
