@@ -67,7 +67,7 @@ class KernelRequest:
 
     def check(self) -> list[validation.Problem]:
         """Every problem of the request (the warnings too); raises on the first error line.
-        Asks Slurm this cluster's name (once a process) when the job names a cluster.
+        Asks Slurm this cluster's name (once a process: a job for another is refused).
 
         A step of an existing allocation asks Slurm for nothing new: nothing to check."""
         from ..scheduler.submit import other_cluster
