@@ -58,8 +58,8 @@ def submission(workdir: Path, repeat: int) -> dict[str, Any]:
     """Time the %%sbatch of a 1,000-point sweep and of a plain 1,000-task sbatch array."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from hpc_magics.backends.submitit_backend import parse_job_id
     from hpc_magics.scheduler import commands
+    from hpc_magics.scheduler.submit import parse_answer
 
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "hpc_magics")
@@ -76,7 +76,7 @@ def submission(workdir: Path, repeat: int) -> dict[str, Any]:
         elapsed = time.perf_counter() - started
         if not answer.ok:
             raise RuntimeError(f"sbatch failed: {answer.first_error_line()}")
-        _cancel(parse_job_id(answer.stdout))
+        _cancel(parse_answer(answer.stdout).job_id)
         return elapsed
 
     def ours() -> float:

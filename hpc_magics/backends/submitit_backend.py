@@ -17,43 +17,21 @@ from submitit.slurm.slurm import SlurmJobEnvironment
 
 from ..core import kernel_world, login_paths, notebook_world
 from ..core.errors import InvalidRequest, SubmissionError
-from ..core.jobids import parse_parsable
-from ..core.jobscript import cell_parts, render
+from ..core.jobscript import cell_parts, directives, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.scale import ScaleOptions, scaled_parts, signal_directive
-from ..core.slurm_environment import for_sbatch
 from ..core.units import UNLIMITED
 from ..jobfolder.folder import JobFolder
 from ..node.runner import run_cell
 from ..scheduler import commands, local_jobs
+from ..scheduler import submit as submission
 from ..shipping.buffers import write_buffers
 from ..shipping.packing import Payload
 
 _PARTITIONS_CACHE: dict[str, tuple[float, frozenset[str]]] = {}
 _PARTITIONS_TTL_S = 300.0
-SBATCH_TIMEOUT_S = 60.0
 JOB_SCRIPT = "job.sh"
-# How a job is submitted (its options are the script's #SBATCH lines); the answer is "ID"
-# or "ID;CLUSTER" (core/jobids.parse_parsable). scripts/record-slurm-output submits alike.
-SBATCH_SUBMIT = ("sbatch", "--parsable")
-
-
-def _refusal(result: commands.CommandResult) -> str:
-    """sbatch's reason in one line."""
-    for line in (result.stderr + "\n" + result.stdout).splitlines():
-        if line.strip().startswith("sbatch: error:"):
-            return line.strip().removeprefix("sbatch: error:").strip()
-    return result.first_error_line()
-
-
-def parse_job_id(output: str) -> str:
-    """The job id from ``sbatch --parsable``'s answer."""
-    answer = parse_parsable(output)
-    if answer is None:
-        raise SubmissionError(f"sbatch answered {output.strip()!r}, not a job id: the job may "
-                              "have been submitted, check squeue before submitting again")
-    return answer[0]
 
 
 def _write_job_py(folder: JobFolder, payload: Payload, job_name: str) -> None:
@@ -87,6 +65,7 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
         self.task_count = num_tasks
         self.array = array
         self.script_name = script_name
+        self.submitted: submission.Submitted | None = None  # sbatch's answer, once asked
 
     def _num_tasks(self) -> int:
         return self.task_count
@@ -117,17 +96,9 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
         return jobs
 
     def _submit_command(self, command: str) -> Any:
-        # written once: this file is what sbatch reads, and stays as the job's record
-        script_path = Path(self.folder) / self.script_name
-        script_path.write_text(self.script)
-        # the user's SBATCH_* defaults reach sbatch, except those the script's own lines set
-        result = commands.run([*SBATCH_SUBMIT, str(script_path)],
-                              timeout=SBATCH_TIMEOUT_S,
-                              environ=for_sbatch(os.environ, self.script))
-        if not result.ok:
-            raise SubmissionError(f"the scheduler refused the job: {_refusal(result)}")
-        job_id = parse_job_id(result.stdout)
-        return self.job_class(folder=self.folder, job_id=job_id,
+        # through the one door; the script file stays as the job's record
+        self.submitted = submission.submit(self.script, Path(self.folder) / self.script_name)
+        return self.job_class(folder=self.folder, job_id=self.submitted.job_id,
                               tasks=list(range(self._num_tasks())))
 
 
@@ -172,7 +143,9 @@ class _SubmititBackend:
         try:
             self._after_submit(job, folder, script)
             # every submission records its id, cluster and window here, so no caller forgets
-            record_submission(folder, str(job.job_id), started)
+            answer = getattr(executor, "submitted", None)
+            record_submission(folder, str(job.job_id), started,
+                              answer.cluster if answer is not None else None)
         except OSError as error:  # a full file system after sbatch: say the job exists
             raise SubmissionError(
                 f"job {job.job_id} was submitted, but its folder {folder.path} cannot be "
@@ -209,8 +182,9 @@ class SlurmBackend(_SubmititBackend):
 
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
                   live: bool = True, submitting: bool = True) -> None:
-        """Refuse a submission at once while the controller is known to be away; check the
-        partition against the live cluster (one cached ``sinfo``) unless ``live`` is False."""
+        """Refuse a submission at once for another cluster (``-M``), or while the controller
+        is known to be away; check the partition against the live cluster (one cached
+        ``sinfo``) unless ``live`` is False."""
         settings = dict(profile.environment)
         shared_tmp = login_paths.nodes_share_tmp(os.environ)
         kernel = self.notebook_kernel
@@ -222,6 +196,8 @@ class SlurmBackend(_SubmititBackend):
                 settings["interpreter"] = self.given_python
             kernel_world.refuse(kernel_world.read(os.environ, self.python), settings,
                                 shared_tmp)
+        if submitting or live:  # the cell's, the profile's and the environment's -M
+            submission.refuse_other_cluster(directives(request, profile))
         if submitting:
             self._refuse_while_away()
         if not request.partition or not live:

@@ -81,9 +81,10 @@ def _submit_arrays(folder: JobFolder, scripts: Sequence[ArrayScript], points: Se
         array_id = str(jobs[0].job_id).split("_", 1)[0]
         ids.append(array_id)
         sweep_meta = folder.meta().get(KIND, {})
+        cluster = executor.submitted.cluster if executor.submitted else None
         arrays = [*sweep_meta.get("arrays", []), {
             "job_id": array_id, "indices": compress(indices), "script": script.name,
-            "attempt": attempt}]
+            "attempt": attempt, "cluster": cluster}]
         folder.update_meta(**{KIND: {**sweep_meta, "arrays": arrays}})
     return ids
 
@@ -92,8 +93,6 @@ def submit(folder: JobFolder, payload: Payload, request: ResourceRequest,
            scripts: Sequence[ArrayScript], points: Sequence[Point], job_name: str,
            parallelism: int | None) -> str:
     """Submit the sweep's arrays; returns the first array's id (the folder's job)."""
-    from ..scheduler.job_status import record_submission
-
     payload = write_buffers(payload, folder.path)  # big arrays: raw files, once for all tasks
     try:
         _write_private(folder.path / PAYLOAD_FILE, pickle.dumps(payload))
@@ -112,19 +111,27 @@ def submit(folder: JobFolder, payload: Payload, request: ResourceRequest,
         "count": len(points), "parameters": names, "parallelism": parallelism,
         "arrays": []}})
     try:
-        ids = _submit_arrays(folder, scripts, points, request, attempt=0)
+        _submit_arrays(folder, scripts, points, request, attempt=0)
     except HpcMagicsError as error:
         submitted = [str(a["job_id"]) for a in folder.meta().get(KIND, {}).get("arrays", [])]
         if not submitted:
             raise
         # a split sweep whose later array was refused: the first ones run, and are known
-        record_submission(folder, submitted[0], started)
+        _record_first(folder, started)
         raise SubmissionError(
             f"{len(submitted)} of {len(scripts)} arrays of the sweep were submitted "
             f"({', '.join(submitted)}), then: {error}; cancel them with %hpc_cancel "
             f"{submitted[0]}, or see the table with hpc_magics.job('{submitted[0]}')") from None
-    record_submission(folder, ids[0], started)
-    return ids[0]
+    return _record_first(folder, started)
+
+
+def _record_first(folder: JobFolder, started: float) -> str:
+    """The folder's job is its first array: its id and cluster, as sbatch answered."""
+    from ..scheduler.job_status import record_submission
+
+    first = folder.meta()[KIND]["arrays"][0]
+    record_submission(folder, str(first["job_id"]), started, first.get("cluster"))
+    return str(first["job_id"])
 
 
 def resubmit(folder: JobFolder, scripts: Sequence[ArrayScript], points: Sequence[Point],

@@ -75,8 +75,20 @@ LEAKED: tuple[tuple[str, str], ...] = (
     ("PMI_*", "the surrounding step's MPI wiring"),
     ("PMIX_*", "the surrounding step's MPI wiring"),
     ("OMPI_*", "the surrounding step's MPI wiring"),
-    ("SLURM_TIME_FORMAT", "changes the times squeue and sacct print, which hpc_magics reads"),
 )
+
+# The user's settings for what the commands print: kept for sbatch and srun (the job is the
+# user's, with the user's settings), dropped from every command whose answer hpc_magics
+# reads (squeue, sacct, sinfo, scontrol, ...): they would change its fields or its jobs.
+FORMATTING: tuple[tuple[str, str], ...] = (
+    ("SLURM_TIME_FORMAT", "how every command prints times (relative, strftime)"),
+    ("SQUEUE_*", "squeue's default format, sort and filters (states, users, partitions)"),
+    ("SACCT_*", "sacct's default format and which clusters' jobs it lists"),
+    ("SINFO_*", "sinfo's default format, sort and partition"),
+    ("SCONTROL_*", "which partitions, nodes and clusters scontrol shows"),
+)
+# The commands that start a job (the user's environment travels to it): not readers.
+STARTS_JOBS = frozenset({"sbatch", "srun", "salloc"})
 
 # Kept on purpose, for the docs' table (everything not LEAKED is kept; these are the usual).
 KEPT: tuple[tuple[str, str], ...] = (
@@ -91,9 +103,10 @@ KEPT: tuple[tuple[str, str], ...] = (
 )
 
 # SBATCH_<NAME> is --<name> with '-' for '_' except these (sbatch(1), INPUT ENVIRONMENT).
+# sbatch also reads SLURM_CLUSTERS as --clusters (a script's -M line gives way to neither).
 _OPTION_OF = {"SBATCH_TIMELIMIT": "time", "SBATCH_ARRAY_INX": "array",
               "SBATCH_MEM_PER_NODE": "mem", "SBATCH_REQ_SWITCH": "switches",
-              "SBATCH_WAIT4SWITCH": "switches"}
+              "SBATCH_WAIT4SWITCH": "switches", "SLURM_CLUSTERS": "clusters"}
 # options sbatch refuses together: the script naming one displaces the variables of all
 _EXCLUSIVE = ({"mem", "mem-per-cpu", "mem-per-gpu"}, {"requeue", "no-requeue"})
 
@@ -106,9 +119,10 @@ REQUEST_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
-def leak_reason(name: str) -> str | None:
-    """Why ``name`` is a leak from a surrounding job, or None when it is the user's."""
-    for pattern, why in LEAKED:
+def leak_reason(name: str, table: tuple[tuple[str, str], ...] = LEAKED) -> str | None:
+    """Why ``name`` is a leak from a surrounding job (or, with ``table=FORMATTING``, changes
+    what a command prints), or None when it is neither."""
+    for pattern, why in table:
         if fnmatchcase(name, pattern):
             return why
     return None
@@ -116,7 +130,7 @@ def leak_reason(name: str) -> str | None:
 
 def option_of(name: str) -> str | None:
     """The sbatch long option an ``SBATCH_*`` variable stands for."""
-    if not name.startswith("SBATCH_"):
+    if not name.startswith("SBATCH_") and name not in _OPTION_OF:
         return None
     return _OPTION_OF.get(name, name[len("SBATCH_"):].lower().replace("_", "-"))
 

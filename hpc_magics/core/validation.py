@@ -10,7 +10,7 @@ advises is at most a **warning** with the reason.  Each rule below is one small 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from .profiles import ClusterProfile, Partition
@@ -271,6 +271,34 @@ def check(request: ResourceRequest, profile: ClusterProfile) -> list[Problem]:
     problems = [problem for rule in RULES for problem in rule(request, profile, partition)]
     problems.sort(key=lambda p: p.severity != ERROR)
     return problems
+
+
+# What hpc_magics cannot follow a job through yet, refused before anything is submitted:
+# (sbatch's long and short option, the variables sbatch also reads it from (sbatch(1),
+# INPUT ENVIRONMENT VARIABLES), the problem). A value naming only the cluster submitted
+# from is harmless: sbatch then answers ``ID;CLUSTER`` and the cluster is recorded.
+NOT_YET: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("clusters", "M", ("SBATCH_CLUSTERS", "SLURM_CLUSTERS"),
+     "several clusters are not supported yet"),
+)
+
+
+def not_yet(pairs: Iterable[tuple[str, str]], environ: Mapping[str, str],
+            here: str) -> list[Problem]:
+    """The ``NOT_YET`` options that ``pairs`` (the job's directives, as rendered) or, where
+    they set none, the environment give a value naming another cluster than ``here``."""
+    pairs = tuple(pairs)
+    found = []
+    for name, short, variables, problem in NOT_YET:
+        given = [(f"remove -{short} {value}" if flag == short else f"remove --{name}={value}",
+                  value) for flag, value in pairs if flag in {name, short}]
+        given = given or [(f"unset {variable} (it is {environ[variable]!r})", environ[variable])
+                          for variable in variables if environ.get(variable, "").strip()][:1]
+        for fix, value in given:
+            if {part.strip().lower() for part in value.split(",")} - {here.lower()}:
+                found.append(_error(name, f"{problem}: {fix}; the job goes to {here}, the "
+                                    "cluster you submit from"))
+    return found
 
 
 def errors(problems: list[Problem]) -> list[Problem]:

@@ -1,9 +1,11 @@
 """Starting a kernel's job: the private folder, the job script, sbatch, or an srun step.
 
 Every Slurm command goes through ``scheduler.commands`` (the one door: timeouts, no
-shell, a scrubbed environment). The one process that outlives a call, the ``srun`` of a
-step in an existing allocation, is started here with that same scrubbed environment; it
-ends with the step, which ends with the allocation's time limit or ``scancel``.
+shell, a scrubbed environment), sbatch through ``scheduler.submit`` (the one submission
+door: the kernelspec's request wins over the user's ``SBATCH_*`` defaults). The one process
+that outlives a call, the ``srun`` of a step in an existing allocation, is started here with
+that same scrubbed environment; it ends with the step, which ends with the allocation's time
+limit or ``scancel``.
 """
 
 from __future__ import annotations
@@ -15,13 +17,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..backends.submitit_backend import SBATCH_TIMEOUT_S, parse_job_id
-from ..core.errors import SubmissionError
 from ..core.jobscript import JobParts, render
 from ..core.resources import to_dict
 from ..jobfolder.folder import JobFolder
 from ..node.kernel import CONNECTION_FILE, NODE_FILE
 from ..scheduler import commands
+from ..scheduler import submit as submission
 from ..scheduler.queue import login_name
 from .orphans import kernels_root, owner
 from .spec import KernelRequest
@@ -58,17 +59,11 @@ def job_script(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],
 
 
 def submit(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str], name: str,
-           environ: Mapping[str, str] | None = None) -> str:
-    """sbatch the kernel's job; its id, or ``SubmissionError`` with sbatch's reason."""
-    script = folder.path / JOB_SCRIPT
-    script.write_text(job_script(kernel, folder, argv, name), encoding="utf-8")
-    answer = commands.run(["sbatch", "--parsable", str(script)], timeout=SBATCH_TIMEOUT_S,
-                          environ=environ)
-    if not answer.ok:
-        refusal = next((line.split("error:", 1)[1].strip() for line in answer.stderr.splitlines()
-                        if "error:" in line), answer.first_error_line())
-        raise SubmissionError(f"sbatch refused the kernel's job: {refusal}")
-    return parse_job_id(answer.stdout)
+           environ: Mapping[str, str] | None = None) -> submission.Submitted:
+    """sbatch the kernel's job through the one door (blocking: a provisioner calls it in a
+    thread); ``SubmissionError`` with sbatch's reason."""
+    return submission.submit(job_script(kernel, folder, argv, name),
+                             folder.path / JOB_SCRIPT, environ)
 
 
 def start_step(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],

@@ -110,7 +110,8 @@ class SlurmProvisioner(KernelProvisionerBase):
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         try:
             kernel = self._kernel()
-            problems = kernel.check()  # every error in one line
+            # every error in one line; off the loop: it may ask scontrol this cluster's name
+            problems = await _off_loop(kernel.check)
         except InvalidRequest as error:
             raise RefusedRequest(str(error)) from None
         for problem in problems:
@@ -141,15 +142,20 @@ class SlurmProvisioner(KernelProvisionerBase):
             self.job_id = kernel.jobid
             # indexed as this server's kernel (the status bar lists it), marked in its meta
             # as the user's allocation: nothing here ever cancels more than the step
-            record_submission(folder, kernel.jobid, self._submitted_at)
+            await _off_loop(record_submission, folder, kernel.jobid, self._submitted_at)
             folder.update_meta(state="PENDING")
         else:
-            self.job_id = launch.submit(kernel, folder, cmd, name, env)
-            record_submission(folder, self.job_id, self._submitted_at)
+            # sbatch (and scontrol for the cluster's name) off the Jupyter server's event
+            # loop: a slow controller must not freeze every tab
+            answer = await _off_loop(launch.submit, kernel, folder, cmd, name, env)
+            self.job_id = answer.job_id
+            await _off_loop(record_submission, folder, self.job_id, self._submitted_at,
+                            answer.cluster)
             self.log.info("hpc_magics kernel: job %s submitted (folder %s)", self.job_id,
                           folder.path)
         # the user just acted: the first look at the queue should see the job as it is now
-        await _off_loop(self._queue().invalidate)
+        # (made off the loop too: a new queue asks scontrol the cluster's name)
+        await _off_loop(lambda: self._queue().invalidate())
         try:
             node = await self._wait_for_node(folder, lambda: launch.start_step(
                 kernel, folder, cmd, env) if kernel.jobid else None)

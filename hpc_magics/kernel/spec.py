@@ -16,6 +16,7 @@ from typing import Any
 from ..core import validation
 from ..core.errors import InvalidRequest
 from ..core.jobids import require_job_id
+from ..core.jobscript import directives
 from ..core.profiles import ClusterProfile, load_profile
 from ..core.resources import ResourceRequest, from_dict, to_dict
 from ..core.units import format_duration
@@ -66,12 +67,17 @@ class KernelRequest:
 
     def check(self) -> list[validation.Problem]:
         """Every problem of the request (the warnings too); raises on the first error line.
+        Asks Slurm this cluster's name (once a process: a job for another is refused).
 
         A step of an existing allocation asks Slurm for nothing new: nothing to check."""
+        from ..scheduler.submit import other_cluster
+
         self.connection_route()
         if self.jobid:
             return []
-        problems = validation.check(self.request.changed(backend="slurm"), self.profile())
+        profile = self.profile()
+        problems = [*other_cluster(directives(self.request, profile)),  # -M, SBATCH_CLUSTERS
+                    *validation.check(self.request.changed(backend="slurm"), profile)]
         errors = validation.errors(problems)
         if len(errors) == 1:
             raise InvalidRequest(errors[0].message)

@@ -4,7 +4,9 @@ Every call has a timeout, never goes through a shell, and runs without the varia
 surrounding Slurm job leaks to its children (``SLURM_JOB_ID``, ``SLURM_MEM_PER_NODE``,
 ``PMI_*``, ...: the table is ``core/slurm_environment.LEAKED``): a Jupyter server that itself
 runs inside a job would otherwise hand its job's settings to the jobs it submits. The user's
-own defaults (``SBATCH_*``, ``SALLOC_*``, ``SLURM_ACCOUNT``, ``SLURM_CONF``) stay.
+own defaults (``SBATCH_*``, ``SALLOC_*``, ``SLURM_ACCOUNT``, ``SLURM_CONF``) stay; the user's
+settings for what commands print (``SLURM_TIME_FORMAT``, ``SQUEUE_FORMAT``, ...) reach sbatch
+and srun (the job is the user's) but not the commands whose answers are parsed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import SubmissionError
-from ..core.slurm_environment import leak_reason
+from ..core.slurm_environment import FORMATTING, STARTS_JOBS, leak_reason
 
 DEFAULT_TIMEOUT_S = 30.0
 # The server's credentials (JupyterHub puts its API token in the environment): sbatch
@@ -29,12 +31,15 @@ SCRUBBED_NAMES = frozenset({"JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TO
                             "JUPYTERHUB_OAUTH_ACCESS_TOKEN"})
 
 
-def scrubbed_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def scrubbed_environment(environ: Mapping[str, str] | None = None, *,
+                         reading: bool = False) -> dict[str, str]:
     """A copy of ``environ`` without variables a Slurm job leaks into its children, nor
-    the server's credentials."""
+    the server's credentials; ``reading`` (a command whose answer is parsed): nor the
+    user's settings for what it prints (``SLURM_TIME_FORMAT``, ``SQUEUE_*``, ...)."""
     source = os.environ if environ is None else environ
     return {k: v for k, v in source.items()
-            if leak_reason(k) is None and k not in SCRUBBED_NAMES}
+            if leak_reason(k) is None and k not in SCRUBBED_NAMES
+            and not (reading and leak_reason(k, FORMATTING))}
 
 
 def slurm_available() -> bool:
@@ -69,7 +74,8 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
             # errors="replace": a job name or reason in another encoding never breaks polling
             args, capture_output=True, text=True, encoding="utf-8", errors="replace",
             timeout=timeout,
-            env=scrubbed_environment(environ), check=False,
+            env=scrubbed_environment(environ, reading=Path(args[0]).name not in STARTS_JOBS),
+            check=False,
         )
     except FileNotFoundError:
         raise SubmissionError(f"{args[0]} was not found: is Slurm installed on this machine?") \

@@ -159,14 +159,17 @@ def combined_state(states: Sequence[str]) -> str:
     return next(s for s in states if s not in SUCCESS_STATES)
 
 
-def record_submission(folder: JobFolder, job_id: str, started_at: float) -> None:
-    """After sbatch returned: the id, cluster and submission window, for later matching."""
+def record_submission(folder: JobFolder, job_id: str, started_at: float,
+                      cluster: str | None = None) -> None:
+    """After sbatch returned: the id, cluster (sbatch's answer names it with ``-M``, else
+    the one here) and submission window, for later matching."""
     meta = folder.meta()
     backend = str(meta.get("backend", "slurm"))
     submitted = as_float(meta.get("submitted_at"))
     server_id = job_index.current_server_id()  # the Jupyter server whose kernel this is
     submitted_at = min(submitted, started_at) if submitted is not None else started_at
-    cluster = cluster_name() if backend == "slurm" else None
+    if backend == "slurm":
+        cluster = cluster or cluster_name()
     folder.update_meta(
         job_id=job_id, state="SUBMITTED", state_source="recorded",
         submitted_at=submitted_at, submit_returned_at=time.time(), cluster=cluster,

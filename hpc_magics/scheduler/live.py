@@ -19,9 +19,9 @@ from pathlib import Path
 from ..core.checkscript import ERROR, WARNING, Finding, ScriptReport, with_findings
 from ..core.errors import HpcMagicsError
 from ..core.resources import ResourceRequest
-from ..core.slurm_environment import for_sbatch
 from ..core.units import UNLIMITED, format_time
 from . import commands
+from . import submit as submission
 from .slurm_text import scontrol_fields, slurm_duration
 
 _ANSWERS: dict[tuple[str, ...], commands.CommandResult | str] = {}
@@ -143,15 +143,13 @@ def test_only(script: str) -> TestOnly | str:
     """``sbatch --test-only`` on the script: submits nothing; a string says why it could not."""
     if not script.startswith("#!"):  # a pasted #SBATCH block: sbatch wants an interpreter line
         script = "#!/bin/bash\n" + script
-    key = ("sbatch", "--test-only", script)
+    key = ("test-only", script)  # a cache key (the door runs sbatch)
     if key not in _ANSWERS:
-        with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as handle:
-            handle.write(script)
-            path = handle.name
+        handle, path = tempfile.mkstemp(suffix=".sh")  # private; the door writes the script
+        os.close(handle)
         try:
-            # as the submission will be: the user's defaults, the script's lines first
-            _ANSWERS[key] = commands.run(["sbatch", "--test-only", path], timeout=30,
-                                         environ=for_sbatch(os.environ, script))
+            # through the submission door: the same precedence as the submission
+            _ANSWERS[key] = submission.check_only(script, Path(path))
         except HpcMagicsError as error:
             _ANSWERS[key] = str(error)
         finally:

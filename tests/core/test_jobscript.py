@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from hpc_magics.backends.submitit_backend import SlurmBackend, parse_job_id
+from hpc_magics.backends.submitit_backend import SlurmBackend
 from hpc_magics.core import directives, jobscript, validation
 from hpc_magics.core.errors import InvalidRequest, SubmissionError
 from hpc_magics.core.flags import FLAG_FIELDS, SBATCH_FLAGS
 from hpc_magics.core.profiles import PACKAGED_DIR, ClusterProfile, load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
 from hpc_magics.magics.arguments import RESOURCE_FLAGS, values_from_args
+from hpc_magics.scheduler.submit import parse_answer
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "job_sh"
 FOLDER = "/scratch/ada/hpc_jobs/train-20250101-120000-abcd"  # fixed, so the text is too
@@ -147,12 +148,12 @@ def test_the_flag_table_feeds_the_parser_and_the_magic_arguments() -> None:
     ("4242_3\n", "4242_3"), ("4242+0\n", "4242+0"),
     ("sbatch: warning: something\n4242\n", "4242")])
 def test_job_ids_from_sbatch_parsable(answer: str, job_id: str) -> None:
-    assert parse_job_id(answer) == job_id
+    assert parse_answer(answer).job_id == job_id
 
 
 def test_an_answer_that_is_not_a_job_id_says_check_squeue() -> None:
     with pytest.raises(SubmissionError, match="not a job id: the job may have been submitted"):
-        parse_job_id("Submitted batch job\n")
+        parse_answer("Submitted batch job\n")
 
 
 @pytest.mark.parametrize("signal", ["USR2@90", "USR2@0"])

@@ -15,7 +15,7 @@ LEAKED = ["SLURM_JOB_ID", "SLURM_JOBID", "SLURM_NODELIST", "SLURM_MEM_PER_NODE",
           "SLURM_MEM_PER_CPU", "SLURM_CPUS_ON_NODE", "SLURM_CPUS_PER_TASK", "SLURM_NTASKS",
           "SLURM_TASKS_PER_NODE", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_PROCID",
           "SLURM_JOB_ACCOUNT", "SLURM_ARRAY_TASK_ID", "SLURM_CPUS_PER_TASK_HET_GROUP_0",
-          "SBATCH_MEM_BIND", "PMI_RANK", "SLURM_TIME_FORMAT", "SLURM_EXPORT_ENV"]
+          "SBATCH_MEM_BIND", "PMI_RANK", "SLURM_EXPORT_ENV"]
 KEPT = ["SBATCH_ACCOUNT", "SBATCH_COMMENT", "SBATCH_EXPORT", "SBATCH_TIMELIMIT",
         "SALLOC_ACCOUNT", "SRUN_CPUS_PER_TASK", "SLURM_ACCOUNT", "SLURM_CONF", "SLURM_CLUSTERS"]
 
@@ -26,6 +26,13 @@ def test_leaks_go_and_the_users_defaults_stay() -> None:
     assert sorted(n for n in env if n in scrubbed) == sorted([*KEPT, "HOME"])
     for name in LEAKED:
         assert se.leak_reason(name), name
+
+
+def test_what_commands_print_goes_from_the_readers_only() -> None:
+    env = {"SLURM_TIME_FORMAT": "relative", "SQUEUE_STATES": "RUNNING", "SACCT_FORMAT": "JobID",
+           "SINFO_SORT": "-P", "SCONTROL_ALL": "1", "SBATCH_PARTITION": "long"}
+    assert scrubbed_environment(env, reading=True) == {"SBATCH_PARTITION": "long"}
+    assert scrubbed_environment(env) == env  # sbatch and srun: the job keeps the user's
 
 
 SCRIPT = """#!/bin/bash
@@ -71,5 +78,5 @@ def test_the_docs_table_is_the_data() -> None:
     from pathlib import Path
 
     page = (Path(__file__).parents[2] / "docs" / "slurm-environment.md").read_text()
-    for pattern, why in (*se.LEAKED, *se.KEPT):
+    for pattern, why in (*se.LEAKED, *se.KEPT, *se.FORMATTING):
         assert f"| `{pattern}` | {why} |" in page, pattern

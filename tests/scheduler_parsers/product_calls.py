@@ -70,16 +70,16 @@ def _config(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
 
 
 def _sbatch(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
-    from hpc_magics.backends.submitit_backend import SBATCH_SUBMIT, parse_job_id
+    from hpc_magics.scheduler.submit import SBATCH_SUBMIT, parse_answer
 
     answer = runner([*SBATCH_SUBMIT, args["script"]], timeout=60)
-    return parse_job_id(answer.stdout), parse_parsable(answer.stdout)
+    return parse_answer(answer.stdout).job_id, parse_parsable(answer.stdout)
 
 
 def _sbatch_refused(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
-    from hpc_magics.backends.submitit_backend import SBATCH_SUBMIT, _refusal
+    from hpc_magics.scheduler.submit import SBATCH_SUBMIT, refusal
 
-    return _refusal(runner([*SBATCH_SUBMIT, args["script"]], timeout=60))
+    return refusal(runner([*SBATCH_SUBMIT, args["script"]], timeout=60))
 
 
 def _nodes(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:

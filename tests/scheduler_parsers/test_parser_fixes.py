@@ -10,12 +10,12 @@ import pytest
 from product_calls import installed
 from test_recorded_output import RECORDINGS, Replay
 
-from hpc_magics.backends.submitit_backend import parse_job_id
 from hpc_magics.core.errors import SubmissionError
 from hpc_magics.core.jobids import parse_parsable
 from hpc_magics.core.resources import ResourceRequest, updated
 from hpc_magics.scheduler import commands, limits, live
 from hpc_magics.scheduler.slurm_text import parse_scontrol_job, parse_squeue, scontrol_fields
+from hpc_magics.scheduler.submit import Submitted, parse_answer
 
 
 def test_scontrol_values_keep_their_spaces() -> None:
@@ -83,10 +83,10 @@ def test_sbatch_parsable_answer_keeps_the_cluster(answer: str, parsed: Any) -> N
     assert parse_parsable(answer) == parsed
 
 
-def test_sbatch_answer_with_a_cluster_gives_the_job_id() -> None:
-    assert parse_job_id("46;lab\n") == "46"
+def test_sbatch_answer_with_a_cluster_gives_the_job_id_and_cluster() -> None:
+    assert parse_answer("46;lab\n") == Submitted("46", "lab")
     with pytest.raises(SubmissionError, match="not a job id"):
-        parse_job_id("Submitted batch job 5\n")
+        parse_answer("Submitted batch job 5\n")
 
 
 def test_sacctmgr_where_and_user_are_two_words(monkeypatch: pytest.MonkeyPatch) -> None:

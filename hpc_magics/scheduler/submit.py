@@ -1,0 +1,97 @@
+"""The one submission door: every sbatch of hpc_magics goes through here.
+
+A cell, a sweep's array, a whole notebook (``backends/submitit_backend.py``), a Slurm kernel
+and a session (``kernel/launch.py``) hand in the script ``core/jobscript.render`` made; this
+module writes it where the job keeps it, refuses a job for another cluster, applies the one
+precedence (docs/slurm-environment.md, "Which value wins"): the script's own ``#SBATCH``
+lines (the explicit request) over the user's ``SBATCH_*`` defaults over what Slurm and the
+profile leave, runs sbatch through ``commands.run`` (a timeout, no shell, no leaks) and
+reads ``--parsable``'s ``ID`` or ``ID;CLUSTER``. Blocking: callers on an event loop (the
+kernel provisioner) call it in a thread. ``tests/test_one_door.py`` checks no other module
+of the package runs sbatch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core import directives, validation
+from ..core.errors import InvalidRequest, SubmissionError
+from ..core.jobids import parse_parsable
+from ..core.slurm_environment import for_sbatch
+from . import commands
+
+SBATCH_TIMEOUT_S = 60.0
+# How a job is submitted (its options are the script's #SBATCH lines); the answer is "ID"
+# or "ID;CLUSTER" (core/jobids.parse_parsable). scripts/record-slurm-output submits alike.
+SBATCH_SUBMIT = ("sbatch", "--parsable")
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job_id: str
+    cluster: str | None  # the cluster sbatch named in its answer (only with -M)
+
+
+def other_cluster(pairs: Iterable[tuple[str, str]],
+                  environ: Mapping[str, str] | None = None) -> list[validation.Problem]:
+    """An error when the directives ``pairs`` (or, where they set none, ``SBATCH_CLUSTERS``
+    or ``SLURM_CLUSTERS``) send the job to another cluster: nothing later (squeue, sacct,
+    scancel) would follow it there yet. Asks this cluster's name (once a process)."""
+    from .cluster import cluster_name
+
+    return validation.not_yet(pairs, os.environ if environ is None else environ,
+                              cluster_name())
+
+
+def refuse_other_cluster(pairs: Iterable[tuple[str, str]],
+                         environ: Mapping[str, str] | None = None) -> None:
+    """:func:`other_cluster` as one line, before anything is submitted."""
+    problems = other_cluster(pairs, environ)
+    if problems:
+        raise InvalidRequest("; ".join(problem.message for problem in problems))
+
+
+def refusal(result: commands.CommandResult) -> str:
+    """sbatch's reason in one line."""
+    for line in (result.stderr + "\n" + result.stdout).splitlines():
+        if line.strip().startswith("sbatch: error:"):
+            return line.strip().removeprefix("sbatch: error:").strip()
+    return result.first_error_line()
+
+
+def parse_answer(output: str) -> Submitted:
+    """Job id and cluster from ``sbatch --parsable``'s answer."""
+    answer = parse_parsable(output)
+    if answer is None:
+        raise SubmissionError(f"sbatch answered {output.strip()!r}, not a job id: the job may "
+                              "have been submitted, check squeue before submitting again")
+    return Submitted(*answer)
+
+
+def _environment(script: str, environ: Mapping[str, str] | None) -> dict[str, str]:
+    """The user's ``SBATCH_*`` defaults, except those the script's own lines set (sbatch
+    would let them override the lines)."""
+    return for_sbatch(os.environ if environ is None else environ, script)
+
+
+def submit(script: str, path: Path, environ: Mapping[str, str] | None = None) -> Submitted:
+    """Write ``script`` to ``path`` (the job's record of what ran) and sbatch it."""
+    refuse_other_cluster(directives.parse(script).extra, environ)
+    path.write_text(script, encoding="utf-8")
+    result = commands.run([*SBATCH_SUBMIT, str(path)], timeout=SBATCH_TIMEOUT_S,
+                          environ=_environment(script, environ))
+    if not result.ok:
+        raise SubmissionError(f"the scheduler refused the job: {refusal(result)}")
+    return parse_answer(result.stdout)
+
+
+def check_only(script: str, path: Path) -> commands.CommandResult:
+    """``sbatch --test-only`` on ``script`` written at ``path``: submits nothing; the same
+    precedence as a submission."""
+    path.write_text(script, encoding="utf-8")
+    return commands.run(["sbatch", "--test-only", str(path)], timeout=30,
+                        environ=_environment(script, None))
