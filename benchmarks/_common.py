@@ -10,12 +10,15 @@ second to the next.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import statistics
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 KEYS = ("metric", "ours", "baseline", "ratio", "target", "verdict")
@@ -108,3 +111,22 @@ def require_cluster() -> None:
 def repeat_count(default: int) -> int:
     """``HPC_MAGICS_BENCH_REPEAT`` overrides the repeats (more on a busy machine)."""
     return int(os.environ.get("HPC_MAGICS_BENCH_REPEAT", default))
+
+
+@contextlib.contextmanager
+def work_dir(prefix: str) -> Iterator[Path]:
+    """A fresh folder for a benchmark's job folders, and the working directory meanwhile:
+    in ``HPC_MAGICS_BENCH_DIR``, else in the user's home, which compute nodes see. Never the
+    system's /tmp: on a cluster with hosts apart (a ``--release`` test cluster, a real site)
+    each node has its own, and hpc_magics rightly refuses job folders there."""
+    base = Path(os.environ.get("HPC_MAGICS_BENCH_DIR")
+                or Path.home() / ".cache" / "hpc-magics" / "benchmarks")
+    base.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield folder
+    finally:
+        os.chdir(before)
+        shutil.rmtree(folder, ignore_errors=True)

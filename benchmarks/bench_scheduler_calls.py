@@ -18,12 +18,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import require_cluster, row
+from _common import require_cluster, row, work_dir
 
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler.job_status import record_submission
@@ -90,7 +89,7 @@ def _unsettle(folder: JobFolder) -> None:
 
 
 def measure(seconds: float, interval: float) -> list[dict[str, Any]]:
-    with tempfile.TemporaryDirectory(dir=os.environ.get("HPC_MAGICS_BENCH_DIR")) as tmp:
+    with work_dir("bench-calls-") as tmp:
         base = Path(tmp)
         bin_dir = base / "bin"
         bin_dir.mkdir()

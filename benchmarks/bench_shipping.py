@@ -22,7 +22,6 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -31,7 +30,7 @@ from typing import Any
 
 import cloudpickle
 import numpy as np
-from _common import at_most_times, interleaved, repeat_count
+from _common import at_most_times, interleaved, repeat_count, work_dir
 
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.shipping.analysis import analyse
@@ -115,7 +114,7 @@ def measure_big(gib: float, repeat: int) -> dict[str, float]:
     had just freed (np.save 1.4-2.4 s against shipping 0.25 s)."""
     big = np.random.default_rng(0).random(int(gib * 2**30 / 8))
     shipped = {"big": big}
-    with tempfile.TemporaryDirectory(dir=os.environ.get("HPC_MAGICS_BENCH_DIR")) as tmp:
+    with work_dir("bench-shipping-") as tmp:
         root = Path(tmp) / "hpc_jobs"
         root.mkdir()
 

@@ -24,13 +24,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from _common import at_most_more, interleaved, repeat_count, require_cluster
+from _common import at_most_more, interleaved, repeat_count, require_cluster, work_dir
 
 OVERHEAD_MS = 10.0
 RESULT_S = 0.5
@@ -90,7 +89,7 @@ class Notebook:
 def measure(repeat: int) -> dict[str, float]:
     # jobs inherit this environment: byte code cached as an installed package's is
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    with tempfile.TemporaryDirectory(dir=os.environ.get("HPC_MAGICS_BENCH_DIR")) as tmp:
+    with work_dir("bench-submit-") as tmp:
         root = Path(tmp)
         notebook = Notebook(root)
         notebook.cell("", "x = 1")  # the first cell loads what cells use (widgets, submitit)

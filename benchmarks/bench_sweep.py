@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import json
 import pickle
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import interleaved, repeat_count
+from _common import interleaved, repeat_count, work_dir
 
 POINTS = 1000
 SUBMIT_TARGET_S = 2.0
@@ -182,12 +180,9 @@ def table(root: Path, repeat: int) -> dict[str, Any]:
 
 
 def rows() -> list[dict[str, Any]]:
-    workdir = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
-    try:
+    with work_dir("bench-sweep-") as workdir:
         repeat = repeat_count(3)
         return [submission(workdir, repeat), table(workdir / "synthetic", repeat)]
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main() -> int:

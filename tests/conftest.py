@@ -58,6 +58,53 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         _slow_files_first(items)
 
 
+# ---------------------------------------------------------------- corpus cases
+# The corpus's third-party files (notebooks, job scripts) are never committed: a clone has
+# them only after scripts/corpus-from-mirrors. Their cases (marked ``corpus_absent`` at
+# collection) are not run, and the summary says how many: never skips in a green line.
+CORPUS_NOT_RUN = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k: count only the cases they would run
+def _corpus_cases_absent(config: pytest.Config, items: list[pytest.Item]) -> None:
+    absent = [item for item in items if item.get_closest_marker("corpus_absent")]
+    if absent:
+        items[:] = [item for item in items if item.get_closest_marker("corpus_absent") is None]
+        config.hook.pytest_deselected(items=absent)
+    _note_corpus_not_run(config, len(absent))
+
+
+class _CorpusCases:
+    pytest_collection_modifyitems = staticmethod(_corpus_cases_absent)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_CorpusCases(), "hpc-magics-corpus-cases")
+
+
+def _note_corpus_not_run(config: pytest.Config, count: int) -> None:
+    config.stash[CORPUS_NOT_RUN] = max(config.stash.get(CORPUS_NOT_RUN, 0), count)
+    sent = getattr(config, "workeroutput", None)  # a pytest-xdist worker tells its controller
+    if sent is not None:
+        sent["corpus_not_run"] = config.stash[CORPUS_NOT_RUN]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """pytest-xdist's controller: every worker collects every case, so the most any saw."""
+    output = getattr(node, "workeroutput", {})
+    _note_corpus_not_run(node.config, int(output.get("corpus_not_run", 0)))  # type: ignore[attr-defined]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    count = config.stash.get(CORPUS_NOT_RUN, 0)
+    if count:
+        terminalreporter.write_sep(
+            "=", f"corpus: {count} cases not run: files absent, run scripts/corpus-from-mirrors "
+                 "(tests/corpus/SOURCES.md says where they come from)", yellow=True)
+
+
 def _slow_files_first(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (--dist loadfile hands out files in this order): the files with a
     test marked `slow` first, so that the phase does not end waiting on one of them. Each

@@ -54,9 +54,11 @@ def _master_addr(hostname: str, environ: Mapping[str, str]) -> str:
         return environ.get("SLURM_LAUNCH_NODE_IPADDR", hostname)
 
 
-def export_distributed(environ: MutableMapping[str, str] | None = None) -> None:
+def export_distributed(folder: Path, environ: MutableMapping[str, str] | None = None) -> None:
     """MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE for
-    ``init_process_group("env://")``; values already set (by the user or site) are kept."""
+    ``init_process_group("env://")``; values already set (by the user or site) are kept.
+    The port is one rank 0 found free on its node, read from the job ``folder``
+    (``master_port.py``), not submitit's guess from the job id."""
     env = os.environ if environ is None else environ
     if "SLURM_JOB_ID" not in env or "SLURM_PROCID" not in env:
         return
@@ -66,10 +68,21 @@ def export_distributed(environ: MutableMapping[str, str] | None = None) -> None:
         dist = TorchDistributedEnvironment()
     except Exception:  # not submitit's Slurm environment (another engine ran the cell)
         return
-    values = {"MASTER_ADDR": _master_addr(dist.master_addr, env),
-              "MASTER_PORT": str(dist.master_port), "RANK": str(dist.rank),
+    values = {"MASTER_ADDR": _master_addr(dist.master_addr, env), "RANK": str(dist.rank),
               "WORLD_SIZE": str(dist.world_size), "LOCAL_RANK": str(dist.local_rank),
               "LOCAL_WORLD_SIZE": str(dist.local_world_size)}
+    if "MASTER_PORT" not in env:
+        from . import master_port
+
+        meeting = master_port.port_file(folder, env["SLURM_JOB_ID"],
+                                        env.get("SLURM_RESTART_COUNT", "0"))
+        if dist.world_size == 1:
+            port = master_port.free_port()  # no one to tell
+        elif dist.rank == 0:
+            port = master_port.publish(meeting)
+        else:
+            port = master_port.wait_for(meeting)
+        values["MASTER_PORT"] = str(port)
     for key, value in values.items():
         env.setdefault(key, value)
 
@@ -100,7 +113,7 @@ class NodeTask:
         global _CURRENT
         _CURRENT = self
         self.namespace = namespace
-        export_distributed()
+        export_distributed(self.folder)
         job_values = {"rank": self.rank, "local_rank": self.local_rank,
                       "world_size": self.world_size}
         for name, value in job_values.items():

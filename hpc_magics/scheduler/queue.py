@@ -28,7 +28,7 @@ from typing import Any
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
-from ..core.jobs import JobSnapshot
+from ..core.jobs import JobSnapshot, is_final
 from . import commands
 from .cache_file import file_lock, shared_cache_path, write_private_json
 from .cluster import cluster_name
@@ -41,7 +41,7 @@ DEFAULT_TIMEOUT_S = 20.0
 ANSWER_WITHIN_S = 0.5
 SCHEDULER_SILENT = "scheduler unreachable, retrying"
 MAX_BACKOFF_S = 300.0
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 
 Runner = Callable[..., commands.CommandResult]
 
@@ -66,7 +66,10 @@ def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
 class QueueView:
     """The user's jobs as squeue last reported them."""
 
-    jobs: tuple[JobSnapshot, ...] = ()
+    jobs: tuple[JobSnapshot, ...] = ()  # live: pending, running, completing, ...
+    # over, and still remembered by the controller (``MinJobAge``, 300 s by default): the
+    # only sign of a job that started and ended between two views (``squeue -t all``)
+    ended: tuple[JobSnapshot, ...] = ()
     # epoch seconds at which the squeue shown was STARTED: an answer is as old as the
     # moment it was asked (one begun before a scancel may still list the job running)
     updated: float | None = None
@@ -94,7 +97,8 @@ def _view_to_json(view: QueueView) -> str:
     return json.dumps({"version": CACHE_VERSION, "updated": view.updated, "error": view.error,
                        "retry_at": view.retry_at, "failures": view.failures,
                        "invalidated_at": view.invalidated_at,
-                       "jobs": [_snapshot_to_dict(job) for job in view.jobs]})
+                       "jobs": [_snapshot_to_dict(job) for job in view.jobs],
+                       "ended": [_snapshot_to_dict(job) for job in view.ended]})
 
 
 def _view_from_json(text: str) -> QueueView | None:
@@ -105,7 +109,8 @@ def _view_from_json(text: str) -> QueueView | None:
         return QueueView(jobs=tuple(_snapshot_from_dict(j) for j in data["jobs"]),
                          updated=data["updated"], error=data["error"],
                          retry_at=float(data["retry_at"]), failures=int(data["failures"]),
-                         invalidated_at=float(data.get("invalidated_at") or 0.0))
+                         invalidated_at=float(data.get("invalidated_at") or 0.0),
+                         ended=tuple(_snapshot_from_dict(j) for j in data["ended"]))
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -266,7 +271,7 @@ class JobQueue:
         return view.updated is not None and view.error is None and now - view.updated < max_age
 
     def _refresh(self, previous: QueueView) -> QueueView:
-        argv = ["squeue", "-h", "-u", self.user, "-o", SQUEUE_FORMAT]
+        argv = ["squeue", "-h", "-t", "all", "-u", self.user, "-o", SQUEUE_FORMAT]
         asked_at = self.clock()
         try:
             result = self.runner(argv, timeout=self.timeout_s)
@@ -275,8 +280,10 @@ class JobQueue:
             result, error = None, str(exc)
         now = self.clock()
         if error is None and result is not None:
-            return QueueView(jobs=parse_squeue(result.stdout), updated=asked_at,
-                             invalidated_at=previous.invalidated_at)
+            listed = parse_squeue(result.stdout)
+            return QueueView(jobs=tuple(j for j in listed if not is_final(j.state)),
+                             ended=tuple(j for j in listed if is_final(j.state)),
+                             updated=asked_at, invalidated_at=previous.invalidated_at)
         failures = previous.failures + 1
         delay = min(self.interval_s * 2 ** failures, MAX_BACKOFF_S) * random.uniform(0.8, 1.2)
         return replace(previous, error=error, failures=failures, retry_at=now + delay)

@@ -5,12 +5,14 @@ user's jobs through the shared watcher: the queue view (one ``squeue`` per inter
 the user, however many tabs) plus the job folders of the submission index
 (``scheduler/job_index.py``: jobs submitted from any kernel of this user), at most one
 ``sacct``. The watcher decides every state; this module only notices when a job it saw
-alive is now over (or a job submitted after the server started is first seen over) and
-appends an end event with a sequence number. Tabs poll ``jobs/events?since=N``.
+alive is now over (or a job submitted after the server started is first seen over, also
+one that started and ended between two queue views) and appends an end event with a
+sequence number. Tabs poll ``jobs/events?since=N``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -19,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.jobids import parse_job_id
 from ..core.jobs import JobSnapshot, phase
 from ..jobfolder.folder import JobFolder
 from ..scheduler import job_index
+from ..scheduler.accounting import base_of
 from ..scheduler.cluster import UNKNOWN_CLUSTER
 from ..scheduler.job_status import JobStatus
 from ..scheduler.watcher import Watcher
@@ -137,13 +139,18 @@ class JobTracker:
             def in_queue(entry: job_index.Entry) -> JobSnapshot | None:
                 return view.find(entry.job_id) if entry.cluster is not None else None
 
-            # everything else in the user's queue (sbatch in a terminal, other tools), by
-            # base id (an array's tasks are one job), and those seen before, until settled
+            # everything else in the user's queue (sbatch in a terminal, other tools),
+            # by base id (an array's tasks are one job), and those seen before, until
+            # settled; a job over before any view listed it live is new too, if submitted
+            # since the server started (squeue still lists it ended, sacct says how)
             others: dict[str, float | None] = {}
             for job in view.jobs:
-                parsed = parse_job_id(job.job_id)
-                base = parsed.base if parsed is not None else job.job_id
-                if base not in slurm:
+                if base_of(job.job_id) not in slurm:
+                    others.setdefault(base_of(job.job_id), job.submit_time)
+            for job in view.ended:
+                base = base_of(job.job_id)
+                if base not in slurm and base not in self._jobs and \
+                        self._since_start(job.submit_time):
                     others.setdefault(base, job.submit_time)
             for key, seen in self._jobs.items():
                 if seen.folder is None and key not in others and key not in slurm and \
@@ -188,6 +195,10 @@ class JobTracker:
                         del self._jobs[key]
                 self.updated, self.error = view.updated, view.error
 
+    def _since_start(self, submitted_at: float | None) -> bool:
+        """Submitted since this server started (squeue gives whole seconds)."""
+        return (submitted_at or 0.0) >= math.floor(self.started_at)
+
     def _expired(self, job: TrackedJob, now: float) -> bool:
         return job.ended_at is not None and now - job.ended_at >= self.keep_ended_s
 
@@ -195,7 +206,7 @@ class JobTracker:
         before = self._jobs.get(key)
         ended = job.final and job.job_id != self.own_job_id and (
             (before is not None and not before.final)
-            or (before is None and (job.submitted_at or 0.0) >= self.started_at))
+            or (before is None and self._since_start(job.submitted_at)))
         if before is not None and before.ended_at is not None:
             job = _with(job, ended_at=before.ended_at)
         elif ended:

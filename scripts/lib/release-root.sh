@@ -12,6 +12,7 @@
 #   rr_build_root                debootstrap + packages, when missing or the list changed
 #   rr_attach                    netns + the mounts the root needs (idempotent)
 #   rr_detach                    kill what still runs in the root, unmount (idempotent)
+#   rr_install                   root, packages and venv, then detached: ready for an offline `up`
 #   rr_in_root [--uts NAME] CMD  run CMD in the root, in the release's network namespace
 #   rr_attached                  the root's mounts are in place
 
@@ -325,6 +326,26 @@ rr_up() {
   rr_log "release $RR_RELEASE up in $(($(date +%s) - t0)) s (root $RR_ROOT, network namespace $RR_NETNS)"
 }
 
+# rr_install: the root, its packages and the release's venv, then nothing left mounted or
+# running (scripts/run-tests with HPC_MAGICS_INSTALL_ONLY=1: scripts/fresh-debian's part with
+# the network, after which `up` needs none). A release already up has both in place.
+rr_install() {
+  local clone; clone=$(rr_repo)
+  if rr_attached; then
+    rr_log "release $RR_RELEASE is up (from $(rr_attached_clone)): its root and venv are in place"
+    return 0
+  fi
+  rr_build_root
+  rr_copy_host_files
+  rr_mount_system
+  rr_bind "$clone" "$clone"
+  mkdir -p "$RR_VENV"
+  rr_bind "$RR_VENV" "$RR_VENV"
+  rr_venv "$clone"
+  rr_detach
+  rr_log "release $RR_RELEASE installed: root $RR_ROOT, venv $RR_VENV (nothing started)"
+}
+
 rr_down() {
   if [ -e "$RR_NETNS_FILE" ] && rr_attached; then rr_cluster down || true; fi
   rr_detach
@@ -383,17 +404,18 @@ rr_main() {
   rr_select "$r"
   local cmd=${1:-}; shift || true
   case "$cmd" in
-    up|down|reset|exec|status|stop-daemon|start-daemon|kill-node|test-assoc)
+    up|down|reset|install|exec|status|stop-daemon|start-daemon|kill-node|test-assoc)
       [ "$(id -u)" = 0 ] || rr_die "run as root: --release clusters live in a chroot and namespaces" ;;&
-    up|down|reset)   # one at a time per release (building a root takes minutes)
+    up|down|reset|install)   # one at a time per release (building a root takes minutes)
       mkdir -p "$RR_CACHE"; exec 8>"$RR_CACHE/lock-$RR_RELEASE"
       flock -w 900 8 || rr_die "another scripts/slurm-cluster --release $RR_RELEASE is still running" ;;&
     status) if rr_attached && [ -e "$RR_NETNS_FILE" ]; then rr_cluster status; else echo "cluster: DOWN (release $RR_RELEASE not attached: scripts/slurm-cluster --release $RR_RELEASE up)"; return 1; fi ;;
     up) rr_up ;;
     down) rr_down ;;
+    install) rr_install ;;
     reset) rr_up; rr_cluster reset ;;
     exec) rr_exec "$@" ;;
     stop-daemon|start-daemon|kill-node|test-assoc) rr_cluster "$cmd" "$@" ;;
-    *) rr_die "usage: scripts/slurm-cluster --release ${RR_RELEASES// /|} up|down|status|reset|exec [--user U] -- CMD..." ;;
+    *) rr_die "usage: scripts/slurm-cluster --release ${RR_RELEASES// /|} up|down|status|reset|install|exec [--user U] -- CMD..." ;;
   esac
 }

@@ -224,6 +224,15 @@ hm_python_env() {
   hm_log "python environment ready: $VENV"
 }
 
+# hm_cluster_facts: what hpc_magics cannot see of this host's test cluster: its nodes are
+# processes of this host, with this host's /tmp, so a clone under /tmp (its .venv, its
+# notebooks' job folders) is seen by the jobs. Not so on a --release cluster (hosts apart,
+# each its own /tmp: /etc/hpc-magics-release marks its root), nor where the caller said.
+hm_cluster_facts() {
+  [ -r /etc/hpc-magics-release ] && return 0
+  export HPC_MAGICS_NODES_SHARE_TMP=${HPC_MAGICS_NODES_SHARE_TMP:-1}
+}
+
 # hm_cluster_up: as root, start the test cluster; as an ordinary user, check it is usable
 hm_cluster_up() {
   if [ "$(id -u)" != 0 ]; then

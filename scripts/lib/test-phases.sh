@@ -19,12 +19,14 @@
 HM_PHASE_RESULTS=()
 
 # hm_pytest_summary LOG: pytest's summary line ("== 12 passed in 3.4s =="), else the last line
-# (what an interpreter prints at its exit may follow the summary)
+# (what an interpreter prints at its exit may follow the summary); then the corpus cases not
+# run for want of their files (tests/conftest.py), if any
 hm_pytest_summary() {
-  local found
+  local found corpus
   found=$(grep -E '^=+ .* in [0-9.]+s( \([0-9:]+\))? =+$' "$1" | tail -n 1)
   [ -n "$found" ] || found=$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)
-  printf '%s' "$found"
+  corpus=$(grep -oE 'corpus: [0-9]+ cases not run: files absent' "$1" | tail -n 1 || true)
+  printf '%s%s' "$found" "${corpus:+ ($corpus)}"
 }
 
 hm_pytest_phases() {

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -75,7 +74,6 @@ def test_a_jobs_folder_without_room_is_refused_before_submitting(
             _fill(root)
     magics = drill_shell.magics_manager.registry["HpcMagicsKernel"]
     magics.jobs_dir = str(root / "hpc_jobs")
-    started = time.monotonic()
     with pytest.raises(UsageError) as refused:
         stopwatch.quick("%%sbatch", lambda: drill_shell.run_cell_magic(
             "sbatch", "", "answer = 42"))
@@ -86,6 +84,5 @@ def test_a_jobs_folder_without_room_is_refused_before_submitting(
         assert "read-only file system" in message
     else:
         assert "MB free" in message and "free some space" in message, message
-    assert time.monotonic() - started < 1
-    assert not counting_sbatch.exists(), "sbatch was called"
+    assert not counting_sbatch.exists(), "sbatch was called"  # refused before it, not after
     assert magics.last_job is None

@@ -19,7 +19,7 @@ from jupyter_client.ioloop import AsyncIOLoopKernelManager
 
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.kernel.orphans import KERNELS_DIR_ENV
-from hpc_magics.scheduler import commands, registry
+from hpc_magics.scheduler import commands, job_index
 from hpc_magics.scheduler.cluster import cluster_name
 
 from .conftest import install, jobs_named, kernelspec_file, start
@@ -48,7 +48,7 @@ def test_the_kernelspecs_partition_and_time_beat_the_users_sbatch_defaults(
     assert answer.stdout.strip() == "long|7:00"
     # recorded as every submission is: its folder and the index know job and cluster
     assert manager.provisioner.folder.meta()["cluster"] == cluster_name()
-    assert [e.cluster for e in registry.entries() if e.job_id == job_id] == [cluster_name()]
+    assert [e.cluster for e in job_index.entries() if e.job_id == job_id] == [cluster_name()]
     client.stop_channels()
     manager.shutdown_kernel()
 

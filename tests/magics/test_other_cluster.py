@@ -13,7 +13,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from hpc_magics.core.profiles import PACKAGED_DIR
-from hpc_magics.scheduler import commands, registry
+from hpc_magics.scheduler import commands, job_index
 from hpc_magics.scheduler.cluster import cluster_name
 
 
@@ -64,7 +64,7 @@ def test_naming_this_cluster_submits_and_records_the_cluster_sbatch_answers(
     handle = magics.handles[magics.last_job]
     try:
         assert handle.folder.meta()["cluster"] == here
-        indexed = [e for e in registry.entries() if e.job_id == handle.job_id]
+        indexed = [e for e in job_index.entries() if e.job_id == handle.job_id]
         assert [e.cluster for e in indexed] == [here]
     finally:
         commands.run(["scancel", handle.job_id], timeout=30)

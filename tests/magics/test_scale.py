@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import pickle
+import random
 import re
+import socket
 import tarfile
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
+from hpc_magics.scheduler import commands
 from hpc_magics.widgets.job import JobWidget
 
 pytestmark = pytest.mark.slurm
@@ -104,6 +107,41 @@ def test_two_nodes_two_tasks_all_reduce_and_gather(slurm_shell: Any, library: st
     assert "rank 3 of 4: all_reduce gave 10.0" in logs[3].read_text()
     assert "rank 2 of 4: all_reduce gave 10.0" in handle.log(rank=2)
     assert "rank 2 of 4" not in handle.log()
+
+
+# Held until the test has taken submitit's port for the job id on the first node (every
+# node is this host); each rank says the port it was given, rank 0 whether it can listen there.
+MEETING = """#SBATCH --hold
+import os, socket
+port = int(os.environ["MASTER_PORT"])
+listens = None
+if rank == 0:
+    try:
+        with socket.create_server(("", port)):
+            listens = True
+    except OSError as error:
+        listens = str(error)
+"""
+
+
+def test_the_ranks_meet_at_a_port_rank_0_found_free(slurm_shell: Any) -> None:
+    """submitit's MASTER_PORT, derived from the job id, was taken on the first node once
+    (EADDRINUSE: the ranks waited for the time limit). Rank 0 now finds a free port on its
+    node and the other ranks read it from the job folder."""
+    slurm_shell.run_cell_magic("sbatch", "-N 2 --ntasks-per-node 1 --mem 1G --gather port",
+                               MEETING)
+    handle = last_handle(slurm_shell)
+    guessed = random.Random(handle.job_id).randint(20000, 60000)  # submitit's pick
+    try:
+        with socket.create_server(("", guessed)):  # someone else's server, there first
+            assert commands.run(["scontrol", "release", handle.job_id], timeout=30).ok
+            assert handle.wait(timeout=180) == "COMPLETED", handle.log()
+    finally:
+        commands.run(["scancel", handle.job_id], timeout=30)
+    slurm_shell.run_line_magic("hpc_fetch", handle.job_id)
+    ports = slurm_shell.user_ns["port"]
+    assert len(ports) == 2 and ports[0] == ports[1] != guessed, ports
+    assert slurm_shell.user_ns["listens"] is True, slurm_shell.user_ns["listens"]
 
 
 # Counts to 50 at about one step a second. With a 1-minute limit and a 20 s margin Slurm

@@ -219,6 +219,38 @@ def test_many_tabs_and_ending_jobs_cost_one_squeue_and_one_sacct_per_interval(
             f"{command} more often than once per {interval} s: gaps {gaps}"
 
 
+@pytest.mark.slow
+def test_a_job_that_starts_and_ends_between_two_queue_views_is_announced(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    """A job that squeue never listed live (submitted and over between two of the server's
+    looks at the queue) was never announced: only jobs once seen in the queue were tracked.
+    Ordering, not timing: the squeue log shows no call from sbatch until its job ended
+    (``sbatch --wait``); when a busy cluster lets one fall in between, the job is tried again."""
+    shims, logs = counting_shims(tmp_path)
+    server = local_server("--HpcMagicsServer.events_interval_s=2",
+                          "--HpcMagicsServer.jobs_poll_interval_s=30", path_prefix=shims)
+    since = server.get("hpc-magics/jobs/events").json()["last"]
+    deadline = time.monotonic() + 60
+    while not call_times(logs["squeue"], " -u "):  # the server's first look at the queue
+        assert time.monotonic() < deadline, "the server never asked squeue"
+        time.sleep(0.5)
+    time.sleep(1)  # that squeue has answered: it described the queue before our sbatch
+    unseen = None
+    for attempt in range(3):
+        looks = len(call_times(logs["squeue"], " -u "))
+        submitted = commands.run(["sbatch", "--parsable", "--wait", "-J", f"unseen-{attempt}",
+                                  "-t", "2", "-o", "/dev/null", "--chdir=/tmp", "--wrap",
+                                  "sleep 1"], timeout=120)
+        assert submitted.ok, submitted.first_error_line()
+        if len(call_times(logs["squeue"], " -u ")) == looks:
+            unseen = submitted.stdout.strip().split(";")[0]
+            break
+    assert unseen is not None, "every try was listed by a squeue while it ran"
+    event = wait_for_event(server, since, unseen)
+    assert event["state"] in ("COMPLETED", "ENDED"), event
+    assert event["from_this_server"] is False
+
+
 OUTAGE_SHIM = """#!/bin/sh
 # A controller outage on demand (the shared test cluster's daemons must stay up): while
 # {flag} exists this fails as squeue/sacct do when slurmctld/slurmdbd are unreachable.

@@ -34,9 +34,9 @@ class FakeSqueue:
         monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
         self.behave("ok")
 
-    def behave(self, mode: str, delay_s: float = 0.0) -> None:
+    def behave(self, mode: str, delay_s: float = 0.0, extra_line: str = "") -> None:
         body = {
-            "ok": f"echo '{LINE}'",
+            "ok": f"echo '{LINE}'" + (f"; echo '{extra_line}'" if extra_line else ""),
             "fail": "echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1",
             "hang": "exec sleep 30",
         }[mode]
@@ -70,6 +70,21 @@ def test_view_parses_and_caches(fake_squeue: FakeSqueue, tmp_path: Path) -> None
     assert (tmp_path / "runtime" / f"hpc_magics-squeue-alice-{queue.cluster}.json").exists()
     other = JobQueue(user="alice", cluster="other-cluster", cache_dir=tmp_path / "runtime")
     assert other.cache_path != queue.cache_path and "other-cluster" in other.cache_path.name
+
+
+def test_jobs_over_are_kept_apart_from_the_live_ones(fake_squeue: FakeSqueue,
+                                                     tmp_path: Path) -> None:
+    """squeue -t all: a job that ended since the last look (still in the controller's
+    memory) is how the server learns of one no view listed live; never a live job."""
+    ended = LINE.replace("501|RUNNING", "502|COMPLETED").replace("shimmed job", "quick one")
+    fake_squeue.behave("ok", extra_line=ended)
+    view = JobQueue(user="al", cache_dir=tmp_path / "runtime", interval_s=30).view()
+    assert "-t all -u al" in fake_squeue.calls_log.read_text()
+    assert [j.job_id for j in view.jobs] == ["501"] and view.find("502") is None
+    assert [(j.job_id, j.state, j.name) for j in view.ended] == [("502", "COMPLETED",
+                                                                  "quick one")]
+    # the shared cache keeps them apart too
+    assert JobQueue(user="al", cache_dir=tmp_path / "runtime", interval_s=30).view() == view
 
 
 def test_concurrent_threads_share_one_squeue(fake_squeue: FakeSqueue, tmp_path: Path) -> None:
