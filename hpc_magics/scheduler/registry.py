@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..jobfolder.files import write_atomically
+
 SERVER_ID_ENV = "HPC_MAGICS_SERVER_ID"
 FOLDER_NAME = "hpc-magics-submissions"
 KEEP_DAYS = 7.0
@@ -68,10 +70,8 @@ def note(entry: Entry, base: Path | None = None) -> None:
         folder = registry_dir(base)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         safe_id = "".join(c if c.isalnum() else "_" for c in entry.job_id)
-        target = folder / f"{safe_id}-{secrets.token_hex(4)}.json"
-        temporary = target.with_suffix(".tmp")
-        temporary.write_text(json.dumps(entry.to_json()))
-        os.replace(temporary, target)
+        write_atomically(folder / f"{safe_id}-{secrets.token_hex(4)}.json",
+                         json.dumps(entry.to_json()))
 
 
 def entries(base: Path | None = None, keep_days: float = KEEP_DAYS) -> list[Entry]:
