@@ -1,0 +1,119 @@
+"""A cell's results and the small outcome file beside them: how a job ended is read from
+``outcome.json`` (never by unpickling), one damaged task never hides a sweep's other
+rows, and a cancel that comes while the results are written waits until they are whole."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hpc_magics.backends import get_backend
+from hpc_magics.jobfolder.files import OUTCOME_FILE, RESULTS_FILE
+from hpc_magics.jobfolder.folder import JobFolder
+
+
+class Planted:
+    """Unpickling it creates ``path``: a result file read to learn a state would show."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> Any:
+        return (open, (str(self.path), "w"))
+
+
+def test_the_watcher_learns_how_a_cell_ended_unpickling_nothing(
+        slurm_cluster: Any, tmp_path: Path) -> None:
+    """A cell recorded on another cluster: only its folder can say how it ended. The
+    watcher reads outcome.json; the result file (here one that would run code) stays
+    unread until a fetch asks for the values."""
+    from hpc_magics.handle import JobHandle
+
+    folder = JobFolder.create(tmp_path / "jobs", "elsewhere")
+    folder.write_meta({"name": "elsewhere", "backend": "slurm", "job_id": "778",
+                       "cluster": "another-cluster"})
+    marker = tmp_path / "unpickled"
+    (folder.path / RESULTS_FILE).write_bytes(pickle.dumps(Planted(marker)))
+    (folder.path / RESULTS_FILE).chmod(0o600)
+    (folder.path / OUTCOME_FILE).write_text(
+        '{"failed": true, "error_type": "ValueError", "error_message": "bad", '
+        '"job_id": "778", "elapsed": 1.5}')
+    handle = JobHandle("778", get_backend("slurm"), folder, "elsewhere")
+    assert handle.refresh(max_age_s=0) == "FAILED" and handle.status.source == "results"
+    assert not marker.exists(), "the watcher unpickled the results to learn a state"
+
+
+def _run_sweep(folder: JobFolder, monkeypatch: pytest.MonkeyPatch,
+               points: list[dict[str, Any]]) -> None:
+    """The tasks, run here in turn by the real task runner (as test_sweep.py does)."""
+    from hpc_magics.jobfolder.tasks import PAYLOAD_FILE, POINTS_FILE
+    from hpc_magics.node.sweep_task import run_task
+    from hpc_magics.shipping.analysis import analyse
+    from hpc_magics.shipping.packing import pack
+
+    code = "y = 10 // x\n"
+    (folder.path / PAYLOAD_FILE).write_bytes(pickle.dumps(pack(code, analyse(code), {})))
+    (folder.path / POINTS_FILE).write_bytes(pickle.dumps(points))
+    folder.write_meta({"name": "elsewhere", "backend": "slurm", "kind": "sweep",
+                       "job_id": "777", "cluster": "another-cluster", "results": ["y"],
+                       "sweep": {"count": len(points), "parameters": ["x"], "arrays": [
+                           {"job_id": "777", "indices": [[0, len(points)]], "attempt": 0}]}})
+    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "777")
+    for index, point in enumerate(points):
+        monkeypatch.setenv("SLURM_ARRAY_TASK_ID", str(index))
+        try:
+            run_task(str(folder.path), index, point)
+        except ZeroDivisionError:
+            assert point["x"] == 0
+
+
+def test_one_damaged_task_is_said_in_its_row_and_the_others_show(
+        slurm_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpc_magics.jobfolder.tasks import task_dir
+    from hpc_magics.sweep_handle import SweepHandle
+
+    folder = JobFolder.create(tmp_path / "jobs", "elsewhere")
+    _run_sweep(folder, monkeypatch, [{"x": 1}, {"x": 2}, {"x": 0}, {"x": 5}])
+    results = task_dir(folder.path, 1) / RESULTS_FILE
+    results.write_bytes(results.read_bytes()[:20])  # cut short, as a full disk leaves it
+    table = SweepHandle("777", get_backend("slurm"), folder, "elsewhere").table()
+    assert list(table["state"]) == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED"]
+    assert table["y"][0] == 10 and table["y"][3] == 2
+    assert table["error"][1].startswith("damaged: "), table["error"][1]
+    assert "ZeroDivisionError" in table["error"][2] and table["error"][0] == ""
+    assert all(elapsed > 0 for elapsed in table["elapsed"])
+
+
+SIGNALLED_MID_WRITE = '''
+import os, signal
+
+class SignalsWhilePickled:
+    """Its results are being written when this process gets SIGTERM: a cancel, or the time
+    limit, arriving at that very moment."""
+
+    def __reduce__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return (bytes, (b"x" * 50_000_000,))
+
+big = SignalsWhilePickled()
+'''
+
+
+@pytest.mark.timeout(180)
+def test_a_sigterm_while_the_results_are_written_waits_until_they_are_whole(
+        shell: Any) -> None:
+    """A real local job: the cell is over, its 50 MB result is being pickled when SIGTERM
+    comes. The job still ends (by that signal), and only after the results are whole."""
+    shell.run_cell_magic("sbatch", "--backend local -t 5", SIGNALLED_MID_WRITE)
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    handle = magics.handles[magics.last_job]
+    handle.wait(timeout=150)
+    outcome = handle.folder.outcome()
+    assert outcome is not None and not outcome.failed
+    values = handle.fetch({}, show=False)
+    assert values["big"] == b"x" * 50_000_000
+    log = handle.log(tail=50)
+    assert "SIGTERM while the results are written" in log, log
