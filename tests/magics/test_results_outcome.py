@@ -1,6 +1,6 @@
 """A cell's results and the small outcome file beside them: how a job ended is read from
-``outcome.json`` (never by unpickling), one damaged task never hides a sweep's other
-rows, and a cancel that comes while the results are written waits until they are whole."""
+``outcome.json`` (never by unpickling), and a cancel that comes while the results are
+written waits until they are whole. (A sweep's damaged task: test_sweep.py.)"""
 
 from __future__ import annotations
 
@@ -44,47 +44,6 @@ def test_the_watcher_learns_how_a_cell_ended_unpickling_nothing(
     handle = JobHandle("778", get_backend("slurm"), folder, "elsewhere")
     assert handle.refresh(max_age_s=0) == "FAILED" and handle.status.source == "results"
     assert not marker.exists(), "the watcher unpickled the results to learn a state"
-
-
-def _run_sweep(folder: JobFolder, monkeypatch: pytest.MonkeyPatch,
-               points: list[dict[str, Any]]) -> None:
-    """The tasks, run here in turn by the real task runner (as test_sweep.py does)."""
-    from hpc_magics.jobfolder.tasks import PAYLOAD_FILE, POINTS_FILE
-    from hpc_magics.node.sweep_task import run_task
-    from hpc_magics.shipping.analysis import analyse
-    from hpc_magics.shipping.packing import pack
-
-    code = "y = 10 // x\n"
-    (folder.path / PAYLOAD_FILE).write_bytes(pickle.dumps(pack(code, analyse(code), {})))
-    (folder.path / POINTS_FILE).write_bytes(pickle.dumps(points))
-    folder.write_meta({"name": "elsewhere", "backend": "slurm", "kind": "sweep",
-                       "job_id": "777", "cluster": "another-cluster", "results": ["y"],
-                       "sweep": {"count": len(points), "parameters": ["x"], "arrays": [
-                           {"job_id": "777", "indices": [[0, len(points)]], "attempt": 0}]}})
-    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "777")
-    for index, point in enumerate(points):
-        monkeypatch.setenv("SLURM_ARRAY_TASK_ID", str(index))
-        try:
-            run_task(str(folder.path), index, point)
-        except ZeroDivisionError:
-            assert point["x"] == 0
-
-
-def test_one_damaged_task_is_said_in_its_row_and_the_others_show(
-        slurm_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hpc_magics.jobfolder.tasks import task_dir
-    from hpc_magics.sweep_handle import SweepHandle
-
-    folder = JobFolder.create(tmp_path / "jobs", "elsewhere")
-    _run_sweep(folder, monkeypatch, [{"x": 1}, {"x": 2}, {"x": 0}, {"x": 5}])
-    results = task_dir(folder.path, 1) / RESULTS_FILE
-    results.write_bytes(results.read_bytes()[:20])  # cut short, as a full disk leaves it
-    table = SweepHandle("777", get_backend("slurm"), folder, "elsewhere").table()
-    assert list(table["state"]) == ["COMPLETED", "COMPLETED", "FAILED", "COMPLETED"]
-    assert table["y"][0] == 10 and table["y"][3] == 2
-    assert table["error"][1].startswith("damaged: "), table["error"][1]
-    assert "ZeroDivisionError" in table["error"][2] and table["error"][0] == ""
-    assert all(elapsed > 0 for elapsed in table["elapsed"])
 
 
 SIGNALLED_MID_WRITE = '''
