@@ -151,7 +151,6 @@ def _is_stale(held: Path) -> bool:
         host, pid, started = owner["host"], int(owner["pid"]), owner["started"]
     except (ValueError, KeyError, TypeError):  # being written, or its writer died doing so
         return age > FOREIGN_STALE_S
-    if host != socket.gethostname():
-        return age > FOREIGN_STALE_S  # another host's holder cannot be asked
-    alive = started is not None and _holder(pid)["started"] == started
-    return not alive  # gone, or its pid reused by a process started later
+    if host != socket.gethostname() or started is None:
+        return age > FOREIGN_STALE_S  # a holder that cannot be asked
+    return _holder(pid)["started"] != started  # gone, or its pid reused since
