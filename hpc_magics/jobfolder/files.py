@@ -67,14 +67,14 @@ class Outcome:
 
 
 def write_results(folder: Path, result: CellResult, job_id: str, elapsed: float) -> None:
-    """``results.pkl``, then ``outcome.json``: each whole and on disk, so the outcome file
-    being there means the results are whole."""
+    """``results.pkl`` (on disk before it is renamed in), then ``outcome.json``: the
+    outcome file being there means the results are whole."""
     write_atomically(folder / RESULTS_FILE, pickle.dumps(result), durable=True)
     message = (result.error_message or "").strip().splitlines()[:1]
     outcome = Outcome(failed=result.error_type is not None, error_type=result.error_type,
                       error_message=message[0][:MESSAGE_CHARS] if message else None,
                       job_id=job_id, elapsed=elapsed)
-    write_atomically(folder / OUTCOME_FILE, json.dumps(asdict(outcome)), durable=True)
+    write_atomically(folder / OUTCOME_FILE, json.dumps(asdict(outcome)))
 
 
 def read_outcome(folder: Path) -> Outcome | None:
@@ -92,9 +92,9 @@ def write_atomically(path: Path, data: bytes | str, durable: bool = False) -> No
     The bytes go to a temporary file beside it under an unpredictable name (created
     exclusively, never through a link, mode 0600 whatever the umask), which is then
     renamed over ``path``: a reader sees the old file or the new one, never half of one,
-    and several writers never share a temporary file. ``durable``: on disk before the
-    rename and the rename on disk after it, for what only a job can make (results,
-    checkpoints): a node that dies a moment later leaves the file whole, not empty.
+    and several writers never share a temporary file. ``durable``: the bytes reach the
+    disk before the rename, for what only a job can make (results, checkpoints): a node
+    that crashes later leaves the old file or the whole new one, never an empty one.
     """
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
@@ -105,23 +105,16 @@ def write_atomically(path: Path, data: bytes | str, durable: bool = False) -> No
             if durable:
                 stream.flush()
                 os.fsync(stream.fileno())
-        move_into_place(temporary, path, durable)
+        move_into_place(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
 
 
-def move_into_place(source: Path | str, target: Path | str, durable: bool = False,
-                    dir_fd: int | None = None) -> None:
+def move_into_place(source: Path | str, target: Path | str, dir_fd: int | None = None) -> None:
     """Rename ``source`` over ``target`` in one step (the package's only rename; both in
-    one folder, or both relative to the open folder ``dir_fd``)."""
+    one folder, or both names relative to the open folder ``dir_fd``)."""
     os.replace(source, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    if durable:  # the new name itself survives a crash
-        folder = os.open(Path(target).parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
 
 
 def read_segment(folder: Path) -> dict[str, Any]:

@@ -152,7 +152,7 @@ class NodeTask:
         if path.exists() and len(values) < len(self.options.checkpoint):
             values = {**load_own(path)["values"], **values}
         write_atomically(path, _dumps({"values": values, "segment": self.segment,
-                                        "saved_at": time.time()}))
+                                        "saved_at": time.time()}), durable=True)
         return path
 
     def _install_handlers(self) -> None:
