@@ -2,7 +2,8 @@
 
 Layout: ``job.py`` (the cell, readable), ``job.sh`` (the exact script submitted),
 ``meta.json`` (id, backend, request, what was shipped), submitit's pickles and logs,
-``output.txt`` (the cell's printed output), ``results.pkl`` and ``figures/``.
+``output.txt`` (the cell's printed output), ``results.pkl``, ``outcome.json`` (how the cell
+ended, written after the results) and ``figures/``.
 
 Each job folder is private to its owner (0700). The jobs root holding them is private too,
 unless it is made inside a shared project folder (group-writable, not world-writable): then

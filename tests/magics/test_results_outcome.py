@@ -61,12 +61,8 @@ big = SignalsWhilePickled()
 '''
 
 
-@pytest.mark.timeout(180)
-def test_a_sigterm_while_the_results_are_written_waits_until_they_are_whole(
-        shell: Any) -> None:
-    """A real local job: the cell is over, its 50 MB result is being pickled when SIGTERM
-    comes. The job still ends (by that signal), and only after the results are whole."""
-    shell.run_cell_magic("sbatch", "--backend local -t 5", SIGNALLED_MID_WRITE)
+def _signalled_mid_write(shell: Any, options: str) -> None:
+    shell.run_cell_magic("sbatch", options, SIGNALLED_MID_WRITE)
     magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     handle.wait(timeout=150)
@@ -76,3 +72,17 @@ def test_a_sigterm_while_the_results_are_written_waits_until_they_are_whole(
     assert values["big"] == b"x" * 50_000_000
     log = handle.log(tail=50)
     assert "SIGTERM while the results are written" in log, log
+
+
+@pytest.mark.timeout(180)
+def test_a_sigterm_while_the_results_are_written_waits_until_they_are_whole(
+        shell: Any) -> None:
+    """A real local job: the cell is over, its 50 MB result is being pickled when SIGTERM
+    comes. The job still ends (by that signal), and only after the results are whole."""
+    _signalled_mid_write(shell, "--backend local -t 5")
+
+
+@pytest.mark.timeout(180)
+def test_on_the_cluster_too(shell: Any, slurm_cluster: Any) -> None:
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    _signalled_mid_write(shell, "")
