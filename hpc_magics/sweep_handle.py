@@ -11,8 +11,6 @@ States come from the watcher: one batched poll for every task (``123_4``) of eve
 
 from __future__ import annotations
 
-import json
-import pickle
 import time
 from collections.abc import Callable, MutableMapping
 from typing import Any
@@ -22,9 +20,8 @@ from .core.jobs import SUCCESS_STATES
 from .core.sweep import Point, task_job_ids
 from .fetching import display, shell_namespace
 from .handle import JobHandle, wait_for_end
-from .jobfolder.files import RESULTS_FILE, CellResult
-from .jobfolder.folder import check_owned
-from .jobfolder.tasks import POINTS_FILE, TASK_FILE, task_dir
+from .jobfolder.files import RESULTS_FILE, CellResult, Outcome, load_own, read_outcome
+from .jobfolder.tasks import POINTS_FILE, task_dir
 from .scheduler.job_status import JobStatus, combined_state
 from .scheduler.watcher import watcher
 from .shipping.stream import load_results
@@ -51,10 +48,7 @@ class SweepHandle(JobHandle):
 
     def points(self) -> list[Point]:
         """The sweep's points, one dict of values per task, in task order."""
-        path = self.folder.path / POINTS_FILE
-        check_owned(path)
-        with path.open("rb") as stream:
-            points: list[Point] = pickle.load(stream)
+        points: list[Point] = load_own(self.folder.path / POINTS_FILE)
         return points
 
     def poll_targets(self) -> list[tuple[Any, str | None]]:
@@ -193,19 +187,25 @@ class SweepHandle(JobHandle):
         return f"sweep of {count} tasks · " + super().summary()
 
 
-def _task_result(folder: Any, index: int) -> tuple[CellResult | None, dict[str, Any]]:
+def _task_result(folder: Any, index: int) -> tuple[CellResult | None, Outcome | None, str]:
+    """A task's results, its outcome, and why its results do not load ("" when they do,
+    or when it has none yet): one damaged task never hides the others."""
     target = task_dir(folder, index)
+    outcome = read_outcome(target)
+    if outcome is None:
+        return None, None, ""  # no results yet, or not whole yet
     try:
-        info = json.loads((target / TASK_FILE).read_text())
-    except (OSError, ValueError):
-        info = {}
-    path = target / RESULTS_FILE
-    if not path.exists():
-        return None, info
-    check_owned(path)
-    with path.open("rb") as stream:
-        result = pickle.load(stream)
-    return (result if isinstance(result, CellResult) else None), info
+        result = load_own(target / RESULTS_FILE)
+    except FileNotFoundError:
+        return None, outcome, ""  # not visible yet (a network file system)
+    except HpcMagicsError as refusal:  # not the user's alone
+        return None, outcome, str(refusal)
+    except Exception as error:  # truncated, overwritten: the row says so
+        why = str(error).splitlines()[0] if str(error) else ""
+        return None, outcome, f"damaged: {type(error).__name__}{': ' if why else ''}{why}"
+    if not isinstance(result, CellResult):
+        return None, outcome, "damaged: not an hpc_magics result file"
+    return result, outcome, ""
 
 
 def assemble_rows(folder: Any, points: list[Point], states: dict[int, JobStatus],
@@ -215,8 +215,7 @@ def assemble_rows(folder: Any, points: list[Point], states: dict[int, JobStatus]
     seen: dict[str, None] = {}
     for index, point in enumerate(points):
         row: dict[str, Any] = dict(point)
-        result, info = _task_result(folder, index)
-        error = ""
+        result, outcome, error = _task_result(folder, index)
         if result is not None and result.error_type is not None:
             error = result.remote_traceback or f"{result.error_type}: {result.error_message}"
         elif result is not None:
@@ -229,7 +228,7 @@ def assemble_rows(folder: Any, points: list[Point], states: dict[int, JobStatus]
             seen.update(dict.fromkeys(values))
         status = states.get(index)
         row[STATE] = status.state if status is not None else "UNKNOWN"
-        row[ELAPSED] = info.get("elapsed")
+        row[ELAPSED] = outcome.elapsed if outcome is not None else None
         row[ERROR] = error
         rows.append(row)
     return rows, list(seen)

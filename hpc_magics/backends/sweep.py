@@ -9,19 +9,17 @@ folder (``job-retry1.sh``), so the results table merges it.
 
 from __future__ import annotations
 
-import os
 import pickle
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import HpcMagicsError, SubmissionError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.sweep import ArrayPart, Point, array_range, compress, split
+from ..jobfolder.files import write_atomically
 from ..jobfolder.folder import JobFolder
 from ..jobfolder.tasks import PAYLOAD_FILE, POINTS_FILE
 from ..node.sweep_task import run_task
@@ -57,13 +55,6 @@ def plan(backend: Any, folder: str, request: ResourceRequest, profile: ClusterPr
             for number, part in enumerate(split(list(indices), max_array_size))]
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(data)
-    os.replace(temporary, path)
-
-
 def _submit_arrays(folder: JobFolder, scripts: Sequence[ArrayScript], points: Sequence[Point],
                    request: ResourceRequest, attempt: int) -> list[str]:
     """One sbatch per array script; the ids are recorded in meta.json as they come."""
@@ -95,8 +86,8 @@ def submit(folder: JobFolder, payload: Payload, request: ResourceRequest,
     """Submit the sweep's arrays; returns the first array's id (the folder's job)."""
     payload = write_buffers(payload, folder.path)  # big arrays: raw files, once for all tasks
     try:
-        _write_private(folder.path / PAYLOAD_FILE, pickle.dumps(payload))
-        _write_private(folder.path / POINTS_FILE, pickle.dumps(list(points)))
+        write_atomically(folder.path / PAYLOAD_FILE, pickle.dumps(payload))
+        write_atomically(folder.path / POINTS_FILE, pickle.dumps(list(points)))
     except Exception as error:  # a value --sweep-from gave that does not pickle
         raise HpcMagicsError(f"the sweep's parameters do not pickle ({error}): use plain "
                              "values (numbers, strings, tuples)") from None

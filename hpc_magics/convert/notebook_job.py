@@ -18,12 +18,12 @@ import base64
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..jobfolder.files import write_atomically
 from .cells import SKIP_TAGS, source_text
 from .magic_rules import INSTALL_LINE_MAGICS, INSTALL_WHY, INSTALLERS
 from .script import helper_code, progress_cells, skip_cells, strip_cells, translate_cells
@@ -82,13 +82,6 @@ def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False
             "metadata": metadata, "cells": cells}
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".ipynb")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    os.replace(temporary, path)
-
-
 def save_figures(notebook: Mapping[str, Any], folder: Path) -> list[str]:
     """Every PNG the notebook displayed, as ``figures/cell-N-K.png``; relative paths."""
     saved: list[str] = []
@@ -124,7 +117,7 @@ def run_notebook_job(job_folder: str, workdir: str, kernel_name: str = "python3"
 
     def save() -> None:
         notebook.metadata["hpc_magics_job"] = dict(progress, saved_at=time.time())
-        _write_atomically(target, nbformat.writes(notebook))
+        write_atomically(target, nbformat.writes(notebook))
 
     client = NotebookClient(notebook, kernel_name=kernel_name, timeout=None,
                             resources={"metadata": {"path": workdir}})

@@ -10,9 +10,9 @@ import json
 import os
 import pickle
 import pwd
+import secrets
 import stat
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from ..core.errors import HpcMagicsError
 from ..core.jobids import same_job
 
 RESULTS_FILE = "results.pkl"
+OUTCOME_FILE = "outcome.json"  # beside the results: how the cell ended, read unpickling nothing
 OUTPUT_FILE = "output.txt"
 FIGURES_DIR = "figures"
 CHECKPOINT_FILE = "checkpoint.pkl"
@@ -28,8 +29,7 @@ SEGMENT_FILE = "segment.json"
 REQUEUED_AT = "requeued_at"  # key of SEGMENT_FILE: epoch seconds of the latest requeue
 GATHER_DIR = "gathered"
 USAGE_FILE = "usage.json"  # the job's accounting figures, once final: never asked again
-
-
+MESSAGE_CHARS = 1000  # of an error's first line in outcome.json
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,67 @@ class CellResult:
     hostname: str = ""
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(data)
-    os.replace(temporary, path)
+@dataclass(frozen=True)
+class Outcome:
+    """How a cell ended, in a small JSON file written after its results (``outcome.json``):
+    watchers, the server and a sweep's table learn it without unpickling anything."""
+
+    failed: bool
+    error_type: str | None = None
+    error_message: str | None = None  # its first line
+    job_id: str = ""  # the attempt that wrote it: a sweep task's retry is another
+    elapsed: float | None = None  # seconds the cell's side of the job took
+
+
+def write_results(folder: Path, result: CellResult, job_id: str, elapsed: float) -> None:
+    """``results.pkl`` (on disk before it is renamed in), then ``outcome.json``: the
+    outcome file being there means the results are whole."""
+    write_atomically(folder / RESULTS_FILE, pickle.dumps(result), durable=True)
+    message = (result.error_message or "").strip().splitlines()[:1]
+    outcome = Outcome(failed=result.error_type is not None, error_type=result.error_type,
+                      error_message=message[0][:MESSAGE_CHARS] if message else None,
+                      job_id=job_id, elapsed=elapsed)
+    write_atomically(folder / OUTCOME_FILE, json.dumps(asdict(outcome)))
+
+
+def read_outcome(folder: Path) -> Outcome | None:
+    """The cell's outcome in ``folder``; ``None`` while it has none (or one unreadable)."""
+    try:
+        data = json.loads((folder / OUTCOME_FILE).read_text())
+        return Outcome(**data) if isinstance(data, dict) else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def write_atomically(path: Path, data: bytes | str, durable: bool = False) -> None:
+    """Replace ``path`` whole: the one way the package writes a file others read.
+
+    The bytes go to a temporary file beside it under an unpredictable name (created
+    exclusively, never through a link, mode 0600 whatever the umask), which is then
+    renamed over ``path``: a reader sees the old file or the new one, never half of one,
+    and several writers never share a temporary file. ``durable``: the bytes reach the
+    disk before the rename, for what only a job can make (results, checkpoints): a node
+    that crashes later leaves the old file or the whole new one, never an empty one.
+    """
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data.encode() if isinstance(data, str) else data)
+            if durable:
+                stream.flush()
+                os.fsync(stream.fileno())
+        move_into_place(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def move_into_place(source: Path | str, target: Path | str, dir_fd: int | None = None) -> None:
+    """Rename ``source`` over ``target`` in one step (the package's only rename; both in
+    one folder, or both names relative to the open folder ``dir_fd``)."""
+    os.replace(source, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 def read_segment(folder: Path) -> dict[str, Any]:
@@ -78,21 +134,35 @@ def user_name(uid: int) -> str:
 
 
 def check_owned(path: Path) -> None:
-    """Refuse files another user owns or may write: unpickling them runs their code."""
-    info = path.stat()
+    """Refuse a file or folder another user owns or may write (a folder's files could be
+    swapped): its results would run their code when unpickled."""
+    refusal = _refusal(path, path.stat())
+    if refusal is not None:
+        raise HpcMagicsError(refusal)
+
+
+def _refusal(path: Path, info: os.stat_result) -> str | None:
     if info.st_uid != os.getuid():
-        raise HpcMagicsError(
-            f"{path} belongs to {user_name(info.st_uid)}, not {user_name(os.getuid())}: "
-            "refusing to load it (unpickling runs its code)")
+        return (f"{path} belongs to {user_name(info.st_uid)}, not {user_name(os.getuid())}: "
+                "refusing to load it (unpickling runs its code)")
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise HpcMagicsError(f"{path} is writable by others: refusing to load it "
-                             f"(chmod go-w {path} if you trust it)")
+        return (f"{path} is writable by others: refusing to load it "
+                f"(chmod go-w {path} if you trust it)")
+    return None
 
 
 def load_own(path: Path) -> Any:
-    """Unpickle a file only if this user owns it and nobody else may write it."""
-    check_owned(path)
+    """Unpickle a file only if this user owns it and nobody else may write it: the one
+    unpickler of files in the package (unpickling runs whatever code the file names).
+
+    The file checked is the file read (its open descriptor's owner and mode): one swapped
+    in between a check and the read is never loaded. Raises ``HpcMagicsError`` for a file
+    not the user's alone, ``OSError`` for one that cannot be read, and what unpickling
+    raises for a damaged one."""
     with path.open("rb") as stream:
+        refusal = _refusal(path, os.fstat(stream.fileno()))
+        if refusal is not None:
+            raise HpcMagicsError(refusal)
         return pickle.load(stream)  # checked: the user's own private file
 
 

@@ -2,7 +2,8 @@
 
 Layout: ``job.py`` (the cell, readable), ``job.sh`` (the exact script submitted),
 ``meta.json`` (id, backend, request, what was shipped), submitit's pickles and logs,
-``output.txt`` (the cell's printed output), ``results.pkl`` and ``figures/``.
+``output.txt`` (the cell's printed output), ``results.pkl``, ``outcome.json`` (how the cell
+ended, written after the results) and ``figures/``.
 
 Each job folder is private to its owner (0700). The jobs root holding them is private too,
 unless it is made inside a shared project folder (group-writable, not world-writable): then
@@ -16,7 +17,6 @@ from __future__ import annotations
 import grp
 import json
 import os
-import pickle
 import re
 import secrets
 import stat
@@ -26,10 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 from ..core.errors import HpcMagicsError
-from .files import OUTPUT_FILE, RESULTS_FILE, CellResult, check_owned, user_name
+from .files import (
+    OUTCOME_FILE,
+    OUTPUT_FILE,
+    RESULTS_FILE,
+    CellResult,
+    Outcome,
+    check_owned,
+    load_own,
+    read_outcome,
+    user_name,
+    write_atomically,
+)
+from .lock import Lock
 
 META_FILE = "meta.json"
 META_LOCK = ".meta.json.lock"  # one lock per job folder, around every read-modify-write
@@ -125,15 +135,7 @@ class JobFolder:
     # --------------------------------------------------------------- metadata
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Replace ``meta.json`` whole (atomically: readers see the old or the new file)."""
-        target = self.path / META_FILE
-        # a temporary file of its own: kernels and the server watching one job write here
-        # at once, and a shared name would be renamed away under another writer
-        temporary = self.path / f".{META_FILE}.{secrets.token_hex(4)}.tmp"
-        # 0600 whatever the umask: the folder's files stay their owner's
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as stream:
-            stream.write(json.dumps(meta, indent=2, sort_keys=True))
-        os.replace(temporary, target)
+        write_atomically(self.path / META_FILE, json.dumps(meta, indent=2, sort_keys=True))
 
     def meta(self, strict: bool = False) -> dict[str, Any]:
         """``meta.json``, or ``{}`` when there is none yet. A file that does not parse is
@@ -159,7 +161,7 @@ class JobFolder:
     def update_meta(self, **changes: Any) -> None:
         """Read, change and write ``meta.json`` under the folder's lock: kernels, the node
         and the server update one job's file at once, and none loses another's change."""
-        with FileLock(self.path / META_LOCK, mode=0o600):
+        with Lock(self.path / META_LOCK):
             meta = self.meta(strict=True)
             meta.update(changes)
             self.write_meta(meta)
@@ -170,15 +172,18 @@ class JobFolder:
         return self.path / RESULTS_FILE
 
     def has_results(self) -> bool:
-        return self.results_path.exists()
+        """Are the results whole and visible (their outcome file is written after them)?"""
+        return (self.path / OUTCOME_FILE).exists() and self.results_path.exists()
+
+    def outcome(self) -> Outcome | None:
+        """How the cell ended, unpickling nothing; ``None`` before its results are whole."""
+        return read_outcome(self.path)
 
     def load_results(self) -> CellResult:
         check_owned(self.path)
-        check_owned(self.results_path)
         try:
-            with self.results_path.open("rb") as stream:
-                result = pickle.load(stream)
-        except OSError:
+            result = load_own(self.results_path)
+        except (OSError, HpcMagicsError):
             raise
         except Exception as error:  # our own file, damaged: truncated, overwritten
             raise damaged(self.results_path, error) from None

@@ -1,34 +1,26 @@
 """A sweep's files in its job folder: the shared payload, the points, and one folder per
-task (``tasks/NNNNN/``) with the runner's usual files plus ``task.json``, written last."""
+task (``tasks/NNNNN/``) with the runner's usual files (``outcome.json`` last)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .files import write_atomically
+from .files import read_outcome
 
 PAYLOAD_FILE = "payload.pkl"
 POINTS_FILE = "points.pkl"
 TASKS_DIR = "tasks"
-TASK_FILE = "task.json"
 
 
 def task_dir(folder: Path, index: int) -> Path:
     return folder / TASKS_DIR / f"{index:05d}"
 
 
-def write_task_info(target: Path, info: dict[str, Any]) -> None:
-    """``task.json``, written last and whole (a unique temporary file, 0600, renamed)."""
-    write_atomically(target / TASK_FILE, json.dumps(info).encode())
-
-
-
 def task_outcome(folder: Path, meta: dict[str, Any], job_id: str) -> bool | None:
     """Did sweep task ``job_id`` (``123_4``) fail? ``None``: that attempt left no result.
 
-    Read from its ``task.json`` (written after its results, with the attempt's id): a
+    Read from its ``outcome.json`` (written after its results, with the attempt's id): a
     retried task's earlier attempt never answers for the retry, and nothing is unpickled.
     """
     array_id, _, position_text = job_id.partition("_")
@@ -40,13 +32,8 @@ def task_outcome(folder: Path, meta: dict[str, Any], job_id: str) -> bool | None
             continue
         for start, stop in array.get("indices", ()):  # runs of point indices, in task order
             if position < stop - start:
-                try:
-                    info = json.loads((task_dir(folder, start + position) / TASK_FILE)
-                                      .read_text())
-                except (OSError, ValueError):
-                    return None
-                failed = info.get("failed")
-                return bool(failed) if info.get("job_id") == job_id and failed is not None \
+                outcome = read_outcome(task_dir(folder, start + position))
+                return outcome.failed if outcome is not None and outcome.job_id == job_id \
                     else None
             position -= stop - start
     return None

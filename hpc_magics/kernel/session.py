@@ -19,7 +19,8 @@ from typing import Any
 
 from ..core.errors import InvalidRequest, JobFailed
 from ..core.resources import ResourceRequest
-from ..node.session import RESULTS_FILE, SHIPPED_FILE, read_own, write_private
+from ..jobfolder.files import load_own, write_atomically
+from ..node.session import RESULTS_FILE, SHIPPED_FILE
 from .spec import PROVISIONER_NAME, KernelRequest
 
 READY_S = 600.0  # the job may wait in the queue; the provisioner says why meanwhile
@@ -153,20 +154,18 @@ class Session:
         shipped = list(payload.state_names) + list(payload.modules)
         if not shipped:
             return []
-        write_private(self.folder / SHIPPED_FILE, pickle.dumps(replace(payload, buffers=())))
+        write_atomically(self.folder / SHIPPED_FILE, pickle.dumps(replace(payload, buffers=())))
         self._call("receive", str(self.folder))
         self.sent.update(changed)
         return shipped
 
     def pull(self, names: list[str], namespace: dict[str, Any]) -> list[str]:
         """Bring these names back from the session (the ones it has and that pickle)."""
-        import cloudpickle
-
         from ..shipping.stream import fingerprint
 
         self._call("send", str(self.folder), names)
         path = self.folder / RESULTS_FILE
-        values: dict[str, Any] = cloudpickle.loads(read_own(path))  # the user's own file
+        values: dict[str, Any] = load_own(path)
         path.unlink()
         namespace.update(values)
         # the session holds these very values already: not shipped back unless changed

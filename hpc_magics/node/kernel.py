@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..jobfolder.files import move_into_place, write_atomically
 from .walltime import EXTENSION_ARGUMENT
 
 CONNECTION_FILE = "connection.json"
@@ -62,16 +63,6 @@ def kernel_argv(template: Sequence[str], connection_file: Path) -> list[str]:
     return argv
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Written whole under a temporary name (mode 0600), then renamed: readers never see
-    half of it."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as stream:
-        stream.write(data)
-    os.replace(temporary, path)
-
-
 def prepare(folder: Path, environ: Mapping[str, str] | None = None) -> Path:
     """Write the connection file and node.json; returns the connection file's path."""
     from jupyter_client.connect import write_connection_file
@@ -83,14 +74,14 @@ def prepare(folder: Path, environ: Mapping[str, str] | None = None) -> Path:
     scratch, _ = write_connection_file(
         str(folder / f".ports.{secrets.token_hex(4)}.json"), ip=address, transport="tcp",
         key=secrets.token_hex(32).encode(), signature_scheme="hmac-sha256")
-    os.replace(scratch, connection)
+    move_into_place(scratch, connection)
     os.chmod(connection, 0o600)
     # "node": Slurm's name of it, the name `--tunnel ssh` reaches it by from the login host
     node = {"host": socket.gethostname(), "node": env.get("SLURMD_NODENAME", ""),
             "address": address,
             "job_id": env.get("SLURM_JOB_ID", ""), "step_id": env.get("SLURM_STEP_ID", ""),
             "pid": os.getpid()}
-    write_private(folder / NODE_FILE, json.dumps(node).encode())
+    write_atomically(folder / NODE_FILE, json.dumps(node).encode())
     return connection
 
 

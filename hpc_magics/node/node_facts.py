@@ -19,11 +19,13 @@ from typing import Any
 from ..core.efficiency import GPU_QUERY
 from ..core.gpu_sampling import SAMPLE_EVERY_S, node_samples_file
 from ..core.node_facts import CGROUP_FILES, MB, bytes_value, memory_cgroup_dir, node_file
+from ..jobfolder.files import write_atomically
 
 STOP_SAMPLER_S = 5.0
 
 
-def _job_id() -> str:
+def attempt_id() -> str:
+    """This job's id as Slurm names it (``123``, or ``123_4`` for an array task)."""
     array = os.environ.get("SLURM_ARRAY_JOB_ID")
     task = os.environ.get("SLURM_ARRAY_TASK_ID")
     return f"{array}_{task}" if array and task else os.environ.get("SLURM_JOB_ID", "local")
@@ -57,14 +59,9 @@ def _cgroup_mb(which: str) -> float | None:
 def _write(folder: Path, record: dict[str, Any]) -> None:
     host = _node()
     rank = os.environ.get("SLURM_PROCID", "0")
-    target = folder / node_file(_job_id(), host, rank)
-    temporary = target.with_suffix(".tmp")
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            json.dump({"host": host, "hostname": socket.gethostname(), "rank": rank, **record},
-                      handle)
-        os.replace(temporary, target)
+        write_atomically(folder / node_file(attempt_id(), host, rank), json.dumps(
+            {"host": host, "hostname": socket.gethostname(), "rank": rank, **record}))
     except OSError:
         pass  # a fact the report can do without; never fail the job for it
 
@@ -91,7 +88,7 @@ def start_gpu_sampler(folder: Path, every_s: int = SAMPLE_EVERY_S) \
     devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     if not devices or os.environ.get("SLURM_LOCALID", "0") != "0":
         return None
-    target = folder / node_samples_file(_job_id(), _node())
+    target = folder / node_samples_file(attempt_id(), _node())
     argv = ["nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits",
             "-l", str(every_s), "-i", devices]
     try:

@@ -11,10 +11,10 @@ import contextlib
 import importlib
 import linecache
 import os
-import pickle
 import signal
 import subprocess
 import sys
+import time
 import traceback
 import types
 from collections.abc import Iterator
@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.scale import ScaleOptions
-from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, RESULTS_FILE, CellResult, write_atomically
+from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, CellResult, write_results
 from ..shipping.buffers import open_buffers
 from ..shipping.packing import Payload
 from ..shipping.sharing import come_back_together
 from ..shipping.stream import dump_results, fingerprint, load_names, pickling_error
 from . import tee
+from .node_facts import attempt_id
 from .task import NodeTask, Requeued
 
 CELL_FILENAME = "<%%sbatch cell>"
@@ -208,6 +209,7 @@ def _stop_the_cell(signum: int, frame: Any) -> None:
 def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
              ) -> dict[str, Any]:
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
+    started = time.time()
     job_folder = Path(folder)
     os.environ.setdefault("MPLBACKEND", "Agg")  # a job has no display; never open a window
     hostname = os.uname().nodename
@@ -241,41 +243,44 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             remote = "" if isinstance(error, ShippedModuleMissing) else _cell_traceback(error)
             namespace, has_last, last_value = {}, False, None
             changed, unchanged = (), {}
-        task.cell_finished()
+        task.cell_finished()  # from here a SIGTERM waits until the results are whole
         figures = _save_figures(job_folder) if lead_task else ()
-    if isinstance(failure, Requeued):  # the next segment carries on: no results, no error
-        raise SystemExit(0)
-    if failure is not None:
-        # into the job's log, not into the cell's output
-        sys.stderr.write(remote or f"{type(failure).__name__}: {failure}\n")
-        # stopped by Slurm: its state says why; a result file would claim a failure
-        if not lead_task or isinstance(failure, StoppedBySlurm):
+    try:
+        if isinstance(failure, Requeued):  # the next segment carries on: no results, no error
+            raise SystemExit(0)
+        if failure is not None:
+            # into the job's log, not into the cell's output
+            sys.stderr.write(remote or f"{type(failure).__name__}: {failure}\n")
+            # stopped by Slurm: its state says why; a result file would claim a failure
+            if not lead_task or isinstance(failure, StoppedBySlurm):
+                raise failure
+            result = CellResult(figures=figures, error_type=type(failure).__name__,
+                                error_message=str(failure), remote_traceback=remote,
+                                hostname=hostname)
+            write_results(job_folder, result, attempt_id(), time.time() - started)
             raise failure
-        result = CellResult(figures=figures, error_type=type(failure).__name__,
-                            error_message=str(failure), remote_traceback=remote,
+        task.write_gathered(namespace)
+        if not lead_task:
+            return {"names": [], "figures": []}
+        modules: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        for name in (*payload.result_names, *changed):
+            if name not in namespace:
+                continue
+            value = namespace[name]
+            if isinstance(value, types.ModuleType):
+                modules[name] = value.__name__
+            else:
+                values[name] = value
+        last_repr = repr(last_value)[:10000] if has_last and last_value is not None else None
+        state, referenced, last_value, skipped = _pickle_results(
+            values, last_value if has_last else None, unchanged)
+        result = CellResult(state=state, names=tuple(values), changed_in_place=changed,
+                            referenced=referenced, notebook_ids=dict(payload.notebook_ids),
+                            modules=modules, has_last_value=last_value is not None,
+                            last_value_repr=last_repr, skipped=skipped, figures=figures,
                             hostname=hostname)
-        write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))
-        raise failure
-    task.write_gathered(namespace)
-    if not lead_task:
-        return {"names": [], "figures": []}
-    modules: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    for name in (*payload.result_names, *changed):
-        if name not in namespace:
-            continue
-        value = namespace[name]
-        if isinstance(value, types.ModuleType):
-            modules[name] = value.__name__
-        else:
-            values[name] = value
-    last_repr = repr(last_value)[:10000] if has_last and last_value is not None else None
-    state, referenced, last_value, skipped = _pickle_results(
-        values, last_value if has_last else None, unchanged)
-    result = CellResult(state=state, names=tuple(values), changed_in_place=changed,
-                        referenced=referenced, notebook_ids=dict(payload.notebook_ids),
-                        modules=modules, has_last_value=last_value is not None,
-                        last_value_repr=last_repr, skipped=skipped, figures=figures,
-                        hostname=hostname)
-    write_atomically(job_folder / RESULTS_FILE, pickle.dumps(result))
-    return {"names": sorted(values) + sorted(modules), "figures": list(figures)}
+        write_results(job_folder, result, attempt_id(), time.time() - started)
+        return {"names": sorted(values) + sorted(modules), "figures": list(figures)}
+    finally:
+        task.results_written()  # a SIGTERM that came meanwhile ends the job now

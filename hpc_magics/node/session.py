@@ -7,27 +7,13 @@ only when this user owns it and nobody else may write it.
 
 from __future__ import annotations
 
-import os
-import pickle
-import stat
 from pathlib import Path
 from typing import Any
 
-from .kernel import write_private
-
-__all__ = ["read_own", "receive", "send", "write_private"]
+from ..jobfolder.files import load_own, write_atomically
 
 SHIPPED_FILE = "session-in.pkl"
 RESULTS_FILE = "session-out.pkl"
-
-
-def read_own(path: Path) -> bytes:
-    """The file's bytes, if it is this user's alone (never unpickle anybody else's)."""
-    with path.open("rb") as stream:
-        info = os.fstat(stream.fileno())
-        if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise PermissionError(f"{path} is not yours alone: refusing to load it")
-        return stream.read()
 
 
 def receive(namespace: dict[str, Any], folder: str) -> list[str]:
@@ -38,7 +24,7 @@ def receive(namespace: dict[str, Any], folder: str) -> list[str]:
     from ..shipping.stream import load_names
 
     path = Path(folder) / SHIPPED_FILE
-    payload = pickle.loads(read_own(path))  # the user's own file, checked above
+    payload = load_own(path)
     values = dict(load_names(payload.state, payload.state_names,
                              open_buffers(payload, Path(folder))))
     values.update({name: importlib.import_module(module)
@@ -63,5 +49,5 @@ def send(namespace: dict[str, Any], folder: str, names: list[str]) -> list[str]:
             refused.append(name)  # a lock, an open socket: it stays in the session
             continue
         values[name] = namespace[name]
-    write_private(Path(folder) / RESULTS_FILE, cloudpickle.dumps(values))
+    write_atomically(Path(folder) / RESULTS_FILE, cloudpickle.dumps(values))
     return refused

@@ -2,22 +2,20 @@
 
 The cell's shipped state is in the job folder ONCE (``payload.pkl``, written at
 submission); each task's own pickle (submitit's ``%A_%a_submitted.pkl``) holds only its
-index and parameters. A task writes the runner's usual files (``results.pkl``,
-``output.txt``, ``figures/``) into ``tasks/NNNNN/`` plus ``task.json`` (its attempt's id,
-timing and whether the cell raised), written last.
+index and parameters. A task writes the runner's usual files (``results.pkl`` and its
+``outcome.json``, with the attempt's id and time, ``output.txt``, ``figures/``) into
+``tasks/NNNNN/``.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..jobfolder.files import OUTPUT_FILE, RESULTS_FILE
-from ..jobfolder.tasks import PAYLOAD_FILE, TASK_FILE, task_dir, write_task_info
+from ..jobfolder.files import OUTCOME_FILE, OUTPUT_FILE, RESULTS_FILE, load_own
+from ..jobfolder.tasks import PAYLOAD_FILE, task_dir
 from ..shipping.packing import Payload
 from .runner import run_cell
 
@@ -25,26 +23,11 @@ from .runner import run_cell
 def run_task(folder: str, index: int, parameters: dict[str, Any]) -> dict[str, Any]:
     """Entry point of a sweep task (through submitit). Raises again if the cell raised."""
     job_folder = Path(folder)
-    with (job_folder / PAYLOAD_FILE).open("rb") as stream:
-        payload: Payload = pickle.load(stream)
+    payload: Payload = load_own(job_folder / PAYLOAD_FILE)
     target = task_dir(job_folder, index)
     target.mkdir(parents=True, exist_ok=True, mode=0o700)
-    lead_task = os.environ.get("SLURM_PROCID", "0") == "0"
-    if lead_task:  # a retried task starts clean: no result of the failed attempt stays
-        for stale in (RESULTS_FILE, OUTPUT_FILE, TASK_FILE):
+    if os.environ.get("SLURM_PROCID", "0") == "0":
+        # a retried task starts clean: no result of the failed attempt stays
+        for stale in (OUTCOME_FILE, RESULTS_FILE, OUTPUT_FILE):
             (target / stale).unlink(missing_ok=True)
-    array_job = os.environ.get("SLURM_ARRAY_JOB_ID", "")
-    info: dict[str, Any] = {
-        "index": index, "started": time.time(),
-        "job_id": f"{array_job}_{os.environ.get('SLURM_ARRAY_TASK_ID', '')}" if array_job
-        else os.environ.get("SLURM_JOB_ID", ""),
-    }
-    info["failed"] = True  # until the cell returns
-    try:
-        returned = run_cell(replace(payload, parameters=parameters), str(target))
-        info["failed"] = False
-        return returned
-    finally:
-        if lead_task and (target / RESULTS_FILE).exists():  # task.json comes last
-            info["elapsed"] = time.time() - info["started"]
-            write_task_info(target, info)
+    return run_cell(replace(payload, parameters=parameters), str(target))

@@ -102,6 +102,7 @@ class NodeTask:
         self.job_id = env.get("SLURM_JOB_ID", "")
         self.namespace: dict[str, Any] = {}
         self.cell_running = False
+        self.term_waiting = False  # a SIGTERM came while the results were written
         self.resumed = False
 
     @property
@@ -164,7 +165,7 @@ class NodeTask:
         if path.exists() and len(values) < len(self.options.checkpoint):
             values = {**load_own(path)["values"], **values}
         write_atomically(path, _dumps({"values": values, "segment": self.segment,
-                                        "saved_at": time.time()}))
+                                        "saved_at": time.time()}), durable=True)
         return path
 
     def _install_handlers(self) -> None:
@@ -195,14 +196,33 @@ class NodeTask:
         raise Requeued
 
     def cell_finished(self) -> None:
-        """The cell is over: a time-limit warning finds nothing left to save. Slurm sends
-        it up to 30 s early (at its controller's periodic check), so it may come while this
-        process exits, after Python has put back the default action for the signals it
-        handled, which kills: a finished job ended FAILED. Ignored from now on."""
+        """The cell is over and its value final. A time-limit warning (USR1/USR2) finds
+        nothing left to save: Slurm sends it up to 30 s early (at its controller's periodic
+        check), so it may come while this process exits, after Python has put back the
+        default action for the signals it handled, which kills: a finished job ended
+        FAILED. Ignored from now on. A SIGTERM (a cancel, the time limit) waits until the
+        results are whole (``results_written``): a large result is written whole, never
+        lost half-way, completed work and all."""
         self.cell_running = False
         if threading.current_thread() is threading.main_thread():
             for name in ("SIGUSR1", "SIGUSR2"):
                 signal.signal(getattr(signal, name), signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, self._term_after_results)
+
+    def _term_after_results(self, signum: int, frame: types.FrameType | None) -> None:
+        self.term_waiting = True
+        _say("SIGTERM while the results are written: the job ends once they are whole")
+
+    def results_written(self) -> None:
+        """The results (or the error) are whole: a SIGTERM that came meanwhile ends the
+        job now, as any later one does."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if self.term_waiting:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def _on_term(self, signum: int, frame: types.FrameType | None) -> None:
         """SIGTERM (cancel, the limit itself, preemption): save, and let Slurm end us."""

@@ -4,17 +4,12 @@ processes, and a private, atomic write that never ends the thread refreshing it.
 from __future__ import annotations
 
 import contextlib
-import errno
-import os
 import random
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import filelock
-
-# flock refused by the file system (some NFS/Lustre mounts): lock with a lock file instead
-NO_FLOCK_ERRNOS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS})
+from ..jobfolder.files import write_atomically
+from ..jobfolder.lock import Lock
 
 
 def shared_cache_path(folder: Path, kind: str, user: str, cluster: str) -> Path:
@@ -29,36 +24,18 @@ def shared_cache_path(folder: Path, kind: str, user: str, cluster: str) -> Path:
 
 @contextlib.contextmanager
 def file_lock(cache_path: Path, timeout: float) -> Iterator[bool]:
-    """An exclusive lock on ``<cache>.lock``; yields False if not had within ``timeout``.
-
-    ``flock`` where the file system has it; where it refuses (ENOLCK, EOPNOTSUPP) a
-    lock file (``<cache>.softlock``) does the same job. Shared by the queue and the
-    accounting caches.
-    """
-    path = cache_path.with_suffix(".lock")
+    """An exclusive lock on ``<cache>.lock`` (``jobfolder/lock.py``: flock, or its own lock
+    file where the file system has none); yields False if not had within ``timeout``.
+    Shared by the queue and the accounting caches."""
+    lock = Lock(cache_path.with_suffix(".lock"))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        cache_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        had = lock.acquire(timeout, poll_s=0.02 + random.random() * 0.03)
     except OSError:
-        yield True  # no runtime dir: still answer, just without sharing
-        return
-    lock: filelock.BaseFileLock = (
-        filelock.SoftFileLock(path.with_suffix(".softlock"), timeout=timeout)
-        if _soft_locks_only else filelock.FileLock(path, timeout=timeout))
-    try:
-        lock.acquire(poll_interval=0.02 + random.random() * 0.03)
-    except filelock.Timeout:
-        yield False
-        return
-    except OSError as error:
-        if error.errno not in NO_FLOCK_ERRNOS or _soft_locks_only:
-            yield True  # an unlockable runtime dir: answer without sharing
-            return
-        _use_soft_locks()
-        with file_lock(cache_path, timeout) as locked:
-            yield locked
+        yield True  # no runtime dir, or an unlockable one: answer without sharing
         return
     try:
-        yield True
+        yield had
     finally:
         lock.release()
 
@@ -66,24 +43,6 @@ def file_lock(cache_path: Path, timeout: float) -> Iterator[bool]:
 def write_private_json(path: Path, text: str) -> None:
     """Replace ``path`` atomically (readers never see half a file); failures are ignored
     (a cache that cannot be written must not end the thread that refreshes it)."""
-    try:
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-_soft_locks_only = False
-
-
-def _use_soft_locks() -> None:
-    """Remember for this process that flock does not work where the cache lives."""
-    global _soft_locks_only
-    _soft_locks_only = True
+        write_atomically(path, text)

@@ -70,9 +70,10 @@ def local_status(folder: JobFolder, job_id: str) -> JobStatus:
     """A local job's snapshot for the watcher: its process, else its results file."""
     now = time.time()
     raw = local_states({job_id: folder}).get(job_id, "UNKNOWN")
-    if raw == "UNKNOWN" and folder.has_results():
-        failed = folder.load_results().error_type is not None
-        return JobStatus(job_id, "FAILED" if failed else "COMPLETED", "results", "", now)
+    outcome = folder.outcome() if raw == "UNKNOWN" else None
+    if outcome is not None:
+        return JobStatus(job_id, "FAILED" if outcome.failed else "COMPLETED", "results", "",
+                         now)
     return JobStatus(job_id, normalize_state(raw), "local", "", now)
 
 

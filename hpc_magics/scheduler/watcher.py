@@ -251,20 +251,16 @@ class Watcher:
         now = time.time()
         if previous.final and previous.source == "results":
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
-        # the result file is the folder's own job's; a sweep task's outcome is in its task.json
-        own = key == status_key(folder, None)
-        task_failed = None if own else \
-            task_outcome(folder.path, self._meta(folder), submission.job_id)
-        results = folder.has_results() if own else task_failed is not None
+        # the folder's own job's outcome file, or a sweep task's (read, never unpickled)
+        if key == status_key(folder, None):
+            outcome = folder.outcome()
+            failed = None if outcome is None else outcome.failed
+        else:
+            failed = task_outcome(folder.path, self._meta(folder), submission.job_id)
         # results prove the end once the queue no longer lists the job (it may be tidying up)
-        if results and (gone or results_prove or self._absent.get(key)):
-            try:
-                failed = folder.load_results().error_type is not None if own else task_failed
-            except Exception:  # a result we cannot read proves nothing
-                failed = None
-            if failed is not None:
-                return JobStatus(submission.job_id, "FAILED" if failed else "COMPLETED",
-                                 "results", note, now)
+        if failed is not None and (gone or results_prove or self._absent.get(key)):
+            return JobStatus(submission.job_id, "FAILED" if failed else "COMPLETED",
+                             "results", note, now)
         if gone:
             return JobStatus(submission.job_id, "ENDED", "queue", note, now)
         # nothing definite: the last state stands (RUNNING stays RUNNING), with the note

@@ -11,11 +11,12 @@ changes under it.
 
 On the node ``open_buffers`` maps the files copy-on-write: arrays are writable (the cell
 may change them in place), pages are read only when touched, and the file never changes.
-Imported on the compute node: standard library only.
+Imported on the compute node: standard library only (and the job folder's files).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mmap
 import os
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ShippingError
+from ..jobfolder.files import move_into_place
 from .packing import Payload
 
 BUFFERS_DIR = "buffers"
@@ -48,25 +50,24 @@ def write_buffers(payload: Payload, folder: Path) -> Payload:
         return payload
     target = folder / BUFFERS_DIR
     target.mkdir(mode=0o700)
-    cache = cache_dir(folder.parent)
-    try:
-        cache.mkdir(mode=0o700, exist_ok=True)
-        usable_cache = _owned_private(cache)
-    except OSError:
-        usable_cache = False
+    cache = _open_cache(cache_dir(folder.parent))
     names = []
-    for index, buffer in enumerate(payload.buffers):
-        path = target / f"{index}.bin"
-        with buffer.raw() as view:
-            key = _key(view)
-            cached = cache / f"{key}.bin"
-            if not (usable_cache and _same(view, cached) and _link(cached, path)):
-                _write(path, view)
-                if usable_cache:
-                    _remember(path, cached)
-        names.append(str(path.absolute()))  # a sweep's tasks run in folders below
-    if usable_cache:
-        _prune(cache)
+    try:
+        for index, buffer in enumerate(payload.buffers):
+            path = target / f"{index}.bin"
+            with buffer.raw() as view:
+                cached = f"{_key(view)}.bin"
+                if not (cache is not None and _same(view, cached, cache)
+                        and _link(cached, path, cache)):
+                    _write(path, view)
+                    if cache is not None:
+                        _remember(path, cached, cache)
+            names.append(str(path.absolute()))  # a sweep's tasks run in folders below
+        if cache is not None:
+            _prune(cache)
+    finally:
+        if cache is not None:
+            os.close(cache)
     return replace(payload, buffers=(), buffer_files=tuple(names))
 
 
@@ -97,32 +98,54 @@ def _key(view: memoryview) -> str:
     return f"{size}-{digest.hexdigest()[:24]}"
 
 
-def _same(view: memoryview, path: Path) -> bool:
-    """Does the file hold exactly these bytes? Compared with numpy (loaded already when a
-    buffer this big exists); without it the cache is not used."""
+def _open_cache(path: Path) -> int | None:
+    """The user's cache folder, open (made if missing), or ``None`` when it is not a
+    private folder of theirs. It sits in the jobs root, which a project's group may share:
+    a link put in its place is never followed, and every later step works inside the
+    folder opened here, by name (``dir_fd``), never through a path again."""
+    with contextlib.suppress(OSError):  # there already, or cannot be: said next
+        os.mkdir(path, 0o700)
+    try:
+        cache = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # a link (ELOOP), a file, or none
+        return None
+    info = os.fstat(cache)
+    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        os.close(cache)
+        return None
+    return cache
+
+
+def _same(view: memoryview, name: str, cache: int) -> bool:
+    """Is the cached file ``name`` a file of ours holding exactly these bytes? Compared
+    with numpy (loaded already when a buffer this big exists); without it the cache is
+    not used."""
     numpy = sys.modules.get("numpy")
     if numpy is None:
         return False
     try:
-        info = path.stat()
+        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=cache)
     except OSError:
         return False
-    if info.st_size != view.nbytes or info.st_uid != os.getuid():
-        return False
-    kind = numpy.uint64 if view.nbytes % 8 == 0 else numpy.uint8
-    ours = numpy.frombuffer(view, dtype=kind)
-    theirs = numpy.memmap(path, dtype=kind, mode="r")
-    step = COMPARE_CHUNK // numpy.dtype(kind).itemsize
-    try:
-        return all(numpy.array_equal(ours[i:i + step], theirs[i:i + step])
-                   for i in range(0, len(ours), step))
-    finally:
-        del theirs
+    with os.fdopen(descriptor, "rb") as stream:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != view.nbytes \
+                or info.st_uid != os.getuid():
+            return False
+        kind = numpy.uint64 if view.nbytes % 8 == 0 else numpy.uint8
+        ours = numpy.frombuffer(view, dtype=kind)
+        theirs = numpy.memmap(stream, dtype=kind, mode="r")
+        step = COMPARE_CHUNK // numpy.dtype(kind).itemsize
+        try:
+            return all(numpy.array_equal(ours[i:i + step], theirs[i:i + step])
+                       for i in range(0, len(ours), step))
+        finally:
+            del theirs
 
 
-def _link(source: Path, path: Path) -> bool:
+def _link(name: str, path: Path, cache: int) -> bool:
     try:
-        os.link(source, path)
+        os.link(name, path, src_dir_fd=cache, follow_symlinks=False)
     except OSError:  # another file system, or links not allowed: write it instead
         return False
     return True
@@ -134,25 +157,26 @@ def _write(path: Path, view: memoryview) -> None:
         stream.write(view)
 
 
-def _remember(path: Path, cached: Path) -> None:
-    """Make ``cached`` the file just written (a new link: the old file stays as it was)."""
-    temporary = cached.with_name(f".{secrets.token_hex(4)}.tmp")
+def _remember(path: Path, name: str, cache: int) -> None:
+    """Make the cache's ``name`` the file just written (a new link: the old file stays as
+    it was)."""
+    temporary = f".{secrets.token_hex(8)}.tmp"
     try:
-        os.link(path, temporary)
-        os.replace(temporary, cached)
+        os.link(path, temporary, dst_dir_fd=cache, follow_symlinks=False)
+        move_into_place(temporary, name, dir_fd=cache)
     except OSError:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=cache)
 
 
-def _prune(cache: Path) -> None:
+def _prune(cache: int) -> None:
+    """Keep the ``CACHE_KEEP`` newest files (job folders keep their own links); a link
+    found here is removed as any entry, never followed."""
     try:
-        entries = sorted(cache.glob("*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in entries[CACHE_KEEP:]:
-            old.unlink(missing_ok=True)  # job folders keep their own links
+        with os.scandir(cache) as entries:
+            found = [(entry.stat(follow_symlinks=False).st_mtime, entry.name)
+                     for entry in entries if entry.name.endswith(".bin")]
+        for _, name in sorted(found, reverse=True)[CACHE_KEEP:]:
+            os.unlink(name, dir_fd=cache)
     except OSError:
         pass
-
-
-def _owned_private(folder: Path) -> bool:
-    info = folder.stat()
-    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)

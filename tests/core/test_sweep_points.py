@@ -13,7 +13,8 @@ from hpc_magics.core.jobids import JobIndex, same_job
 from hpc_magics.core.jobscript import cell_parts, header_lines, render
 from hpc_magics.core.profiles import load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
-from hpc_magics.jobfolder.tasks import TASK_FILE, task_dir, task_outcome
+from hpc_magics.jobfolder.files import OUTCOME_FILE
+from hpc_magics.jobfolder.tasks import task_dir, task_outcome
 
 
 def test_the_product_of_the_values_as_python_literals() -> None:
@@ -89,10 +90,10 @@ def test_a_task_outcome_counts_only_for_the_attempt_that_wrote_it(tmp_path: Path
     target = task_dir(tmp_path, 3)
     target.mkdir(parents=True)
     assert task_outcome(tmp_path, meta, "50_3") is None  # nothing written yet
-    (target / TASK_FILE).write_text(json.dumps({"job_id": "50_3", "failed": True}))
+    (target / OUTCOME_FILE).write_text(json.dumps({"job_id": "50_3", "failed": True}))
     assert task_outcome(tmp_path, meta, "50_3") is True
     assert task_outcome(tmp_path, meta, "61_1") is None  # the retry has not written yet
-    (target / TASK_FILE).write_text(json.dumps({"job_id": "61_1", "failed": False}))
+    (target / OUTCOME_FILE).write_text(json.dumps({"job_id": "61_1", "failed": False}))
     assert task_outcome(tmp_path, meta, "61_1") is False
     assert task_outcome(tmp_path, meta, "61_7") is None
     assert task_outcome(tmp_path, meta, "50") is None

@@ -79,18 +79,19 @@ def test_meta_stays_private_under_a_loose_umask(tmp_path: Path) -> None:
 
 
 def test_shared_files_keep_their_modes_under_a_loose_umask(tmp_path: Path) -> None:
-    """The scheduler caches (shared by a user's kernels and server) and a sweep task's
-    task.json are their owner's alone, whatever the umask."""
-    from hpc_magics.jobfolder.tasks import TASK_FILE, write_task_info
+    """The scheduler caches (shared by a user's kernels and server) and a cell's results
+    and outcome are their owner's alone, whatever the umask."""
+    from hpc_magics.jobfolder.files import OUTCOME_FILE, RESULTS_FILE, CellResult, write_results
     from hpc_magics.scheduler.cache_file import write_private_json
 
     old = os.umask(0)
     try:
         write_private_json(tmp_path / "cache" / "queue.json", "{}")
         (tmp_path / "task").mkdir(mode=0o700)
-        write_task_info(tmp_path / "task", {"failed": False})
+        write_results(tmp_path / "task", CellResult(), "50_3", 1.0)
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "cache" / "queue.json").stat().st_mode) == 0o600
-    assert stat.S_IMODE((tmp_path / "task" / TASK_FILE).stat().st_mode) == 0o600
+    for name in (RESULTS_FILE, OUTCOME_FILE):
+        assert stat.S_IMODE((tmp_path / "task" / name).stat().st_mode) == 0o600

@@ -107,3 +107,33 @@ def test_a_written_payload_pickles_with_any_protocol_and_loads_from_a_task_folde
     task.mkdir(parents=True)
     loaded = load_names(again.state, again.state_names, open_buffers(again, task))
     assert np.array_equal(loaded["big"], big) and loaded["holder"] == {"n": 3}
+
+
+def test_the_cache_prune_follows_no_link(tmp_path: Path) -> None:
+    """In a group-shared jobs root a member may put links where our cache goes: a link in
+    place of the cache folder (to a folder of ours, such as a job's buffers) is never used,
+    and a link inside it is removed as a link, its target left alone."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir(mode=0o700)
+    theirs = tmp_path / "elsewhere"  # a job's buffers, or any folder of ours
+    theirs.mkdir(mode=0o700)
+    kept = [theirs / f"{n}.bin" for n in range(20)]
+    for path in kept:
+        path.write_bytes(b"data")
+    cache_dir(jobs).symlink_to(theirs)
+    big = np.random.default_rng(1).random(1_000_000)
+    written = _ship({"big": big, "holder": {"n": 1}}, jobs, "first")
+    assert np.array_equal(np.fromfile(jobs / "first" / written.buffer_files[0]), big)
+    assert all(path.exists() for path in kept) and len(list(theirs.iterdir())) == 20
+
+    cache_dir(jobs).unlink()  # a real cache now, with a link among its newest entries
+    target = tmp_path / "target.bin"
+    target.write_bytes(b"keep me")
+    for n in range(20):
+        _ship({"big": np.full(200_000, float(n)), "holder": {"n": 1}}, jobs, f"job{n}")
+    (cache_dir(jobs) / "0-link.bin").symlink_to(target)
+    os.utime(cache_dir(jobs) / "0-link.bin", (0, 0), follow_symlinks=False)  # the oldest
+    _ship({"big": np.full(200_000, -1.0), "holder": {"n": 1}}, jobs, "last")
+    assert target.read_bytes() == b"keep me"
+    assert not (cache_dir(jobs) / "0-link.bin").is_symlink()  # pruned: the link, not its target
+    assert len(list(cache_dir(jobs).glob("*.bin"))) == 16

@@ -338,3 +338,11 @@ def test_task_files_decide_when_slurm_cannot_say(slurm_cluster: Any, tmp_path: P
     assert list(table["state"]) == ["COMPLETED", "FAILED", "COMPLETED"]
     assert table["y"][0] == 10 and table["y"][2] == 2
     assert "ZeroDivisionError" in table["error"][1] and table["error"][0] == ""
+    assert all(elapsed > 0 for elapsed in table["elapsed"])  # from each task's outcome.json
+    # one damaged task file (cut short, as a full disk leaves it): its row says so, the
+    # others still show
+    results = folder.path / "tasks" / "00002" / "results.pkl"
+    results.write_bytes(results.read_bytes()[:20])
+    table = SweepHandle("777", get_backend("slurm"), folder, "elsewhere").table()
+    assert table["y"][0] == 10 and table["error"][2].startswith("damaged: "), table["error"][2]
+    assert "ZeroDivisionError" in table["error"][1]

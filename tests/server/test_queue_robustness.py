@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hpc_magics.scheduler import cache_file, commands
+from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.queue import JobQueue
 
 pytestmark = pytest.mark.timeout(120)
@@ -58,15 +58,13 @@ def test_file_lock_falls_back_where_flock_is_refused(
         raise OSError(errno.ENOLCK, "No locks available")
 
     monkeypatch.setattr(fcntl, "flock", no_flock)
-    monkeypatch.setattr(cache_file, "_soft_locks_only", False)
     shared = JobQueue(user="alice", cluster="lab", cache_dir=tmp_path / "runtime", interval_s=60)
     view = shared.view()
     assert refused and view.error is None and [j.job_id for j in view.jobs] == ["81"]
-    assert cache_file._soft_locks_only  # later locks go straight to the lock file
     # still shared: another reader uses the cached answer, a forced refresh asks again
     again = JobQueue(user="alice", cluster="lab", cache_dir=tmp_path / "runtime", interval_s=60)
     assert again.view() == view and len(calls.read_text().splitlines()) == 1
     assert again.view(max_age_s=0).updated != view.updated
     assert len(calls.read_text().splitlines()) == 2
     # the soft lock was released: nothing is left holding it
-    assert not shared.cache_path.with_suffix(".softlock").exists()
+    assert not shared.cache_path.with_suffix(".lock.held").exists()
