@@ -3,7 +3,6 @@ allocation of the user's (``--jobid``) only the kernel's step, never the allocat
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from hpc_magics.scheduler import commands
 from hpc_magics.server.client import ServerControl, slurm_kernel_target
 from hpc_magics.widgets.server_view import STOP_KERNEL, STOP_NOTHING, STOP_STEP
 
-from .conftest import install, run_code, squeue_ids, start, wait_until_gone
+from .conftest import install, run_code, squeue_ids, start, wait_for_output, wait_until_gone
 
 STOP = ("from hpc_magics.server.client import ServerControl\n"
         "control = ServerControl.discover()\n"
@@ -29,23 +28,18 @@ def queue_state(job_id: str) -> str:
 
 @pytest.mark.slurm
 def test_stop_in_a_jobid_kernel_ends_its_step_and_leaves_the_allocation(
-        kernel_prefix: Path, started: list[KernelManager]) -> None:
-    answer = commands.run(["sbatch", "--parsable", "-J", f"stop-alloc-{os.getpid()}", "-t", "5",
-                           "-o", "/dev/null", "--wrap", "sleep 300"], timeout=60)
-    assert answer.ok, answer.stderr
-    allocation = answer.stdout.strip().split(";")[0]
-    try:
-        assert install("lab-stop-step", kernel_prefix, "--profile", "lab", "--jobid",
-                       allocation) == 0
-        _, client = start("lab-stop-step", started)
-        printed, _ = run_code(client, "import os\nprint(os.environ['SLURM_STEP_ID'])")
-        step = f"{allocation}.{printed.strip()}"
-        client.execute(STOP)  # no reply awaited: the kernel ends with its step
-        wait_until_gone(allocation, target=step)
-        assert squeue_ids(allocation) == [allocation]  # the user's allocation stays
-        assert queue_state(allocation) == "RUNNING"
-    finally:
-        commands.run(["scancel", allocation], timeout=30)
+        kernel_prefix: Path, started: list[KernelManager], user_allocation: str) -> None:
+    allocation = user_allocation
+    assert install("lab-stop-step", kernel_prefix, "--profile", "lab", "--jobid",
+                   allocation) == 0
+    _, client = start("lab-stop-step", started)
+    printed, _ = run_code(client, "import os\nprint(os.environ['SLURM_STEP_ID'])")
+    step = f"{allocation}.{printed.strip()}"
+    stopping = client.execute(STOP)  # no reply awaited: the kernel ends with its step
+    wait_for_output(client, stopping, "stop target: step")
+    wait_until_gone(allocation, target=step)
+    assert squeue_ids(allocation) == [allocation]  # the user's allocation stays
+    assert queue_state(allocation) == "RUNNING"
 
 
 def test_the_kernel_target_counts_only_in_the_kernels_own_job_and_step() -> None:
