@@ -9,6 +9,8 @@ job folder and the notebook, not the scheduler.
 from __future__ import annotations
 
 import os
+import pickle
+import sys
 import time
 from collections.abc import Callable, Collection, Mapping, MutableMapping
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any
 from .core.errors import HpcMagicsError
 from .jobfolder.files import CellResult, load_gathered
 from .jobfolder.folder import JobFolder, check_owned
+from .shipping.buffers import BUFFERS_DIR, same_bytes
 from .shipping.stream import fingerprint
 
 # A network file system can show a finished job's result file seconds late.
@@ -48,10 +51,11 @@ def await_results(job_id: str, folder: JobFolder, show: bool,
 
 
 def changed_meanwhile(result: CellResult, namespace: Mapping[str, Any] | None,
-                      shipped: Mapping[str, str]) -> frozenset[str]:
+                      shipped: Mapping[str, str], folder: Path) -> frozenset[str]:
     """Shipped names the results bring back or refer to whose object the notebook still
     holds but changed in place while the job ran: its fingerprint is no longer the one
-    taken when it was shipped (``shipped``: name → hex, from the job's meta.json)."""
+    taken when it was shipped (``shipped``: name → hex, from the job's meta.json), or one
+    of its big buffers (hashed by size only then) is no file of those the job was sent."""
     if namespace is None:
         namespace = shell_namespace()
     found = set()
@@ -59,10 +63,24 @@ def changed_meanwhile(result: CellResult, namespace: Mapping[str, Any] | None,
         if namespace is None or name not in namespace or \
                 id(namespace[name]) != result.notebook_ids.get(name):
             continue  # gone or rebound: the resolver says so
-        mark = fingerprint(namespace[name])
-        if mark is None or mark.hex() != shipped[name]:
+        big: list[pickle.PickleBuffer] = []
+        mark = fingerprint(namespace[name], apart=big)
+        if mark is None or mark.hex() != shipped[name] or not _as_sent(big, folder):
             found.add(name)
     return frozenset(found)
+
+
+def _as_sent(big: list[pickle.PickleBuffer], folder: Path) -> bool:
+    """Each buffer has the very bytes of a buffer file the submission wrote (of its size;
+    a changed array matches none). Without numpy to compare with, nothing is claimed."""
+    if big and "numpy" not in sys.modules:
+        return True
+    files = list((folder / BUFFERS_DIR).glob("*.bin"))
+    for buffer in big:
+        with buffer.raw() as view:
+            if not any(same_bytes(view, path) for path in files):
+                return False
+    return True
 
 
 def kept_in_notebook(job_id: str, result: CellResult, values: Mapping[str, Any],

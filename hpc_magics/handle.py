@@ -221,7 +221,8 @@ class JobHandle:
                               f"{result.error_type}: {result.error_message}",
                               result.remote_traceback or "")
         notes: list[str] = []
-        meanwhile = changed_meanwhile(result, namespace, meta.get("fingerprints") or {})
+        meanwhile = changed_meanwhile(result, namespace, meta.get("fingerprints") or {},
+                                      self.folder.path)
         try:
             values, last = load_results(
                 result.state, resolver(self.job_id, result, namespace, notes, meanwhile))

@@ -60,7 +60,7 @@ def write_buffers(payload: Payload, folder: Path) -> Payload:
         with buffer.raw() as view:
             key = _key(view)
             cached = cache / f"{key}.bin"
-            if not (usable_cache and _same(view, cached) and _link(cached, path)):
+            if not (usable_cache and same_bytes(view, cached) and _link(cached, path)):
                 _write(path, view)
                 if usable_cache:
                     _remember(path, cached)
@@ -97,7 +97,7 @@ def _key(view: memoryview) -> str:
     return f"{size}-{digest.hexdigest()[:24]}"
 
 
-def _same(view: memoryview, path: Path) -> bool:
+def same_bytes(view: memoryview, path: Path) -> bool:
     """Does the file hold exactly these bytes? Compared with numpy (loaded already when a
     buffer this big exists); without it the cache is not used."""
     numpy = sys.modules.get("numpy")

@@ -200,10 +200,10 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         partner = next((m for g in groups if name in g for m in g if m in read), None)
         manifest.append(ShippedName(name, "data", type(extra[name]).__name__, sizes[name],
                                     shares_with=partner))
-    # one more pickling of the data, hashed only: what lets a fetch notice a change made in
-    # the notebook meanwhile (set order and the like differ between processes: never compared
-    # with the node's own fingerprints)
-    marks = {item.name: fingerprint(values[item.name])
+    # each data name pickled once more, hashed only, its big buffers apart (the job folder
+    # keeps those): what lets a fetch notice a change made in the notebook meanwhile (set
+    # order and the like differ between processes: never compared with the node's own)
+    marks = {item.name: fingerprint(values[item.name], apart=[])
              for item in manifest if item.how == "data"}
     return Payload(code=code, modules=modules, state=state, state_names=tuple(values),
                    manifest=tuple(manifest),
