@@ -42,6 +42,17 @@ def test_stop_in_a_jobid_kernel_ends_its_step_and_leaves_the_allocation(
     assert queue_state(allocation) == "RUNNING"
 
 
+@pytest.mark.slurm
+def test_stop_in_a_kernel_of_its_own_job_cancels_that_job(
+        kernel_prefix: Path, started: list[KernelManager]) -> None:
+    assert install("lab-stop-job", kernel_prefix, "--profile", "lab", "-t", "5") == 0
+    manager, client = start("lab-stop-job", started)
+    job_id = str(manager.provisioner.job_id)
+    stopping = client.execute(STOP)
+    wait_for_output(client, stopping, "stop target: kernel")
+    wait_until_gone(job_id)
+
+
 def test_the_kernel_target_counts_only_in_the_kernels_own_job_and_step() -> None:
     job = {"SLURM_JOB_ID": "41", "SLURM_STEP_ID": "0", KERNEL_TARGET_ENV: "41"}
     assert slurm_kernel_target(job) == "41"
