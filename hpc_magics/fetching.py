@@ -9,14 +9,18 @@ job folder and the notebook, not the scheduler.
 from __future__ import annotations
 
 import os
+import pickle
+import sys
 import time
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Collection, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
 from .core.errors import HpcMagicsError
 from .jobfolder.files import CellResult, load_gathered
 from .jobfolder.folder import JobFolder, check_owned
+from .shipping.buffers import BUFFERS_DIR, same_bytes
+from .shipping.stream import fingerprint
 
 # A network file system can show a finished job's result file seconds late.
 RESULTS_GRACE_S = 30.0
@@ -46,12 +50,58 @@ def await_results(job_id: str, folder: JobFolder, show: bool,
     return False
 
 
+def changed_meanwhile(result: CellResult, namespace: Mapping[str, Any] | None,
+                      shipped: Mapping[str, str], folder: Path) -> frozenset[str]:
+    """Shipped names the results bring back or refer to whose object the notebook still
+    holds but changed in place while the job ran: its fingerprint is no longer the one
+    taken when it was shipped (``shipped``: name → hex, from the job's meta.json), or one
+    of its big buffers (hashed by size only then) is no file of those the job was sent."""
+    if namespace is None:
+        namespace = shell_namespace()
+    found = set()
+    for name in {*result.referenced, *result.changed_in_place} & set(shipped):
+        if namespace is None or name not in namespace or \
+                id(namespace[name]) != result.notebook_ids.get(name):
+            continue  # gone or rebound: the resolver says so
+        big: list[pickle.PickleBuffer] = []
+        mark = fingerprint(namespace[name], apart=big)
+        if mark is None or mark.hex() != shipped[name] or not _as_sent(big, folder):
+            found.add(name)
+    return frozenset(found)
+
+
+def _as_sent(big: list[pickle.PickleBuffer], folder: Path) -> bool:
+    """Each buffer has the very bytes of a buffer file the submission wrote (of its size;
+    a changed array matches none). Without numpy to compare with, nothing is claimed."""
+    if big and "numpy" not in sys.modules:
+        return True
+    files = list((folder / BUFFERS_DIR).glob("*.bin"))
+    for buffer in big:
+        with buffer.raw() as view:
+            if not any(same_bytes(view, path) for path in files):
+                return False
+    return True
+
+
+def kept_in_notebook(job_id: str, result: CellResult, values: Mapping[str, Any],
+                     meanwhile: Collection[str], notes: list[str]) -> dict[str, Any]:
+    """The values to put in the notebook: a name the job changed in place that the notebook
+    changed too keeps the notebook's object (said, with where the job's value is)."""
+    kept = [name for name in result.changed_in_place if name in meanwhile and name in values]
+    notes.extend(f"{name} was changed in the notebook while job {job_id} ran, and by the job: "
+                 f"the notebook's {name} is kept; the job's is "
+                 f"hpc_magics.job({job_id!r}).fetch(show=False)[{name!r}]" for name in kept)
+    return {name: value for name, value in values.items() if name not in kept}
+
+
 def resolver(job_id: str, result: CellResult, namespace: MutableMapping[str, Any] | None,
-             notes: list[str]) -> Callable[[str], Any]:
+             notes: list[str], meanwhile: Collection[str] = ()) -> Callable[[str], Any]:
     """Results refer to shipped objects the cell left unchanged by name (their bytes do
     not travel back): the notebook's own object is the value, as it was shipped."""
     if namespace is None:
         namespace = shell_namespace()
+
+    said: set[str] = set()
 
     def resolve(name: str) -> Any:
         if namespace is None or name not in namespace:
@@ -63,6 +113,12 @@ def resolver(job_id: str, result: CellResult, namespace: MutableMapping[str, Any
         if id(value) != result.notebook_ids.get(name):
             notes.append(f"the results refer to {name!r} as the notebook holds it now, "
                          "not the object shipped (rebound since, or a restarted kernel)")
+        elif name in meanwhile and name not in said:
+            said.add(name)
+            notes.append(f"{name} was changed in the notebook while job {job_id} ran: the "
+                         f"results refer to the notebook's {name} as it is now, not as the "
+                         "job saw it (the job left it unchanged, so sent none back: run the "
+                         "cell again for results from it as it is now)")
         return value
 
     return resolve

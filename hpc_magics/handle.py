@@ -21,8 +21,10 @@ from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
 from .fetching import (
     RESULTS_GRACE_S,
     await_results,
+    changed_meanwhile,
     display,
     gathered,
+    kept_in_notebook,
     resolver,
     say_what_came_back,
     show_figures,
@@ -219,18 +221,22 @@ class JobHandle:
                               f"{result.error_type}: {result.error_message}",
                               result.remote_traceback or "")
         notes: list[str] = []
+        meanwhile = changed_meanwhile(result, namespace, meta.get("fingerprints") or {},
+                                      self.folder.path)
         try:
-            values, last = load_results(result.state,
-                                        resolver(self.job_id, result, namespace, notes))
+            values, last = load_results(
+                result.state, resolver(self.job_id, result, namespace, notes, meanwhile))
         except (pickle.UnpicklingError, EOFError) as error:
             raise damaged(self.folder.results_path, error) from None
         values.update((name, importlib.import_module(module_name))
                       for name, module_name in result.modules.items())
         values.update(gathered(self.folder.path, meta, notes))
+        assigned = values if namespace is None else \
+            kept_in_notebook(self.job_id, result, values, meanwhile, notes)
         if namespace is not None:
-            namespace.update(values)
+            namespace.update(assigned)
         if show:
-            say_what_came_back(self.job_id, result, values, notes)
+            say_what_came_back(self.job_id, result, assigned, notes)
             if result.last_value_repr is not None:
                 display(last if result.has_last_value else result.last_value_repr)
         self.fetched = True

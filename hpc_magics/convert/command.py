@@ -36,9 +36,12 @@ def convert_file(
     comment_removed: bool = True,
     strict: bool = False,
     flags: Mapping[str, Any] | None = None,
+    force: bool = False,
 ) -> Written:
     """``flags``: raw flag texts by request field (as ``-t 10`` gives ``time_s="10"``), over
-    the notebook's metadata and the profile's defaults; ``None`` values are left out."""
+    the notebook's metadata and the profile's defaults; ``None`` values are left out.
+    An existing NAME.py or NAME.sbatch that differs is replaced only with ``force``: it may
+    be the user's own edit of an earlier conversion."""
     data = read_notebook(notebook)
     name = notebook.stem
     try:
@@ -54,13 +57,30 @@ def convert_file(
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / f"{name}.py"
     sbatch = folder / f"{name}.sbatch"
-    script.write_text(conversion.script, encoding="utf-8")
     # the notebook's kernel's interpreter and world, not this process's (core/notebook_world)
     python, world = script_world(data, interpreter, job.profile.environment)
-    sbatch.write_text(render_sbatch(name, script.name, job, python, world), encoding="utf-8")
+    texts = {script: conversion.script,
+             sbatch: render_sbatch(name, script.name, job, python, world)}
+    if not force:
+        for path, text in texts.items():
+            if _differs(path, text):
+                raise ConversionError(f"{path} exists and differs from this conversion: "
+                                      "nothing was written (--force replaces it)")
+    for path, text in texts.items():
+        path.write_text(text, encoding="utf-8")
     problems = check(job.request, job.profile)
     return Written(script, sbatch, sum(len(r) for r in conversion.removed), conversion.warnings,
                    tuple(str(p) for p in problems), any(p.severity == ERROR for p in problems))
+
+
+def _differs(path: Path, text: str) -> bool:
+    """``path`` holds something else than ``text`` (a missing file differs from nothing)."""
+    try:
+        return path.read_text(encoding="utf-8") != text
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError):
+        return True
 
 
 def add_parser(subcommands: argparse._SubParsersAction) -> None:
@@ -103,6 +123,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
         help="delete display code instead of commenting it out",
     )
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing NAME.py or NAME.sbatch that differs (default: refuse, "
+        "writing nothing)",
+    )
+    parser.add_argument(
         "--strict",
         action="store_true",
         help="refuse a notebook with a cell that is not Python (default: keep the cell as "
@@ -119,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         args.interpreter,
         comment_removed=not args.delete_removed,
         strict=args.strict,
+        force=args.force,
         flags={flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS}
         | {"setup": args.setup},
     )

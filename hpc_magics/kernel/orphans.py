@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import HpcMagicsError
+from ..node.kernel import scancel_target
 
 KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
 META_FILE = "meta.json"  # as jobfolder.folder names it; not imported: %load_ext stays light
@@ -89,7 +90,9 @@ class LeftBehind:
     @property
     def target(self) -> str:
         """What scancel acts on: never the user's allocation, only the kernel's step."""
-        return f"{self.job_id}.{self.step_id}" if self.allocation else self.job_id
+        target = scancel_target(self.job_id, self.step_id, self.allocation)
+        assert target is not None  # a step never started is not listed (``left_behind``)
+        return target
 
     @property
     def kind(self) -> str:

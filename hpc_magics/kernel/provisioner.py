@@ -28,6 +28,7 @@ from traitlets import Dict, Float, Unicode
 from ..core.errors import HpcMagicsError, InvalidRequest, SubmissionError
 from ..core.pending_reasons import plain_reason
 from ..jobfolder.folder import JobFolder
+from ..node.kernel import scancel_target
 from ..scheduler.job_status import record_submission
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from . import launch
@@ -293,11 +294,8 @@ class SlurmProvisioner(KernelProvisionerBase):
         return self._jobs
 
     def _target(self) -> str | None:
-        """What scancel acts on: the kernel's step in an allocation (never the allocation
-        itself: that is the user's), else the kernel's whole job."""
-        if self.jobid:
-            return f"{self.job_id}.{self.step_id}" if self.step_id else None
-        return str(self.job_id)
+        """What scancel acts on (``scancel_target``: never the user's allocation)."""
+        return scancel_target(str(self.job_id), self.step_id, bool(self.jobid))
 
     async def poll(self) -> int | None:
         """None while the job runs (its tunnel, if any, kept open meanwhile)."""

@@ -11,7 +11,9 @@ the notebook, and the names it assigns come back.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import pickle
+import queue
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +26,7 @@ from ..node.session import RESULTS_FILE, SHIPPED_FILE
 from .spec import PROVISIONER_NAME, KernelRequest
 
 READY_S = 600.0  # the job may wait in the queue; the provisioner says why meanwhile
+LOOK_EVERY_S = 2.0  # a quiet cell: is its job still there? (a cached look, see _still_there)
 
 
 def kernel_manager(kernel: KernelRequest, name: str) -> Any:
@@ -93,15 +96,46 @@ class Session:
 
     # ------------------------------------------------------------------ a cell
     def _execute(self, code: str, *, show: bool) -> dict[str, Any]:
-        """Run code in the session; with ``show``, its output appears in the notebook."""
-        def relay(message: dict[str, Any]) -> None:
+        """Run code in the session; with ``show``, its output appears in the notebook. A cell
+        may run for hours: while it is quiet, the job is looked at (``_still_there``)."""
+        msg_id = self.client.execute(code, store_history=show, allow_stdin=False)
+        while True:  # its output, until the kernel is idle again
+            try:
+                message = self.client.get_iopub_msg(timeout=LOOK_EVERY_S)
+            except queue.Empty:
+                self._still_there()
+                continue
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
             if show:
                 _show(message)
+            if message["header"]["msg_type"] == "status" and \
+                    message["content"]["execution_state"] == "idle":
+                break
+        while True:  # then its reply
+            try:
+                reply = self.client.get_shell_msg(timeout=LOOK_EVERY_S)
+            except queue.Empty:
+                self._still_there()
+                continue
+            if reply["parent_header"].get("msg_id") == msg_id:
+                content: dict[str, Any] = reply["content"]
+                return content
 
-        reply = self.client.execute_interactive(code, output_hook=relay, timeout=None,
-                                                store_history=show, allow_stdin=False)
-        content: dict[str, Any] = reply["content"]
-        return content
+    def _still_there(self) -> None:
+        """The kernel's job (or its step) still runs, as the provisioner sees it: the step's
+        srun, else the user's one shared queue view (no squeue of its own per cell). Gone,
+        the session is over: said in one line, and ``%hpc_session start`` may start it anew."""
+        if self.manager.is_alive():
+            return
+        job_id = self.job_id  # before the shutdown below forgets it
+        _SESSIONS.pop(self.name, None)
+        with contextlib.suppress(Exception):  # the job is gone: only our side to close
+            self.client.stop_channels()
+            self.manager.shutdown_kernel(now=True)
+        raise JobFailed(f"session {self.name}: its job {job_id} ended (cancelled, or "
+                        "its time limit) before the cell finished; its variables are gone: "
+                        f"%hpc_session start {self.name} to start a new one")
 
     def _call(self, function: str, *arguments: Any) -> None:
         # the session kernel's own namespace, from IPython's built-in get_ipython()

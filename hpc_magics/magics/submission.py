@@ -49,7 +49,8 @@ def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest
     meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
             "request": to_dict(request), "shipped": payload.summary(),
             "results": list(payload.result_names), "notebook":
-            os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING"}
+            os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING",
+            "fingerprints": dict(payload.fingerprints)}  # what fetch compares (fetching.py)
     if options is not None and options.active:
         meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
     try:

@@ -33,6 +33,7 @@ class Monitor:
     def add(self, widget: JobWidget) -> None:
         with self._lock:
             self._widgets.add(widget)
+            # a thread that has not decided to end (under this lock) will see the widget
             if self._thread is None or not self._thread.is_alive():
                 self._stop.clear()
                 self._thread = threading.Thread(target=self._loop, name="hpc-magics-monitor",
@@ -44,10 +45,22 @@ class Monitor:
             with self._lock:
                 widgets_now = list(self._widgets)
             try:
-                if not self.tick(widgets_now):
-                    return
+                more = self.tick(widgets_now)
             except Exception as error:  # the thread outlives any failure: said, then on
                 self.say_failure(widgets_now, error)
+                more = True
+            if not more and self._may_end(widgets_now):
+                return
+
+    def _may_end(self, ticked: list[JobWidget]) -> bool:
+        """Decided under the lock ``add`` takes: a widget added since the round began keeps
+        the thread; else no thread is left, and the next ``add`` starts one."""
+        seen = {id(widget) for widget in ticked}
+        with self._lock:
+            if any(id(widget) not in seen for widget in self._widgets):
+                return False
+            self._thread = None
+            return True
 
     @staticmethod
     def say_failure(widgets_now: list[JobWidget], error: Exception) -> None:

@@ -4,7 +4,8 @@ It finds the node's own address (Slurm's ``NodeAddr``, never all interfaces), wr
 kernel's connection file there (mode 0600, in the private job folder on the shared home),
 then a small ``node.json`` saying where the kernel is (job, step, host), and becomes the
 kernel (``exec``): signals sent to the step reach the kernel itself. An ipykernel gets the
-walltime warnings (``walltime.py``) as an extension.
+walltime warnings (``walltime.py``) as an extension, and in its environment what ends it
+and nothing else (``KERNEL_TARGET_ENV``: ``%hpc_server``'s Stop inside the kernel uses it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,17 @@ CONNECTION_FILE = "connection.json"
 NODE_FILE = "node.json"
 IPYKERNEL_MODULES = {"ipykernel_launcher", "ipykernel"}  # ``python -m ipykernel_launcher``
 PYTHON_NAMES = {"python", "python3", f"python{sys.version_info[0]}"}
+# what scancel acts on to end this kernel: its job, or ``JOB.STEP`` in the user's allocation
+KERNEL_TARGET_ENV = "HPC_MAGICS_KERNEL_TARGET"
+
+
+def scancel_target(job_id: str, step_id: str, allocation: bool) -> str | None:
+    """What scancel acts on to end a Slurm kernel and nothing else: its step when it runs in
+    an allocation of the user's (``--jobid``: the allocation is the user's, never ours to
+    end), else its own job. None for a step not started yet."""
+    if allocation:
+        return f"{job_id}.{step_id}" if step_id else None
+    return job_id
 
 
 def node_address(environ: Mapping[str, str] | None = None) -> str:
@@ -92,6 +104,13 @@ def main(argv: Sequence[str]) -> None:
     folder = Path(argv[0])
     connection = prepare(folder)
     command = kernel_argv(argv[2:], connection)
+    from ..jobfolder.folder import JobFolder
+
+    target = scancel_target(os.environ.get("SLURM_JOB_ID", ""),
+                            os.environ.get("SLURM_STEP_ID", ""),
+                            bool(JobFolder(folder).meta().get("allocation")))
+    if target:
+        os.environ[KERNEL_TARGET_ENV] = target
     sys.stdout.flush()
     os.execvp(command[0], command)  # the kernel the user installed; no shell
 

@@ -3,7 +3,10 @@
 The kernel inherits ``SLURM_JOB_ID`` from the server's job. The server is the running
 jupyter_server (its runtime file) whose process is an ancestor of the kernel.
 Without one (or without the hpc_magics extension in it), the kernel falls back to its own
-view of the job and, for Stop, to ``scancel`` of its own job.
+view of the job. Stop only ever ends what it names: the server (and its job) through the
+extension; in a Slurm kernel or session, that kernel's own job, or only its step in an
+allocation of the user's (``--jobid``), never the allocation; without the extension, the
+job of the server that runs this kernel; else nothing.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from typing import Any
 import psutil
 
 from ..core.errors import HpcMagicsError
+from ..node.kernel import KERNEL_TARGET_ENV
 from ..scheduler import commands, processes
 from ..scheduler.own_job import own_job, own_job_id
 from ..scheduler.server_status import ServerStatus, server_status
+from ..widgets.server_view import STOP_JOB, STOP_KERNEL, STOP_NOTHING, STOP_SERVER, STOP_STEP
 
 HTTP_TIMEOUT_S = 10.0
 
@@ -76,6 +81,20 @@ def find_own_server(servers: Iterable[Mapping[str, Any]] | None = None,
     return next((info for info in servers if info.get("pid") in lineage), None)
 
 
+def slurm_kernel_target(environ: Mapping[str, str] | None = None) -> str | None:
+    """In a Slurm kernel or session: what ends it and nothing else (its job, or ``JOB.STEP``
+    in the user's allocation), as its node side put it in the environment; None elsewhere.
+    A job or step the kernel starts inherits the variable: it counts only where it names
+    this process's own job (and step)."""
+    env = os.environ if environ is None else environ
+    job, _, step = env.get(KERNEL_TARGET_ENV, "").partition(".")
+    if not job or job != own_job_id(env):
+        return None
+    if step and step != env.get("SLURM_STEP_ID", "").strip():
+        return None
+    return f"{job}.{step}" if step else job
+
+
 @dataclass(frozen=True)
 class ServerConnection:
     url: str  # the server's URL, ending in "/" (includes base_url)
@@ -105,24 +124,28 @@ class ServerControl:
     """How this kernel reads and stops its server: through the extension, or by itself."""
 
     connection: ServerConnection | None  # a server that runs this kernel and has the extension
+    kernel_target: str | None = None  # a Slurm kernel's (or session's) job, or its step
+    under_server: bool = False  # a server without the extension runs this kernel (its job)
 
     @classmethod
     def discover(cls) -> ServerControl:
         info = find_own_server()
-        if info is None:
-            return cls(None)
-        connection = ServerConnection.from_info(info)
-        try:
-            connection.request("GET", "hpc-magics/server")
-        except HpcMagicsError:  # extension not enabled there, or unreachable
-            return cls(None)
-        return cls(connection)
+        if info is not None:
+            connection = ServerConnection.from_info(info)
+            try:
+                connection.request("GET", "hpc-magics/server")
+                return cls(connection)
+            except HpcMagicsError:  # extension not enabled there, or unreachable
+                pass
+        return cls(None, slurm_kernel_target(), under_server=info is not None)
 
     @property
     def stop_target(self) -> str:
         if self.connection is not None:
-            return "server"
-        return "job" if own_job_id() is not None else "none"
+            return STOP_SERVER
+        if self.kernel_target is not None:
+            return STOP_STEP if "." in self.kernel_target else STOP_KERNEL
+        return STOP_JOB if self.under_server and own_job_id() is not None else STOP_NOTHING
 
     def status(self) -> ServerStatus:
         if self.connection is not None:
@@ -151,16 +174,26 @@ class ServerControl:
         self.connection.request("POST", f"hpc-magics/jobs/{urllib.parse.quote(job_id)}/cancel")
 
     def stop(self) -> str:
-        """Stop the server (and its job); say in one line what was done."""
-        if self.connection is not None:
+        """Stop what ``stop_target`` names, nothing more; say in one line what was done."""
+        target = self.stop_target
+        if target == STOP_SERVER:
+            assert self.connection is not None
             answer = self.connection.request("POST", "hpc-magics/server/stop")
             job = answer.get("job_id")
             return "The server is stopping" + (f" and cancelling job {job}." if job else ".")
-        job_id = own_job_id()
-        if job_id is None:
-            raise HpcMagicsError("no Jupyter server runs this kernel and it is not in a Slurm "
-                                 "job: stop the server from where you started it")
-        result = commands.run(["scancel", job_id], timeout=30)
+        if target == STOP_NOTHING:
+            raise HpcMagicsError("no Jupyter server runs this kernel and it is not a Slurm "
+                                 "kernel: stop the server from where you started it")
+        cancel = self.kernel_target or own_job_id()
+        assert cancel is not None
+        # the answer may never be seen: the kernel saying it ends with what it cancels
+        result = commands.run(["scancel", cancel], timeout=30)
         if not result.ok:
-            raise HpcMagicsError(f"scancel {job_id} failed: {result.first_error_line()}")
-        return f"Job {job_id} is being cancelled."
+            raise HpcMagicsError(f"scancel {cancel} failed: {result.first_error_line()}")
+        if target == STOP_STEP:
+            job = cancel.split(".")[0]
+            return (f"This kernel's step {cancel} is being cancelled; your allocation {job} "
+                    "keeps running.")
+        if target == STOP_KERNEL:
+            return f"This kernel's job {cancel} is being cancelled (nothing else is)."
+        return f"Job {cancel}, which runs this Jupyter server, is being cancelled."

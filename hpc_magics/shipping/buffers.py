@@ -57,7 +57,7 @@ def write_buffers(payload: Payload, folder: Path) -> Payload:
             path = target / f"{index}.bin"
             with buffer.raw() as view:
                 cached = f"{_key(view)}.bin"
-                if not (cache is not None and _same(view, cached, cache)
+                if not (cache is not None and same_bytes(view, cached, cache)
                         and _link(cached, path, cache)):
                     _write(path, view)
                     if cache is not None:
@@ -116,15 +116,15 @@ def _open_cache(path: Path) -> int | None:
     return cache
 
 
-def _same(view: memoryview, name: str, cache: int) -> bool:
-    """Is the cached file ``name`` a file of ours holding exactly these bytes? Compared
-    with numpy (loaded already when a buffer this big exists); without it the cache is
-    not used."""
+def same_bytes(view: memoryview, name: str | Path, folder: int | None = None) -> bool:
+    """Is the file ``name`` (inside the open ``folder``, when given) a file of ours holding
+    exactly these bytes? Compared with numpy (loaded already when a buffer this big
+    exists); without it the answer is no."""
     numpy = sys.modules.get("numpy")
     if numpy is None:
         return False
     try:
-        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=cache)
+        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
     except OSError:
         return False
     with os.fdopen(descriptor, "rb") as stream:

@@ -22,7 +22,7 @@ from typing import Any
 from ..core.errors import ShippingError
 from .analysis import CellNames, is_builtin_name
 from .sharing import companions
-from .stream import dump_names, pickling_error
+from .stream import dump_names, fingerprint, pickling_error
 
 DEFAULT_MAX_SHIPPED_MB = 1024
 
@@ -56,6 +56,9 @@ class Payload:
     # id() of each shipped value in the kernel: on fetch, a reference to an unchanged shipped
     # object resolves to the notebook's name only while it still holds that very object
     notebook_ids: Mapping[str, int] = field(default_factory=dict)
+    # each shipped data value's ``stream.fingerprint`` (hex) as shipped: on fetch, a change
+    # made to that object in the notebook while the job ran is noticed, not papered over
+    fingerprints: Mapping[str, str] = field(default_factory=dict)
     result_names: tuple[str, ...] = ()
     capture_last_expression: bool = False
     replayed_cells: int = 0  # with --replay: earlier cells the job runs first
@@ -197,9 +200,15 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         partner = next((m for g in groups if name in g for m in g if m in read), None)
         manifest.append(ShippedName(name, "data", type(extra[name]).__name__, sizes[name],
                                     shares_with=partner))
+    # each data name pickled once more, hashed only, its big buffers apart (the job folder
+    # keeps those): what lets a fetch notice a change made in the notebook meanwhile (set
+    # order and the like differ between processes: never compared with the node's own)
+    marks = {item.name: fingerprint(values[item.name], apart=[])
+             for item in manifest if item.how == "data"}
     return Payload(code=code, modules=modules, state=state, state_names=tuple(values),
                    manifest=tuple(manifest),
                    notebook_ids={name: id(value) for name, value in values.items()},
+                   fingerprints={name: mark.hex() for name, mark in marks.items() if mark},
                    result_names=names.assigned,
                    capture_last_expression=names.has_final_expression,
                    buffers=tuple(buffers), out_of_band_bytes=apart)

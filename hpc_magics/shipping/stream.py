@@ -42,23 +42,34 @@ def dump_names(values: Iterable[tuple[str, Any]],
     stream = io.BytesIO()
     apart = [0]  # bytes handed over so far
 
-    def keep_apart(buffer: pickle.PickleBuffer) -> bool:
-        with buffer.raw() as view:
-            size = view.nbytes
-        if size < OUT_OF_BAND_MIN_BYTES or out_of_band is None:
-            return True  # small: in the pickle, as without a callback
-        out_of_band.append(buffer)
+    def counted(size: int) -> None:
         apart[0] += size
-        return False
 
     pickler = cloudpickle.CloudPickler(
-        stream, protocol=PROTOCOL, buffer_callback=keep_apart if out_of_band is not None else None)
+        stream, protocol=PROTOCOL,
+        buffer_callback=None if out_of_band is None else _kept_apart(out_of_band, counted))
     for name, value in values:
         before, before_apart = stream.tell(), apart[0]
         pickler.dump(value)
         if on_size is not None:
             on_size(name, stream.tell() - before + apart[0] - before_apart)
     return stream.getvalue()  # BytesIO hands its buffer over without a copy
+
+
+def _kept_apart(out_of_band: list[pickle.PickleBuffer], counted: Callable[[int], None]
+                ) -> Callable[[pickle.PickleBuffer], bool]:
+    """A ``buffer_callback`` that hands big buffers over (``counted(size)`` each) and keeps
+    the small ones in the pickle."""
+    def keep_apart(buffer: pickle.PickleBuffer) -> bool:
+        with buffer.raw() as view:
+            size = view.nbytes
+        if size < OUT_OF_BAND_MIN_BYTES:
+            return True  # small: in the pickle, as without a callback
+        out_of_band.append(buffer)
+        counted(size)
+        return False
+
+    return keep_apart
 
 
 def load_names(data: bytes, names: Iterable[str],
@@ -91,12 +102,23 @@ def pickling_error(value: Any) -> Exception | None:
     return None
 
 
-def fingerprint(value: Any) -> bytes | None:
+def fingerprint(value: Any, apart: list[pickle.PickleBuffer] | None = None) -> bytes | None:
     """A hash of the value's standalone pickle (its whole state), or None if it does not
-    pickle any more (then it counts as changed)."""
+    pickle any more (then it counts as changed).
+
+    With ``apart`` (a list), big buffers (as ``dump_names`` keeps them apart) are not hashed,
+    only their sizes: they are appended to it, for a caller to compare when it must (a
+    fetch, with the files the submission wrote): hashing a big array at every submission
+    would cost more than shipping it."""
     sink = _HashSink()
+
+    def counted(size: int) -> None:
+        sink.digest.update(size.to_bytes(8, "little"))
+
     try:
-        cloudpickle.CloudPickler(sink, protocol=PROTOCOL).dump(value)
+        cloudpickle.CloudPickler(
+            sink, protocol=PROTOCOL,
+            buffer_callback=None if apart is None else _kept_apart(apart, counted)).dump(value)
     except Exception:
         return None
     return sink.digest.digest()

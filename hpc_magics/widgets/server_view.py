@@ -11,7 +11,9 @@ from ..scheduler.server_status import ServerStatus
 
 # How the Stop button would stop things, decided by the magic from what it found.
 STOP_SERVER = "server"  # POST /hpc-magics/server/stop to the server that runs this kernel
-STOP_JOB = "job"  # no such server found: scancel our own SLURM_JOB_ID
+STOP_JOB = "job"  # a server without the extension runs this kernel: scancel its job
+STOP_KERNEL = "kernel"  # a Slurm kernel or session in its own job: scancel that job
+STOP_STEP = "step"  # a Slurm kernel or session in the user's allocation: its step only
 STOP_NOTHING = "none"
 
 
@@ -85,9 +87,17 @@ def _stop_texts(status: ServerStatus, stop_target: str) -> tuple[bool, str, str]
     """Whether Stop is possible, its label, and the confirmation question."""
     unsaved = "Save your notebooks first: unsaved changes are lost."
     sbatch = " Jobs you submitted keep running, except any you tick below to cancel."
+    lost = "The kernel's variables are lost; the Jupyter server and your notebooks stay."
     if stop_target == STOP_SERVER:
         job = f" and cancel its Slurm job {status.job_id}" if status.in_slurm_job else ""
         return True, "Stop my server", f"Stop this Jupyter server{job}? {unsaved}{sbatch}"
+    if stop_target == STOP_KERNEL and status.in_slurm_job:
+        return True, f"Cancel job {status.job_id}", (
+            f"Cancel Slurm job {status.job_id}, which runs only this kernel? {lost}")
+    if stop_target == STOP_STEP and status.in_slurm_job:
+        return True, "Stop this kernel", (
+            f"End this kernel's step in your allocation {status.job_id}? The allocation "
+            f"keeps running. {lost}")
     if stop_target == STOP_JOB and status.in_slurm_job:
         return True, f"Cancel job {status.job_id}", (
             f"Cancel Slurm job {status.job_id}, which runs this Jupyter server and this "

@@ -98,5 +98,6 @@ def test_several_tasks_are_said_to_run_the_script_once(tmp_path: Path) -> None:
     assert ("# 4 tasks asked, but the script runs once, on the first node;\n"
             "# `srun python nb.py` runs one copy per task") in text
     assert text.rstrip().endswith("\npython nb.py")  # unchanged: the reader decides
-    assert main(["convert", str(tmp_path / "nb.ipynb"), "--profile", "lab", "-t", "5"]) == 0
+    assert main(["convert", str(tmp_path / "nb.ipynb"), "--profile", "lab", "-t", "5",
+                 "--force"]) == 0  # its own earlier output, replaced on purpose
     assert "tasks asked" not in (tmp_path / "nb.sbatch").read_text()

@@ -94,6 +94,18 @@ def jobs_named_once_accounted(name: str, since: float, job_id: str) -> list[str]
     return named
 
 
+@pytest.fixture
+def user_allocation(slurm_cluster: object) -> Iterator[str]:
+    """An allocation of the user's own (a sleeping batch job), as ``--jobid`` kernels are
+    started in; cancelled after the test (by the test's own scancel, as the user would)."""
+    answer = commands.run(["sbatch", "--parsable", "-J", f"user-alloc-{os.getpid()}", "-t",
+                           "5", "-o", "/dev/null", "--wrap", "sleep 300"], timeout=60)
+    assert answer.ok, answer.stderr
+    allocation = answer.stdout.strip().split(";")[0]
+    yield allocation
+    commands.run(["scancel", allocation], timeout=30)
+
+
 READY_S = 120
 GONE_WITHIN_S = 15.0
 

@@ -129,42 +129,36 @@ def test_the_idle_stop_ends_the_kernel_job_and_says_so(
 
 
 def test_a_kernel_in_the_users_allocation_is_listed_as_such_and_stop_keeps_the_allocation(
-        slurm_cluster: object, kernel_prefix: Path, local_server: StartLocal) -> None:  # noqa: F811
-    answer = commands.run(["sbatch", "--parsable", "-J", "kernel-own-alloc", "-t", "5",
-                           "-o", "/dev/null", "--wrap", "sleep 300"], timeout=60)
-    assert answer.ok, answer.stderr
-    allocation = answer.stdout.strip().split(";")[0]
-    try:
-        assert install("lab-mine", kernel_prefix, "--profile", "lab", "--jobid",
-                       allocation) == 0
-        server = local_server()
-        started = requests.post(f"{server.url}api/kernels", json={"name": "lab-mine"},
-                                headers=server.headers(), timeout=120)
-        assert started.status_code == 201, started.text
-        second = requests.post(f"{server.url}api/kernels", json={"name": "lab-mine"},
-                               headers=server.headers(), timeout=120)
-        assert second.status_code == 201, second.text
-        running = wait_for_kernel(server, "lab-mine", "running")
-        assert running["job_id"] == allocation and running["own_allocation"] is True
-        assert running["cost"] is None  # the allocation's cost is the user's, not ours
-        # two kernels in one allocation: each listed, each with its own step
-        deadline = time.monotonic() + 30
-        while len(steps := {k["cancels"] for k in kernels(server)}) < 2 and \
-                time.monotonic() < deadline:
-            time.sleep(1.0)
-        assert len(steps) == 2 and all(s and s.startswith(f"{allocation}.") for s in steps)
+        kernel_prefix: Path, local_server: StartLocal, user_allocation: str) -> None:  # noqa: F811
+    allocation = user_allocation
+    assert install("lab-mine", kernel_prefix, "--profile", "lab", "--jobid",
+                   allocation) == 0
+    server = local_server()
+    started = requests.post(f"{server.url}api/kernels", json={"name": "lab-mine"},
+                            headers=server.headers(), timeout=120)
+    assert started.status_code == 201, started.text
+    second = requests.post(f"{server.url}api/kernels", json={"name": "lab-mine"},
+                           headers=server.headers(), timeout=120)
+    assert second.status_code == 201, second.text
+    running = wait_for_kernel(server, "lab-mine", "running")
+    assert running["job_id"] == allocation and running["own_allocation"] is True
+    assert running["cost"] is None  # the allocation's cost is the user's, not ours
+    # two kernels in one allocation: each listed, each with its own step
+    deadline = time.monotonic() + 30
+    while len(steps := {k["cancels"] for k in kernels(server)}) < 2 and \
+            time.monotonic() < deadline:
+        time.sleep(1.0)
+    assert len(steps) == 2 and all(s and s.startswith(f"{allocation}.") for s in steps)
 
-        stopped = server.post("hpc-magics/server/stop")
-        assert stopped.status_code == 200, stopped.text
-        assert stopped.json()["kernel_jobs"] == []
-        assert stopped.json()["allocations_left_running"] == [allocation]
-        assert server.process is not None and server.process.wait(timeout=60) == 0
-        for step in steps:
-            said = f"ended kernel step {step}; your allocation {allocation} left running"
-            assert said in server.log, server.log[-3000:]
-        # the server is gone, its scancels done: the steps ended, the allocation did not
-        left = commands.run(["squeue", "-h", "-s", "-j", allocation, "-o", "%i"], timeout=20)
-        assert steps.isdisjoint(left.stdout.split())
-        assert squeue_ids(allocation) == [allocation], server.log[-3000:]
-    finally:
-        commands.run(["scancel", allocation], timeout=30)
+    stopped = server.post("hpc-magics/server/stop")
+    assert stopped.status_code == 200, stopped.text
+    assert stopped.json()["kernel_jobs"] == []
+    assert stopped.json()["allocations_left_running"] == [allocation]
+    assert server.process is not None and server.process.wait(timeout=60) == 0
+    for step in steps:
+        said = f"ended kernel step {step}; your allocation {allocation} left running"
+        assert said in server.log, server.log[-3000:]
+    # the server is gone, its scancels done: the steps ended, the allocation did not
+    left = commands.run(["squeue", "-h", "-s", "-j", allocation, "-o", "%i"], timeout=20)
+    assert steps.isdisjoint(left.stdout.split())
+    assert squeue_ids(allocation) == [allocation], server.log[-3000:]

@@ -61,7 +61,8 @@ def test_a_session_in_a_real_notebook_kernel_shows_its_widget_and_stops_from_it(
         "%load_ext hpc_magics\n%hpc_resources --profile lab --backend slurm",
         f"%hpc_session start {name} -t 5",
         WAIT_FOR.format(name=name, check=running),
-        f"%%sbatch --session {name}\nanswer = 6 * 7",
+        # quiet longer than LOOK_EVERY_S: the session's job is looked at from a real kernel
+        f"%%sbatch --session {name}\nimport time\ntime.sleep(5)\nanswer = 6 * 7",
         "print('ANSWER', answer)\n%hpc_jobs",
         "widget.cancel_button.click()\nwidget.confirm_yes.click()",
         WAIT_FOR.format(name=name, check=ended),

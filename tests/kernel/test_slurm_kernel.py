@@ -79,28 +79,21 @@ def test_a_kernel_runs_as_a_job_interrupts_and_leaves_no_job(
 
 
 def test_a_kernel_in_an_existing_allocation_is_a_step_of_it(
-        kernel_prefix: Path, started: list[KernelManager]) -> None:
-    name = f"kernel-alloc-{os.getpid()}"
-    answer = commands.run(["sbatch", "--parsable", "-J", name, "-t", "5", "-o", "/dev/null",
-                           "--wrap", "sleep 300"], timeout=60)
-    assert answer.ok, answer.stderr
-    allocation = answer.stdout.strip().split(";")[0]
-    try:
-        assert install("lab-step", kernel_prefix, "--profile", "lab", "--jobid",
-                       allocation) == 0
-        manager, client = start("lab-step", started)
-        printed, _ = run_code(client, "import os\n"
-                              "print(os.environ['SLURM_JOB_ID'], "
-                              "os.environ['SLURM_STEP_ID'])")
-        job, step = printed.split()
-        assert job == allocation
-        assert step.isdigit()
-        client.stop_channels()
-        manager.shutdown_kernel()
-        wait_until_gone(allocation, target=f"{allocation}.{step}")
-        assert squeue_ids(allocation) == [allocation]  # the allocation itself stays
-    finally:
-        commands.run(["scancel", allocation], timeout=30)
+        kernel_prefix: Path, started: list[KernelManager], user_allocation: str) -> None:
+    allocation = user_allocation
+    assert install("lab-step", kernel_prefix, "--profile", "lab", "--jobid",
+                   allocation) == 0
+    manager, client = start("lab-step", started)
+    printed, _ = run_code(client, "import os\n"
+                          "print(os.environ['SLURM_JOB_ID'], "
+                          "os.environ['SLURM_STEP_ID'])")
+    job, step = printed.split()
+    assert job == allocation
+    assert step.isdigit()
+    client.stop_channels()
+    manager.shutdown_kernel()
+    wait_until_gone(allocation, target=f"{allocation}.{step}")
+    assert squeue_ids(allocation) == [allocation]  # the allocation itself stays
 
 
 def test_a_wrong_request_fails_at_start_with_one_line_and_no_job(
