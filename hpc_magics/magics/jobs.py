@@ -204,9 +204,6 @@ class HpcMagicsKernel(Magics, HpcMagics):
     @argument("-J", "--name", help="job name (default: from the notebook and cell)")
     @argument("--wait", action="store_true",
               help="block until the job ends, then bring its results into the notebook")
-    @argument("--replay", action="store_true",
-              help="ship nothing: the job rebuilds the state by running this notebook's "
-                   "earlier cells (display code stripped) first; for state that does not pickle")
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
     @argument("--live", dest="live", action="store_true", default=None,
@@ -230,7 +227,7 @@ class HpcMagicsKernel(Magics, HpcMagics):
         from ..core.scale import injected_names
         from ..shipping.analysis import analyse
         from ..shipping.packing import check_defined, pack
-        from .cell_source import plain_python, replay_payload
+        from .cell_source import plain_python
 
         args = parsed_arguments(self.sbatch, line)
         if args.session:
@@ -298,14 +295,11 @@ class HpcMagicsKernel(Magics, HpcMagics):
             if body != parsed.body:  # names the translation made up are not the user's results
                 names = replace(names, assigned=tuple(
                     n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
-            if args.replay:
-                payload = replay_payload(self.shell, body, names, self.max_shipped_mb)
-            else:
-                if body == parsed.body:  # translated magics read their helpers' names
-                    check_defined(body, names, self.shell.user_ns if self.shell else {},
-                                  provided=injected_names(options))
-                payload = pack(body, names, self.shell.user_ns if self.shell else {},
-                               self.max_shipped_mb)
+            if body == parsed.body:  # translated magics read their helpers' names
+                check_defined(body, names, self.shell.user_ns if self.shell else {},
+                              provided=injected_names(options))
+            payload = pack(body, names, self.shell.user_ns if self.shell else {},
+                           self.max_shipped_mb)
             if helpers:  # the translated magics' helpers run first; they are not results
                 payload = replace(payload, code=helpers + payload.code)
             job_name = args.name or parsed.job_name or default_job_name(self.shell)
