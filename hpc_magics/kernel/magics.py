@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -70,7 +71,9 @@ class SessionMagics(Magics):
                 return None
             hpc = _hpc(self.shell)
             request = hpc.apply(hpc.request, args).changed(backend="slurm")
-            started = sessions.start(args.name, request, hpc.python or sys.executable,
+            # HPC_MAGICS_PYTHON, as for a cell (README: "The interpreter")
+            python = os.environ.get("HPC_MAGICS_PYTHON") or sys.executable
+            started = sessions.start(args.name, request, python,
                                      args.jobid, args.tunnel)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None

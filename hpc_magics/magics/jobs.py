@@ -18,7 +18,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument
 from traitlets import Float, Unicode, default
-from traitlets.config import Configurable
 
 from ..core.errors import HpcMagicsError
 from . import sweep as sweep_magic
@@ -42,23 +41,14 @@ else:  # imported on first use: %load_ext stays cheap (see lazy.py)
     sites = lazy_module("hpc_magics.core.sites")
     validation = lazy_module("hpc_magics.core.validation")
 
-OLD_SECTION = "HpcMagics"  # the name the kernel's and the server's settings once shared
-
-
 def _one_line(problems: list[validation.Problem]) -> str:
     if len(problems) == 1:
         return problems[0].message
     return f"{len(problems)} problems: " + "; ".join(p.message for p in problems)
 
 
-class HpcMagics(Configurable):
-    """The old name of the kernel's settings: ``c.HpcMagics.jobs_dir`` is still read (a
-    base class's section is read by traitlets) and warned about; write
-    ``c.HpcMagicsKernel.jobs_dir``. It has no settings of its own."""
-
-
 @magics_class
-class HpcMagicsKernel(Magics, HpcMagics):
+class HpcMagicsKernel(Magics):
     """The kernel's settings (``c.HpcMagicsKernel.*``), the session's request and jobs,
     and the magics that submit: ``%hpc_resources``, ``%%sbatch``."""
 
@@ -69,10 +59,6 @@ class HpcMagicsKernel(Magics, HpcMagics):
     default_profile = Unicode(
         help="Cluster profile used until %hpc_resources --profile says otherwise (default: "
              "$HPC_MAGICS_PROFILE, else the profile of $SLURM_CLUSTER_NAME, else generic).",
-    ).tag(config=True)
-    python = Unicode(
-        "", help="Python the job runs with; empty means this kernel's own interpreter "
-                 "(it must exist on the compute nodes, as it does on a shared file system)."
     ).tag(config=True)
     max_shipped_mb = Float(
         1024.0, help="Largest state (MB, pickled) a %%sbatch cell may ship.").tag(config=True)
@@ -86,17 +72,6 @@ class HpcMagicsKernel(Magics, HpcMagics):
         self._request: ResourceRequest | None = None
         self.handles: dict[str, Any] = {}
         self.last_job: str | None = None
-        self._warn_old_section()
-
-    def _warn_old_section(self) -> None:
-        """One line for settings still spelled ``c.HpcMagics.x`` (read all the same)."""
-        old = self.config.get(OLD_SECTION, {}) if OLD_SECTION in self.config else {}
-        names = sorted(set(old) & set(self.class_traits(config=True)))
-        if names:
-            print(f"[hpc_magics] c.{OLD_SECTION}.{names[0]} is now c.{type(self).__name__}."
-                  f"{names[0]}: rename {', '.join(f'c.{OLD_SECTION}.{n}' for n in names)} "
-                  "in your IPython config (the old name still works, for now)",
-                  file=sys.stderr)
 
     @property
     def request(self) -> ResourceRequest:
@@ -269,7 +244,7 @@ class HpcMagicsKernel(Magics, HpcMagics):
         try:
             from ..backends import get_backend
 
-            backend = get_backend(request.backend, python=self.python or None)
+            backend = get_backend(request.backend)
             if request.backend == "auto" and backend.name == "local":  # never silently
                 print("[hpc_magics] --backend auto: running on this machine, not on a cluster:"
                       " sbatch is not on PATH here (--backend slurm refuses instead)",

@@ -232,26 +232,3 @@ def test_traits_come_from_jupyter_server_config_py(local_server: StartLocal) -> 
     assert info["idle_stop_minutes"] == 60 and info["idle_warning_minutes"] == 10
     assert info["warn_minutes"] == [30, 10]
     assert info["idle_stop_at"] == pytest.approx(time.time() + 3600, abs=60)
-    assert "c.HpcMagics" not in server.log  # the new spelling: no warning
-
-
-def test_the_old_spelling_still_configures_the_server_with_one_warning(
-        local_server: StartLocal) -> None:
-    """``c.HpcMagics.*``, the name the server's settings once shared with the kernel's,
-    still works from jupyter_server_config.py and the command line; the new spelling wins."""
-    server = local_server("--HpcMagics.idle_warning_minutes=7",
-                          config_py="c.HpcMagics.idle_stop_minutes = 60\n"
-                                    "c.HpcMagics.warn_minutes = [30, 10]\n"
-                                    "c.HpcMagics.events_interval_s = 99\n"
-                                    "c.HpcMagicsServer.events_interval_s = 15\n")
-    info = server.get("hpc-magics/server").json()
-    assert info["idle_stop_minutes"] == 60 and info["warn_minutes"] == [30, 10]
-    assert info["idle_warning_minutes"] == 7
-    assert server.get("hpc-magics/jobs/events").json()["interval_s"] == 15  # the new one won
-    warnings = [line for line in server.log.splitlines() if "c.HpcMagics." in line]
-    assert len(warnings) == 1, warnings
-    assert "c.HpcMagics.events_interval_s is now c.HpcMagicsServer.events_interval_s" in \
-        warnings[0]
-    for name in ("events_interval_s", "idle_stop_minutes", "idle_warning_minutes",
-                 "warn_minutes"):
-        assert f"c.HpcMagics.{name}" in warnings[0], name
