@@ -219,10 +219,11 @@ class HpcMagicsKernel(Magics):
             request = resources.updated(self._switch_profile(self.request, args), parsed.values)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
+        # -d afterok:prep: this notebook's job folder names and handle variables are job ids
+        args.dependency = sweep_magic.resolved_dependency(self, args.dependency)
         request = self.apply(request, args)
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
-        request = sweep_magic.with_dependencies(self, request, args)
         profile = self._profile(request)
         from ..scheduler.defaults import live_wanted, with_environment
 

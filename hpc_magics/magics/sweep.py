@@ -1,4 +1,5 @@
-"""``%%sbatch --sweep/--sweep-from/--array-parallelism/--retry-failed/--after/--after-any``.
+"""``%%sbatch --sweep/--sweep-from/--array-parallelism/--retry-failed``, and the job
+references ``-d/--dependency`` takes in a cell (``afterok:prep``).
 
 Everything is checked (points, limits, job references) before anything is submitted.
 ``%%sbatch --retry-failed`` on a cell run before as a sweep resubmits that sweep's failed
@@ -9,6 +10,7 @@ tasks (the newest sweep of the same cell text in the jobs folder); the same as
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -38,11 +40,6 @@ SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         "metavar": "N", "help": "at most N tasks of the sweep run at once (--array=0-K%%N)"}),
     (("--retry-failed",), {"action": "store_true",
                            "help": "resubmit only the failed tasks of this cell's last sweep"}),
-    (("--after",), {"action": "append", "metavar": "JOB",
-                    "help": "start after JOB ended successfully (afterok; repeatable): a job "
-                            "id, job folder name or handle variable"}),
-    (("--after-any",), {"action": "append", "metavar": "JOB",
-                        "help": "start after JOB ended, however it ended (afterany; repeatable)"}),
 ]
 
 
@@ -107,7 +104,7 @@ def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
     try:
         return _ids_of(magics.handle_for(reference))
     except UsageError:
-        raise UsageError(f"--after {reference}: not a job id, job folder name or job handle "
+        raise UsageError(f"-d ...:{reference}: not a job id, job folder name or job handle "
                          "variable of this notebook: see %hpc_jobs") from None
 
 
@@ -119,22 +116,34 @@ def _ids_of(handle: Any) -> tuple[list[str], list[str]]:
     return [a for a in arrays() if a not in retried], [a for a in arrays() if a in retried]
 
 
-def with_dependencies(magics: Any, request: ResourceRequest, args: Any) -> ResourceRequest:
-    """``--after``/``--after-any`` added to the request's ``--dependency``."""
-    if not args.after and not args.after_any:
-        return request
-    after: list[str] = []
-    after_any: list[str] = []
-    for reference in args.after or []:
-        ok, ended = _job_reference(magics, reference)
-        after += ok
-        after_any += ended
-    for reference in args.after_any or []:
-        ok, ended = _job_reference(magics, reference)
-        after_any += ok + ended
-    value = sweep.dependency(after, after_any)
-    combined = ",".join(v for v in (request.dependency, value) if v)
-    return request.changed(dependency=combined or None)
+def resolved_dependency(magics: Any, text: str | None) -> str | None:
+    """sbatch's ``-d`` value with this notebook's job references made ids:
+    ``afterok:prep:123,afterany:train`` where ``prep`` is a job folder name or a handle
+    variable. A sweep stands for its arrays; with ``afterok``, an array whose failed tasks
+    were retried waits with ``afterany`` (it cannot end well), its retries with ``afterok``.
+    Ids (``123``, ``123_4``, ``123+10``), ``singleton`` and sbatch's ``?`` stay as written."""
+    if not text:
+        return text
+    parts = re.split(r"([,?])", _unquoted(text))
+    for position in range(0, len(parts), 2):
+        kind, colon, references = parts[position].partition(":")
+        if not colon:
+            continue
+        ids: list[str] = []
+        ended: list[str] = []
+        for reference in references.split(":"):
+            if reference[:1].isdigit() or not reference:
+                ids.append(reference)
+                continue
+            ok, superseded = _job_reference(magics, reference)
+            ids += ok
+            ended += superseded if kind == "afterok" else []
+            ids += [] if kind == "afterok" else superseded
+        item = ":".join([kind, *dict.fromkeys(ids)]) if ids else ""
+        if ended:
+            item += ("," if item else "") + ":".join(["afterany", *dict.fromkeys(ended)])
+        parts[position] = item
+    return "".join(parts)
 
 
 # ------------------------------------------------------------------ submission
