@@ -264,7 +264,7 @@ def test_gpu_use_is_sampled_and_plotted(lab: Any, tmp_path: Path,
     handle = submit(lab, "--gpus-per-node v100:1", "import time\ntime.sleep(12)")
     widget = JobWidget(handle)
     assert tick_until([widget], lambda: widget.usage is not None, 90), handle.status
-    # the node side samples, one file per node (node/node_facts.py)
+    # the node side samples, one file per node (node/usage_recorder.py)
     [sample_file] = handle.folder.path.glob(f"gpu-{handle.job_id}.*.csv")
     samples = sample_file.read_text().splitlines()
     assert len(samples) >= 2, samples  # every 5 s over 12 s
