@@ -8,10 +8,13 @@ billed units are its weighted sum per hour, as Slurm computes them (without Prio
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from .profiles import ClusterProfile
-from .resources import GpuRequest, ResourceRequest
+from .errors import HpcMagicsError
+from .profiles import ClusterProfile, load_profile
+from .resources import GpuRequest, ResourceRequest, from_dict
 from .units import UNLIMITED, parse_memory
 
 _UNITS = {"node": "node-h", "gpu": "GPU-h", "core": "core-h"}
@@ -93,3 +96,16 @@ def estimate(request: ResourceRequest, profile: ClusterProfile | None = None,
     if whole:
         rule = f"whole nodes, {rule}"
     return Cost(hours, node_h, gpu_h, core_h, billed, _UNITS.get(rule_name, "node-h"), rule)
+
+
+def cost_so_far(request_data: Mapping[str, Any], elapsed_s: float) -> str:
+    """What a job (its request as meta.json keeps it) has cost until now under its
+    profile's billing rule ("" when unknown)."""
+    try:
+        request = from_dict(dict(request_data)).changed(time_s=max(1, int(elapsed_s)))
+        cost = estimate(request, load_profile(request.profile))
+    except (HpcMagicsError, TypeError, ValueError):
+        return ""
+    if cost.billed is None:
+        return ""
+    return f"{cost.billed:.4f} {cost.billed_unit}"  # a new job has cost little

@@ -12,7 +12,7 @@ import pytest
 
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.kernel import index
-from hpc_magics.kernel.listing import kernel_jobs
+from hpc_magics.magics.job_list import kernel_folders, queue_entries
 from hpc_magics.scheduler import commands
 
 OLD_JOBS = 200
@@ -45,7 +45,8 @@ def listed(root: Path, job_id: str) -> list[tuple[str, str]]:
     before sbatch returned may not)."""
     deadline = time.monotonic() + 20
     while True:
-        found = [(str(meta["name"]), job.job_id) for meta, job in kernel_jobs(root)]
+        found = [(str(folder.meta()["name"]), job_id)
+                 for job_id, folder in kernel_folders(queue_entries()[0], root).items()]
         if found or time.monotonic() > deadline:
             return found
         time.sleep(1.0)
@@ -82,7 +83,7 @@ def test_a_listing_reads_only_the_folders_of_live_jobs(
 
 def test_no_kernel_ever_means_no_listing_and_an_empty_index(tmp_path: Path) -> None:
     root = tmp_path / "kernels"
-    assert kernel_jobs(root) == []
+    assert not index.any_kernel(root)  # so no listing asks squeue about kernels
     root.mkdir()
     JobFolder.create(root, "cell").write_meta({"kind": "cell", "job_id": "12"})
     assert not index.any_kernel(root)
