@@ -1,4 +1,5 @@
-"""What a job costs at most: node-, GPU- and core-hours under the profile's billing rule.
+"""What a job costs at most: node-, GPU- and core-hours under the profile's billing rule,
+and the line users see beside a request (``cost_line``).
 
 Whole-node partitions bill every core of every node; elsewhere only the cores asked for.
 When Slurm reports the partition's ``TRESBillingWeights`` (live, or in the profile), the
@@ -109,3 +110,26 @@ def cost_so_far(request_data: Mapping[str, Any], elapsed_s: float) -> str:
     if cost.billed is None:
         return ""
     return f"{cost.billed:.4f} {cost.billed_unit}"  # a new job has cost little
+
+
+# ------------------------------------------------------------------ the line users see
+def cost_line(request: ResourceRequest, profile: ClusterProfile | None = None,
+              billing_weights: str = "") -> str:
+    """``≈ 2 GPU-h (2 node-h) at most``; with a profile, also what its billing rule
+    charges."""
+    cost = estimate(request, profile, billing_weights)
+    if cost.node_hours is None:
+        return "no time limit set: cost unknown (add -t)"
+    line = f"≈ {_short(cost.node_hours)} node-h at most"
+    if cost.gpu_hours:
+        line = f"≈ {_short(cost.gpu_hours)} GPU-h ({_short(cost.node_hours)} node-h) at most"
+    if profile is not None and profile.partitions and cost.billed is not None:
+        line += (f"; {_short(cost.core_hours or 0)} core-h; charged "
+                 f"{_short(cost.billed)} {cost.billed_unit} ({cost.rule})")
+    return line
+
+
+def _short(value: float) -> str:
+    if 0 < abs(value) < 0.05:  # a few minutes are not free: "0.033", never "0"
+        return f"{value:.2g}"
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"

@@ -2,11 +2,12 @@
 
 ``HpcMagicsKernel`` also holds the kernel's settings (``c.HpcMagicsKernel.*`` in
 ``ipython_config.py``, or ``%config``) and the session's jobs; ``job_actions.py`` fetches,
-cancels and lists them, ``cell_source.py`` turns a cell into what is shipped.
+cancels and lists them; ``plain_python`` below makes a cell's IPython syntax plain Python.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -45,6 +46,28 @@ def _one_line(problems: list[validation.Problem]) -> str:
     if len(problems) == 1:
         return problems[0].message
     return f"{len(problems)} problems: " + "; ".join(p.message for p in problems)
+
+
+def plain_python(body: str) -> tuple[str, str]:
+    """A cell with IPython syntax (``!cmd``, ``%time``, ``%%bash``) as plain Python.
+
+    Returns the translated cell and the helper code it needs; a cell that is already plain
+    Python comes back unchanged, and one that is not valid either way is left for the
+    syntax check to report.
+    """
+    try:
+        ast.parse(body)
+        return body, ""
+    except (SyntaxError, ValueError):  # ValueError: a null byte, on some 3.11 releases
+        pass
+    from ..convert.magics import translate_magics
+    from ..convert.script import helper_code
+
+    try:
+        translated = translate_magics(body)
+    except (SyntaxError, ValueError):
+        return body, ""
+    return translated.source, helper_code(translated.needs)
 
 
 @magics_class
@@ -202,7 +225,6 @@ class HpcMagicsKernel(Magics):
         from ..core.scale import injected_names
         from ..shipping.analysis import analyse
         from ..shipping.packing import check_defined, pack
-        from .cell_source import plain_python
 
         args = parsed_arguments(self.sbatch, line)
         if args.session:
