@@ -231,9 +231,6 @@ class HpcMagicsKernel(Magics):
             from .session_cell import run_in_session
 
             return run_in_session(self.shell, args.session, cell)
-        if args.retry_failed:
-            show_handle(sweep_magic.retry(self, cell))
-            return None
         points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
         try:
             parsed = directive_parser.parse(cell)
@@ -310,7 +307,7 @@ class HpcMagicsKernel(Magics):
             raise UsageError(str(error)) from None
         if points:
             return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
-                                   points, cell, str(would_be))
+                                   points, str(would_be))
         if args.dry_run:
             print_dry_run(would_be, script, backend, payload, request, profile,
                           session_request=self.request, from_environment=from_environment,

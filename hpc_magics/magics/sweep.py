@@ -1,10 +1,9 @@
-"""``%%sbatch --sweep/--sweep-from/--array-parallelism/--retry-failed``, and the job
+"""``%%sbatch --sweep/--sweep-from/--array-parallelism``, and the job
 references ``-d/--dependency`` takes in a cell (``afterok:prep``).
 
-Everything is checked (points, limits, job references) before anything is submitted.
-``%%sbatch --retry-failed`` on a cell run before as a sweep resubmits that sweep's failed
-tasks (the newest sweep of the same cell text in the jobs folder); the same as
-``hpc_magics.job().retry_failed()``.
+Everything is checked (points, limits, job references) before anything is submitted. A
+sweep's failed tasks are retried by its handle (``hpc_magics.job().retry_failed()``, the
+widget's "Retry failed").
 """
 
 from __future__ import annotations
@@ -38,8 +37,6 @@ SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                                  "dicts, a dict of equally long lists, or a DataFrame"}),
     (("--array-parallelism",), {
         "metavar": "N", "help": "at most N tasks of the sweep run at once (--array=0-K%%N)"}),
-    (("--retry-failed",), {"action": "store_true",
-                           "help": "resubmit only the failed tasks of this cell's last sweep"}),
 ]
 
 
@@ -80,12 +77,6 @@ def without_parameters(names: Any, found: Sequence[sweep.Point]) -> Any:
     """The cell's free names minus the sweep's parameters (they are set per task)."""
     parameters = {name for point in found for name in point}
     return replace(names, free=tuple(n for n in names.free if n not in parameters))
-
-
-def cell_key(body: str) -> str:
-    import hashlib  # here, not at %load_ext
-
-    return hashlib.sha256(body.strip().encode()).hexdigest()[:16]
 
 
 # ------------------------------------------------------------------ dependencies
@@ -186,7 +177,7 @@ def dry_run_text(scripts: Sequence[Any], found: Sequence[sweep.Point]) -> str:
 
 
 def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, profile: Any,
-           job_name: str, found: Sequence[sweep.Point], args: Any, body: str) -> Any:
+           job_name: str, found: Sequence[sweep.Point], args: Any) -> Any:
     """Create the job folder, submit the arrays; the sweep's handle."""
     from ..backends import sweep as sweep_backend
     from ..core import resources
@@ -203,7 +194,6 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
     folder.write_meta({"name": job_name, "backend": backend.name, "profile": profile.name,
                        "request": resources.to_dict(request), "shipped": payload.summary(),
                        "results": list(payload.result_names), "kind": "sweep",
-                       "cell": cell_key(body),
                        "notebook": os.environ.get("JPY_SESSION_NAME", ""),
                        "state": "SUBMITTING"})
     try:
@@ -219,8 +209,7 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
 
 
 def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceRequest,
-        profile: Any, job_name: str, found: list[sweep.Point], cell: str,
-        would_be: str) -> None:
+        profile: Any, job_name: str, found: list[sweep.Point], would_be: str) -> None:
     """The sweep part of ``%%sbatch``: a dry run, or submit, show and maybe wait."""
     if args.dry_run:
         scripts = plan(backend, would_be, request, profile, job_name, found, args,
@@ -230,32 +219,9 @@ def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceReq
         print(f"# {payload.summary()} (once, for all tasks)")
         return
     print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
-    handle = submit(magics, backend, payload, request, profile, job_name, found, args, cell)
+    handle = submit(magics, backend, payload, request, profile, job_name, found, args)
     widget = show_handle(handle)
     if args.wait:
         wait_and_fetch(handle, magics.shell, widget)
         return
     print(f"[hpc_magics] sweep {handle.job_id}: table later with hpc_magics.job().table()")
-
-
-def retry(magics: Any, body: str) -> Any:
-    """``%%sbatch --retry-failed``: the newest sweep of this cell text, its failed tasks."""
-    from ..jobfolder.folder import find_job_folders
-    from ..sweep_handle import SweepHandle
-
-    key = cell_key(body)
-    for folder in find_job_folders(magics.jobs_root):
-        meta = folder.meta()
-        if meta.get("kind") == "sweep" and meta.get("cell") == key and meta.get("job_id"):
-            handle = magics.handle_for(str(meta["job_id"]))
-            if not isinstance(handle, SweepHandle):
-                break
-            try:
-                ids = handle.retry_failed()
-            except HpcMagicsError as error:
-                raise UsageError(str(error)) from None
-            print(f"[hpc_magics] sweep {handle.job_id}: failed tasks resubmitted as job "
-                  f"{', '.join(ids)}")
-            return handle
-    raise UsageError("--retry-failed: this cell has not run as a sweep in "
-                     f"{magics.jobs_root}: run it with --sweep first")

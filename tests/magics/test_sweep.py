@@ -122,8 +122,8 @@ def test_twenty_points_one_array_table_and_retry(slurm_shell: Any, sbatch_log: P
     assert "<table" in widget.sweep.table.value and "first try of 7" in widget.sweep.table.value
     assert widget.fetch_button.layout.display == "none"  # the table is the sweep's results
 
-    # %%sbatch --retry-failed on the same cell: one more sbatch, an array of one
-    slurm_shell.run_cell_magic("sbatch", "--retry-failed", SQUARES)
+    # the failed tasks only: one more sbatch, an array of one
+    handle.retry_failed()
     calls = sbatch_calls(sbatch_log)
     assert len(calls) == 2, calls
     assert Path(calls[1]).name == "job-retry1.sh"
