@@ -94,8 +94,11 @@ def _kind(meta: Mapping[str, Any], has_folder: bool) -> str:
 
 
 def _row(job_id: str, state: str, entry: JobSnapshot | None, folder: Any = None,
-         why: str = "", note: str = "", now: float = 0.0) -> JobRow:
-    meta = folder.meta() if folder is not None else {}
+         why: str = "", note: str = "", now: float = 0.0,
+         meta: Mapping[str, Any] | None = None) -> JobRow:
+    """The row of one job; ``meta``: its folder's, when read already (read once a listing)."""
+    if meta is None:
+        meta = folder.meta() if folder is not None else {}
     request = meta.get("request") or {}
     elapsed_s = entry.elapsed_s if entry is not None else None
     left = cost = where = ""
@@ -129,18 +132,19 @@ def queue_entries(fresh: bool = True) -> tuple[dict[str, JobSnapshot], str]:
     return listed, view.error or ""
 
 
-def kernel_folders(job_ids: Iterable[str], root: Path | None = None) -> dict[str, JobFolder]:
-    """The kernel and session folders of these jobs, by job id, found through their own
-    index: only the folders of these jobs are read, however many the user made before."""
+def kernel_folders(job_ids: Iterable[str], root: Path | None = None
+                   ) -> dict[str, tuple[JobFolder, dict[str, Any]]]:
+    """The kernel and session folders of these jobs and their meta, by job id, found
+    through their own index: one meta.json read per job, however many the user made."""
     from ..kernel import index
     from ..kernel.orphans import kernels_root
 
-    found: dict[str, JobFolder] = {}
+    found: dict[str, tuple[JobFolder, dict[str, Any]]] = {}
     for path in index.folders_for(root or kernels_root(), job_ids):
         folder = JobFolder(path)
         meta = folder.meta()
         if meta.get("kind") == "kernel":
-            found.setdefault(str(meta.get("job_id", "")), folder)
+            found.setdefault(str(meta.get("job_id", "")), (folder, meta))
     return found
 
 
@@ -188,8 +192,9 @@ def notebook_rows(folders: list[Any]) -> tuple[list[JobRow], str, bool]:
                          folder, end_line(folder, status.job_id, state) or "",
                          status.note, now))
     mine = {row.job_id for row in rows}
-    for job_id, folder in kernel_folders(j for j in listed if j not in mine).items():
-        rows.append(_row(job_id, listed[job_id].state, listed[job_id], folder, now=now))
+    for job_id, (folder, meta) in kernel_folders(j for j in listed if j not in mine).items():
+        rows.append(_row(job_id, listed[job_id].state, listed[job_id], folder, now=now,
+                         meta=meta))
     return rows, note, away
 
 
@@ -223,15 +228,16 @@ def all_rows(folders: list[Any]) -> tuple[list[JobRow], str]:
     kernels = kernel_folders({job.job_id for job in view.jobs})
 
     def folder_of(job_id: str) -> Any:
-        # this notebook's folders, the kernels', then the user's index (other notebooks)
-        return by_id.get(job_id) or kernels.get(job_id) or next(
+        # this notebook's folders, then the user's index (other notebooks)
+        return by_id.get(job_id) or next(
             (f for known, f in by_id.items() if known and same_job(known, job_id)), None) \
             or next(iter(folders_for(job_id, indexed)), None)
 
     now, rows, seen = time.time(), [], set()
     for job in view.jobs:
         seen.add(job.job_id)
-        rows.append(_row(job.job_id, job.state, job, folder_of(job.job_id), now=now))
+        folder, meta = kernels.get(job.job_id) or (folder_of(job.job_id), None)
+        rows.append(_row(job.job_id, job.state, job, folder, now=now, meta=meta))
     recent = _recent_jobs(watcher().queue.interval_s)
     if recent is None:
         notes.append("accounting unreachable: ended jobs are not listed")

@@ -45,8 +45,8 @@ def listed(root: Path, job_id: str) -> list[tuple[str, str]]:
     before sbatch returned may not)."""
     deadline = time.monotonic() + 20
     while True:
-        found = [(str(folder.meta()["name"]), job_id)
-                 for job_id, folder in kernel_folders(queue_entries()[0], root).items()]
+        found = [(str(meta["name"]), job_id)
+                 for job_id, (_, meta) in kernel_folders(queue_entries()[0], root).items()]
         if found or time.monotonic() > deadline:
             return found
         time.sleep(1.0)
