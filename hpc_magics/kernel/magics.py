@@ -16,6 +16,22 @@ from ..magics.arguments import parsed_arguments, resource_arguments
 from .tunnel_routes import TUNNELS
 
 
+def run_in_session(shell: Any, name: str, cell: str) -> None:
+    """``%%sbatch --session NAME``: the cell in the session; its assigned names come back."""
+    from . import session as sessions
+
+    try:
+        session = sessions.get(name)
+        on = f" on {session.host}" if session.host else ""
+        print(f"[hpc_magics] session {name}: job {session.job_id}{on} runs this cell")
+        session.run(cell, shell.user_ns)
+    except HpcMagicsError as error:
+        remote = getattr(error, "remote_traceback", "")
+        if remote:
+            print(remote, file=sys.stderr)
+        raise UsageError(str(error)) from None
+
+
 def _hpc(shell: Any) -> Any:
     """The %%sbatch magics of this shell: their session defaults and request parsing."""
     hpc = shell.magics_manager.registry.get("HpcMagicsKernel")

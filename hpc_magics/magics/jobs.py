@@ -228,7 +228,7 @@ class HpcMagicsKernel(Magics):
 
         args = parsed_arguments(self.sbatch, line)
         if args.session:
-            from .session_cell import run_in_session
+            from ..kernel.magics import run_in_session
 
             return run_in_session(self.shell, args.session, cell)
         points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
