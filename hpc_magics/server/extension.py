@@ -35,11 +35,8 @@ class HpcMagicsServer(LoggingConfigurable):
 
     idle_stop_minutes = Float(
         0.0, config=True,
-        help="Stop the server (and cancel its Slurm job) after this many idle minutes; 0 = off.",
-    )
-    idle_stop_seconds = Float(
-        0.0, config=True,
-        help="Like idle_stop_minutes, in seconds; wins when > 0 (for short test timeouts).",
+        help="Stop the server (and cancel its Slurm job) after this many idle minutes "
+             "(a fraction is fine: 0.5); 0 = off.",
     )
     idle_warning_minutes = Float(
         5.0, config=True,
@@ -97,8 +94,7 @@ class HpcMagicsServer(LoggingConfigurable):
 
     @property
     def idle_seconds(self) -> float:
-        return self.idle_stop_seconds if self.idle_stop_seconds > 0 else \
-            self.idle_stop_minutes * 60.0
+        return self.idle_stop_minutes * 60.0
 
 
 class ServerState:

@@ -184,7 +184,7 @@ def test_keep_alive_postpones_idle_stop_but_polling_does_not(local_server: Start
 
 
 def test_a_busy_kernel_keeps_the_server_alive(local_server: StartLocal) -> None:
-    server = local_server("--HpcMagicsServer.idle_stop_seconds=4",
+    server = local_server("--HpcMagicsServer.idle_stop_minutes=0.0667",
                           "--HpcMagicsServer.idle_check_interval_s=0.5")
     kernel = server.post("api/kernels", json={"name": "python3"}).json()
     assert execute(server, kernel["id"], "print('ready')").strip() == "ready"
@@ -199,7 +199,7 @@ def test_a_busy_kernel_keeps_the_server_alive(local_server: StartLocal) -> None:
 
 
 def test_idle_stop_outside_a_job_shuts_the_server_down(local_server: StartLocal) -> None:
-    server = local_server("--HpcMagicsServer.idle_stop_seconds=3",
+    server = local_server("--HpcMagicsServer.idle_stop_minutes=0.05",
                           "--HpcMagicsServer.idle_check_interval_s=0.5")
     assert server.get("hpc-magics/server").json()["idle_stop_minutes"] == pytest.approx(0.05)
     assert server.process is not None
