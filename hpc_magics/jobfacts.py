@@ -1,4 +1,4 @@
-"""What a job's nodes recorded about it in its folder (``core/node_facts.py``), read
+"""What a job's nodes recorded about it in its folder (``core/node_records.py``), read
 back for the notebook: the memory peak for %hpc_efficiency, the limit for a job that
 ran out of memory, and the one line on why a job ended (``core/end_reasons.py``) that the
 notebook's error, the job widget and %hpc_jobs share."""
@@ -12,7 +12,7 @@ from typing import Any
 
 from .core.end_reasons import end_hint, end_note
 from .core.jobs import normalize_state
-from .core.node_facts import (
+from .core.node_records import (
     STEP_STATES_THAT_EXPLAIN,
     NodePeak,
     explaining_step_state,

@@ -156,8 +156,6 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
                         help="shell line run before the job (repeatable)")
     parser.add_argument("--backend", choices=["auto", "slurm", "local"], default=None,
                         help="slurm, local (this machine), or auto (slurm when sbatch exists)")
-    parser.add_argument("--python", default=None, help="python the job runs with "
-                        "(default: this one)")
     parser.add_argument("-J", "--name", default=None, help="job name (default: the notebook's)")
     parser.add_argument("--jobs-dir", type=Path, default=None, metavar="DIR",
                         help="folder for job folders (default: hpc_jobs beside the notebook)")
@@ -185,11 +183,11 @@ def run(args: argparse.Namespace) -> int:
     request, profile = request_from_args(args, notebook.get("metadata", {}))
     jobs_root = (args.jobs_dir or args.notebook.resolve().parent / DEFAULT_JOBS_DIR).resolve()
     if args.dry_run:
-        print(dry_run(args.notebook, request, profile, jobs_root=jobs_root, python=args.python,
+        print(dry_run(args.notebook, request, profile, jobs_root=jobs_root,
                       name=args.name, strip_display=args.strip_display).text(), end="")
         return 0
     job = submit_notebook(args.notebook, request, profile, jobs_root=jobs_root,
-                          python=args.python, name=args.name, strip_display=args.strip_display)
+                          name=args.name, strip_display=args.strip_display)
     handle = job.handle
     print(f"submitted job {handle.job_id} ({handle.backend.name}): {handle.folder.path}")
     print(f"executed notebook (saved after every cell): {job.executed_notebook}")

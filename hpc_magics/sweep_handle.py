@@ -156,7 +156,7 @@ class SweepHandle(JobHandle):
             raise HpcMagicsError(f"sweep {self.job_id} has no failed tasks to retry")
         meta = self.folder.meta()
         sweep = meta.get("sweep", {})
-        # the parents of --after have ended long ago: the retry waits for nothing
+        # the jobs it depended on (-d) have ended long ago: the retry waits for nothing
         request = from_dict(meta.get("request", {})).changed(dependency=None)
         attempt = 1 + max(int(a.get("attempt", 0)) for a in sweep.get("arrays", []))
         scripts = sweep_backend.plan(self.backend, str(self.folder.path), request,

@@ -42,9 +42,7 @@ def _write_job_py(folder: JobFolder, payload: Payload, job_name: str) -> None:
     for item in payload.manifest:
         how = f"import {item.module}" if item.how == "module" else f"{item.how}, by value"
         lines.append(f"#   {item.name}: {how}")
-    if payload.replayed_cells:
-        lines.append(f"#   (nothing shipped: the {payload.replayed_cells} earlier cells run first)")
-    elif not payload.manifest:
+    if not payload.manifest:
         lines.append("#   (nothing: the cell uses no notebook state)")
     lines += ["#", "# job.sh is the script given to sbatch; results.pkl and output.txt come back.",
               "", payload.code.rstrip(), ""]

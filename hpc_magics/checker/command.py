@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         profile = load_profile(profile_name)
         report = check_script(script, profile, whole_file=True)
         report, live_text = with_live(report, script, args.live)
-        from ..core.sbatch import cost_line
+        from ..core.cost import cost_line
 
         print(render(report, name))
         for line in filter(None, (guessed, live_text)):

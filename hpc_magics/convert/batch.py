@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..core.cost import cost_line
 from ..core.errors import InvalidRequest
 from ..core.flags import FLAG_FIELDS
 from ..core.jobscript import JobParts, render
 from ..core.profiles import ClusterProfile, load_profile
 from ..core.resources import ResourceRequest, from_dict, updated
-from ..core.sbatch import cost_line
 from ..core.validation import check
 
 DEFAULT_PROFILE = "generic"

@@ -1,4 +1,5 @@
-"""What a job costs at most: node-, GPU- and core-hours under the profile's billing rule.
+"""What a job costs at most: node-, GPU- and core-hours under the profile's billing rule,
+and the line users see beside a request (``cost_line``).
 
 Whole-node partitions bill every core of every node; elsewhere only the cores asked for.
 When Slurm reports the partition's ``TRESBillingWeights`` (live, or in the profile), the
@@ -8,10 +9,13 @@ billed units are its weighted sum per hour, as Slurm computes them (without Prio
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from .profiles import ClusterProfile
-from .resources import GpuRequest, ResourceRequest
+from .errors import HpcMagicsError
+from .profiles import ClusterProfile, load_profile
+from .resources import GpuRequest, ResourceRequest, from_dict
 from .units import UNLIMITED, parse_memory
 
 _UNITS = {"node": "node-h", "gpu": "GPU-h", "core": "core-h"}
@@ -93,3 +97,39 @@ def estimate(request: ResourceRequest, profile: ClusterProfile | None = None,
     if whole:
         rule = f"whole nodes, {rule}"
     return Cost(hours, node_h, gpu_h, core_h, billed, _UNITS.get(rule_name, "node-h"), rule)
+
+
+def cost_so_far(request_data: Mapping[str, Any], elapsed_s: float) -> str:
+    """What a job (its request as meta.json keeps it) has cost until now under its
+    profile's billing rule ("" when unknown)."""
+    try:
+        request = from_dict(dict(request_data)).changed(time_s=max(1, int(elapsed_s)))
+        cost = estimate(request, load_profile(request.profile))
+    except (HpcMagicsError, TypeError, ValueError):
+        return ""
+    if cost.billed is None:
+        return ""
+    return f"{cost.billed:.4f} {cost.billed_unit}"  # a new job has cost little
+
+
+# ------------------------------------------------------------------ the line users see
+def cost_line(request: ResourceRequest, profile: ClusterProfile | None = None,
+              billing_weights: str = "") -> str:
+    """``≈ 2 GPU-h (2 node-h) at most``; with a profile, also what its billing rule
+    charges."""
+    cost = estimate(request, profile, billing_weights)
+    if cost.node_hours is None:
+        return "no time limit set: cost unknown (add -t)"
+    line = f"≈ {_short(cost.node_hours)} node-h at most"
+    if cost.gpu_hours:
+        line = f"≈ {_short(cost.gpu_hours)} GPU-h ({_short(cost.node_hours)} node-h) at most"
+    if profile is not None and profile.partitions and cost.billed is not None:
+        line += (f"; {_short(cost.core_hours or 0)} core-h; charged "
+                 f"{_short(cost.billed)} {cost.billed_unit} ({cost.rule})")
+    return line
+
+
+def _short(value: float) -> str:
+    if 0 < abs(value) < 0.05:  # a few minutes are not free: "0.033", never "0"
+        return f"{value:.2g}"
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"

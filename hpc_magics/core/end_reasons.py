@@ -10,7 +10,7 @@ import os
 import pwd
 
 from .jobs import normalize_state, phase
-from .node_facts import oom_message
+from .node_records import oom_message
 
 # state → what happened and what to do about it; OUT_OF_MEMORY names its limit (below)
 HINTS = {

@@ -43,7 +43,8 @@ SBATCH_FLAGS: tuple[SbatchFlag, ...] = (
     SbatchFlag("gres", None, "gres", "generic resources, as sbatch: gpu:v100:2"),
     SbatchFlag("constraint", "C", "constraint", "node features, as sbatch: -C gpu"),
     SbatchFlag("dependency", "d", "dependency",
-               "start after other jobs, as sbatch: afterok:123 (a cell also takes --after JOB)"),
+               "start after other jobs, as sbatch: afterok:123[:456]; in a cell, a job folder "
+               "name or handle variable also stands for an id (afterok:prep)"),
 )
 
 # Every spelling users may write (long and short) → request field.

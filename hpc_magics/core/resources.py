@@ -57,7 +57,7 @@ class ResourceRequest:
     account: str | None = None
     qos: str | None = None
     constraint: str | None = None
-    dependency: str | None = None  # sbatch's --dependency (from --after/--after-any too)
+    dependency: str | None = None  # sbatch's --dependency
     setup: tuple[str, ...] = ()
     backend: str = "auto"
     profile: str = "generic"

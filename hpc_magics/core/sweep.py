@@ -1,4 +1,4 @@
-"""Sweeps and dependencies, pure: parameter grids, array ranges, splits, ``--dependency``.
+"""Sweeps, pure: parameter grids, array ranges, splits, the tasks' bookkeeping.
 
 ``--sweep lr=1e-3,1e-4 --sweep batch=32,64`` is the product of the values (4 points);
 ``--sweep-from NAME`` takes a notebook list of dicts, or dict of equally long lists (one
@@ -246,18 +246,6 @@ def check_submit_limit(tasks: int, queued: int, limit: tuple[int, str] | None) -
         f"one after the other) or ask your site for a higher limit")
 
 
-# ------------------------------------------------------------------ dependencies
-def dependency(after: Iterable[str] = (), after_any: Iterable[str] = ()) -> str | None:
-    """sbatch's ``--dependency`` value: ``afterok:1:2,afterany:3`` (all must hold)."""
-    parts = []
-    ok, anyway = list(dict.fromkeys(after)), list(dict.fromkeys(after_any))
-    if ok:
-        parts.append("afterok:" + ":".join(ok))
-    if anyway:
-        parts.append("afterany:" + ":".join(anyway))
-    return ",".join(parts) or None
-
-
 # ------------------------------------------------------------------ task bookkeeping
 def compress(indices: Sequence[int]) -> list[list[int]]:
     """[0, 1, 2, 7] → [[0, 3], [7, 8]]: half-open runs, so meta.json stays small."""
@@ -285,7 +273,7 @@ def task_job_ids(arrays: Iterable[Mapping[str, Any]]) -> dict[int, str]:
 
 def superseded_arrays(arrays: Iterable[Mapping[str, Any]]) -> set[str]:
     """Arrays some of whose tasks were retried later: they cannot all end well, so a job
-    ``--after`` the sweep waits for them with afterany (and afterok for the retries)."""
+    ``-d afterok:SWEEP`` waits for them with afterany (and afterok for the retries)."""
     latest = task_job_ids(arrays)
     return {str(a["job_id"]) for a in arrays
             if any(not latest[i].startswith(f"{a['job_id']}_")

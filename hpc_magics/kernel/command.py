@@ -11,11 +11,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..core.cost import cost_line
 from ..core.errors import InvalidRequest
 from ..core.flags import SBATCH_FLAGS
 from ..core.jobids import require_job_id
 from ..core.resources import ResourceRequest, updated
-from ..core.sbatch import cost_line
 from ..core.sites import default_profile_name
 from .spec import PROVISIONER_NAME, KernelRequest, display_name
 from .tunnel_routes import TUNNELS

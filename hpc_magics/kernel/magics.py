@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -13,6 +14,22 @@ from ..core.errors import HpcMagicsError
 from ..magics.arguments import lazy_magic_arguments as magic_arguments
 from ..magics.arguments import parsed_arguments, resource_arguments
 from .tunnel_routes import TUNNELS
+
+
+def run_in_session(shell: Any, name: str, cell: str) -> None:
+    """``%%sbatch --session NAME``: the cell in the session; its assigned names come back."""
+    from . import session as sessions
+
+    try:
+        session = sessions.get(name)
+        on = f" on {session.host}" if session.host else ""
+        print(f"[hpc_magics] session {name}: job {session.job_id}{on} runs this cell")
+        session.run(cell, shell.user_ns)
+    except HpcMagicsError as error:
+        remote = getattr(error, "remote_traceback", "")
+        if remote:
+            print(remote, file=sys.stderr)
+        raise UsageError(str(error)) from None
 
 
 def _hpc(shell: Any) -> Any:
@@ -70,7 +87,9 @@ class SessionMagics(Magics):
                 return None
             hpc = _hpc(self.shell)
             request = hpc.apply(hpc.request, args).changed(backend="slurm")
-            started = sessions.start(args.name, request, hpc.python or sys.executable,
+            # HPC_MAGICS_PYTHON, as for a cell (README: "The interpreter")
+            python = os.environ.get("HPC_MAGICS_PYTHON") or sys.executable
+            started = sessions.start(args.name, request, python,
                                      args.jobid, args.tunnel)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None

@@ -8,13 +8,11 @@ from typing import Any
 def register(ipython: Any) -> None:
     from .job_actions import JobActionMagics
     from .jobs import HpcMagicsKernel
-    from .monitor import MonitorMagics
     from .notebook import NotebookJobMagics
 
     ipython.register_magics(HpcMagicsKernel)  # first: the others find it in the registry
     ipython.register_magics(JobActionMagics)
     ipython.register_magics(NotebookJobMagics)
-    ipython.register_magics(MonitorMagics)
     from ..kernel.magics import SessionMagics, offer_left_behind
 
     ipython.register_magics(SessionMagics)  # %hpc_session: a kernel in an allocation

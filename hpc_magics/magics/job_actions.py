@@ -1,8 +1,11 @@
 """What the notebook does with a submitted job: show it, wait for it and fetch its
-results (``%hpc_fetch``), cancel it (``%hpc_cancel``), list the jobs (``%hpc_jobs``)."""
+results (``%hpc_fetch``), cancel it (``%hpc_cancel``), list the jobs (``%hpc_jobs``, whose
+listing is ``job_list.py``), and how an ended one used what it asked for
+(``%hpc_efficiency``)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -12,6 +15,9 @@ from IPython.core.magic_arguments import argument, parse_argstring
 from ..core.errors import HpcMagicsError, JobFailed
 from .arguments import lazy_magic_arguments as magic_arguments
 from .arguments import parsed_arguments
+
+# %hpc_efficiency waits this long for accounting's final figures (it lags a job's end)
+USAGE_WAIT_S = 20.0
 
 
 def show_handle(handle: Any) -> Any:
@@ -62,8 +68,8 @@ def wait_and_fetch(handle: Any, shell: Any, widget: Any = None,
 
 @magics_class
 class JobActionMagics(Magics):
-    """``%hpc_fetch``, ``%hpc_cancel`` and ``%hpc_jobs``: they act on the jobs the
-    session's ``HpcMagicsKernel`` (registered first) submitted or attaches."""
+    """``%hpc_fetch``, ``%hpc_cancel``, ``%hpc_jobs`` and ``%hpc_efficiency``: they act on
+    the jobs the session's ``HpcMagicsKernel`` (registered first) submitted or attaches."""
 
     @property
     def session(self) -> Any:
@@ -141,49 +147,62 @@ class JobActionMagics(Magics):
     @argument("--state", help="only jobs in these states, e.g. R,PD or COMPLETED")
     @line_magic
     def hpc_jobs(self, line: str = "") -> Any:
-        """The jobs in this notebook's job folder, newest first, with their states."""
-        from ..jobfolder.folder import find_job_folders
-        from ..scheduler.watcher import watcher
+        """The jobs in this notebook's job folder, newest first, with their states, and
+        your kernels and sessions on compute nodes."""
+        from .job_list import show
 
         args = parse_argstring(self.hpc_jobs, line)
-        if args.all and self.shell is not None:
-            return self.shell.magics_manager.registry["MonitorMagics"].all_jobs(args.state)
-        from .monitor import wanted_states
-
-        wanted = wanted_states(args.state)
-
-        folders = [f for f in find_job_folders(self.session.jobs_root) if "job_id" in f.meta()]
-        try:  # one batched poll for all of them; settled jobs are not asked again
-            polled = watcher().poll(folders)
-        except HpcMagicsError:
-            polled = {f.path: watcher().latest(f) for f in folders}
-        from .listing_notes import allocation_section, end_reason_line, ended_states
-
-        states = ended_states(folders, polled)  # a FAILED job killed for memory: its OOM
-        lines = [f"{'job':>10}  {'state':<12} {'backend':<7} name / folder"]
-        for folder in folders:
-            meta, status, state = folder.meta(), polled[folder.path], states[folder.path]
-            if wanted is not None and state not in wanted:
-                continue
-            note = f" ({status.note})" if status.note else ""
-            lines.append(f"{status.job_id:>10}  {state:<12} "
-                         f"{meta.get('backend', ''):<7} {meta.get('name', '')}{note}")
-            lines += filter(None, [end_reason_line(folder, status.job_id, state)])
-        if len(lines) == 1:
-            lines.append(f"(no jobs under {self.session.jobs_root})")
-        from ..kernel.listing import HEADER, kernel_lines
-        from ..scheduler.job_status import SCHEDULER_UNREACHABLE
-
-        try:  # the kernels and sessions of this user that still run, with their time left
-            # while Slurm is away (the poll above said so) the kernels' last view serves
-            away = any(SCHEDULER_UNREACHABLE in (status.note or "") for status in polled.values())
-            kernels = kernel_lines(wanted=wanted, fresh=not away)
-        except (HpcMagicsError, OSError):
-            kernels = []
-        if kernels:
-            lines += ["", "Jupyter kernels and sessions on compute nodes:", HEADER, *kernels]
-        if not away:  # the allocation, where Slurm is here and knows it
-            lines += allocation_section(folders, polled, self.session.request,
-                                        self.session._profile(self.session.request))
-        print("\n".join(lines))
+        show(self.session, args.all, args.state)
         return None
+
+    # ------------------------------------------------------------- %hpc_efficiency
+    @magic_arguments()
+    @argument("job", nargs="?", help="job id or folder name (default: the last job)")
+    @line_magic
+    def hpc_efficiency(self, line: str = "") -> None:
+        """How an ended job used what it asked for: CPU efficiency, peak memory against the
+        request, elapsed against the limit, GPU use over time when the job recorded it,
+        and one line of advice. Per task for an array."""
+        from ..core import jobs as job_states
+        from ..scheduler.targets import usage_of
+        from ..widgets.efficiency import gpu_plot_png, report_text, reports
+
+        args = parse_argstring(self.hpc_efficiency, line)
+        handle = self.session.handle_for(args.job)
+        state = handle.refresh(max_age_s=1.0)
+        deadline = time.monotonic() + USAGE_WAIT_S
+        # Slurm has not said yet (the user's shared sacct call is due next interval): wait
+        while not job_states.is_final(state) and handle.status.source not in ("squeue", "sacct") \
+                and time.monotonic() < deadline:
+            time.sleep(1.0)
+            state = handle.refresh(max_age_s=1.0)
+        if not job_states.is_final(state):
+            raise UsageError(f"job {handle.job_id} is {state}: its efficiency is known once it "
+                             f"has ended (%hpc_fetch {handle.job_id} --wait waits for it)")
+        if handle.backend.name != "slurm":  # nothing wrong: say so, and let Run All go on
+            print(f"[hpc_magics] job {handle.job_id} ran on this machine, not through Slurm: "
+                  "there is no accounting to ask for its efficiency")
+            return
+        deadline = time.monotonic() + USAGE_WAIT_S
+        usage: Any = None
+        while True:
+            # someone is waiting: a shared answer a second old is fresh enough; a sweep's
+            # figures are its tasks' (each point's latest attempt)
+            found = usage_of([handle], max_age_s=1.0)
+            usage = found.get(0, usage)
+            # figures come only once accounting has settled them (the steps' peaks in, or
+            # final twice): a short job's missing memory peak will not come by waiting
+            if usage or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+        if not usage:
+            raise UsageError(f"job {handle.job_id}: accounting has no figures for it "
+                             f"{'(unreachable)' if 0 in found else 'yet'}; try again soon")
+        items = reports(handle.folder, usage)
+        print(report_text(items))
+        samples = [s for _, job_samples in items for s in job_samples]
+        png = gpu_plot_png(samples, f"job {handle.job_id}")
+        if png:
+            from IPython.display import Image, display
+
+            display(Image(data=png, format="png"))

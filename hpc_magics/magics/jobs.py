@@ -2,11 +2,12 @@
 
 ``HpcMagicsKernel`` also holds the kernel's settings (``c.HpcMagicsKernel.*`` in
 ``ipython_config.py``, or ``%config``) and the session's jobs; ``job_actions.py`` fetches,
-cancels and lists them, ``cell_source.py`` turns a cell into what is shipped.
+cancels and lists them; ``plain_python`` below makes a cell's IPython syntax plain Python.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -18,7 +19,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument
 from traitlets import Float, Unicode, default
-from traitlets.config import Configurable
 
 from ..core.errors import HpcMagicsError
 from . import sweep as sweep_magic
@@ -42,23 +42,36 @@ else:  # imported on first use: %load_ext stays cheap (see lazy.py)
     sites = lazy_module("hpc_magics.core.sites")
     validation = lazy_module("hpc_magics.core.validation")
 
-OLD_SECTION = "HpcMagics"  # the name the kernel's and the server's settings once shared
-
-
 def _one_line(problems: list[validation.Problem]) -> str:
     if len(problems) == 1:
         return problems[0].message
     return f"{len(problems)} problems: " + "; ".join(p.message for p in problems)
 
 
-class HpcMagics(Configurable):
-    """The old name of the kernel's settings: ``c.HpcMagics.jobs_dir`` is still read (a
-    base class's section is read by traitlets) and warned about; write
-    ``c.HpcMagicsKernel.jobs_dir``. It has no settings of its own."""
+def plain_python(body: str) -> tuple[str, str]:
+    """A cell with IPython syntax (``!cmd``, ``%time``, ``%%bash``) as plain Python.
+
+    Returns the translated cell and the helper code it needs; a cell that is already plain
+    Python comes back unchanged, and one that is not valid either way is left for the
+    syntax check to report.
+    """
+    try:
+        ast.parse(body)
+        return body, ""
+    except (SyntaxError, ValueError):  # ValueError: a null byte, on some 3.11 releases
+        pass
+    from ..convert.magics import translate_magics
+    from ..convert.script import helper_code
+
+    try:
+        translated = translate_magics(body)
+    except (SyntaxError, ValueError):
+        return body, ""
+    return translated.source, helper_code(translated.needs)
 
 
 @magics_class
-class HpcMagicsKernel(Magics, HpcMagics):
+class HpcMagicsKernel(Magics):
     """The kernel's settings (``c.HpcMagicsKernel.*``), the session's request and jobs,
     and the magics that submit: ``%hpc_resources``, ``%%sbatch``."""
 
@@ -69,10 +82,6 @@ class HpcMagicsKernel(Magics, HpcMagics):
     default_profile = Unicode(
         help="Cluster profile used until %hpc_resources --profile says otherwise (default: "
              "$HPC_MAGICS_PROFILE, else the profile of $SLURM_CLUSTER_NAME, else generic).",
-    ).tag(config=True)
-    python = Unicode(
-        "", help="Python the job runs with; empty means this kernel's own interpreter "
-                 "(it must exist on the compute nodes, as it does on a shared file system)."
     ).tag(config=True)
     max_shipped_mb = Float(
         1024.0, help="Largest state (MB, pickled) a %%sbatch cell may ship.").tag(config=True)
@@ -86,17 +95,6 @@ class HpcMagicsKernel(Magics, HpcMagics):
         self._request: ResourceRequest | None = None
         self.handles: dict[str, Any] = {}
         self.last_job: str | None = None
-        self._warn_old_section()
-
-    def _warn_old_section(self) -> None:
-        """One line for settings still spelled ``c.HpcMagics.x`` (read all the same)."""
-        old = self.config.get(OLD_SECTION, {}) if OLD_SECTION in self.config else {}
-        names = sorted(set(old) & set(self.class_traits(config=True)))
-        if names:
-            print(f"[hpc_magics] c.{OLD_SECTION}.{names[0]} is now c.{type(self).__name__}."
-                  f"{names[0]}: rename {', '.join(f'c.{OLD_SECTION}.{n}' for n in names)} "
-                  "in your IPython config (the old name still works, for now)",
-                  file=sys.stderr)
 
     @property
     def request(self) -> ResourceRequest:
@@ -204,9 +202,6 @@ class HpcMagicsKernel(Magics, HpcMagics):
     @argument("-J", "--name", help="job name (default: from the notebook and cell)")
     @argument("--wait", action="store_true",
               help="block until the job ends, then bring its results into the notebook")
-    @argument("--replay", action="store_true",
-              help="ship nothing: the job rebuilds the state by running this notebook's "
-                   "earlier cells (display code stripped) first; for state that does not pickle")
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
     @argument("--live", dest="live", action="store_true", default=None,
@@ -230,16 +225,12 @@ class HpcMagicsKernel(Magics, HpcMagics):
         from ..core.scale import injected_names
         from ..shipping.analysis import analyse
         from ..shipping.packing import check_defined, pack
-        from .cell_source import plain_python, replay_payload
 
         args = parsed_arguments(self.sbatch, line)
         if args.session:
-            from .session_cell import run_in_session
+            from ..kernel.magics import run_in_session
 
             return run_in_session(self.shell, args.session, cell)
-        if args.retry_failed:
-            show_handle(sweep_magic.retry(self, cell))
-            return None
         points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
         try:
             parsed = directive_parser.parse(cell)
@@ -247,10 +238,11 @@ class HpcMagicsKernel(Magics, HpcMagics):
             request = resources.updated(self._switch_profile(self.request, args), parsed.values)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
+        # -d afterok:prep: this notebook's job folder names and handle variables are job ids
+        args.dependency = sweep_magic.resolved_dependency(self, args.dependency)
         request = self.apply(request, args)
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
-        request = sweep_magic.with_dependencies(self, request, args)
         profile = self._profile(request)
         from ..scheduler.defaults import live_wanted, with_environment
 
@@ -272,7 +264,7 @@ class HpcMagicsKernel(Magics, HpcMagics):
         try:
             from ..backends import get_backend
 
-            backend = get_backend(request.backend, python=self.python or None)
+            backend = get_backend(request.backend)
             if request.backend == "auto" and backend.name == "local":  # never silently
                 print("[hpc_magics] --backend auto: running on this machine, not on a cluster:"
                       " sbatch is not on PATH here (--backend slurm refuses instead)",
@@ -298,14 +290,11 @@ class HpcMagicsKernel(Magics, HpcMagics):
             if body != parsed.body:  # names the translation made up are not the user's results
                 names = replace(names, assigned=tuple(
                     n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
-            if args.replay:
-                payload = replay_payload(self.shell, body, names, self.max_shipped_mb)
-            else:
-                if body == parsed.body:  # translated magics read their helpers' names
-                    check_defined(body, names, self.shell.user_ns if self.shell else {},
-                                  provided=injected_names(options))
-                payload = pack(body, names, self.shell.user_ns if self.shell else {},
-                               self.max_shipped_mb)
+            if body == parsed.body:  # translated magics read their helpers' names
+                check_defined(body, names, self.shell.user_ns if self.shell else {},
+                              provided=injected_names(options))
+            payload = pack(body, names, self.shell.user_ns if self.shell else {},
+                           self.max_shipped_mb)
             if helpers:  # the translated magics' helpers run first; they are not results
                 payload = replace(payload, code=helpers + payload.code)
             job_name = args.name or parsed.job_name or default_job_name(self.shell)
@@ -318,7 +307,7 @@ class HpcMagicsKernel(Magics, HpcMagics):
             raise UsageError(str(error)) from None
         if points:
             return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
-                                   points, cell, str(would_be))
+                                   points, str(would_be))
         if args.dry_run:
             print_dry_run(would_be, script, backend, payload, request, profile,
                           session_request=self.request, from_environment=from_environment,

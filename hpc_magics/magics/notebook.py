@@ -75,12 +75,11 @@ class NotebookJobMagics(Magics):
             request = resources.updated(request, values_from_args(args))
             profile = profiles.load_profile(request.profile)
             jobs_root = hpc.jobs_root if hpc is not None else Path(DEFAULT_JOBS_DIR).resolve()
-            python = (hpc.python or None) if hpc is not None else None
             if args.dry_run:
-                print(dry_run(path, request, profile, jobs_root=jobs_root, python=python,
+                print(dry_run(path, request, profile, jobs_root=jobs_root,
                               name=args.name, strip_display=args.strip_display).text(), end="")
                 return None
-            job = submit_notebook(path, request, profile, jobs_root=jobs_root, python=python,
+            job = submit_notebook(path, request, profile, jobs_root=jobs_root,
                                   name=args.name, strip_display=args.strip_display)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None

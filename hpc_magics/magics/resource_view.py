@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 from .lazy import lazy_module
 
 if TYPE_CHECKING:
-    from ..core import jobscript, resources, sbatch, validation
+    from ..core import cost, jobscript, resources, validation
     from ..core.profiles import ClusterProfile
     from ..core.resources import ResourceRequest
 else:  # imported on first use: %load_ext stays cheap (see lazy.py)
     jobscript = lazy_module("hpc_magics.core.jobscript")
     resources = lazy_module("hpc_magics.core.resources")
-    sbatch = lazy_module("hpc_magics.core.sbatch")
+    cost = lazy_module("hpc_magics.core.cost")
 
 
 class ResourceView:
@@ -25,7 +25,7 @@ class ResourceView:
         self.request, self.profile, self.problems = request, profile, problems
         self.header = jobscript.header_lines(request, profile)
         self.lines = [profile.shebang or jobscript.DEFAULT_SHEBANG, *self.header]
-        self.cost = sbatch.cost_line(request, profile)
+        self.cost = cost.cost_line(request, profile)
 
     def __repr__(self) -> str:
         rows = resources.as_rows(self.request)

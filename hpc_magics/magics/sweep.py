@@ -1,14 +1,15 @@
-"""``%%sbatch --sweep/--sweep-from/--array-parallelism/--retry-failed/--after/--after-any``.
+"""``%%sbatch --sweep/--sweep-from/--array-parallelism``, and the job
+references ``-d/--dependency`` takes in a cell (``afterok:prep``).
 
-Everything is checked (points, limits, job references) before anything is submitted.
-``%%sbatch --retry-failed`` on a cell run before as a sweep resubmits that sweep's failed
-tasks (the newest sweep of the same cell text in the jobs folder); the same as
-``hpc_magics.job().retry_failed()``.
+Everything is checked (points, limits, job references) before anything is submitted. A
+sweep's failed tasks are retried by its handle (``hpc_magics.job().retry_failed()``, the
+widget's "Retry failed").
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -36,13 +37,6 @@ SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                                  "dicts, a dict of equally long lists, or a DataFrame"}),
     (("--array-parallelism",), {
         "metavar": "N", "help": "at most N tasks of the sweep run at once (--array=0-K%%N)"}),
-    (("--retry-failed",), {"action": "store_true",
-                           "help": "resubmit only the failed tasks of this cell's last sweep"}),
-    (("--after",), {"action": "append", "metavar": "JOB",
-                    "help": "start after JOB ended successfully (afterok; repeatable): a job "
-                            "id, job folder name or handle variable"}),
-    (("--after-any",), {"action": "append", "metavar": "JOB",
-                        "help": "start after JOB ended, however it ended (afterany; repeatable)"}),
 ]
 
 
@@ -85,12 +79,6 @@ def without_parameters(names: Any, found: Sequence[sweep.Point]) -> Any:
     return replace(names, free=tuple(n for n in names.free if n not in parameters))
 
 
-def cell_key(body: str) -> str:
-    import hashlib  # here, not at %load_ext
-
-    return hashlib.sha256(body.strip().encode()).hexdigest()[:16]
-
-
 # ------------------------------------------------------------------ dependencies
 def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
     """A job id, a handle variable's name, or a job folder's name → Slurm job ids, as
@@ -107,7 +95,7 @@ def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
     try:
         return _ids_of(magics.handle_for(reference))
     except UsageError:
-        raise UsageError(f"--after {reference}: not a job id, job folder name or job handle "
+        raise UsageError(f"-d ...:{reference}: not a job id, job folder name or job handle "
                          "variable of this notebook: see %hpc_jobs") from None
 
 
@@ -119,22 +107,34 @@ def _ids_of(handle: Any) -> tuple[list[str], list[str]]:
     return [a for a in arrays() if a not in retried], [a for a in arrays() if a in retried]
 
 
-def with_dependencies(magics: Any, request: ResourceRequest, args: Any) -> ResourceRequest:
-    """``--after``/``--after-any`` added to the request's ``--dependency``."""
-    if not args.after and not args.after_any:
-        return request
-    after: list[str] = []
-    after_any: list[str] = []
-    for reference in args.after or []:
-        ok, ended = _job_reference(magics, reference)
-        after += ok
-        after_any += ended
-    for reference in args.after_any or []:
-        ok, ended = _job_reference(magics, reference)
-        after_any += ok + ended
-    value = sweep.dependency(after, after_any)
-    combined = ",".join(v for v in (request.dependency, value) if v)
-    return request.changed(dependency=combined or None)
+def resolved_dependency(magics: Any, text: str | None) -> str | None:
+    """sbatch's ``-d`` value with this notebook's job references made ids:
+    ``afterok:prep:123,afterany:train`` where ``prep`` is a job folder name or a handle
+    variable. A sweep stands for its arrays; with ``afterok``, an array whose failed tasks
+    were retried waits with ``afterany`` (it cannot end well), its retries with ``afterok``.
+    Ids (``123``, ``123_4``, ``123+10``), ``singleton`` and sbatch's ``?`` stay as written."""
+    if not text:
+        return text
+    parts = re.split(r"([,?])", _unquoted(text))
+    for position in range(0, len(parts), 2):
+        kind, colon, references = parts[position].partition(":")
+        if not colon:
+            continue
+        ids: list[str] = []
+        ended: list[str] = []
+        for reference in references.split(":"):
+            if reference[:1].isdigit() or not reference:
+                ids.append(reference)
+                continue
+            ok, superseded = _job_reference(magics, reference)
+            ids += ok
+            ended += superseded if kind == "afterok" else []
+            ids += [] if kind == "afterok" else superseded
+        item = ":".join([kind, *dict.fromkeys(ids)]) if ids else ""
+        if ended:
+            item += ("," if item else "") + ":".join(["afterany", *dict.fromkeys(ended)])
+        parts[position] = item
+    return "".join(parts)
 
 
 # ------------------------------------------------------------------ submission
@@ -177,7 +177,7 @@ def dry_run_text(scripts: Sequence[Any], found: Sequence[sweep.Point]) -> str:
 
 
 def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, profile: Any,
-           job_name: str, found: Sequence[sweep.Point], args: Any, body: str) -> Any:
+           job_name: str, found: Sequence[sweep.Point], args: Any) -> Any:
     """Create the job folder, submit the arrays; the sweep's handle."""
     from ..backends import sweep as sweep_backend
     from ..core import resources
@@ -194,7 +194,6 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
     folder.write_meta({"name": job_name, "backend": backend.name, "profile": profile.name,
                        "request": resources.to_dict(request), "shipped": payload.summary(),
                        "results": list(payload.result_names), "kind": "sweep",
-                       "cell": cell_key(body),
                        "notebook": os.environ.get("JPY_SESSION_NAME", ""),
                        "state": "SUBMITTING"})
     try:
@@ -210,8 +209,7 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
 
 
 def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceRequest,
-        profile: Any, job_name: str, found: list[sweep.Point], cell: str,
-        would_be: str) -> None:
+        profile: Any, job_name: str, found: list[sweep.Point], would_be: str) -> None:
     """The sweep part of ``%%sbatch``: a dry run, or submit, show and maybe wait."""
     if args.dry_run:
         scripts = plan(backend, would_be, request, profile, job_name, found, args,
@@ -221,32 +219,9 @@ def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceReq
         print(f"# {payload.summary()} (once, for all tasks)")
         return
     print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
-    handle = submit(magics, backend, payload, request, profile, job_name, found, args, cell)
+    handle = submit(magics, backend, payload, request, profile, job_name, found, args)
     widget = show_handle(handle)
     if args.wait:
         wait_and_fetch(handle, magics.shell, widget)
         return
     print(f"[hpc_magics] sweep {handle.job_id}: table later with hpc_magics.job().table()")
-
-
-def retry(magics: Any, body: str) -> Any:
-    """``%%sbatch --retry-failed``: the newest sweep of this cell text, its failed tasks."""
-    from ..jobfolder.folder import find_job_folders
-    from ..sweep_handle import SweepHandle
-
-    key = cell_key(body)
-    for folder in find_job_folders(magics.jobs_root):
-        meta = folder.meta()
-        if meta.get("kind") == "sweep" and meta.get("cell") == key and meta.get("job_id"):
-            handle = magics.handle_for(str(meta["job_id"]))
-            if not isinstance(handle, SweepHandle):
-                break
-            try:
-                ids = handle.retry_failed()
-            except HpcMagicsError as error:
-                raise UsageError(str(error)) from None
-            print(f"[hpc_magics] sweep {handle.job_id}: failed tasks resubmitted as job "
-                  f"{', '.join(ids)}")
-            return handle
-    raise UsageError("--retry-failed: this cell has not run as a sweep in "
-                     f"{magics.jobs_root}: run it with --sweep first")

@@ -38,11 +38,11 @@ def skip_plugin_scan() -> None:
 def main() -> None:
     from pathlib import Path
 
-    from .node_facts import recorded
+    from .usage_recorder import recorded
 
     import_submitit()
     skip_plugin_scan()
-    # the node's own memory peak and GPU samples, for %hpc_efficiency (core/node_facts.py)
+    # the node's own memory peak and GPU samples, for %hpc_efficiency (core/node_records.py)
     with recorded(Path(sys.argv[1])):
         runpy.run_module("submitit.core._submit", run_name="__main__", alter_sys=True)
 

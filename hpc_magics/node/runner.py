@@ -28,8 +28,8 @@ from ..shipping.packing import Payload
 from ..shipping.sharing import come_back_together
 from ..shipping.stream import dump_results, fingerprint, load_names, pickling_error
 from . import tee
-from .node_facts import attempt_id
 from .task import NodeTask, Requeued
+from .usage_recorder import attempt_id
 
 CELL_FILENAME = "<%%sbatch cell>"
 

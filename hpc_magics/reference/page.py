@@ -156,16 +156,14 @@ def configuration_section() -> Iterator[str]:
     yield ""
     yield ("In an IPython profile's `ipython_config.py` (e.g. "
            "`~/.ipython/profile_default/ipython_config.py`), or in the notebook with "
-           "`%config HpcMagicsKernel.jobs_dir = 'scratch/jobs'`. The old spelling "
-           "`c.HpcMagics.*` is still read, with a warning naming the new one.")
+           "`%config HpcMagicsKernel.jobs_dir = 'scratch/jobs'`.")
     yield ""
     yield from traits_table(m for m in kernel if type(m).class_own_traits(config=True))
     yield ""
     yield "### In the Jupyter server"
     yield ""
     yield ("In `jupyter_server_config.py` (e.g. `~/.jupyter/jupyter_server_config.py`), or "
-           "`--HpcMagicsServer.idle_stop_minutes=60` on the command line. The old spelling "
-           "`c.HpcMagics.*` is still read, with a warning naming the new one.")
+           "`--HpcMagicsServer.idle_stop_minutes=60` on the command line.")
     yield ""
     yield from traits_table([_unconfigured("hpc_magics.server.extension.HpcMagicsServer")])
     yield ""

@@ -272,8 +272,8 @@ def with_live(report: ScriptReport, script: str, wanted: bool | None = None
     ``wanted`` None: only when Slurm is here and the profile describes this cluster (checking
     an Alvis script on a laptop asks nothing); True: whenever Slurm is here; False: never.
     """
+    from ..core.cost import cost_line
     from ..core.profiles import load_profile
-    from ..core.sbatch import cost_line
     from .cluster import cluster_name
 
     if wanted is False or not commands.slurm_available():

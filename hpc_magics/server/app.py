@@ -30,7 +30,6 @@ def _observe_requests(state: ServerState, web_app: Any) -> None:
 def load(serverapp: Any) -> ServerState:
     """Install handlers and the idle watcher into a jupyter_server ``ServerApp``."""
     config = HpcMagicsServer(parent=serverapp)
-    config.warn_old_section()
     state = ServerState(serverapp, config)
     web_app = serverapp.web_app
     web_app.settings[SETTINGS_KEY] = state

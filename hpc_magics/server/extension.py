@@ -3,9 +3,6 @@
 Configure it like any Jupyter class, e.g. in ``jupyter_server_config.py``::
 
     c.HpcMagicsServer.idle_stop_minutes = 60
-
-(``c.HpcMagics.*``, the name it once shared with the kernel's settings, is still read,
-with a warning naming the new spelling.)
 """
 
 from __future__ import annotations
@@ -33,25 +30,13 @@ from .allocation_view import AllocationWatch, chosen_account, read_allocation
 from .events import JobTracker, TrackedJob
 
 SETTINGS_KEY = "hpc_magics"
-OLD_SECTION = "HpcMagics"  # the name the server's and the kernel's settings once shared
-
-
-class HpcMagics(LoggingConfigurable):
-    """The old name of the server's settings: ``c.HpcMagics.idle_stop_minutes`` is still
-    read (a base class's section is read by traitlets) and warned about; write
-    ``c.HpcMagicsServer.idle_stop_minutes``. It has no settings of its own."""
-
-
-class HpcMagicsServer(HpcMagics):
+class HpcMagicsServer(LoggingConfigurable):
     """Settings of the hpc_magics server extension (``c.HpcMagicsServer.<name>``)."""
 
     idle_stop_minutes = Float(
         0.0, config=True,
-        help="Stop the server (and cancel its Slurm job) after this many idle minutes; 0 = off.",
-    )
-    idle_stop_seconds = Float(
-        0.0, config=True,
-        help="Like idle_stop_minutes, in seconds; wins when > 0 (for short test timeouts).",
+        help="Stop the server (and cancel its Slurm job) after this many idle minutes "
+             "(a fraction is fine: 0.5); 0 = off.",
     )
     idle_warning_minutes = Float(
         5.0, config=True,
@@ -107,20 +92,9 @@ class HpcMagicsServer(HpcMagics):
         parent = self.parent
         return parent.log if parent is not None else super()._log_default()
 
-    def warn_old_section(self) -> None:
-        """One log line for settings still spelled ``c.HpcMagics.x`` (read all the same)."""
-        old = self.config.get(OLD_SECTION, {}) if OLD_SECTION in self.config else {}
-        names = sorted(set(old) & set(self.class_traits(config=True)))
-        if names:
-            self.log.warning("hpc_magics: c.%s.%s is now c.%s.%s: rename %s in your Jupyter "
-                             "server config (the old name still works, for now)",
-                             OLD_SECTION, names[0], type(self).__name__, names[0],
-                             ", ".join(f"c.{OLD_SECTION}.{name}" for name in names))
-
     @property
     def idle_seconds(self) -> float:
-        return self.idle_stop_seconds if self.idle_stop_seconds > 0 else \
-            self.idle_stop_minutes * 60.0
+        return self.idle_stop_minutes * 60.0
 
 
 class ServerState:

@@ -16,9 +16,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from ..core.cost import cost_so_far
 from ..core.errors import HpcMagicsError
 from ..core.pending_reasons import plain_reason
-from ..kernel.listing import cost_so_far
 from ..scheduler import commands
 from ..scheduler.watcher import Watcher
 from .events import TrackedJob

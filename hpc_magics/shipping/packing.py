@@ -61,7 +61,6 @@ class Payload:
     fingerprints: Mapping[str, str] = field(default_factory=dict)
     result_names: tuple[str, ...] = ()
     capture_last_expression: bool = False
-    replayed_cells: int = 0  # with --replay: earlier cells the job runs first
     # big arrays go beside the pickle (``stream.dump_names``): in the kernel, the buffers
     # themselves (no copy); once submitted, the raw files in the job folder that hold them
     # (``buffers.write_buffers``), which the job maps back into memory
@@ -82,12 +81,6 @@ class Payload:
 
     def summary(self) -> str:
         """One line: what is shipped and how big it is."""
-        if self.replayed_cells:
-            shipped = (f"; shipping the results of earlier %%sbatch cells: "
-                       f"{', '.join(item.name for item in self.manifest)} "
-                       f"({human_size(self.size)})") if self.manifest else ""
-            return (f"the job replays the {self.replayed_cells} earlier cells to rebuild the "
-                    f"state, then runs this one{shipped}")
         if not self.manifest:
             return "shipping nothing: the cell uses no notebook state"
         parts = []
@@ -145,7 +138,8 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
             continue
         reason = _refusal(name, value)
         if reason:
-            raise ShippingError(f"cannot ship {name!r}: {reason} (or use %%sbatch --replay)")
+            raise ShippingError(f"cannot ship {name!r}: {reason} (or keep it on the node: "
+                                "%%sbatch --session)")
         values[name] = value
     read = tuple(values)
     extra, groups = _sharing_names(values, namespace)
@@ -178,7 +172,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ShippingError(
             f"cannot ship {name!r} ({type(values[name]).__name__}): {first_line}; create it "
-            "inside the cell, or use %%sbatch --replay to rebuild it on the node"
+            "inside the cell, or keep it on the node in a session (%%sbatch --session)"
         ) from None
     apart = sum(buffer.raw().nbytes for buffer in buffers)
     if len(state) + apart > max_shipped_mb * 1e6:

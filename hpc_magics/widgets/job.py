@@ -28,9 +28,8 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
-from .job_view import JobView, view_of
+from .job_view import JobView, segment_html, segment_note, view_of
 from .parts import Part, shown
-from .segments import segment_html, segment_note
 from .sweep_view import sweep_section
 
 REFRESH_INTERVAL_S = 5.0

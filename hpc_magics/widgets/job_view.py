@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import html
+import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..core.jobs import phase
 from ..core.pending_reasons import plain_reason
 from ..core.units import format_duration
 from ..jobfacts import end_line
+from ..jobfolder.files import SEGMENT_FILE
 
 PHASE_COLOURS = {"done": "#2e7d32", "failed": "#c62828", "running": "#1565c0",
                  "pending": "#6d4c41", "ended": "#616161"}  # ended: how is unknown
@@ -113,3 +116,19 @@ def view_of(handle: Any, end_state: str | None = None) -> JobView:
                    node_list=detail.node_list if detail else "", note=status.note,
                    end_note=end_line(handle.folder, handle.job_id, state)
                    if status.final else "")
+
+
+# a checkpointed job's "segment k of ≤N", from segment.json (rank 0 writes it as each
+# segment starts): no scheduler call
+def segment_note(folder: Path) -> str:
+    """``segment 2 of ≤4`` once a checkpointed job has started, else ``""``."""
+    try:
+        data = json.loads((folder / SEGMENT_FILE).read_text())
+        return f"segment {int(data['segment'])} of ≤{int(data['of_at_most'])}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def segment_html(folder: Path) -> str:
+    note = segment_note(folder)
+    return f" <small>· {html.escape(note)}</small>" if note else ""

@@ -102,7 +102,7 @@ def test_time_limit_keeps_the_outputs_of_finished_cells(slurm_cluster: SlurmClus
                             "time.sleep(600)", "print('never')"), tmp_path / "long.ipynb")
     started = time.monotonic()
     done = hpc_magics("submit", "long.ipynb", "--profile", "lab", "-t", "1", "--wait",
-                      "--python", str(VENV_BIN / "python"), cwd=tmp_path)
+                      cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "TIMEOUT" in done.stdout
     assert time.monotonic() - started < TIMEOUT_S

@@ -4,9 +4,9 @@ cost of a job of a few minutes ("≈ 0 node-h at most; 0 core-h; charged 0 core-
 
 from __future__ import annotations
 
+from hpc_magics.core.cost import cost_line
 from hpc_magics.core.profiles import load_profile
 from hpc_magics.core.resources import ResourceRequest, as_rows
-from hpc_magics.core.sbatch import cost_line
 
 
 def test_a_one_minute_job_costs_more_than_nothing() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hpc_magics.core import directives, jobscript, sbatch, validation
+from hpc_magics.core import cost, directives, jobscript, validation
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.profiles import available_profiles, load_profile
 from hpc_magics.core.resources import (
@@ -51,10 +51,10 @@ def test_sbatch_header_matches_golden_file(case: str) -> None:
 
 def test_first_five_minutes_cost_line() -> None:
     request = updated(ResourceRequest(profile="alvis"), CASES["alvis_a40"][1])
-    assert sbatch.cost_line(request) == "≈ 2 GPU-h (2 node-h) at most"
+    assert cost.cost_line(request) == "≈ 2 GPU-h (2 node-h) at most"
     two_nodes = updated(request, {"nodes": "2", "gpus_per_node": "A100:4"})
-    assert sbatch.cost_line(two_nodes) == "≈ 16 GPU-h (4 node-h) at most"
-    assert "add -t" in sbatch.cost_line(ResourceRequest())
+    assert cost.cost_line(two_nodes) == "≈ 16 GPU-h (4 node-h) at most"
+    assert "add -t" in cost.cost_line(ResourceRequest())
 
 
 def test_every_packaged_profile_loads() -> None:

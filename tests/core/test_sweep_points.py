@@ -12,7 +12,7 @@ from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.jobids import JobIndex, same_job
 from hpc_magics.core.jobscript import cell_parts, header_lines, render
 from hpc_magics.core.profiles import load_profile
-from hpc_magics.core.resources import ResourceRequest, updated
+from hpc_magics.core.resources import ResourceRequest
 from hpc_magics.jobfolder.files import OUTCOME_FILE
 from hpc_magics.jobfolder.tasks import task_dir, task_outcome
 
@@ -120,14 +120,6 @@ def test_site_limits_from_scontrol_and_sacctmgr() -> None:
     with pytest.raises(InvalidRequest, match=r"10 tasks and you have 6 jobs queued.*limit of "
                                              r"15 jobs per user \(here\)"):
         sweep.check_submit_limit(10, 6, (15, "here"))
-
-
-def test_dependencies_render_as_one_line() -> None:
-    value = sweep.dependency(["1", "2", "1"], ["3"])
-    assert value == "afterok:1:2,afterany:3"
-    request = updated(ResourceRequest(), {"dependency": value})
-    assert header_lines(request) == ["#SBATCH --dependency=afterok:1:2,afterany:3"]
-    assert sweep.dependency() is None
 
 
 def test_the_array_line_is_in_the_rendered_script() -> None:

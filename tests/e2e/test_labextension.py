@@ -250,7 +250,7 @@ def test_idle_warning_keep_working_then_idle_stop(start_local_lab: Any, page: An
     """An open but untouched tab must not keep the server alive: warning, keep working,
     then the idle stop (JupyterLab's own polling and workspace saves do not count)."""
     # Idle stop after 40 s, warned 30 s before: the warning is due ~10 s after the last activity.
-    lab = start_local_lab("--HpcMagicsServer.idle_stop_seconds=40",
+    lab = start_local_lab("--HpcMagicsServer.idle_stop_minutes=0.6667",
                           "--HpcMagicsServer.idle_warning_minutes=0.5",
                           "--HpcMagicsServer.idle_check_interval_s=1")
     open_lab(page, lab)

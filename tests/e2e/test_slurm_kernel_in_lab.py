@@ -193,7 +193,7 @@ def test_the_idle_warning_names_the_kernel_job_and_the_idle_stop_ends_it(
         tmp_path: Path) -> None:
     # idle stop 60 s after the last activity (picking the kernel), warned 30 s before
     pick_in_the_launcher(page, start_local_lab, tmp_path, "-t", "5",
-                         lab_args=("--HpcMagicsServer.idle_stop_seconds=60",
+                         lab_args=("--HpcMagicsServer.idle_stop_minutes=1",
                                    "--HpcMagicsServer.idle_warning_minutes=0.5",
                                    "--HpcMagicsServer.idle_check_interval_s=1"))
     job_id = wait_for_text(page, KERNELS, re.compile(rf"kernel {SPEC}: job (\d+) · "),

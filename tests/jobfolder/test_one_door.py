@@ -42,8 +42,8 @@ def test_a_link_at_a_temporary_name_is_never_followed(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The node's facts were written through ``<file>.tmp`` (a name anyone could guess, and
     truncated through a link planted there); the one write picks a new name each time."""
-    from hpc_magics.core.node_facts import node_file
-    from hpc_magics.node import node_facts
+    from hpc_magics.core.node_records import node_file
+    from hpc_magics.node import usage_recorder
 
     victim = tmp_path / "victim.txt"
     victim.write_text("untouched")
@@ -52,9 +52,9 @@ def test_a_link_at_a_temporary_name_is_never_followed(tmp_path: Path,
     for name in ("SLURM_ARRAY_JOB_ID", "SLURM_PROCID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SLURM_JOB_ID", "123")
-    target = folder / node_file("123", node_facts._node(), "0")
+    target = folder / node_file("123", usage_recorder._node(), "0")
     target.with_suffix(".tmp").symlink_to(victim)
-    node_facts.record_start(folder)
+    usage_recorder.record_start(folder)
     assert victim.read_text() == "untouched"
     assert target.is_file() and not target.is_symlink()
     assert stat.S_IMODE(target.stat().st_mode) == 0o600

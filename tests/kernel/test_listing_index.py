@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hpc_magics.jobfolder.folder import JobFolder
-from hpc_magics.kernel.listing import kernel_jobs
+from hpc_magics.magics.job_list import kernel_folders, queue_entries
 from hpc_magics.scheduler import commands, job_index
 from hpc_magics.scheduler.job_status import record_submission
 
@@ -46,7 +46,8 @@ def listed(job_id: str) -> list[tuple[str, str]]:
     before sbatch returned may not)."""
     deadline = time.monotonic() + 20
     while True:
-        found = [(str(meta["name"]), job.job_id) for meta, job in kernel_jobs()]
+        found = [(str(meta["name"]), job_id)
+                 for job_id, (_, meta) in kernel_folders(queue_entries()[0]).items()]
         if found or time.monotonic() > deadline:
             return found
         time.sleep(1.0)
@@ -77,9 +78,9 @@ def test_a_listing_reads_only_the_folders_of_live_jobs(
 def test_no_kernel_lately_means_no_listing(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
-    assert kernel_jobs() == []
+    assert not job_index.any_entry(job_index.KERNEL_KINDS)  # so no listing asks squeue
     cell = JobFolder.create(tmp_path / "hpc_jobs", "cell")
     cell.write_meta({"name": "cell", "backend": "local"})
     record_submission(cell, "12", time.time())
     assert not job_index.any_entry(job_index.KERNEL_KINDS)
-    assert kernel_jobs() == []  # without asking squeue
+    assert kernel_folders(["12"]) == {}

@@ -115,7 +115,7 @@ def test_a_pending_kernel_shows_its_reason_then_time_left_and_cost_and_stop_ends
 def test_the_idle_stop_ends_the_kernel_job_and_says_so(
         slurm_cluster: object, kernel_prefix: Path, local_server: StartLocal) -> None:  # noqa: F811
     assert install("lab-idle", kernel_prefix, "--profile", "lab", "-t", "5") == 0
-    server = local_server("--HpcMagicsServer.idle_stop_seconds=20",
+    server = local_server("--HpcMagicsServer.idle_stop_minutes=0.3333",
                           "--HpcMagicsServer.idle_check_interval_s=1",
                           "--HpcMagicsServer.events_interval_s=2")
     since = time.time()

@@ -118,7 +118,7 @@ def test_push_and_pull_move_names_and_hpc_jobs_shows_the_session(
     shell.run_line_magic("hpc_jobs", "")
     line = next(row for row in capsys.readouterr().out.splitlines()
                 if row.split() and row.split()[0] == job_id)
-    state, kind, left, cost, unit, job_name = line.split()[1:]
+    state, kind, _partition, _elapsed, left, cost, unit, _node, job_name = line.split()[1:]
     assert (state, kind, job_name) == ("RUNNING", "session", f"kernel-session-{name}")
     assert left.endswith(("m", "s")) and not left.startswith("5m")  # under 5 minutes left
     assert float(cost) > 0 and unit == "core-h"  # the lab profile bills by the core

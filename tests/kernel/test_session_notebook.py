@@ -88,7 +88,7 @@ def test_a_session_in_a_real_notebook_kernel_shows_its_widget_and_stops_from_it(
     row = next(line.split() for line in listing.splitlines()
                if line.split()[:1] == [job_id])
     assert row[1:3] == ["RUNNING", "session"] and row[-1] == f"kernel-session-{name}", row
-    assert float(row[4]) > 0 and row[5] == "core-h", row  # cost so far, by the lab profile
+    assert float(row[6]) > 0 and row[7] == "core-h", row  # cost so far, by the lab profile
     assert "\nallocation: " in listing  # what is left of the account, the session counted
 
     ended_line = text_of(cells[6])

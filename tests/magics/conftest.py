@@ -23,7 +23,7 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     magics.request = ResourceRequest(profile="generic")
     magics.handles.clear()
     magics.last_job = None
-    del ip.user_ns["In"][1:]  # a fresh history, as in a new kernel (--replay reads it)
+    del ip.user_ns["In"][1:]  # a fresh history, as in a new kernel
     ip.execution_count = 1
     saved = dict(ip.user_ns)
     yield ip

@@ -23,7 +23,7 @@ import pytest
 
 from hpc_magics.core.end_reasons import end_note
 from hpc_magics.core.errors import JobFailed
-from hpc_magics.core.node_facts import node_file
+from hpc_magics.core.node_records import node_file
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.kernel.orphans import KERNELS_DIR_ENV
 from hpc_magics.scheduler import live

@@ -264,7 +264,7 @@ def test_gpu_use_is_sampled_and_plotted(lab: Any, tmp_path: Path,
     handle = submit(lab, "--gpus-per-node v100:1", "import time\ntime.sleep(12)")
     widget = JobWidget(handle)
     assert tick_until([widget], lambda: widget.usage is not None, 90), handle.status
-    # the node side samples, one file per node (node/node_facts.py)
+    # the node side samples, one file per node (node/usage_recorder.py)
     [sample_file] = handle.folder.path.glob(f"gpu-{handle.job_id}.*.csv")
     samples = sample_file.read_text().splitlines()
     assert len(samples) >= 2, samples  # every 5 s over 12 s
@@ -299,7 +299,7 @@ def test_gpu_use_on_a_real_gpu(lab: Any) -> None:
 def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str],
                                               sacct_state: Any) -> None:
-    from hpc_magics.magics.monitor import JobsTable, all_jobs
+    from hpc_magics.magics.job_list import JobsTable, all_rows
 
     other = commands.run(["sbatch", "--parsable", "-H", "-t", "2", "-J", "other-tool",
                           "-o", str(tmp_path / "other-%j.out"), "--wrap", "echo from other"],
@@ -318,13 +318,13 @@ def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
         time.sleep(1.5)  # one poll interval: the shared view lists both
         lab.run_line_magic("hpc_jobs", "--all --state PD")
         table = capsys.readouterr().out
-        assert re.search(rf"^\s+{other_id}\s+PENDING\s+debug .*JobHeldUser\s+other-tool$",
+        assert re.search(rf"^\s+{other_id}\s+PENDING\s+-\s+debug .*JobHeldUser\s+other-tool$",
                          table, re.M), table
         assert re.search(rf"^\s+{mine.job_id}\s+PENDING .*BeginTime", table, re.M), table
         lab.run_line_magic("hpc_jobs", "--all --state R")
         assert other_id not in capsys.readouterr().out
         # the widget table: another tool's job has no handle, ours has
-        rows, _ = all_jobs([])
+        rows, _ = all_rows([])
         widget = JobsTable(rows, "", magics)
         assert "handle" not in widget.buttons[other_id]
         widget.buttons[mine.job_id]["handle"].click()

@@ -176,38 +176,6 @@ def test_without_accounting_squeue_tells_the_state(slurm_shell: Any, cells: Any,
         handle.fetch(show=False)
 
 
-def test_replay_rebuilds_state_that_does_not_pickle(slurm_shell: Any, tmp_path: Path) -> None:
-    data_file = tmp_path / "numbers.txt"
-    data_file.write_text("1\n2\n3\n")
-    slurm_shell.run_cell(f"import threading\nlock = threading.Lock()\n"
-                         f"stream = open({str(data_file)!r})\nfirst = stream.readline()",
-                         store_history=True)  # as a kernel runs cells
-    slurm_shell.run_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
-                         store_history=True)
-    marker = tmp_path / "trainings.txt"
-    slurm_shell.run_cell(f"%%sbatch --wait\nwith open({str(marker)!r}, 'a') as log:\n"
-                         "    print('trained', file=log)\ntrained = 40", store_history=True)
-    assert slurm_shell.user_ns["trained"] == 40 and marker.read_text() == "trained\n"
-    trained = slurm_shell.user_ns.pop("trained")
-    with pytest.raises(UsageError, match=r"'trained' would come from an earlier %%sbatch job"):
-        slurm_shell.run_cell_magic("sbatch", "--replay", "after = trained + 2")
-    slurm_shell.user_ns["trained"] = trained
-    with pytest.raises(UsageError, match=r"cannot ship 'lock'.*--replay"):
-        slurm_shell.run_cell_magic("sbatch", "", "with lock:\n    rest = stream.read()")
-    slurm_shell.run_cell_magic("sbatch", "--wait --replay",
-                               "with lock:\n    rest = stream.read()\n"
-                               "after = trained + 2\nfirst.strip() + rest")
-    assert slurm_shell.user_ns["rest"] == "2\n3\n"
-    assert slurm_shell.user_ns["after"] == 42  # the earlier job's result was shipped...
-    assert marker.read_text() == "trained\n"  # ...and that job was not run again
-    job = last_handle(slurm_shell)
-    code = (job.folder.path / "job.py").read_text()
-    assert "lock = threading.Lock()" in code and "2 earlier cells run first" in code
-    assert "print('trained'" not in code
-    shows = [line for line in code.splitlines() if "plt.show()" in line]
-    assert shows and all(line.lstrip().startswith("#") for line in shows)  # stripped
-
-
 def test_several_tasks_run_the_cell_and_task_zero_answers(slurm_shell: Any) -> None:
     slurm_shell.run_cell_magic("sbatch", "--wait -N 2 --ntasks-per-node 2", "\n".join([
         "import os, socket",

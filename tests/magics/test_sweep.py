@@ -1,4 +1,4 @@
-"""Sweeps as ONE Slurm job array, and --after dependencies, on the real test cluster.
+"""Sweeps as ONE Slurm job array, and -d on this notebook's jobs, on the real test cluster.
 
 ``sbatch`` is counted with a wrapper named ``sbatch`` first on PATH: it logs its arguments
 and execs the real one.
@@ -122,8 +122,8 @@ def test_twenty_points_one_array_table_and_retry(slurm_shell: Any, sbatch_log: P
     assert "<table" in widget.sweep.table.value and "first try of 7" in widget.sweep.table.value
     assert widget.fetch_button.layout.display == "none"  # the table is the sweep's results
 
-    # %%sbatch --retry-failed on the same cell: one more sbatch, an array of one
-    slurm_shell.run_cell_magic("sbatch", "--retry-failed", SQUARES)
+    # the failed tasks only: one more sbatch, an array of one
+    handle.retry_failed()
     calls = sbatch_calls(sbatch_log)
     assert len(calls) == 2, calls
     assert Path(calls[1]).name == "job-retry1.sh"
@@ -180,7 +180,7 @@ def test_dependent_job_waits_for_its_parent(slurm_shell: Any, sacct_state: Any) 
     slurm_shell.run_cell_magic("sbatch", "--name parent", "import time\ntime.sleep(10)")
     slurm_shell.run_cell("import hpc_magics\nparent = hpc_magics.job()")
     parent = slurm_shell.user_ns["parent"]
-    slurm_shell.run_cell_magic("sbatch", "--after parent --name child", "child_ran = True")
+    slurm_shell.run_cell_magic("sbatch", "-d afterok:parent --name child", "child_ran = True")
     child = last_handle(slurm_shell)
     assert f"#SBATCH --dependency=afterok:{parent.job_id}" in \
         (child.folder.path / "job.sh").read_text()
@@ -202,15 +202,15 @@ def test_dependency_spellings_in_the_script(slurm_shell: Any,
     slurm_shell.run_cell_magic("sbatch", "--name first", "one = 1")
     first = last_handle(slurm_shell)
     folder_name = first.folder.path.name
-    slurm_shell.run_cell_magic("sbatch", f"--dry-run --after 12345 --after-any {folder_name} "
-                                         "--after 12346", "two = 2")
+    slurm_shell.run_cell_magic("sbatch", "--dry-run -d "
+                               f"afterok:12345:12346,afterany:{folder_name}:12347+5", "two = 2")
     out = capsys.readouterr().out
-    assert f"#SBATCH --dependency=afterok:12345:12346,afterany:{first.job_id}\n" in out
+    assert f"#SBATCH --dependency=afterok:12345:12346,afterany:{first.job_id}:12347+5\n" in out
     # sbatch's own spelling, as a #SBATCH line of the cell, is understood too
     slurm_shell.run_cell_magic("sbatch", "--dry-run", "#SBATCH -d afterany:777\nthree = 3")
     assert "#SBATCH --dependency=afterany:777\n" in capsys.readouterr().out
-    with pytest.raises(UsageError, match="--after nosuchjob: not a job id"):
-        slurm_shell.run_cell_magic("sbatch", "--after nosuchjob", "four = 4")
+    with pytest.raises(UsageError, match=r"-d \.\.\.:nosuchjob: not a job id"):
+        slurm_shell.run_cell_magic("sbatch", "-d afterok:nosuchjob", "four = 4")
     first.cancel()
 
 

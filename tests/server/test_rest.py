@@ -184,7 +184,7 @@ def test_keep_alive_postpones_idle_stop_but_polling_does_not(local_server: Start
 
 
 def test_a_busy_kernel_keeps_the_server_alive(local_server: StartLocal) -> None:
-    server = local_server("--HpcMagicsServer.idle_stop_seconds=4",
+    server = local_server("--HpcMagicsServer.idle_stop_minutes=0.0667",
                           "--HpcMagicsServer.idle_check_interval_s=0.5")
     kernel = server.post("api/kernels", json={"name": "python3"}).json()
     assert execute(server, kernel["id"], "print('ready')").strip() == "ready"
@@ -199,7 +199,7 @@ def test_a_busy_kernel_keeps_the_server_alive(local_server: StartLocal) -> None:
 
 
 def test_idle_stop_outside_a_job_shuts_the_server_down(local_server: StartLocal) -> None:
-    server = local_server("--HpcMagicsServer.idle_stop_seconds=3",
+    server = local_server("--HpcMagicsServer.idle_stop_minutes=0.05",
                           "--HpcMagicsServer.idle_check_interval_s=0.5")
     assert server.get("hpc-magics/server").json()["idle_stop_minutes"] == pytest.approx(0.05)
     assert server.process is not None
@@ -232,26 +232,3 @@ def test_traits_come_from_jupyter_server_config_py(local_server: StartLocal) -> 
     assert info["idle_stop_minutes"] == 60 and info["idle_warning_minutes"] == 10
     assert info["warn_minutes"] == [30, 10]
     assert info["idle_stop_at"] == pytest.approx(time.time() + 3600, abs=60)
-    assert "c.HpcMagics" not in server.log  # the new spelling: no warning
-
-
-def test_the_old_spelling_still_configures_the_server_with_one_warning(
-        local_server: StartLocal) -> None:
-    """``c.HpcMagics.*``, the name the server's settings once shared with the kernel's,
-    still works from jupyter_server_config.py and the command line; the new spelling wins."""
-    server = local_server("--HpcMagics.idle_warning_minutes=7",
-                          config_py="c.HpcMagics.idle_stop_minutes = 60\n"
-                                    "c.HpcMagics.warn_minutes = [30, 10]\n"
-                                    "c.HpcMagics.events_interval_s = 99\n"
-                                    "c.HpcMagicsServer.events_interval_s = 15\n")
-    info = server.get("hpc-magics/server").json()
-    assert info["idle_stop_minutes"] == 60 and info["warn_minutes"] == [30, 10]
-    assert info["idle_warning_minutes"] == 7
-    assert server.get("hpc-magics/jobs/events").json()["interval_s"] == 15  # the new one won
-    warnings = [line for line in server.log.splitlines() if "c.HpcMagics." in line]
-    assert len(warnings) == 1, warnings
-    assert "c.HpcMagics.events_interval_s is now c.HpcMagicsServer.events_interval_s" in \
-        warnings[0]
-    for name in ("events_interval_s", "idle_stop_minutes", "idle_warning_minutes",
-                 "warn_minutes"):
-        assert f"c.HpcMagics.{name}" in warnings[0], name

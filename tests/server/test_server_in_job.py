@@ -163,7 +163,7 @@ def test_stop_ends_only_the_servers_job_and_leaves_no_process(
 
 
 def test_idle_stop_ends_the_job(server_in_job: StartInJob, sacct_state: SacctState) -> None:
-    server = server_in_job("--HpcMagicsServer.idle_stop_seconds=8",
+    server = server_in_job("--HpcMagicsServer.idle_stop_minutes=0.1333",
                            "--HpcMagicsServer.idle_check_interval_s=0.5")
     started = time.monotonic()
     info = server.get("hpc-magics/server").json()

@@ -140,7 +140,7 @@ def check_the_efficiency(run: Executed, sweep_id: str, retry_id: str) -> None:
 
 
 def check_the_follow_up(run: Executed) -> None:
-    """--sweep-from a list of dicts; squeue -r; the --after line."""
+    """--sweep-from a list of dicts; squeue -r; the -d line."""
     submitted = run.output_of("%%sbatch --sweep-from follow_up")
     follow_id = re.search(r"sweep (\d+): table later", submitted).group(1)  # type: ignore[union-attr]
     assert "for all 3 tasks" in submitted
@@ -157,7 +157,7 @@ def check_the_follow_up(run: Executed) -> None:
     assert losses[0] == losses[2] > losses[1]  # |1 - 0.2·4| = |1 - 0.3·4|
     assert losses[1] == pytest.approx(predicted_loss(run.folder, 0.25, 2), abs=2e-6)
 
-    chained = run.output_of("%%sbatch --after follow --dry-run")
+    chained = run.output_of("%%sbatch -d afterok:follow --dry-run")
     assert f"#SBATCH --dependency=afterok:{follow_id}" in chained, chained
 
 

@@ -1,5 +1,5 @@
 """The node side's own facts about its job, recorded in the job folder (see
-``core/node_facts.py``): the memory limit at the start, the peak at the end, and GPU
+``core/node_records.py``): the memory limit at the start, the peak at the end, and GPU
 samples on every node of the job (the first task on each node runs ``nvidia-smi``; the
 batch script alone would sample only the first node).
 """
@@ -17,8 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core.efficiency import GPU_QUERY
-from ..core.gpu_sampling import SAMPLE_EVERY_S, node_samples_file
-from ..core.node_facts import CGROUP_FILES, MB, bytes_value, memory_cgroup_dir, node_file
+from ..core.node_records import (
+    CGROUP_FILES,
+    GPU_SAMPLE_EVERY_S,
+    MB,
+    bytes_value,
+    memory_cgroup_dir,
+    node_file,
+    node_samples_file,
+)
 from ..jobfolder.files import write_atomically
 
 STOP_SAMPLER_S = 5.0
@@ -81,7 +88,7 @@ def record_end(folder: Path) -> None:
     _write(folder, record)
 
 
-def start_gpu_sampler(folder: Path, every_s: int = SAMPLE_EVERY_S) \
+def start_gpu_sampler(folder: Path, every_s: int = GPU_SAMPLE_EVERY_S) \
         -> subprocess.Popen[bytes] | None:
     """``nvidia-smi`` in the background on this node, once per node (its first task),
     when the job has GPUs here; ``None`` (and nothing run) otherwise or without it."""

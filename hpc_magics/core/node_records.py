@@ -1,12 +1,16 @@
 """What the node side records about its own job, and how the notebook reads it. Pure.
 
 Each task of a job writes ``node-JOB.HOST.RANK.json`` into the job folder (by
-``node/node_facts.py``): the job's memory limit as its cgroup sets it (at the start,
+``node/usage_recorder.py``): the job's memory limit as its cgroup sets it (at the start,
 so a job the kernel kills for memory still leaves it) and, at the end, its peak memory by
 two sources: the job's cgroup on that node (``memory.max_usage_in_bytes`` under cgroup v1,
 ``memory.peak`` under v2; the whole job on the node) and ``getrusage`` (the task and its
 children). Accounting samples memory every 30 s or so: a job shorter than that has no
 MaxRSS, and these records give its peak instead.
+
+Where the job was given GPUs (``CUDA_VISIBLE_DEVICES`` set) and the node has ``nvidia-smi``,
+the first task on each node also samples them every few seconds into ``gpu-JOB.HOST.csv``
+(a few milliseconds of one core per query); ``%hpc_efficiency`` and the job widget plot them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 NODE_FILE_GLOB = "node-{job}.*.json"
+GPU_SAMPLE_EVERY_S = 5
 MB = 1024 * 1024
 # the files each cgroup version keeps the limit and the peak in (for the job's directory)
 CGROUP_FILES = {
@@ -41,6 +46,11 @@ STEP_STATES_THAT_EXPLAIN = ("OUT_OF_MEMORY",)
 
 def node_file(job_id: str, host: str, rank: str) -> str:
     return f"node-{job_id}.{host}.{rank}.json"
+
+
+def node_samples_file(job_id: str, host: str) -> str:
+    """One node's GPU samples of ``job_id``: every node of a multi-node job samples its own."""
+    return f"gpu-{job_id}.{host}.csv"
 
 
 def memory_cgroup_dir(proc_cgroup: str, exists: Callable[[str], bool],

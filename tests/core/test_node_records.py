@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hpc_magics.core.efficiency import Usage
 from hpc_magics.core.efficiency_report import report
-from hpc_magics.core.node_facts import (
+from hpc_magics.core.node_records import (
     bytes_value,
     explaining_step_state,
     memory_cgroup_dir,
