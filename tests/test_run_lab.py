@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server.conftest import processes_mentioning
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,6 +54,9 @@ def test_run_lab_serves_jupyterlab_from_a_slurm_job(slurm_cluster: Any,
             info = json.load(answer)
         assert info["in_slurm_job"] is True and info["job_id"] == job_id
         assert info["partition"] == "long" and 0 < info["seconds_left"] <= 30 * 60
+        # the token is not on any command line (/proc/PID/cmdline: every user of the node)
+        assert processes_mentioning(f"--port={port}"), "no JupyterLab process to look at"
+        assert processes_mentioning(token) == []
         os.killpg(process.pid, signal.SIGTERM)  # what Ctrl-C in its terminal does
         process.wait(timeout=60)
         assert sacct_state(job_id, until={"CANCELLED"}, timeout=30) == "CANCELLED"
