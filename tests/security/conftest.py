@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from magics.conftest import shell  # noqa: F401 - the fixture, for these tests too
 from server.conftest import local_server  # noqa: F401 - the fixture, for these tests too
 
 from hpc_magics.scheduler import commands

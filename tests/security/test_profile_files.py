@@ -1,0 +1,75 @@
+"""Shell lines from profile files (``setup``, and the commands a profile names) run as the
+user: the dry run shows them under the file they came from, and a site or user profile
+file that another user could have written is refused in one line, its lines never used."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+
+from .conftest import Intruder
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slurm]
+
+SITE_PROFILE = 'extends = "lab"\nsetup = ["echo set-up-by-the-profile-file"]\n'
+
+
+def dry_run(shell: Any, capsys: pytest.CaptureFixture[str], line: str = "") -> str:
+    shell.run_cell_magic("sbatch", f"--profile mysite --dry-run {line}", "x = 1")
+    return capsys.readouterr().out
+
+
+def test_a_profile_files_setup_shows_in_the_dry_run_under_its_file(
+        shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], slurm_cluster: object) -> None:
+    folder = tmp_path / "profiles"
+    folder.mkdir(mode=0o755)
+    path = folder / "mysite.toml"
+    path.write_text(SITE_PROFILE)
+    path.chmod(0o644)
+    monkeypatch.setenv("HPC_MAGICS_PROFILE_PATH", str(folder))
+    shown = dry_run(shell, capsys, "--setup 'echo mine'")
+    assert f"# Setup from profile mysite: {path}\necho set-up-by-the-profile-file\n" in shown
+    assert ("# Setup from the request (--setup, %hpc_resources or the notebook's metadata)\n"
+            "echo mine\n") in shown
+
+
+def refused(shell: Any, capsys: pytest.CaptureFixture[str], said: str) -> None:
+    with pytest.raises(UsageError, match=said) as raised:
+        dry_run(shell, capsys)
+    assert "\n" not in str(raised.value)
+    assert "set-up-by-the-profile-file" not in capsys.readouterr().out
+
+
+def test_a_profile_file_another_user_could_write_is_refused(
+        shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], intruder: Intruder, shared_folder: Path) -> None:
+    # theirs, in a folder both may write (sticky, as /tmp: neither replaces the other's)
+    theirs = shared_folder / "mysite.toml"
+    intruder.run("sh", "-c", 'umask 022 && printf %s "$1" > "$2"', "sh", SITE_PROFILE,
+                 str(theirs))
+    monkeypatch.setenv("HPC_MAGICS_PROFILE_PATH", str(shared_folder))
+    refused(shell, capsys, f"profile file {re.escape(str(theirs))} is not used: it is owned by "
+                           f"{intruder.name}, .*chmod go-w")
+
+    # ours, but the group may write it
+    folder = tmp_path / "profiles"
+    folder.mkdir(mode=0o755)
+    ours = folder / "mysite.toml"
+    ours.write_text(SITE_PROFILE)
+    ours.chmod(0o664)
+    monkeypatch.setenv("HPC_MAGICS_PROFILE_PATH", str(folder))
+    refused(shell, capsys,
+            f"profile file {re.escape(str(ours))} is not used: it is writable by others")
+
+    # ours, in a folder the group may write (the file could be replaced)
+    ours.chmod(0o644)
+    folder.chmod(0o775)
+    refused(shell, capsys, f"its folder {re.escape(str(folder))} is writable by others")
+
+    folder.chmod(0o755)  # and once it is the user's alone, it is used
+    assert "echo set-up-by-the-profile-file" in dry_run(shell, capsys)
