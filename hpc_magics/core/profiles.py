@@ -300,26 +300,30 @@ def _controlled_by_others(stat: os.stat_result, folder: bool = False) -> str | N
     return None
 
 
+def others_could_write(path: Path, stat: os.stat_result | None = None) -> str | None:
+    """Why someone besides this user and root could have written ``path`` (the file or its
+    folder), as ``"it is owned by bob"``; None when no one could."""
+    try:
+        why = _controlled_by_others(stat or path.stat())
+        if why is not None:
+            return f"it is {why}"
+        why = _controlled_by_others(path.parent.stat(), folder=True)
+    except OSError:
+        return None  # reading it says what is wrong
+    return f"its folder {path.parent} is {why}" if why is not None else None
+
+
 def _refuse_if_others_control(path: Path, stat: os.stat_result) -> None:
     """A profile's ``setup``, ``environment``, ``balance_command`` and ``kernel`` become
     commands run as this user: a site or user file (not the package's own) is used only
     when this user or root alone could have written it and its folder."""
     if path.parent.resolve() == PACKAGED_DIR:
         return
-    why = _controlled_by_others(stat)
-    if why is None:
-        try:
-            why = _controlled_by_others(path.parent.stat(), folder=True)
-        except OSError:
-            why = None
-        where = f"its folder {path.parent}"
-    else:
-        where = "it"
+    why = others_could_write(path, stat)
     if why is not None:
         raise InvalidRequest(
-            f"profile file {path} is not used: {where} is {why}, and a profile's setup and "
-            f"commands run as you: make {where} yours and not writable by others "
-            "(chmod go-w), or remove the file")
+            f"profile file {path} is not used: {why}, and a profile's setup and commands "
+            "run as you: make it yours and not writable by others (chmod go-w), or remove it")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -4,6 +4,7 @@ file that another user could have written is refused in one line, its lines neve
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -73,3 +74,33 @@ def test_a_profile_file_another_user_could_write_is_refused(
 
     folder.chmod(0o755)  # and once it is the user's alone, it is used
     assert "echo set-up-by-the-profile-file" in dry_run(shell, capsys)
+
+
+NOTEBOOK = json.dumps({
+    "cells": [{"cell_type": "code", "source": "x = 1", "metadata": {}, "outputs": [],
+               "execution_count": None}],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                "language": "python"},
+                 "hpc_magics": {"resources": {"profile": "lab",
+                                              "setup": ["echo set-up-by-the-notebook"]}}},
+    "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_notebooks_setup_lines_run_only_from_a_file_of_the_users_own(
+        shell: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], intruder: Intruder,
+        shared_folder: Path) -> None:
+    theirs = shared_folder / "shared.ipynb"
+    intruder.run("sh", "-c", 'umask 022 && printf %s "$1" > "$2"', "sh", NOTEBOOK, str(theirs))
+    with pytest.raises(UsageError, match=f"notebook {re.escape(str(theirs))}: its metadata's "
+                       f"setup lines .* not used: it is owned by {intruder.name}") as raised:
+        shell.run_line_magic("hpc_submit_notebook", f"{theirs} --dry-run")
+    assert "\n" not in str(raised.value)
+    assert "set-up-by-the-notebook" not in capsys.readouterr().out
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir(mode=0o755)
+    mine = folder / "mine.ipynb"  # the user's own copy, read before use
+    mine.write_text(NOTEBOOK)
+    shell.run_line_magic("hpc_submit_notebook", f"{mine} --dry-run")
+    assert ("# Setup from the request (--setup, %hpc_resources or the notebook's metadata)\n"
+            "echo set-up-by-the-notebook\n") in capsys.readouterr().out
