@@ -64,3 +64,5 @@ def test_another_user_reads_nothing_of_a_kernels_output(
     assert listener.returncode == 0, errors
     received = json.loads(said.splitlines()[-1])
     assert received == [], f"{intruder.name} read the kernel's IOPub: {received[:4]}"
+    log = (manager.provisioner.folder.path / "kernel.log").read_text(errors="replace")
+    assert "without encryption" not in log  # ipykernel's own warning, for every bare kernel
