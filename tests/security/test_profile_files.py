@@ -24,15 +24,21 @@ def dry_run(shell: Any, capsys: pytest.CaptureFixture[str], line: str = "") -> s
     return capsys.readouterr().out
 
 
-def test_a_profile_files_setup_shows_in_the_dry_run_under_its_file(
-        shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], slurm_cluster: object) -> None:
+def own_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: int = 0o644) -> Path:
+    """``mysite.toml`` in a folder of the user's, first on the profile path."""
     folder = tmp_path / "profiles"
     folder.mkdir(mode=0o755)
     path = folder / "mysite.toml"
     path.write_text(SITE_PROFILE)
-    path.chmod(0o644)
+    path.chmod(mode)
     monkeypatch.setenv("HPC_MAGICS_PROFILE_PATH", str(folder))
+    return path
+
+
+def test_a_profile_files_setup_shows_in_the_dry_run_under_its_file(
+        shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], slurm_cluster: object) -> None:
+    path = own_profile(tmp_path, monkeypatch)
     shown = dry_run(shell, capsys, "--setup 'echo mine'")
     assert f"# Setup from profile mysite: {path}\necho set-up-by-the-profile-file\n" in shown
     assert ("# Setup from the request (--setup, %hpc_resources or the notebook's metadata)\n"
@@ -58,12 +64,8 @@ def test_a_profile_file_another_user_could_write_is_refused(
                            f"{intruder.name}, .*chmod go-w")
 
     # ours, but the group may write it
-    folder = tmp_path / "profiles"
-    folder.mkdir(mode=0o755)
-    ours = folder / "mysite.toml"
-    ours.write_text(SITE_PROFILE)
-    ours.chmod(0o664)
-    monkeypatch.setenv("HPC_MAGICS_PROFILE_PATH", str(folder))
+    ours = own_profile(tmp_path, monkeypatch, mode=0o664)
+    folder = ours.parent
     refused(shell, capsys,
             f"profile file {re.escape(str(ours))} is not used: it is writable by others")
 
