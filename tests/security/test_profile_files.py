@@ -16,7 +16,8 @@ from .conftest import Intruder
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slurm]
 
-SITE_PROFILE = 'extends = "lab"\nsetup = ["echo set-up-by-the-profile-file"]\n'
+SITE_PROFILE = ('extends = "lab"\nsetup = ["echo set-up-by-the-profile-file"]\n'
+                'balance_command = ["echo", "balance-by-the-profile-file"]\n')
 
 
 def dry_run(shell: Any, capsys: pytest.CaptureFixture[str], line: str = "") -> str:
@@ -43,6 +44,8 @@ def test_a_profile_files_setup_shows_in_the_dry_run_under_its_file(
     assert f"# Setup from profile mysite: {path}\necho set-up-by-the-profile-file\n" in shown
     assert ("# Setup from the request (--setup, %hpc_resources or the notebook's metadata)\n"
             "echo mine\n") in shown
+    assert (f"#   allocation command: echo balance-by-the-profile-file (profile mysite: "
+            f"{path})\n") in shown
 
 
 def refused(shell: Any, capsys: pytest.CaptureFixture[str], said: str) -> None:
