@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
+from hpc_magics.cli import main as cli_main
+
 from .conftest import Intruder
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slurm]
@@ -71,6 +73,10 @@ def test_a_profile_file_another_user_could_write_is_refused(
     folder = ours.parent
     refused(shell, capsys,
             f"profile file {re.escape(str(ours))} is not used: it is writable by others")
+    assert cli_main(["profiles"]) == 0  # the list says so, and lists the others
+    listed = capsys.readouterr().out
+    assert re.search(r"^mysite +not usable: profile file .* writable by others", listed, re.M)
+    assert re.search(r"^lab +\S", listed, re.M)
 
     # ours, in a folder the group may write (the file could be replaced)
     ours.chmod(0o644)
