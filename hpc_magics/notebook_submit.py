@@ -170,7 +170,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
 
 def request_from_args(args: argparse.Namespace, metadata: dict[str, Any]
                       ) -> tuple[ResourceRequest, ClusterProfile]:
-    job = job_for_notebook(metadata, args.profile)
+    job = job_for_notebook(metadata, args.profile, source=args.notebook)
     values: dict[str, Any] = {flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS}
     values["setup"] = args.setup
     values["backend"] = args.backend

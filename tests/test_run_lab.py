@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server.conftest import RunningServer, execute
+from server.conftest import RunningServer, execute, processes_mentioning
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,6 +73,9 @@ def test_run_lab_serves_jupyterlab_from_a_slurm_job(slurm_cluster: Any, sacct_st
         server = RunningServer(f"http://127.0.0.1:{port}/", token, tmp_path)
         said = a_cell_from_tmp(server)
         assert "answer=42" in said, f"a %%sbatch cell from a folder under /tmp:\n{said}"
+        # the token is not on any command line (/proc/PID/cmdline: every user of the node)
+        assert processes_mentioning(f"--port={port}"), "no JupyterLab process to look at"
+        assert processes_mentioning(token) == []
         os.killpg(process.pid, signal.SIGTERM)  # what Ctrl-C in its terminal does
         process.wait(timeout=60)
         assert sacct_state(job_id, until={"CANCELLED"}, timeout=30) == "CANCELLED"

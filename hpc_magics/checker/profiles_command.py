@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InvalidRequest
 from ..core.profiles import available_profiles, load_profile
 from ..core.units import format_memory, format_time
 
@@ -90,5 +91,9 @@ def run(args: argparse.Namespace) -> int:
         print(_show(args.name))
         return 0
     for name, path in sorted(available_profiles().items()):
-        print(f"{name:<10} {load_profile(name).description}  [{path}]")
+        try:
+            said = load_profile(name).description
+        except InvalidRequest as error:  # one bad file (or one others could write) of many
+            said = f"not usable: {error}"
+        print(f"{name:<10} {said}  [{path}]")
     return 0

@@ -6,13 +6,14 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from ..core.cost import cost_line
 from ..core.errors import InvalidRequest
 from ..core.flags import FLAG_FIELDS
 from ..core.jobscript import JobParts, render
-from ..core.profiles import ClusterProfile, load_profile
+from ..core.profiles import ClusterProfile, load_profile, others_could_write
 from ..core.resources import ResourceRequest, from_dict, updated
 from ..core.validation import check
 
@@ -30,10 +31,13 @@ class BatchJob:
     origin: str
 
 
-def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = None) -> BatchJob:
+def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = None,
+                     source: Path | None = None) -> BatchJob:
     """The request from ``metadata.hpc_magics.resources`` over the profile's defaults.
 
     ``profile_name`` (``--profile``) wins over the profile named in the metadata.
+    ``source``: the notebook file; its metadata's setup lines (shell, run as this user)
+    are refused when another user could have written it.
     """
     stored = (
         metadata.get("hpc_magics", {}).get("resources")
@@ -46,6 +50,13 @@ def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = Non
             "resource names to values: fix it in Edit > Notebook Metadata"
         )
     notebook_request = stored_request(stored) if stored else None
+    why = others_could_write(source) if source and notebook_request and \
+        notebook_request.setup else None
+    if why is not None:
+        raise InvalidRequest(
+            f"notebook {source}: its metadata's setup lines (hpc_magics.resources.setup) run "
+            f"as you and are not used: {why}: copy the notebook to a file of your own and "
+            "read them, or remove them")
     name = profile_name or (notebook_request.profile if notebook_request else DEFAULT_PROFILE)
     profile = load_profile(name)
     request = updated(

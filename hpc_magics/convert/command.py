@@ -48,7 +48,7 @@ def convert_file(
         conversion = convert_notebook(data, name, comment_removed=comment_removed, strict=strict)
     except ConversionError as error:
         raise ConversionError(f"{notebook}: {error}") from None
-    job = job_for_notebook(data.get("metadata", {}), profile)
+    job = job_for_notebook(data.get("metadata", {}), profile, source=notebook)
     given = {field: value for field, value in (flags or {}).items() if value is not None}
     if given:
         job = replace(job, request=updated(job.request, given),

@@ -110,9 +110,15 @@ def render(request: ResourceRequest, profile: ClusterProfile, parts: JobParts) -
         lines += ["", *(f"# {note}" if note else "#" for note in parts.notes)]
     if parts.prologue:
         lines += ["", *parts.prologue]
-    setup = _unique([*profile.setup, *request.setup])
-    if setup:
-        lines += ["", "# Setup", *setup]
+    # each shell line under where it came from (a dry run shows what a profile file adds)
+    from_profile = _unique(profile.setup)
+    from_request = [line for line in _unique(request.setup) if line not in from_profile]
+    if from_profile:
+        lines += ["", f"# Setup from profile {profile.name}"
+                  + (f": {profile.source}" if profile.source else ""), *from_profile]
+    if from_request:
+        lines += ["", "# Setup from the request (--setup, %hpc_resources or the notebook's "
+                  "metadata)", *from_request]
     if parts.run:
         lines += ["", *parts.run]
     return "\n".join(lines) + "\n"

@@ -3,7 +3,8 @@
 Profiles are TOML files.  The packaged ones live in ``hpc_magics/profiles``; a site
 can add or override them in ``/etc/hpc_magics/profiles`` and a user in
 ``~/.config/hpc_magics/profiles``; ``HPC_MAGICS_PROFILE_PATH`` (``os.pathsep``
-separated) comes first of all.
+separated) comes first of all. Their shell lines run as the user: a file there is used
+only when no one but the user or root could have written it.
 """
 
 from __future__ import annotations
@@ -271,15 +272,58 @@ def _chain(name: str, files: Mapping[str, Path]) -> list[_Link]:
 
 
 def _raw(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """One file's TOML, parsed again only when its mtime, size or mode changed."""
+    """One file's TOML, parsed again only when its mtime, size, mode or owner changed."""
     try:
         stat = path.stat()
     except OSError:
         return (path, None), _read_toml(path)  # reading it says what is wrong
-    stamp = (path, stat.st_mtime_ns, stat.st_size, stat.st_mode)
+    _refuse_if_others_control(path, stat)
+    stamp = (path, stat.st_mtime_ns, stat.st_size, stat.st_mode, stat.st_uid)
     if stamp not in _RAW:
         _RAW[stamp] = _read_toml(path)
     return stamp, _RAW[stamp]
+
+
+def _controlled_by_others(stat: os.stat_result, folder: bool = False) -> str | None:
+    """Who besides this user and root could have written it, or None."""
+    if stat.st_uid not in (os.getuid(), 0):
+        import pwd
+
+        try:
+            owner = pwd.getpwuid(stat.st_uid).pw_name
+        except KeyError:
+            owner = f"uid {stat.st_uid}"
+        return f"owned by {owner}"
+    # a sticky folder (/tmp) lets others add files, never replace this user's
+    if stat.st_mode & 0o022 and not (folder and stat.st_mode & 0o1000):
+        return "writable by others (group or world)"
+    return None
+
+
+def others_could_write(path: Path, stat: os.stat_result | None = None) -> str | None:
+    """Why someone besides this user and root could have written ``path`` (the file or its
+    folder), as ``"it is owned by bob"``; None when no one could."""
+    try:
+        why = _controlled_by_others(stat or path.stat())
+        if why is not None:
+            return f"it is {why}"
+        why = _controlled_by_others(path.parent.stat(), folder=True)
+    except OSError:
+        return None  # reading it says what is wrong
+    return f"its folder {path.parent} is {why}" if why is not None else None
+
+
+def _refuse_if_others_control(path: Path, stat: os.stat_result) -> None:
+    """A profile's ``setup``, ``environment``, ``balance_command`` and ``kernel`` become
+    commands run as this user: a site or user file (not the package's own) is used only
+    when this user or root alone could have written it and its folder."""
+    if path.parent.resolve() == PACKAGED_DIR:
+        return
+    why = others_could_write(path, stat)
+    if why is not None:
+        raise InvalidRequest(
+            f"profile file {path} is not used: {why}, and a profile's setup and commands "
+            "run as you: make it yours and not writable by others (chmod go-w), or remove it")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -95,9 +95,8 @@ def kernelspec(args: argparse.Namespace) -> tuple[dict[str, Any], KernelRequest,
                              "kernel it runs instead")
     for problem in problems:
         print(f"hpc-magics kernel: {problem}", file=sys.stderr)
-    # the node writes a connection file without CurveZMQ keys: no encryption claimed
-    metadata = {k: v for k, v in wrapped.metadata.items()
-                if k not in {"kernel_provisioner", "supported_encryption"}}
+    # supported_encryption kept: the node gives such a kernel CurveZMQ keys (provisioner.py)
+    metadata = {k: v for k, v in wrapped.metadata.items() if k != "kernel_provisioner"}
     metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER_NAME,
                                       "config": kernel.to_config()}
     argv = [part.replace("{resource_dir}", wrapped.resource_dir) for part in wrapped.argv]

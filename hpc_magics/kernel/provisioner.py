@@ -28,7 +28,7 @@ from traitlets import Dict, Float, Unicode
 from ..core.errors import HpcMagicsError, InvalidRequest, SubmissionError
 from ..core.pending_reasons import plain_reason
 from ..jobfolder.folder import JobFolder
-from ..node.kernel import scancel_target
+from ..node.kernel import CURVE, scancel_target
 from ..scheduler.job_status import record_submission
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from . import launch
@@ -80,6 +80,19 @@ async def _off_loop(function: Callable[..., T], *arguments: Any) -> T:
 def job_name(resource_dir: str) -> str:
     """``kernel-NAME``, NAME the kernelspec's (its folder's name): squeue tells them apart."""
     return f"kernel-{Path(resource_dir).name or 'slurm'}"[:60]
+
+
+def takes_curve(metadata: Any) -> bool:
+    """The kernelspec says its kernel takes CurveZMQ keys (``supported_encryption``): the
+    node gives it a pair in its connection file, whatever the server's
+    ``transport_encryption`` (off by default), because a Slurm kernel listens where other
+    users reach it (the node's address; a shared login node's 127.0.0.1 with ``ssh``) and
+    its IOPub broadcasts to whoever connects: without the keys, nothing is readable."""
+    import zmq
+
+    declared = (metadata or {}).get("supported_encryption") or ()
+    declared = [declared] if isinstance(declared, str) else declared
+    return CURVE in {str(item).strip().lower() for item in declared} and zmq.has(CURVE)
 
 
 class SlurmProvisioner(KernelProvisionerBase):
@@ -137,6 +150,8 @@ class SlurmProvisioner(KernelProvisionerBase):
         env = kwargs.get("env")
         name = job_name(self.kernel_spec.resource_dir)
         self.folder = folder = launch.new_folder(kernel, name)
+        if takes_curve(self.kernel_spec.metadata):  # the node then makes its keys
+            folder.update_meta(encryption=CURVE)
         self._ended, self.step_id = None, ""
         self._submitted_at = time.time()
         if kernel.jobid:  # a step of the user's allocation, once that runs

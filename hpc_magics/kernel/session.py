@@ -29,6 +29,15 @@ READY_S = 600.0  # the job may wait in the queue; the provisioner says why meanw
 LOOK_EVERY_S = 2.0  # a quiet cell: is its job still there? (a cached look, see _still_there)
 
 
+def _encryption_of_this_ipykernel() -> dict[str, Any]:
+    try:
+        from ipykernel.kernelspec import get_kernel_dict
+    except ImportError:
+        return {}
+    declared = get_kernel_dict().get("metadata", {}).get("supported_encryption")
+    return {"supported_encryption": declared} if declared else {}
+
+
 def kernel_manager(kernel: KernelRequest, name: str) -> Any:
     """A KernelManager for ipykernel on the node, with the Slurm provisioner."""
     from jupyter_client import KernelManager
@@ -39,7 +48,9 @@ def kernel_manager(kernel: KernelRequest, name: str) -> Any:
         display_name=f"hpc_magics session {name}", language="python",
         resource_dir=f"session-{name}",  # names the job: kernel-session-NAME
         metadata={"kernel_provisioner": {"provisioner_name": PROVISIONER_NAME,
-                                         "config": kernel.to_config()}})
+                                         "config": kernel.to_config()},
+                  # as this ipykernel's own kernelspec says (7.4 takes CurveZMQ keys)
+                  **_encryption_of_this_ipykernel()})
     manager = KernelManager(kernel_name="")
     manager._kernel_spec = spec  # an in-memory kernelspec: nothing installed for a session
     return manager

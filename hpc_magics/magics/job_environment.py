@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 
 from ..core import slurm_environment
@@ -33,6 +34,9 @@ def sources_text(final: ResourceRequest, session: ResourceRequest, filled: Mappi
             source = "cell"
         lines.append(f"#   --{flag.name}: {source}")
     lines += [f"#   --{name}: profile {profile.name}" for name, _ in profile.extra_directives]
+    if profile.balance_command:  # a command the profile's file makes run as the user
+        lines.append(f"#   allocation command: {shlex.join(profile.balance_command)} (profile "
+                     f"{profile.name}: {profile.source})")
     kept = [n for n in slurm_environment.kept_names(env)
             if n not in slurm_environment.overridden(env, script)]
     given_way = slurm_environment.overridden(env, script)

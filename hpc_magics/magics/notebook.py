@@ -65,7 +65,7 @@ class NotebookJobMagics(Magics):
         hpc = self.shell.magics_manager.registry.get("HpcMagicsKernel") if self.shell else None
         try:
             notebook = read_notebook(path)
-            request = job_for_notebook(notebook.get("metadata", {})).request
+            request = job_for_notebook(notebook.get("metadata", {}), source=path).request
             if hpc is not None and hpc.request != resources.ResourceRequest(
                     profile=hpc.default_profile, backend=hpc.request.backend):
                 request = hpc.request  # %hpc_resources settings of this session win

@@ -22,6 +22,7 @@ from ..jobfolder.files import move_into_place, write_atomically
 from .walltime import EXTENSION_ARGUMENT
 
 CONNECTION_FILE = "connection.json"
+CURVE = "curve"  # jupyter_client's name for CurveZMQ transport encryption
 NODE_FILE = "node.json"
 IPYKERNEL_MODULES = {"ipykernel_launcher", "ipykernel"}  # ``python -m ipykernel_launcher``
 PYTHON_NAMES = {"python", "python3", f"python{sys.version_info[0]}"}
@@ -75,6 +76,19 @@ def kernel_argv(template: Sequence[str], connection_file: Path) -> list[str]:
     return argv
 
 
+def curve_keys(folder: Path) -> tuple[bytes, bytes] | tuple[None, None]:
+    """A CurveZMQ key pair (public, secret) when the provisioner asked for one (the kernel
+    takes them): the kernel's sockets then talk only to clients that know its public key,
+    which only the private connection file holds (IOPub too, else a broadcast to anyone)."""
+    from ..jobfolder.folder import JobFolder
+
+    if JobFolder(folder).meta().get("encryption") != CURVE:
+        return None, None
+    import zmq
+
+    return zmq.curve_keypair()
+
+
 def prepare(folder: Path, environ: Mapping[str, str] | None = None) -> Path:
     """Write the connection file and node.json; returns the connection file's path."""
     from jupyter_client.connect import write_connection_file
@@ -83,9 +97,11 @@ def prepare(folder: Path, environ: Mapping[str, str] | None = None) -> Path:
     address = node_address(env)
     connection = folder / CONNECTION_FILE
     # jupyter_client picks free ports by binding them on this address, and writes 0600
+    public, secret = curve_keys(folder)
     scratch, _ = write_connection_file(
         str(folder / f".ports.{secrets.token_hex(4)}.json"), ip=address, transport="tcp",
-        key=secrets.token_hex(32).encode(), signature_scheme="hmac-sha256")
+        key=secrets.token_hex(32).encode(), signature_scheme="hmac-sha256",
+        curve_publickey=public, curve_secretkey=secret)
     move_into_place(scratch, connection)
     os.chmod(connection, 0o600)
     # "node": Slurm's name of it, the name `--tunnel ssh` reaches it by from the login host

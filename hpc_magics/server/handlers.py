@@ -1,8 +1,11 @@
 """REST handlers under ``<base_url>hpc-magics/`` (contract: server-api.md).
 
-Every method is ``@tornado.web.authenticated`` (token, or cookie plus XSRF for POSTs);
-tests enumerate the routes and fail on one that is not. Polling GETs set
-``_track_activity = False`` so they never keep an idle server alive.
+Every method is ``@tornado.web.authenticated`` (token, or cookie plus XSRF for POSTs)
+and ``@authorized`` by jupyter_server's ``Authorizer`` on the resource ``hpc_magics``:
+looking is ``read``, keeping the server alive ``write``, stopping it and cancelling a job
+``execute`` (the stop also needs jupyter_server's own ``write`` on ``server``, what its
+``/api/shutdown`` asks). Tests enumerate the routes and fail on one that is not both.
+Polling GETs set ``_track_activity = False`` so they never keep an idle server alive.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import time
 from typing import Any
 
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
@@ -30,6 +34,8 @@ JOB_ID_PATTERN = r"[0-9][0-9_+\[\],%A-Fa-f-]*"
 
 
 class HpcMagicsHandler(APIHandler):
+    auth_resource = "hpc_magics"  # what a site's Authorizer is asked about
+
     @property
     def state(self) -> ServerState:
         state: ServerState = self.settings[SETTINGS_KEY]
@@ -44,6 +50,7 @@ class ServerInfoHandler(HpcMagicsHandler):
     _track_activity = False
 
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         state = self.state
         status = await state.status()
@@ -53,6 +60,8 @@ class ServerInfoHandler(HpcMagicsHandler):
 
 class ServerStopHandler(HpcMagicsHandler):
     @web.authenticated
+    @authorized("execute")
+    @authorized("write", resource="server")  # as jupyter_server's own shutdown
     async def post(self) -> None:
         # The body is deliberately never read: the only job this can cancel is the
         # server's own SLURM_JOB_ID, fixed when the extension loaded.
@@ -68,6 +77,7 @@ class ServerStopHandler(HpcMagicsHandler):
 
 class KeepAliveHandler(HpcMagicsHandler):
     @web.authenticated
+    @authorized("write")
     async def post(self) -> None:
         state = self.state
         state.note_user_activity()
@@ -116,6 +126,7 @@ class JobsHandler(HpcMagicsHandler):
     _track_activity = False
 
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         state = self.state
         tracker = state.tracker
@@ -133,6 +144,7 @@ class KernelJobsHandler(HpcMagicsHandler):
     _track_activity = False
 
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         state = self.state
         error = await fresh_enough(state)
@@ -150,6 +162,7 @@ class JobEventsHandler(HpcMagicsHandler):
     _track_activity = False
 
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         state = self.state
         tracker = state.tracker
@@ -169,6 +182,7 @@ class JobEventsHandler(HpcMagicsHandler):
 
 class JobCancelHandler(HpcMagicsHandler):
     @web.authenticated
+    @authorized("execute")
     async def post(self, job_id: str) -> None:
         state = self.state
         parsed = parse_job_id(job_id)

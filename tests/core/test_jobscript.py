@@ -123,7 +123,8 @@ def test_profile_and_request_setup_each_run_once_in_order() -> None:
     profile = ClusterProfile(name="site", setup=("module load a",))
     request = ResourceRequest(setup=("module load a", "module load b"))
     script = jobscript.render(request, profile, jobscript.JobParts(run=("true",)))
-    assert "# Setup\nmodule load a\nmodule load b\n\ntrue\n" in script
+    assert ("# Setup from profile site\nmodule load a\n\n# Setup from the request (--setup, "
+            "%hpc_resources or the notebook's metadata)\nmodule load b\n\ntrue\n") in script
 
 
 def test_the_flag_table_feeds_the_parser_and_the_magic_arguments() -> None:

@@ -114,12 +114,13 @@ def notebook_sources(path: Path) -> str:
     return "\n".join(str(cell.source) for cell in notebook.cells)
 
 
-def lab_argv(port: int, token: str, root_dir: Path, app: str = "jupyterlab") -> list[str]:
-    """``app``: ``jupyterlab``, or ``notebook`` for Notebook 7."""
+def lab_argv(port: int, root_dir: Path, app: str = "jupyterlab") -> list[str]:
+    """``app``: ``jupyterlab``, or ``notebook`` for Notebook 7. The token goes in the
+    environment (``JUPYTER_TOKEN``): a command line is readable by every user."""
     return [
         sys.executable, "-m", app, "--no-browser", "--allow-root",
         "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
+        f"--ServerApp.root_dir={root_dir}",
     ]
 
 
@@ -241,6 +242,7 @@ def start_local_lab(tmp_path: Path) -> Iterator[LocalLabFactory]:
         env = commands.scrubbed_environment()
         env["JUPYTERLAB_SETTINGS_DIR"] = str(write_lab_settings(home / "lab-settings"))
         env["JUPYTER_RUNTIME_DIR"] = str(home / "runtime")
+        env["JUPYTER_TOKEN"] = token
         jupyter_path = this_clones_jupyter_path(home / "jupyter-path")
         if jupyter_path:
             env["JUPYTER_PATH"] = jupyter_path
@@ -248,7 +250,7 @@ def start_local_lab(tmp_path: Path) -> Iterator[LocalLabFactory]:
         log_path = home / "jupyter-lab.log"
         with log_path.open("wb") as log:
             process = subprocess.Popen(
-                [*lab_argv(port, token, root_dir, app), *extra_args], stdout=log,
+                [*lab_argv(port, root_dir, app), *extra_args], stdout=log,
                 stderr=subprocess.STDOUT, env=env, cwd=root_dir, start_new_session=True)
         lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root_dir=root_dir)
         started.append((lab, process))
@@ -297,8 +299,9 @@ def submit_lab_job(tmp_path: Path, time_limit: str, name: str, app: str = "jupyt
         *([f"export JUPYTER_PATH={shlex.quote(jupyter_path)}"] if jupyter_path else []),
         f"export JUPYTERLAB_SETTINGS_DIR={shlex.quote(str(settings_dir))}",
         f"export JUPYTER_RUNTIME_DIR={shlex.quote(str(tmp_path / 'runtime'))}",
+        f"export JUPYTER_TOKEN={token}",
         f"cd {shlex.quote(str(root_dir))}",
-        "exec " + shlex.join([*lab_argv(port, token, root_dir, app), *extra_args]),
+        "exec " + shlex.join([*lab_argv(port, root_dir, app), *extra_args]),
         "",
     ]))
     submitted = commands.run(

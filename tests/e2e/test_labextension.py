@@ -102,7 +102,8 @@ def test_save_all_and_stop_ends_the_job_and_keeps_the_edit(
     page.get_by_text("(ipykernel) | Idle").wait_for(timeout=60_000)
     doc_screenshot(page.locator("#jp-main-statusbar"), "status-bar", tmp_path,
                    hidden=(lab.token,))
-    left_behind = [str(lab.token), str(lab_job_to_stop.runtime_dir)]
+    # the server (by its root, not its token, which is on no command line) and its kernels
+    left_behind = [f"--ServerApp.root_dir={lab.root_dir}", str(lab_job_to_stop.runtime_dir)]
     assert any(processes_mentioning(text) for text in left_behind[1:]), "no kernel started"
 
     editor = page.locator(".jp-Notebook .jp-Cell .cm-content").first

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kernel.conftest import kernel_prefix, provisioner_registered, started  # noqa: F401
+from magics.conftest import shell  # noqa: F401 - the fixture, for these tests too
 from server.conftest import local_server  # noqa: F401 - the fixture, for these tests too
 
 from hpc_magics.scheduler import commands
@@ -25,16 +27,24 @@ class Intruder:
 
     name: str = INTRUDER
 
+    def prefix(self) -> list[str]:
+        return ["runuser", "-u", self.name, "--"] if os.geteuid() == 0 else \
+            ["sudo", "-n", "-u", self.name, "--"]
+
     def run(self, *argv: str, check: bool = True, timeout: float = 60
             ) -> subprocess.CompletedProcess[str]:
-        prefix = ["runuser", "-u", self.name, "--"] if os.geteuid() == 0 else \
-            ["sudo", "-n", "-u", self.name, "--"]
-        done = subprocess.run([*prefix, *argv], capture_output=True, text=True, check=False,
-                              timeout=timeout, env=commands.scrubbed_environment())
+        done = subprocess.run([*self.prefix(), *argv], capture_output=True, text=True,
+                              check=False, timeout=timeout, env=commands.scrubbed_environment())
         if check and done.returncode != 0:
             pytest.fail(f"as {self.name}: {' '.join(argv)}: {done.stderr.strip()}",
                         pytrace=False)
         return done
+
+    def start(self, *argv: str) -> subprocess.Popen[str]:
+        """``argv`` as them, left running: its stdin, stdout and stderr are pipes."""
+        return subprocess.Popen([*self.prefix(), *argv], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=commands.scrubbed_environment())
 
 
 @pytest.fixture

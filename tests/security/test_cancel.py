@@ -60,8 +60,9 @@ def _their_jobs(intruder: Intruder, folder: Path) -> tuple[str, Server]:
     command = " ".join(shlex.quote(part) for part in [
         "env", f"PYTHONPATH={python_path}", f"JUPYTER_RUNTIME_DIR={folder / 'runtime'}",
         f"JUPYTER_CONFIG_DIR={folder / 'config'}", "JUPYTER_PLATFORM_DIRS=0",
+        f"JUPYTER_TOKEN={token}",  # never on the server's command line
         str(JUPYTER), "server", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folder}"])
+        f"--ServerApp.root_dir={folder}"])
     job = intruder.run("sbatch", "--parsable", "-t", "5", f"--chdir={folder}",
                        "-o", str(folder / "server.log"), "-J", "security-their-server",
                        "--wrap", f"exec {command}").stdout.strip()

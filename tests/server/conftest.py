@@ -54,6 +54,11 @@ class RunningServer:
         return self.job_id
 
     @property
+    def command_mark(self) -> str:
+        """What names this server's process on its command line (its token is not there)."""
+        return root_dir_option(self.folder)
+
+    @property
     def runtime_dir(self) -> Path:
         return self.folder / "runtime"
 
@@ -99,15 +104,22 @@ HOSTS_APART = bool(os.environ.get("HPC_MAGICS_RELEASE"))
 NODE_ADDRESS = "$(getent hosts \"$(hostname)\" | awk '{print $1; exit}')"
 
 
-def server_argv(port: int, token: str, folder: Path, extra: Sequence[str],
+def root_dir_option(folder: Path) -> str:
+    return f"--ServerApp.root_dir={folder / 'root'}"
+
+
+def server_argv(port: int, folder: Path, extra: Sequence[str],
                 ip: str = "127.0.0.1") -> list[str]:
     return [str(JUPYTER), "server", "--no-browser", "--allow-root", f"--ip={ip}",
-            f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={folder / 'root'}", *extra]
+            f"--port={port}", "--port-retries=0",
+            root_dir_option(folder), *extra]
 
 
-def server_environment(folder: Path, path_prefix: Path | None = None) -> dict[str, str]:
+def server_environment(folder: Path, token: str, path_prefix: Path | None = None
+                       ) -> dict[str, str]:
+    """The server's environment; its token too (a command line is readable by all)."""
     env = commands.scrubbed_environment()
+    env["JUPYTER_TOKEN"] = token
     env["JUPYTER_RUNTIME_DIR"] = str(folder / "runtime")
     env["JUPYTER_CONFIG_DIR"] = str(folder / "config")
     env["JUPYTER_PLATFORM_DIRS"] = "0"
@@ -162,8 +174,8 @@ def local_server(tmp_path: Path) -> Iterator[StartLocal]:
         port, token = free_port(), secrets.token_hex(16)
         with open(folder / "server.log", "wb") as log:
             process = subprocess.Popen(
-                server_argv(port, token, folder, extra), stdout=log, stderr=subprocess.STDOUT,
-                env=server_environment(folder, path_prefix), start_new_session=True,
+                server_argv(port, folder, extra), stdout=log, stderr=subprocess.STDOUT,
+                env=server_environment(folder, token, path_prefix), start_new_session=True,
                 cwd=folder,
             )
         started.append(process)
@@ -221,11 +233,11 @@ def server_in_job(slurm_cluster: object, tmp_path: Path) -> Iterator[StartInJob]
         folder = tmp_path / f"job{len(job_ids)}"
         prepare_folder(folder)
         port, token = free_port(), secrets.token_hex(16)
-        env = server_environment(folder, path_prefix)
+        env = server_environment(folder, token, path_prefix)
         exports = "\n".join(f"export {k}={shlex.quote(env[k])}" for k in
                             ("PATH", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR",
-                             "JUPYTER_PLATFORM_DIRS"))
-        argv = " ".join(shlex.quote(a) for a in server_argv(port, token, folder, extra))
+                             "JUPYTER_PLATFORM_DIRS", "JUPYTER_TOKEN"))
+        argv = " ".join(shlex.quote(a) for a in server_argv(port, folder, extra))
         if HOSTS_APART:  # the node's address, found by the job's shell on its node
             argv = argv.replace("--ip=127.0.0.1", f'"--ip={NODE_ADDRESS}" '
                                 "--ServerApp.allow_remote_access=True", 1)

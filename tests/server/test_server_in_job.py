@@ -144,7 +144,7 @@ def test_stop_ends_only_the_servers_job_and_leaves_no_process(
     server = server_in_job()
     other = sleeper_job(tmp_path / "other")
     kernel = server.post("api/kernels", json={"name": "python3"}).json()
-    assert processes_mentioning(kernel["id"]) and processes_mentioning(server.token)
+    assert processes_mentioning(kernel["id"]) and processes_mentioning(server.command_mark)
 
     # Try to steer the stop at the other job: query, JSON body and form field are ignored.
     answer = server.post(f"hpc-magics/server/stop?job_id={other}",
@@ -155,8 +155,8 @@ def test_stop_ends_only_the_servers_job_and_leaves_no_process(
     assert sacct_state(server.job, until=ENDED, timeout=60) in ENDED
     assert squeue_state(other) == "RUNNING"
     deadline = time.monotonic() + 30
-    while processes_mentioning(server.token) or processes_mentioning(kernel["id"]):
-        assert time.monotonic() < deadline, (processes_mentioning(server.token),
+    while processes_mentioning(server.command_mark) or processes_mentioning(kernel["id"]):
+        assert time.monotonic() < deadline, (processes_mentioning(server.command_mark),
                                              processes_mentioning(kernel["id"]))
         time.sleep(0.2)
     assert not server.answers()
@@ -182,8 +182,8 @@ def test_idle_stop_ends_the_job(server_in_job: StartInJob, sacct_state: SacctSta
     # accounting may call the job over before its node has ended the last process (the
     # test above waits the same way; on a --release node it was still there once)
     deadline = time.monotonic() + 30
-    while processes_mentioning(server.token):
-        assert time.monotonic() < deadline, processes_mentioning(server.token)
+    while processes_mentioning(server.command_mark):
+        assert time.monotonic() < deadline, processes_mentioning(server.command_mark)
         time.sleep(0.2)
 
 
@@ -257,7 +257,7 @@ def test_hpc_server_in_a_kernel_finds_and_stops_its_server(
     if "said:" in said:  # the kernel may be shut down before its output gets out
         assert f"The server is stopping and cancelling job {server.job}." in said
     deadline = time.monotonic() + 30
-    while processes_mentioning(server.token) or processes_mentioning(kernel["id"]):
+    while processes_mentioning(server.command_mark) or processes_mentioning(kernel["id"]):
         assert time.monotonic() < deadline
         time.sleep(0.2)
 

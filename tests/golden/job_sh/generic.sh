@@ -14,7 +14,7 @@
 
 umask 077
 
-# Setup
+# Setup from the request (--setup, %hpc_resources or the notebook's metadata)
 module load python/3.11
 
 export SUBMITIT_EXECUTOR=slurm
