@@ -339,3 +339,15 @@ def jobs_to_cancel() -> Iterator[list[str]]:
     yield ids
     for job_id in ids:
         commands.run(["scancel", job_id], timeout=30)
+
+
+def run_from_the_palette(page: Any, label: str) -> None:
+    """Open JupyterLab's command palette from the View menu and run ``label``. The menu,
+    not Ctrl+Shift+C: a click waits until the page takes it, where keys sent to a page still
+    busy loading are lost (seen under load: the palette never opened)."""
+    page.locator(".lm-MenuBar-item", has_text="View").click()
+    page.locator(".lm-Menu-item", has_text="Activate Command Palette").click()
+    search = page.locator(".lm-CommandPalette-input")
+    search.wait_for(state="visible")
+    search.fill(label)
+    page.locator(".lm-CommandPalette-item", has_text=label).first.click()

@@ -21,7 +21,7 @@ import pytest
 
 from hpc_magics.scheduler import commands
 
-from .conftest import Lab, LocalLabFactory, doc_screenshot, screenshot_path
+from .conftest import Lab, LocalLabFactory, doc_screenshot, run_from_the_palette, screenshot_path
 from .frontends import (
     JUPYTERLAB,
     KERNEL_READY,
@@ -145,9 +145,7 @@ def test_stop_dialog_lists_a_running_job_and_cancels_it_only_when_ticked(
         page.locator(".lm-MenuBar-item", has_text="File").click()
         page.locator(".lm-Menu-item", has_text="Save All and Stop My Server").click()
     else:
-        page.keyboard.press("Control+Shift+C")
-        page.locator(".lm-CommandPalette-input").fill("Save All and Stop My Server")
-        page.keyboard.press("Enter")
+        run_from_the_palette(page, "Save All and Stop My Server")
     confirm = page.locator(".jp-Dialog", has_text="Save all and stop my server?")
     confirm.wait_for()
     box = confirm.locator(f"input[data-job-id='{job_id}']")

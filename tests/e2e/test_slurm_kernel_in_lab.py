@@ -20,6 +20,7 @@ from .conftest import (
     Lab,
     LocalLabFactory,
     doc_screenshot,
+    run_from_the_palette,
     screenshot_path,
     this_clones_jupyter_path,
 )
@@ -81,20 +82,6 @@ def pick_in_the_launcher(page: Any, start_local_lab: LocalLabFactory, tmp_path: 
     card.wait_for(timeout=APP_READY_TIMEOUT_MS)
     card.click()
     return lab
-
-
-def run_from_the_palette(page: Any, label: str) -> None:
-    """Open the command palette (again when a busy page missed the keys) and run ``label``."""
-    search = page.locator(".lm-CommandPalette-input")
-    for _ in range(5):
-        page.keyboard.press("Control+Shift+C")
-        try:
-            search.wait_for(state="visible", timeout=3_000)
-            break
-        except PlaywrightTimeout:
-            continue
-    search.fill(label)
-    page.locator(".lm-CommandPalette-item", has_text=label).first.click()
 
 
 def test_a_slurm_kernel_from_the_launcher_pends_runs_on_the_node_and_leaves_no_job(
