@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import HpcMagicsError
-from ..node.kernel import scancel_target
 
 KERNELS_DIR_ENV = "HPC_MAGICS_KERNELS_DIR"
 META_FILE = "meta.json"  # as jobfolder.folder names it; not imported: %load_ext stays light
@@ -90,6 +89,8 @@ class LeftBehind:
     @property
     def target(self) -> str:
         """What scancel acts on: never the user's allocation, only the kernel's step."""
+        from ..node.kernel import scancel_target  # here: %load_ext reads this module
+
         target = scancel_target(self.job_id, self.step_id, self.allocation)
         assert target is not None  # a step never started is not listed (``left_behind``)
         return target
