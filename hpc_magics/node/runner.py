@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.scale import ScaleOptions
 from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, RESULTS_FILE, CellResult, write_atomically
+from ..jobfolder.live_stream import STREAM_FILE
 from ..shipping.buffers import open_buffers
 from ..shipping.packing import Payload
 from ..shipping.sharing import come_back_together
@@ -34,9 +35,10 @@ CELL_FILENAME = "<%%sbatch cell>"
 
 
 @contextlib.contextmanager
-def _tee_output(copy_path: Path) -> Iterator[None]:
+def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
     """Everything written to stdout and stderr, by Python, C code or child processes
-    (``!cmd``), goes to the job's logs as before and also to ``copy_path``.
+    (``!cmd``), goes to the job's logs as before and also to ``copy_path`` and, in records
+    the notebook shows live, to ``stream_path``.
 
     The copying is a separate process (``tee.py``) that owns its file descriptors: a child
     still writing after the cell can never hit a descriptor this process closes and reuses
@@ -47,8 +49,8 @@ def _tee_output(copy_path: Path) -> Iterator[None]:
     # waited for with a time-out below; it outlives us only while a child still writes
     copier = subprocess.Popen(  # noqa: S603 - argv list, no shell
         # -S: no site-packages, a standard-library script starts faster (the cell waits)
-        [sys.executable, "-S", tee.__file__, str(copy_path), str(pipes[1][0]),
-         str(pipes[2][0])],
+        [sys.executable, "-S", tee.__file__, str(copy_path), str(stream_path),
+         str(pipes[1][0]), str(pipes[2][0])],
         pass_fds=(pipes[1][0], pipes[2][0]), stdin=subprocess.DEVNULL)
     saved: dict[int, int] = {}
     for fd, (read_end, write_end) in pipes.items():
@@ -56,11 +58,15 @@ def _tee_output(copy_path: Path) -> Iterator[None]:
         saved[fd] = os.dup(fd)
         os.dup2(write_end, fd)
         os.close(write_end)
+    # a pipe makes Python's stdout block-buffered: each line goes out as a local cell's does
+    line_buffered = bool(getattr(sys.stdout, "line_buffering", False))
+    _reconfigure(sys.stdout, line_buffering=True)
     try:
         yield
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+        _reconfigure(sys.stdout, line_buffering=line_buffered)
         for fd, original in saved.items():
             os.dup2(original, fd)  # our end of the pipe closes
             os.close(original)  # only ever used here, never by the copier
@@ -68,6 +74,12 @@ def _tee_output(copy_path: Path) -> Iterator[None]:
             copier.wait(timeout=5)  # the cell's output is complete before results appear
         except subprocess.TimeoutExpired:
             pass  # a background child still writes: the copier goes on without us
+
+
+def _reconfigure(stream: Any, **options: bool) -> None:
+    """A replaced ``sys.stdout`` (a test's capture) may not be reconfigurable: left as is."""
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        stream.reconfigure(**options)
 
 
 def _node_display(*objects: Any, **_: Any) -> None:
@@ -218,8 +230,9 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     lead_task = task.lead
     if not (options is not None and options.checkpoint):  # a checkpointing cell has its own
         signal.signal(signal.SIGTERM, _stop_the_cell)  # submitit's would ignore it
-    output = job_folder / OUTPUT_FILE if lead_task else Path(os.devnull)
-    with _tee_output(output):
+    output, stream = ((job_folder / OUTPUT_FILE, job_folder / STREAM_FILE) if lead_task
+                      else (Path(os.devnull), Path(os.devnull)))
+    with _tee_output(output, stream):
         failure: BaseException | None = None
         try:
             namespace = _rebuild_namespace(payload, job_folder)

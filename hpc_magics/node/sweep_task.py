@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jobfolder.files import OUTPUT_FILE, RESULTS_FILE
+from ..jobfolder.live_stream import STREAM_FILE
 from ..jobfolder.tasks import PAYLOAD_FILE, TASK_FILE, task_dir, write_task_info
 from ..shipping.packing import Payload
 from .runner import run_cell
@@ -31,7 +32,7 @@ def run_task(folder: str, index: int, parameters: dict[str, Any]) -> dict[str, A
     target.mkdir(parents=True, exist_ok=True, mode=0o700)
     lead_task = os.environ.get("SLURM_PROCID", "0") == "0"
     if lead_task:  # a retried task starts clean: no result of the failed attempt stays
-        for stale in (RESULTS_FILE, OUTPUT_FILE, TASK_FILE):
+        for stale in (RESULTS_FILE, OUTPUT_FILE, STREAM_FILE, TASK_FILE):
             (target / stale).unlink(missing_ok=True)
     array_job = os.environ.get("SLURM_ARRAY_JOB_ID", "")
     info: dict[str, Any] = {
