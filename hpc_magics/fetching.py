@@ -9,14 +9,16 @@ job folder and the notebook, not the scheduler.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
 from .core.errors import HpcMagicsError
-from .jobfolder.files import CellResult, load_gathered
+from .jobfolder.files import OUTPUT_FILE, CellResult, load_gathered
 from .jobfolder.folder import JobFolder, check_owned
+from .jobfolder.live_stream import STREAM_FILE, StreamReader, StreamText
 
 # A network file system can show a finished job's result file seconds late.
 RESULTS_GRACE_S = 30.0
@@ -121,6 +123,33 @@ def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
         if path.exists():
             check_owned(path)
             show(Image(filename=str(path)))
+
+
+def rendered_output(folder: JobFolder) -> list[dict[str, str]]:
+    """The job's output entries as the cell's live view shows them (``[]`` before any)."""
+    text = StreamText(whole=str(folder.path / OUTPUT_FILE))
+    for name, piece in StreamReader(folder.path / STREAM_FILE).read_all():
+        text.add(name, piece)
+    return text.outputs()
+
+
+def show_output(folder: JobFolder, live: Any = None) -> None:
+    """The cell's output, shown once: the live view in the cell takes the rest of it
+    (``widgets/live_output.py``), or it is printed as that view renders it (stdout to
+    stdout, stderr to stderr, in order); a job folder from before the live stream prints
+    its ``output.txt``."""
+    if live is not None:
+        live.finish()
+        return
+    if not (folder.path / STREAM_FILE).exists():
+        output = folder.shown_output()
+        if output:
+            print(output, end="" if output.endswith("\n") else "\n")
+        return
+    for entry in rendered_output(folder):
+        stream = sys.stderr if entry["name"] == "stderr" else sys.stdout
+        stream.write(entry["text"] if entry["text"].endswith("\n") else entry["text"] + "\n")
+        stream.flush()  # the two streams stay in order in the cell
 
 
 def shell_namespace() -> MutableMapping[str, Any] | None:

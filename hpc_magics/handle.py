@@ -26,8 +26,8 @@ from .fetching import (
     resolver,
     say_what_came_back,
     show_figures,
+    show_output,
 )
-from .job_output import show_output
 from .jobfacts import end_reason, failed_because
 from .jobfolder.folder import JobFolder, damaged
 from .scheduler.job_status import UNREACHABLE, JobStatus
