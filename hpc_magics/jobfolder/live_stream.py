@@ -3,8 +3,9 @@ in ``output.stream`` in the job folder. The kernel reads it while the job runs (
 back-off, never asking Slurm), and the fetch shows the same text afterwards: one door.
 
 A record is a header line ``<kind><length>\\n`` then ``length`` bytes; kind ``o`` is stdout,
-``e`` stderr. One process appends (``node/tee.py``, which loads this file by its path: so
-standard library only, no package imports). A reader takes whole records only: a record
+``e`` stderr, ``d`` a display (JSON: ``data``, ``metadata``, ``display_id``, ``update``).
+One process appends (``node/tee.py``, which loads this file by its path: so standard
+library only, no package imports). A reader takes whole records only: a record
 half written (or half visible through a network file system) waits for the next look.
 
 ``StreamText`` renders the records as a notebook shows a local cell's output: consecutive
@@ -15,12 +16,13 @@ progress bar of 10,000 steps ends as one line, not 10,000.
 from __future__ import annotations
 
 import codecs
+import json
 import os
 from collections import deque
 from typing import Any
 
 STREAM_FILE = "output.stream"
-_KIND_OF = {"stdout": b"o", "stderr": b"e"}
+_KIND_OF = {"stdout": b"o", "stderr": b"e", "display": b"d"}
 _NAME_OF = {kind: name for name, kind in _KIND_OF.items()}
 READ_BYTES = 4 << 20  # at most this much per look: a huge backlog comes in pieces
 SHOWN_CHARACTERS = 1_000_000  # a notebook (and the browser) chokes on more output
@@ -30,6 +32,25 @@ _HEADER_MAX = 24  # kind + digits + newline, far more than any record's length n
 def record(name: str, data: bytes) -> bytes:
     """One record of stream ``name`` ("stdout" or "stderr")."""
     return _KIND_OF[name] + str(len(data)).encode() + b"\n" + data
+
+
+def parse_records(data: bytes) -> tuple[list[tuple[str, bytes]], int, bool]:
+    """The whole records at the start of ``data``: (kind name, payload) each, how many bytes
+    they take, and whether what follows them is damaged (a header that is no header)."""
+    records: list[tuple[str, bytes]] = []
+    position = 0
+    while (newline := data.find(b"\n", position, position + _HEADER_MAX)) >= 0:
+        name = _NAME_OF.get(data[position:position + 1])
+        length = data[position + 1:newline]
+        if name is None or not length.isdigit():
+            return records, position, True
+        end = newline + 1 + int(length)
+        if end > len(data):
+            return records, position, False  # the rest of this record is not there yet
+        records.append((name, data[newline + 1:end]))
+        position = end
+    # no header line within reach: incomplete, or damaged if plenty is there
+    return records, position, len(data) - position >= _HEADER_MAX
 
 
 class StreamReader:
@@ -43,6 +64,7 @@ class StreamReader:
         self._decoders: dict[str, Any] = {}
 
     def read_new(self) -> list[tuple[str, str]]:
+        """New pieces: runs of one stream's text, and each display's JSON on its own."""
         if self.damaged:
             return []
         try:  # opened anew each look: a network file system revalidates on open
@@ -51,26 +73,18 @@ class StreamReader:
                 data = stream.read(READ_BYTES)
         except OSError:
             return []  # not written yet
+        records, used, self.damaged = parse_records(data)
+        self.offset += used
         runs: list[tuple[str, list[str]]] = []  # joined once: a 4 MB look has 100k records
-        position = 0
-        while (newline := data.find(b"\n", position, position + _HEADER_MAX)) >= 0:
-            name = _NAME_OF.get(data[position:position + 1])
-            length = data[position + 1:newline]
-            if name is None or not length.isdigit():
-                self.damaged = True
-                break
-            end = newline + 1 + int(length)
-            if end > len(data):
-                break  # the rest of this record is not there yet
+        for name, payload in records:
+            if name == "display":
+                runs.append((name, [payload.decode("utf-8", errors="replace")]))
+                continue
             decoder = self._decoders.setdefault(
                 name, codecs.getincrementaldecoder("utf-8")(errors="replace"))
             if not runs or runs[-1][0] != name:
                 runs.append((name, []))
-            runs[-1][1].append(decoder.decode(data[newline + 1:end]))
-            position = end
-        else:  # no header line within reach: incomplete, or damaged if plenty is there
-            self.damaged = len(data) - position >= _HEADER_MAX
-        self.offset += position
+            runs[-1][1].append(decoder.decode(payload))
         return [(name, text) for name, parts in runs if (text := "".join(parts))]
 
     def read_all(self) -> list[tuple[str, str]]:
@@ -85,12 +99,16 @@ class StreamReader:
 
 class _Entry:
     """One output entry: a stream's finished lines (in chunks, so that adding is cheap
-    however long the output) and its current line as written so far."""
+    however long the output) and its current line as written so far; or a display."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, display: dict[str, Any] | None = None, size: int = 0,
+                 display_id: str | None = None) -> None:
         self.name = name
         self.done: deque[str] = deque()
         self.line = ""
+        self.display = display
+        self.display_size = size
+        self.display_id = display_id
 
 
 class StreamText:
@@ -109,6 +127,9 @@ class StreamText:
         self._size = 0
 
     def add(self, name: str, text: str) -> None:
+        if name == "display":
+            self._add_display(text)
+            return
         if not self.entries or self.entries[-1].name != name:
             self.entries.append(_Entry(name))
         entry = self.entries[-1]
@@ -126,11 +147,29 @@ class StreamText:
         self._size += len(entry.line)
         self._trim()
 
+    def _add_display(self, text: str) -> None:
+        """A display: a new entry; with a ``display_id`` shown before, that entry shows the
+        new content too (only that, for an ``update``), as IPython does."""
+        try:
+            message = json.loads(text)
+            shown = {"data": dict(message["data"]), "metadata": dict(message["metadata"])}
+        except (ValueError, KeyError, TypeError):
+            return  # not a display this version writes: left out
+        display_id = message.get("display_id")
+        for entry in self.entries:
+            if display_id is not None and entry.display_id == display_id:
+                self._size += len(text) - entry.display_size
+                entry.display, entry.display_size = shown, len(text)
+        if not message.get("update"):
+            self.entries.append(_Entry("display", shown, len(text), display_id))
+            self._size += len(text)
+        self._trim()
+
     def _trim(self) -> None:
         while self._size > self.limit and (len(self.entries) > 1 or self.entries[0].done):
             first = self.entries[0]
-            if not first.done:  # only its current line left: the entry goes
-                cut = len(first.line)
+            if not first.done:  # only its current line left (or a display): the entry goes
+                cut = len(first.line) + first.display_size
                 self.entries.popleft()
             elif len(first.done[0]) <= self._size - self.limit:
                 cut = len(first.done.popleft())
@@ -145,11 +184,14 @@ class StreamText:
             self._size -= cut
             self.dropped += cut
 
-    def outputs(self) -> list[dict[str, str]]:
-        """The entries as nbformat stream outputs (``{"output_type": "stream", ...}``)."""
-        shown = [{"output_type": "stream", "name": entry.name, "text": text}
-                 for entry in self.entries
-                 if (text := "".join(entry.done) + entry.line.rstrip("\r"))]
+    def outputs(self) -> list[dict[str, Any]]:
+        """The entries as nbformat outputs (``stream`` and ``display_data``)."""
+        shown: list[dict[str, Any]] = []
+        for entry in self.entries:
+            if entry.display is not None:
+                shown.append({"output_type": "display_data", **entry.display})
+            elif text := "".join(entry.done) + entry.line.rstrip("\r"):
+                shown.append({"output_type": "stream", "name": entry.name, "text": text})
         if self.dropped:
             shown.insert(0, {"output_type": "stream", "name": "stdout", "text": (
                 f"[hpc_magics] the output is larger than a notebook shows: here are its last "

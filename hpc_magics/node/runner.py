@@ -28,7 +28,7 @@ from ..shipping.buffers import open_buffers
 from ..shipping.packing import Payload
 from ..shipping.sharing import come_back_together
 from ..shipping.stream import dump_results, fingerprint, load_names, pickling_error
-from . import tee
+from . import live_display, tee
 from .task import NodeTask, Requeued
 
 CELL_FILENAME = "<%%sbatch cell>"
@@ -38,7 +38,8 @@ CELL_FILENAME = "<%%sbatch cell>"
 def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
     """Everything written to stdout and stderr, by Python, C code or child processes
     (``!cmd``), goes to the job's logs as before and also to ``copy_path`` and, in records
-    the notebook shows live, to ``stream_path``.
+    the notebook shows live, to ``stream_path``, with the cell's displays (``display()``,
+    ``plt.show()``: ``live_display.py``) in the order made.
 
     The copying is a separate process (``tee.py``) that owns its file descriptors: a child
     still writing after the cell can never hit a descriptor this process closes and reuses
@@ -46,12 +47,16 @@ def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
     sys.stdout.flush()
     sys.stderr.flush()
     pipes = {fd: os.pipe() for fd in (1, 2)}
+    display_read, display_write = os.pipe()
+    ack_read, ack_write = os.pipe()  # the copier's word that a display is in the stream
+    theirs = (pipes[1][0], pipes[2][0], display_read, ack_write)
     # waited for with a time-out below; it outlives us only while a child still writes
     copier = subprocess.Popen(  # noqa: S603 - argv list, no shell
         # -S: no site-packages, a standard-library script starts faster (the cell waits)
         [sys.executable, "-S", tee.__file__, str(copy_path), str(stream_path),
-         str(pipes[1][0]), str(pipes[2][0])],
-        pass_fds=(pipes[1][0], pipes[2][0]), stdin=subprocess.DEVNULL)
+         *map(str, theirs)], pass_fds=theirs, stdin=subprocess.DEVNULL)
+    os.close(display_read)
+    os.close(ack_write)
     saved: dict[int, int] = {}
     for fd, (read_end, write_end) in pipes.items():
         os.close(read_end)  # the copier has it
@@ -61,9 +66,13 @@ def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
     # a pipe makes Python's stdout block-buffered: each line goes out as a local cell's does
     line_buffered = bool(getattr(sys.stdout, "line_buffering", False))
     _reconfigure(sys.stdout, line_buffering=True)
+    live_display.connect(display_write, ack_read)
     try:
         yield
     finally:
+        live_display.connect(None, None)
+        os.close(display_write)
+        os.close(ack_read)
         sys.stdout.flush()
         sys.stderr.flush()
         _reconfigure(sys.stdout, line_buffering=line_buffered)
@@ -82,14 +91,6 @@ def _reconfigure(stream: Any, **options: bool) -> None:
         stream.reconfigure(**options)
 
 
-def _node_display(*objects: Any, **_: Any) -> None:
-    """``display`` on a node: figures are kept (saved at the end), the rest printed."""
-    for value in objects:
-        if type(value).__name__ == "Figure" and hasattr(value, "savefig"):
-            continue  # still open: saved as PNG with the other figures when the cell ends
-        print(repr(value))
-
-
 class ShippedModuleMissing(ImportError):
     """The job cannot import a module the cell's state needs: said in one line, naming it and
     the job's interpreter (the runner's frames would only hide it)."""
@@ -97,7 +98,7 @@ class ShippedModuleMissing(ImportError):
 
 def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__,
-                                 "display": _node_display}
+                                 "display": live_display.display}
     try:
         for name, module_name in payload.modules.items():
             namespace[name] = importlib.import_module(module_name)
@@ -221,7 +222,8 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
              ) -> dict[str, Any]:
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
     job_folder = Path(folder)
-    os.environ.setdefault("MPLBACKEND", "Agg")  # a job has no display; never open a window
+    # a job has no screen: never open a window; plt.show() shows the figures in the cell
+    os.environ.setdefault("MPLBACKEND", live_display.FIGURE_BACKEND)
     hostname = os.uname().nodename
     # In a job with several tasks every task runs the cell (torch.distributed, mpi4py);
     # task 0 speaks for the job: its output and results come back, the others only log

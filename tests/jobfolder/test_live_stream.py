@@ -4,6 +4,7 @@ renders as a notebook shows a local cell's output."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -21,31 +22,63 @@ def rendered(*pieces: tuple[str, str]) -> list[tuple[str, str]]:
     return [(entry["name"], entry["text"]) for entry in text.outputs()]
 
 
+class Copier:
+    """``node/tee.py`` as the runner starts it, fed through real pipes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.copy, self.stream = folder / "output.txt", folder / "output.stream"
+        reads, self.writes = zip(*(os.pipe() for _ in range(3)), strict=True)
+        self.ack, ack_write = os.pipe()
+        theirs = (*reads, ack_write)
+        self.process = subprocess.Popen(
+            [sys.executable, "-S", tee.__file__, str(self.copy), str(self.stream),
+             *map(str, theirs)], pass_fds=theirs, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for fd in theirs:
+            os.close(fd)
+
+    def close(self) -> int:
+        for fd in self.writes:
+            os.close(fd)
+        os.close(self.ack)
+        return self.process.wait(timeout=30)
+
+
 def test_the_copier_writes_records_the_reader_takes_in_order(tmp_path: Path) -> None:
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
-    copy, stream = tmp_path / "output.txt", tmp_path / "output.stream"
-    copier = subprocess.Popen(
-        [sys.executable, "-S", tee.__file__, str(copy), str(stream), str(out_read),
-         str(err_read)], pass_fds=(out_read, err_read), stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(out_read)
-    os.close(err_read)
-    reader = StreamReader(stream)
+    copier = Copier(tmp_path)
+    out, err, _ = copier.writes
+    reader = StreamReader(copier.stream)
     said: list[tuple[str, str]] = []
     # one write at a time, each read back before the next: the order is the writer's
-    for fd, data in ((out_write, "one\n"), (err_write, "caf\u00e9 "), (out_write, "two\n"),
-                     (err_write, "err\n")):
+    for fd, data in ((out, "one\n"), (err, "caf\u00e9 "), (out, "two\n"), (err, "err\n")):
         os.write(fd, data.encode())
         while not (new := reader.read_new()):
             time.sleep(0.01)
         said += new
-    os.close(out_write)
-    os.close(err_write)
-    assert copier.wait(timeout=30) == 0
+    assert copier.close() == 0
     assert said == [("stdout", "one\n"), ("stderr", "caf\u00e9 "), ("stdout", "two\n"),
                     ("stderr", "err\n")]
-    assert copy.read_text() == "one\ncafé two\nerr\n"  # the plain copy, as before
+    assert copier.copy.read_text() == "one\ncafé two\nerr\n"  # the plain copy, as before
+
+
+def test_a_display_comes_after_what_was_printed_before_it(tmp_path: Path) -> None:
+    """As the runner does: print, send the display on its own pipe and wait for the
+    copier's word; the copier puts the display after what was printed before it and
+    before what is printed after, however it finds the pipes."""
+    copier = Copier(tmp_path)
+    out, _, shown = copier.writes
+    message = {"data": {"text/plain": "<rich>"}, "metadata": {}, "display_id": None,
+               "update": False}
+    for round_ in range(50):
+        os.write(out, f"printed {round_}\n".encode())
+        os.write(shown, record("display", json.dumps(message).encode()))
+        assert os.read(copier.ack, 1) == b"\n"
+    assert copier.close() == 0
+    outputs = StreamReader(copier.stream).read_all()
+    expected = [piece for round_ in range(50) for piece in
+                (("stdout", f"printed {round_}\n"), ("display", json.dumps(message)))]
+    assert outputs == expected
+    assert "<rich>" not in copier.copy.read_text()  # output.txt stays the printed text
 
 
 def test_a_half_written_record_waits_and_a_split_character_comes_out_whole(
@@ -100,3 +133,20 @@ def test_too_much_output_keeps_its_end_and_says_where_the_rest_is() -> None:
     assert shown[-1]["text"].endswith("line 0999\n")
     assert shown[-1]["text"].startswith("line ")  # cut at a line's start
     assert len(shown[-1]["text"]) <= 1000
+
+
+def test_a_display_is_an_entry_of_its_own_and_an_update_replaces_it_in_place() -> None:
+    def shown(value: str, display_id: str | None = None, update: bool = False) -> str:
+        return json.dumps({"data": {"text/plain": value}, "metadata": {},
+                           "display_id": display_id, "update": update})
+
+    text = StreamText()
+    for piece in (("stdout", "a\n"), ("display", shown("loss 0.9", "p")),
+                  ("stdout", "b\n"), ("display", shown("loss 0.1", "p", update=True)),
+                  ("display", shown("other"))):
+        text.add(*piece)
+    assert text.outputs() == [
+        {"output_type": "stream", "name": "stdout", "text": "a\n"},
+        {"output_type": "display_data", "data": {"text/plain": "loss 0.1"}, "metadata": {}},
+        {"output_type": "stream", "name": "stdout", "text": "b\n"},
+        {"output_type": "display_data", "data": {"text/plain": "other"}, "metadata": {}}]

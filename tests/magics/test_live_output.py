@@ -32,6 +32,23 @@ for i in range(12):
         time.sleep(0.05)
 """
 
+# A rich display and a figure half-way; the cell ends once the test saw both in the cell.
+DISPLAYS = """
+import os, time
+import matplotlib.pyplot as plt
+from IPython.display import HTML
+print("before")
+display(HTML("<b>rich</b>"))
+plt.plot([1, 2, 3])
+plt.show()
+print("after")
+waited = time.time()
+while not os.path.exists({ack!r}):
+    if time.time() - waited > 120:
+        raise SystemExit("the displays never reached the kernel")
+    time.sleep(0.05)
+"""
+
 PROGRESS = """
 import sys
 for n in range(10_001):
@@ -75,6 +92,7 @@ class Cell:
         self.msg_id = client.execute(code)
         self.output_widgets: dict[str, list[dict[str, Any]]] = {}
         self.printed = ""
+        self.displayed: list[dict[str, Any]] = []  # the cell's own, outside the widgets
         self.status = ""
         self.idle = False
 
@@ -95,6 +113,8 @@ class Cell:
             return
         if kind == "stream":
             self.printed += content["text"]
+        elif kind == "display_data":
+            self.displayed.append(content["data"])
         elif kind == "error":
             self.printed += "\n".join(content["traceback"])
         elif kind == "status" and content["execution_state"] == "idle":
@@ -144,3 +164,22 @@ def test_a_progress_bar_ends_as_one_line(kernel: tuple[Any, Path]) -> None:
     assert cell.shown() == [{"output_type": "stream", "name": "stderr",
                              "text": "step 10000/10000\n"}]
     assert not re.search(r"step \d", cell.printed)
+
+
+def test_a_display_and_a_figure_reach_the_cell_while_the_job_runs(
+        kernel: tuple[Any, Path], tmp_path: Path) -> None:
+    client, jobs = kernel
+    ack = tmp_path / "seen"
+    cell = Cell(client, "%%sbatch --wait\n" + DISPLAYS.format(ack=str(ack)))
+    while not cell.idle:
+        cell.step()
+        if not ack.exists() and len(cell.shown()) == 4:  # both displays and "after"
+            assert not list(jobs.glob("*/results.pkl")), "the displays came late"
+            ack.touch()
+    cell.finish()
+    assert cell.status == "ok", cell.printed
+    before, rich, figure, after = cell.shown()  # in the order the cell made them
+    assert (before["text"], after["text"]) == ("before\n", "after\n")
+    assert rich["output_type"] == "display_data" and rich["data"]["text/html"] == "<b>rich</b>"
+    assert figure["output_type"] == "display_data" and "image/png" in figure["data"]
+    assert not [d for d in cell.displayed if "image/png" in d or "text/html" in d]  # once
