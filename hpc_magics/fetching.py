@@ -112,11 +112,11 @@ def display(value: Any) -> None:
 def publish(data: dict[str, Any], metadata: dict[str, Any]) -> None:
     """A display the node made, shown as made (its mime bundle as it is)."""
     try:
-        from IPython.display import publish_display_data
+        from IPython.display import display as show
     except ImportError:  # pragma: no cover
         print(data.get("text/plain", ""))
         return
-    publish_display_data(data, metadata)
+    show(data, raw=True, metadata=metadata)
 
 
 def show_figures(folder: Path, figures: tuple[str, ...]) -> None:

@@ -117,13 +117,15 @@ def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str
 
 
 def _save_figures(folder: Path) -> tuple[str, ...]:
-    """Save every open matplotlib figure as PNG (only if the cell used pyplot)."""
+    """Save every open matplotlib figure not displayed yet as PNG (if the cell used pyplot)."""
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None:
         return ()
     saved = []
     target = folder / FIGURES_DIR
     for number in pyplot.get_fignums():
+        if number in live_display.shown_figures():
+            continue  # displayed in the cell as the cell ran
         target.mkdir(exist_ok=True)
         path = target / f"figure-{number}.png"
         pyplot.figure(number).savefig(path, dpi=100, bbox_inches="tight")
@@ -222,8 +224,11 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
              ) -> dict[str, Any]:
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
     job_folder = Path(folder)
-    # a job has no screen: never open a window; plt.show() shows the figures in the cell
-    os.environ.setdefault("MPLBACKEND", live_display.FIGURE_BACKEND)
+    # a job has no screen: never open a window; plt.show() shows the figures in the cell.
+    # A user's own choice stays, not the kernel's inline backend (the job inherits the
+    # kernel's environment; that backend needs the kernel).
+    if "matplotlib_inline" in os.environ.get("MPLBACKEND", "matplotlib_inline"):
+        os.environ["MPLBACKEND"] = live_display.FIGURE_BACKEND
     hostname = os.uname().nodename
     # In a job with several tasks every task runs the cell (torch.distributed, mpi4py);
     # task 0 speaks for the job: its output and results come back, the others only log
