@@ -8,7 +8,7 @@ same gaps to a file in the same jobs folder, read by a loop that looks every mil
 Target: at most 1 s (the issue's "within about a second"); the ratio says how far from the
 floor the back-off puts us.
 
-    python benchmarks/bench_live_output.py
+    python benchmarks/run.py --only live_output
 """
 
 from __future__ import annotations
@@ -112,14 +112,3 @@ def rows() -> list[dict[str, Any]]:
                             mine, plain, target=f"<= {TARGET_S:g} s", ok=mine <= TARGET_S))
     return produced
 
-
-def main() -> int:
-    produced = rows()
-    for produced_row in produced:
-        print(f"{produced_row['metric']}: {produced_row['ours']} vs floor "
-              f"{produced_row['baseline']} ({produced_row['verdict']})")
-    return 0 if all(r["verdict"] == "ok" for r in produced) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
