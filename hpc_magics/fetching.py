@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from .core.errors import HpcMagicsError
-from .jobfolder.files import CellResult, load_gathered
+from .jobfolder.files import OUTPUT_FILE, CellResult, load_gathered
 from .jobfolder.folder import JobFolder, check_owned
+from .jobfolder.live_stream import STREAM_FILE, StreamReader, StreamText
 from .shipping.buffers import BUFFERS_DIR, same_bytes
 from .shipping.stream import fingerprint
 
@@ -163,6 +164,16 @@ def display(value: Any) -> None:
     show(value)
 
 
+def publish(data: dict[str, Any], metadata: dict[str, Any]) -> None:
+    """A display the node made, shown as made (its mime bundle as it is)."""
+    try:
+        from IPython.display import display as show
+    except ImportError:  # pragma: no cover
+        print(data.get("text/plain", ""))
+        return
+    show(data, raw=True, metadata=metadata)
+
+
 def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
     """Show the job's figures (paths relative to its folder), each one checked as ours."""
     if not figures:
@@ -177,6 +188,36 @@ def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
         if path.exists():
             check_owned(path)
             show(Image(filename=str(path)))
+
+
+def rendered_output(folder: JobFolder) -> list[dict[str, Any]]:
+    """The job's output entries as the cell's live view shows them (``[]`` before any)."""
+    text = StreamText(whole=str(folder.path / OUTPUT_FILE))
+    for name, piece in StreamReader(folder.path / STREAM_FILE).read_all():
+        text.add(name, piece)
+    return text.outputs()
+
+
+def show_output(folder: JobFolder, live: Any = None) -> None:
+    """The cell's output, shown once: the live view in the cell takes the rest of it
+    (``widgets/live_output.py``), or it is shown as that view renders it (stdout to
+    stdout, stderr to stderr, the node's displays displayed, in order); a job folder from
+    before the live stream prints its ``output.txt``."""
+    if live is not None:
+        live.finish()
+        return
+    if not (folder.path / STREAM_FILE).exists():
+        output = folder.shown_output()
+        if output:
+            print(output, end="" if output.endswith("\n") else "\n")
+        return
+    for entry in rendered_output(folder):
+        if entry["output_type"] == "display_data":
+            publish(entry["data"], entry["metadata"])
+            continue
+        stream = sys.stderr if entry["name"] == "stderr" else sys.stdout
+        stream.write(entry["text"] if entry["text"].endswith("\n") else entry["text"] + "\n")
+        stream.flush()  # the two streams stay in order in the cell
 
 
 def shell_namespace() -> MutableMapping[str, Any] | None:

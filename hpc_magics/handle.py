@@ -28,6 +28,7 @@ from .fetching import (
     resolver,
     say_what_came_back,
     show_figures,
+    show_output,
 )
 from .jobfacts import end_reason, failed_because
 from .jobfolder.folder import JobFolder, damaged
@@ -78,6 +79,7 @@ class JobHandle:
         self._task = None if job_id == str(folder.meta().get("job_id", job_id)) else job_id
         self._state_checked = 0.0
         self.fetched = False
+        self.live: Any = None  # the cell's live output view (``magics/live_view.py``)
 
     # --------------------------------------------------------------- state
     @property
@@ -200,9 +202,8 @@ class JobHandle:
                 raise self._failure(state, "")
         result = self.folder.load_results()
         meta = self.folder.meta()
-        output = self.folder.shown_output()
-        if show and output:
-            print(output, end="" if output.endswith("\n") else "\n")
+        if show:  # once: a live view in the cell has shown it as it came
+            show_output(self.folder, self.live)
         figures = result.figures
         if meta.get("kind") == "notebook":  # a whole-notebook job saves figures per cell
             figures = tuple(str(p.relative_to(self.folder.path))

@@ -26,6 +26,7 @@ from .arguments import lazy_magic_arguments as magic_arguments
 from .arguments import parsed_arguments, resource_arguments, values_from_args
 from .job_actions import show_handle, wait_and_fetch
 from .lazy import lazy_module
+from .live_view import follow_output
 from .resource_view import ResourceView
 from .scale import options_from_args, scale_arguments
 from .submission import default_job_name, print_dry_run, submit
@@ -317,6 +318,7 @@ class HpcMagicsKernel(Magics):
         handle = self.remember(submit(self.jobs_root, backend, payload, request, profile,
                                       job_name, options))
         widget = show_handle(handle)
+        follow_output(handle, self.shell)
         if args.wait:
             wait_and_fetch(handle, self.shell, widget, results_suffice=True)
             return None

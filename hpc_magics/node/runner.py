@@ -23,11 +23,12 @@ from typing import Any
 
 from ..core.scale import ScaleOptions
 from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, CellResult, write_results
+from ..jobfolder.live_stream import STREAM_FILE
 from ..shipping.buffers import open_buffers
 from ..shipping.packing import Payload
 from ..shipping.sharing import come_back_together
 from ..shipping.stream import dump_results, fingerprint, load_names, pickling_error
-from . import tee
+from . import live_display, tee
 from .task import NodeTask, Requeued
 from .usage_recorder import attempt_id
 
@@ -35,9 +36,11 @@ CELL_FILENAME = "<%%sbatch cell>"
 
 
 @contextlib.contextmanager
-def _tee_output(copy_path: Path) -> Iterator[None]:
+def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
     """Everything written to stdout and stderr, by Python, C code or child processes
-    (``!cmd``), goes to the job's logs as before and also to ``copy_path``.
+    (``!cmd``), goes to the job's logs as before and also to ``copy_path`` and, in records
+    the notebook shows live, to ``stream_path``, with the cell's displays (``display()``,
+    ``plt.show()``: ``live_display.py``) in the order made.
 
     The copying is a separate process (``tee.py``) that owns its file descriptors: a child
     still writing after the cell can never hit a descriptor this process closes and reuses
@@ -45,23 +48,35 @@ def _tee_output(copy_path: Path) -> Iterator[None]:
     sys.stdout.flush()
     sys.stderr.flush()
     pipes = {fd: os.pipe() for fd in (1, 2)}
+    display_read, display_write = os.pipe()
+    ack_read, ack_write = os.pipe()  # the copier's word that a display is in the stream
+    theirs = (pipes[1][0], pipes[2][0], display_read, ack_write)
     # waited for with a time-out below; it outlives us only while a child still writes
     copier = subprocess.Popen(  # noqa: S603 - argv list, no shell
         # -S: no site-packages, a standard-library script starts faster (the cell waits)
-        [sys.executable, "-S", tee.__file__, str(copy_path), str(pipes[1][0]),
-         str(pipes[2][0])],
-        pass_fds=(pipes[1][0], pipes[2][0]), stdin=subprocess.DEVNULL)
+        [sys.executable, "-S", tee.__file__, str(copy_path), str(stream_path),
+         *map(str, theirs)], pass_fds=theirs, stdin=subprocess.DEVNULL)
+    os.close(display_read)
+    os.close(ack_write)
     saved: dict[int, int] = {}
     for fd, (read_end, write_end) in pipes.items():
         os.close(read_end)  # the copier has it
         saved[fd] = os.dup(fd)
         os.dup2(write_end, fd)
         os.close(write_end)
+    # a pipe makes Python's stdout block-buffered: each line goes out as a local cell's does
+    line_buffered = bool(getattr(sys.stdout, "line_buffering", False))
+    _reconfigure(sys.stdout, line_buffering=True)
+    live_display.connect(display_write, ack_read)
     try:
         yield
     finally:
+        live_display.connect(None, None)
+        os.close(display_write)
+        os.close(ack_read)
         sys.stdout.flush()
         sys.stderr.flush()
+        _reconfigure(sys.stdout, line_buffering=line_buffered)
         for fd, original in saved.items():
             os.dup2(original, fd)  # our end of the pipe closes
             os.close(original)  # only ever used here, never by the copier
@@ -71,12 +86,10 @@ def _tee_output(copy_path: Path) -> Iterator[None]:
             pass  # a background child still writes: the copier goes on without us
 
 
-def _node_display(*objects: Any, **_: Any) -> None:
-    """``display`` on a node: figures are kept (saved at the end), the rest printed."""
-    for value in objects:
-        if type(value).__name__ == "Figure" and hasattr(value, "savefig"):
-            continue  # still open: saved as PNG with the other figures when the cell ends
-        print(repr(value))
+def _reconfigure(stream: Any, **options: bool) -> None:
+    """A replaced ``sys.stdout`` (a test's capture) may not be reconfigurable: left as is."""
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        stream.reconfigure(**options)
 
 
 class ShippedModuleMissing(ImportError):
@@ -86,7 +99,7 @@ class ShippedModuleMissing(ImportError):
 
 def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__,
-                                 "display": _node_display}
+                                 "display": live_display.display}
     try:
         for name, module_name in payload.modules.items():
             namespace[name] = importlib.import_module(module_name)
@@ -105,13 +118,15 @@ def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str
 
 
 def _save_figures(folder: Path) -> tuple[str, ...]:
-    """Save every open matplotlib figure as PNG (only if the cell used pyplot)."""
+    """Save every open matplotlib figure not displayed yet as PNG (if the cell used pyplot)."""
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None:
         return ()
     saved = []
     target = folder / FIGURES_DIR
     for number in pyplot.get_fignums():
+        if number in live_display.shown_figures():
+            continue  # displayed in the cell as the cell ran
         target.mkdir(exist_ok=True)
         path = target / f"figure-{number}.png"
         pyplot.figure(number).savefig(path, dpi=100, bbox_inches="tight")
@@ -211,7 +226,11 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
     started = time.time()
     job_folder = Path(folder)
-    os.environ.setdefault("MPLBACKEND", "Agg")  # a job has no display; never open a window
+    # a job has no screen: never open a window; plt.show() shows the figures in the cell.
+    # A user's own choice stays, not the kernel's inline backend (the job inherits the
+    # kernel's environment; that backend needs the kernel).
+    if "matplotlib_inline" in os.environ.get("MPLBACKEND", "matplotlib_inline"):
+        os.environ["MPLBACKEND"] = live_display.FIGURE_BACKEND
     hostname = os.uname().nodename
     # In a job with several tasks every task runs the cell (torch.distributed, mpi4py);
     # task 0 speaks for the job: its output and results come back, the others only log
@@ -220,8 +239,9 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     lead_task = task.lead
     if not (options is not None and options.checkpoint):  # a checkpointing cell has its own
         signal.signal(signal.SIGTERM, _stop_the_cell)  # submitit's would ignore it
-    output = job_folder / OUTPUT_FILE if lead_task else Path(os.devnull)
-    with _tee_output(output):
+    output, stream = ((job_folder / OUTPUT_FILE, job_folder / STREAM_FILE) if lead_task
+                      else (Path(os.devnull), Path(os.devnull)))
+    with _tee_output(output, stream):
         failure: BaseException | None = None
         try:
             namespace = _rebuild_namespace(payload, job_folder)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jobfolder.files import OUTCOME_FILE, OUTPUT_FILE, RESULTS_FILE, load_own
+from ..jobfolder.live_stream import STREAM_FILE
 from ..jobfolder.tasks import PAYLOAD_FILE, task_dir
 from ..shipping.packing import Payload
 from .runner import run_cell
@@ -28,6 +29,6 @@ def run_task(folder: str, index: int, parameters: dict[str, Any]) -> dict[str, A
     target.mkdir(parents=True, exist_ok=True, mode=0o700)
     if os.environ.get("SLURM_PROCID", "0") == "0":
         # a retried task starts clean: no result of the failed attempt stays
-        for stale in (OUTCOME_FILE, RESULTS_FILE, OUTPUT_FILE):
+        for stale in (OUTCOME_FILE, RESULTS_FILE, OUTPUT_FILE, STREAM_FILE):
             (target / stale).unlink(missing_ok=True)
     return run_cell(replace(payload, parameters=parameters), str(target))

@@ -345,7 +345,9 @@ class JobWidget(widgets.VBox):
                                        results_grace_s=0.5)  # a button never blocks
             names = ", ".join(sorted(n for n in values if n != "_")) or "nothing"
             self.message.value = f"now in the notebook: <code>{html.escape(names)}</code>"
-            output = self.handle.folder.shown_output()
+            # once: a live view in the cell has shown it already
+            live = getattr(self.handle, "live", None)
+            output = "" if live is not None else self.handle.folder.shown_output()
             if output:
                 self.message.value += f"<pre>{html.escape(output)}</pre>"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 import time
@@ -161,11 +162,24 @@ def test_figures_come_back_as_images(shell: Any, job_folders: Any,
         "peak = 3",
     ]))
     [folder] = job_folders(shell)
+    # plt.show() sent it into the cell's output as the cell ran: shown once, from there
+    images = [o for o in shown if isinstance(o, dict) and "image/png" in o]
+    assert len(images) == 1 and base64.b64decode(images[0]["image/png"]).startswith(b"\x89PNG")
+    assert not list((folder / "figures").glob("*.png"))
+    assert shell.user_ns["peak"] == 3
+
+
+def test_a_figure_left_open_comes_back_as_an_image(shell: Any, job_folders: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    shown: list[Any] = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5",
+                         "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])")
+    [folder] = job_folders(shell)
     pngs = sorted((folder / "figures").glob("*.png"))
     assert len(pngs) == 1 and pngs[0].read_bytes().startswith(b"\x89PNG")
     images = [o for o in shown if type(o).__name__ == "Image"]
     assert len(images) == 1 and images[0].data.startswith(b"\x89PNG")
-    assert shell.user_ns["peak"] == 3
 
 
 def test_display_of_a_figure_on_the_node(shell: Any, job_folders: Any,
@@ -180,9 +194,10 @@ def test_display_of_a_figure_on_the_node(shell: Any, job_folders: Any,
         "display('a note')",
     ]))
     [folder] = job_folders(shell)
-    assert len(list((folder / "figures").glob("*.png"))) == 1
-    assert "'a note'" in (folder / "output.txt").read_text()
-    assert sum(type(o).__name__ == "Image" for o in shown) == 1
+    bundles = [o for o in shown if isinstance(o, dict)]  # as the node displayed them, once
+    assert [sorted(b) for b in bundles] == [["image/png", "text/plain"], ["text/plain"]]
+    assert bundles[1]["text/plain"] == "'a note'"
+    assert not list((folder / "figures").glob("*.png"))  # not shown again at the end
 
 
 def test_whole_notebook_job_and_fetch(shell: Any, tmp_path: Path,

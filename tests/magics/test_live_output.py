@@ -1,0 +1,185 @@
+"""A ``%%sbatch`` cell's output reaches the cell while its job runs, in a real kernel on the
+test cluster, as a front end receives it (the kernel's iopub messages): each printed line
+before the job's results exist, a progress bar of 10,000 steps as one line, and nothing
+printed a second time by the fetch at the end."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
+
+# Each line waits for the test to have seen it in the kernel (a file the test makes): the
+# job cannot end before every line reached the kernel, and without live output it never
+# would (the cell gives up after two minutes, failing the job).
+LINES = """
+import os, time
+for i in range(12):
+    print(f"line {{i}}")
+    time.sleep(0.5)
+    waited = time.time()
+    while not os.path.exists(os.path.join({ack!r}, str(i))):
+        if time.time() - waited > 120:
+            raise SystemExit(f"line {{i}} never reached the kernel")
+        time.sleep(0.05)
+"""
+
+# A rich display and a figure half-way; the cell ends once the test saw both in the cell.
+DISPLAYS = """
+import os, time
+import matplotlib.pyplot as plt
+from IPython.display import HTML
+print("before")
+display(HTML("<b>rich</b>"))
+plt.plot([1, 2, 3])
+plt.show()
+print("after")
+waited = time.time()
+while not os.path.exists({ack!r}):
+    if time.time() - waited > 120:
+        raise SystemExit("the displays never reached the kernel")
+    time.sleep(0.05)
+"""
+
+PROGRESS = """
+import sys
+for n in range(10_001):
+    sys.stderr.write(f"\\rstep {n}/10000")
+sys.stderr.write("\\n")
+done = True
+"""
+
+
+@pytest.fixture
+def kernel(slurm_cluster: Any, tmp_path: Path) -> Iterator[tuple[Any, Path]]:
+    from jupyter_client.manager import KernelManager
+
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(env=env)
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        jobs = tmp_path / "jobs"
+        setup = ("%load_ext hpc_magics\n"
+                 "get_ipython().magics_manager.registry['HpcMagicsKernel'].jobs_dir = "
+                 f"{str(jobs)!r}\n"
+                 "%hpc_resources --profile lab --backend slurm -t 5")
+        reply = client.execute_interactive(setup, timeout=60)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        yield client, jobs
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+class Cell:
+    """One executed cell as a front end sees it: its Output widgets' latest outputs and
+    the text the cell printed itself."""
+
+    def __init__(self, client: Any, code: str) -> None:
+        self.client = client
+        self.msg_id = client.execute(code)
+        self.output_widgets: dict[str, list[dict[str, Any]]] = {}
+        self.printed = ""
+        self.displayed: list[dict[str, Any]] = []  # the cell's own, outside the widgets
+        self.status = ""
+        self.idle = False
+
+    def step(self) -> None:
+        """Take the next iopub message."""
+        try:
+            msg = self.client.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            return
+        content, kind = msg["content"], msg["msg_type"]
+        state = content.get("data", {}).get("state", {}) if kind.startswith("comm") else {}
+        if kind == "comm_open" and state.get("_model_name") == "OutputModel":
+            self.output_widgets[content["comm_id"]] = list(state.get("outputs", []))
+        elif kind == "comm_msg" and content["comm_id"] in self.output_widgets and (
+                "outputs" in state):
+            self.output_widgets[content["comm_id"]] = list(state["outputs"])
+        if msg["parent_header"].get("msg_id") != self.msg_id:
+            return
+        if kind == "stream":
+            self.printed += content["text"]
+        elif kind == "display_data":
+            self.displayed.append(content["data"])
+        elif kind == "error":
+            self.printed += "\n".join(content["traceback"])
+        elif kind == "status" and content["execution_state"] == "idle":
+            self.idle = True
+
+    def shown(self) -> list[dict[str, Any]]:
+        [outputs] = self.output_widgets.values() or [[]]
+        return outputs
+
+    def finish(self) -> None:
+        while not self.idle:
+            self.step()
+        reply = self.client.get_shell_msg(timeout=60)
+        self.status = reply["content"]["status"]
+
+
+def test_each_line_reaches_the_cell_while_the_job_runs(kernel: tuple[Any, Path],
+                                                       tmp_path: Path) -> None:
+    client, jobs = kernel
+    ack = tmp_path / "seen"
+    ack.mkdir()
+    cell = Cell(client, "%%sbatch --wait\n" + LINES.format(ack=str(ack)))
+    seen: list[str] = []
+    while not cell.idle:
+        cell.step()
+        for output in cell.shown():
+            for number in re.findall(r"line (\d+)", output["text"]):
+                if number not in seen:
+                    # in the cell before the job's results: the job was still running
+                    assert not list(jobs.glob("*/results.pkl")), f"line {number} came late"
+                    seen.append(number)
+                    (ack / number).touch()
+    cell.finish()
+    assert cell.status == "ok", cell.printed
+    assert seen == [str(i) for i in range(12)]  # each once, in order
+    assert cell.shown() == [{"output_type": "stream", "name": "stdout",
+                             "text": "".join(f"line {i}\n" for i in range(12))}]
+    assert "line " not in cell.printed  # the fetch did not print it again
+    assert "now in the notebook" in cell.printed  # the fetch still said what came back
+
+
+def test_a_progress_bar_ends_as_one_line(kernel: tuple[Any, Path]) -> None:
+    client, _ = kernel
+    cell = Cell(client, "%%sbatch --wait\n" + PROGRESS)
+    cell.finish()
+    assert cell.status == "ok", cell.printed
+    assert cell.shown() == [{"output_type": "stream", "name": "stderr",
+                             "text": "step 10000/10000\n"}]
+    assert not re.search(r"step \d", cell.printed)
+
+
+def test_a_display_and_a_figure_reach_the_cell_while_the_job_runs(
+        kernel: tuple[Any, Path], tmp_path: Path) -> None:
+    client, jobs = kernel
+    ack = tmp_path / "seen"
+    cell = Cell(client, "%%sbatch --wait\n" + DISPLAYS.format(ack=str(ack)))
+    while not cell.idle:
+        cell.step()
+        if not ack.exists() and len(cell.shown()) == 4:  # both displays and "after"
+            assert not list(jobs.glob("*/results.pkl")), "the displays came late"
+            ack.touch()
+    cell.finish()
+    assert cell.status == "ok", cell.printed
+    before, rich, figure, after = cell.shown()  # in the order the cell made them
+    assert (before["text"], after["text"]) == ("before\n", "after\n")
+    assert rich["output_type"] == "display_data" and rich["data"]["text/html"] == "<b>rich</b>"
+    assert figure["output_type"] == "display_data" and "image/png" in figure["data"]
+    assert not [d for d in cell.displayed if "image/png" in d or "text/html" in d]  # once
