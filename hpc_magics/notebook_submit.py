@@ -71,13 +71,6 @@ def _job_code(folder: Path, path: Path, kernel: str) -> str:
             f"run_notebook_job({str(folder)!r}, {workdir!r}, kernel_name={kernel!r})\n")
 
 
-def notebook_script(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
-                    jobs_root: Path, python: str | None = None, name: str | None = None) -> str:
-    """The job script ``submit_notebook`` would submit (checked as a dry run is)."""
-    return dry_run(path, request, profile, jobs_root=jobs_root, python=python,
-                   name=name).script
-
-
 @dataclass(frozen=True)
 class DryRun:
     """What ``--dry-run`` shows: the job script as the submission renders it, and what runs."""
