@@ -93,6 +93,14 @@ def values_from_args(args: Any) -> dict[str, Any]:
     return raw
 
 
+def unquoted(text: str | None) -> Any:
+    """IPython's argument split keeps quotes: ``--stage 'my data'`` means ``my data``."""
+    if text is None:
+        return None
+    text = text.strip()
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
+
+
 def parsed_arguments(magic: Callable[..., Any], line: str) -> Any:
     """The magic's parsed arguments; a bad line is one error naming it and the fix."""
     name = magic.__name__
