@@ -86,11 +86,7 @@ def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def values_from_args(args: Any) -> dict[str, Any]:
     """The parsed magic arguments, keyed by request field, as ``resources.updated`` takes them."""
-    raw: dict[str, Any] = {flag.field: getattr(args, flag.dest, None)
-                           for flag in flags.SBATCH_FLAGS}
-    raw["setup"] = args.setup
-    raw["backend"] = args.backend
-    return raw
+    return flags.flag_values(args) | {"backend": args.backend}
 
 
 def unquoted(text: str | None) -> Any:
