@@ -18,7 +18,6 @@ from .core.node_records import (
     explaining_step_state,
     memory_limit_mb,
     node_peak,
-    oom_message,
     read_records,
 )
 
@@ -45,11 +44,6 @@ def _memory(folder: Any, job_id: str) -> tuple[float | None, float | None]:
     mem_mb = request.get("mem_mb")
     return (mem_mb if isinstance(mem_mb, (int, float)) else None,
             memory_limit_mb(node_records(folder.path, job_id)))
-
-
-def oom_hint(folder: Any, job_id: str) -> str:
-    """One line for a job the kernel ended for memory: its limit, and the flag."""
-    return oom_message(*_memory(folder, job_id))
 
 
 def end_reason(folder: Any, job_id: str, state: str) -> str:

@@ -18,7 +18,7 @@ from .convert.notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
 from .convert.script import read_notebook
 from .core import validation
 from .core.errors import InvalidRequest
-from .core.flags import SBATCH_FLAGS
+from .core.flags import SBATCH_FLAGS, flag_values
 from .core.profiles import ClusterProfile, load_profile
 from .core.resources import ResourceRequest, to_dict, updated
 
@@ -69,13 +69,6 @@ def _job_code(folder: Path, path: Path, kernel: str) -> str:
     workdir = str(path.resolve().parent)
     return ("from hpc_magics.convert.notebook_job import run_notebook_job\n"
             f"run_notebook_job({str(folder)!r}, {workdir!r}, kernel_name={kernel!r})\n")
-
-
-def notebook_script(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
-                    jobs_root: Path, python: str | None = None, name: str | None = None) -> str:
-    """The job script ``submit_notebook`` would submit (checked as a dry run is)."""
-    return dry_run(path, request, profile, jobs_root=jobs_root, python=python,
-                   name=name).script
 
 
 @dataclass(frozen=True)
@@ -171,10 +164,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
 def request_from_args(args: argparse.Namespace, metadata: dict[str, Any]
                       ) -> tuple[ResourceRequest, ClusterProfile]:
     job = job_for_notebook(metadata, args.profile, source=args.notebook)
-    values: dict[str, Any] = {flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS}
-    values["setup"] = args.setup
-    values["backend"] = args.backend
-    request = updated(job.request, values)
+    request = updated(job.request, flag_values(args) | {"backend": args.backend})
     return request, load_profile(request.profile)
 
 

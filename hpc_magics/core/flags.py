@@ -8,6 +8,7 @@ the magics' and command line's arguments.  Flags not in it pass through to sbatc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,16 @@ SBATCH_FLAGS: tuple[SbatchFlag, ...] = (
                "start after other jobs, as sbatch: afterok:123[:456]; in a cell, a job folder "
                "name or handle variable also stands for an id (afterok:prep)"),
 )
+
+
+
+def flag_values(args: Any) -> dict[str, Any]:
+    """Parsed arguments' resource flags and ``--setup``, keyed by request field, as
+    ``resources.updated`` takes them."""
+    values: dict[str, Any] = {flag.field: getattr(args, flag.dest, None) for flag in SBATCH_FLAGS}
+    values["setup"] = args.setup
+    return values
+
 
 # Every spelling users may write (long and short) → request field.
 FLAG_FIELDS: dict[str, str] = {

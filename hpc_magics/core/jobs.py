@@ -7,9 +7,6 @@ from dataclasses import dataclass
 # Slurm job states (squeue/sacct long names) → coarse phase.
 # SPECIAL_EXIT is a requeue in held state ("job requeued in held state"), so it waits for a
 # release like REQUEUE_HOLD; it is not an end.
-PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD",
-                            "REQUEUE_FED", "RESV_DEL_HOLD", "SPECIAL_EXIT",
-                            "RESIZING", "SIGNALING", "STAGE_OUT", "UNKNOWN", "SUBMITTED"})
 # A SUSPENDED or STOPPED job keeps its nodes and goes on when resumed: started, not over.
 RUNNING_STATES = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED"})
 FAILED_STATES = frozenset({"FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",

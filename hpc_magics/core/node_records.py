@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-NODE_FILE_GLOB = "node-{job}.*.json"
 GPU_SAMPLE_EVERY_S = 5
 MB = 1024 * 1024
 # the files each cgroup version keeps the limit and the peak in (for the job's directory)

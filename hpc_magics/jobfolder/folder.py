@@ -54,13 +54,6 @@ WOULD_BE_STAMP, WOULD_BE_TOKEN = "YYYYMMDD-HHMMSS", "XXXX"
 SHARED_JOBS_ROOT = stat.S_ISGID | stat.S_ISVTX | 0o770
 
 
-def ensure_private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE)
-    if stat.S_IMODE(path.stat().st_mode) != PRIVATE:
-        path.chmod(PRIVATE)
-    return path
-
-
 def _group_name(gid: int) -> str:
     try:
         return grp.getgrgid(gid).gr_name

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.cost import cost_line
 from ..core.errors import InvalidRequest
-from ..core.flags import SBATCH_FLAGS
+from ..core.flags import SBATCH_FLAGS, flag_values
 from ..core.jobids import require_job_id
 from ..core.resources import ResourceRequest, updated
 from ..core.sites import default_profile_name
@@ -71,10 +71,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> ResourceRequest:
-    values: dict[str, Any] = {flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS}
-    values["setup"] = args.setup
     base = ResourceRequest(profile=args.profile or default_profile_name(), backend="slurm")
-    return updated(base, values)
+    return updated(base, flag_values(args))
 
 
 def kernelspec(args: argparse.Namespace) -> tuple[dict[str, Any], KernelRequest, Path]:

@@ -86,11 +86,15 @@ def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def values_from_args(args: Any) -> dict[str, Any]:
     """The parsed magic arguments, keyed by request field, as ``resources.updated`` takes them."""
-    raw: dict[str, Any] = {flag.field: getattr(args, flag.dest, None)
-                           for flag in flags.SBATCH_FLAGS}
-    raw["setup"] = args.setup
-    raw["backend"] = args.backend
-    return raw
+    return flags.flag_values(args) | {"backend": args.backend}
+
+
+def unquoted(text: str | None) -> Any:
+    """IPython's argument split keeps quotes: ``--stage 'my data'`` means ``my data``."""
+    if text is None:
+        return None
+    text = text.strip()
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
 
 
 def parsed_arguments(magic: Callable[..., Any], line: str) -> Any:

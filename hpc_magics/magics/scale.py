@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..core.errors import HpcMagicsError
+from .arguments import unquoted
 from .lazy import arguments_from, lazy_module
 
 if TYPE_CHECKING:
@@ -48,13 +49,6 @@ def scale_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     return arguments_from(scale_flags)(function)
 
 
-def _unquoted(value: str | None) -> Any:
-    """IPython's argument split keeps quotes: ``--stage 'my data'`` means ``my data``."""
-    if value and len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
-
-
 def options_from_args(args: Any, request: ResourceRequest, backend: str
                       ) -> scale.ScaleOptions:
     """The options, checked; a bad value is a one-line ``UsageError`` before submission."""
@@ -62,8 +56,8 @@ def options_from_args(args: Any, request: ResourceRequest, backend: str
     try:
         opts = scale.options(gather=args.gather, checkpoint=args.checkpoint,
                              margin_s=args.checkpoint_margin, chain=args.chain,
-                             stage=[_unquoted(path) for path in args.stage or ()],
-                             stage_back=_unquoted(args.stage_back), time_limit_s=limit)
+                             stage=[unquoted(path) for path in args.stage or ()],
+                             stage_back=unquoted(args.stage_back), time_limit_s=limit)
     except HpcMagicsError as error:
         raise UsageError(str(error)) from None
     if backend == "local" and (opts.checkpoint or opts.stage or opts.stage_back):

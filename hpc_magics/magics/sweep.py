@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..core.errors import HpcMagicsError
+from .arguments import unquoted
 from .job_actions import show_handle, wait_and_fetch
 from .lazy import arguments_from, lazy_module
 from .submission import new_folder
@@ -44,11 +45,6 @@ def sweep_arguments(function: Any) -> Any:
     return arguments_from(lambda: SWEEP_ARGUMENTS)(function)
 
 
-def _unquoted(text: str) -> str:
-    text = text.strip()
-    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
-
-
 # ------------------------------------------------------------------ points
 def points(args: Any, namespace: dict[str, Any]) -> list[sweep.Point] | None:
     """The sweep's points, or ``None`` when the cell is no sweep; bad input: UsageError."""
@@ -60,7 +56,7 @@ def points(args: Any, namespace: dict[str, Any]) -> list[sweep.Point] | None:
     try:
         base = None
         if args.sweep_from:
-            name = _unquoted(args.sweep_from)
+            name = unquoted(args.sweep_from)
             if name not in namespace:
                 raise HpcMagicsError(f"--sweep-from {name}: the notebook has no variable "
                                      f"{name!r}: define it first (a list of dicts, or a dict of "
@@ -85,7 +81,7 @@ def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
     (those that must end well, those that need only end)."""
     from ..handle import JobHandle
 
-    reference = _unquoted(reference)
+    reference = unquoted(reference)
     namespace = magics.shell.user_ns if magics.shell is not None else {}
     value = namespace.get(reference) if reference.isidentifier() else None
     if isinstance(value, JobHandle):
@@ -115,7 +111,7 @@ def resolved_dependency(magics: Any, text: str | None) -> str | None:
     Ids (``123``, ``123_4``, ``123+10``), ``singleton`` and sbatch's ``?`` stay as written."""
     if not text:
         return text
-    parts = re.split(r"([,?])", _unquoted(text))
+    parts = re.split(r"([,?])", unquoted(text))
     for position in range(0, len(parts), 2):
         kind, colon, references = parts[position].partition(":")
         if not colon:

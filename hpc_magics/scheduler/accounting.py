@@ -24,7 +24,7 @@ from typing import Any
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, parse_job_id
-from ..core.jobs import is_final, normalize_state
+from ..core.jobs import is_final
 from . import commands
 from .cache_file import file_lock, shared_cache_path, write_private_json
 from .cluster import cluster_name
@@ -45,21 +45,6 @@ class AccountingRecord:
     state: str
     submit_time: float | None
     usage: Usage | None = None
-
-
-def parse_sacct(text: str) -> tuple[AccountingRecord, ...]:
-    """``JobID|State|Submit`` lines (``sacct -n -X -P``); malformed lines are skipped.
-
-    A reused job id gives several records: all are kept, the caller picks by submit time.
-    """
-    records = []
-    for line in text.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) < 2 or not parts[0] or not parts[1]:
-            continue
-        submit = slurm_timestamp(parts[2]) if len(parts) > 2 else None
-        records.append(AccountingRecord(parts[0], normalize_state(parts[1]), submit))
-    return tuple(records)
 
 
 def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
@@ -108,11 +93,6 @@ def sacct_usage(job_ids: Sequence[str], runner: Callable[..., commands.CommandRe
     if not result.ok:
         return None
     return parse_accounting(result.stdout)
-
-
-def sacct_records(job_ids: Sequence[str]) -> tuple[AccountingRecord, ...] | None:
-    """One ``sacct`` call for all ``job_ids``; ``None`` when accounting is unreachable."""
-    return sacct_usage(job_ids)
 
 
 def base_of(job_id: str) -> str:

@@ -10,7 +10,6 @@ first line is shown as it is. A request that would use more than is left gets on
 
 from __future__ import annotations
 
-import getpass
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from ..core.resources import ResourceRequest
 from ..core.units import UNLIMITED
 from . import commands
 from .live import ask
+from .queue import login_name
 
 TRES_ORDER = ("billing", "cpu")  # which limit counts, when the site sets several
 ALLOCATION_MAX_AGE_S = 300.0  # usage moves by the hour: one sshare per account in 5 minutes
@@ -64,7 +64,7 @@ def parse_sshare(text: str, account: str) -> Allocation | None:
 
 
 def default_account() -> str | None:
-    answer = ask(["sacctmgr", "-nP", "show", "user", getpass.getuser(),
+    answer = ask(["sacctmgr", "-nP", "show", "user", login_name(),
                   "format=DefaultAccount"])
     if isinstance(answer, str) or not answer.ok:
         return None

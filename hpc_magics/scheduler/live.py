@@ -10,7 +10,6 @@ A command that cannot be asked is said as a warning, never as a refusal.
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from ..core.resources import ResourceRequest
 from ..core.units import UNLIMITED, format_time
 from . import commands
 from . import submit as submission
+from .queue import login_name
 from .slurm_text import scontrol_fields, slurm_duration
 
 _ANSWERS: dict[tuple[str, ...], commands.CommandResult | str] = {}
@@ -164,10 +164,6 @@ def test_only(script: str) -> TestOnly | str:
     return TestOnly(False, "", text.replace("sbatch: error: ", ""))
 
 
-def current_user() -> str:
-    return pwd.getpwuid(os.getuid()).pw_name
-
-
 @dataclass(frozen=True)
 class LiveReport:
     findings: tuple[Finding, ...]
@@ -180,7 +176,7 @@ def check(request: ResourceRequest, script: str | None = None,
           user: str | None = None) -> LiveReport:
     """What the cluster itself says about ``request`` (and ``script``, if given)."""
     found: list[Finding] = []
-    user = user or current_user()
+    user = user or login_name()
     parts = partitions()
     if not parts:
         return LiveReport((Finding(WARNING, "", "the cluster did not answer scontrol show "

@@ -102,7 +102,7 @@ def human_size(size: float) -> str:
     return f"{size:.1f} GB"  # pragma: no cover
 
 
-def _refusal(name: str, value: Any) -> str | None:
+def _refusal(value: Any) -> str | None:
     """Why this value cannot run elsewhere, or None."""
     kind = type(value).__name__
     if isinstance(value, io.IOBase):
@@ -136,7 +136,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                                     "it cannot be shipped; use the names it holds")
             modules[name] = value.__name__
             continue
-        reason = _refusal(name, value)
+        reason = _refusal(value)
         if reason:
             raise ShippingError(f"cannot ship {name!r}: {reason} (or keep it on the node: "
                                 "%%sbatch --session)")
@@ -215,7 +215,7 @@ def _sharing_names(values: Mapping[str, Any], namespace: Mapping[str, Any]
     def eligible(name: str, value: Any) -> bool:
         return not (name.startswith("_") or name in _SHELL_NAMES
                     or isinstance(value, (types.ModuleType, type, types.FunctionType))
-                    or _refusal(name, value) is not None)
+                    or _refusal(value) is not None)
 
     extra, groups = companions(values, namespace, eligible)
     # one that does not pickle stays behind (its name keeps the notebook's object)

@@ -19,7 +19,7 @@ from hpc_magics.core.node_records import (
     oom_message,
     read_records,
 )
-from hpc_magics.jobfacts import oom_hint
+from hpc_magics.jobfacts import end_reason
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.widgets.efficiency import gpu_samples, reports
 
@@ -78,9 +78,10 @@ def test_the_handle_reads_the_limit_the_node_recorded(tmp_path: Path) -> None:
     folder.write_meta({"job_id": "42", "request": {"mem_mb": 1024}})
     (tmp_path / node_file("42", "c1", "0")).write_text(json.dumps({"host": "c1",
                                                                    "limit_mb": 1024.0}))
-    assert oom_hint(folder, "42") == ("the job ran out of memory: it was limited to 1024M "
-                                      "(--mem=1G); ask for more with --mem")
-    assert "1024M" not in oom_hint(folder, "43")  # another job's record is not this one's
+    assert end_reason(folder, "42", "OUT_OF_MEMORY") == (
+        "the job ran out of memory: it was limited to 1024M (--mem=1G); ask for more with --mem")
+    # another job's record is not this one's
+    assert "1024M" not in end_reason(folder, "43", "OUT_OF_MEMORY")
 
 
 def test_the_report_takes_the_nodes_peak_when_accounting_has_none(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def test_a_notebook_job_loads_its_kernels_modules_not_the_submitters(
     from hpc_magics.convert.notebook_job import NOTEBOOK_OUT
     from hpc_magics.core.profiles import load_profile
     from hpc_magics.core.resources import ResourceRequest
-    from hpc_magics.notebook_submit import notebook_script, submit_notebook
+    from hpc_magics.notebook_submit import dry_run, submit_notebook
 
     venv = _venv_with_a_package(project)
     python = str(venv / "bin" / "python")
@@ -86,8 +86,8 @@ def test_a_notebook_job_loads_its_kernels_modules_not_the_submitters(
     books = {kernel: _notebook(project / f"{kernel}.ipynb", kernel, CELL)
              for kernel in (by_env, by_argv)}
     # the clean job has no PYTHONPATH: the venv's Python (with this checkout) runs the notebook
-    scripts = {kernel: notebook_script(path, request, lab, jobs_root=project / "jobs",
-                                       python=python) for kernel, path in books.items()}
+    scripts = {kernel: dry_run(path, request, lab, jobs_root=project / "jobs",
+                               python=python).script for kernel, path in books.items()}
     not_here = ("# the notebook's world: modules loaded here (here/1.0) are not loaded for the "
                 "notebook's kernel: name those it needs in the notebook's metadata "
                 "hpc_magics.environment.modules\n")
