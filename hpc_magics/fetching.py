@@ -200,11 +200,11 @@ def rendered_output(folder: JobFolder) -> list[dict[str, Any]]:
 
 def show_output(folder: JobFolder, live: Any = None) -> None:
     """The cell's output, shown once: the live view in the cell takes the rest of it
-    (``widgets/live_output.py``), or it is shown as that view renders it (stdout to
+    (``widgets/live_output.py``; in the very cell that shows it, the view gives way to
+    plain output), or it is shown as that view renders it (stdout to
     stdout, stderr to stderr, the node's displays displayed, in order); a job folder from
     before the live stream prints its ``output.txt``."""
-    if live is not None:
-        live.finish()
+    if live is not None and not live.finish():
         return
     if not (folder.path / STREAM_FILE).exists():
         output = folder.shown_output()

@@ -23,6 +23,15 @@ LAST_DELAY_S = 1.0  # the back-off's ceiling while nothing new comes
 GROWTH = 1.5
 
 
+def current_request() -> str | None:
+    """The id of the front end's request the kernel answers now (a cell's execution, a
+    widget's click), or None outside a kernel."""
+    from IPython import get_ipython
+
+    header = getattr(get_ipython(), "parent_header", None) or {}
+    return (header.get("header") or {}).get("msg_id")
+
+
 class LiveOutput:
     """Follows one stream file until ``ended()`` and the file has nothing more; ``finish``
     (the fetch) takes the rest at once, so the output is shown once, in order."""
@@ -36,6 +45,7 @@ class LiveOutput:
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._follow, name="hpc-magics-live-output",
                                         daemon=True)
+        self._request = current_request()  # the cell execution that shows this view
 
     def start(self) -> None:
         self._thread.start()
@@ -66,10 +76,18 @@ class LiveOutput:
     def following(self) -> bool:
         return not self._done.is_set()
 
-    def finish(self) -> None:
-        """The job is over and its results here: stop following, show the rest now."""
+    def finish(self) -> bool:
+        """The job is over and its results here: stop following. In the cell that shows
+        this view (``--wait``) the view empties and returns True: the fetch then prints the
+        output as plain output, which the saved notebook keeps and every front end shows;
+        elsewhere (a later cell, a click) the view takes the rest and keeps it (False)."""
         self._done.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        if self._request is not None and current_request() == self._request:
+            with self._lock:
+                self.view.outputs = ()
+            return True
         while self.pump():
             pass
+        return False
