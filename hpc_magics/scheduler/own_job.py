@@ -44,18 +44,15 @@ def _int_or_none(text: str | None) -> int | None:
         return None
 
 
-def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = commands.run,
-            timeout_s: float = TIMEOUT_S) -> OwnJob | None:
-    """Describe this process's Slurm job, or ``None`` outside a job.
-
-    Environment first; missing times from ``squeue -j``, then ``scontrol show job``.
-    Scheduler errors leave fields ``None`` rather than failing.
-    """
+def own_job_from_environment(environ: Mapping[str, str] | None = None) -> OwnJob | None:
+    """What the job's environment says of it, asking no scheduler (``None`` outside a job):
+    all of it on releases that set ``SLURM_JOB_START_TIME``/``END_TIME`` (24.11 and later),
+    all but the times on older ones."""
     env = os.environ if environ is None else environ
     job_id = own_job_id(env)
     if job_id is None:
         return None
-    job = OwnJob(
+    return OwnJob(
         job_id=job_id,
         job_name=env.get("SLURM_JOB_NAME") or None,
         partition=env.get("SLURM_JOB_PARTITION") or None,
@@ -63,8 +60,24 @@ def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = comman
         start_time=slurm_timestamp(env.get("SLURM_JOB_START_TIME", "")),
         end_time=slurm_timestamp(env.get("SLURM_JOB_END_TIME", "")),
     )
-    if job.end_time is not None and job.start_time is not None and job.nodes is not None:
+
+
+def told_everything(job: OwnJob) -> bool:
+    """Nothing left to ask the scheduler about ``job``."""
+    return None not in (job.job_name, job.partition, job.nodes, job.start_time, job.end_time)
+
+
+def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = commands.run,
+            timeout_s: float = TIMEOUT_S) -> OwnJob | None:
+    """Describe this process's Slurm job, or ``None`` outside a job.
+
+    Environment first; missing times from ``squeue -j``, then ``scontrol show job``.
+    Scheduler errors leave fields ``None`` rather than failing.
+    """
+    job = own_job_from_environment(environ)
+    if job is None or told_everything(job):
         return job
+    job_id = job.job_id
     with contextlib.suppress(HpcMagicsError):
         result = runner(["squeue", "-h", "-j", job_id, "-o", "%S|%e|%D|%P|%j"],
                         timeout=timeout_s)

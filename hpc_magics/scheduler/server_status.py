@@ -31,6 +31,8 @@ class ServerStatus:
     idle_stop_at: float | None = None
     idle_warning_minutes: float | None = None
     warn_minutes: tuple[int, ...] = DEFAULT_WARN_MINUTES
+    # the server answered before the scheduler did: what the job's environment says only
+    pending: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -47,13 +49,14 @@ class ServerStatus:
 
 def server_status(job: OwnJob | None, now: float, *, idle_stop_minutes: float | None = None,
                   idle_stop_at: float | None = None, idle_warning_minutes: float | None = None,
-                  warn_minutes: tuple[int, ...] = DEFAULT_WARN_MINUTES) -> ServerStatus:
+                  warn_minutes: tuple[int, ...] = DEFAULT_WARN_MINUTES,
+                  pending: bool = False) -> ServerStatus:
     """The status of a server running in ``job`` (``None``: not in a Slurm job) at ``now``."""
     idle = ServerStatus(
         in_slurm_job=False, now=now, idle_stop_minutes=idle_stop_minutes or None,
         idle_stop_at=idle_stop_at if idle_stop_minutes else None,
         idle_warning_minutes=idle_warning_minutes if idle_stop_minutes else None,
-        warn_minutes=tuple(warn_minutes))
+        warn_minutes=tuple(warn_minutes), pending=pending)
     if job is None:
         return idle
     seconds_left = None if job.end_time is None else max(0, int(job.end_time - now))

@@ -21,7 +21,13 @@ from traitlets.config import LoggingConfigurable
 
 from ..core.errors import HpcMagicsError
 from ..scheduler import commands, job_index
-from ..scheduler.own_job import OwnJob, own_job, own_job_id
+from ..scheduler.own_job import (
+    OwnJob,
+    own_job,
+    own_job_from_environment,
+    own_job_id,
+    told_everything,
+)
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from ..scheduler.server_status import ServerStatus, server_status
 from ..scheduler.watcher import Watcher
@@ -134,9 +140,12 @@ class ServerState:
 
     # ------------------------------------------------------------------ own job
 
-    async def own_job(self) -> OwnJob | None:
-        if self.job_id is None:
-            return None
+    async def own_job(self) -> tuple[OwnJob | None, bool]:
+        """Our job, and whether the scheduler's answer is still pending (a later look says
+        more). The environment answers at once, all of it on 24.11 and later."""
+        told = own_job_from_environment()
+        if told is None or told_everything(told):
+            return told, False
         asking = self._own_job_asking
         if asking is not None and asking.done() and asking is not self._own_job_taken_from:
             # done, its callback not run yet: another request must not ask again
@@ -154,7 +163,7 @@ class ServerState:
                 await asyncio.wait_for(asyncio.shield(self._own_job_asking), ANSWER_WITHIN_S)
             except asyncio.TimeoutError:
                 pass
-        return self._own_job or OwnJob(self.job_id)
+        return (told, True) if self._own_job is None else (self._own_job, False)
 
     def _own_job_answered(self, asking: asyncio.Future[OwnJob | None]) -> None:
         if asking is self._own_job_taken_from:
@@ -165,14 +174,14 @@ class ServerState:
             self._own_job_read_at = time.time()
 
     async def status(self) -> ServerStatus:
-        job = await self.own_job()
+        job, pending = await self.own_job()
         idle_on = self.config.idle_seconds > 0
         return server_status(
             job, time.time(),
             idle_stop_minutes=round(self.config.idle_seconds / 60.0, 3) if idle_on else None,
             idle_stop_at=self.idle_stop_at() if idle_on else None,
             idle_warning_minutes=self.config.idle_warning_minutes,
-            warn_minutes=tuple(int(m) for m in self.config.warn_minutes),
+            warn_minutes=tuple(int(m) for m in self.config.warn_minutes), pending=pending,
         )
 
     # ------------------------------------------------------------------ jobs

@@ -21,6 +21,9 @@ from ..scheduler.server_status import ServerStatus
 from .server_view import ServerView, server_view
 
 TICK_S = 30.0
+# the server answered before the scheduler did: look again soon (its cached answer, no
+# scheduler query of ours), so the job's times show once known, without a Refresh click
+PENDING_LOOK_S = 2.0
 
 
 class ServerWidget(widgets.VBox):
@@ -59,9 +62,10 @@ class ServerWidget(widgets.VBox):
         super().__init__([self.info, widgets.HBox([self.stop_button, self.refresh_button]),
                           self.confirm_box, self.message])
         self.stopped = False
+        self._tick_s = tick_s
         self.render()
         if tick_s:
-            _start_ticker(self, tick_s)
+            _start_ticker(self)
 
     @property
     def view(self) -> ServerView:
@@ -83,6 +87,17 @@ class ServerWidget(widgets.VBox):
         except HpcMagicsError as error:
             self.message.value = f"<span style='color:#c62828'>{error}</span>"
         self.render()
+
+    @property
+    def next_tick_s(self) -> float:
+        return PENDING_LOOK_S if self.snapshot.pending else self._tick_s or TICK_S
+
+    def tick(self) -> None:
+        """Move the countdown; while the server's answer is pending, read it again."""
+        if self.snapshot.pending:
+            self.refresh()
+        else:
+            self.render()
 
     def ask_to_confirm(self) -> None:
         if not self.stop_button.disabled:
@@ -135,17 +150,20 @@ class ServerWidget(widgets.VBox):
         self.render()
 
 
-def _start_ticker(widget: ServerWidget, interval_s: float) -> None:
-    """Re-render every ``interval_s`` so the countdown moves; no scheduler or HTTP calls."""
+def _start_ticker(widget: ServerWidget) -> None:
+    """Tick so the countdown moves (no scheduler or HTTP calls once the status is whole)."""
     ref = weakref.ref(widget)
+    first_wait = widget.next_tick_s
 
     def tick() -> None:
+        wait = first_wait
         while True:
-            time.sleep(interval_s)
+            time.sleep(wait)
             alive = ref()
             if alive is None or alive.stopped or alive.comm is None:
                 return
-            alive.render()
+            alive.tick()
+            wait = alive.next_tick_s
             del alive
 
     threading.Thread(target=tick, name="hpc_server-countdown", daemon=True).start()

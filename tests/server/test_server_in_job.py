@@ -93,6 +93,39 @@ def test_server_in_a_job_reports_its_job(server_in_job: StartInJob) -> None:
     assert info["idle_stop_minutes"] is None
 
 
+SLOW_SQUEUE_SHIM = """#!/bin/sh
+# Stands in for a scheduler slow to answer (a real one cannot be made slow on demand):
+# the server's look at its own job waits, then the real squeue answers.
+case " $* " in *" -j "*) sleep 3 ;; esac
+exec {real} "$@"
+"""
+
+
+def test_a_slow_scheduler_still_names_the_servers_job_at_once(
+        server_in_job: StartInJob, tmp_path: Path) -> None:
+    """The first answer comes before the scheduler's: what the job's environment says (all
+    of it where Slurm gives a job its times, 24.11 and later), marked pending if times are
+    missing; a later look has them. The %hpc_server widget shows and re-reads this."""
+    real = commands.run(["sh", "-c", "command -v squeue"], timeout=10).stdout.strip()
+    shim_dir = tmp_path / "shim"
+    shim_dir.mkdir()
+    (shim_dir / "squeue").write_text(SLOW_SQUEUE_SHIM.format(real=real))
+    (shim_dir / "squeue").chmod(0o755)
+    server = server_in_job(path_prefix=shim_dir)
+    first = server.get("hpc-magics/server").json()
+    assert (first["job_id"], first["job_name"], first["partition"], first["nodes"]) == \
+        (server.job, "hpc-magics-test-server", "debug", 1)
+    assert first["pending"] is (server.times_from_slurm is None)
+    answer = first
+    deadline = time.monotonic() + 60
+    while answer["pending"]:
+        assert time.monotonic() < deadline, "the scheduler's answer never came in"
+        time.sleep(0.5)
+        answer = server.get("hpc-magics/server").json()
+    assert answer["end_time"] == pytest.approx(scheduler_end_time(server.job), abs=1)
+    assert answer["node_hours_used"] is not None
+
+
 def test_own_job_reads_a_real_job_record(server_in_job: StartInJob) -> None:
     server = server_in_job()
     job = own_job({"SLURM_JOB_ID": server.job})

@@ -9,7 +9,7 @@ import pytest
 from hpc_magics.core.errors import HpcMagicsError
 from hpc_magics.scheduler.own_job import OwnJob
 from hpc_magics.scheduler.server_status import ServerStatus, server_status
-from hpc_magics.widgets.server import ServerWidget
+from hpc_magics.widgets.server import TICK_S, ServerWidget
 from hpc_magics.widgets.server_view import STOP_JOB, STOP_NOTHING
 
 
@@ -75,6 +75,31 @@ def test_refresh_replaces_the_snapshot() -> None:
     widget.refresh_button.click()
     assert widget.snapshot is fresh
     assert "Less than 5 minutes" in widget.info.value
+
+
+def test_a_pending_status_is_read_again_until_whole() -> None:
+    """The server answered from the job's environment before the scheduler did (22.05
+    gives a job no times): the widget looks again by itself, then only counts down."""
+    now = time.time()
+    told = server_status(OwnJob("321", "lab", "debug", 1), now, pending=True)
+    answers = iter([told, in_job_status()])
+    reads: list[ServerStatus] = []
+
+    def read_status() -> ServerStatus:
+        reads.append(next(answers))
+        return reads[-1]
+
+    widget = ServerWidget(told, stop_target=STOP_JOB, read_status=read_status, tick_s=None)
+    assert "left" not in widget.info.value
+    assert widget.next_tick_s < TICK_S
+    widget.tick()
+    assert len(reads) == 1 and "left" not in widget.info.value
+    widget.tick()
+    assert len(reads) == 2 and "job 321 · " in widget.info.value
+    assert "left" in widget.info.value and "node-h" in widget.info.value
+    assert widget.next_tick_s == TICK_S
+    widget.tick()
+    assert len(reads) == 2  # whole: the countdown asks no one
 
 
 def test_hpc_server_magic_outside_a_job(monkeypatch: pytest.MonkeyPatch,
