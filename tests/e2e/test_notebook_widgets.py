@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -204,4 +205,17 @@ def test_notebook7_server_widget_stops_its_job_and_cancels_a_ticked_one(
     assert sacct_state(server_job, until={"CANCELLED", "COMPLETED"}, timeout=30) in \
         {"CANCELLED", "COMPLETED"}
     assert lab.api("GET", "api/status", timeout=2.0)[0] == 0, "the server still answers"
-    assert commands.run(["squeue", "-h", "-j", server_job], timeout=30).stdout.strip() == ""
+    # sacct says it ended; squeue may still list it COMPLETING (CG) while its node cleans
+    # up: it must then leave the queue, not stay
+    assert queue_lets_go_of(server_job), f"job {server_job} stays in the queue"
+
+
+def queue_lets_go_of(job_id: str, looks: int = 30) -> bool:
+    """Whether squeue stops listing ``job_id`` within ``looks`` looks, a second apart."""
+    for _ in range(looks):
+        listed = commands.run(["squeue", "-h", "-j", job_id, "-o", "%T"], timeout=30)
+        if not listed.stdout.strip():
+            return True
+        assert listed.stdout.split() == ["COMPLETING"], listed.stdout
+        time.sleep(1.0)
+    return False
