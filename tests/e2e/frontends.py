@@ -83,7 +83,8 @@ class NotebookPage:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
 
     def output(self, index: int) -> Any:
-        return self.cell(index).locator(".jp-OutputArea")
+        # the cell's own output area, not that of an Output widget inside it (live output)
+        return self.cell(index).locator(".jp-Cell-outputArea")
 
     def run(self, *indices: int, timeout_ms: float = 30_000) -> None:
         for index in indices:
