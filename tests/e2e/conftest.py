@@ -11,7 +11,6 @@ import os
 import secrets
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from server.conftest import port_from_runtime, server_info_in
 
 from hpc_magics.scheduler import commands
 
@@ -74,12 +74,6 @@ class Lab:
             return 0, b""
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def write_lab_settings(settings_dir: Path) -> Path:
     """A JupyterLab settings dir with the 'Jupyter news?' toast and update checks off."""
     target = settings_dir / "@jupyterlab" / "apputils-extension"
@@ -114,12 +108,13 @@ def notebook_sources(path: Path) -> str:
     return "\n".join(str(cell.source) for cell in notebook.cells)
 
 
-def lab_argv(port: int, root_dir: Path, app: str = "jupyterlab") -> list[str]:
+def lab_argv(root_dir: Path, app: str = "jupyterlab") -> list[str]:
     """``app``: ``jupyterlab``, or ``notebook`` for Notebook 7. The token goes in the
-    environment (``JUPYTER_TOKEN``): a command line is readable by every user."""
+    environment (``JUPYTER_TOKEN``): a command line is readable by every user. ``--port=0``:
+    the server binds a free port itself (port_from_runtime reads which)."""
     return [
         sys.executable, "-m", app, "--no-browser", "--allow-root",
-        "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+        "--ip=127.0.0.1", "--port=0", "--ServerApp.port_retries=0",
         f"--ServerApp.root_dir={root_dir}",
     ]
 
@@ -238,7 +233,6 @@ def start_local_lab(tmp_path: Path) -> Iterator[LocalLabFactory]:
         root_dir = home / "work"
         root_dir.mkdir(parents=True)
         token = secrets.token_hex(16)
-        port = free_port()
         env = commands.scrubbed_environment()
         env["JUPYTERLAB_SETTINGS_DIR"] = str(write_lab_settings(home / "lab-settings"))
         env["JUPYTER_RUNTIME_DIR"] = str(home / "runtime")
@@ -250,8 +244,11 @@ def start_local_lab(tmp_path: Path) -> Iterator[LocalLabFactory]:
         log_path = home / "jupyter-lab.log"
         with log_path.open("wb") as log:
             process = subprocess.Popen(
-                [*lab_argv(port, root_dir, app), *extra_args], stdout=log,
+                [*lab_argv(root_dir, app), *extra_args], stdout=log,
                 stderr=subprocess.STDOUT, env=env, cwd=root_dir, start_new_session=True)
+        port = port_from_runtime(server_info_in(home / "runtime"), lambda: process.poll() is None,
+                                 lambda: log_path.read_text(errors="replace")[-3000:],
+                                 timeout=SERVER_START_TIMEOUT_S)
         lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root_dir=root_dir)
         started.append((lab, process))
         wait_for_server(lab, lambda: process.poll() is None,
@@ -289,7 +286,6 @@ def submit_lab_job(tmp_path: Path, time_limit: str, name: str, app: str = "jupyt
     root_dir = tmp_path / "work"
     root_dir.mkdir(parents=True)
     token = secrets.token_hex(16)
-    port = free_port()
     settings_dir = write_lab_settings(tmp_path / "lab-settings")
     log_path = tmp_path / "slurm-lab.log"
     script = tmp_path / "lab-job.sh"
@@ -301,7 +297,7 @@ def submit_lab_job(tmp_path: Path, time_limit: str, name: str, app: str = "jupyt
         f"export JUPYTER_RUNTIME_DIR={shlex.quote(str(tmp_path / 'runtime'))}",
         f"export JUPYTER_TOKEN={token}",
         f"cd {shlex.quote(str(root_dir))}",
-        "exec " + shlex.join([*lab_argv(port, root_dir, app), *extra_args]),
+        "exec " + shlex.join([*lab_argv(root_dir, app), *extra_args]),
         "",
     ]))
     submitted = commands.run(
@@ -309,7 +305,6 @@ def submit_lab_job(tmp_path: Path, time_limit: str, name: str, app: str = "jupyt
          "--mem=1000", "-o", str(log_path), str(script)], timeout=30)
     assert submitted.ok, f"sbatch failed: {submitted.first_error_line()}"
     job_id = submitted.stdout.strip().split(";")[0]
-    lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root_dir=root_dir, job_id=job_id)
 
     def job_alive() -> bool:
         answer = commands.run(["squeue", "-h", "-j", job_id, "-o", "%T"], timeout=10)
@@ -320,6 +315,10 @@ def submit_lab_job(tmp_path: Path, time_limit: str, name: str, app: str = "jupyt
         return f"job {job_id}, log {log_path}:\n{log}"
 
     try:
+        port = port_from_runtime(server_info_in(tmp_path / "runtime"), job_alive, describe,
+                                 timeout=SERVER_START_TIMEOUT_S)
+        lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root_dir=root_dir,
+                  job_id=job_id)
         wait_for_server(lab, job_alive, describe)
     except BaseException:
         commands.run(["scancel", job_id], timeout=10)

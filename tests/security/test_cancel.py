@@ -23,7 +23,7 @@ from server.conftest import (
     HTTP_TIMEOUT_S,
     SERVER_CONFIG,
     StartLocal,
-    free_port,
+    port_from_runtime,
     wait_until_answering,
 )
 from server.conftest import RunningServer as Server
@@ -53,7 +53,7 @@ def _their_jobs(intruder: Intruder, folder: Path) -> tuple[str, Server]:
     intruder.run("mkdir", "-p", str(folder / "config" / "jupyter_server_config.d"),
                  str(folder / "runtime"))
     intruder.run("cp", str(SERVER_CONFIG), str(folder / "config" / "jupyter_server_config.d"))
-    port, token = free_port(), "their-" + str(time.time_ns())
+    token = "their-" + str(time.time_ns())
     package_parent = str(Path(hpc_magics.__file__).resolve().parent.parent)
     python_path = ":".join(p for p in [package_parent, *os.environ.get("PYTHONPATH", "")
                                        .split(":")] if p)
@@ -61,11 +61,15 @@ def _their_jobs(intruder: Intruder, folder: Path) -> tuple[str, Server]:
         "env", f"PYTHONPATH={python_path}", f"JUPYTER_RUNTIME_DIR={folder / 'runtime'}",
         f"JUPYTER_CONFIG_DIR={folder / 'config'}", "JUPYTER_PLATFORM_DIRS=0",
         f"JUPYTER_TOKEN={token}",  # never on the server's command line
-        str(JUPYTER), "server", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        str(JUPYTER), "server", "--no-browser", "--ip=127.0.0.1", "--port=0",
         f"--ServerApp.root_dir={folder}"])
     job = intruder.run("sbatch", "--parsable", "-t", "5", f"--chdir={folder}",
                        "-o", str(folder / "server.log"), "-J", "security-their-server",
                        "--wrap", f"exec {command}").stdout.strip()
+    port = port_from_runtime(  # their runtime folder: they read it
+        lambda: intruder.run("find", str(folder / "runtime"), "-name", "jpserver-*.json",
+                             "-exec", "cat", "{}", "+", check=False).stdout,
+        lambda: _sacct(job) in {"PENDING", "RUNNING", ""}, lambda: f"their server, job {job}")
     server = Server(f"http://127.0.0.1:{port}/", token, folder, job_id=job)
     wait_until_answering(server, lambda: _sacct(job) in {"PENDING", "RUNNING", ""})
     return sleeper, server

@@ -8,12 +8,12 @@ the squeue cache file is private to the test.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,10 +33,34 @@ START_TIMEOUT_S = 60.0
 HTTP_TIMEOUT_S = 30.0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def server_info_in(runtime_dir: Path) -> Callable[[], str]:
+    """What the server of ``runtime_dir`` wrote of itself (``jpserver-PID.json``), or ""."""
+    def read() -> str:
+        try:
+            return "".join(info.read_text() for info in runtime_dir.glob("jpserver-*.json"))
+        except OSError:
+            return ""
+    return read
+
+
+def port_from_runtime(server_info: Callable[[], str], alive: Callable[[], bool],
+                      describe: Callable[[], str], timeout: float = START_TIMEOUT_S) -> int:
+    """The port of a server started with ``--port=0``, from the ``jpserver-PID.json`` it
+    writes once it listens (``server_info``: see server_info_in). The server's own bind
+    picks the port: one picked here and passed on can be taken by another test's kernel or
+    server before the server binds it ("port N is not available", seen under xdist)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return int(json.loads(server_info())["port"])
+        except (ValueError, KeyError):
+            pass  # not there, or not all written yet
+        if not alive():
+            pytest.fail(f"the jupyter server ended before listening:\n{describe()}",
+                        pytrace=False)
+        time.sleep(0.2)
+    pytest.fail(f"the jupyter server did not listen within {timeout:.0f}s:\n{describe()}",
+                pytrace=False)
 
 
 @dataclass(frozen=True)
@@ -108,10 +132,10 @@ def root_dir_option(folder: Path) -> str:
     return f"--ServerApp.root_dir={folder / 'root'}"
 
 
-def server_argv(port: int, folder: Path, extra: Sequence[str],
-                ip: str = "127.0.0.1") -> list[str]:
+def server_argv(folder: Path, extra: Sequence[str], ip: str = "127.0.0.1") -> list[str]:
+    """``--port=0``: the server binds a free port itself (port_from_runtime reads it)."""
     return [str(JUPYTER), "server", "--no-browser", "--allow-root", f"--ip={ip}",
-            f"--port={port}", "--port-retries=0",
+            "--port=0", "--port-retries=0",
             root_dir_option(folder), *extra]
 
 
@@ -171,14 +195,16 @@ def local_server(tmp_path: Path) -> Iterator[StartLocal]:
         prepare_folder(folder)
         if config_py:
             (folder / "config" / "jupyter_server_config.py").write_text(config_py)
-        port, token = free_port(), secrets.token_hex(16)
+        token = secrets.token_hex(16)
         with open(folder / "server.log", "wb") as log:
             process = subprocess.Popen(
-                server_argv(port, folder, extra), stdout=log, stderr=subprocess.STDOUT,
+                server_argv(folder, extra), stdout=log, stderr=subprocess.STDOUT,
                 env=server_environment(folder, token, path_prefix), start_new_session=True,
                 cwd=folder,
             )
         started.append(process)
+        port = port_from_runtime(server_info_in(folder / "runtime"), lambda: process.poll() is None,
+                                 lambda: (folder / "server.log").read_text(errors="replace"))
         server = RunningServer(f"http://127.0.0.1:{port}/", token, folder, process)
         wait_until_answering(server, lambda: process.poll() is None)
         return server
@@ -232,12 +258,12 @@ def server_in_job(slurm_cluster: object, tmp_path: Path) -> Iterator[StartInJob]
     def start(*extra: str, path_prefix: Path | None = None) -> RunningServer:
         folder = tmp_path / f"job{len(job_ids)}"
         prepare_folder(folder)
-        port, token = free_port(), secrets.token_hex(16)
+        token = secrets.token_hex(16)
         env = server_environment(folder, token, path_prefix)
         exports = "\n".join(f"export {k}={shlex.quote(env[k])}" for k in
                             ("PATH", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR",
                              "JUPYTER_PLATFORM_DIRS", "JUPYTER_TOKEN"))
-        argv = " ".join(shlex.quote(a) for a in server_argv(port, folder, extra))
+        argv = " ".join(shlex.quote(a) for a in server_argv(folder, extra))
         if HOSTS_APART:  # the node's address, found by the job's shell on its node
             argv = argv.replace("--ip=127.0.0.1", f'"--ip={NODE_ADDRESS}" '
                                 "--ServerApp.allow_remote_access=True", 1)
@@ -258,6 +284,12 @@ def server_in_job(slurm_cluster: object, tmp_path: Path) -> Iterator[StartInJob]
             wait_running(job_id)
             host = commands.run(["squeue", "-h", "-j", job_id, "-o", "%N"],
                                 timeout=30).stdout.strip()
+        log = folder / "server.log"
+        port = port_from_runtime(
+            server_info_in(folder / "runtime"),
+            lambda: squeue_state(job_id) in {"PENDING", "RUNNING"},
+            lambda: f"job {job_id}:\n" + (log.read_text(errors="replace")[-3000:]
+                                          if log.exists() else "(no log)"))
         server = RunningServer(f"http://{host}:{port}/", token, folder, job_id=job_id)
         wait_until_answering(server, lambda: squeue_state(job_id) in {"PENDING", "RUNNING"})
         return server
