@@ -34,7 +34,6 @@ class Partition:
     requires_qos: str | None = None
     whole_node: bool = False
     note: str = ""
-    default_time_s: int | None = None
     gpus_per_type: Mapping[str, int] = field(default_factory=dict)  # when node types differ
     billing_weights: str = ""  # Slurm's TRESBillingWeights, e.g. "CPU=1.0,Mem=0.25G,GRES/gpu=4"
     # GPU types a site spells many ways (MIG slices: h100_3g.40gb, h100_20gb, ...): a regex
@@ -72,7 +71,6 @@ class ClusterProfile:
     legacy_constraints: Mapping[str, str] = field(default_factory=dict)  # -C value → advice
     retired: str = ""  # the system is gone: what to use instead
     successor: str = ""  # the profile of the system that replaced a retired one
-    gpu_constraint: str | None = None  # GPUs come with a node feature (Piz Daint XC: -C gpu)
     # Placeholder accounts this site's guides print (def-someuser): refused, as regexes
     account_placeholder_patterns: tuple[str, ...] = ()
     # How a script or a host says it is this cluster (regexes, searched case-insensitively)
@@ -128,7 +126,6 @@ def _partition(name: str, data: Mapping[str, Any]) -> Partition:
         requires_qos=data.get("requires_qos"),
         whole_node=bool(data.get("whole_node", False)),
         note=data.get("note", ""),
-        default_time_s=parse_time(data["default_time"]) if "default_time" in data else None,
         gpus_per_type={str(k): int(v) for k, v in data.get("gpus_per_type", {}).items()},
         billing_weights=str(data.get("billing_weights", "")),
         gpu_type_pattern=str(data.get("gpu_type_pattern", "")),
@@ -167,7 +164,6 @@ def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -
         legacy_constraints=dict(data.get("legacy_constraints", {})),
         retired=data.get("retired", ""),
         successor=data.get("successor", ""),
-        gpu_constraint=data.get("gpu_constraint"),
         account_placeholder_patterns=tuple(data.get("account_placeholder_patterns", ())),
         script_hints=tuple(data.get("script_hints", ())),
         hostnames=tuple(data.get("hostnames", ())),
