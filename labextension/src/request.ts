@@ -26,6 +26,8 @@ export interface IServerInfo {
   /** How long before an idle stop the front end offers "keep working". */
   idle_warning_minutes?: number | null;
   warn_minutes: number[];
+  /** Answered before the scheduler: only what the job's environment said (no end yet). */
+  pending?: boolean;
   /** What is left of the account's allocation, where Slurm knows it (asked rarely). */
   allocation?: IAllocation | null;
 }

@@ -1,7 +1,8 @@
 /**
  * The server's own Slurm job as the browser sees it.
  *
- * One GET /hpc-magics/server per minute; in between, the countdown runs on the
+ * One GET /hpc-magics/server per minute (every 5 s while the answer is `pending`,
+ * given before Slurm answered); in between, the countdown runs on the
  * browser's clock, corrected by the offset to the server's clock measured at
  * the last fetch.
  */
@@ -13,6 +14,8 @@ export const RESYNC_MS = 60_000;
 const TICK_MS = 1_000;
 const DEADLINE_GRACE_S = 3;
 const DEADLINE_RECHECK_MS = 15_000;
+// the server answered before Slurm did (`pending`): ask again soon, not in a minute
+const PENDING_RECHECK_MS = 5_000;
 
 export type ServerJobPhase =
   | 'loading'
@@ -147,10 +150,11 @@ export class ServerJob {
     }
     // Past the walltime or the idle deadline the server is likely gone: find out
     // now rather than at the next minute's fetch (at most every 15 s).
+    const sinceFetchMs = Date.now() - this._lastFetchMs;
     if (
       this._phase === 'running' &&
-      this._deadlinePassed() &&
-      Date.now() - this._lastFetchMs > DEADLINE_RECHECK_MS
+      ((this._deadlinePassed() && sinceFetchMs > DEADLINE_RECHECK_MS) ||
+        (this._info.pending === true && sinceFetchMs > PENDING_RECHECK_MS))
     ) {
       void this.refresh();
     }
