@@ -6,7 +6,9 @@
 #                                      anything as SECOND, without a password
 #   hm_remove_sudo_rule                remove that rule if this clone wrote it
 
-SUDOERS_FILE=/etc/sudoers.d/hpc-magics-tests
+# one file per clone: runs from two clones at once (developers' worktrees) keep their own
+# rule (sudoers.d skips names with a dot, so a hash of the clone's path names it)
+SUDOERS_FILE=/etc/sudoers.d/hpc-magics-tests-$(printf '%s' "$REPO_ROOT" | sha1sum | cut -c1-12)
 
 # the test user must reach the clone and its .venv wherever it is (CI clones into a
 # private mktemp folder): let others search the folders above it and read the clone
@@ -50,7 +52,5 @@ RULE
 }
 
 hm_remove_sudo_rule() {
-  # only our own: a run from another clone may have replaced it meanwhile
-  grep -qF "by $REPO_ROOT/scripts/run-tests;" "$SUDOERS_FILE" 2>/dev/null && rm -f "$SUDOERS_FILE"
-  return 0
+  rm -f "$SUDOERS_FILE"
 }
