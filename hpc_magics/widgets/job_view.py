@@ -37,6 +37,7 @@ class JobView:
     note: str = ""  # the watcher's note, e.g. "accounting unreachable"
     # why it ended, with the fix (core/end_reasons.py: the notebook's error says the same)
     end_note: str = ""
+    log: str = ""  # the job's output log (the labextension opens it on a click)
 
     @property
     def phase(self) -> str:
@@ -64,8 +65,23 @@ class JobView:
         note = f" · {html.escape(self.note)}" if self.note else ""
         return (f"<b>job <code>{html.escape(self.job_id)}</code></b> {html.escape(self.name)} · "
                 f"<span style='color:{colour};font-weight:bold'>{html.escape(self.state)}</span>"
-                f" · {where}{fetched}{note}<br><small><code>{html.escape(self.folder)}</code>"
-                "</small>")
+                f" · {where}{fetched}{note}<br><small>{self.links_html()}</small>")
+
+    def links_html(self) -> str:
+        """``log · folder``: links the labextension opens in JupyterLab (the file browser
+        at the folder, the log as a document); the whole path shows on hovering."""
+        links = [(kind, path) for kind, path in (("log", self.log), ("folder", self.folder))
+                 if path]
+        return " · ".join(
+            f"<a href='#' data-hpc-magics-open='{kind}' data-path='{html.escape(_as_server(path))}'"
+            f" title='{html.escape(path)}'>{kind}</a>" for kind, path in links)
+
+
+def _as_server(path: str) -> str:
+    """``path`` as jupyter_server writes its root in the page (``serverRoot``): the home
+    as ``~``, so the labextension can tell where it lies in the root."""
+    home = str(Path.home())
+    return "~" + path[len(home):] if path.startswith(home + "/") else path
 
     def story(self, now: float | None = None) -> str:
         """One line of what is going on: why it waits and until when, or where it runs and
@@ -115,7 +131,13 @@ def view_of(handle: Any, end_state: str | None = None) -> JobView:
                    elapsed_s=elapsed, time_limit_s=detail.time_limit_s if detail else None,
                    node_list=detail.node_list if detail else "", note=status.note,
                    end_note=end_line(handle.folder, handle.job_id, state)
-                   if status.final else "")
+                   if status.final else "", log=_first_log(handle))
+
+
+def _first_log(handle: Any) -> str:
+    """The job's stdout log (rank 0), as the backend names it: there once the job started."""
+    paths = handle.backend.log_paths(handle.job_id, handle.folder)
+    return str(paths[0]) if paths else ""
 
 
 # a checkpointed job's "segment k of ≤N", from segment.json (rank 0 writes it as each

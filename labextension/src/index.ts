@@ -6,7 +6,8 @@
  * - notifications before the walltime ends and before an idle auto-stop;
  * - a warning when the tab closes while the job keeps running;
  * - a jobs panel with Cancel;
- * - a notification when one of the user's jobs ends, with "Open folder".
+ * - a notification when one of the user's jobs ends, with "Open folder";
+ * - the job widget's `log · folder` links open in JupyterLab.
  */
 import {
   ILabShell,
@@ -25,7 +26,7 @@ import {
   KernelJobsStatus,
   KernelPendingNotices
 } from './kernelstatus';
-import { JobEndNotifier, openJobFolder } from './notify';
+import { JobEndNotifier, openJobFolder, openWidgetLink } from './notify';
 import { ServerJob } from './serverjob';
 import { ServerJobStatus } from './status';
 import { saveAllAndStop, showServerJobDialog } from './stop';
@@ -136,6 +137,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
         rank: 1002
       });
     }
+
+    // the job widget's `log · folder` links: a widget's HTML cannot call JupyterLab
+    document.body.addEventListener('click', event => {
+      const link = (event.target as Element | null)?.closest?.(
+        '[data-hpc-magics-open]'
+      );
+      if (link) {
+        event.preventDefault();
+        openWidgetLink(
+          app.commands,
+          link.getAttribute('data-hpc-magics-open'),
+          link.getAttribute('data-path') ?? ''
+        );
+      }
+    });
 
     // A job ended: the notification, and the panel shows it at the same moment.
     const notifier = new JobEndNotifier(app.commands, openJobs);

@@ -35,6 +35,42 @@ export function openJobFolder(commands: CommandRegistry, folder: string): void {
   window.open(url, '_blank');
 }
 
+/**
+ * Where `path` lies in the server's root, as the file browser names it, or null
+ * outside it. `path` comes as the kernel wrote it: the home as `~`, as the
+ * server writes its root in the page (`serverRoot`).
+ */
+export function inServerRoot(path: string): string | null {
+  const root = PageConfig.getOption('serverRoot').replace(/\/+$/, '');
+  if (!root || path === root) {
+    return root ? '' : null;
+  }
+  return path.startsWith(root + '/') ? path.slice(root.length + 1) : null;
+}
+
+/**
+ * The job widget's `log · folder` links (hpc_magics/widgets/job_view.py): the
+ * log opens as a document, the folder in the file browser; outside the
+ * server's root, a notification names the path.
+ */
+export function openWidgetLink(
+  commands: CommandRegistry,
+  kind: string | null,
+  path: string
+): void {
+  const inRoot = inServerRoot(path);
+  if (inRoot === null) {
+    Notification.info(
+      `The job's ${kind ?? 'file'} is outside this server's root: ${path}`,
+      { autoClose: 10_000 }
+    );
+  } else if (kind === 'folder') {
+    openJobFolder(commands, inRoot);
+  } else {
+    void commands.execute('docmanager:open', { path: inRoot });
+  }
+}
+
 /** `Slurm job 1234 “train” ended: COMPLETED`. */
 export function endMessage(event: IJobEvent): string {
   const name = event.name ? ` “${event.name}”` : '';

@@ -125,6 +125,17 @@ def test_job_widget_runs_ends_fetches_and_reports_efficiency(
     report.locator("img").first.wait_for(timeout=10_000)  # the GPU plot
     picture(report, "efficiency")
 
+    # The widget's second line: `log · folder`, which the labextension opens in JupyterLab.
+    widget.locator("a[data-hpc-magics-open='folder']").first.click()
+    crumbs = page.locator(".jp-FileBrowser .jp-BreadCrumbs")
+    deadline = time.monotonic() + 10
+    while "e2e-widget-" not in crumbs.inner_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "e2e-widget-" in crumbs.inner_text()
+    page.locator(".jp-DirListing-item", has_text="job.sh").wait_for(timeout=10_000)
+    widget.locator("a[data-hpc-magics-open='log']").first.click()
+    page.locator(".jp-FileEditor", has_text="epoch 5: loss 0.2").first.wait_for(timeout=10_000)
+
 
 # ------------------------------------------------------------------ a sweep's table
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,23 @@ def test_view_model_decides_buttons() -> None:
     assert "local executor" in done.status_html() and "results fetched" in done.status_html()
     timeout = JobView("7", "<b>", "TIMEOUT", "slurm", "/x", False)
     assert "&lt;b&gt;" in timeout.status_html() and "#c62828" in timeout.status_html()
+
+
+def test_the_second_line_links_the_log_and_folder_not_the_whole_path() -> None:
+    home = str(Path.home())
+    folder = f"{home}/work/hpc_jobs/train-1"
+    view = JobView("7", "train", "RUNNING", "slurm", folder, False,
+                   log=f"{folder}/7_0_log.out")
+    second_line = view.status_html().split("<br>", 1)[1]
+    links = re.findall(r"data-hpc-magics-open='(\w+)' data-path='([^']*)' title='([^']*)'>(\w+)<",
+                       second_line)
+    # as jupyter_server writes its root in the page: the home as ~
+    assert links == [("log", "~/work/hpc_jobs/train-1/7_0_log.out",
+                      f"{folder}/7_0_log.out", "log"),
+                     ("folder", "~/work/hpc_jobs/train-1", folder, "folder")]
+    assert re.sub(r"<[^>]+>", "", second_line) == "log · folder"
+    elsewhere = JobView("7", "train", "PENDING", "slurm", "/scratch/p1/hpc_jobs/x", False)
+    assert "data-path='/scratch/p1/hpc_jobs/x'" in elsewhere.status_html()
 
 
 def test_widget_cancel_and_log_on_the_cluster(shell: Any, slurm_cluster: Any,
