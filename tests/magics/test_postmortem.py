@@ -6,8 +6,6 @@ local executor and on the test cluster alike (the same job-folder path)."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,28 +29,11 @@ y = {"a": 1}
 z = inner(x)
 """
 @pytest.fixture(params=["local", "slurm"])
-def kernel(request: pytest.FixtureRequest, slurm_cluster: Any, tmp_path: Path
-           ) -> Iterator[Any]:
-    """A real kernel with hpc_magics loaded, sending cells to the given backend."""
-    from jupyter_client.manager import KernelManager
-
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(env=env)
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=60)
-        setup = ("%load_ext hpc_magics\n"
-                 "get_ipython().magics_manager.registry['HpcMagicsKernel'].jobs_dir = "
-                 f"{str(tmp_path / 'jobs')!r}\n"
-                 f"%hpc_resources --profile lab --backend {request.param} -t 5")
-        assert run(client, setup)[0] == "ok"
+def kernel(request: pytest.FixtureRequest, slurm_cluster: Any, tmp_path: Path,
+           real_kernel: Any) -> Iterator[Any]:
+    """A real kernel sending cells to the given backend."""
+    with real_kernel(tmp_path / "jobs", tmp_path / "runtime", request.param) as client:
         yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 def run(client: Any, code: str, answers: tuple[str, ...] = ()) -> tuple[str, str]:
