@@ -112,8 +112,9 @@ def _frame(record: Any, filename: str, namespace: dict[str, Any] | None,
     finds the function), run and caught."""
     lineno = record.lineno or record.firstlineno or 1
     first = min(record.firstlineno or lineno, lineno)
-    code = compile("\n" * (lineno - first) + "0 / 0", filename, "exec").replace(
-        co_name=record.name, co_firstlineno=first)
+    code = compile("\n" * (lineno - first) + "0 / 0", filename, "exec")
+    names = {"co_qualname": record.name} if hasattr(code, "co_qualname") else {}  # 3.11+
+    code = code.replace(co_name=record.name, co_firstlineno=first, **names)
     try:
         exec(code, values if namespace is None else namespace, values)  # our code: "0 / 0"
     except ZeroDivisionError as stop:
