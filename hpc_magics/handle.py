@@ -59,7 +59,13 @@ def wait_for_end(refresh: Callable[..., str], deadline: float) -> str:
 
 
 class RemoteError(JobFailed):
-    """The cell raised on the node; IPython shows the node's traceback, not ours."""
+    """The cell raised on the node; IPython shows the node's traceback, not ours (with the
+    node's frames for ``%debug``, when the job kept them: ``magics/postmortem.py``)."""
+
+    def __init__(self, message: str, remote_traceback: str = "", job_id: str = "",
+                 folder: Path | None = None) -> None:
+        super().__init__(message, remote_traceback)
+        self.job_id, self.folder = job_id, folder
 
     def _render_traceback_(self) -> list[str]:
         if not self.remote_traceback.strip():  # hpc_magics' own one line (a missing module)
@@ -220,7 +226,7 @@ class JobHandle:
                 raise self._failure(ended, result.remote_traceback or "")
             raise RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
                               f"{result.error_type}: {result.error_message}",
-                              result.remote_traceback or "")
+                              result.remote_traceback or "", self.job_id, self.folder.path)
         notes: list[str] = []
         meanwhile = changed_meanwhile(result, namespace, meta.get("fingerprints") or {},
                                       self.folder.path)

@@ -30,6 +30,7 @@ REQUEUED_AT = "requeued_at"  # key of SEGMENT_FILE: epoch seconds of the latest 
 GATHER_DIR = "gathered"
 USAGE_FILE = "usage.json"  # the job's accounting figures, once final: never asked again
 MESSAGE_CHARS = 1000  # of an error's first line in outcome.json
+POSTMORTEM_FILE = "postmortem.pkl"  # a failed cell's frames and their locals, for %debug
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,29 @@ class Outcome:
     error_message: str | None = None  # its first line
     job_id: str = ""  # the attempt that wrote it: a sweep task's retry is another
     elapsed: float | None = None  # seconds the cell's side of the job took
+
+
+@dataclass(frozen=True)
+class NodeFrame:
+    """One frame of a failed cell's traceback as it was on the node."""
+
+    filename: str
+    lineno: int
+    name: str  # the function's (``<module>`` for the cell itself)
+    firstlineno: int
+    module: str | None  # its globals' ``__name__``
+    in_cell: bool  # its globals are the cell's namespace (the cell or a function it defined)
+    values: dict[str, Any]  # the locals that pickled
+    not_pickled: dict[str, str]  # the others: name → type and why
+
+
+@dataclass(frozen=True)
+class NodeFailure:
+    """A failed cell's frames, from the cell's own on, stored as ``postmortem.pkl``."""
+
+    frames: tuple[NodeFrame, ...]
+    error: BaseException | None  # the exception itself, when it pickles
+    sources: dict[str, list[str]]  # pseudo-file name (the cell's) → its lines
 
 
 def write_results(folder: Path, result: CellResult, job_id: str, elapsed: float) -> None:

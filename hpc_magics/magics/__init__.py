@@ -16,6 +16,9 @@ def register(ipython: Any) -> None:
     from ..kernel.magics import SessionMagics, offer_left_behind
 
     ipython.register_magics(SessionMagics)  # %hpc_session: a kernel in an allocation
+    from .postmortem import catch_node_failures
+
+    catch_node_failures(ipython)  # %debug and %tb on a failed cell's node frames
     offer_left_behind()  # kernel jobs a killed server or notebook left: offered for cancel
     try:
         from .server import ServerMagics

@@ -29,6 +29,7 @@ from ..shipping.packing import Payload
 from ..shipping.sharing import come_back_together
 from ..shipping.stream import dump_results, fingerprint, load_names, pickling_error
 from . import live_display, tee
+from .postmortem import keep_frames
 from .task import NodeTask, Requeued
 from .usage_recorder import attempt_id
 
@@ -135,12 +136,12 @@ def _save_figures(folder: Path) -> tuple[str, ...]:
     return tuple(saved)
 
 
-def _cell_traceback(error: BaseException) -> str:
+def _cell_frames(error: BaseException) -> types.TracebackType | None:
     """The traceback from the cell's own frames on: the runner's frames are noise."""
     trace = error.__traceback__
     while trace is not None and trace.tb_frame.f_code.co_filename != CELL_FILENAME:
         trace = trace.tb_next
-    return "".join(traceback.format_exception(type(error), error, trace or error.__traceback__))
+    return trace or error.__traceback__
 
 
 def execute(payload: Payload, namespace: dict[str, Any]) -> tuple[bool, Any]:
@@ -243,6 +244,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
                       else (Path(os.devnull), Path(os.devnull)))
     with _tee_output(output, stream):
         failure: BaseException | None = None
+        frames: types.TracebackType | None = None
         try:
             namespace = _rebuild_namespace(payload, job_folder)
             task.prepare(namespace)
@@ -260,7 +262,9 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             failure = Requeued()
         except BaseException as error:  # the user's error, reported on fetch
             failure = error
-            remote = "" if isinstance(error, ShippedModuleMissing) else _cell_traceback(error)
+            frames = None if isinstance(error, ShippedModuleMissing) else _cell_frames(error)
+            remote = "" if frames is None else "".join(
+                traceback.format_exception(type(error), error, frames))
             namespace, has_last, last_value = {}, False, None
             changed, unchanged = (), {}
         task.cell_finished()  # from here a SIGTERM waits until the results are whole
@@ -274,6 +278,8 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             # stopped by Slurm: its state says why; a result file would claim a failure
             if not lead_task or isinstance(failure, StoppedBySlurm):
                 raise failure
+            if frames is not None and frames.tb_frame.f_code.co_filename == CELL_FILENAME:
+                keep_frames(failure, frames, job_folder)  # for %debug, before the results
             result = CellResult(figures=figures, error_type=type(failure).__name__,
                                 error_message=str(failure), remote_traceback=remote,
                                 hostname=hostname)

@@ -80,23 +80,32 @@ def load_names(data: bytes, names: Iterable[str],
     return {name: unpickler.load() for name in names}
 
 
+class TooBig(Exception):
+    """A pickle grew past the size asked for (``pickling_error``'s ``max_bytes``)."""
+
+
 class _HashSink:
     """A file-like object that only hashes what is written: no copy of the pickle is kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int | None = None) -> None:
         self.digest = hashlib.blake2b(digest_size=16)
+        self.size, self.max_bytes = 0, max_bytes
 
     def write(self, chunk: Any) -> int:
         # big buffers arrive as a PickleBuffer, written without a copy: any buffer will do
         with memoryview(chunk) as view:
+            self.size += view.nbytes
+            if self.max_bytes is not None and self.size > self.max_bytes:
+                raise TooBig(f"its pickle is over {self.max_bytes >> 20} MiB")
             self.digest.update(view)
             return view.nbytes
 
 
-def pickling_error(value: Any) -> Exception | None:
-    """Why the value does not pickle, or None; hashes rather than keeps the bytes."""
+def pickling_error(value: Any, max_bytes: int | None = None) -> Exception | None:
+    """Why the value does not pickle (or pickles to more than ``max_bytes``: ``TooBig``,
+    found without pickling the rest), or None; hashes rather than keeps the bytes."""
     try:
-        cloudpickle.CloudPickler(_HashSink(), protocol=PROTOCOL).dump(value)
+        cloudpickle.CloudPickler(_HashSink(max_bytes), protocol=PROTOCOL).dump(value)
     except Exception as error:
         return error
     return None

@@ -1,7 +1,11 @@
-"""A real IPython shell with hpc_magics loaded, and a private job folder per test."""
+"""A real IPython shell with hpc_magics loaded, and a private job folder per test; a real
+kernel (``real_kernel``) for what only a front end sees."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,6 +33,38 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield ip
     ip.user_ns.clear()
     ip.user_ns.update(saved)
+
+
+@pytest.fixture
+def real_kernel() -> Callable[..., contextlib.AbstractContextManager[Any]]:
+    """``with real_kernel(jobs, runtime, backend) as client``: a kernel as Jupyter starts
+    one, with hpc_magics loaded, its cells' job folders in ``jobs``, sending them to
+    ``backend`` (slurm when not given) on the lab profile; its client, ready."""
+    return _real_kernel
+
+
+@contextlib.contextmanager
+def _real_kernel(jobs: Path, runtime: Path, backend: str = "slurm") -> Iterator[Any]:
+    from jupyter_client.manager import KernelManager
+
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime),
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(env=env)
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        setup = ("%load_ext hpc_magics\n"
+                 "get_ipython().magics_manager.registry['HpcMagicsKernel'].jobs_dir = "
+                 f"{str(jobs)!r}\n"
+                 f"%hpc_resources --profile lab --backend {backend} -t 5")
+        reply = client.execute_interactive(setup, timeout=60)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        yield client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
 
 
 def _job_folders(ip: Any) -> list[Path]:

@@ -5,10 +5,8 @@ before the job's results exist, a progress bar of 10,000 steps as one line; at t
 
 from __future__ import annotations
 
-import os
 import queue
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,28 +57,10 @@ done = True
 
 
 @pytest.fixture
-def kernel(slurm_cluster: Any, tmp_path: Path) -> Iterator[tuple[Any, Path]]:
-    from jupyter_client.manager import KernelManager
-
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(env=env)
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=60)
-        jobs = tmp_path / "jobs"
-        setup = ("%load_ext hpc_magics\n"
-                 "get_ipython().magics_manager.registry['HpcMagicsKernel'].jobs_dir = "
-                 f"{str(jobs)!r}\n"
-                 "%hpc_resources --profile lab --backend slurm -t 5")
-        reply = client.execute_interactive(setup, timeout=60)
-        assert reply["content"]["status"] == "ok", reply["content"]
-        yield client, jobs
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+def kernel(slurm_cluster: Any, tmp_path: Path, real_kernel: Any
+           ) -> Iterator[tuple[Any, Path]]:
+    with real_kernel(tmp_path / "jobs", tmp_path / "runtime") as client:
+        yield client, tmp_path / "jobs"
 
 
 class Cell:
