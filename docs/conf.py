@@ -33,6 +33,8 @@ html_theme_options = {
     "footer_end": [],
 }
 html_show_sourcelink = False
+html_static_path = ["_static"]
+html_css_files = ["hpc-magics.css"]
 
 
 def _fresh_reference(app, docname, source):  # type: ignore[no-untyped-def]
