@@ -25,7 +25,7 @@ from ..core.kernel_world import login_only_root
 from ..core.profiles import ClusterProfile, load_profile, profile_for_cluster
 from ..core.resources import ResourceRequest
 from ..jobfolder.files import user_name
-from ..jobfolder.folder import SHARED_JOBS_ROOT, JobFolder
+from ..jobfolder.folder import SHARED_JOBS_ROOT, JobFolder, ensure_jobs_root
 from ..jobfolder.lock import Lock
 from ..scheduler import commands
 from . import probe
@@ -139,12 +139,16 @@ def _existing_parent(path: Path) -> Path:
 def jobs_folder(s: Setting) -> Result:
     root = s.jobs_root
     JobFolder.would_be(root, "doctor")  # a path sbatch cannot take fails with the fix
+    made = ""
     if not root.exists():
         parent = _existing_parent(root)
-        if os.access(parent, os.W_OK | os.X_OK):
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return FAIL, (f"{root} does not exist and {parent} is not writable: set "
+                          "HPC_MAGICS_JOBS_DIR to a folder of yours")
+        if not s.run_job:
             return OK, f"{root} does not exist yet: the first job makes it (in {parent}, writable)"
-        return FAIL, (f"{root} does not exist and {parent} is not writable: set "
-                      "HPC_MAGICS_JOBS_DIR to a folder of yours")
+        ensure_jobs_root(root)  # the test job needs it: made as the first job would make it
+        made = " (made now, as your first job would)"
     try:
         handle, name = tempfile.mkstemp(prefix=".doctor-", dir=root)
         os.close(handle)
@@ -152,7 +156,7 @@ def jobs_folder(s: Setting) -> Result:
     except OSError as error:
         return FAIL, (f"cannot write in {root} ({error.strerror}): set HPC_MAGICS_JOBS_DIR "
                       "to a writable folder")
-    return OK, f"{root} is writable"
+    return OK, f"{root} is writable{made}"
 
 
 def jobs_folder_private(s: Setting) -> Result:

@@ -124,9 +124,13 @@ def run(request: ResourceRequest, profile: ClusterProfile, jobs_root: Path, *,
     from ..scheduler import submit
     from ..scheduler.watcher import watcher
 
-    if not jobs_root.exists():
-        ensure_jobs_root(jobs_root)  # as the first job would make it
-    folder = Path(tempfile.mkdtemp(prefix=".doctor-", dir=jobs_root))  # 0700
+    try:
+        if not jobs_root.exists():
+            ensure_jobs_root(jobs_root)  # as the first job would make it
+        folder = Path(tempfile.mkdtemp(prefix=".doctor-", dir=jobs_root))  # 0700
+    except (OSError, HpcMagicsError) as error:
+        return ProbeResult(problem=f"no test job: its folder cannot be made in {jobs_root} "
+                                   f"({getattr(error, 'strerror', None) or error})", refused=True)
     token = secrets.token_hex(8)
     write_atomically(folder / TOKEN_FILE, token)
     try:

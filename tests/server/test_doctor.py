@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel.sshd import running_sshd, sshd_program
 
 from hpc_magics.doctor.checks import CHECKS
 from hpc_magics.scheduler import commands
 
-from ..kernel.sshd import running_sshd, sshd_program
 from .conftest import (
     RunningServer,
     StartLocal,
@@ -152,6 +152,7 @@ def test_hpc_doctor_in_a_real_kernel_prints_the_same_lines(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HPC_MAGICS_PROFILE", "lab")  # the server's and so its kernel's
     monkeypatch.setenv("HPC_MAGICS_JOBS_DIR", str(tmp_path / "jobs"))
+    (tmp_path / "jobs").mkdir(mode=0o700)  # both runs find it: their lines are the same
     server = local_server()
     kernel = server.post("api/kernels", json={"name": "python3"}).json()
     output = execute(server, kernel["id"], "%load_ext hpc_magics\n%hpc_doctor", timeout=240)
