@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobfolder.test_lock import no_flock  # noqa: F401 - a fixture
 from kernel.sshd import running_sshd, sshd_program
 
 from hpc_magics.doctor.checks import CHECKS
@@ -77,6 +78,21 @@ def test_every_line_holds_on_the_healthy_cluster(slurm_cluster: object, tmp_path
     jobs = tmp_path / "jobs"
     assert list(jobs.iterdir()) == []
     assert stat.S_IMODE(jobs.stat().st_mode) == 0o700
+
+
+def test_where_flock_fails_the_lock_line_says_lock_files(no_flock: dict[str, str],  # noqa: F811
+                                                          tmp_path: Path) -> None:
+    """A file system that refuses flock (an LD_PRELOAD shim, as Lustre -o noflock
+    answers: tests/jobfolder/test_lock.py) locks with lock files: it holds, and says so."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir(mode=0o700)
+    _, found = doctor("--no-job", env=environment(tmp_path, LD_PRELOAD=no_flock["LD_PRELOAD"]),
+                      cwd=tmp_path)
+    assert found["jobs folder locking"]["status"] == "ok"
+    assert found["jobs folder locking"]["line"] == (
+        f"{jobs} refuses flock (Lustre -o noflock, some NFS): hpc_magics locks with lock "
+        "files there instead, as documented")
+    assert list(jobs.iterdir()) == []  # its lock file and the file that held it are gone
 
 
 def test_without_slurm_on_path_the_slurm_line_fails(tmp_path: Path) -> None:
