@@ -31,7 +31,7 @@ from ..scheduler import commands
 from . import probe
 
 OK, WARN, FAIL = "ok", "warn", "fail"
-SLURM_COMMANDS = ("sbatch", "squeue", "sacct", "scancel")
+SLURM_COMMANDS = ("squeue", "sacct", "scancel", "sbatch")  # what a user's jobs need
 EXTENSION = "hpc_magics"
 LOCK_WAIT_S = 10.0
 JOB_TIME_S = 60  # the test job's time limit: Slurm's smallest, it runs a second
@@ -91,9 +91,10 @@ def slurm_commands(s: Setting) -> Result:
     if missing:
         return FAIL, (f"{', '.join(missing)} not found on PATH: install Slurm's client "
                       "commands on this host, or put their folder on PATH (`module load slurm`)")
-    version = commands.run(["sbatch", "--version"], timeout=15)
-    said = version.stdout.strip() if version.ok else version.first_error_line()
-    return OK, f"{said}; {', '.join(SLURM_COMMANDS)} in {Path(shutil.which('sbatch') or '').parent}"
+    from ..scheduler.submit import release
+
+    folder = Path(shutil.which("sbatch") or "").parent
+    return OK, f"{release()}; {', '.join(SLURM_COMMANDS)} in {folder}"
 
 
 def controller(s: Setting) -> Result:

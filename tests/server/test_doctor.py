@@ -100,7 +100,7 @@ def test_without_slurm_on_path_the_slurm_line_fails(tmp_path: Path) -> None:
                            cwd=tmp_path)
     assert status == 1
     assert found["Slurm commands"]["status"] == "fail"
-    assert "sbatch, squeue, sacct, scancel not found on PATH" in found["Slurm commands"]["line"]
+    assert "squeue, sacct, scancel, sbatch not found on PATH" in found["Slurm commands"]["line"]
     assert "module load slurm" in found["Slurm commands"]["line"]
     assert found["jobs folder on the nodes"] == {
         "check": "jobs_folder_shared", "topic": "jobs folder on the nodes", "status": "warn",
