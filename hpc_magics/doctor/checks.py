@@ -313,6 +313,8 @@ def kernel_ports(s: Setting) -> Result:
         return FAIL, (f"tunnel ssh: `ssh {found.node}` fails from this host "
                       f"({answer.first_error_line()}): give it a key for the nodes "
                       "(~/.ssh/config, known_hosts), or use tunnel tcp where their ports are open")
+    if found.reached is None:
+        return FAIL, f"tunnel tcp: {found.answer.get('address_error') or 'no port was opened'}"
     if found.reached == "":
         return OK, (f"tunnel tcp: this host reached a port the test job opened on node "
                     f"{found.node}, where a Slurm kernel listens")

@@ -167,7 +167,7 @@ def run(request: ResourceRequest, profile: ClusterProfile, jobs_root: Path, *,
     copy, _, node = _read(folder / SEEN_FILE).strip().partition(" ")
     return replace(result, answer=answer, seen=copy == token, seen_on=node,
                    error_line=errors[-1] if errors else "",
-                   reached=_reach(answer) if answer and listen else None)
+                   reached=_reach(answer) if answer and "port" in answer else None)
 
 
 def clean_up(result: ProbeResult) -> None:

@@ -58,10 +58,15 @@ def main(argv: list[str]) -> None:
     if "--listen" in argv[1:]:
         from .kernel import node_address
 
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.bind((node_address(), 0))  # where a Slurm kernel listens, never all addresses
-        listener.listen(1)
-        found["address"], found["port"] = listener.getsockname()
+        try:
+            address = node_address()  # where a Slurm kernel listens, never all addresses
+        except SystemExit as error:  # says why: a kernel could not start here either
+            found["address_error"] = str(error)
+        else:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.bind((address, 0))
+            listener.listen(1)
+            found["address"], found["port"] = listener.getsockname()
     write_atomically(folder / ANSWER_FILE, json.dumps(found).encode())
     if listener is not None:
         listener.settimeout(LISTEN_S)
