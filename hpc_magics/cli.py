@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("hpc_magics.checker.command", "check a job script's #SBATCH lines"),
     "profiles": ("hpc_magics.checker.profiles_command", "list, show or --draft cluster profiles"),
     "kernel": ("hpc_magics.kernel.command", "install a Jupyter kernel that runs as a Slurm job"),
+    "doctor": ("hpc_magics.doctor.command", "check this installation, one line per check"),
 }
 
 

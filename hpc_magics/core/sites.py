@@ -76,14 +76,27 @@ def profile_with_partition(partition: str, paths: Iterable[Path] | None = None) 
     return found[0] if len(found) == 1 else None
 
 
-def default_profile_name(environ: Mapping[str, str] | None = None) -> str:
-    """``HPC_MAGICS_PROFILE``; else the profile of the cluster this runs on, as a server
-    started by a hub inside a job sees it (``SLURM_CLUSTER_NAME``) or as a login node's
-    name says (the profiles' ``hostnames``); else ``generic``."""
+def detected_profile(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The profile to use and why, in a few words: ``HPC_MAGICS_PROFILE``; else the profile
+    of the cluster this runs on, as a server started by a hub inside a job sees it
+    (``SLURM_CLUSTER_NAME``) or as a login node's name says (the profiles' ``hostnames``);
+    else ``generic``."""
     env = os.environ if environ is None else environ
     chosen = env.get("HPC_MAGICS_PROFILE", "").strip()
     if chosen:
-        return chosen
+        return chosen, f"HPC_MAGICS_PROFILE={chosen}"
+    cluster = env.get("SLURM_CLUSTER_NAME", "").strip()
+    named = profile_for_cluster(cluster)
+    if named:
+        return named, f"SLURM_CLUSTER_NAME={cluster} is among its cluster_names"
     host = env.get("HOSTNAME", "") or (platform.node() if environ is None else "")
-    return (profile_for_cluster(env.get("SLURM_CLUSTER_NAME", ""))
-            or profile_for_host(host) or "generic")
+    named = profile_for_host(host)
+    if named:
+        return named, f"this host's name {host} matches its hostnames"
+    return "generic", (f"no profile names host {host or '(unnamed)'}"
+                       + (f" or cluster {cluster}" if cluster else ""))
+
+
+def default_profile_name(environ: Mapping[str, str] | None = None) -> str:
+    """The name :func:`detected_profile` picks."""
+    return detected_profile(environ)[0]

@@ -64,6 +64,14 @@ class Lock:
                 self._held.unlink()
             self._held = None
 
+    @property
+    def mode(self) -> str | None:
+        """How it is held: ``"flock"``, ``"lock file"`` (this file system has no flock),
+        None while not held (``hpc-magics doctor`` says which)."""
+        if self._fd is not None:
+            return "flock"
+        return "lock file" if self._held is not None else None
+
     def __enter__(self) -> Lock:
         self.acquire()
         return self

@@ -6,6 +6,7 @@ from typing import Any
 
 
 def register(ipython: Any) -> None:
+    from .doctor import DoctorMagics
     from .job_actions import JobActionMagics
     from .jobs import HpcMagicsKernel
     from .notebook import NotebookJobMagics
@@ -13,6 +14,7 @@ def register(ipython: Any) -> None:
     ipython.register_magics(HpcMagicsKernel)  # first: the others find it in the registry
     ipython.register_magics(JobActionMagics)
     ipython.register_magics(NotebookJobMagics)
+    ipython.register_magics(DoctorMagics)
     from ..kernel.magics import SessionMagics, offer_left_behind
 
     ipython.register_magics(SessionMagics)  # %hpc_session: a kernel in an allocation

@@ -95,3 +95,10 @@ def check_only(script: str, path: Path) -> commands.CommandResult:
     path.write_text(script, encoding="utf-8")
     return commands.run(["sbatch", "--test-only", str(path)], timeout=30,
                         environ=_environment(script, None))
+
+
+def release() -> str:
+    """The Slurm release this door submits to, as ``sbatch --version`` names it
+    (``slurm 24.11.5``; Debian's ``slurm-wlm 22.05.8``), or why it would not say."""
+    result = commands.run(["sbatch", "--version"], timeout=15)
+    return result.stdout.strip() if result.ok else result.first_error_line()

@@ -18,7 +18,7 @@ from hpc_magics.core.profiles import (
     available_profiles,
     load_profile,
 )
-from hpc_magics.core.sites import default_profile_name, profile_for_host
+from hpc_magics.core.sites import default_profile_name, detected_profile, profile_for_host
 
 ALL = sorted(p.stem for p in PACKAGED_DIR.glob("*.toml"))
 SITES = {
@@ -186,6 +186,17 @@ def test_the_default_profile_follows_the_login_node() -> None:
     assert default_profile_name({"HOSTNAME": "rorqual3"}) == "rorqual"
     assert default_profile_name({"HOSTNAME": "rorqual3", "HPC_MAGICS_PROFILE": "lab"}) == "lab"
     assert default_profile_name({"HOSTNAME": "vm"}) == "generic"
+
+
+def test_the_detected_profile_says_why() -> None:  # hpc-magics doctor's profile line
+    assert detected_profile({"HOSTNAME": "rorqual3"}) == (
+        "rorqual", "this host's name rorqual3 matches its hostnames")
+    assert detected_profile({"SLURM_CLUSTER_NAME": "alvis", "HOSTNAME": "vm"}) == (
+        "alvis", "SLURM_CLUSTER_NAME=alvis is among its cluster_names")
+    assert detected_profile({"HOSTNAME": "vm", "HPC_MAGICS_PROFILE": "lab"}) == (
+        "lab", "HPC_MAGICS_PROFILE=lab")
+    assert detected_profile({"HOSTNAME": "vm", "SLURM_CLUSTER_NAME": "x"}) == (
+        "generic", "no profile names host vm or cluster x")
 
 
 def test_a_script_for_a_retired_cluster_is_checked_against_its_successor(
