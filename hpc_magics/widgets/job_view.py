@@ -76,13 +76,6 @@ class JobView:
             f"<a href='#' data-hpc-magics-open='{kind}' data-path='{html.escape(_as_server(path))}'"
             f" title='{html.escape(path)}'>{kind}</a>" for kind, path in links)
 
-
-def _as_server(path: str) -> str:
-    """``path`` as jupyter_server writes its root in the page (``serverRoot``): the home
-    as ``~``, so the labextension can tell where it lies in the root."""
-    home = str(Path.home())
-    return "~" + path[len(home):] if path.startswith(home + "/") else path
-
     def story(self, now: float | None = None) -> str:
         """One line of what is going on: why it waits and until when, or where it runs and
         how far into its time it is. Once it has ended, why, when Slurm ended it (else
@@ -110,6 +103,13 @@ def _as_server(path: str) -> str:
         if self.end_note:
             return f"{self.state}: {self.end_note}"
         return ""
+
+
+def _as_server(path: str) -> str:
+    """``path`` as jupyter_server writes its root in the page (``serverRoot``): the home
+    as ``~``, so the labextension can tell where it lies in the root."""
+    home = str(Path.home())
+    return "~" + path[len(home):] if path.startswith(home + "/") else path
 
 
 def view_of(handle: Any, end_state: str | None = None) -> JobView:
