@@ -66,6 +66,7 @@ def test_a_rerun_is_checked_as_the_cell_was(lab: Any) -> None:
     lab.run_cell(SHIPPED)
     lab.run_cell_magic("sbatch", "--wait", "total = sum(data)")
     job = hpc_magics.job()
+    job.wait(timeout=60)  # --wait fetched as the results landed: the job may still end
     with pytest.raises(InvalidRequest, match="exceeds the 8000M a node of partition 'debug'"):
         job.rerun(mem="9G")
     with pytest.raises(InvalidRequest, match="no request named memory"):
@@ -103,6 +104,8 @@ def test_after_a_timeout_the_widget_and_the_handle_rerun_with_more_time(
     lab.run_cell_magic("sbatch", "-t 1", "import time\ntime.sleep(75)\ntotal = sum(data)")
     timed_out = hpc_magics.job()
     lab.run_cell(CHANGED)
+    with pytest.raises(HpcMagicsError, match=r"is (PENDING|RUNNING|SUBMITTED): wait for its end"):
+        timed_out.rerun(time="3")
     [widget] = [w for w in shown if isinstance(w, JobWidget)]
     assert sacct_state(timed_out.job_id, until={"TIMEOUT"}, timeout=300) == "TIMEOUT"
     # the widgets' own monitor brings the end in, and with it the button
@@ -115,7 +118,8 @@ def test_after_a_timeout_the_widget_and_the_handle_rerun_with_more_time(
     widget.rerun_button.click()
     clicked = widget.rerun_handle
     assert clicked is not None and clicked.job_id in widget.message.value, widget.message.value
-    assert widget.rerun_widget.handle is clicked  # the new job's widget, under the old one
+    # the new job's widget, under the old one
+    assert clicked.widget is not None and clicked.widget in widget.children
     assert widget.rerun_button.layout.display == "none"  # once
     by_hand = hpc_magics.job(timed_out.job_id).rerun(time="3")
     for handle, limit in ((clicked, "00:02:00"), (by_hand, "00:03:00")):
