@@ -71,7 +71,8 @@ class RemoteError(JobFailed):
 
 
 class JobHandle:
-    """One job: ``handle.state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``."""
+    """One job: ``handle.state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``,
+    ``.rerun(mem=..., time=...)``."""
 
     def __init__(self, job_id: str, backend: Backend, folder: JobFolder, name: str = "") -> None:
         self.job_id = job_id
