@@ -310,6 +310,9 @@ class HpcMagicsKernel(Magics):
             script = backend.job_script(str(would_be), request, profile, job_name, options)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
+        if points and args.retry_oom:
+            raise UsageError("--retry-oom reruns one cell's job: a sweep reruns its failed "
+                             "tasks with hpc_magics.job().rerun(mem=...)")
         if points:
             return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
                                    points, str(would_be))

@@ -267,10 +267,11 @@ class JobWidget(widgets.VBox):
                                     f"{html.escape(text)}</pre>") if text else "")
 
     def _render_rerun(self, view: JobView) -> None:
-        """After a failure (not a sweep's: its handle reruns the failed tasks), Rerun with
-        the change the efficiency advice names, from accounting's figures once in."""
-        offer = view.phase in {"failed", "ended"} and self.sweep is None \
-            and self.rerun_handle is None
+        """After a cell's failure (a sweep's handle reruns its failed tasks; a kernel or a
+        notebook job is started again the way it was), Rerun with the change the efficiency
+        advice names, from accounting's figures once in."""
+        offer = view.phase in {"failed", "ended"} and self.rerun_handle is None \
+            and self.handle.folder.meta().get("kind", "cell") == "cell"
         if offer:
             usage = self.usage[0] if self.usage and len(self.usage) == 1 else None
             self.rerun_changes = suggested_rerun(self.handle.folder, self.handle.job_id,
