@@ -38,8 +38,8 @@ def load_ipython_extension(ipython: Any) -> None:
 def job(job_id: str | None = None) -> Any:
     """The handle of a job of this notebook (the last one when no id is given).
 
-    ``job().state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``; it works after a
-    kernel restart too, from the job folder.
+    ``job().state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``, ``.rerun(mem="12G",
+    time="2h")``; it works after a kernel restart too, from the job folder.
     """
     from IPython import get_ipython
 

@@ -30,13 +30,16 @@ from .fetching import (
     show_figures,
     show_output,
 )
-from .jobfacts import end_reason, failed_because
+from .jobfacts import end_reason, failed_because, suggested_rerun
 from .jobfolder.folder import JobFolder, damaged
 from .scheduler.job_status import UNREACHABLE, JobStatus
 from .scheduler.watcher import watcher
 from .shipping.stream import load_results
 
 ProgressCallback = Callable[["JobHandle", str, float], None]
+# called with each job a rerun submits (the session remembers it as its newest job and
+# makes its widget; ``magics/jobs.py``); returns that widget or None
+NEW_JOB_HOOKS: list[Callable[[JobHandle], Any]] = []
 
 # A provisional end (results seen, or gone from the queue) waits this long for sacct's word.
 SETTLE_S = 5.0
@@ -74,7 +77,8 @@ class RemoteError(JobFailed):
 
 
 class JobHandle:
-    """One job: ``handle.state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``."""
+    """One job: ``handle.state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``,
+    ``.rerun(mem=..., time=...)``."""
 
     def __init__(self, job_id: str, backend: Backend, folder: JobFolder, name: str = "") -> None:
         self.job_id = job_id
@@ -86,6 +90,7 @@ class JobHandle:
         self._state_checked = 0.0
         self.fetched = False
         self.live: Any = None  # the cell's live output view (``magics/live_view.py``)
+        self.widget: Any = None  # a rerun's job widget, made by the session (NEW_JOB_HOOKS)
 
     # --------------------------------------------------------------- state
     @property
@@ -276,6 +281,33 @@ class JobHandle:
         return JobFailed(message, remote or tail)
 
     # -------------------------------------------------------------- control
+    def rerun(self, **changes: Any) -> JobHandle:
+        """Submit the cell again with the same shipped state (as the job folder kept it,
+        not the notebook's values now), changing the requests named by sbatch's long names:
+        ``rerun(mem="12G", time="2h")``. The new job has its own folder; its meta says
+        ``rerun_of``. Checked as %%sbatch checks a cell, before anything is submitted."""
+        from .cell_job import rerun
+
+        if not self.done:
+            raise HpcMagicsError(f"job {self.job_id} is {self._state}: wait for its end, or "
+                                 "cancel it, before running it again")
+        job_id, folder = rerun(self.folder, self.job_id, changes)
+        handle = JobHandle(job_id, self.backend, folder, self.name)
+        for hook in NEW_JOB_HOOKS:
+            handle.widget = hook(handle) or handle.widget
+        return handle
+
+    def suggested_rerun(self) -> dict[str, str]:
+        """The changes the efficiency advice names for a rerun (``{"mem": "2G"}`` after
+        OUT_OF_MEMORY, ``{"time": "2h"}`` after TIMEOUT); {} for any other end."""
+        return suggested_rerun(self.folder, self.job_id, self.end_state())
+
+    def end_state(self) -> str:
+        """The state the job ended in, a FAILED one as its steps tell it (a step killed for
+        memory ends OUT_OF_MEMORY)."""
+        state = normalize_state(self.state)
+        return failed_because(self.job_id, state) if self.backend.name == "slurm" else state
+
     def cancel(self, wait_s: float = 10.0) -> str:
         """Cancel the job; returns its state once Slurm says it ended, or the state Slurm
         shows after ``wait_s`` seconds (a magic or a button waits under a second)."""
@@ -308,6 +340,11 @@ class JobHandle:
 
     def __repr__(self) -> str:
         return f"<JobHandle {self.summary()}>"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """A rerun's handle shows its job's widget, as %%sbatch shows a cell's (None: the
+        table below)."""
+        return self.widget._repr_mimebundle_(**kwargs) if self.widget is not None else None
 
     def _repr_html_(self) -> str:
         colour = {"done": "#2e7d32", "failed": "#c62828", "running": "#1565c0"}.get(

@@ -1,7 +1,7 @@
 """What a job's nodes recorded about it in its folder (``core/node_records.py``), read
 back for the notebook: the memory peak for %hpc_efficiency, the limit for a job that
-ran out of memory, and the one line on why a job ended (``core/end_reasons.py``) that the
-notebook's error, the job widget and %hpc_jobs share."""
+ran out of memory (and the rerun it needs), and the one line on why a job ended
+(``core/end_reasons.py``) that the notebook's error, the job widget and %hpc_jobs share."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .core.efficiency import Usage
+from .core.efficiency_report import rerun_changes
 from .core.end_reasons import end_hint, end_note
 from .core.jobs import normalize_state
 from .core.node_records import (
@@ -56,6 +58,19 @@ def end_line(folder: Any, job_id: str, state: str) -> str:
     """What the job widget and %hpc_jobs show beside a job that ended (``end_note``)."""
     memory = _memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
     return end_note(_as_said(job_id, state), *memory)
+
+
+def suggested_rerun(folder: Any, job_id: str, state: str,
+                    usage: Usage | None = None) -> dict[str, str]:
+    """The rerun the efficiency advice names for a job that ended ``state`` (``{"mem":
+    "2G"}``; the widget's button, ``--retry-oom``): from accounting's figures when given,
+    else from what the folder knows (the request, the limit its nodes recorded)."""
+    if usage is None:
+        asked, limit = _memory(folder, job_id)
+        time_s = (folder.meta().get("request") or {}).get("time_s")
+        usage = Usage(job_id, state, req_mem_mb=asked or limit,
+                      time_limit_s=time_s if isinstance(time_s, (int, float)) else None)
+    return rerun_changes(Usage.from_dict({**usage.to_dict(), "state": state}))
 
 
 # What accounting says of an ended job beyond its state: the step that ended a FAILED job

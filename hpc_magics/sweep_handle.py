@@ -30,7 +30,8 @@ STATE, ELAPSED, ERROR = "state", "elapsed", "error"
 
 
 class SweepHandle(JobHandle):
-    """A sweep's job: ``.table()``, ``.retry_failed()``, ``.task_states()``, plus the job
+    """A sweep's job: ``.table()``, ``.retry_failed()``, ``.rerun(mem=...)`` (its failed
+    tasks), ``.task_states()``, plus the job
     handle's ``.wait()``, ``.cancel()`` (the whole sweep), ``.log()`` (one task's)."""
 
     # ------------------------------------------------------------ bookkeeping
@@ -144,11 +145,14 @@ class SweepHandle(JobHandle):
         return sorted(index for index, status in self.task_states().items()
                       if status.final and status.state not in SUCCESS_STATES)
 
-    def retry_failed(self) -> list[str]:
-        """Submit the failed tasks again, as one array; returns the new array ids."""
+    def retry_failed(self, **changes: Any) -> list[str]:
+        """Submit the failed tasks again, as one array, with ``changes`` to the request
+        (``mem="4G"``, ``time="2h"``, checked as %%sbatch checks them); returns the new
+        array ids."""
         from .backends import sweep as sweep_backend
+        from .cell_job import changed_request, checked
         from .core.profiles import load_profile
-        from .core.resources import from_dict
+        from .core.resources import from_dict, to_dict
         from .scheduler import limits
 
         failed = self.failed_tasks()
@@ -157,7 +161,10 @@ class SweepHandle(JobHandle):
         meta = self.folder.meta()
         sweep = meta.get("sweep", {})
         # the jobs it depended on (-d) have ended long ago: the retry waits for nothing
-        request = from_dict(meta.get("request", {})).changed(dependency=None)
+        request = changed_request(from_dict(meta.get("request", {})), changes).changed(
+            dependency=None)
+        if changes:
+            checked(request, load_profile(request.profile), self.backend)
         attempt = 1 + max(int(a.get("attempt", 0)) for a in sweep.get("arrays", []))
         scripts = sweep_backend.plan(self.backend, str(self.folder.path), request,
                                      load_profile(request.profile), self.name, failed,
@@ -165,8 +172,19 @@ class SweepHandle(JobHandle):
                                      retry=attempt)
         points = self.points()
         ids = sweep_backend.resubmit(self.folder, scripts, points, request, attempt)
+        if changes:  # the sweep's request now: a later retry grows from it
+            self.folder.update_meta(request=to_dict(request))
         self.fetched = False
         return ids
+
+    def rerun(self, failed_only: bool = True, **changes: Any) -> SweepHandle:
+        """The failed tasks again, with ``changes`` (``rerun(mem="4G")``), in this sweep:
+        its table merges their new results (``retry_failed``)."""
+        if not failed_only:
+            raise HpcMagicsError("a sweep reruns its failed tasks (failed_only=True): run the "
+                                 "cell again to sweep every point anew")
+        self.retry_failed(**changes)
+        return self
 
     def log(self, tail: int = 50, task: int | None = None) -> str:
         """The log of one task: ``task`` (a point's index), else the first failed, else 0."""

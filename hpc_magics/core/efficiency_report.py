@@ -69,17 +69,37 @@ def advice(usage: Usage, gpu: GpuSummary | None,
     return ""
 
 
+def rerun_changes(usage: Usage, rules: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The rerun a job that ended OUT_OF_MEMORY or TIMEOUT needs, as ``rerun`` takes it
+    (``{"mem": "2G"}``, ``{"time": "2h"}``): the numbers the advice names, from the same
+    rules; {} for any other end, or when the job's request is not known."""
+    rules = load_advice_rules() if rules is None else rules
+    if usage.state == "OUT_OF_MEMORY" and usage.req_mem_mb:
+        grown = usage.req_mem_mb * float(rules["oom"]["factor"])
+        return {"mem": format_memory(_round_up_gb(grown))}
+    if usage.state == "TIMEOUT" and usage.time_limit_s and usage.time_limit_s > 0:
+        return {"time": _whole_time(usage.time_limit_s * float(rules["timeout"]["factor"]))}
+    return {}
+
+
+def _whole_time(seconds: float) -> str:
+    """``45m``, ``3h``: up to whole minutes, or whole hours from an hour on."""
+    minutes = math.ceil(seconds / 60)
+    return f"{minutes}m" if minutes < 60 else f"{math.ceil(minutes / 60)}h"
+
+
 def _rule_timeout(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
     if usage.state != "TIMEOUT":
         return None
     asked = format_duration(usage.time_limit_s or 0)
-    return str(rule["message"]).format(asked=asked)
+    suggest = rerun_changes(usage, {"timeout": rule}).get("time", "more")
+    return str(rule["message"]).format(asked=asked, suggest=suggest)
 
 
 def _rule_oom(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
     if usage.state != "OUT_OF_MEMORY" or not usage.req_mem_mb:
         return None
-    suggest = format_memory(_round_up_gb(usage.req_mem_mb * float(rule["factor"])))
+    suggest = rerun_changes(usage, {"oom": rule})["mem"]
     return str(rule["message"]).format(asked=_memory(usage.req_mem_mb), suggest=suggest)
 
 

@@ -24,7 +24,7 @@ from ..core.errors import HpcMagicsError
 from . import sweep as sweep_magic
 from .arguments import lazy_magic_arguments as magic_arguments
 from .arguments import parsed_arguments, resource_arguments, values_from_args
-from .job_actions import show_handle, wait_and_fetch
+from .job_actions import retrying_oom, show_handle, wait_and_fetch
 from .lazy import lazy_module
 from .live_view import follow_output
 from .resource_view import ResourceView
@@ -210,6 +210,10 @@ class HpcMagicsKernel(Magics):
                    "is another cluster's; default: only when the profile is this cluster's")
     @argument("--no-live", dest="live", action="store_false", default=None,
               help="static checks only: ask this cluster nothing before submitting")
+    @argument("--retry-oom", metavar="N", type=int, default=0,
+              help="after OUT_OF_MEMORY, run the cell again (same shipped state) up to N "
+                   "times, each with the memory the efficiency advice names (at most a "
+                   "node's); waits and fetches as --wait does")
     @argument("--session", metavar="NAME", default=None,
               help="run the cell in session NAME (%%hpc_session start) instead of a new job")
     @scale_arguments
@@ -306,6 +310,9 @@ class HpcMagicsKernel(Magics):
             script = backend.job_script(str(would_be), request, profile, job_name, options)
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
+        if points and args.retry_oom:
+            raise UsageError("--retry-oom reruns one cell's job: a sweep reruns its failed "
+                             "tasks with hpc_magics.job().rerun(mem=...)")
         if points:
             return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
                                    points, str(would_be))
@@ -319,6 +326,10 @@ class HpcMagicsKernel(Magics):
                                       job_name, options))
         widget = show_handle(handle)
         follow_output(handle, self.shell)
+        if args.retry_oom:
+            handle = retrying_oom(handle, args.retry_oom)
+            wait_and_fetch(handle, self.shell, handle.widget or widget)
+            return None
         if args.wait:
             wait_and_fetch(handle, self.shell, widget, results_suffice=True)
             return None
@@ -329,7 +340,26 @@ class HpcMagicsKernel(Magics):
         """The session's newest job: %hpc_fetch and %hpc_cancel default to it."""
         self.handles[handle.job_id] = handle
         self.last_job = handle.job_id
+        self._watch_reruns()
         return handle
+
+    def _watch_reruns(self) -> None:
+        """A rerun of a job this session knows becomes its newest job (the handle module
+        is loaded by then: %load_ext stays cheap)."""
+        from ..handle import NEW_JOB_HOOKS
+
+        if self._rerun_made not in NEW_JOB_HOOKS:
+            NEW_JOB_HOOKS.append(self._rerun_made)
+
+    def _rerun_made(self, handle: Any) -> Any:
+        """A job ``handle.rerun`` submitted: the session's newest, with a watched widget
+        (the handle shows it; a Rerun button puts it under its own widget)."""
+        self.remember(handle)
+        try:
+            from .widget_monitor import job_widget
+        except ImportError:  # no ipywidgets: the handle shows its summary
+            return None
+        return job_widget(handle)
 
     def handle_for(self, job: str | None) -> Any:
         from ..attach import attach
@@ -344,6 +374,7 @@ class HpcMagicsKernel(Magics):
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
         self.handles[handle.job_id] = handle
+        self._watch_reruns()
         if self.last_job is None:  # after a restart, the job looked at becomes the current one
             self.last_job = handle.job_id
         return handle

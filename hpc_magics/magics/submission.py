@@ -26,43 +26,25 @@ def default_job_name(shell: Any) -> str:
 
 
 def new_folder(jobs_root: Path, job_name: str, need_bytes: int = 0) -> Any:
-    from ..jobfolder.folder import JobFolder
+    from ..cell_job import new_folder as made
 
     try:
-        return JobFolder.create(jobs_root, job_name, need_bytes=need_bytes)
+        return made(jobs_root, job_name, need_bytes=need_bytes)
     except HpcMagicsError as error:
         raise UsageError(str(error)) from None
-    except OSError as error:  # a read-only or full file system: nothing is submitted
-        raise UsageError(f"cannot create a job folder in {jobs_root}: "
-                         f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable folder"
-                         ) from None
 
 
 def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest,
            profile: ClusterProfile, job_name: str, options: Any = None) -> Any:
     """A new job folder, its meta.json, the backend's submission: the job's handle."""
-    from ..core.resources import to_dict
+    from ..cell_job import submit_cell
     from ..handle import JobHandle
 
-    # room for the job's files, the state and results as big again
-    folder = new_folder(jobs_root, job_name, need_bytes=1_000_000 + 2 * payload.size)
-    meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
-            "request": to_dict(request), "shipped": payload.summary(),
-            "results": list(payload.result_names), "notebook":
-            os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING",
-            "fingerprints": dict(payload.fingerprints)}  # what fetch compares (fetching.py)
-    if options is not None and options.active:
-        meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
     try:
-        folder.write_meta(meta)
-        job_id = backend.submit(folder, payload, request, profile, job_name, options)
+        job_id, folder = submit_cell(jobs_root, backend, payload, request, profile, job_name,
+                                     options)
     except HpcMagicsError as error:
-        folder.update_meta(state="NOT_SUBMITTED", error=str(error))
         raise UsageError(str(error)) from None
-    except OSError as error:  # the backend writes nothing after sbatch but says so
-        raise UsageError(f"cannot write the job folder {folder.path} ({error.strerror}), "
-                         "so nothing was submitted: free some space, or set "
-                         "HPC_MAGICS_JOBS_DIR to another folder") from None
     return JobHandle(job_id, backend, folder, job_name)
 
 

@@ -3,9 +3,11 @@
 PENDING: the reason in plain words and Slurm's estimated start. RUNNING: elapsed against
 the time limit as a progress bar, the nodes and a live tail of the log (read from the
 job folder; "More" shows more lines). Cancel only while the job can be cancelled, after a
-confirmation; Fetch once it has ended; an efficiency section (and a GPU plot when the job
-recorded GPU samples) after the end. Each part is made when it first has something to
-show (a submission pays for the status, the story and Cancel only; see ``parts.Part``).
+confirmation; Fetch once it has ended; after a failure, Rerun (with the memory or time
+the efficiency advice names: "Rerun with 2G"; the new job's widget comes below); an
+efficiency section (and a GPU plot when the job recorded GPU samples) after the end.
+Each part is made when it first has something to show (a submission pays for the
+status, the story and Cancel only; see ``parts.Part``).
 
 One monitor thread per kernel asks the watcher for fresh snapshots of every live
 widget's job in one batched poll (and, after the end, their usage: the user's shared
@@ -28,6 +30,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
+from ..jobfacts import suggested_rerun
 from .job_view import JobView, segment_html, segment_note, view_of
 from .parts import Part, shown
 from .sweep_view import sweep_section
@@ -48,8 +51,8 @@ EXTRA_SECTIONS: list[Callable[[JobWidget], widgets.Widget | None]] = []
 
 # the widget's children top to bottom, and the buttons' row left to right
 ORDER = ("status", "sweep", "story", "progress", "buttons", "confirm", "message", "log_view",
-         "efficiency", "gpu_plot")
-BUTTONS = ("cancel_button", "log_button", "fetch_button")
+         "efficiency", "gpu_plot", "rerun_widget")
+BUTTONS = ("cancel_button", "log_button", "fetch_button", "rerun_button")
 
 
 class JobWidget(widgets.VBox):
@@ -57,6 +60,7 @@ class JobWidget(widgets.VBox):
     cancel_button = Part("cancel_button")
     log_button = Part("log_button")
     fetch_button = Part("fetch_button")
+    rerun_button = Part("rerun_button")
     confirm = Part("confirm")
     confirm_text = Part("confirm")
     confirm_yes = Part("confirm")
@@ -82,6 +86,8 @@ class JobWidget(widgets.VBox):
         # a FAILED job's state as its steps tell it (accounting's answer, from the monitor)
         self.end_state: str | None = None
         self._ended_at: float | None = None
+        self.rerun_changes: dict[str, str] = {}  # what the Rerun button changes
+        self.rerun_handle: Any = None  # the job it submitted
         self.sweep = sweep_section(handle)  # a sweep's tasks, else None
         self._parts.update(status=self.status, story=self.story)
         if self.sweep is not None:
@@ -158,6 +164,12 @@ class JobWidget(widgets.VBox):
         button.on_click(lambda _: self._fetch())
         return {"fetch_button": button}
 
+    def _make_rerun_button(self) -> dict[str, widgets.Widget]:
+        button = self._button("Rerun", icon="repeat",
+                              tooltip="submit the cell again, with the same shipped state")
+        button.on_click(lambda _: self._rerun())
+        return {"rerun_button": button}
+
     def _make_confirm(self) -> dict[str, widgets.Widget]:
         text = self._html()
         yes = widgets.Button(description="Yes, cancel it", button_style="danger",
@@ -202,6 +214,7 @@ class JobWidget(widgets.VBox):
             self._show("confirm", False)
         # a sweep's results are the table its section shows
         self._show("fetch_button", can_fetch and self.sweep is None)
+        self._render_rerun(view)
         self._render_log()
         self._render_efficiency(view)
         if self.sweep is not None:
@@ -252,6 +265,21 @@ class JobWidget(widgets.VBox):
             self.log_button.description = "Less" if self.log_lines > TAIL_LINES else "More"
         self._set_html("log_view", (f"<pre style='max-height:20em;overflow:auto;margin:0'>"
                                     f"{html.escape(text)}</pre>") if text else "")
+
+    def _render_rerun(self, view: JobView) -> None:
+        """After a cell's failure (a sweep's handle reruns its failed tasks; a kernel or a
+        notebook job is started again the way it was), Rerun with the change the efficiency
+        advice names, from accounting's figures once in."""
+        offer = view.phase in {"failed", "ended"} and self.rerun_handle is None \
+            and self.handle.folder.meta().get("kind", "cell") == "cell"
+        if offer:
+            usage = self.usage[0] if self.usage and len(self.usage) == 1 else None
+            self.rerun_changes = suggested_rerun(self.handle.folder, self.handle.job_id,
+                                                 view.state, usage)
+            self.rerun_button.description = " ".join(
+                ["Rerun", *(["with"] * bool(self.rerun_changes)),
+                 ", ".join(self.rerun_changes.values())])
+        self._show("rerun_button", offer)
 
     def _render_efficiency(self, view: JobView) -> None:
         if view.phase == "pending" or view.phase == "running" or self.usage is None:
@@ -326,6 +354,19 @@ class JobWidget(widgets.VBox):
                 self._set_html("message", "Cancel sent: Slurm ends the job in a moment.")
 
         self._run(cancel)
+
+    def _rerun(self) -> None:
+        def rerun() -> None:
+            new = self.handle.rerun(**self.rerun_changes)
+            flags = " ".join(f"--{name} {value}" for name, value in self.rerun_changes.items())
+            self.message.value = (f"running again as job <code>{html.escape(new.job_id)}"
+                                  f"</code> {html.escape(flags)}")
+            self.rerun_handle = new
+            if new.widget is not None:  # the session made it (and watches it)
+                self._parts["rerun_widget"] = new.widget
+                self._place()
+
+        self._run(rerun)
 
     def _toggle_log(self) -> None:
         self.log_lines = TAIL_LINES if self.log_lines > TAIL_LINES else MORE_LINES

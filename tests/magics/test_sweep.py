@@ -122,12 +122,13 @@ def test_twenty_points_one_array_table_and_retry(slurm_shell: Any, sbatch_log: P
     assert "<table" in widget.sweep.table.value and "first try of 7" in widget.sweep.table.value
     assert widget.fetch_button.layout.display == "none"  # the table is the sweep's results
 
-    # the failed tasks only: one more sbatch, an array of one
-    handle.retry_failed()
+    # the failed tasks only, with more: one more sbatch, an array of one
+    assert handle.rerun(mem="1G") is handle
     calls = sbatch_calls(sbatch_log)
     assert len(calls) == 2, calls
     assert Path(calls[1]).name == "job-retry1.sh"
     assert "#SBATCH --array=0%10" in Path(calls[1]).read_text()
+    assert "#SBATCH --mem=1G" in Path(calls[1]).read_text()
     assert handle.wait(timeout=120) == "COMPLETED"
     table = handle.table()
     assert table[table["x"] == 7].iloc[0][["value", "state", "error"]].tolist() == \
@@ -223,6 +224,7 @@ def test_dependency_spellings_in_the_script(slurm_shell: Any,
     ("--sweep-from empty", "--sweep-from empty is empty"),
     ("--sweep-from ragged", "its lists have different lengths"),
     ("--sweep lr=1,2 --array-parallelism 0", "--array-parallelism '0' must be"),
+    ("--sweep lr=1,2 --retry-oom 1", r"a sweep reruns its failed tasks with .*rerun\(mem="),
 ])
 def test_bad_sweeps_are_one_line_before_submitting(slurm_shell: Any, job_folders: Any,
                                                    line: str, message: str) -> None:

@@ -1,0 +1,143 @@
+"""A cell's job folder and its submission: once from the notebook (``%%sbatch``, which has
+checked the cell), and again from an ended job's folder (``handle.rerun``): the same cell
+and the same shipped state, as the folder kept them, with changed requests.
+
+A rerun never pickles the notebook again: submitit's pickle of the call (``run_cell``,
+the payload, the options) is read back with the one owner-checked loader; the big arrays
+stay the files the first job wrote (the payload names them by path, and they never change
+in place). The changed request goes through the checks %%sbatch makes (validation against
+the profile, the backend's preflight) and the one renderer and submission door
+(``backend.submit``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .backends import get_backend
+from .core import validation
+from .core.errors import HpcMagicsError, InvalidRequest, SubmissionError
+from .core.flags import SBATCH_FLAGS
+from .core.profiles import ClusterProfile, load_profile
+from .core.resources import ResourceRequest, from_dict, to_dict, updated
+from .core.scale import ScaleOptions
+from .core.units import format_memory, parse_memory
+from .jobfacts import suggested_rerun
+from .jobfolder.files import load_own
+from .jobfolder.folder import JobFolder
+from .node.runner import run_cell
+from .shipping.packing import Payload
+
+# rerun(mem=..., time=..., cpus_per_task=...): sbatch's long names, "-" as "_"
+_FIELDS = {flag.dest: flag.field for flag in SBATCH_FLAGS}
+
+
+def new_folder(jobs_root: Path, job_name: str, need_bytes: int = 0) -> JobFolder:
+    try:
+        return JobFolder.create(jobs_root, job_name, need_bytes=need_bytes)
+    except OSError as error:  # a read-only or full file system: nothing is submitted
+        raise SubmissionError(f"cannot create a job folder in {jobs_root}: "
+                              f"{error.strerror}; set HPC_MAGICS_JOBS_DIR to a writable "
+                              "folder") from None
+
+
+def submit_cell(jobs_root: Path, backend: Any, payload: Payload, request: ResourceRequest,
+                profile: ClusterProfile, job_name: str, options: ScaleOptions | None = None,
+                **more_meta: Any) -> tuple[str, JobFolder]:
+    """A new job folder, its meta.json, the backend's submission: the job id and folder."""
+    # room for the job's files, the state and results as big again
+    folder = new_folder(jobs_root, job_name, need_bytes=1_000_000 + 2 * payload.size)
+    meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
+            "request": to_dict(request), "shipped": payload.summary(),
+            "results": list(payload.result_names), "notebook":
+            os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING",
+            "fingerprints": dict(payload.fingerprints), **more_meta}  # fetching.py compares
+    if options is not None and options.active:
+        meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
+    try:
+        folder.write_meta(meta)
+        job_id = backend.submit(folder, payload, request, profile, job_name, options)
+    except HpcMagicsError as error:
+        folder.update_meta(state="NOT_SUBMITTED", error=str(error))
+        raise
+    except OSError as error:  # the backend writes nothing after sbatch but says so
+        raise SubmissionError(f"cannot write the job folder {folder.path} ({error.strerror}),"
+                              " so nothing was submitted: free some space, or set "
+                              "HPC_MAGICS_JOBS_DIR to another folder") from None
+    return job_id, folder
+
+
+def shipped(folder: JobFolder, job_id: str) -> tuple[Payload, ScaleOptions | None]:
+    """The cell and state the job was sent with, as its folder keeps them."""
+    path = folder.path / f"{job_id}_submitted.pkl"
+    try:
+        call = load_own(path)
+    except OSError:
+        raise HpcMagicsError(f"job {job_id}'s folder {folder.path} does not hold what was "
+                             "shipped: only a %%sbatch cell's job can be rerun") from None
+    if getattr(call, "function", None) is not run_cell:
+        raise HpcMagicsError(f"job {job_id} is not a %%sbatch cell's job: rerun it the way "
+                             "it was submitted")
+    payload, _, *options = call.args
+    return payload, options[0] if options else None
+
+
+def changed_request(request: ResourceRequest, changes: Mapping[str, Any]) -> ResourceRequest:
+    """``request`` with ``changes`` (``mem="12G"``, ``time="2h"``, ``partition="long"``) as
+    the flags of the same names would set them."""
+    unknown = sorted(set(changes) - set(_FIELDS))
+    if unknown:
+        raise InvalidRequest(f"rerun: no request named {', '.join(unknown)}: use sbatch's "
+                             f"long names with _ for - ({', '.join(sorted(_FIELDS))})")
+    return updated(request, {_FIELDS[name]: str(value) for name, value in changes.items()})
+
+
+def checked(request: ResourceRequest, profile: ClusterProfile, backend: Any) -> None:
+    """The checks %%sbatch makes before it submits: every error at once, in one line."""
+    from .scheduler.defaults import live_wanted
+
+    errors = validation.errors(validation.check(request.changed(backend=backend.name),
+                                                profile))
+    if errors:
+        raise InvalidRequest("; ".join(problem.message for problem in errors))
+    backend.preflight(request, profile, live=live_wanted(profile, None)[0], submitting=True)
+
+
+def rerun(folder: JobFolder, job_id: str, changes: Mapping[str, Any]) -> tuple[str, JobFolder]:
+    """Submit job ``job_id``'s cell again, as its folder keeps it, with ``changes``: a new
+    job folder beside it, whose meta says which job it reruns."""
+    meta = folder.meta()
+    payload, options = shipped(folder, job_id)
+    # the jobs it depended on (-d) have ended long ago: the rerun waits for nothing
+    request = changed_request(from_dict(meta.get("request") or {}), changes).changed(
+        dependency=None)
+    profile = load_profile(meta.get("profile") or request.profile)
+    backend = get_backend(meta.get("backend") or request.backend)
+    checked(request, profile, backend)
+    name = str(meta.get("name") or job_id)
+    return submit_cell(folder.path.parent, backend, payload, request, profile, name, options,
+                       rerun_of=job_id)
+
+
+def oom_retry(folder: JobFolder, job_id: str) -> tuple[dict[str, str], str]:
+    """The next ``--retry-oom`` try's change (the memory the advice suggests, at most what
+    a node of the partition has), or {} and why there is none."""
+    from .core.validation import resolve_partition
+
+    meta = folder.meta()
+    request = from_dict(meta.get("request") or {})
+    suggested = suggested_rerun(folder, job_id, "OUT_OF_MEMORY")
+    if "mem" not in suggested:
+        return {}, (f"job {job_id} ran out of memory, and how much it had is not known: "
+                    "rerun it with --mem")
+    partition = resolve_partition(request, load_profile(meta.get("profile") or
+                                                        request.profile))
+    cap = partition.mem_per_node_mb if partition is not None else None
+    wanted = parse_memory(suggested["mem"])
+    if partition is not None and cap and request.mem_mb and request.mem_mb >= cap:
+        return {}, (f"job {job_id} ran out of memory with --mem {format_memory(request.mem_mb)},"
+                    f" all a node of partition {partition.name!r} has: no more tries")
+    return {"mem": format_memory(min(wanted, cap) if cap else wanted)}, ""

@@ -1,0 +1,148 @@
+"""Rerun with more: ``hpc_magics.job().rerun(time=..., mem=...)``, the job widget's Rerun
+button, and ``%%sbatch --retry-oom N``.
+
+The reruns here are real jobs on the host's test cluster. That cluster does not confine
+memory (tests/magics/test_cgroup_facts.py), so a job over its --mem cannot end
+OUT_OF_MEMORY here: the memory rerun is a cell that fails by itself when its job has less
+memory than it needs (it reads Slurm's SLURM_MEM_PER_NODE), and the OUT_OF_MEMORY reruns
+(``rerun(mem=...)`` after a real one, ``--retry-oom 2``) are in test_cgroup_facts.py, which
+runs on each --release cluster, where cgroups enforce --mem.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+# beside this file (pytest puts its folder on sys.path)
+from test_monitor import lab
+
+import hpc_magics
+from hpc_magics.cell_job import oom_retry
+from hpc_magics.core.efficiency import Usage
+from hpc_magics.core.efficiency_report import advice, rerun_changes
+from hpc_magics.core.errors import HpcMagicsError, InvalidRequest
+from hpc_magics.jobfolder.folder import JobFolder
+from hpc_magics.widgets.job import JobWidget
+
+__all__ = ["lab"]  # the fixture, shared with test_monitor.py
+
+SHIPPED = "data = list(range(10))"
+# the notebook's value changes after the submission: a rerun ships what the job had
+CHANGED = "data = [0]"
+
+
+def test_the_rerun_is_the_number_the_advice_names() -> None:
+    oom = Usage("1", "OUT_OF_MEMORY", req_mem_mb=200)
+    assert rerun_changes(oom) == {"mem": "1G"} and "--mem 1G should do" in advice(oom, None)
+    assert rerun_changes(Usage("1", "OUT_OF_MEMORY", req_mem_mb=6144)) == {"mem": "12G"}
+    timeout = Usage("1", "TIMEOUT", time_limit_s=3600)
+    assert rerun_changes(timeout) == {"time": "2h"} and "-t 2h should do" in advice(timeout, None)
+    assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=60)) == {"time": "2m"}
+    assert rerun_changes(Usage("1", "FAILED", req_mem_mb=200, time_limit_s=60)) == {}
+    assert rerun_changes(Usage("1", "OUT_OF_MEMORY")) == {}  # how much it had: unknown
+
+
+def test_retry_oom_grows_to_the_partitions_memory_and_stops_there(tmp_path: Any) -> None:
+    """The lab profile's partitions have 8000M a node (the cluster facts validation uses)."""
+    def tried(mem: str) -> tuple[dict[str, str], str]:
+        folder = JobFolder.create(tmp_path, f"oom-{mem}")
+        folder.write_meta({"name": "oom", "profile": "lab", "backend": "slurm",
+                           "request": {"profile": "lab", "mem_mb": int(mem)}})
+        return oom_retry(folder, "7")
+
+    assert tried("200") == ({"mem": "1G"}, "")
+    assert tried("6000") == ({"mem": "8000M"}, "")  # 12G suggested, a node has 8000M
+    changes, why = tried("8000")
+    assert changes == {} and why == ("job 7 ran out of memory with --mem 8000M, all a node "
+                                     "of partition 'debug' has: no more tries")
+
+
+def test_a_rerun_is_checked_as_the_cell_was(lab: Any) -> None:
+    """Nothing submitted for a request the cluster would refuse, or a name it has not."""
+    lab.run_cell(SHIPPED)
+    lab.run_cell_magic("sbatch", "--wait", "total = sum(data)")
+    job = hpc_magics.job()
+    job.wait(timeout=60)  # --wait fetched as the results landed: the job may still end
+    with pytest.raises(InvalidRequest, match="exceeds the 8000M a node of partition 'debug'"):
+        job.rerun(mem="9G")
+    with pytest.raises(InvalidRequest, match="no request named memory"):
+        job.rerun(memory="1G")
+    assert hpc_magics.job() is job  # nothing new
+
+
+@pytest.mark.timeout(240)
+def test_a_failure_rerun_with_more_memory_brings_back_the_shipped_inputs(lab: Any) -> None:
+    lab.run_cell(SHIPPED)
+    lab.run_cell_magic("sbatch", "--mem 100M", "import os\n"
+                       "assert int(os.environ['SLURM_MEM_PER_NODE']) >= 1024, 'too little'\n"
+                       "total = sum(data)")
+    failed = hpc_magics.job()
+    lab.run_cell(CHANGED)
+    assert failed.wait(timeout=120) == "FAILED"
+    with pytest.raises(HpcMagicsError, match="no request named"):
+        failed.rerun(memory="1G")
+    again = hpc_magics.job().rerun(mem="1G")
+    assert hpc_magics.job() is again and again.folder.path != failed.folder.path
+    meta = again.folder.meta()
+    assert meta["rerun_of"] == failed.job_id and meta["request"]["mem_mb"] == 1024
+    assert "#SBATCH --mem=1G" in (again.folder.path / "job.sh").read_text()
+    assert again.wait(timeout=120) == "COMPLETED"
+    again.fetch(lab.user_ns, show=False)
+    assert lab.user_ns["total"] == 45  # the shipped data, not the notebook's [0]
+
+
+@pytest.mark.timeout(480)
+def test_after_a_timeout_the_widget_and_the_handle_rerun_with_more_time(
+        lab: Any, sacct_state: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    shown: list[Any] = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
+    lab.run_cell(SHIPPED)
+    lab.run_cell_magic("sbatch", "-t 1", "import time\ntime.sleep(75)\ntotal = sum(data)")
+    timed_out = hpc_magics.job()
+    lab.run_cell(CHANGED)
+    with pytest.raises(HpcMagicsError, match=r"is (PENDING|RUNNING|SUBMITTED): wait for its end"):
+        timed_out.rerun(time="3")
+    [widget] = [w for w in shown if isinstance(w, JobWidget)]
+    assert sacct_state(timed_out.job_id, until={"TIMEOUT"}, timeout=300) == "TIMEOUT"
+    # the widgets' own monitor brings the end in, and with it the button
+    deadline = time.monotonic() + 60
+    while widget.rerun_changes != {"time": "2m"}:
+        assert time.monotonic() < deadline, widget.story.value
+        time.sleep(0.5)
+    assert widget.rerun_button.description == "Rerun with 2m"
+    assert widget.rerun_button.layout.display != "none"
+    widget.rerun_button.click()
+    clicked = widget.rerun_handle
+    assert clicked is not None and clicked.job_id in widget.message.value, widget.message.value
+    # the new job's widget, under the old one
+    assert clicked.widget is not None and clicked.widget in widget.children
+    assert widget.rerun_button.layout.display == "none"  # once
+    by_hand = hpc_magics.job(timed_out.job_id).rerun(time="3")
+    for handle, limit in ((clicked, "00:02:00"), (by_hand, "00:03:00")):
+        assert handle.folder.meta()["rerun_of"] == timed_out.job_id
+        assert f"#SBATCH --time={limit}" in (handle.folder.path / "job.sh").read_text()
+    for handle in (clicked, by_hand):
+        assert handle.wait(timeout=240) == "COMPLETED"
+        lab.user_ns.pop("total", None)
+        handle.fetch(lab.user_ns, show=False)
+        assert lab.user_ns["total"] == 45
+
+
+@pytest.mark.timeout(120)
+def test_retry_oom_leaves_other_ends_alone(lab: Any, capsys: pytest.CaptureFixture[str]
+                                           ) -> None:
+    """A cell that completes, or fails otherwise, is tried once."""
+    lab.run_cell(SHIPPED)
+    lab.run_cell_magic("sbatch", "--mem 200M --retry-oom 2", "total = sum(data)")
+    assert lab.user_ns["total"] == 45
+    out = capsys.readouterr().out
+    assert "[hpc_magics] try 1 of 3: job " in out and "try 2" not in out, out
+    with pytest.raises(Exception, match="ZeroDivisionError"):
+        lab.run_cell_magic("sbatch", "--retry-oom 2", "1 / 0")
+    assert "try 2" not in capsys.readouterr().out
+    meta = json.loads((hpc_magics.job().folder.path / "meta.json").read_text())
+    assert "rerun_of" not in meta
