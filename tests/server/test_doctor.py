@@ -25,8 +25,9 @@ from .conftest import (
     RunningServer,
     StartLocal,
     execute,
-    free_port,
+    port_from_runtime,
     server_argv,
+    server_info_in,
     wait_until_answering,
 )
 
@@ -144,11 +145,12 @@ def test_a_server_without_the_extension_fails_the_server_line(tmp_path: Path) ->
         json.dumps({"ServerApp": {"jpserver_extensions": {"hpc_magics": False}}}))
     env = environment(tmp_path, JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
                       JUPYTER_CONFIG_DIR=str(folder / "config"), JUPYTER_TOKEN="doctor-test")
-    port = free_port()
     with open(folder / "server.log", "wb") as log:
-        process = subprocess.Popen(server_argv(port, folder, []), stdout=log,
+        process = subprocess.Popen(server_argv(folder, []), stdout=log,
                                    stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
+        port = port_from_runtime(server_info_in(folder / "runtime"), lambda: process.poll() is None,
+                                 lambda: (folder / "server.log").read_text(errors="replace"))
         server = RunningServer(f"http://127.0.0.1:{port}/", "doctor-test", folder, process)
         wait_until_answering(server, lambda: process.poll() is None)
         status, found = doctor("--no-job", env=env, cwd=tmp_path)
