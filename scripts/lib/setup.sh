@@ -183,6 +183,20 @@ PY
   esac
 }
 
+# hm_hub_proxy: JupyterHub's proxy, configurable-http-proxy (an npm package), in
+# $VENV/hub-proxy for tests/hub; without npm (or when the install fails) that test skips
+hm_hub_proxy() {
+  local dir=$VENV/hub-proxy
+  [ -x "$dir/node_modules/.bin/configurable-http-proxy" ] && return 0
+  [ -w "$VENV" ] || return 0
+  command -v npm >/dev/null || { hm_log "no npm: tests/hub (a real JupyterHub) will skip"; return 0; }
+  hm_log "npm install configurable-http-proxy in $dir (log: $HM_PIP_LOG)"
+  mkdir -p "$dir"
+  timeout 600 npm install --prefix "$dir" --no-audit --no-fund --omit=dev \
+      configurable-http-proxy@4 >>"$HM_PIP_LOG" 2>&1 \
+    || hm_log "npm install configurable-http-proxy failed: tests/hub will skip (see $HM_PIP_LOG)"
+}
+
 hm_python_env() {
   local stamp=$VENV/.hpc-magics-installed fingerprint
   local made_from=""
@@ -219,6 +233,7 @@ hm_python_env() {
     fi
     echo "$fingerprint" >"$stamp"
   fi
+  hm_hub_proxy
   export VIRTUAL_ENV=$VENV
   export PATH=$VENV/bin:$PATH
   hm_log "python environment ready: $VENV"

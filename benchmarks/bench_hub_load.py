@@ -1,0 +1,283 @@
+"""Benchmark: what a whole hub of users costs the Slurm controller (slurmctld and slurmdbd).
+
+N users (1, 10, 100), each its own Unix user (made for the run: ``hpcm_bench_NNN``, no
+home, no login shell, removed at the end), each with a server and two kernels watching 10
+jobs of the user's (a held array of 10 tasks, pending all along). Stand-ins: 100 servers
+and 200 kernels do not fit in this 2-core machine, so the processes that poll stand in for
+them: per user one process with three watchers (the server's and two kernels'), each its
+own ``JobQueue`` and ``SharedAccounting``, sharing with the others only what a user's
+processes share, the cache files in the user's private runtime folder (their locks are
+per open file, so three watchers in one process lock as three processes do). Each watcher
+polls its 10 jobs every half second, as an impatient notebook does.
+
+slurmctld's RPCs per user come from ``sdiag`` (reset with ``sdiag -r`` before each
+window), slurmdbd's (``sacct``) from ``sacctmgr show stats`` (reset with ``sacctmgr clear
+stats``), over a window of a fixed number of poll intervals. The anchor, measured the same
+way in the same run: per user one ``squeue -u`` and one ``sacct -u`` per interval. Target:
+per user no more than the anchor, whatever the number of users: the hub's total linear in
+users. Needs root (``sdiag -r``, ``useradd``, processes as the users).
+
+    python benchmarks/bench_hub_load.py [--users 1 10 100] [--interval 3] [--intervals 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from _common import Skipped, require_cluster, row
+
+USERS = (1, 10, 100)
+PREFIX = "hpcm_bench_"
+JOBS_PER_USER = 10
+WATCHERS = 3  # the server's and two kernels'
+
+# One user's processes: makes the folders of its 10 jobs, then waits for the go file
+# (it holds the window's end) and polls until then.
+USER = """
+import os, sys, threading, time
+from pathlib import Path
+from hpc_magics.jobfolder.folder import JobFolder
+from hpc_magics.scheduler.accounting import SharedAccounting
+from hpc_magics.scheduler.job_status import record_submission
+from hpc_magics.scheduler.queue import ANSWER_WITHIN_S, JobQueue
+from hpc_magics.scheduler.watcher import Watcher
+work, array, count, interval, watchers, go, mode = sys.argv[1:8]
+work, interval = Path(work), float(interval)
+ready = work / "ready"
+user = os.environ["USER"]
+
+def wait_go():
+    while not go_file.exists():
+        time.sleep(0.05)
+    return float(go_file.read_text())
+
+go_file = Path(go)
+if mode == "anchor":  # one squeue and one sacct per interval, nothing shared
+    import subprocess
+    ready.touch()
+    end = wait_go()
+    while time.time() < end:
+        asked = time.monotonic()
+        for argv in (["squeue", "-h", "-t", "all", "-u", user],
+                     ["sacct", "-n", "-X", "-u", user, "-S", "now-1hours"]):
+            subprocess.run(argv, capture_output=True, timeout=60, check=False)
+        time.sleep(max(0.0, interval - (time.monotonic() - asked)))
+    sys.exit(0)
+cache = work / "runtime"
+cache.mkdir(mode=0o700, exist_ok=True)
+folders = []
+for task in range(int(count)):
+    folder = JobFolder.create(work / "hpc_jobs", f"job{task:02d}")
+    folder.write_meta({"name": folder.path.name, "backend": "slurm",
+                       "submitted_at": time.time() - 5})
+    record_submission(folder, f"{array}_{task}", time.time() - 5)
+    folders.append(folder)
+queues = [JobQueue(interval_s=interval, cache_dir=cache, answer_within_s=ANSWER_WITHIN_S)
+          for _ in range(int(watchers))]
+kept = [Watcher(queue, SharedAccounting(user=queue.user, cluster=queue.cluster,
+                                         interval_s=interval, cache_dir=cache))
+        for queue in queues]
+ready.touch()
+end = wait_go()
+
+def watch(watcher):
+    while time.time() < end:
+        watcher.poll(folders)
+        time.sleep(0.5)
+
+threads = [threading.Thread(target=watch, args=(w,)) for w in kept]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+
+
+def _root_command(argv: list[str], timeout: float = 60) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
+
+
+@contextlib.contextmanager
+def bench_users(count: int) -> Iterator[list[str]]:
+    """``count`` Unix users for the run (made when missing; the ones made here removed)."""
+    names = [f"{PREFIX}{index:03d}" for index in range(count)]
+    made = []
+    try:
+        for name in names:
+            try:
+                pwd.getpwnam(name)
+            except KeyError:
+                _root_command(["useradd", "--system", "--no-create-home", "--no-user-group",
+                               "--gid", "nogroup", "--shell", "/usr/sbin/nologin", name])
+                made.append(name)
+        yield names
+    finally:
+        for name in made:
+            subprocess.run(["userdel", name], capture_output=True, timeout=60, check=False)
+
+
+def _as(name: str) -> dict[str, Any]:
+    entry = pwd.getpwnam(name)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def _environment(name: str, base: Path) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], "USER": name, "LOGNAME": name, "HOME": str(base),
+            "LANG": "C.UTF-8", "SLURM_CLUSTER_NAME": _cluster()}
+
+
+def _cluster() -> str:
+    text = _root_command(["scontrol", "show", "config"])
+    found = re.search(r"^ClusterName\s*=\s*(\S+)", text, re.MULTILINE)
+    return found.group(1) if found else "default"
+
+
+def _submit_held(name: str, work: Path) -> str:
+    """A held array of ``JOBS_PER_USER`` tasks of the user's: pending all along."""
+    done = subprocess.run(["sbatch", "--parsable", "--hold", f"--array=0-{JOBS_PER_USER - 1}",
+                           "-t", "1", "-o", "/dev/null", "-J", "hub-load", "--wrap", "true"],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=work,
+                          env=_environment(name, work), **_as(name))
+    if done.returncode != 0:
+        raise RuntimeError(f"sbatch as {name}: {done.stderr.strip()}")
+    return done.stdout.strip().split(";")[0]
+
+
+def _per_user(text: str, names: list[str]) -> dict[str, int]:
+    """The ``count:`` of each of ``names`` in the "by user" section of sdiag or sacctmgr."""
+    section = text.split("statistics by user", 1)[-1]
+    counts = dict.fromkeys(names, 0)
+    for found in re.finditer(r"^\s*(\S+)\s*\(\s*\d+\)\s*count:(\d+)", section, re.MULTILINE):
+        if found.group(1) in counts:
+            counts[found.group(1)] = int(found.group(2))
+    return counts
+
+
+def window(names: list[str], works: dict[str, Path], arrays: dict[str, str], mode: str,
+           interval: float, intervals: int, base: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """One window: the users' processes start, wait, poll ``intervals`` intervals; the
+    RPC counts per user (slurmctld, slurmdbd)."""
+    go = base / f"go-{mode}-{len(names)}"
+    procs = []
+    for name in names:
+        work = works[name] / mode
+        work.mkdir(mode=0o700)
+        os.chown(work, *(pwd.getpwnam(name)[2:4]))
+        procs.append(subprocess.Popen(
+            [sys.executable, "-c", USER, str(work), arrays[name], str(JOBS_PER_USER),
+             str(interval), str(WATCHERS), str(go), mode],
+            cwd=work, env=_environment(name, works[name]), **_as(name)))
+    deadline = time.monotonic() + 300
+    while not all((works[n] / mode / "ready").exists() for n in names):
+        if any(p.poll() not in (None, 0) for p in procs) or time.monotonic() > deadline:
+            raise RuntimeError(f"{mode}: a user's process did not get ready")
+        time.sleep(0.2)
+    _root_command(["sdiag", "-r"])
+    _root_command(["sacctmgr", "-i", "clear", "stats"])
+    since = _since(_root_command(["sdiag"]))
+    go.write_text(str(time.time() + interval * intervals))
+    go.chmod(0o644)
+    for proc in procs:
+        if proc.wait(timeout=interval * intervals + 300) != 0:
+            raise RuntimeError(f"{mode}: a user's process failed")
+    ctld = _root_command(["sdiag"])
+    if _since(ctld) != since:
+        raise RuntimeError("sdiag was reset by someone else during the window: run again")
+    return _per_user(ctld, names), _per_user(_root_command(["sacctmgr", "show", "stats"]), names)
+
+
+def _since(sdiag: str) -> str:
+    found = re.search(r"Data since\s+(.*)", sdiag)
+    return found.group(1).strip() if found else ""
+
+
+def measure(users: tuple[int, ...], interval: float, intervals: int) -> list[dict[str, Any]]:
+    results = []
+    with bench_users(max(users)) as everyone, tempfile.TemporaryDirectory(
+            prefix="hpcm-hub-load-") as tmp:
+        base = Path(tmp)
+        base.chmod(0o755)
+        works: dict[str, Path] = {}
+        arrays: dict[str, str] = {}
+        try:
+            for name in everyone:
+                works[name] = base / name
+                works[name].mkdir(mode=0o700)
+                os.chown(works[name], *(pwd.getpwnam(name)[2:4]))
+                arrays[name] = _submit_held(name, works[name])
+            for count in users:
+                names = everyone[:count]
+                for name in names:  # a fresh start for each row: no cache, no folders
+                    for mode in ("anchor", "ours"):
+                        shutil.rmtree(works[name] / mode, ignore_errors=True)
+                counted = {}
+                for mode in ("anchor", "ours") if count % 2 else ("ours", "anchor"):
+                    counted[mode] = window(names, works, arrays, mode, interval, intervals,
+                                           base)
+                results.append({"users": count, **{
+                    f"{mode}_{daemon}": counts
+                    for mode, pair in counted.items()
+                    for daemon, counts in zip(("ctld", "dbd"), pair, strict=True)}})
+        finally:
+            for array in arrays.values():
+                subprocess.run(["scancel", array], capture_output=True, timeout=60,
+                               check=False)
+    return results
+
+
+def rows(users: tuple[int, ...] = USERS, interval: float = 3.0,
+         intervals: int = 5) -> list[dict[str, Any]]:
+    require_cluster()
+    if os.geteuid() != 0:
+        raise Skipped("needs root: sdiag -r, sacctmgr clear stats, useradd, the users' "
+                      "processes (scripts/run-benchmarks as root)")
+    produced = []
+    for result in measure(users, interval, intervals):
+        count = result["users"]
+        for daemon, what in (("ctld", "slurmctld RPCs (sdiag; squeue)"),
+                             ("dbd", "slurmdbd RPCs (sacctmgr show stats; sacct)")):
+            ours, anchor = result[f"ours_{daemon}"], result[f"anchor_{daemon}"]
+            per_user = sum(ours.values()) / count / intervals
+            anchor_per_user = sum(anchor.values()) / count / intervals
+            produced.append(row(
+                f"{what} per user per interval, {count} user{'s' if count > 1 else ''} "
+                f"(own Unix users), each a server and 2 kernels watching {JOBS_PER_USER} "
+                f"jobs (stand-ins: 3 watchers per user in one process); total "
+                f"{sum(ours.values())} vs {sum(anchor.values())}, most for one user "
+                f"{max(ours.values())}; {intervals} intervals of {interval:g} s",
+                per_user, anchor_per_user,
+                target="<= 1x (anchor: one squeue and one sacct per user per interval)",
+                ok=per_user <= anchor_per_user, digits=2))
+    return produced
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, nargs="*", default=list(USERS))
+    parser.add_argument("--interval", type=float, default=3.0)
+    parser.add_argument("--intervals", type=int, default=5)
+    args = parser.parse_args()
+    produced = rows(tuple(args.users), args.interval, args.intervals)
+    for produced_row in produced:
+        print(f"{produced_row['metric']}: {produced_row['ours']} vs anchor "
+              f"{produced_row['baseline']} ({produced_row['verdict']})")
+    return 0 if all(r["verdict"] == "ok" for r in produced) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
