@@ -2,13 +2,13 @@
 
 N users (1, 10, 100), each its own Unix user (made for the run: ``hpcm_bench_NNN``, no
 home, no login shell, removed at the end), each with a server and two kernels watching 10
-jobs of the user's (a held array of 10 tasks, pending all along). Stand-ins: 100 servers
-and 200 kernels do not fit in this 2-core machine, so the processes that poll stand in for
-them: per user one process with three watchers (the server's and two kernels'), each its
-own ``JobQueue`` and ``SharedAccounting``, sharing with the others only what a user's
-processes share, the cache files in the user's private runtime folder (their locks are
-per open file, so three watchers in one process lock as three processes do). Each watcher
-polls its 10 jobs every half second, as an impatient notebook does.
+jobs of the user's: a held array of 9 tasks, pending all along, and one job that ended
+before (cancelled while held: accounting is asked about it once, then it is settled).
+Stand-ins: 100 JupyterLab servers and 200 kernels do not fit in this 2-core machine, so
+the processes that poll stand in for them: per user three processes, each one
+``Watcher()`` as the server and a kernel make it (the interval from the site's
+``HPC_MAGICS_POLL_INTERVAL``, the shared cache files in the user's own Jupyter runtime
+folder), polling the user's 10 jobs every second.
 
 slurmctld's RPCs per user come from ``sdiag`` (reset with ``sdiag -r`` before each
 window), slurmdbd's (``sacct``) from ``sacctmgr show stats`` (reset with ``sacctmgr clear
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import pwd
 import re
@@ -43,65 +44,48 @@ PREFIX = "hpcm_bench_"
 JOBS_PER_USER = 10
 WATCHERS = 3  # the server's and two kernels'
 
-# One user's processes: makes the folders of its 10 jobs, then waits for the go file
-# (it holds the window's end) and polls until then.
+# One of a user's processes that poll (a server's or a kernel's watcher, as they are made
+# there: the interval is the site's HPC_MAGICS_POLL_INTERVAL, the cache files are in the
+# user's Jupyter runtime folder). The first makes the folders of the user's 10 jobs; each
+# says it is ready, waits for the go file (it holds the window's end) and polls until then.
+# The anchor instead runs one squeue and one sacct per interval, nothing shared.
 USER = """
-import os, sys, threading, time
+import os, subprocess, sys, time
 from pathlib import Path
 from hpc_magics.jobfolder.folder import JobFolder
-from hpc_magics.scheduler.accounting import SharedAccounting
 from hpc_magics.scheduler.job_status import record_submission
-from hpc_magics.scheduler.queue import ANSWER_WITHIN_S, JobQueue
+from hpc_magics.scheduler.queue import poll_interval
 from hpc_magics.scheduler.watcher import Watcher
-work, array, count, interval, watchers, go, mode = sys.argv[1:8]
-work, interval = Path(work), float(interval)
-ready = work / "ready"
-user = os.environ["USER"]
-
-def wait_go():
-    while not go_file.exists():
-        time.sleep(0.05)
-    return float(go_file.read_text())
-
-go_file = Path(go)
-if mode == "anchor":  # one squeue and one sacct per interval, nothing shared
-    import subprocess
-    ready.touch()
-    end = wait_go()
-    while time.time() < end:
-        asked = time.monotonic()
-        for argv in (["squeue", "-h", "-t", "all", "-u", user],
-                     ["sacct", "-n", "-X", "-u", user, "-S", "now-1hours"]):
-            subprocess.run(argv, capture_output=True, timeout=60, check=False)
-        time.sleep(max(0.0, interval - (time.monotonic() - asked)))
-    sys.exit(0)
-cache = work / "runtime"
-cache.mkdir(mode=0o700, exist_ok=True)
-folders = []
-for task in range(int(count)):
-    folder = JobFolder.create(work / "hpc_jobs", f"job{task:02d}")
-    folder.write_meta({"name": folder.path.name, "backend": "slurm",
-                       "submitted_at": time.time() - 5})
-    record_submission(folder, f"{array}_{task}", time.time() - 5)
-    folders.append(folder)
-queues = [JobQueue(interval_s=interval, cache_dir=cache, answer_within_s=ANSWER_WITHIN_S)
-          for _ in range(int(watchers))]
-kept = [Watcher(queue, SharedAccounting(user=queue.user, cluster=queue.cluster,
-                                         interval_s=interval, cache_dir=cache))
-        for queue in queues]
-ready.touch()
-end = wait_go()
-
-def watch(watcher):
-    while time.time() < end:
+work, array, finished, count, index, go, mode = sys.argv[1:8]
+work, go = Path(work), Path(go)
+made = work / "made"
+if index == "0" and mode == "ours":
+    for number, job_id in enumerate([finished] + [f"{array}_{t}" for t in range(int(count) - 1)]):
+        folder = JobFolder.create(work / "hpc_jobs", f"job{number:02d}")
+        folder.write_meta({"name": folder.path.name, "backend": "slurm",
+                           "submitted_at": time.time() - 60})
+        record_submission(folder, job_id, time.time() - 60)
+    made.touch()
+while mode == "ours" and not made.exists():
+    time.sleep(0.05)
+folders = [JobFolder(p) for p in sorted((work / "hpc_jobs").iterdir())] if mode == "ours" else []
+watcher = Watcher()
+watcher.queue.cluster  # asked now (scontrol), not in the window
+(work / f"ready-{index}").touch()
+while not go.exists():
+    time.sleep(0.05)
+end = float(go.read_text())
+user, interval = os.environ["USER"], poll_interval()
+while time.time() < end:
+    asked = time.monotonic()
+    if mode == "ours":
         watcher.poll(folders)
-        time.sleep(0.5)
-
-threads = [threading.Thread(target=watch, args=(w,)) for w in kept]
-for thread in threads:
-    thread.start()
-for thread in threads:
-    thread.join()
+        time.sleep(1.0)
+        continue
+    for argv in (["squeue", "-h", "-t", "all", "-u", user],
+                 ["sacct", "-n", "-X", "-u", user, "-S", "now-1hours"]):
+        subprocess.run(argv, capture_output=True, timeout=60, check=False)
+    time.sleep(max(0.0, interval - (time.monotonic() - asked)))
 """
 
 
@@ -136,26 +120,35 @@ def _as(name: str) -> dict[str, Any]:
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
-def _environment(name: str, base: Path) -> dict[str, str]:
-    return {"PATH": os.environ["PATH"], "USER": name, "LOGNAME": name, "HOME": str(base),
-            "LANG": "C.UTF-8", "SLURM_CLUSTER_NAME": _cluster()}
+def _environment(name: str, home: Path, **more: str) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if k.startswith("HPC_MAGICS_")},
+            "PATH": os.environ["PATH"], "USER": name, "LOGNAME": name, "HOME": str(home),
+            "LANG": "C.UTF-8", "SLURM_CLUSTER_NAME": _cluster(), **more}
 
 
+@functools.cache
 def _cluster() -> str:
     text = _root_command(["scontrol", "show", "config"])
     found = re.search(r"^ClusterName\s*=\s*(\S+)", text, re.MULTILINE)
     return found.group(1) if found else "default"
 
 
-def _submit_held(name: str, work: Path) -> str:
-    """A held array of ``JOBS_PER_USER`` tasks of the user's: pending all along."""
-    done = subprocess.run(["sbatch", "--parsable", "--hold", f"--array=0-{JOBS_PER_USER - 1}",
-                           "-t", "1", "-o", "/dev/null", "-J", "hub-load", "--wrap", "true"],
+def _submit(name: str, work: Path, *options: str) -> str:
+    done = subprocess.run(["sbatch", "--parsable", *options, "-t", "1", "-o", "/dev/null",
+                           "-J", "hub-load", "--wrap", "true"],
                           capture_output=True, text=True, timeout=60, check=False, cwd=work,
                           env=_environment(name, work), **_as(name))
     if done.returncode != 0:
         raise RuntimeError(f"sbatch as {name}: {done.stderr.strip()}")
     return done.stdout.strip().split(";")[0]
+
+
+def _wait_gone(job_ids: list[str], timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _root_command(["squeue", "-h", "-j", ",".join(job_ids), "-o", "%i"]).strip():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the users' first jobs did not end in {timeout_s:.0f} s")
+        time.sleep(1)
 
 
 def _per_user(text: str, names: list[str]) -> dict[str, int]:
@@ -168,22 +161,25 @@ def _per_user(text: str, names: list[str]) -> dict[str, int]:
     return counts
 
 
-def window(names: list[str], works: dict[str, Path], arrays: dict[str, str], mode: str,
+def window(names: list[str], works: dict[str, Path], jobs: dict[str, tuple[str, str]], mode: str,
            interval: float, intervals: int, base: Path) -> tuple[dict[str, int], dict[str, int]]:
     """One window: the users' processes start, wait, poll ``intervals`` intervals; the
     RPC counts per user (slurmctld, slurmdbd)."""
     go = base / f"go-{mode}-{len(names)}"
     procs = []
+    each = WATCHERS if mode == "ours" else 1
     for name in names:
         work = works[name] / mode
         work.mkdir(mode=0o700)
         os.chown(work, *(pwd.getpwnam(name)[2:4]))
-        procs.append(subprocess.Popen(
-            [sys.executable, "-c", USER, str(work), arrays[name], str(JOBS_PER_USER),
-             str(interval), str(WATCHERS), str(go), mode],
-            cwd=work, env=_environment(name, works[name]), **_as(name)))
-    deadline = time.monotonic() + 300
-    while not all((works[n] / mode / "ready").exists() for n in names):
+        env = _environment(name, works[name], HPC_MAGICS_POLL_INTERVAL=f"{interval:g}",
+                           JUPYTER_RUNTIME_DIR=str(work / "runtime"))
+        procs += [subprocess.Popen(
+            [sys.executable, "-c", USER, str(work), *jobs[name], str(JOBS_PER_USER),
+             str(index), str(go), mode], cwd=work, env=env, **_as(name))
+            for index in range(each)]
+    deadline = time.monotonic() + 600
+    while not all((works[n] / mode / f"ready-{i}").exists() for n in names for i in range(each)):
         if any(p.poll() not in (None, 0) for p in procs) or time.monotonic() > deadline:
             raise RuntimeError(f"{mode}: a user's process did not get ready")
         time.sleep(0.2)
@@ -213,13 +209,20 @@ def measure(users: tuple[int, ...], interval: float, intervals: int) -> list[dic
         base = Path(tmp)
         base.chmod(0o755)
         works: dict[str, Path] = {}
-        arrays: dict[str, str] = {}
+        jobs: dict[str, tuple[str, str]] = {}  # user → (held array, ended job)
         try:
             for name in everyone:
                 works[name] = base / name
                 works[name].mkdir(mode=0o700)
                 os.chown(works[name], *(pwd.getpwnam(name)[2:4]))
-                arrays[name] = _submit_held(name, works[name])
+                jobs[name] = (_submit(name, works[name], "--hold",
+                                      f"--array=0-{JOBS_PER_USER - 2}"),
+                              _submit(name, works[name], "--hold"))
+            # the ended job is cancelled before it ran: over, with nothing run on the
+            # nodes others' tests share
+            ended = [ended for _, ended in jobs.values()]
+            _root_command(["scancel", *ended])
+            _wait_gone(ended)
             for count in users:
                 names = everyone[:count]
                 for name in names:  # a fresh start for each row: no cache, no folders
@@ -227,15 +230,15 @@ def measure(users: tuple[int, ...], interval: float, intervals: int) -> list[dic
                         shutil.rmtree(works[name] / mode, ignore_errors=True)
                 counted = {}
                 for mode in ("anchor", "ours") if count % 2 else ("ours", "anchor"):
-                    counted[mode] = window(names, works, arrays, mode, interval, intervals,
+                    counted[mode] = window(names, works, jobs, mode, interval, intervals,
                                            base)
                 results.append({"users": count, **{
                     f"{mode}_{daemon}": counts
                     for mode, pair in counted.items()
                     for daemon, counts in zip(("ctld", "dbd"), pair, strict=True)}})
         finally:
-            for array in arrays.values():
-                subprocess.run(["scancel", array], capture_output=True, timeout=60,
+            for held, _ in jobs.values():
+                subprocess.run(["scancel", held], capture_output=True, timeout=60,
                                check=False)
     return results
 
@@ -257,7 +260,7 @@ def rows(users: tuple[int, ...] = USERS, interval: float = 3.0,
             produced.append(row(
                 f"{what} per user per interval, {count} user{'s' if count > 1 else ''} "
                 f"(own Unix users), each a server and 2 kernels watching {JOBS_PER_USER} "
-                f"jobs (stand-ins: 3 watchers per user in one process); total "
+                f"jobs (stand-ins: 3 watcher processes per user); total "
                 f"{sum(ours.values())} vs {sum(anchor.values())}, most for one user "
                 f"{max(ours.values())}; {intervals} intervals of {interval:g} s",
                 per_user, anchor_per_user,

@@ -177,6 +177,7 @@ def test_a_hub_spawns_the_server_as_a_slurm_job_with_hpc_magics(hub: Hub) -> Non
     assert status.status_code == 200, status.text
     assert status.json()["in_slurm_job"] is True
     assert status.json()["job_id"] == job_id
+    assert status.json()["idle_stop_minutes"] == 120  # the example's args reach the server
 
     stop = hub.api("DELETE", f"users/{user}/server")
     assert stop.status_code in (202, 204), stop.text
