@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from _common import Skipped, require_cluster, row
+from _common import Skipped, counting_wrappers, require_cluster, row
 
 USERS = (1, 10, 100)
 PREFIX = "hpcm_bench_"
@@ -209,22 +209,6 @@ def _calls(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-WRAPPER = """#!/bin/sh
-echo "$(basename "$0")" >> "$HPC_MAGICS_BENCH_COUNTS"
-exec {real} "$@"
-"""
-
-
-def _counting_wrappers(folder: Path) -> None:
-    """squeue and sacct that count their calls (in the caller's HPC_MAGICS_BENCH_COUNTS)."""
-    folder.mkdir(mode=0o755)
-    for command in ("squeue", "sacct"):
-        real = shutil.which(command)
-        if real is None:
-            raise Skipped(f"{command} is not on PATH")
-        wrapper = folder / command
-        wrapper.write_text(WRAPPER.format(real=real))
-        wrapper.chmod(0o755)
 
 
 def _since(sdiag: str) -> str:
@@ -238,7 +222,7 @@ def measure(users: tuple[int, ...], interval: float, intervals: int) -> list[dic
             prefix="hpcm-hub-load-") as tmp:
         base = Path(tmp)
         base.chmod(0o755)
-        _counting_wrappers(base / "bin")
+        counting_wrappers(base / "bin")
         works: dict[str, Path] = {}
         jobs: dict[str, tuple[str, str]] = {}  # user → (held array, ended job)
         try:
