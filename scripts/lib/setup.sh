@@ -4,7 +4,8 @@
 #   hm_apt_install PKG...      install the Debian packages that are missing
 #   hm_python_env              .venv in the repo with `pip install -e '.[test]'` (and the
 #                              torch extra where a CPU build is at hand), on PATH; node
-#                              for the labextension build from PyPI when Debian's is old
+#                              for the labextension build from PyPI when Debian's is old;
+#                              JupyterHub's proxy (npm) in .venv/hub-proxy for tests/hub
 #   hm_cluster_up              start the Slurm test cluster (scripts/slurm-cluster up);
 #                              as an ordinary user, check that it is up
 
