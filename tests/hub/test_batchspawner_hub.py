@@ -145,6 +145,17 @@ def hub(slurm_cluster: object, tmp_path: Path) -> Iterator[Hub]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
+        _stop_proxy(folder / "jupyterhub-proxy.pid")
+
+
+def _stop_proxy(pid_file: Path) -> None:
+    """The proxy runs in its own session: a hub stopped while starting leaves it running."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        if b"configurable-http-proxy" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            os.kill(pid, signal.SIGTERM)  # that very proxy, not a process that got its pid
+    except (OSError, ValueError):
+        pass  # stopped by the hub (which removes the file), or gone already
 
 
 def _job_state(job_id: str) -> str:
