@@ -75,6 +75,25 @@ def timed(action: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
+COUNTING_WRAPPER = """#!/bin/sh
+echo "$(basename "$0")" >> "$HPC_MAGICS_BENCH_COUNTS"
+exec {real} "$@"
+"""
+
+
+def counting_wrappers(folder: Path, commands: tuple[str, ...] = ("squeue", "sacct")) -> None:
+    """In a new ``folder`` (put it first on PATH), scripts named as ``commands`` that append
+    their name to the caller's ``HPC_MAGICS_BENCH_COUNTS`` file, then run the real one."""
+    folder.mkdir(mode=0o755)
+    for command in commands:
+        real = shutil.which(command)
+        if real is None:
+            raise Skipped(f"{command} is not on PATH")
+        wrapper = folder / command
+        wrapper.write_text(COUNTING_WRAPPER.format(real=real))
+        wrapper.chmod(0o755)
+
+
 def cluster_up() -> bool:
     """Is the Slurm test cluster answering (``sinfo`` lists a responding node)?"""
     if shutil.which("sinfo") is None:

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import require_cluster, row, work_dir
+from _common import counting_wrappers, require_cluster, row, work_dir
 
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler.job_status import record_submission
@@ -44,12 +43,6 @@ while time.monotonic() < end:
     watcher.poll(folders)
     time.sleep(0.5)
 """
-
-WRAPPER = """#!/bin/sh
-echo "$(basename "$0")" >> "$HPC_MAGICS_BENCH_COUNTS"
-exec {real} "$@"
-"""
-
 
 def _sbatch(*args: str) -> str:
     done = subprocess.run(["sbatch", "--parsable", "-t", "1", "-o", "/dev/null", *args],
@@ -92,14 +85,7 @@ def measure(seconds: float, interval: float) -> list[dict[str, Any]]:
     with work_dir("bench-calls-") as tmp:
         base = Path(tmp)
         bin_dir = base / "bin"
-        bin_dir.mkdir()
-        for command in ("squeue", "sacct"):
-            real = shutil.which(command)
-            if real is None:
-                raise RuntimeError(f"{command} is not on PATH")
-            wrapper = bin_dir / command
-            wrapper.write_text(WRAPPER.format(real=real))
-            wrapper.chmod(0o755)
+        counting_wrappers(bin_dir)
         finished = _sbatch("--wrap", "true")
         held = _sbatch("--hold", f"--array=0-{max(JOBS) - 2}", "--wrap", "true")
         try:

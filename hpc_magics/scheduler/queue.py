@@ -130,10 +130,15 @@ def login_name() -> str:
         return os.environ.get("USER") or os.environ.get("LOGNAME") or str(os.getuid())
 
 
+POLL_INTERVAL_ENV = "HPC_MAGICS_POLL_INTERVAL"
+
+
 def poll_interval() -> float:
-    """``HPC_MAGICS_POLL_INTERVAL`` (seconds, at least 0.5), else ``DEFAULT_INTERVAL_S``."""
+    """``HPC_MAGICS_POLL_INTERVAL`` (seconds, at least 0.5), else ``DEFAULT_INTERVAL_S``: a
+    site sets it once (the hub's spawner environment); the server extension passes its
+    own ``jobs_poll_interval_s`` on to the kernels it starts in the same variable."""
     try:
-        return max(0.5, float(os.environ.get("HPC_MAGICS_POLL_INTERVAL", DEFAULT_INTERVAL_S)))
+        return max(0.5, float(os.environ.get(POLL_INTERVAL_ENV, DEFAULT_INTERVAL_S)))
     except ValueError:
         return DEFAULT_INTERVAL_S
 

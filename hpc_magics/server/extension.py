@@ -28,7 +28,7 @@ from ..scheduler.own_job import (
     own_job_id,
     told_everything,
 )
-from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
+from ..scheduler.queue import ANSWER_WITHIN_S, POLL_INTERVAL_ENV, JobQueue, poll_interval
 from ..scheduler.server_status import ServerStatus, server_status
 from ..scheduler.watcher import Watcher
 from . import idle, kernel_jobs
@@ -56,8 +56,10 @@ class HpcMagicsServer(LoggingConfigurable):
         help="Minutes before the walltime ends at which the front end warns.",
     )
     jobs_poll_interval_s = Float(
-        10.0, config=True,
-        help="At most one squeue per this many seconds for the user, across all processes.",
+        config=True,
+        help="At most one squeue (and one sacct) per this many seconds for the user, across "
+             "the server, its kernels and every tab; kernels started by the server follow it. "
+             "Default: HPC_MAGICS_POLL_INTERVAL, else 10.",
     )
     own_job_refresh_s = Float(
         60.0, config=True,
@@ -98,6 +100,10 @@ class HpcMagicsServer(LoggingConfigurable):
         parent = self.parent
         return parent.log if parent is not None else super()._log_default()
 
+    @default("jobs_poll_interval_s")
+    def _default_jobs_poll_interval_s(self) -> float:
+        return poll_interval()
+
     @property
     def idle_seconds(self) -> float:
         return self.idle_stop_minutes * 60.0
@@ -113,6 +119,9 @@ class ServerState:
         self.queue = JobQueue(interval_s=config.jobs_poll_interval_s,
                               timeout_s=config.scheduler_timeout_s,
                               answer_within_s=ANSWER_WITHIN_S)
+        # one interval for the user: the kernels started from now on poll at the server's
+        # (the shared cache is asked as often as its most eager reader wants)
+        os.environ[POLL_INTERVAL_ENV] = str(self.queue.interval_s)
         self.watcher = Watcher(self.queue)  # the handlers read and cancel through it
         # kernels started from now on inherit it and record it with each submission
         self.server_id = server_instance_id(self.job_id)

@@ -4,7 +4,8 @@
 #   hm_apt_install PKG...      install the Debian packages that are missing
 #   hm_python_env              .venv in the repo with `pip install -e '.[test]'` (and the
 #                              torch extra where a CPU build is at hand), on PATH; node
-#                              for the labextension build from PyPI when Debian's is old
+#                              for the labextension build from PyPI when Debian's is old;
+#                              JupyterHub's proxy (npm) in .venv/hub-proxy for tests/hub
 #   hm_cluster_up              start the Slurm test cluster (scripts/slurm-cluster up);
 #                              as an ordinary user, check that it is up
 
@@ -183,6 +184,20 @@ PY
   esac
 }
 
+# hm_hub_proxy: JupyterHub's proxy, configurable-http-proxy (an npm package), in
+# $VENV/hub-proxy for tests/hub; without npm (or when the install fails) that test skips
+hm_hub_proxy() {
+  local dir=$VENV/hub-proxy
+  [ -x "$dir/node_modules/.bin/configurable-http-proxy" ] && return 0
+  [ -w "$VENV" ] || return 0
+  command -v npm >/dev/null || { hm_log "no npm: tests/hub (a real JupyterHub) will skip"; return 0; }
+  hm_log "npm install configurable-http-proxy in $dir (log: $HM_PIP_LOG)"
+  mkdir -p "$dir"
+  timeout 600 npm install --prefix "$dir" --no-audit --no-fund --omit=dev \
+      configurable-http-proxy@4 >>"$HM_PIP_LOG" 2>&1 \
+    || hm_log "npm install configurable-http-proxy failed: tests/hub will skip (see $HM_PIP_LOG)"
+}
+
 hm_python_env() {
   local stamp=$VENV/.hpc-magics-installed fingerprint
   local made_from=""
@@ -219,6 +234,7 @@ hm_python_env() {
     fi
     echo "$fingerprint" >"$stamp"
   fi
+  hm_hub_proxy
   export VIRTUAL_ENV=$VENV
   export PATH=$VENV/bin:$PATH
   hm_log "python environment ready: $VENV"
