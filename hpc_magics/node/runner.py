@@ -31,6 +31,7 @@ from ..shipping.stream import dump_results, fingerprint, load_names, pickling_er
 from . import live_display, tee
 from .task import NodeTask, Requeued
 from .usage_recorder import attempt_id
+from .worker_main import as_main, cell_module
 
 CELL_FILENAME = "<%%sbatch cell>"
 
@@ -244,11 +245,14 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     with _tee_output(output, stream):
         failure: BaseException | None = None
         try:
-            namespace = _rebuild_namespace(payload, job_folder)
+            main = cell_module(payload, job_folder)  # spawned workers find the cell's functions
+            namespace = main.__dict__
+            namespace.update(_rebuild_namespace(payload, job_folder))
             task.prepare(namespace)
             shipped = _fingerprints(payload, namespace) if lead_task else {}
             task.cell_running = True
-            has_last, last_value = execute(payload, namespace)
+            with as_main(main):
+                has_last, last_value = execute(payload, namespace)
             task.cell_running = False
             changed, unchanged = _changed_in_place(shipped, namespace, payload.result_names)
             back = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
