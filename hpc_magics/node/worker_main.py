@@ -37,8 +37,8 @@ class CellModule(types.ModuleType):
     payload: Payload
     folder: Path
 
-    @property  # type: ignore[override]  # ModuleType declares a plain attribute
-    def __file__(self) -> str:
+    @property
+    def __file__(self) -> str:  # type: ignore[override]  # a plain attribute in ModuleType
         script = self.folder / WORKER_MAIN
         if not script.exists():
             import cloudpickle
