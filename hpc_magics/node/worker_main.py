@@ -21,10 +21,8 @@ import types
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from ..jobfolder.files import load_own, write_atomically
-from ..shipping.main_guard import guard_actions
+from ..jobfolder.files import write_atomically
 from ..shipping.packing import Payload
 
 WORKER_MAIN = "worker_main.py"
@@ -48,8 +46,8 @@ class CellModule(types.ModuleType):
             write_atomically(script, (
                 "# A worker process of the cell runs this as its main module: the cell's\n"
                 "# shipped namespace and definitions, not the cell (hpc_magics.node.worker_main)\n"
-                "from hpc_magics.node.worker_main import rebuild\n\n"
-                f"rebuild(globals(), {str(self.folder)!r})\n"))
+                "from hpc_magics.node.runner import rebuild_for_worker\n\n"
+                f"rebuild_for_worker(globals(), {str(self.folder)!r})\n"))
         return str(script)
 
 
@@ -74,15 +72,3 @@ def as_main(module: types.ModuleType) -> Iterator[None]:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = original
-
-
-def rebuild(namespace: dict[str, Any], folder: str) -> None:
-    """In a worker: the shipped names and the cell's definitions into ``namespace``."""
-    from .runner import CELL_FILENAME, _rebuild_namespace
-
-    payload: Payload = load_own(Path(folder) / WORKER_PAYLOAD)
-    shipped = _rebuild_namespace(payload, Path(folder))
-    shipped.pop("__name__", None)  # "__mp_main__" here: the cell's actions stay undone
-    namespace.update(shipped)
-    definitions = guard_actions(payload.code, set(namespace))
-    exec(compile(definitions, CELL_FILENAME, "exec"), namespace)  # the cell's own code
