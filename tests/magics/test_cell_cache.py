@@ -47,3 +47,24 @@ def test_a_cached_cell_returns_without_a_job_and_a_change_runs_again(
     assert "cached" not in changed_source and shell.user_ns["total"] == 101
     assert len(job_folders(shell)) == 3
     assert len(set(re.findall(r"job (\d+)", changed_source))) >= 1
+
+
+def test_the_key_is_the_environment_not_the_resources(tmp_path: Any) -> None:
+    from hpc_magics.magics.cell_cache import cache_key
+    from hpc_magics.shipping.packing import Payload
+
+    folder = tmp_path / "cell-20250101-120000-abcd"
+    script = ("#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --output={f}/%j.out\n"
+              "module load python\n/opt/venv/bin/python -u -m hpc_magics.node.engine {f}\n")
+    payload = Payload(code="y = x + 1", state=b"pickled x")
+
+    def key(text: str, shipped: Payload = payload, where: Any = folder) -> str:
+        return cache_key(shipped, text.format(f=where), where, "slurm", "lab")
+
+    base = key(script)
+    assert key(script.replace("00:05:00", "02:00:00")) == base  # resources: same result
+    assert key(script, where=tmp_path / "cell-20250102-090000-ef01") == base  # a new folder
+    assert key(script.replace("module load python", "module load python/3.12")) != base
+    assert key(script.replace("/opt/venv", "/opt/other")) != base  # another interpreter
+    assert key(script, Payload(code="y = x + 1", state=b"pickled x, changed")) != base
+    assert key(script, Payload(code="y = x + 2", state=b"pickled x")) != base
