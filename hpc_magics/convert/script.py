@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import HpcMagicsError
+from ..shipping.main_guard import guard_actions
 from . import magics
 from ._source import SourceEditor, comment_block
 from .cells import KEEP_TAGS, RUN_AS_IS, SKIP, SKIP_TAGS, cell_policy, source_text, tags
@@ -193,6 +194,7 @@ def render_script(
     """The batch script: header, headless set-up, helpers, then one ``# %%`` block per cell."""
     body: list[str] = []
     futures: list[str] = []
+    defined: set[str] = set()  # names bound outside the guard, for the cells after
     for number, cell in enumerate(cells, start=1):
         kind = cell.get("cell_type")
         text = source_text(cell)
@@ -200,6 +202,7 @@ def render_script(
         if kind == "code":
             hoisted, text = hoist_futures(text)
             futures += hoisted
+            text = guard_actions(text, defined)
             body.append(
                 f"# %% cell {number}\n{text.rstrip()}\n"
                 if text.strip()
@@ -216,7 +219,10 @@ def render_script(
         f'"""{name}.ipynb as a batch script, made by `hpc-magics convert`.\n\n'
         "Run it with plain python; it never needs a display.  Display code is commented out\n"
         'as "# [display]" (figures that are saved stay), values a cell only showed as\n'
-        '"# [output]", and IPython magics are translated to plain Python.\n"""\n'
+        '"# [output]", and IPython magics are translated to plain Python.  What a cell does\n'
+        'runs under `if __name__ == "__main__":`; imports, functions and classes stay outside,\n'
+        'so worker processes (multiprocessing, dask) that import this script again find them\n'
+        'without running the notebook again.\n"""\n'
     )
     helpers = helper_code(needs)
     return (

@@ -205,6 +205,10 @@ class HpcMagicsKernel(Magics):
               help="block until the job ends, then bring its results into the notebook")
     @argument("--dry-run", action="store_true",
               help="print the exact job script and what would be shipped; submit nothing")
+    @argument("--cache", action="store_true",
+              help="if this cell ran before with the same code, shipped inputs and job "
+                   "environment (resources aside), return that job's result instead of "
+                   "submitting")
     @argument("--live", dest="live", action="store_true", default=None,
               help="check against this cluster's Slurm (partitions) even when the profile "
                    "is another cluster's; default: only when the profile is this cluster's")
@@ -313,9 +317,25 @@ class HpcMagicsKernel(Magics):
         if points and args.retry_oom:
             raise UsageError("--retry-oom reruns one cell's job: a sweep reruns its failed "
                              "tasks with hpc_magics.job().rerun(mem=...)")
+        if points and args.cache:
+            raise UsageError("--cache does not combine with --sweep yet: drop one of them")
         if points:
             return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
                                    points, str(would_be))
+        key = None
+        if args.cache and not args.dry_run:
+            from . import cell_cache
+
+            key = cell_cache.cache_key(payload, script, would_be, backend.name, profile.name)
+            entry = cell_cache.cached_job(self.jobs_root, key)
+            if entry is not None:
+                print(cell_cache.cached_message(entry))
+                try:
+                    self.handle_for(entry["folder"]).fetch(
+                        self.shell.user_ns if self.shell else None)
+                except HpcMagicsError as error:
+                    raise UsageError(str(error)) from None
+                return None
         if args.dry_run:
             print_dry_run(would_be, script, backend, payload, request, profile,
                           session_request=self.request, from_environment=from_environment,
@@ -324,6 +344,10 @@ class HpcMagicsKernel(Magics):
         print(f"[hpc_magics] {payload.summary()}")
         handle = self.remember(submit(self.jobs_root, backend, payload, request, profile,
                                       job_name, options))
+        if key is not None:
+            from . import cell_cache
+
+            cell_cache.remember(self.jobs_root, key, handle.job_id, handle.folder.path)
         widget = show_handle(handle)
         follow_output(handle, self.shell)
         if args.retry_oom:

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.scale import ScaleOptions
-from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, CellResult, write_results
+from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, CellResult, load_own, write_results
 from ..jobfolder.live_stream import STREAM_FILE
 from ..shipping.buffers import open_buffers
+from ..shipping.main_guard import guard_actions
 from ..shipping.packing import Payload
 from ..shipping.sharing import come_back_together
 from ..shipping.stream import dump_results, fingerprint, load_names, pickling_error
@@ -32,6 +33,7 @@ from . import live_display, tee
 from .postmortem import keep_frames
 from .task import NodeTask, Requeued
 from .usage_recorder import attempt_id
+from .worker_main import WORKER_PAYLOAD, as_main, cell_module
 
 CELL_FILENAME = "<%%sbatch cell>"
 
@@ -116,6 +118,17 @@ def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str
         ) from None
     namespace.update(getattr(payload, "parameters", {}))  # a sweep task's own values
     return namespace
+
+
+def rebuild_for_worker(namespace: dict[str, Any], folder: str) -> None:
+    """In a spawned worker (``worker_main.py``): the shipped names and the cell's
+    definitions into ``namespace``, never what the cell does."""
+    payload: Payload = load_own(Path(folder) / WORKER_PAYLOAD)
+    shipped = _rebuild_namespace(payload, Path(folder))
+    shipped.pop("__name__", None)  # "__mp_main__" here: the cell's actions stay undone
+    namespace.update(shipped)
+    definitions = guard_actions(payload.code, set(namespace))
+    exec(compile(definitions, CELL_FILENAME, "exec"), namespace)  # the cell's own code
 
 
 def _save_figures(folder: Path) -> tuple[str, ...]:
@@ -246,11 +259,14 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         failure: BaseException | None = None
         frames: types.TracebackType | None = None
         try:
-            namespace = _rebuild_namespace(payload, job_folder)
+            main = cell_module(payload, job_folder)  # spawned workers find the cell's functions
+            namespace = main.__dict__
+            namespace.update(_rebuild_namespace(payload, job_folder))
             task.prepare(namespace)
             shipped = _fingerprints(payload, namespace) if lead_task else {}
             task.cell_running = True
-            has_last, last_value = execute(payload, namespace)
+            with as_main(main):
+                has_last, last_value = execute(payload, namespace)
             task.cell_running = False
             changed, unchanged = _changed_in_place(shipped, namespace, payload.result_names)
             back = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
