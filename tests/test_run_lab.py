@@ -7,7 +7,6 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -15,15 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server.conftest import RunningServer, execute, processes_mentioning
+from server.conftest import RunningServer, execute, port_to_hand_on, processes_mentioning
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def a_cell_from_tmp(server: RunningServer) -> str:
@@ -43,7 +36,7 @@ def a_cell_from_tmp(server: RunningServer) -> str:
 @pytest.mark.timeout(600)
 def test_run_lab_serves_jupyterlab_from_a_slurm_job(slurm_cluster: Any, sacct_state: Any,
                                                      tmp_path: Path) -> None:
-    port, token = free_port(), secrets.token_hex(8)
+    port, token = port_to_hand_on(), secrets.token_hex(8)
     # nor tests/conftest.py's word that the nodes share /tmp: run-lab must say it itself
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_"))
            and k != "HPC_MAGICS_NODES_SHARE_TMP"}

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import requests
-from server.conftest import SERVER_CONFIG, free_port
+from server.conftest import SERVER_CONFIG, port_to_hand_on
 
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.queue import login_name
@@ -123,11 +123,11 @@ def hub(slurm_cluster: object, tmp_path: Path) -> Iterator[Hub]:
     (folder / "config" / "jupyter_server_config.d").mkdir(parents=True)
     (folder / "runtime").mkdir(mode=0o700)
     shutil.copy(SERVER_CONFIG, folder / "config" / "jupyter_server_config.d")
-    port, token = free_port(), secrets.token_hex(16)
+    port, token = port_to_hand_on(), secrets.token_hex(16)
     config = folder / "jupyterhub_config.py"
     config.write_text(TEST_CONFIG.format(
-        example=str(EXAMPLE_CONFIG), port=port, hub_port=free_port(),
-        proxy_api_port=free_port(), proxy=str(PROXY), folder=folder, user=login_name(),
+        example=str(EXAMPLE_CONFIG), port=port, hub_port=port_to_hand_on(),
+        proxy_api_port=port_to_hand_on(), proxy=str(PROXY), folder=folder, user=login_name(),
         token=token))
     env = commands.scrubbed_environment()
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"

@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.conftest import port_to_hand_on
+
 SBIN = os.pathsep.join(("/usr/sbin", "/sbin"))  # not on an ordinary user's PATH
 UP_WITHIN_S = 20.0
 
@@ -33,12 +35,6 @@ class Sshd:
 
 def sshd_program() -> str | None:
     return shutil.which("sshd", path=os.pathsep.join((os.environ.get("PATH", ""), SBIN)))
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def keygen(path: Path) -> str:
@@ -55,7 +51,7 @@ def running_sshd(folder: Path, nodes: tuple[str, ...]) -> Iterator[Sshd]:
     host_key = keygen(folder / "host_key")
     user_key = keygen(folder / "user_key")
     (folder / "authorized_keys").write_text(user_key + "\n")
-    port = _free_port()
+    port = port_to_hand_on()
     (folder / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder / 'host_key'}\n"
         f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPidFile {folder / 'sshd.pid'}\n"

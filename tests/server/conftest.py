@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -31,6 +33,23 @@ SERVER_CONFIG = REPO_ROOT / "jupyter-config" / "server-config" / "hpc_magics.jso
 JUPYTER = Path(sys.executable).parent / "jupyter"
 START_TIMEOUT_S = 60.0
 HTTP_TIMEOUT_S = 30.0
+
+
+def port_to_hand_on() -> int:
+    """A free port for a program that cannot bind port 0 itself (JupyterHub, its proxy,
+    sshd, run-lab): one below the kernel's ephemeral range, which no other process gets
+    by binding port 0 or connecting, as a port picked by binding 0 here could be before
+    the program binds it."""
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(200):
+        port = random.randrange(20000, min(ephemeral_low, 32768))
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # taken: another test's
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def server_info_in(runtime_dir: Path) -> Callable[[], str]:
