@@ -48,7 +48,7 @@ c.SlurmSpawner.http_timeout = 120  # the server's first start on a node imports 
 # The hub runs sbatch, squeue and scancel as the user: by default through
 # ``sudo -E -u {username}``, so a hub running as root needs nothing more. A hub running
 # as a service account needs a sudo rule allowing it exactly these commands as the users:
-#   jupyterhub ALL=(%jupyterusers) NOPASSWD:SETENV: /usr/bin/sbatch, /usr/bin/squeue, /usr/bin/scancel
+#   jupyterhub ALL=(%jupyterusers) NOPASSWD:SETENV: /usr/bin/sbatch, /usr/bin/squeue, /usr/bin/scancel  # noqa: E501
 # c.SlurmSpawner.exec_prefix = "sudo -E -u {username}"
 
 # hpc_magics, set once for every user's server and every kernel it starts:
