@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..core.errors import HpcMagicsError
+from ..core.sent_from import SentFrom, source_hash
 
 if TYPE_CHECKING:
     from ..core.profiles import ClusterProfile
@@ -23,6 +24,30 @@ def default_job_name(shell: Any) -> str:
     stem = Path(notebook).stem if notebook else "cell"
     count = getattr(shell, "execution_count", 0) if shell else 0
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{count}")
+
+
+def sending_cell(shell: Any) -> SentFrom | None:
+    """The notebook cell that runs now, as the front end sent it: the notebook, the cell's
+    id (JupyterLab and Notebook 7 send ``cellId`` with each execution), a hash of its
+    source, and the id of this kernel (the server's name for it, from the connection file
+    ``kernel-ID.json``). The server extension writes the job's outputs into that cell when
+    nobody has the notebook open. None outside a notebook's kernel."""
+    parent = getattr(shell, "parent_header", None) or {}
+    cell_id = (parent.get("metadata") or {}).get("cellId")
+    code = (parent.get("content") or {}).get("code")
+    notebook = os.environ.get("JPY_SESSION_NAME", "")
+    if not cell_id or not isinstance(code, str) or not notebook:
+        return None
+    kernel_id = ""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        name = Path(get_connection_file()).name
+        if name.startswith("kernel-") and name.endswith(".json"):
+            kernel_id = name[len("kernel-"):-len(".json")]
+    except (ImportError, RuntimeError):
+        pass
+    return SentFrom(notebook, str(cell_id), source_hash(code), kernel_id)
 
 
 def new_folder(jobs_root: Path, job_name: str, need_bytes: int = 0) -> Any:
@@ -39,8 +64,10 @@ def new_folder(jobs_root: Path, job_name: str, need_bytes: int = 0) -> Any:
 
 
 def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest,
-           profile: ClusterProfile, job_name: str, options: Any = None) -> Any:
-    """A new job folder, its meta.json, the backend's submission: the job's handle."""
+           profile: ClusterProfile, job_name: str, options: Any = None,
+           sent_from: SentFrom | None = None) -> Any:
+    """A new job folder, its meta.json, the backend's submission: the job's handle.
+    ``sent_from``: the notebook cell that sent it (``sending_cell``)."""
     from ..core.resources import to_dict
     from ..handle import JobHandle
 
@@ -51,6 +78,8 @@ def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest
             "results": list(payload.result_names), "notebook":
             os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING",
             "fingerprints": dict(payload.fingerprints)}  # what fetch compares (fetching.py)
+    if sent_from is not None:
+        meta["sent_from"] = sent_from.to_meta()
     if options is not None and options.active:
         meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
     try:

@@ -1,0 +1,148 @@
+"""A %%sbatch cell's outputs land in its notebook after its tab closed: a real jupyter_server
+with the extension, a notebook's kernel started through its REST API, the cell sent over
+the kernel's websocket with its cell id (as JupyterLab sends it), the kernel shut down
+while the job waits at a gate file, then the job ends on the test cluster."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+import requests
+
+from hpc_magics.core.sent_from import SentFrom, source_hash
+from hpc_magics.server.notebook_outputs import NOTE_FILE, api_path, place
+
+from .conftest import RunningServer, StartLocal, execute
+
+pytestmark = pytest.mark.timeout(300)
+
+FAST = ("--HpcMagicsServer.events_interval_s=2", "--HpcMagicsServer.jobs_poll_interval_s=2")
+CELL_ID = "the-sbatch-cell"
+WRITE_TIMEOUT_S = 150.0
+
+
+def cell_source(gate: Path) -> str:
+    """A cell that prints, waits until the test opens the gate, prints and ends on a value."""
+    return ("%%sbatch --name keepout\nimport os, time\nprint('before the gate', flush=True)\n"
+            f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.2)\n"
+            "print('after the gate')\nanswer = 6 * 7\nanswer")
+
+
+def submit_and_close(server: RunningServer, gate: Path) -> tuple[str, Path, Path]:
+    """A notebook with the cell, run in its session's kernel, then the session and its
+    kernel shut down (the tab closed) while the job waits at ``gate``: the job id, its
+    folder, the notebook."""
+    notebook = server.folder / "root" / "analysis.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# intro", id="intro"),
+        nbformat.v4.new_code_cell(cell_source(gate), id=CELL_ID)]), notebook)
+    session = server.post("api/sessions", json={"path": "analysis.ipynb", "type": "notebook",
+                                                "name": "analysis.ipynb",
+                                                "kernel": {"name": "python3"}})
+    assert session.status_code == 201, session.text
+    kernel = session.json()["kernel"]["id"]
+    said = execute(server, kernel, "%load_ext hpc_magics\nimport hpc_magics\n"
+                                   "%hpc_resources --profile lab --backend slurm -t 5")
+    said += execute(server, kernel, cell_source(gate), timeout=90, cell_id=CELL_ID)
+    where = execute(server, kernel, "h = hpc_magics.job()\nprint(h.job_id)\n"
+                                    "print(h.folder.path)").split()
+    assert len(where) == 2 and where[0].isdigit(), f"no job; the cell said:\n{said}\n{where}"
+    job_id, folder = where[0], Path(where[1])
+    closed = requests_delete(server, f"api/sessions/{session.json()['id']}")
+    assert closed == 204
+    assert kernel not in [k["id"] for k in server.get("api/kernels").json()]
+    # the kernel is gone before the job ends: the job still waits at its gate
+    assert not (folder / "outcome.json").exists()
+    return job_id, folder, notebook
+
+
+def requests_delete(server: RunningServer, path: str) -> int:
+    return requests.delete(server.url + path, headers=server.headers(), timeout=30).status_code
+
+
+def wait_for_note(folder: Path, server: RunningServer) -> dict[str, Any]:
+    deadline = time.monotonic() + WRITE_TIMEOUT_S
+    while not (folder / NOTE_FILE).exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the server never wrote the job's outputs (nor refused to):\n"
+                        f"{server.log[-3000:]}", pytrace=False)
+        time.sleep(1)
+    return dict(json.loads((folder / NOTE_FILE).read_text()))
+
+
+@pytest.mark.slow
+def test_outputs_land_in_the_cell_of_a_notebook_whose_kernel_is_gone(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    server = local_server(*FAST)
+    gate = tmp_path / "gate"
+    try:
+        job_id, folder, notebook = submit_and_close(server, gate)
+        meta = json.loads((folder / "meta.json").read_text())
+        assert Path(meta["notebook"]).resolve() == notebook.resolve()
+        assert meta["sent_from"]["cell_id"] == CELL_ID and meta["sent_from"]["kernel_id"]
+    finally:
+        gate.touch()
+    note = wait_for_note(folder, server)
+    assert note["written"] is True, note
+    saved = nbformat.read(notebook, as_version=4)
+    assert saved.cells[0].source == "# intro"  # the other cells as they were
+    cell = saved.cells[1]
+    assert cell.source == cell_source(gate)
+    assert cell.metadata["hpc_magics"]["job_id"] == job_id
+    assert cell.metadata["hpc_magics"]["state"] == "COMPLETED"
+    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    assert "before the gate\nafter the gate\n" in text
+    assert cell.outputs[-1].output_type == "execute_result"
+    assert cell.outputs[-1].data["text/plain"] == "42"
+    assert f"job {job_id}'s outputs written into analysis.ipynb" in server.log
+
+
+@pytest.mark.slow
+def test_a_cell_edited_while_its_job_ran_is_left_alone(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    server = local_server(*FAST)
+    gate = tmp_path / "gate"
+    try:
+        job_id, folder, notebook = submit_and_close(server, gate)
+        edited = nbformat.read(notebook, as_version=4)
+        edited.cells[1].source += "\nprint('my edit')"
+        nbformat.write(edited, notebook)
+        before = notebook.read_bytes()
+    finally:
+        gate.touch()
+    note = wait_for_note(folder, server)
+    assert note["written"] is False and "edited" in note["why_not"], note
+    assert notebook.read_bytes() == before
+    assert f"job {job_id}'s outputs not written into analysis.ipynb" in server.log
+
+
+def test_outputs_go_only_into_the_very_cell_that_sent_them_as_it_was_sent() -> None:
+    sent = SentFrom("nb.ipynb", "c2", source_hash("%%sbatch\nx = 1"))
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("%%sbatch\nx = 1", id="c1"),
+        nbformat.v4.new_code_cell("%%sbatch\nx = 1", id="c2")])
+    shown = [{"output_type": "stream", "name": "stdout", "text": "hello\n"}]
+    assert place(notebook, sent, shown, {"job_id": "7"}) is None
+    assert notebook.cells[0].outputs == [] and "hpc_magics" not in notebook.cells[0].metadata
+    assert notebook.cells[1].outputs[0].text == "hello\n"
+    assert notebook.cells[1].metadata["hpc_magics"] == {"job_id": "7"}
+    nbformat.validate(notebook)
+
+    notebook.cells[1].source += "\n# my edit"
+    assert "edited" in str(place(notebook, sent, shown, {}))
+    del notebook.cells[1]
+    assert "no longer in the notebook" in str(place(notebook, sent, shown, {}))
+
+
+def test_a_notebook_outside_the_servers_root_has_no_path_there(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    assert api_path(str(root / "sub" / "nb.ipynb"), root) == "sub/nb.ipynb"
+    assert api_path("sub/nb.ipynb", root) == "sub/nb.ipynb"
+    assert api_path(str(tmp_path / "elsewhere.ipynb"), root) is None
+    assert api_path("../elsewhere.ipynb", root) is None
