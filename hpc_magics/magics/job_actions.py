@@ -1,7 +1,7 @@
 """What the notebook does with a submitted job: show it, wait for it and fetch its
-results (``%hpc_fetch``), follow its output again (``%hpc_live``), cancel it (``%hpc_cancel``), list the jobs (``%hpc_jobs``, whose
-listing is ``job_list.py``), and how an ended one used what it asked for
-(``%hpc_efficiency``)."""
+results (``%hpc_fetch``), follow its output again (``%hpc_live``), cancel it
+(``%hpc_cancel``), list the jobs (``%hpc_jobs``, whose listing is ``job_list.py``), and how
+an ended one used what it asked for (``%hpc_efficiency``)."""
 
 from __future__ import annotations
 
@@ -68,8 +68,9 @@ def wait_and_fetch(handle: Any, shell: Any, widget: Any = None,
 
 @magics_class
 class JobActionMagics(Magics):
-    """``%hpc_fetch``, ``%hpc_live``, ``%hpc_cancel``, ``%hpc_jobs`` and ``%hpc_efficiency``: they act on
-    the jobs the session's ``HpcMagicsKernel`` (registered first) submitted or attaches."""
+    """``%hpc_fetch``, ``%hpc_live``, ``%hpc_cancel``, ``%hpc_jobs`` and ``%hpc_efficiency``:
+    they act on the jobs the session's ``HpcMagicsKernel`` (registered first) submitted or
+    attaches."""
 
     @property
     def session(self) -> Any:

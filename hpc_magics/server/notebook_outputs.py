@@ -28,12 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jupyter_server.utils import ensure_async
+
 from ..core.jobs import SUCCESS_STATES, normalize_state
 from ..core.sent_from import SentFrom, source_hash
 from ..jobfolder.files import write_atomically
 from ..jobfolder.folder import JobFolder
-from jupyter_server.utils import ensure_async
-
 from .events import TrackedJob
 
 NOTE_FILE = "notebook-outputs.json"
