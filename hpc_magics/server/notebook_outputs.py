@@ -146,7 +146,10 @@ async def _write(serverapp: Any, job: TrackedJob, folder: JobFolder, sent: SentF
     model = await ensure_async(contents.get(path, content=True, type="notebook"))
     stamp = {"job_id": job.job_id, "state": state, "ended": _iso(job.ended_at),
              "written_by": "server"}
-    said = place(model["content"], sent, outputs, stamp)
+    said_first = {"output_type": "stream", "name": "stdout", "text": (
+        f"[hpc_magics] job {job.job_id} ended {state} at {stamp['ended']}: its outputs below "
+        "were written in by the server, as the notebook was not open\n")}
+    said = place(model["content"], sent, [said_first, *outputs], stamp)
     if said is None:
         await ensure_async(contents.save(
             {"type": "notebook", "format": "json", "content": model["content"]}, path))

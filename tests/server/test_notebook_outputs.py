@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,19 +76,28 @@ def wait_for_note(folder: Path, server: RunningServer) -> dict[str, Any]:
     return dict(json.loads((folder / NOTE_FILE).read_text()))
 
 
+def run_with_tab_closed(server: RunningServer, gate: Path,
+                        meanwhile: Callable[[Path], None] = lambda notebook: None,
+                        ) -> tuple[str, Path, Path, dict[str, Any]]:
+    """The cell submitted and its tab closed; ``meanwhile(notebook)`` while the job waits
+    at its gate; then the gate opened and the server's word awaited (its note file)."""
+    try:
+        job_id, folder, notebook = submit_and_close(server, gate)
+        meanwhile(notebook)
+    finally:
+        gate.touch()
+    return job_id, folder, notebook, wait_for_note(folder, server)
+
+
 @pytest.mark.slow
 def test_outputs_land_in_the_cell_of_a_notebook_whose_kernel_is_gone(
         local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
     server = local_server(*FAST)
     gate = tmp_path / "gate"
-    try:
-        job_id, folder, notebook = submit_and_close(server, gate)
-        meta = json.loads((folder / "meta.json").read_text())
-        assert Path(meta["notebook"]).resolve() == notebook.resolve()
-        assert meta["sent_from"]["cell_id"] == CELL_ID and meta["sent_from"]["kernel_id"]
-    finally:
-        gate.touch()
-    note = wait_for_note(folder, server)
+    job_id, folder, notebook, note = run_with_tab_closed(server, gate)
+    meta = json.loads((folder / "meta.json").read_text())
+    assert Path(meta["notebook"]).resolve() == notebook.resolve()
+    assert meta["sent_from"]["cell_id"] == CELL_ID and meta["sent_from"]["kernel_id"]
     assert note["written"] is True, note
     saved = nbformat.read(notebook, as_version=4)
     assert saved.cells[0].source == "# intro"  # the other cells as they were
@@ -95,6 +105,7 @@ def test_outputs_land_in_the_cell_of_a_notebook_whose_kernel_is_gone(
     assert cell.source == cell_source(gate)
     assert cell.metadata["hpc_magics"]["job_id"] == job_id
     assert cell.metadata["hpc_magics"]["state"] == "COMPLETED"
+    assert cell.outputs[0].text.startswith(f"[hpc_magics] job {job_id} ended COMPLETED at ")
     text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
     assert "before the gate\nafter the gate\n" in text
     assert cell.outputs[-1].output_type == "execute_result"
@@ -106,18 +117,17 @@ def test_outputs_land_in_the_cell_of_a_notebook_whose_kernel_is_gone(
 def test_a_cell_edited_while_its_job_ran_is_left_alone(
         local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
     server = local_server(*FAST)
-    gate = tmp_path / "gate"
-    try:
-        job_id, folder, notebook = submit_and_close(server, gate)
-        edited = nbformat.read(notebook, as_version=4)
-        edited.cells[1].source += "\nprint('my edit')"
-        nbformat.write(edited, notebook)
-        before = notebook.read_bytes()
-    finally:
-        gate.touch()
-    note = wait_for_note(folder, server)
+    edited: list[bytes] = []
+
+    def edit(notebook: Path) -> None:
+        changed = nbformat.read(notebook, as_version=4)
+        changed.cells[1].source += "\nprint('my edit')"
+        nbformat.write(changed, notebook)
+        edited.append(notebook.read_bytes())
+
+    job_id, _, notebook, note = run_with_tab_closed(server, tmp_path / "gate", edit)
     assert note["written"] is False and "edited" in note["why_not"], note
-    assert notebook.read_bytes() == before
+    assert notebook.read_bytes() == edited[0]
     assert f"job {job_id}'s outputs not written into analysis.ipynb" in server.log
 
 
