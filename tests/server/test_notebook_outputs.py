@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 import requests
+import websocket
 
 from hpc_magics.core.sent_from import SentFrom, source_hash
 from hpc_magics.server.notebook_outputs import NOTE_FILE, api_path, place
 
 from .conftest import RunningServer, StartLocal, execute
+from .test_job_events import terminal_job_event, wait_for_event
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -34,10 +38,19 @@ def cell_source(gate: Path) -> str:
             "print('after the gate')\nanswer = 6 * 7\nanswer")
 
 
-def submit_and_close(server: RunningServer, gate: Path) -> tuple[str, Path, Path]:
-    """A notebook with the cell, run in its session's kernel, then the session and its
-    kernel shut down (the tab closed) while the job waits at ``gate``: the job id, its
-    folder, the notebook."""
+@dataclass(frozen=True)
+class Sent:
+    """The cell's job, and the notebook's session and kernel that sent it."""
+
+    job_id: str
+    folder: Path
+    notebook: Path
+    session: str
+    kernel: str
+
+
+def submit(server: RunningServer, gate: Path) -> Sent:
+    """A notebook with the cell, run in its session's kernel; the job waits at ``gate``."""
     notebook = server.folder / "root" / "analysis.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# intro", id="intro"),
@@ -53,17 +66,27 @@ def submit_and_close(server: RunningServer, gate: Path) -> tuple[str, Path, Path
     where = execute(server, kernel, "h = hpc_magics.job()\nprint(h.job_id)\n"
                                     "print(h.folder.path)").split()
     assert len(where) == 2 and where[0].isdigit(), f"no job; the cell said:\n{said}\n{where}"
-    job_id, folder = where[0], Path(where[1])
-    closed = requests_delete(server, f"api/sessions/{session.json()['id']}")
-    assert closed == 204
-    assert kernel not in [k["id"] for k in server.get("api/kernels").json()]
+    return Sent(where[0], Path(where[1]), notebook, session.json()["id"], kernel)
+
+
+def submit_and_close(server: RunningServer, gate: Path) -> tuple[str, Path, Path]:
+    """The cell submitted, then the session and its kernel shut down (the tab closed) while
+    the job waits at ``gate``: the job id, its folder, the notebook."""
+    sent = submit(server, gate)
+    closed = requests.delete(server.url + f"api/sessions/{sent.session}",
+                             headers=server.headers(), timeout=30)
+    assert closed.status_code == 204
+    assert sent.kernel not in [k["id"] for k in server.get("api/kernels").json()]
     # the kernel is gone before the job ends: the job still waits at its gate
-    assert not (folder / "outcome.json").exists()
-    return job_id, folder, notebook
+    assert not (sent.folder / "outcome.json").exists()
+    return sent.job_id, sent.folder, sent.notebook
 
 
-def requests_delete(server: RunningServer, path: str) -> int:
-    return requests.delete(server.url + path, headers=server.headers(), timeout=30).status_code
+def open_tab(server: RunningServer, kernel: str) -> Any:
+    """A client connected to the kernel, as an open notebook tab is."""
+    url = server.url.replace("http://", "ws://") + f"api/kernels/{kernel}/channels"
+    return websocket.create_connection(f"{url}?session_id={uuid.uuid4().hex}", timeout=30,
+                                       header=[f"Authorization: token {server.token}"])
 
 
 def wait_for_note(folder: Path, server: RunningServer) -> dict[str, Any]:
@@ -129,6 +152,32 @@ def test_a_cell_edited_while_its_job_ran_is_left_alone(
     assert note["written"] is False and "edited" in note["why_not"], note
     assert notebook.read_bytes() == edited[0]
     assert f"job {job_id}'s outputs not written into analysis.ipynb" in server.log
+
+
+@pytest.mark.slow
+def test_an_open_tab_keeps_the_notebook_as_it_is_until_it_closes(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    server = local_server(*FAST)
+    gate = tmp_path / "gate"
+    since = server.get("hpc-magics/jobs/events").json()["last"]
+    try:
+        sent = submit(server, gate)
+        tab = open_tab(server, sent.kernel)
+    finally:
+        gate.touch()
+    try:
+        wait_for_event(server, since, sent.job_id)
+        # a later job's end: the look that saw the cell's job end is over, the tab open
+        terminal_job_event(server, "keepout-later")
+        assert not (sent.folder / NOTE_FILE).exists()
+        assert "hpc_magics" not in nbformat.read(sent.notebook, as_version=4).cells[1].metadata
+    finally:
+        tab.close()  # the tab closed, its kernel still running
+    note = wait_for_note(sent.folder, server)
+    assert note["written"] is True, note
+    cell = nbformat.read(sent.notebook, as_version=4).cells[1]
+    assert cell.metadata["hpc_magics"]["job_id"] == sent.job_id
+    assert sent.kernel in [k["id"] for k in server.get("api/kernels").json()]
 
 
 def test_outputs_go_only_into_the_very_cell_that_sent_them_as_it_was_sent() -> None:
