@@ -52,12 +52,13 @@ def api_path(notebook: str, root: Path) -> str | None:
 
 
 def waiting(job: TrackedJob, folder: JobFolder, now: float) -> bool:
-    """A job to write now: ended, not written (nor refused) before, its results in its
-    folder, or given the time a network file system may take to show them."""
+    """A job to write now (a cell's, not a kernel's): ended, not written (nor refused)
+    before, its results in its folder, or given the time a network file system may take to
+    show them."""
     from ..fetching import RESULTS_GRACE_S  # the results' loader: loaded on first use
 
     if not (job.final and job.from_this_server and job.ended_at is not None) or \
-            (folder.path / NOTE_FILE).exists():
+            job.kind == "kernel" or (folder.path / NOTE_FILE).exists():
         return False
     return folder.has_results() or normalize_state(job.status.state) not in SUCCESS_STATES \
         or now - job.ended_at > RESULTS_GRACE_S
