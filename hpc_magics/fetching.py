@@ -8,6 +8,7 @@ job folder and the notebook, not the scheduler.
 
 from __future__ import annotations
 
+import base64
 import os
 import pickle
 import sys
@@ -174,20 +175,24 @@ def publish(data: dict[str, Any], metadata: dict[str, Any]) -> None:
     show(data, raw=True, metadata=metadata)
 
 
-def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
-    """Show the job's figures (paths relative to its folder), each one checked as ours."""
-    if not figures:
-        return
-    try:
-        from IPython.display import Image
-        from IPython.display import display as show
-    except ImportError:  # pragma: no cover
-        return
+def figure_outputs(folder: Path, figures: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The job's figure files (paths relative to its folder) as nbformat outputs, each file
+    checked as the user's own."""
+    shown = []
     for relative in figures:
         path = folder / relative
         if path.exists():
             check_owned(path)
-            show(Image(filename=str(path)))
+            shown.append({"output_type": "display_data", "metadata": {}, "data": {
+                "image/png": base64.b64encode(path.read_bytes()).decode(),
+                "text/plain": f"<Figure {relative}>"}})
+    return shown
+
+
+def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
+    """Show the job's figures (paths relative to its folder), each one checked as ours."""
+    for entry in figure_outputs(folder, figures):
+        publish(entry["data"], entry["metadata"])
 
 
 def rendered_output(folder: JobFolder) -> list[dict[str, Any]]:
@@ -198,6 +203,37 @@ def rendered_output(folder: JobFolder) -> list[dict[str, Any]]:
     return text.outputs()
 
 
+def written_output(folder: JobFolder) -> list[dict[str, Any]]:
+    """The cell's output as nbformat outputs: as the live view renders it, or a job folder's
+    ``output.txt`` from before the live stream."""
+    if (folder.path / STREAM_FILE).exists():
+        return rendered_output(folder)
+    output = folder.shown_output()
+    return [{"output_type": "stream", "name": "stdout", "text": output}] if output else []
+
+
+def cell_outputs(folder: JobFolder, job_id: str, state: str) -> list[dict[str, Any]]:
+    """What the cell shows once its job ``job_id`` ended ``state``, as nbformat outputs, as a
+    fetch shows it: the output, the figures, then the error or the last value (its text:
+    nothing is unpickled but the result file's own record). For the server, which writes
+    them into a notebook nobody has open (``server/notebook_outputs.py``)."""
+    shown = written_output(folder)
+    if not folder.has_results():
+        return [*shown, {"output_type": "stream", "name": "stderr", "text": (
+            f"[hpc_magics] job {job_id} ended {state} before the cell finished: no results "
+            f"(its log is in {folder.path})\n")}]
+    result = folder.load_results()
+    shown += figure_outputs(folder.path, result.figures)
+    if result.error_type is not None:
+        shown.append({"output_type": "error", "ename": result.error_type,
+                      "evalue": result.error_message or "",
+                      "traceback": (result.remote_traceback or "").rstrip().splitlines()})
+    elif result.last_value_repr is not None:
+        shown.append({"output_type": "execute_result", "execution_count": None,
+                      "metadata": {}, "data": {"text/plain": result.last_value_repr}})
+    return shown
+
+
 def show_output(folder: JobFolder, live: Any = None) -> None:
     """The cell's output, shown once: the live view in the cell takes the rest of it
     (``widgets/live_output.py``; in the very cell that shows it, the view gives way to
@@ -206,12 +242,7 @@ def show_output(folder: JobFolder, live: Any = None) -> None:
     before the live stream prints its ``output.txt``."""
     if live is not None and not live.finish():
         return
-    if not (folder.path / STREAM_FILE).exists():
-        output = folder.shown_output()
-        if output:
-            print(output, end="" if output.endswith("\n") else "\n")
-        return
-    for entry in rendered_output(folder):
+    for entry in written_output(folder):
         if entry["output_type"] == "display_data":
             publish(entry["data"], entry["metadata"])
             continue

@@ -1,7 +1,7 @@
 """What the notebook does with a submitted job: show it, wait for it and fetch its
-results (``%hpc_fetch``), cancel it (``%hpc_cancel``), list the jobs (``%hpc_jobs``, whose
-listing is ``job_list.py``), and how an ended one used what it asked for
-(``%hpc_efficiency``)."""
+results (``%hpc_fetch``), follow its output again (``%hpc_live``), cancel it
+(``%hpc_cancel``), list the jobs (``%hpc_jobs``, whose listing is ``job_list.py``), and how
+an ended one used what it asked for (``%hpc_efficiency``)."""
 
 from __future__ import annotations
 
@@ -104,8 +104,9 @@ def retrying_oom(handle: Any, tries: int) -> Any:
 
 @magics_class
 class JobActionMagics(Magics):
-    """``%hpc_fetch``, ``%hpc_cancel``, ``%hpc_jobs`` and ``%hpc_efficiency``: they act on
-    the jobs the session's ``HpcMagicsKernel`` (registered first) submitted or attaches."""
+    """``%hpc_fetch``, ``%hpc_live``, ``%hpc_cancel``, ``%hpc_jobs`` and ``%hpc_efficiency``:
+    they act on the jobs the session's ``HpcMagicsKernel`` (registered first) submitted or
+    attaches."""
 
     @property
     def session(self) -> Any:
@@ -130,6 +131,23 @@ class JobActionMagics(Magics):
             raise
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
+
+    # ------------------------------------------------------------- %hpc_live
+    @magic_arguments()
+    @argument("job", nargs="?", help="job id or folder name (default: the last job)")
+    @line_magic
+    def hpc_live(self, line: str = "") -> None:
+        """Show a job's output in this cell as it comes: the live view of a running job
+        again, with its widget, after a kernel restart or in a reopened notebook (an ended
+        job's output is shown whole). ``%hpc_fetch`` then brings its results."""
+        from .live_view import follow_output
+
+        args = parsed_arguments(self.hpc_live, line)
+        handle = self.session.handle_for(args.job)
+        show_handle(handle)  # its widget's monitor follows the state, as in the %%sbatch cell
+        if follow_output(handle, self.shell) is None:
+            raise UsageError("the live view needs a Jupyter front end and ipywidgets: "
+                             f"%hpc_fetch {handle.job_id} shows the output once the job ended")
 
     # ------------------------------------------------------------- %hpc_cancel
     @magic_arguments()

@@ -29,7 +29,7 @@ from .lazy import lazy_module
 from .live_view import follow_output
 from .resource_view import ResourceView
 from .scale import options_from_args, scale_arguments
-from .submission import default_job_name, print_dry_run, submit
+from .submission import default_job_name, print_dry_run, sending_cell, submit
 
 if TYPE_CHECKING:
     from ..core import directives as directive_parser
@@ -343,7 +343,7 @@ class HpcMagicsKernel(Magics):
             return None
         print(f"[hpc_magics] {payload.summary()}")
         handle = self.remember(submit(self.jobs_root, backend, payload, request, profile,
-                                      job_name, options))
+                                      job_name, options, sending_cell(self.shell)))
         if key is not None:
             from . import cell_cache
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..core.errors import HpcMagicsError
+from ..core.sent_from import SentFrom, source_hash
 
 if TYPE_CHECKING:
     from ..core.profiles import ClusterProfile
@@ -25,6 +26,30 @@ def default_job_name(shell: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{count}")
 
 
+def sending_cell(shell: Any) -> SentFrom | None:
+    """The notebook cell that runs now, as the front end sent it: the notebook, the cell's
+    id (JupyterLab and Notebook 7 send ``cellId`` with each execution), a hash of its
+    source, and the id of this kernel (the server's name for it, from the connection file
+    ``kernel-ID.json``). The server extension writes the job's outputs into that cell when
+    nobody has the notebook open. None outside a notebook's kernel."""
+    parent = getattr(shell, "parent_header", None) or {}
+    cell_id = (parent.get("metadata") or {}).get("cellId")
+    code = (parent.get("content") or {}).get("code")
+    notebook = os.environ.get("JPY_SESSION_NAME", "")
+    if not cell_id or not isinstance(code, str) or not notebook:
+        return None
+    kernel_id = ""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        name = Path(get_connection_file()).name
+        if name.startswith("kernel-") and name.endswith(".json"):
+            kernel_id = name[len("kernel-"):-len(".json")]
+    except (ImportError, RuntimeError):
+        pass
+    return SentFrom(notebook, str(cell_id), source_hash(code), kernel_id)
+
+
 def new_folder(jobs_root: Path, job_name: str, need_bytes: int = 0) -> Any:
     from ..cell_job import new_folder as made
 
@@ -35,14 +60,17 @@ def new_folder(jobs_root: Path, job_name: str, need_bytes: int = 0) -> Any:
 
 
 def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest,
-           profile: ClusterProfile, job_name: str, options: Any = None) -> Any:
-    """A new job folder, its meta.json, the backend's submission: the job's handle."""
+           profile: ClusterProfile, job_name: str, options: Any = None,
+           sent_from: SentFrom | None = None) -> Any:
+    """A new job folder, its meta.json, the backend's submission: the job's handle.
+    ``sent_from``: the notebook cell that sent it (``sending_cell``)."""
     from ..cell_job import submit_cell
     from ..handle import JobHandle
 
+    more_meta = {"sent_from": sent_from.to_meta()} if sent_from is not None else {}
     try:
         job_id, folder = submit_cell(jobs_root, backend, payload, request, profile, job_name,
-                                     options)
+                                     options, **more_meta)
     except HpcMagicsError as error:
         raise UsageError(str(error)) from None
     return JobHandle(job_id, backend, folder, job_name)

@@ -31,7 +31,7 @@ from ..scheduler.own_job import (
 from ..scheduler.queue import ANSWER_WITHIN_S, POLL_INTERVAL_ENV, JobQueue, poll_interval
 from ..scheduler.server_status import ServerStatus, server_status
 from ..scheduler.watcher import Watcher
-from . import idle, kernel_jobs
+from . import idle, kernel_jobs, notebook_outputs
 from .allocation_view import AllocationWatch, chosen_account, read_allocation
 from .events import JobTracker, TrackedJob
 
@@ -215,6 +215,9 @@ class ServerState:
             # never more often than the queue's own interval allows
             await self.refresh_jobs(max(self.config.events_interval_s,
                                         self.config.jobs_poll_interval_s))
+            # ended cells' outputs into their notebooks nobody has open (no scheduler call)
+            await notebook_outputs.write_outputs(self.serverapp, self.tracker.jobs(),
+                                                 self.config.log)
         except Exception as exc:  # keep the server up; the next tick tries again
             self.config.log.warning("hpc_magics: looking at jobs failed: %s", exc)
         finally:

@@ -162,3 +162,40 @@ def test_a_display_and_a_figure_reach_the_cell_while_the_job_runs(
     assert re.findall(r"before|after", cell.printed) == ["before", "after"]
     assert [d["text/html"] for d in cell.displayed if "text/html" in d] == ["<b>rich</b>"]
     assert len([d for d in cell.displayed if "image/png" in d]) == 1  # once
+
+
+GATED = """
+import os, time
+print("before the gate", flush=True)
+while not os.path.exists({gate!r}):
+    time.sleep(0.2)
+print("after the gate")
+"""
+
+
+def test_after_a_kernel_restart_hpc_live_follows_the_running_job_again(
+        kernel: tuple[Any, Path], tmp_path: Path) -> None:
+    client, jobs = kernel
+    gate = tmp_path / "gate"
+    try:
+        submitted = Cell(client, "%%sbatch\n" + GATED.format(gate=str(gate)))
+        submitted.finish()
+        assert submitted.status == "ok", submitted.printed
+        [job_id] = re.findall(r"%hpc_fetch (\d+)", submitted.printed)
+        client.parent.restart_kernel()  # type: ignore[attr-defined]
+        client.wait_for_ready(timeout=60)
+        setup = ("%load_ext hpc_magics\n"
+                 "get_ipython().magics_manager.registry['HpcMagicsKernel'].jobs_dir = "
+                 f"{str(jobs)!r}")
+        assert client.execute_interactive(setup, timeout=60)["content"]["status"] == "ok"
+        cell = Cell(client, f"%hpc_live {job_id}")
+        while "before the gate" not in "".join(o.get("text", "") for o in cell.shown()):
+            cell.step()
+        # in the cell while the job still waits at its gate
+        assert not list(jobs.glob("*/results.pkl"))
+    finally:
+        gate.touch()
+    while "after the gate" not in "".join(o.get("text", "") for o in cell.shown()):
+        cell.step()
+    cell.finish()
+    assert cell.status == "ok", cell.printed

@@ -178,8 +178,8 @@ def test_a_figure_left_open_comes_back_as_an_image(shell: Any, job_folders: Any,
     [folder] = job_folders(shell)
     pngs = sorted((folder / "figures").glob("*.png"))
     assert len(pngs) == 1 and pngs[0].read_bytes().startswith(b"\x89PNG")
-    images = [o for o in shown if type(o).__name__ == "Image"]
-    assert len(images) == 1 and images[0].data.startswith(b"\x89PNG")
+    images = [o for o in shown if isinstance(o, dict) and "image/png" in o]
+    assert len(images) == 1 and base64.b64decode(images[0]["image/png"]) == pngs[0].read_bytes()
 
 
 def test_display_of_a_figure_on_the_node(shell: Any, job_folders: Any,

@@ -318,10 +318,12 @@ def server_in_job(slurm_cluster: object, tmp_path: Path) -> Iterator[StartInJob]
         commands.run(["scancel", job_id], timeout=30)
 
 
-def execute(server: RunningServer, kernel_id: str, code: str, timeout: float = 60.0) -> str:
+def execute(server: RunningServer, kernel_id: str, code: str, timeout: float = 60.0,
+            cell_id: str | None = None) -> str:
     """Run ``code`` in one of the server's kernels over its websocket; return its output.
 
     Output is stdout/stderr text plus error tracebacks, up to the kernel's idle status.
+    ``cell_id``: sent as JupyterLab sends a notebook cell's id.
     """
     import json
     import uuid
@@ -336,7 +338,8 @@ def execute(server: RunningServer, kernel_id: str, code: str, timeout: float = 6
         connection.send(json.dumps({
             "header": {"msg_id": msg_id, "username": "test", "session": session,
                        "msg_type": "execute_request", "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "parent_header": {}, "metadata": {"cellId": cell_id} if cell_id else {},
+            "channel": "shell", "buffers": [],
             "content": {"code": code, "silent": False, "store_history": False,
                         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True},
         }))

@@ -1,0 +1,207 @@
+"""A %%sbatch cell's outputs land in its notebook after its tab closed: a real jupyter_server
+with the extension, a notebook's kernel started through its REST API, the cell sent over
+the kernel's websocket with its cell id (as JupyterLab sends it), the kernel shut down
+while the job waits at a gate file, then the job ends on the test cluster."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+import requests
+import websocket
+
+from hpc_magics.core.sent_from import SentFrom, source_hash
+from hpc_magics.server.notebook_outputs import NOTE_FILE, api_path, place
+
+from .conftest import RunningServer, StartLocal, execute
+from .test_job_events import terminal_job_event, wait_for_event
+
+pytestmark = pytest.mark.timeout(300)
+
+FAST = ("--HpcMagicsServer.events_interval_s=2", "--HpcMagicsServer.jobs_poll_interval_s=2")
+CELL_ID = "the-sbatch-cell"
+WRITE_TIMEOUT_S = 150.0
+
+
+def cell_source(gate: Path) -> str:
+    """A cell that prints, waits until the test opens the gate, prints and ends on a value."""
+    return ("%%sbatch --name keepout\nimport os, time\nprint('before the gate', flush=True)\n"
+            f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.2)\n"
+            "print('after the gate')\nanswer = 6 * 7\nanswer")
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The cell's job, and the notebook's session and kernel that sent it."""
+
+    job_id: str
+    folder: Path
+    notebook: Path
+    session: str
+    kernel: str
+
+
+def submit(server: RunningServer, gate: Path) -> Sent:
+    """A notebook with the cell, run in its session's kernel; the job waits at ``gate``."""
+    notebook = server.folder / "root" / "analysis.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# intro", id="intro"),
+        nbformat.v4.new_code_cell(cell_source(gate), id=CELL_ID)]), notebook)
+    session = server.post("api/sessions", json={"path": "analysis.ipynb", "type": "notebook",
+                                                "name": "analysis.ipynb",
+                                                "kernel": {"name": "python3"}})
+    assert session.status_code == 201, session.text
+    kernel = session.json()["kernel"]["id"]
+    said = execute(server, kernel, "%load_ext hpc_magics\nimport hpc_magics\n"
+                                   "%hpc_resources --profile lab --backend slurm -t 5")
+    said += execute(server, kernel, cell_source(gate), timeout=90, cell_id=CELL_ID)
+    where = execute(server, kernel, "h = hpc_magics.job()\nprint(h.job_id)\n"
+                                    "print(h.folder.path)").split()
+    assert len(where) == 2 and where[0].isdigit(), f"no job; the cell said:\n{said}\n{where}"
+    return Sent(where[0], Path(where[1]), notebook, session.json()["id"], kernel)
+
+
+def submit_and_close(server: RunningServer, gate: Path) -> tuple[str, Path, Path]:
+    """The cell submitted, then the session and its kernel shut down (the tab closed) while
+    the job waits at ``gate``: the job id, its folder, the notebook."""
+    sent = submit(server, gate)
+    closed = requests.delete(server.url + f"api/sessions/{sent.session}",
+                             headers=server.headers(), timeout=30)
+    assert closed.status_code == 204
+    assert sent.kernel not in [k["id"] for k in server.get("api/kernels").json()]
+    # the kernel is gone before the job ends: the job still waits at its gate
+    assert not (sent.folder / "outcome.json").exists()
+    return sent.job_id, sent.folder, sent.notebook
+
+
+def open_tab(server: RunningServer, kernel: str) -> Any:
+    """A client connected to the kernel, as an open notebook tab is."""
+    url = server.url.replace("http://", "ws://") + f"api/kernels/{kernel}/channels"
+    return websocket.create_connection(f"{url}?session_id={uuid.uuid4().hex}", timeout=30,
+                                       header=[f"Authorization: token {server.token}"])
+
+
+def wait_for_note(folder: Path, server: RunningServer) -> dict[str, Any]:
+    deadline = time.monotonic() + WRITE_TIMEOUT_S
+    while not (folder / NOTE_FILE).exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the server never wrote the job's outputs (nor refused to):\n"
+                        f"{server.log[-3000:]}", pytrace=False)
+        time.sleep(1)
+    return dict(json.loads((folder / NOTE_FILE).read_text()))
+
+
+def run_with_tab_closed(server: RunningServer, gate: Path,
+                        meanwhile: Callable[[Path], None] = lambda notebook: None,
+                        ) -> tuple[str, Path, Path, dict[str, Any]]:
+    """The cell submitted and its tab closed; ``meanwhile(notebook)`` while the job waits
+    at its gate; then the gate opened and the server's word awaited (its note file)."""
+    try:
+        job_id, folder, notebook = submit_and_close(server, gate)
+        meanwhile(notebook)
+    finally:
+        gate.touch()
+    return job_id, folder, notebook, wait_for_note(folder, server)
+
+
+@pytest.mark.slow
+def test_outputs_land_in_the_cell_of_a_notebook_whose_kernel_is_gone(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    server = local_server(*FAST)
+    gate = tmp_path / "gate"
+    job_id, folder, notebook, note = run_with_tab_closed(server, gate)
+    meta = json.loads((folder / "meta.json").read_text())
+    assert Path(meta["notebook"]).resolve() == notebook.resolve()
+    assert meta["sent_from"]["cell_id"] == CELL_ID and meta["sent_from"]["kernel_id"]
+    assert note["written"] is True, note
+    saved = nbformat.read(notebook, as_version=4)
+    assert saved.cells[0].source == "# intro"  # the other cells as they were
+    cell = saved.cells[1]
+    assert cell.source == cell_source(gate)
+    assert cell.metadata["hpc_magics"]["job_id"] == job_id
+    assert cell.metadata["hpc_magics"]["state"] == "COMPLETED"
+    assert cell.outputs[0].text.startswith(f"[hpc_magics] job {job_id} ended COMPLETED at ")
+    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    assert "before the gate\nafter the gate\n" in text
+    assert cell.outputs[-1].output_type == "execute_result"
+    assert cell.outputs[-1].data["text/plain"] == "42"
+    assert f"job {job_id}'s outputs written into analysis.ipynb" in server.log
+
+
+@pytest.mark.slow
+def test_a_cell_edited_while_its_job_ran_is_left_alone(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    server = local_server(*FAST)
+    edited: list[bytes] = []
+
+    def edit(notebook: Path) -> None:
+        changed = nbformat.read(notebook, as_version=4)
+        changed.cells[1].source += "\nprint('my edit')"
+        nbformat.write(changed, notebook)
+        edited.append(notebook.read_bytes())
+
+    job_id, _, notebook, note = run_with_tab_closed(server, tmp_path / "gate", edit)
+    assert note["written"] is False and "edited" in note["why_not"], note
+    assert notebook.read_bytes() == edited[0]
+    assert f"job {job_id}'s outputs not written into analysis.ipynb" in server.log
+
+
+@pytest.mark.slow
+def test_an_open_tab_keeps_the_notebook_as_it_is_until_it_closes(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    server = local_server(*FAST)
+    gate = tmp_path / "gate"
+    since = server.get("hpc-magics/jobs/events").json()["last"]
+    try:
+        sent = submit(server, gate)
+        tab = open_tab(server, sent.kernel)
+    finally:
+        gate.touch()
+    try:
+        wait_for_event(server, since, sent.job_id)
+        # a later job's end: the look that saw the cell's job end is over, the tab open
+        terminal_job_event(server, "keepout-later")
+        assert not (sent.folder / NOTE_FILE).exists()
+        assert "hpc_magics" not in nbformat.read(sent.notebook, as_version=4).cells[1].metadata
+    finally:
+        tab.close()  # the tab closed, its kernel still running
+    note = wait_for_note(sent.folder, server)
+    assert note["written"] is True, note
+    cell = nbformat.read(sent.notebook, as_version=4).cells[1]
+    assert cell.metadata["hpc_magics"]["job_id"] == sent.job_id
+    assert sent.kernel in [k["id"] for k in server.get("api/kernels").json()]
+
+
+def test_outputs_go_only_into_the_very_cell_that_sent_them_as_it_was_sent() -> None:
+    sent = SentFrom("nb.ipynb", "c2", source_hash("%%sbatch\nx = 1"))
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("%%sbatch\nx = 1", id="c1"),
+        nbformat.v4.new_code_cell("%%sbatch\nx = 1", id="c2")])
+    shown = [{"output_type": "stream", "name": "stdout", "text": "hello\n"}]
+    assert place(notebook, sent, shown, {"job_id": "7"}) is None
+    assert notebook.cells[0].outputs == [] and "hpc_magics" not in notebook.cells[0].metadata
+    assert notebook.cells[1].outputs[0].text == "hello\n"
+    assert notebook.cells[1].metadata["hpc_magics"] == {"job_id": "7"}
+    nbformat.validate(notebook)
+
+    notebook.cells[1].source += "\n# my edit"
+    assert "edited" in str(place(notebook, sent, shown, {}))
+    del notebook.cells[1]
+    assert "no longer in the notebook" in str(place(notebook, sent, shown, {}))
+
+
+def test_a_notebook_outside_the_servers_root_has_no_path_there(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    assert api_path(str(root / "sub" / "nb.ipynb"), root) == "sub/nb.ipynb"
+    assert api_path("sub/nb.ipynb", root) == "sub/nb.ipynb"
+    assert api_path(str(tmp_path / "elsewhere.ipynb"), root) is None
+    assert api_path("../elsewhere.ipynb", root) is None
