@@ -8,13 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-
 
 def __getattr__(name: str) -> Any:
-    """``hpc_magics.resumed``: in a %%sbatch --checkpoint job, True when the cell runs again
+    """``hpc_magics.__version__``: the installed package's, from its metadata (the git tag
+    it was built from: docs/releasing.md), read on first use, not at import.
+
+    ``hpc_magics.resumed``: in a %%sbatch --checkpoint job, True when the cell runs again
     after a requeue, with its checkpointed variables restored (set on the node by
     ``node/task.py``; always False in the notebook)."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("hpc_magics")
+        except PackageNotFoundError:  # imported from a tree that is not installed
+            raise AttributeError("hpc_magics.__version__: the package is not installed") from None
     if name == "resumed":
         from .node import task
 
