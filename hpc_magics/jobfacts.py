@@ -40,7 +40,7 @@ def recorded_peak(folder: Path, job_id: str) -> NodePeak | None:
     return node_peak(node_records(folder, job_id))
 
 
-def _memory(folder: Any, job_id: str) -> tuple[float | None, float | None]:
+def asked_memory(folder: Any, job_id: str) -> tuple[float | None, float | None]:
     """The --mem the job asked for and the limit its nodes recorded (MB), when known."""
     request = folder.meta().get("request") or {}
     mem_mb = request.get("mem_mb")
@@ -50,13 +50,13 @@ def _memory(folder: Any, job_id: str) -> tuple[float | None, float | None]:
 
 def end_reason(folder: Any, job_id: str, state: str) -> str:
     """The one line for a job that ended ``state`` without results (handle.fetch)."""
-    memory = _memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
+    memory = asked_memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
     return end_hint(_as_said(job_id, state), *memory)
 
 
 def end_line(folder: Any, job_id: str, state: str) -> str:
     """What the job widget and %hpc_jobs show beside a job that ended (``end_note``)."""
-    memory = _memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
+    memory = asked_memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
     return end_note(_as_said(job_id, state), *memory)
 
 
@@ -66,7 +66,7 @@ def suggested_rerun(folder: Any, job_id: str, state: str,
     "2G"}``; the widget's button, ``--retry-oom``): from accounting's figures when given,
     else from what the folder knows (the request, the limit its nodes recorded)."""
     if usage is None:
-        asked, limit = _memory(folder, job_id)
+        asked, limit = asked_memory(folder, job_id)
         time_s = (folder.meta().get("request") or {}).get("time_s")
         usage = Usage(job_id, state, req_mem_mb=asked or limit,
                       time_limit_s=time_s if isinstance(time_s, (int, float)) else None)

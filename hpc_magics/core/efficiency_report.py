@@ -37,7 +37,7 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.0f}%"
 
 
-def _memory(megabytes: float | None) -> str:
+def memory_text(megabytes: float | None) -> str:
     if megabytes is None:
         return "n/a"
     if megabytes >= 1024:
@@ -100,7 +100,7 @@ def _rule_oom(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> 
     if usage.state != "OUT_OF_MEMORY" or not usage.req_mem_mb:
         return None
     suggest = rerun_changes(usage, {"oom": rule})["mem"]
-    return str(rule["message"]).format(asked=_memory(usage.req_mem_mb), suggest=suggest)
+    return str(rule["message"]).format(asked=memory_text(usage.req_mem_mb), suggest=suggest)
 
 
 def _round_up_gb(megabytes: float) -> int:
@@ -117,8 +117,8 @@ def _rule_memory(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) 
     suggest = _round_up_gb(usage.max_rss_mb * float(rule["headroom"]))
     if suggest >= usage.req_mem_mb:
         return None
-    return str(rule["message"]).format(asked=_memory(usage.req_mem_mb),
-                                       peak=_memory(usage.max_rss_mb),
+    return str(rule["message"]).format(asked=memory_text(usage.req_mem_mb),
+                                       peak=memory_text(usage.max_rss_mb),
                                        suggest=format_memory(suggest))
 
 
@@ -169,7 +169,7 @@ def array_summary(reports: Sequence[Report]) -> tuple[str, ...]:
     limits = _span([u.time_limit_s for u in usages], format_duration)
     lines = [f"{len(reports)} tasks: {counted}; CPU efficiency "
              f"{_span([u.cpu_efficiency for u in usages], _percent)}; memory peak "
-             f"{_span([u.max_rss_mb for u in usages], _memory)}; time "
+             f"{_span([u.max_rss_mb for u in usages], memory_text)}; time "
              f"{_span([u.elapsed_s for u in usages], format_duration)} of {limits}"]
     advised = Counter(r.advice for r in reports if r.advice)
     if advised:
@@ -202,10 +202,10 @@ def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
                  f"CPU{'' if cpus == 1 else 's'})")
     if usage.max_rss_mb is None:
         lines.append(f"memory peak not sampled (the job ended before accounting's first "
-                     f"sample) of {_memory(usage.req_mem_mb)} asked")
+                     f"sample) of {memory_text(usage.req_mem_mb)} asked")
     else:
-        lines.append(f"memory peak {_memory(usage.max_rss_mb)} of {_memory(usage.req_mem_mb)} "
-                     f"asked ({_percent(usage.memory_fraction)}"
+        lines.append(f"memory peak {memory_text(usage.max_rss_mb)} of "
+                     f"{memory_text(usage.req_mem_mb)} asked ({_percent(usage.memory_fraction)}"
                      + (f"; from {memory_source})" if memory_source else ")"))
     limit = format_duration(usage.time_limit_s) if usage.time_limit_s else "no limit"
     elapsed = format_duration(usage.elapsed_s) if usage.elapsed_s is not None else "n/a"
@@ -213,7 +213,7 @@ def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
     if gpu is not None:
         lines.append(f"GPU utilisation {gpu.mean_utilisation:.0f}% on average over "
                      f"{gpu.gpus} GPU{'s' if gpu.gpus != 1 else ''}, memory peak "
-                     f"{_memory(gpu.peak_memory_mb)} of {_memory(gpu.memory_total_mb)}")
+                     f"{memory_text(gpu.peak_memory_mb)} of {memory_text(gpu.memory_total_mb)}")
     elif usage.gpus:
         lines.append(f"{usage.gpus} GPU(s) allocated; no samples (no nvidia-smi on the node)")
     return Report(usage, gpu, tuple(lines), advice(usage, gpu, rules))

@@ -11,6 +11,10 @@ MaxRSS, and these records give its peak instead.
 Where the job was given GPUs (``CUDA_VISIBLE_DEVICES`` set) and the node has ``nvidia-smi``,
 the first task on each node also samples them every few seconds into ``gpu-JOB.HOST.csv``
 (a few milliseconds of one core per query); ``%hpc_efficiency`` and the job widget plot them.
+The first task on each node also samples the job's memory on that node every few seconds
+into ``mem-JOB.HOST.csv`` (``epoch seconds,MB now,MB peak`` lines; now: the cgroup's
+usage, or the task's own resident size where the node has no memory cgroup) for the job
+widget's live plot (``widgets/telemetry.py``).
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 GPU_SAMPLE_EVERY_S = 5
+MEMORY_SAMPLE_EVERY_S = 2  # one small file read and one line written
 MB = 1024 * 1024
-# the files each cgroup version keeps the limit and the peak in (for the job's directory)
+# the files each cgroup version keeps the limit, the peak and the usage now in (for the
+# job's directory)
 CGROUP_FILES = {
-    "v1": {"limit": "memory.limit_in_bytes", "peak": "memory.max_usage_in_bytes"},
-    "v2": {"limit": "memory.max", "peak": "memory.peak"},
+    "v1": {"limit": "memory.limit_in_bytes", "peak": "memory.max_usage_in_bytes",
+           "current": "memory.usage_in_bytes"},
+    "v2": {"limit": "memory.max", "peak": "memory.peak", "current": "memory.current"},
 }
 # a cgroup v1 "no limit" is a huge page-rounded number, v2 says "max"
 NO_LIMIT_BYTES = 1 << 60
@@ -50,6 +57,28 @@ def node_file(job_id: str, host: str, rank: str) -> str:
 def node_samples_file(job_id: str, host: str) -> str:
     """One node's GPU samples of ``job_id``: every node of a multi-node job samples its own."""
     return f"gpu-{job_id}.{host}.csv"
+
+
+def memory_samples_file(job_id: str, host: str) -> str:
+    """One node's memory samples of ``job_id`` (``epoch seconds,MB now,MB peak`` lines)."""
+    return f"mem-{job_id}.{host}.csv"
+
+
+class MemorySample(NamedTuple):
+    at: float  # epoch seconds
+    megabytes: float  # now
+    peak_mb: float  # the largest sampled since the job started on the node
+
+
+def parse_memory_samples(text: str) -> tuple[MemorySample, ...]:
+    """The samples of each whole line; a line cut short is skipped."""
+    samples = []
+    for line in text.splitlines():
+        try:
+            samples.append(MemorySample(*map(float, line.split(","))))
+        except (ValueError, TypeError):
+            continue
+    return tuple(samples)
 
 
 def memory_cgroup_dir(proc_cgroup: str, exists: Callable[[str], bool],

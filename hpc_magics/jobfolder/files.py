@@ -135,6 +135,17 @@ def write_atomically(path: Path, data: bytes | str, durable: bool = False) -> No
         raise
 
 
+def read_tail(path: Path | str, max_bytes: int) -> list[str]:
+    """The whole lines of the last ``max_bytes`` of a file that keeps growing (a log,
+    samples): what the widget reads every few seconds, whatever the file's size. Raises
+    ``OSError`` when it cannot be read."""
+    with open(path, "rb") as stream:
+        size = stream.seek(0, os.SEEK_END)
+        stream.seek(max(0, size - max_bytes))
+        lines = stream.read().decode(errors="replace").splitlines()
+    return lines[1:] if size > max_bytes else lines  # the first line is cut
+
+
 def move_into_place(source: Path | str, target: Path | str, dir_fd: int | None = None) -> None:
     """Rename ``source`` over ``target`` in one step (the package's only rename; both in
     one folder, or both names relative to the open folder ``dir_fd``)."""

@@ -1,7 +1,8 @@
 """The node side's own facts about its job, recorded in the job folder (see
 ``core/node_records.py``): the memory limit at the start, the peak at the end, and GPU
 samples on every node of the job (the first task on each node runs ``nvidia-smi``; the
-batch script alone would sample only the first node).
+batch script alone would sample only the first node), and memory samples for the job
+widget's live plot (a thread of the first task on each node).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import resource
 import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +24,10 @@ from ..core.node_records import (
     CGROUP_FILES,
     GPU_SAMPLE_EVERY_S,
     MB,
+    MEMORY_SAMPLE_EVERY_S,
     bytes_value,
     memory_cgroup_dir,
+    memory_samples_file,
     node_file,
     node_samples_file,
 )
@@ -113,6 +118,48 @@ def start_gpu_sampler(folder: Path, every_s: int = GPU_SAMPLE_EVERY_S) \
         os.close(fd)
 
 
+def _current_mb() -> float | None:
+    """The job's memory on this node now: its cgroup's usage, else this task's resident
+    size (a node without memory cgroups: the test host's, say)."""
+    current = _cgroup_mb("current")
+    if current is not None:
+        return current
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / MB
+
+
+def start_memory_sampler(folder: Path, every_s: float = MEMORY_SAMPLE_EVERY_S) \
+        -> threading.Event | None:
+    """A thread appending ``epoch seconds,MB now,MB peak`` to the node's memory samples until the
+    returned event is set; once per node (its first task)."""
+    if os.environ.get("SLURM_LOCALID", "0") != "0":
+        return None
+    target = folder / memory_samples_file(attempt_id(), _node())
+    stop = threading.Event()
+
+    def sample() -> None:
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "a", encoding="ascii") as out:
+                peak = 0.0  # the whole run's, in every line: the widget reads only the end
+                while True:
+                    megabytes = _current_mb()
+                    if megabytes is not None:
+                        peak = max(peak, megabytes)
+                        out.write(f"{time.time():.0f},{megabytes:.0f},{peak:.0f}\n")
+                        out.flush()  # the widget reads it while the job runs
+                    if stop.wait(every_s):
+                        return
+        except OSError:
+            pass  # a plot the widget can do without; never fail the job for it
+
+    threading.Thread(target=sample, name="hpc-magics-memory-samples", daemon=True).start()
+    return stop
+
+
 def stop_gpu_sampler(sampler: subprocess.Popen[bytes] | None) -> None:
     if sampler is None:
         return
@@ -129,9 +176,12 @@ def recorded(folder: Path) -> Iterator[None]:
     """Around the node-side run of a job: its facts recorded, GPUs sampled."""
     record_start(folder)
     sampler = start_gpu_sampler(folder)
+    memory = start_memory_sampler(folder)
     try:
         yield
     finally:
+        if memory is not None:
+            memory.set()
         stop_gpu_sampler(sampler)
         record_end(folder)
 

@@ -16,18 +16,22 @@ from typing import Any
 from ..core.efficiency import GpuSample, Usage, parse_gpu_samples
 from ..core.efficiency_report import Report, array_summary, report
 from ..jobfacts import recorded_peak
+from ..jobfolder.files import read_tail
 
 SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers them all
 
 
-def gpu_samples(folder: Any, job_id: str) -> tuple[GpuSample, ...]:
+def gpu_samples(folder: Any, job_id: str, tail_bytes: int | None = None) \
+        -> tuple[GpuSample, ...]:
     """The samples the job recorded, every node's (none without GPUs or nvidia-smi);
-    a GPU is named by its node and index when more than one node sampled."""
+    a GPU is named by its node and index when more than one node sampled. ``tail_bytes``:
+    only the end of each file (the live widget, while the job writes them)."""
     files = sorted(folder.path.glob(glob.escape(f"gpu-{job_id}") + ".*csv"))
     samples: list[GpuSample] = []
     for path in files:
         try:
-            text = path.read_text(errors="replace")
+            text = (path.read_text(errors="replace") if tail_bytes is None
+                    else "\n".join(read_tail(path, tail_bytes)))
         except OSError:
             continue
         host = path.name[len(f"gpu-{job_id}."):-len("csv")].rstrip(".")

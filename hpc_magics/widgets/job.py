@@ -1,13 +1,14 @@
 """The job widget: the job's story while it waits and runs, and how it used its resources.
 
 PENDING: the reason in plain words and Slurm's estimated start. RUNNING: elapsed against
-the time limit as a progress bar, the nodes and a live tail of the log (read from the
-job folder; "More" shows more lines). Cancel only while the job can be cancelled, after a
-confirmation; Fetch once it has ended; after a failure, Rerun (with the memory or time
-the efficiency advice names: "Rerun with 2G"; the new job's widget comes below); an
-efficiency section (and a GPU plot when the job recorded GPU samples) after the end.
-Each part is made when it first has something to show (a submission pays for the
-status, the story and Cancel only; see ``parts.Part``).
+the time limit as a progress bar, the nodes, the job's memory against its request and its
+GPUs' use as live sparklines (``telemetry.py``, from the node's samples) and a live tail of
+the log (both read from the job folder; "More" shows more lines). Cancel only while the
+job can be cancelled, after a confirmation; Fetch once it has ended; after a failure,
+Rerun (with the memory or time the efficiency advice names: "Rerun with 2G"; the new job's
+widget comes below); an efficiency section (and a GPU plot when the job recorded GPU
+samples) after the end. Each part is made when it first has something to show (a
+submission pays for the status, the story and Cancel only; see ``parts.Part``).
 
 One monitor thread per kernel asks the watcher for fresh snapshots of every live
 widget's job in one batched poll (and, after the end, their usage: the user's shared
@@ -31,9 +32,11 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
 from ..jobfacts import suggested_rerun
+from ..jobfolder.files import read_tail
 from .job_view import JobView, segment_html, segment_note, view_of
 from .parts import Part, shown
 from .sweep_view import sweep_section
+from .telemetry import telemetry_html
 
 REFRESH_INTERVAL_S = 5.0
 TAIL_LINES = 8  # the live tail
@@ -50,13 +53,14 @@ EXTRA_SECTIONS: list[Callable[[JobWidget], widgets.Widget | None]] = []
 
 
 # the widget's children top to bottom, and the buttons' row left to right
-ORDER = ("status", "sweep", "story", "progress", "buttons", "confirm", "message", "log_view",
-         "efficiency", "gpu_plot", "rerun_widget")
+ORDER = ("status", "sweep", "story", "progress", "telemetry", "buttons", "confirm", "message",
+         "log_view", "efficiency", "gpu_plot", "rerun_widget")
 BUTTONS = ("cancel_button", "log_button", "fetch_button", "rerun_button")
 
 
 class JobWidget(widgets.VBox):
     progress = Part("progress")
+    telemetry = Part("telemetry")
     cancel_button = Part("cancel_button")
     log_button = Part("log_button")
     fetch_button = Part("fetch_button")
@@ -146,6 +150,9 @@ class JobWidget(widgets.VBox):
             min=0.0, max=1.0, description="time used",
             layout=widgets.Layout(width="60%", display="none"))}
 
+    def _make_telemetry(self) -> dict[str, widgets.Widget]:
+        return {"telemetry": self._html()}
+
     def _make_cancel_button(self) -> dict[str, widgets.Widget]:
         button = self._button("Cancel", icon="stop", button_style="danger",
                               tooltip="scancel this job",
@@ -204,6 +211,8 @@ class JobWidget(widgets.VBox):
         self._show("progress", fraction is not None)
         if self._made("progress"):
             self.progress.value = fraction or 0.0
+        self._set_html("telemetry", telemetry_html(self.handle.folder, self.handle.job_id)
+                       if view.phase == "running" and self.sweep is None else "")
         can_fetch = view.can_fetch or self.handle.folder.has_results()
         self._enabled = {"cancel_button": view.can_cancel, "fetch_button": can_fetch}
         for name, enabled in self._enabled.items():
@@ -246,15 +255,9 @@ class JobWidget(widgets.VBox):
         lines: list[str] = []
         for path in self.handle.backend.log_paths(self.handle.job_id, self.handle.folder):
             try:
-                with open(path, "rb") as stream:
-                    stream.seek(0, os.SEEK_END)
-                    size = stream.tell()
-                    stream.seek(max(0, size - TAIL_BYTES))
-                    chunk = stream.read().decode(errors="replace").splitlines()
+                chunk = read_tail(path, TAIL_BYTES)
             except OSError:
                 continue
-            if size > TAIL_BYTES:
-                chunk = chunk[1:]  # the first line is cut
             lines += [line for line in chunk if not line.startswith("submitit ")]
         return "\n".join(lines[-self.log_lines:])
 

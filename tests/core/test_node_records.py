@@ -20,8 +20,10 @@ from hpc_magics.core.node_records import (
     read_records,
 )
 from hpc_magics.jobfacts import end_reason
+from hpc_magics.jobfolder.files import read_tail
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.widgets.efficiency import gpu_samples, reports
+from hpc_magics.widgets.telemetry import memory_lines
 
 # /proc/self/cgroup as a task of job 126 on a release cluster's node c1 saw it (the node
 # sees its hierarchy from below "/hpcm-2411-c1"), trimmed to the lines that matter
@@ -121,3 +123,13 @@ def test_a_step_killed_for_memory_explains_its_jobs_failure() -> None:
     assert explaining_step_state("FAILED", steps) == "OUT_OF_MEMORY"
     assert explaining_step_state("FAILED", "152|FAILED\n152.0|FAILED\n") == "FAILED"
     assert explaining_step_state("TIMEOUT", steps) == "TIMEOUT"  # only a FAILED job's
+
+
+def test_the_live_memory_line_reads_only_the_end_of_the_samples(tmp_path: Path) -> None:
+    samples = tmp_path / "mem-42.c1.csv"
+    samples.write_text("".join(f"{1_700_000_000 + i},{100 + i},{900 + i}\n" for i in range(1000)))
+    lines = read_tail(samples, 100)  # 21 bytes a line: the cut first one is left out
+    assert lines == [f"{1_700_000_000 + i},{100 + i},{900 + i}" for i in range(996, 1000)]
+    [line] = memory_lines(JobFolder(tmp_path), "42")
+    # now and the whole run's peak from the last sample; no request known: no "of"
+    assert line.startswith("memory <svg") and line.endswith("now 1.1G · peak 1.9G")

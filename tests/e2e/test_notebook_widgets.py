@@ -105,6 +105,9 @@ def test_job_widget_runs_ends_fetches_and_reports_efficiency(
     assert widget.locator(".widget-hprogress, .widget-progress").first.is_visible()
     assert re.search(r"running on c\d", widget.inner_text()), widget.inner_text()
     assert widget.get_by_role("button", name="Cancel").is_visible()
+    # live telemetry from the node's samples: memory against the request, the GPU's use
+    widget.get_by_text("40% busy").wait_for(timeout=30_000)
+    assert widget.locator("svg.hpc-magics-sparkline").count() == 2
     picture(widget.locator(".widget-vbox").first, "job-widget")
 
     # The end, told by the widget itself (no cell run): then Fetch brings `loss` back.

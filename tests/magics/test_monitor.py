@@ -235,11 +235,12 @@ class StandInNvidiaSmi:
 
     This machine has no GPU: the fake V100s of the test cluster are device nodes only,
     so the stand-in prints what the real tool prints for ``--query-gpu ... -l N``: one CSV
-    line per interval, utilisation 40 % and 2 GB used of 16 GB, until it is killed.
+    line per interval, utilisation 40 % (or ``utilisation``) and 2 GB used of 16 GB, until
+    it is killed.
     """
 
     def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch,
-                 ran_on: Path | None = None) -> None:
+                 ran_on: Path | None = None, utilisation: int = 40) -> None:
         """``ran_on``: a file each run appends its host's name to."""
         folder.mkdir(parents=True, exist_ok=True)
         script = folder / "nvidia-smi"
@@ -249,7 +250,7 @@ class StandInNvidiaSmi:
             + "every=1\n"
             'while [ $# -gt 0 ]; do [ "$1" = -l ] && every=$2; shift; done\n'
             "while true; do\n"
-            '  echo "$(date "+%Y/%m/%d %H:%M:%S").000, 0, 40, 2048, 16384"\n'
+            f'  echo "$(date "+%Y/%m/%d %H:%M:%S").000, 0, {utilisation}, 2048, 16384"\n'
             '  sleep "$every"\n'
             "done\n")
         script.chmod(0o755)
