@@ -51,7 +51,14 @@ def at_most_times(metric: str, ours: float, baseline: float, limit: float,
 
 
 def interleaved(repeat: int, *actions: Callable[[], float], warmup: int = 1) -> list[float]:
-    """Run the actions in turn ``repeat`` times (each returns its own measure); the medians.
+    """The medians of :func:`interleaved_samples`."""
+    return [statistics.median(values) for values in
+            interleaved_samples(repeat, *actions, warmup=warmup)]
+
+
+def interleaved_samples(repeat: int, *actions: Callable[[], float], warmup: int = 1
+                        ) -> list[list[float]]:
+    """Run the actions in turn ``repeat`` times (each returns its own measure); each one's.
 
     Interleaving makes ours and the baseline see the same machine load. Every other round
     runs them in the reverse order, so that no side always runs right after the same other
@@ -66,7 +73,18 @@ def interleaved(repeat: int, *actions: Callable[[], float], warmup: int = 1) -> 
             value = action()
             if round_index >= warmup:
                 samples[index].append(value)
-    return [statistics.median(values) for values in samples]
+    return samples
+
+
+def spread(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
+    """The middle half of ``values`` (25th to 75th percentile), for a row on a busy machine."""
+    low, _, high = statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
+    return f"{low * scale:.{digits}f}-{high * scale:.{digits}f}"
+
+
+def load_average() -> str:
+    """The 1-minute load average now, as a row says it (the machine is shared)."""
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def timed(action: Callable[[], Any]) -> float:

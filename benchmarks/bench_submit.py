@@ -29,7 +29,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from _common import at_most_more, interleaved, repeat_count, require_cluster, work_dir
+from _common import (
+    at_most_more,
+    interleaved_samples,
+    load_average,
+    repeat_count,
+    require_cluster,
+    spread,
+    work_dir,
+)
 
 OVERHEAD_MS = 10.0
 RESULT_S = 0.5
@@ -86,7 +94,7 @@ class Notebook:
         return output.getvalue()
 
 
-def measure(repeat: int) -> dict[str, float]:
+def measure(repeat: int) -> dict[str, Any]:
     # jobs inherit this environment: byte code cached as an installed package's is
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     with work_dir("bench-submit-") as tmp:
@@ -131,24 +139,42 @@ def measure(repeat: int) -> dict[str, float]:
                 time.sleep(POLL_S)
             return time.perf_counter() - started
 
-        submit, wrap = interleaved(repeat, ours_submit, sbatch_submit)
-        result, slurm = interleaved(repeat, ours_result, slurm_result)
-    return {"submit": submit, "wrap": wrap, "result": result, "slurm": slurm,
-            "submit_cpu": statistics.median(cpu["ours"][1:]),  # [0]: the warm-up round's
-            "wrap_cpu": statistics.median(cpu["wrap"][1:])}
+        load = [load_average()]
+        submit, wrap = interleaved_samples(repeat, ours_submit, sbatch_submit)
+        load.append(load_average())
+        result, slurm = interleaved_samples(repeat, ours_result, slurm_result)
+        load.append(load_average())
+    samples = {"submit": submit, "wrap": wrap, "result": result, "slurm": slurm,
+               "submit_cpu": cpu["ours"][1:], "wrap_cpu": cpu["wrap"][1:]}  # [0]: warm-up's
+    m: dict[str, Any] = {key: statistics.median(values) for key, values in samples.items()}
+    # the middle half of each side's runs and the load: what the medians mean on a busy machine
+    m["note"] = {key: spread(values, 1 if key in ("result", "slurm") else 1000,
+                             2 if key in ("result", "slurm") else 1)
+                 for key, values in samples.items()}
+    m["load"] = "-".join(load)
+    m["repeat"] = repeat
+    return m
+
+
+def _said(m: dict[str, Any], ours: str, baseline: str, unit: str) -> str:
+    return (f"{unit}; {m['repeat']} runs each, middle half {m['note'][ours]} vs "
+            f"{m['note'][baseline]}; load average {m['load']}")
 
 
 def rows() -> list[dict[str, Any]]:
     require_cluster()
     m = measure(repeat_count(7))
     return [
-        at_most_more("submit a trivial %%sbatch cell vs sbatch --wrap (ms)",
+        at_most_more("submit a trivial %%sbatch cell vs sbatch --wrap "
+                     f"({_said(m, 'submit', 'wrap', 'ms')})",
                      m["submit"] * 1000, m["wrap"] * 1000, OVERHEAD_MS, "ms", digits=1),
         # sbatch's own wait is in both: the cell's extra cost is the kernel's CPU time
-        at_most_more("the kernel's CPU time for it vs for running sbatch --wrap (ms)",
+        at_most_more("the kernel's CPU time for it vs for running sbatch --wrap "
+                     f"({_said(m, 'submit_cpu', 'wrap_cpu', 'ms')})",
                      m["submit_cpu"] * 1000, m["wrap_cpu"] * 1000, OVERHEAD_MS, "ms",
                      digits=1),
-        at_most_more("trivial %%sbatch --wait cell to result vs Slurm submit-to-COMPLETED (s)",
+        at_most_more("trivial %%sbatch --wait cell to result vs Slurm submit-to-COMPLETED "
+                     f"({_said(m, 'result', 'slurm', 's')})",
                      m["result"], m["slurm"], RESULT_S, "s", digits=2),
     ]
 

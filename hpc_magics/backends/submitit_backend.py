@@ -214,8 +214,7 @@ class SlurmBackend(_SubmititBackend):
         from ..scheduler.watcher import watcher
 
         queue = watcher().queue
-        last = queue.peek()  # asks nobody: the usual submission stays quick
-        if last is None or last.error is None:
+        if queue.last_error() is None:  # asks nobody: the usual submission stays quick
             return
         now = queue.look_now()  # past the back-off: a submission is the user's own ask
         if now.error is not None:

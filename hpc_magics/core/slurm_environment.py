@@ -15,9 +15,10 @@ Pure stdlib: validation and cost read the same defaults through :func:`request_d
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 from typing import Any
 
 from .errors import InvalidRequest
@@ -122,10 +123,19 @@ REQUEST_FIELDS: tuple[tuple[str, str], ...] = (
 def leak_reason(name: str, table: tuple[tuple[str, str], ...] = LEAKED) -> str | None:
     """Why ``name`` is a leak from a surrounding job (or, with ``table=FORMATTING``, changes
     what a command prints), or None when it is neither."""
+    if not _any_pattern(table).match(name):  # most names: one regex, not one per pattern
+        return None
     for pattern, why in table:
         if fnmatchcase(name, pattern):
             return why
     return None
+
+
+@functools.cache
+def _any_pattern(table: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    """One regex for all of ``table``'s patterns: every Slurm command scrubs the whole
+    environment through :func:`leak_reason` (fnmatch pattern by pattern was ~1 ms a call)."""
+    return re.compile("|".join(f"(?:{translate(pattern)})" for pattern, _ in table))
 
 
 def option_of(name: str) -> str | None:

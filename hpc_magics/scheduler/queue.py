@@ -231,6 +231,16 @@ class JobQueue:
         """The last view any process saw, without asking the scheduler."""
         return self._read()
 
+    def last_error(self) -> str | None:
+        """Why the last look any process took failed (None: it answered, or none yet),
+        without asking the scheduler or building the user's jobs: every submission asks."""
+        try:
+            data = json.loads(self.cache_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(data, dict) and data.get("version") == CACHE_VERSION
+        return str(data["error"]) if ok and data.get("error") is not None else None
+
     def invalidate(self) -> None:
         """Make the next ``view()`` ask squeue (after a cancel, say): no answer asked
         before now is stored as fresh, even one still on its way (``look_now``, another

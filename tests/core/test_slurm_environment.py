@@ -28,6 +28,21 @@ def test_leaks_go_and_the_users_defaults_stay() -> None:
         assert se.leak_reason(name), name
 
 
+def test_the_one_regex_answers_as_the_patterns_one_by_one() -> None:
+    """leak_reason rejects most names with one regex (every Slurm command scrubs the whole
+    environment): its answers stay those of fnmatch, pattern by pattern, first match wins."""
+    from fnmatch import fnmatchcase
+
+    for table in (se.LEAKED, se.FORMATTING):
+        names = {pattern.replace("*", fill).replace("?", "X")
+                 for pattern, _ in table for fill in ("", "X", "A_B")}
+        names |= {name[:-1] for name in names} | {"x" + name for name in names}
+        names |= {*LEAKED, *KEPT, "HOME", "PATH", "SLURM", "slurm_job_id", "SLURM_JOB_ID\n"}
+        for name in sorted(names):
+            expected = next((why for pattern, why in table if fnmatchcase(name, pattern)), None)
+            assert se.leak_reason(name, table) == expected, name
+
+
 def test_what_commands_print_goes_from_the_readers_only() -> None:
     env = {"SLURM_TIME_FORMAT": "relative", "SQUEUE_STATES": "RUNNING", "SACCT_FORMAT": "JobID",
            "SINFO_SORT": "-P", "SCONTROL_ALL": "1", "SBATCH_PARTITION": "long"}

@@ -64,11 +64,14 @@ def test_a_users_own_look_goes_past_the_back_off(fake_squeue: FakeSqueue,
     assert queue.view(max_age_s=0).error is not None
     calls = fake_squeue.calls
     assert queue.view(max_age_s=0).error is not None and fake_squeue.calls == calls  # backing off
+    failed = queue.peek()  # what a submission reads (last_error) without building the jobs
+    assert failed is not None and queue.last_error() == failed.error is not None
     fake_squeue.behave("ok")
     back = queue.look_now()
     assert back.error is None and [j.job_id for j in back.jobs] == ["501"]
     assert fake_squeue.calls == calls + 1
     assert queue.peek() == back  # shared: the kernel's handles see it too
+    assert queue.last_error() is None
     # a refresh hanging with the lock held: the user's look still answers in time, saying so
     fake_squeue.behave("hang")
     queue.invalidate()
