@@ -72,7 +72,7 @@ class Analysis(ExpressionClassifier):
         for index, statement in enumerate(body):
             last = last_is_echo and index == len(body) - 1
             record = self.statement(statement, keep_all, last)
-            if keep_all and record.kind not in {IMPORT}:
+            if keep_all and record.kind != IMPORT:
                 record = Record(KEEP)
             self.records[id(statement)] = record
             if record.kind == KEEP:

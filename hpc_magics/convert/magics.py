@@ -308,12 +308,7 @@ def _cell_magic(text: str, needs: set[str]) -> str:
     line = line.strip()
     shown = f"%%{name} {line}".strip()
     if name == "time":
-        needs.add(TIMER)
-        inner = _translate(body, needs)
-        return (
-            f"_started = _perf_counter()  # {shown}\n{inner.rstrip()}\n"
-            'print(f"Wall time: {_perf_counter() - _started:.3f} s")\n'
-        )
+        return _time(body.rstrip(), "", shown, needs)
     if name == "timeit":
         call = _timeit_call(line, body, needs)
         if call is not None:
