@@ -68,39 +68,32 @@ def target_names(target: ast.AST) -> list[str]:
 def only_displays(node: ast.AST) -> bool:
     """A value a cell ended with only to show it: removing it changes nothing computed.
 
-    A bare name, attribute or literal, or a chain of known-pure inspection methods on one
+    An inert value, or a chain of known-pure inspection methods on one
     (``df.describe().round(2)``, ``len(x)``).  A subscript may call ``__missing__`` and any
     other call may change state (``queue.get()``, ``next(it)``, ``df.dropna(inplace=True)``):
     those stay, as statements.
     """
-    if isinstance(node, (ast.Name, ast.Constant)):
-        return True
+    return inert(node, pure_calls=True)
+
+
+def inert(node: ast.AST, pure_calls: bool = False) -> bool:
+    """A value whose evaluation runs no code: a literal, a name, an attribute, a tuple or a
+    sign of those; with ``pure_calls``, also known-pure calls on them with inert arguments."""
     if isinstance(node, ast.Attribute):
-        return only_displays(node.value)
+        return inert(node.value, pure_calls)
     if isinstance(node, (ast.Tuple, ast.List)):
-        return all(only_displays(e) for e in node.elts)
-    if isinstance(node, ast.Call):
+        return all(inert(e, pure_calls) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return inert(node.operand, pure_calls)
+    if isinstance(node, ast.Call) and pure_calls:
         if any(k.arg == "inplace" for k in node.keywords):
             return False
         args_inert = all(inert(a) for a in node.args) and all(inert(k.value) for k in node.keywords)
         if isinstance(node.func, ast.Attribute) and node.func.attr in PURE_METHODS:
-            return args_inert and only_displays(node.func.value)
+            return args_inert and inert(node.func.value, pure_calls)
         if isinstance(node.func, ast.Name) and node.func.id in PURE_BUILTINS:
             return args_inert
-    return False
-
-
-def inert(node: ast.AST) -> bool:
-    """An argument whose evaluation runs no code: a literal, a name, an attribute."""
-    if isinstance(node, (ast.Name, ast.Constant)):
-        return True
-    if isinstance(node, ast.Attribute):
-        return inert(node.value)
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(inert(e) for e in node.elts)
-    if isinstance(node, ast.UnaryOp):
-        return inert(node.operand)
-    return False
+    return isinstance(node, (ast.Name, ast.Constant))
 
 
 def bodies(statement: ast.stmt) -> list[list[ast.stmt]]:
