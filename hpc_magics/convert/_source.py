@@ -7,14 +7,6 @@ lose comments and layout, so the converters rewrite only the ranges they change.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class _Edit:
-    start: int
-    end: int
-    text: str
 
 
 class SourceEditor:
@@ -29,7 +21,7 @@ class SourceEditor:
             self._line_starts.append(offset)
             offset += len(line)
         self._line_starts.append(offset)
-        self._edits: list[_Edit] = []
+        self._edits: list[tuple[int, int, str]] = []  # start, end, replacement
 
     # ------------------------------------------------------------------ positions
     def offset(self, lineno: int, col_bytes: int) -> int:
@@ -66,11 +58,12 @@ class SourceEditor:
 
     # ------------------------------------------------------------------ edits
     def replace_node(self, node: ast.AST, text: str) -> None:
-        self._add(*self.span(node), text)
+        self._edits.append((*self.span(node), text))
 
     def replace_lines(self, first: int, last: int, text: str) -> None:
         """Replace whole lines ``first``..``last`` (1-based, inclusive); ``text`` ends with \\n."""
-        self._add(self._line_starts[first - 1], self._line_starts[min(last, len(self.lines))], text)
+        self._edits.append(
+            (self._line_starts[first - 1], self._line_starts[min(last, len(self.lines))], text))
 
     def remove_statement(
         self, node: ast.stmt, marker: str | None, *, pass_if_empty: bool = False
@@ -97,20 +90,16 @@ class SourceEditor:
             return min(d.lineno for d in decorators)
         return node.lineno
 
-    def _add(self, start: int, end: int, text: str) -> None:
-        self._edits.append(_Edit(start, end, text))
-
     def result(self) -> str:
         if not self._edits:
             return self.text
         pieces: list[str] = []
         position = 0
-        for edit in sorted(self._edits, key=lambda e: (e.start, e.end)):
-            if edit.start < position:  # overlapping edit: the outer one already covers it
+        for start, end, text in sorted(self._edits, key=lambda e: (e[0], e[1])):
+            if start < position:  # overlapping edit: the outer one already covers it
                 continue
-            pieces.append(self.text[position : edit.start])
-            pieces.append(edit.text)
-            position = edit.end
+            pieces += [self.text[position:start], text]
+            position = end
         pieces.append(self.text[position:])
         return "".join(pieces)
 

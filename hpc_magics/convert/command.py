@@ -29,14 +29,9 @@ class Written:
 
 
 def convert_file(
-    notebook: Path,
-    output_dir: Path | None = None,
-    profile: str | None = None,
-    interpreter: str | None = None,
-    comment_removed: bool = True,
-    strict: bool = False,
-    flags: Mapping[str, Any] | None = None,
-    force: bool = False,
+    notebook: Path, output_dir: Path | None = None, profile: str | None = None,
+    interpreter: str | None = None, comment_removed: bool = True, strict: bool = False,
+    flags: Mapping[str, Any] | None = None, force: bool = False,
 ) -> Written:
     """``flags``: raw flag texts by request field (as ``-t 10`` gives ``time_s="10"``), over
     the notebook's metadata and the profile's defaults; ``None`` values are left out.
@@ -85,70 +80,41 @@ def _differs(path: Path, text: str) -> bool:
 
 def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser = subcommands.add_parser(
-        "convert",
-        help="notebook → headless NAME.py + NAME.sbatch",
+        "convert", help="notebook → headless NAME.py + NAME.sbatch",
         description="Convert a notebook into a script plain python runs with no display "
-        "(plots stripped, computation kept, magics translated) and an sbatch file.",
-    )
+        "(plots stripped, computation kept, magics translated) and an sbatch file.")
     parser.add_argument("notebook", type=Path, help="the .ipynb file")
-    parser.add_argument(
-        "-o",
-        "--output-dir",
-        type=Path,
-        default=None,
-        help="folder for NAME.py and NAME.sbatch (default: the notebook's)",
-    )
-    parser.add_argument(
-        "--profile",
-        default=None,
-        help="cluster profile for the sbatch header (default: the notebook's "
-        "metadata, else 'generic')",
-    )
+    parser.add_argument("-o", "--output-dir", type=Path, default=None,
+                        help="folder for NAME.py and NAME.sbatch (default: the notebook's)")
+    parser.add_argument("--profile", default=None,
+                        help="cluster profile for the sbatch header (default: the notebook's "
+                        "metadata, else 'generic')")
     # The same flags as %%sbatch and `hpc-magics submit`, from the one table.
     for flag in SBATCH_FLAGS:
         parser.add_argument(*flag.spellings, default=None, help=flag.help)
     parser.add_argument("--setup", action="append", metavar="COMMAND",
                         help="shell line run before the script, e.g. 'module load X' "
                         "(repeatable)")
-    parser.add_argument(
-        "--python",
-        dest="interpreter",
-        default=None,
-        help="interpreter command in the run line (default: the interpreter of the "
-        "notebook's kernel, else python)",
-    )
-    parser.add_argument(
-        "--delete-removed",
-        action="store_true",
-        help="delete display code instead of commenting it out",
-    )
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="replace an existing NAME.py or NAME.sbatch that differs (default: refuse, "
-        "writing nothing)",
-    )
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse a notebook with a cell that is not Python (default: keep the cell as "
-        "a comment and warn)",
-    )
+    parser.add_argument("--python", dest="interpreter", default=None,
+                        help="interpreter command in the run line (default: the interpreter "
+                        "of the notebook's kernel, else python)")
+    parser.add_argument("--delete-removed", action="store_true",
+                        help="delete display code instead of commenting it out")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing NAME.py or NAME.sbatch that differs "
+                        "(default: refuse, writing nothing)")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a notebook with a cell that is not Python (default: keep "
+                        "the cell as a comment and warn)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     written = convert_file(
-        args.notebook,
-        args.output_dir,
-        args.profile,
-        args.interpreter,
-        comment_removed=not args.delete_removed,
-        strict=args.strict,
-        force=args.force,
+        args.notebook, args.output_dir, args.profile, args.interpreter,
+        comment_removed=not args.delete_removed, strict=args.strict, force=args.force,
         flags={flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS}
-        | {"setup": args.setup},
-    )
+        | {"setup": args.setup})
     for warning in written.warnings:
         print(f"warning: {args.notebook}: {warning}", file=sys.stderr)
     print(f"wrote {written.script} ({written.removed_statements} display statements removed)")

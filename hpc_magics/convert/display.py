@@ -27,15 +27,8 @@ from dataclasses import dataclass, field
 
 from ._source import SourceEditor, comment_block
 from .display_analysis import Analysis, Cell
-from .display_rules import (
-    DATA,
-    DRAW,
-    ECHO,
-    IMPORT,
-    SHOW,
-    STYLE,
-)
-from .display_syntax import bodies, names_in, target_names
+from .display_expressions import bodies, target_names
+from .display_rules import DATA, DRAW, ECHO, IMPORT, SHOW, STYLE
 
 
 @dataclass
@@ -47,14 +40,7 @@ class StripResult:
 
 
 # ---------------------------------------------------------------------- pass 2
-_MARKERS = {
-    SHOW: "[display]",
-    DRAW: "[display]",
-    STYLE: "[display]",
-    ECHO: "[output]",
-    DATA: "[display]",
-    IMPORT: "[display import]",
-}
+_MARKERS = {ECHO: "[output]", IMPORT: "[display import]"}  # any other kind: "[display]"
 
 
 class _Decider:
@@ -135,8 +121,7 @@ class _Decider:
                 continue
             parts = self._effects(statement) if self.goes(statement) else ()
             for part in parts or self.analysis._own_expressions(statement):
-                self.kept_reads |= names_in(part)
-                self.kept_reads |= {n.split(".")[0] for n in _attribute_roots(part)}
+                self.kept_reads |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)}
             for child in bodies(statement):
                 self._collect(child)
 
@@ -187,10 +172,6 @@ def _remove_decorator(editor: SourceEditor, decorator: ast.expr, comment: bool) 
     if text and not text.endswith("\n"):
         text += "\n"
     editor.replace_lines(decorator.lineno, decorator.end_lineno or decorator.lineno, text)
-
-
-def _attribute_roots(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def strip_display(

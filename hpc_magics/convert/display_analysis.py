@@ -1,7 +1,8 @@
 """Pass 1 of ``display.py``: classify every statement of a notebook in execution order,
 tracking what names mean (display modules under any alias, figures, axes, widgets) and
 which figure groups are kept (saved, or read by kept computation). One expression's kind
-is ``display_expressions.py``'s; the rules are data in ``display_rules.py``.
+(and the syntax questions) is ``display_expressions.py``'s; the rules are data in
+``display_rules.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from . import display_rules as rules
-from .display_expressions import ExpressionClassifier
+from .display_expressions import (
+    ExpressionClassifier,
+    bodies,
+    executed,
+    names_in,
+    only_displays,
+    role_for_module,
+    target_names,
+)
 from .display_rules import (
     DATA,
     DRAW,
@@ -23,15 +32,6 @@ from .display_rules import (
     SAVE,
     SHOW,
     STYLE,
-)
-from .display_syntax import (
-    bodies,
-    chain_root,
-    executed,
-    names_in,
-    only_displays,
-    role_for_module,
-    target_names,
 )
 
 
@@ -72,7 +72,7 @@ class Analysis(ExpressionClassifier):
         for index, statement in enumerate(body):
             last = last_is_echo and index == len(body) - 1
             record = self.statement(statement, keep_all, last)
-            if keep_all and record.kind not in {IMPORT}:
+            if keep_all and record.kind != IMPORT:
                 record = Record(KEEP)
             self.records[id(statement)] = record
             if record.kind == KEEP:
@@ -163,7 +163,7 @@ class Analysis(ExpressionClassifier):
             return True
         if isinstance(function, ast.Name) and function.id in PURE_BUILTINS | PURE_FUNCTIONS:
             return True
-        root = chain_root(call)
+        root = self._chain(call)[0]
         return root is not None and (
             root in self.objects
             or root in self.images
@@ -258,7 +258,7 @@ class Analysis(ExpressionClassifier):
         if kind == STYLE:
             return Record(STYLE)
         self._forget(names)
-        root = chain_root(value)
+        root = self._chain(value)[0]
         if root is not None and (
             root in self.images
             or (self.roles.get(root) or "").removeprefix("fn:") == rules.PIL_IMAGE.name

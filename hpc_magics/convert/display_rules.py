@@ -21,15 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 KEEP, SHOW, DRAW, DATA, STYLE, SAVE, ECHO, IMPORT = (
-    "keep",
-    "show",
-    "draw",
-    "data",
-    "style",
-    "save",
-    "echo",
-    "import",
-)
+    "keep", "show", "draw", "data", "style", "save", "echo", "import")
 
 #: which attribute of ``lib.a.b(...)`` names the call: the first (``plt.style.use`` is a
 #: style call) or the last (``alt.Chart(df).mark_point().encode()`` is a chart call)
@@ -89,16 +81,11 @@ PYPLOT = Library(
 )
 MATPLOTLIB = Library("matplotlib", ("matplotlib",), style=_MPL_STYLE, otherwise=COMPUTE, bare=KEEP)
 SEABORN = Library(
-    "seaborn",
-    ("seaborn",),
-    create=_names(
-        "relplot displot catplot lmplot pairplot jointplot clustermap FacetGrid PairGrid JointGrid"
-    ),
-    style=_MPL_STYLE,
-    style_suffixes=("_style",),
-    data=_names("load_dataset get_dataset_names color_palette"),
-    bare=DRAW_CURRENT,
-)
+    "seaborn", ("seaborn",),
+    create=_names("relplot displot catplot lmplot pairplot jointplot clustermap FacetGrid "
+                  "PairGrid JointGrid"),
+    style=_MPL_STYLE, style_suffixes=("_style",),
+    data=_names("load_dataset get_dataset_names color_palette"), bare=DRAW_CURRENT)
 PANDAS_PLOTTING = Library("pandas.plotting", ("pandas.plotting",), bare=DRAW_CURRENT)
 _CHART_SHOW = _names("show output_notebook output_file display")
 
@@ -119,47 +106,18 @@ HOLOVIEWS = _chart_library("holoviews/hvplot", ("holoviews", "hvplot", "panel", 
                            show="extension servable")
 PLOTNINE = _chart_library("plotnine", ("plotnine",))
 IPYTHON_DISPLAY = Library(
-    "IPython.display",
-    ("IPython.display", "IPython.core.display", "matplotlib_inline"),
+    "IPython.display", ("IPython.display", "IPython.core.display", "matplotlib_inline"),
     show=_names("display update_display clear_output set_matplotlib_formats publish_display_data"),
-    otherwise=DRAW_NEW,
-    bare=SHOW,
-    display_prefix=True,
-    settings=False,
-)
+    otherwise=DRAW_NEW, bare=SHOW, display_prefix=True, settings=False)
 IPYWIDGETS = Library(
-    "ipywidgets",
-    ("ipywidgets",),
+    "ipywidgets", ("ipywidgets",),
     show=_names("interact interact_manual interactive_output display"),
-    otherwise=DRAW_NEW,
-    bare=SHOW,
-    display_prefix=True,
-    settings=False,
-)
-PIL_IMAGE = Library(
-    "PIL",
-    ("PIL.Image",),
-    pick=LAST,
-    show=_names("show"),
-    otherwise=COMPUTE,
-    bare=KEEP,
-    settings=False,
-)
+    otherwise=DRAW_NEW, bare=SHOW, display_prefix=True, settings=False)
+PIL_IMAGE = Library("PIL", ("PIL.Image",), pick=LAST, show=_names("show"), otherwise=COMPUTE,
+                    bare=KEEP, settings=False)
 
-LIBRARIES = (
-    PYPLOT,
-    MATPLOTLIB,
-    SEABORN,
-    PANDAS_PLOTTING,
-    PLOTLY,
-    ALTAIR,
-    BOKEH,
-    HOLOVIEWS,
-    PLOTNINE,
-    IPYTHON_DISPLAY,
-    IPYWIDGETS,
-    PIL_IMAGE,
-)
+LIBRARIES = (PYPLOT, MATPLOTLIB, SEABORN, PANDAS_PLOTTING, PLOTLY, ALTAIR, BOKEH, HOLOVIEWS,
+             PLOTNINE, IPYTHON_DISPLAY, IPYWIDGETS, PIL_IMAGE)
 BY_NAME = {library.name: library for library in LIBRARIES}
 
 #: matplotlib backends that draw off-screen: ``matplotlib.use('Agg')`` stays

@@ -1,25 +1,24 @@
-"""``jupyter nbconvert --to hpc_script NB.ipynb``: a notebook as a headless batch script."""
+"""``jupyter nbconvert --to hpc_script NB.ipynb``: a notebook as a headless batch script.
+
+The same conversion as ``hpc-magics convert`` (``script.convert_notebook``), with its choices
+as the exporter's settings: one place to set each, whichever door the user takes.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from nbconvert.exporters import Exporter
-from nbformat import NotebookNode, from_dict
-from traitlets import Bool, List, default
+from nbformat import NotebookNode
+from traitlets import Bool, Set, Unicode, default
 
-from .script import render_script
-
-PREPROCESSORS = [
-    "hpc_magics.convert.preprocessors.CellFilterPreprocessor",
-    "hpc_magics.convert.preprocessors.MagicsPreprocessor",
-    "hpc_magics.convert.preprocessors.ProgressBarPreprocessor",
-    "hpc_magics.convert.preprocessors.DisplayStripPreprocessor",
-]
+from .cells import KEEP_TAGS, SKIP_TAGS
+from .script import ConversionError, convert_notebook
 
 
 class HpcScriptExporter(Exporter):
-    """Strip display code, translate magics, and write a script plain ``python`` runs."""
+    """Skip tagged cells, translate magics, plain tqdm, strip display code: a script plain
+    ``python`` runs."""
 
     export_from_notebook = "HPC batch script"
     output_mimetype = "text/x-python"
@@ -29,9 +28,13 @@ class HpcScriptExporter(Exporter):
         help="Refuse a notebook with a cell that is not Python (else: keep it as a comment, "
         "with a warning naming the cell).",
     ).tag(config=True)
-    default_preprocessors: List[Any] = List(
-        PREPROCESSORS, help="The steps, in order: skip tagged cells, translate magics, plain "
-        "tqdm, strip display code.").tag(config=True)
+    skip_tags = Set(Unicode(), default_value=set(SKIP_TAGS),
+                    help="Tags of code cells the batch job leaves out.").tag(config=True)
+    keep_tags = Set(Unicode(), default_value=set(KEEP_TAGS),
+                    help="Tags of code cells kept exactly as written.").tag(config=True)
+    comment_removed = Bool(
+        True, help="Comment removed statements out (# [display] ...) instead of deleting them."
+    ).tag(config=True)
 
     @default("file_extension")
     def _file_extension_default(self) -> str:
@@ -40,25 +43,17 @@ class HpcScriptExporter(Exporter):
     def from_notebook_node(  # type: ignore[override]  # a text exporter returns str
         self, nb: NotebookNode, resources: dict[str, Any] | None = None, **kw: Any
     ) -> tuple[str, dict[str, Any]]:
-        # Outputs never reach a script: leave them behind instead of deep-copying megabytes.
-        light = from_dict(
-            {
-                "nbformat": nb.get("nbformat", 4),
-                "nbformat_minor": nb.get("nbformat_minor", 5),
-                "metadata": nb.get("metadata", {}),
-                "cells": [
-                    {k: v for k, v in c.items() if k != "outputs"}
-                    | ({"outputs": []} if c.get("cell_type") == "code" else {})
-                    for c in nb.cells
-                ],
-            }
-        )
         resources = self._init_resources(resources)
-        resources.setdefault("hpc_magics", {})["strict"] = self.strict
-        light, resources = self._preprocess(light, resources)
         name = resources.get("metadata", {}).get("name") or "notebook"
-        needs = resources.get("hpc_magics", {}).get("needs", ())
-        script = render_script(
-            name, light.cells, needs, markdown_as_comments=self.markdown_as_comments
-        )
-        return script, resources
+        try:
+            conversion = convert_notebook(
+                nb, name, skip_tags=self.skip_tags, keep_tags=self.keep_tags,
+                comment_removed=self.comment_removed,
+                markdown_as_comments=self.markdown_as_comments, strict=self.strict)
+        except ConversionError as error:
+            raise ConversionError(f"{name}.ipynb: {error}") from None
+        for warning in conversion.warnings:
+            self.log.warning("%s", warning)
+        resources["hpc_magics"] = {"removed": conversion.removed,
+                                   "warnings": conversion.warnings}
+        return conversion.script, resources

@@ -32,23 +32,17 @@ def _shell() -> Any:
 
     config = Config()
     config.HistoryManager.enabled = False
-    saved_builtins = {k: builtins.__dict__.get(k, _SENTINEL) for k in ("__IPYTHON__", "display")}
-    saved_sys = {k: getattr(sys, k, _SENTINEL) for k in ("ps1", "ps2")}
+    touched = ((vars(builtins), ("__IPYTHON__", "display")), (vars(sys), ("ps1", "ps2")))
+    saved = [(space, key, space.get(key, _SENTINEL)) for space, keys in touched for key in keys]
     shell = InteractiveShell(
         config=config, user_module=types.ModuleType("_hpc_magics_prefilter_namespace")
     )
     atexit.unregister(shell.atexit_operations)
-    for key, value in saved_builtins.items():
+    for space, key, value in saved:  # what the constructor set for an interactive session
         if value is _SENTINEL:
-            builtins.__dict__.pop(key, None)
+            space.pop(key, None)
         else:
-            builtins.__dict__[key] = value
-    for key, value in saved_sys.items():
-        if value is _SENTINEL:
-            if hasattr(sys, key):
-                delattr(sys, key)
-        else:
-            setattr(sys, key, value)
+            space[key] = value
     return shell
 
 

@@ -16,53 +16,12 @@ INSTALLERS = re.compile(
 )
 DISPLAY_CELL_MAGICS = {"html", "HTML", "javascript", "js", "markdown", "latex", "svg"}
 SCRIPT_CELL_MAGICS = {"bash", "sh", "perl", "ruby", "python", "python2", "python3", "pypy"}
-_INTERACTIVE_LINE_MAGICS = {
-    "unload_ext",
-    "autoreload",
-    "aimport",
-    "who",
-    "whos",
-    "who_ls",
-    "history",
-    "hist",
-    "lsmagic",
-    "magic",
-    "quickref",
-    "page",
-    "pprint",
-    "xmode",
-    "colors",
-    "precision",
-    "notebook",
-    "qtconsole",
-    "autosave",
-    "automagic",
-    "autocall",
-    "doctest_mode",
-    "pdb",
-    "debug",
-    "tb",
-    "clear",
-    "cls",
-    "alias_magic",
-    "rehashx",
-    "recall",
-    "rerun",
-    "edit",
-    "load",
-    "save",
-    "pastebin",
-    "gui",
-    "config",
-    "sbatch_defaults",
-    "bookmark",
-    "dhist",
-    "pwd",
-    "pycat",
-    "more",
-    "less",
-    "man",
-}
+_INTERACTIVE_LINE_MAGICS = set("""
+    unload_ext autoreload aimport who whos who_ls history hist lsmagic magic quickref
+    page pprint xmode colors precision notebook qtconsole autosave automagic autocall
+    doctest_mode pdb debug tb clear cls alias_magic rehashx recall rerun edit load save
+    pastebin gui config sbatch_defaults bookmark dhist pwd pycat more less man
+""".split())
 #: extensions that only help an interactive session; any other (``Cython``, ``rpy2.ipython``,
 #: ``line_profiler``) defines magics later cells use, so it is loaded in the job too
 _INTERACTIVE_EXTENSIONS = {"autoreload", "tensorboard", "watermark", "jupyter_black", "nb_black"}

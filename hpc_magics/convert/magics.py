@@ -17,7 +17,7 @@ import ast
 import re
 import shlex
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ._source import SourceEditor, string_literal
 from .ipython_syntax import alias_command, prefilter_line
@@ -30,30 +30,16 @@ from .magic_rules import (
 )
 
 #: helper names a translated cell may need in the script's prelude
-SUBPROCESS, TIMER, TIMEIT, IPYTHON, OS, SYS = (
-    "subprocess",
-    "timer",
-    "timeit",
-    "ipython",
-    "os",
-    "sys",
-)
+SUBPROCESS, TIMER, TIMEIT, IPYTHON, OS, SYS = "subprocess", "timer", "timeit", "ipython", "os", \
+    "sys"
+
 
 @dataclass(frozen=True)
 class Translated:
     """A cell in plain Python, and the helpers it needs at the top of the script."""
 
     source: str
-    needs: frozenset[str] = field(default_factory=frozenset)
-    notes: tuple[str, ...] = ()
-
-
-class _Needs:
-    def __init__(self) -> None:
-        self.items: set[str] = set()
-
-    def add(self, *names: str) -> None:
-        self.items.update(names)
+    needs: frozenset[str] = frozenset()
 
 
 def translate_magics(source: str, bound: Collection[str] = ()) -> Translated:
@@ -62,12 +48,12 @@ def translate_magics(source: str, bound: Collection[str] = ()) -> Translated:
     ``bound``: names the notebook defined in earlier cells (they hide automagics, as in
     IPython).  Raises ``SyntaxError`` when the cell is not valid even as IPython input.
     """
-    needs = _Needs()
+    needs: set[str] = set()
     text = _translate(source, needs, bound)
-    return Translated(text, frozenset(needs.items))
+    return Translated(text, frozenset(needs))
 
 
-def _translate(source: str, needs: _Needs, bound: Collection[str] = ()) -> str:
+def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str:
     stripped = source.lstrip()
     if stripped.startswith("%%"):
         return _cell_magic(stripped, needs)
@@ -160,7 +146,7 @@ def _string_args(call: ast.Call) -> list[str]:
 
 
 # ---------------------------------------------------------------------- line level
-def _line_statement(call: ast.Call, indent: str, needs: _Needs) -> str | None:
+def _line_statement(call: ast.Call, indent: str, needs: set[str]) -> str | None:
     """Replacement lines for a magic used as a statement; None keeps the IPython call."""
     method = _ipython_call(call)
     args = _string_args(call)
@@ -178,7 +164,7 @@ def _line_statement(call: ast.Call, indent: str, needs: _Needs) -> str | None:
     return _line_magic(args[0], args[1], indent, needs)
 
 
-def _line_magic(name: str, line: str, indent: str, needs: _Needs) -> str:
+def _line_magic(name: str, line: str, indent: str, needs: set[str]) -> str:
     """``%name line`` as plain Python lines: dropped with a reason, translated, an alias's
     shell command, or else IPython's own shell in the job."""
     shown = f"%{name} {line}".strip()
@@ -196,7 +182,7 @@ def _line_magic(name: str, line: str, indent: str, needs: _Needs) -> str:
     return f"{indent}_ipython().run_line_magic({name!r}, {line!r})\n"
 
 
-def _time(line: str, indent: str, shown: str, needs: _Needs) -> str:
+def _time(line: str, indent: str, shown: str, needs: set[str]) -> str:
     needs.add(TIMER)
     inner = _translate(line + "\n", needs).rstrip("\n")
     inner_lines = "".join(f"{indent}{text}\n" for text in inner.splitlines())
@@ -206,45 +192,43 @@ def _time(line: str, indent: str, shown: str, needs: _Needs) -> str:
     )
 
 
-def _timeit_magic(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+def _timeit_magic(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
     call = _timeit_call(line, None, needs)
     return None if call is None else f"{indent}{call}  # {shown}\n"
 
 
-def _system_magic(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+def _system_magic(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
     return _system(line, indent, needs) if line else None
 
 
-def _sx(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+def _sx(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
     return indent + _captured_command(line, needs) + "\n" if line else None
 
 
-def _cd(line: str, indent: str, shown: str, needs: _Needs) -> str | None:
+def _cd(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
     if not line or line.strip() == "-":
         return None  # ``%cd`` alone or ``%cd -`` use IPython's directory history
     needs.add(OS)
     return f"{indent}os.chdir(os.path.expanduser({_command_literal(line.strip())}))\n"
 
 
-_LINE_MAGICS: dict[str, Callable[[str, str, str, _Needs], str | None]] = {
+_LINE_MAGICS: dict[str, Callable[[str, str, str, set[str]], str | None]] = {
     "time": _time,
     "timeit": _timeit_magic,
     "system": _system_magic,
     "sx": _sx,
     "cd": _cd,
-    "env": lambda line, indent, shown, needs: _env(line, indent, shown, needs),
-    "set_env": lambda line, indent, shown, needs: _env(line, indent, shown, needs),
 }
 
 
-def _system(command: str, indent: str, needs: _Needs) -> str:
+def _system(command: str, indent: str, needs: set[str]) -> str:
     if INSTALLERS.match(command):
         return f"{indent}# !{command}: dropped, {INSTALL_WHY}\n"
     needs.add(SUBPROCESS)
     return f'{indent}subprocess.run(["bash", "-c", {_command_literal(command)}], check=False)\n'
 
 
-def _captured_command(command: str, needs: _Needs) -> str:
+def _captured_command(command: str, needs: set[str]) -> str:
     needs.add(SUBPROCESS)
     return (
         f'subprocess.run(["bash", "-c", {_command_literal(command)}], capture_output=True, '
@@ -270,7 +254,7 @@ def _command_literal(command: str) -> str:
     return repr(command)
 
 
-def _env(line: str, indent: str, shown: str, needs: _Needs) -> str:
+def _env(line: str, indent: str, shown: str, needs: set[str]) -> str:
     match = re.fullmatch(r"\s*(\w+)\s*(?:=\s*|\s+)(.+?)\s*", line)
     if not match:
         return f"{indent}# {shown}: dropped, it only shows the environment\n"
@@ -278,7 +262,10 @@ def _env(line: str, indent: str, shown: str, needs: _Needs) -> str:
     return f"{indent}os.environ[{match.group(1)!r}] = {_command_literal(match.group(2))}\n"
 
 
-def _timeit_call(line: str, body: str | None, needs: _Needs) -> str | None:
+_LINE_MAGICS.update(env=_env, set_env=_env)
+
+
+def _timeit_call(line: str, body: str | None, needs: set[str]) -> str | None:
     try:
         words = shlex.split(line, posix=False)
     except ValueError:
@@ -315,18 +302,13 @@ def _timeit_call(line: str, body: str | None, needs: _Needs) -> str | None:
 
 
 # ---------------------------------------------------------------------- cell level
-def _cell_magic(text: str, needs: _Needs) -> str:
+def _cell_magic(text: str, needs: set[str]) -> str:
     first, _, body = text.partition("\n")
     name, _, line = first[2:].strip().partition(" ")
     line = line.strip()
     shown = f"%%{name} {line}".strip()
     if name == "time":
-        needs.add(TIMER)
-        inner = _translate(body, needs)
-        return (
-            f"_started = _perf_counter()  # {shown}\n{inner.rstrip()}\n"
-            'print(f"Wall time: {_perf_counter() - _started:.3f} s")\n'
-        )
+        return _time(body.rstrip(), "", shown, needs)
     if name == "timeit":
         call = _timeit_call(line, body, needs)
         if call is not None:
@@ -365,7 +347,7 @@ def _script_program(name: str, line: str) -> list[str] | None:
     return ["python"] if name.startswith("python") or name == "pypy" else [name]
 
 
-def _writefile(line: str, body: str, shown: str, needs: _Needs) -> str:
+def _writefile(line: str, body: str, shown: str, needs: set[str]) -> str:
     words = shlex.split(line)
     append = any(w in {"-a", "--append"} for w in words)
     paths = [w for w in words if not w.startswith("-")]

@@ -10,15 +10,14 @@ _NOTEBOOK_MODULES = {"tqdm.notebook", "tqdm.notebook_tqdm"}
 _NOTEBOOK_ALIASES = {"tqdm_notebook": "tqdm", "tnrange": "trange"}
 
 
-def plain_progress_bars(source: str, tree: ast.Module | None = None) -> str:
+def plain_progress_bars(source: str) -> str:
     """``source`` with every notebook progress bar replaced by its plain tqdm twin."""
     if "tqdm" not in source:
         return source
-    if tree is None:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:  # IPython syntax left in (a notebook job): line by line
-            return "".join(_plain_line(line) for line in source.splitlines(keepends=True))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython syntax left in (a notebook job): line by line
+        return "".join(_plain_line(line) for line in source.splitlines(keepends=True))
     editor = SourceEditor(source)
     for node in ast.walk(tree):
         replacement = _replacement(node)
@@ -57,7 +56,6 @@ def _plain_alias(alias: ast.alias) -> ast.alias:
     if alias.name in _NOTEBOOK_ALIASES:
         return ast.alias(_NOTEBOOK_ALIASES[alias.name], alias.asname or alias.name)
     return alias
-
 
 
 def _plain_line(line: str) -> str:

@@ -2,8 +2,9 @@
 
 Each step works on the list of cell dicts in place and never removes a cell (a skipped
 cell becomes an empty raw cell with a note), so cell numbers in the script match the
-notebook's.  The nbconvert preprocessors call these same steps; ``convert_notebook`` runs
-them all without importing nbconvert, which keeps ``hpc-magics convert`` fast.
+notebook's.  ``convert_notebook`` runs them all (``hpc-magics convert`` and the nbconvert
+exporter call it; the whole-notebook job calls the steps it needs) without importing
+nbconvert, which keeps ``hpc-magics convert`` fast.
 """
 
 from __future__ import annotations
@@ -44,13 +45,8 @@ def skip_cells(cells: list[Cell], skip_tags: Collection[str] = SKIP_TAGS) -> Non
             }
 
 
-def translate_cells(
-    cells: Iterable[Cell],
-    needs: set[str],
-    *,
-    strict: bool = True,
-    warnings: list[str] | None = None,
-) -> None:
+def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True,
+                    warnings: list[str] | None = None) -> None:
     """IPython syntax → plain Python in every code cell; ``needs`` gets the helpers used.
 
     A cell that is not Python even as IPython input raises ``ConversionError`` when
@@ -114,11 +110,7 @@ def hoist_futures(text: str) -> tuple[list[str], str]:
         tree = ast.parse(text)
     except SyntaxError:
         return [], text
-    futures = [
-        node
-        for node in tree.body
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__"
-    ]
+    futures = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
     editor = SourceEditor(text)
     for node in futures:
         editor.remove_statement(node, "[moved to the top of the script]")
@@ -184,13 +176,8 @@ def helper_code(needs: Collection[str]) -> str:
     return "".join(_HELPERS[name] for name in order if name in needs)
 
 
-def render_script(
-    name: str,
-    cells: Sequence[Mapping[str, Any]],
-    needs: Collection[str],
-    *,
-    markdown_as_comments: bool = True,
-) -> str:
+def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collection[str], *,
+                  markdown_as_comments: bool = True) -> str:
     """The batch script: header, headless set-up, helpers, then one ``# %%`` block per cell."""
     body: list[str] = []
     futures: list[str] = []
@@ -244,28 +231,18 @@ class Conversion:
 
 
 def convert_notebook(
-    notebook: Mapping[str, Any],
-    name: str,
-    *,
-    skip_tags: Collection[str] = SKIP_TAGS,
-    keep_tags: Collection[str] = KEEP_TAGS,
-    comment_removed: bool = True,
-    markdown_as_comments: bool = True,
-    strict: bool = False,
+    notebook: Mapping[str, Any], name: str, *, skip_tags: Collection[str] = SKIP_TAGS,
+    keep_tags: Collection[str] = KEEP_TAGS, comment_removed: bool = True,
+    markdown_as_comments: bool = True, strict: bool = False,
 ) -> Conversion:
     """Run every step on a notebook (a dict as read from JSON; outputs are ignored).
 
     A cell that is not Python is kept as a comment with a warning; ``strict`` refuses it.
     """
     cells: list[Cell] = [
-        {
-            "cell_type": c.get("cell_type"),
-            "source": source_text(c),
-            "metadata": dict(c.get("metadata", {})),
-            "id": c.get("id", str(i)),
-        }
-        for i, c in enumerate(notebook.get("cells", []))
-    ]
+        {"cell_type": c.get("cell_type"), "source": source_text(c),
+         "metadata": dict(c.get("metadata", {})), "id": c.get("id", str(i))}
+        for i, c in enumerate(notebook.get("cells", []))]
     needs: set[str] = set()
     skip_cells(cells, skip_tags)
     warnings: list[str] = []

@@ -147,8 +147,6 @@ def _unconfigured(dotted: str) -> Any:
 
 
 def configuration_section() -> Iterator[str]:
-    from ..convert.exporter import PREPROCESSORS
-
     kernel = sorted(_registered_magics(), key=lambda m: type(m).__name__)
     yield "## Configuration"
     yield ""
@@ -173,8 +171,7 @@ def configuration_section() -> Iterator[str]:
            "`jupyter_nbconvert_config.py`. `hpc-magics convert` takes the same choices as "
            "options.")
     yield ""
-    yield from traits_table([_unconfigured("hpc_magics.convert.exporter.HpcScriptExporter"),
-                             *(_unconfigured(p) for p in PREPROCESSORS)])
+    yield from traits_table([_unconfigured("hpc_magics.convert.exporter.HpcScriptExporter")])
 
 
 def _registered_magics() -> list[Any]:
