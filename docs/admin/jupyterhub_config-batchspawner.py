@@ -1,10 +1,12 @@
 """JupyterHub with batchspawner's SlurmSpawner: each user's server is a Slurm job, and
 hpc_magics runs in it.
 
-Tested: tests/hub/test_batchspawner_hub.py starts a real JupyterHub with this very file on
-the project's Slurm test cluster, spawns a user's server through it and asks the server's
-hpc_magics extension, through the hub's proxy, which job it runs in. The lines marked
-SITE are the ones a centre changes.
+Tested: tests/hub/test_batchspawner_hub.py installs it as docs/admin/install.md says (a
+fresh venv, the wheel with its server extra, jupyterhub, batchspawner) and starts a real
+JupyterHub with this very file on the project's Slurm test cluster, as a hub account
+spawning for another user through the default ``sudo -E -u {username}``; that user's
+kernel, through the hub's proxy, runs ``%hpc_doctor`` and a ``%%sbatch --wait`` cell.
+The lines marked SITE are the ones a centre changes.
 
 What the hub's host needs: Slurm's commands (sbatch, squeue, scancel) configured for the
 cluster; the hub runs as root (or as a hub account with a sudo rule for them, see

@@ -1,17 +1,26 @@
-"""A real JupyterHub spawns a user's server as a Slurm job (batchspawner's SlurmSpawner)
-with the administrator's guide's own config file, docs/admin/jupyterhub_config-batchspawner.py,
-so that the example cannot rot: hpc_magics' extension answers through the hub's proxy from
-inside the job batchspawner submitted, and the hub's stop ends that job.
+"""The administrator's guide, done as it says (issue 28's "done when"): a real JupyterHub
+with batchspawner's SlurmSpawner, configured by the guide's own file
+(docs/admin/jupyterhub_config-batchspawner.py, so that the example cannot rot), runs from
+an environment made the way docs/admin/install.md says (a fresh venv, the built wheel
+installed with ``[server]`` beside jupyterhub and batchspawner), as a hub account (the test
+user) that spawns for another user (the second test user) through batchspawner's real
+``exec_prefix``, ``sudo -E -u {username}`` (the sudo rule of scripts/run-tests stands in
+for the site's). Through the hub's proxy, with that user's token: the extension answers
+from inside the server's job, a kernel in the server runs ``%hpc_doctor`` (every line
+holds) and a ``%%sbatch --wait`` cell; the hub's stop ends the job.
 
-The tests run as one ordinary user, so the hub here runs as that user and spawns for
-itself: batchspawner's ``sudo -E -u {username}`` prefix is empty, the one difference from
-a site's hub (root), besides ports, files and addresses. Its proxy, configurable-http-proxy,
-is the npm package scripts/run-tests installs in .venv/hub-proxy.
+The environment is cached per wheel in /var/tmp, not in the test user's ~/.cache: the
+other user's server and kernels run from it, and the test user's home is private. Its
+proxy, configurable-http-proxy, is the npm package scripts/run-tests installs in
+.venv/hub-proxy.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import pwd
 import secrets
 import shutil
 import signal
@@ -25,22 +34,26 @@ from typing import Any
 
 import pytest
 import requests
-from server.conftest import SERVER_CONFIG, port_to_hand_on
+from server.conftest import RunningServer, execute, port_to_hand_on
 
+from hpc_magics.doctor.checks import CHECKS
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.queue import login_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CONFIG = REPO_ROOT / "docs" / "admin" / "jupyterhub_config-batchspawner.py"
 PROXY = Path(sys.prefix) / "hub-proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
-JUPYTERHUB = Path(sys.executable).parent / "jupyterhub"
+# "python3 -m venv" on a fresh Debian machine: the system's Python, not this .venv's
+SYSTEM_PYTHON = Path(sys.base_prefix) / "bin" / "python3"
 HTTP_TIMEOUT_S = 30.0
 START_TIMEOUT_S = 180.0
+INSTALL_TIMEOUT_S = 900.0
+SPAWNED_USER = "hpcuser2"  # scripts/run-tests' second test user
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-# What the test changes of the example: where the hub listens and keeps its files, no
-# sudo (the hub runs as the user), the test cluster's nodes being this host, a short job.
+# What the test changes of the example: where the hub listens and keeps its files, the
+# test cluster's nodes being this host, a short small job, a fresh folder of the user's.
 TEST_CONFIG = """\
 load_subconfig({example!r})
 c.JupyterHub.bind_url = "http://127.0.0.1:{port}"
@@ -59,25 +72,83 @@ c.JupyterHub.load_roles = [{{
     "scopes": ["admin:users", "admin:servers", "admin:server_state", "tokens",
                "access:servers"],
 }}]
-c.SlurmSpawner.exec_prefix = ""
 c.SlurmSpawner.state_exechost_exp = "127.0.0.1"
-c.SlurmSpawner.req_homedir = "{folder}"
+c.SlurmSpawner.req_homedir = "{home}"
 c.SlurmSpawner.req_runtime = "10"
 c.SlurmSpawner.req_nprocs = "1"
 c.SlurmSpawner.req_memory = "1G"
 c.SlurmSpawner.environment = {{
     **c.SlurmSpawner.environment,
-    "JUPYTER_CONFIG_DIR": "{folder}/config",
-    "JUPYTER_RUNTIME_DIR": "{folder}/runtime",
+    # the user's own Jupyter folders, fresh: only the environment's etc/jupyter enables
+    # the extension, only its kernel (ipykernel's python3) runs the notebook
+    "JUPYTER_CONFIG_DIR": "{home}/config",
+    "JUPYTER_DATA_DIR": "{home}/data",
+    "JUPYTER_RUNTIME_DIR": "{home}/runtime",
     "JUPYTER_PLATFORM_DIRS": "0",
+    # the environment lies in /var/tmp, which this one-host cluster's node shares
+    "HPC_MAGICS_NODES_SHARE_TMP": "1",
 }}
 """
 
 
+# ------------------------------------------------------------ the environment, as the guide says
+def _wheel(build_into: Path) -> Path:
+    """The wheel scripts/check-package built into dist/, else one built here."""
+    built = sorted((REPO_ROOT / "dist").glob("hpc_magics-*.whl"))
+    if not built:
+        done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir",
+                               str(build_into), str(REPO_ROOT)], capture_output=True,
+                              text=True, timeout=INSTALL_TIMEOUT_S, check=False,
+                              env=commands.scrubbed_environment())
+        built = sorted(build_into.glob("hpc_magics-*.whl"))
+        if done.returncode != 0 or not built:
+            pytest.fail(f"python -m build --wheel failed:\n{done.stdout[-3000:]}"
+                        f"{done.stderr[-3000:]}", pytrace=False)
+    return built[-1]
+
+
+def _cache_folder() -> Path:
+    """/var/tmp/hpc-magics-hub-envs-USER: the test user's, readable by the other user."""
+    folder = Path("/var/tmp") / f"hpc-magics-hub-envs-{login_name()}"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    if folder.is_symlink() or folder.stat().st_uid != os.getuid():
+        pytest.fail(f"{folder} is not {login_name()}'s own folder: remove it", pytrace=False)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def hub_environment(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """docs/admin/install.md's steps: ``python3 -m venv ENV``, then ``ENV/bin/pip install
+    jupyterhub batchspawner 'hpc_magics-VERSION-py3-none-any.whl[server]'``; made once per
+    wheel (its hash names the folder)."""
+    wheel = _wheel(tmp_path_factory.mktemp("wheel"))
+    cache = _cache_folder()
+    environment = cache / hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
+    with open(cache / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run making the same one
+        if (environment / "done").exists():
+            return environment
+        shutil.rmtree(environment, ignore_errors=True)  # a half-made one
+        env = commands.scrubbed_environment()
+        for argv in ([str(SYSTEM_PYTHON), "-m", "venv", str(environment)],
+                     [str(environment / "bin" / "pip"), "install", "jupyterhub", "batchspawner",
+                      f"{wheel}[server]"]):
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
+                                  timeout=INSTALL_TIMEOUT_S)
+            if done.returncode != 0:
+                pytest.fail(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}"
+                            f"{done.stderr[-3000:]}", pytrace=False)
+        (environment / "done").write_text(wheel.name)
+    return environment
+
+
+# ------------------------------------------------------------ the hub
 @dataclass(frozen=True)
 class Hub:
     url: str  # the proxy's public address, ends without "/"
     token: str  # the test service's
+    user: str  # the one user it spawns for
+    home: Path  # that user's folder for the server (its job's working directory)
     folder: Path
     process: subprocess.Popen[bytes]
 
@@ -111,30 +182,51 @@ def _answers(url: str) -> bool:
         return False
 
 
+def _as_user(user: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``argv`` as ``user``, through ``sudo -E -u`` as batchspawner runs its commands."""
+    return subprocess.run(["sudo", "-n", "-E", "-u", user, "--", *argv], capture_output=True,
+                          text=True, timeout=60, check=False,
+                          env=commands.scrubbed_environment())
+
+
+def _spawned_user() -> str:
+    if os.geteuid() == 0:
+        pytest.skip("the hub runs as a hub account and spawns through `sudo -E -u USER`: "
+                    "run the suite as hpcuser1 (scripts/run-tests does)")
+    probe = _as_user(SPAWNED_USER, "true")
+    if probe.returncode != 0:
+        pytest.skip(f"{login_name()} may not run `sudo -E -u {SPAWNED_USER}` without a "
+                    f"password ({probe.stderr.strip()}): scripts/run-tests installs that rule")
+    return SPAWNED_USER
+
+
 @pytest.fixture
-def hub(slurm_cluster: object, tmp_path: Path) -> Iterator[Hub]:
+def hub(slurm_cluster: object, tmp_path: Path, hub_environment: Path) -> Iterator[Hub]:
     if os.environ.get("HPC_MAGICS_RELEASE"):
         pytest.skip("the hub test runs on the default test cluster only (its nodes are this "
                     "host); a --release cluster's nodes are hosts apart")
     if not PROXY.exists() or shutil.which("node") is None:
         pytest.skip(f"no configurable-http-proxy at {PROXY} (scripts/run-tests installs it "
                     "with npm as root)")
+    user = _spawned_user()
+    made = _as_user(user, "mktemp", "-d", "-p", pwd.getpwnam(user).pw_dir, "hub-test.XXXXXX")
+    assert made.returncode == 0, made.stderr
+    home = Path(made.stdout.strip())
     folder = tmp_path / "hub"
-    (folder / "config" / "jupyter_server_config.d").mkdir(parents=True)
-    (folder / "runtime").mkdir(mode=0o700)
-    shutil.copy(SERVER_CONFIG, folder / "config" / "jupyter_server_config.d")
+    folder.mkdir()
     port, token = port_to_hand_on(), secrets.token_hex(16)
     config = folder / "jupyterhub_config.py"
     config.write_text(TEST_CONFIG.format(
         example=str(EXAMPLE_CONFIG), port=port, hub_port=port_to_hand_on(),
-        proxy_api_port=port_to_hand_on(), proxy=str(PROXY), folder=folder, user=login_name(),
-        token=token))
+        proxy_api_port=port_to_hand_on(), proxy=str(PROXY), folder=folder, user=user,
+        token=token, home=home))
     env = commands.scrubbed_environment()
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PATH"] = f"{hub_environment / 'bin'}{os.pathsep}{env['PATH']}"
     with open(folder / "hub.log", "wb") as log:
-        process = subprocess.Popen([str(JUPYTERHUB), "-f", str(config)], cwd=folder, env=env,
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    started = Hub(f"http://127.0.0.1:{port}", token, folder, process)
+        process = subprocess.Popen([str(hub_environment / "bin" / "jupyterhub"), "-f",
+                                    str(config)], cwd=folder, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    started = Hub(f"http://127.0.0.1:{port}", token, user, home, folder, process)
     try:
         _wait("the hub answers", started, lambda: _answers(f"{started.url}/hub/api/"), 60)
         yield started
@@ -146,6 +238,7 @@ def hub(slurm_cluster: object, tmp_path: Path) -> Iterator[Hub]:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
         _stop_proxy(folder / "jupyterhub-proxy.pid")
+        _as_user(user, "rm", "-rf", str(home))
 
 
 def _stop_proxy(pid_file: Path) -> None:
@@ -163,8 +256,14 @@ def _job_state(job_id: str) -> str:
     return answer.stdout.strip() if answer.ok else ""
 
 
-def test_a_hub_spawns_the_server_as_a_slurm_job_with_hpc_magics(hub: Hub) -> None:
-    user = login_name()
+def _job_user(job_id: str) -> str:
+    return commands.run(["squeue", "-h", "-j", job_id, "-o", "%u"], timeout=30).stdout.strip()
+
+
+# ------------------------------------------------------------ the test
+def test_a_user_of_the_hub_runs_the_doctor_and_a_cell_job(hub: Hub,
+                                                          hub_environment: Path) -> None:
+    user = hub.user
     assert hub.api("POST", f"users/{user}").status_code in (201, 409)
     spawn = hub.api("POST", f"users/{user}/server")
     assert spawn.status_code in (201, 202), spawn.text
@@ -178,17 +277,39 @@ def test_a_hub_spawns_the_server_as_a_slurm_job_with_hpc_magics(hub: Hub) -> Non
     job_id = str(server["state"]["job_id"])
     assert job_id.isdigit(), server["state"]
     assert _job_state(job_id) == "RUNNING"
+    assert _job_user(job_id) == user  # sbatch ran as the user, through sudo -E -u
 
     # the user's own token, through the hub's proxy, to the extension in the job
     token = hub.api("POST", f"users/{user}/tokens",
                     json={"scopes": [f"access:servers!user={user}"], "expires_in": 600})
     assert token.status_code == 201, token.text
-    status = requests.get(f"{hub.url}/user/{user}/hpc-magics/server", timeout=HTTP_TIMEOUT_S,
-                          headers={"Authorization": f"token {token.json()['token']}"})
+    own = RunningServer(f"{hub.url}/user/{user}/", token.json()["token"], hub.home,
+                        job_id=job_id)
+    headers = {"Authorization": f"token {own.token}"}
+    status = requests.get(f"{own.url}hpc-magics/server", timeout=HTTP_TIMEOUT_S,
+                          headers=headers)
     assert status.status_code == 200, status.text
     assert status.json()["in_slurm_job"] is True
     assert status.json()["job_id"] == job_id
     assert status.json()["idle_stop_minutes"] == 120  # the example's args reach the server
+
+    kernel = requests.post(f"{own.url}api/kernels", json={"name": "python3"},
+                           timeout=HTTP_TIMEOUT_S, headers=headers)
+    assert kernel.status_code == 201, kernel.text
+    kernel_id = kernel.json()["id"]
+    where = execute(own, kernel_id, "import sys, getpass; print(sys.prefix, getpass.getuser())")
+    assert where.split() == [str(hub_environment), user]  # the guide's environment, the user
+
+    output = execute(own, kernel_id, "%load_ext hpc_magics\n%hpc_doctor", timeout=240)
+    printed = [line for line in output.splitlines() if line[:6].strip() in {"ok", "warn", "fail"}]
+    assert [line.split(":", 1)[0][6:] for line in printed] == [t for t, _ in CHECKS], output
+    assert all(line.startswith("ok    ") for line in printed), output
+
+    cell = ("%%sbatch --wait\nimport socket\nanswer = 6 * 7\n"
+            "print('answer', answer, 'from', socket.gethostname())")
+    ran = execute(own, kernel_id, cell, timeout=240)
+    assert "answer 42 from " in ran, ran
+    assert execute(own, kernel_id, "print(answer)").strip() == "42"  # back in the notebook
 
     stop = hub.api("DELETE", f"users/{user}/server")
     assert stop.status_code in (202, 204), stop.text
