@@ -45,6 +45,15 @@ def write_cells(path: Path, *sources: str) -> Path:
     return path
 
 
+def choose_the_kernel_if_asked(page: Any) -> None:
+    """Under load JupyterLab and Notebook 7 sometimes ask which kernel to start (their
+    session request was slow): take the notebook's own, as a user would."""
+    asked = page.locator(".jp-Dialog", has_text="Select Kernel")
+    if asked.count() and asked.is_visible():
+        asked.get_by_role("button", name="Select").click()
+        asked.wait_for(state="detached", timeout=10_000)
+
+
 class NotebookPage:
     """A notebook written with ``KERNEL_READY`` first, open in ``frontend``."""
 
@@ -62,7 +71,7 @@ class NotebookPage:
         # Until the kernel is connected, running a cell does nothing (in both front ends,
         # whose kernel indicators differ): run the first cell until it answers.
         for _ in range(15):
-            self._choose_the_kernel_if_asked()
+            choose_the_kernel_if_asked(self.page)
             try:
                 self.run(0, timeout_ms=5_000)
                 ready.wait_for(timeout=4_000)
@@ -70,14 +79,6 @@ class NotebookPage:
             except Exception:
                 continue
         pytest.fail(f"the kernel never answered in {self.frontend.name}", pytrace=False)
-
-    def _choose_the_kernel_if_asked(self) -> None:
-        """Under load JupyterLab sometimes asks which kernel to start (its session request
-        was slow): take the notebook's own, as a user would."""
-        asked = self.page.locator(".jp-Dialog", has_text="Select Kernel")
-        if asked.count() and asked.is_visible():
-            asked.get_by_role("button", name="Select").click()
-            asked.wait_for(state="detached", timeout=10_000)
 
     def cell(self, index: int) -> Any:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)

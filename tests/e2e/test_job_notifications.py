@@ -29,6 +29,7 @@ from .frontends import (
     PRINT_JOB,
     Frontend,
     NotebookPage,
+    choose_the_kernel_if_asked,
     write_cells,
 )
 
@@ -188,15 +189,19 @@ def test_notebook7_shows_the_server_widget_and_job_ends(
     editor.wait_for(timeout=APP_READY_TIMEOUT_MS)
     headline = page.locator(".jp-OutputArea-output",
                             has_text="This Jupyter server is not running in a Slurm job")
+    dialogs: list[str] = []
     for _ in range(12):  # until the kernel is connected, Ctrl+Enter does nothing
-        editor.click()
-        page.keyboard.press("Control+Enter")
+        choose_the_kernel_if_asked(page)
         try:
+            editor.click(timeout=10_000)
+            page.keyboard.press("Control+Enter")
             headline.wait_for(timeout=5_000)
             break
         except Exception:
+            dialogs += page.locator(".jp-Dialog").all_inner_texts()
             continue
-    assert headline.count() == 1, "the %hpc_server widget did not render in Notebook 7"
+    assert headline.count() == 1, (
+        f"the %hpc_server widget did not render in Notebook 7 (dialogs shown: {dialogs})")
     assert page.get_by_role("button", name="Stop my server").count() == 1
     page.screenshot(path=str(screenshot_path(tmp_path, "notebook7-server")))
 
