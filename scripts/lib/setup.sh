@@ -6,6 +6,7 @@
 #                              torch extra where a CPU build is at hand), on PATH; node
 #                              for the labextension build from PyPI when Debian's is old;
 #                              JupyterHub's proxy (npm) in .venv/hub-proxy for tests/hub
+#   hm_hub_wheels              the wheels of tests/hub's environment, for an offline run
 #   hm_cluster_up              start the Slurm test cluster (scripts/slurm-cluster up);
 #                              as an ordinary user, check that it is up
 
@@ -185,17 +186,38 @@ PY
 }
 
 # hm_hub_proxy: JupyterHub's proxy, configurable-http-proxy (an npm package), in
-# $VENV/hub-proxy for tests/hub; without npm (or when the install fails) that test skips
+# $VENV/hub-proxy for tests/hub, with Debian's npm as docs/admin/install.md says (a fresh
+# Debian has none: the hub test skipped there); without npm (or when the install fails)
+# that test skips
 hm_hub_proxy() {
   local dir=$VENV/hub-proxy
   [ -x "$dir/node_modules/.bin/configurable-http-proxy" ] && return 0
   [ -w "$VENV" ] || return 0
+  if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ]; then hm_apt_install npm; fi
   command -v npm >/dev/null || { hm_log "no npm: tests/hub (a real JupyterHub) will skip"; return 0; }
   hm_log "npm install configurable-http-proxy in $dir (log: $HM_PIP_LOG)"
   mkdir -p "$dir"
   timeout 600 npm install --prefix "$dir" --no-audit --no-fund --omit=dev \
       configurable-http-proxy@4 >>"$HM_PIP_LOG" 2>&1 \
     || hm_log "npm install configurable-http-proxy failed: tests/hub will skip (see $HM_PIP_LOG)"
+}
+
+# hm_hub_wheels: tests/hub's environment for a machine without the package index
+# (scripts/fresh-debian's offline part), as docs/admin/install.md's offline install makes
+# it: the package's wheel in dist/ and every wheel the hub's environment needs, in
+# $VENV/hub-wheels (the test installs from there, --no-index, when it holds that wheel)
+hm_hub_wheels() {
+  local wheel
+  if ! compgen -G "$REPO_ROOT/dist/hpc_magics-*.whl" >/dev/null; then
+    hm_log "python -m build --wheel (into dist/; log: $HM_PIP_LOG)"
+    (cd "$REPO_ROOT" && "$VENV/bin/python" -m build --wheel --outdir dist .) >>"$HM_PIP_LOG" 2>&1 \
+      || { tail -n 15 "$HM_PIP_LOG" >&2; hm_die "python -m build --wheel failed"; }
+  fi
+  wheel=$(ls "$REPO_ROOT"/dist/hpc_magics-*.whl | tail -n 1)
+  hm_log "pip wheel jupyterhub batchspawner '$(basename "$wheel")[server]' into $VENV/hub-wheels"
+  "$VENV/bin/python" -m pip wheel --disable-pip-version-check --wheel-dir "$VENV/hub-wheels" \
+      jupyterhub batchspawner "$wheel[server]" >>"$HM_PIP_LOG" 2>&1 \
+    || { tail -n 15 "$HM_PIP_LOG" >&2; hm_die "pip wheel for the hub's environment failed"; }
 }
 
 hm_python_env() {

@@ -43,6 +43,9 @@ from hpc_magics.scheduler.queue import login_name
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CONFIG = REPO_ROOT / "docs" / "admin" / "jupyterhub_config-batchspawner.py"
 PROXY = Path(sys.prefix) / "hub-proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
+# the environment's wheels, made where the package index is reachable (scripts/run-tests'
+# install-only pass) for a run where it is not (scripts/fresh-debian's offline part)
+WHEELHOUSE = Path(sys.prefix) / "hub-wheels"
 # "python3 -m venv" on a fresh Debian machine: the system's Python, not this .venv's
 SYSTEM_PYTHON = Path(sys.base_prefix) / "bin" / "python3"
 HTTP_TIMEOUT_S = 30.0
@@ -119,9 +122,13 @@ def _cache_folder() -> Path:
 @pytest.fixture(scope="session")
 def hub_environment(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """docs/admin/install.md's steps: ``python3 -m venv ENV``, then ``ENV/bin/pip install
-    jupyterhub batchspawner 'hpc_magics-VERSION-py3-none-any.whl[server]'``; made once per
-    wheel (its hash names the folder)."""
+    jupyterhub batchspawner 'hpc_magics-VERSION-py3-none-any.whl[server]'``, from the
+    index or, where WHEELHOUSE holds that wheel, with the guide's ``--no-index --find-links
+    WHEELS`` (a hub host without the index); made once per wheel (its hash names the
+    folder)."""
     wheel = _wheel(tmp_path_factory.mktemp("wheel"))
+    offline = ["--no-index", "--find-links", str(WHEELHOUSE)] \
+        if (WHEELHOUSE / wheel.name).exists() else []
     cache = _cache_folder()
     environment = cache / hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]
     with open(cache / "lock", "a") as lock:
@@ -131,8 +138,8 @@ def hub_environment(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.rmtree(environment, ignore_errors=True)  # a half-made one
         env = commands.scrubbed_environment()
         for argv in ([str(SYSTEM_PYTHON), "-m", "venv", str(environment)],
-                     [str(environment / "bin" / "pip"), "install", "jupyterhub", "batchspawner",
-                      f"{wheel}[server]"]):
+                     [str(environment / "bin" / "pip"), "install", *offline, "jupyterhub",
+                      "batchspawner", f"{wheel}[server]"]):
             done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
                                   timeout=INSTALL_TIMEOUT_S)
             if done.returncode != 0:
