@@ -261,7 +261,7 @@ class JobHandle:
     def segments(self) -> tuple[Any, ...]:
         """A requeued job's runs (``--checkpoint``): index, state, start, end, from
         ``sacct --duplicates``; raises when accounting cannot be asked."""
-        from .scheduler.requeue_segments import job_segments
+        from .scheduler.accounting import job_segments
 
         found = job_segments(self.job_id)
         if found is None:

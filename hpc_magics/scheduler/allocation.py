@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..core.efficiency import tres
 from ..core.errors import HpcMagicsError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
@@ -40,14 +41,8 @@ class Allocation:
 
 
 def _tres(text: str) -> dict[str, float]:
-    found: dict[str, float] = {}
-    for item in text.split(","):
-        name, _, value = item.partition("=")
-        try:
-            found[name.strip()] = float(value)
-        except ValueError:
-            continue
-    return found
+    """``billing=600,cpu=300`` as numbers (one that is not a number is left out)."""
+    return {k: float(v) for k, v in tres(text).items() if v.replace(".", "", 1).isdigit()}
 
 
 def parse_sshare(text: str, account: str) -> Allocation | None:

@@ -1,15 +1,23 @@
-"""The name of the Slurm cluster this machine submits to, asked once per process.
+"""The name of the Slurm cluster this machine submits to, asked once per process, and
+whether a profile describes it.
 
 A job is known by cluster, id and submit time: the name keeps one cluster's job 42 from
 being taken for another's (a shared home seen from two clusters), and keys the queue cache.
+A profile that describes another cluster gets neither this machine's ``SBATCH_*`` defaults
+(``core/slurm_environment``) nor live checks: its request is checked statically, and one
+line says so.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 
+from ..core import slurm_environment
 from ..core.errors import HpcMagicsError
+from ..core.profiles import ClusterProfile
+from ..core.resources import ResourceRequest
 from . import commands
 
 UNKNOWN_CLUSTER = "default"  # no Slurm here, or it would not say
@@ -44,3 +52,24 @@ def is_foreign(cluster_names: tuple[str, ...]) -> bool:
     if not cluster_names or not commands.slurm_available():
         return False
     return cluster_name().lower() not in {c.lower() for c in cluster_names}
+
+
+def live_wanted(profile: ClusterProfile, wanted: bool | None) -> tuple[bool, str]:
+    """Whether to ask the cluster here, and the one line saying why not (or "")."""
+    if wanted is False:
+        return False, "--no-live: static checks only, nothing asked of the cluster"
+    if wanted is None and is_foreign(profile.cluster_names):
+        return False, (f"profile {profile.name} describes {', '.join(profile.cluster_names)}, "
+                       f"not this cluster ({cluster_name()}): static checks only "
+                       "(--live asks this cluster anyway)")
+    return True, ""
+
+
+def with_environment(request: ResourceRequest, live: bool,
+                     environ: Mapping[str, str] | None = None
+                     ) -> tuple[ResourceRequest, dict[str, str]]:
+    """The request with this machine's sbatch defaults (what the cell and ``%hpc_resources``
+    leave open, as sbatch will fill it), when the profile is this cluster's (``live``)."""
+    if not live:
+        return request, {}
+    return slurm_environment.with_defaults(request, os.environ if environ is None else environ)

@@ -22,7 +22,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +46,16 @@ CACHE_VERSION = 4
 Runner = Callable[..., commands.CommandResult]
 
 
+_NOT_CACHED = ("backend", "folder")  # squeue says neither
+
 
 def _snapshot_to_dict(job: JobSnapshot) -> dict[str, Any]:
-    return {"job_id": job.job_id, "state": job.state, "name": job.name,
-            "partition": job.partition, "nodes": job.nodes, "elapsed_s": job.elapsed_s,
-            "time_limit_s": job.time_limit_s, "end_time": job.end_time, "reason": job.reason,
-            "submit_time": job.submit_time, "start_time": job.start_time,
-            "node_list": job.node_list}
+    return {k: v for k, v in asdict(job).items() if k not in _NOT_CACHED}
 
 
 def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
-    return JobSnapshot(**{k: data[k] for k in _snapshot_to_dict(JobSnapshot("", "")) if k in data})
+    return JobSnapshot(**{f.name: data[f.name] for f in fields(JobSnapshot)
+                          if f.name in data and f.name not in _NOT_CACHED})
 
 
 # --------------------------------------------------------------------------- the cached view

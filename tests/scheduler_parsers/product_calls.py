@@ -16,8 +16,8 @@ from typing import Any
 
 from hpc_magics.core import sweep
 from hpc_magics.core.jobids import parse_parsable
-from hpc_magics.scheduler import commands, limits, live, requeue_segments, waiting
-from hpc_magics.scheduler.accounting import recent_jobs, sacct_usage
+from hpc_magics.scheduler import commands, limits, live, waiting
+from hpc_magics.scheduler.accounting import job_segments, recent_jobs, sacct_usage
 from hpc_magics.scheduler.cluster import parse_cluster_name
 from hpc_magics.scheduler.own_job import own_job
 from hpc_magics.scheduler.queue import JobQueue
@@ -96,7 +96,7 @@ CALLS: dict[str, Callable[[Runner, dict[str, Any], Path], Any]] = {
     "scontrol_job": _scontrol_job,
     "usage": lambda runner, args, scratch: sacct_usage(args["job_ids"], runner),
     "recent": lambda runner, args, scratch: recent_jobs(args["user"], runner),
-    "segments": lambda runner, args, scratch: requeue_segments.job_segments(args["job_id"]),
+    "segments": lambda runner, args, scratch: job_segments(args["job_id"]),
     "scontrol_partitions": lambda runner, args, scratch: live.partitions(),
     "node_groups": lambda runner, args, scratch: {
         group.partition: live.gpu_types(group.partition) for group in live.node_groups()},
