@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import HpcMagicsError, InternalBug, report_bug
 from ..jobfacts import accounting_told, ended_because_all
-from ..scheduler.sacct_answers import poll_targets, usage_of
+from ..scheduler.targets import poll_targets, usage_of
 from ..scheduler.watcher import watcher
 from ..widgets import job as job_widgets
 from ..widgets.job import JobWidget

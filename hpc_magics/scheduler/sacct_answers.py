@@ -1,6 +1,5 @@
 """The watcher's side of the user's shared ``sacct``: answers waited for within a bound,
-one sacct at a time from this process, records found per job, and what ended jobs used
-(``usage_of``: the figures of many job handles, a sweep's per task, from one shared call).
+one sacct at a time from this process, records found per job, and what ended jobs used.
 
 ``SharedAccounting`` asks sacct at most once per interval for all the user's processes;
 this waits for its answer no longer than ``ANSWER_WITHIN_S`` (a lagging slurmdbd counts as
@@ -13,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from ..core.efficiency import Usage
 from ..core.errors import report_bug
@@ -129,29 +127,3 @@ class SacctAnswers:
                 store_usage(folder.path, mine)
         return result
 
-
-def poll_targets(handle: Any) -> list[tuple[Any, str | None]]:
-    """(folder, job id or None) pairs to ask the watcher about for ``handle``: every task of
-    a sweep (its latest attempt; a sweep's folder has no state of its own), else the job."""
-    targets = getattr(handle, "poll_targets", None)
-    return list(targets()) if callable(targets) else [(handle.folder, handle._task)]
-
-
-def usage_of(handles: Sequence[Any], max_age_s: float | None = None
-             ) -> dict[int, tuple[Usage, ...] | None]:
-    """Position in ``handles`` → its figures (one ``Usage`` per job or task, once: tasks
-    cancelled before they started share one record, ``123_[2-3]``), for the handles whose
-    every target has final figures; ``None``: accounting unreachable."""
-    from .watcher import watcher
-
-    targets = [poll_targets(handle) for handle in handles]
-    found = watcher().usage([t for some in targets for t in some], max_age_s)
-    result: dict[int, tuple[Usage, ...] | None] = {}
-    for position, some in enumerate(targets):
-        keys = [status_key(folder, job_id) for folder, job_id in some]
-        if any(key in found and found[key] is None for key in keys):
-            result[position] = None
-        elif keys and all(key in found for key in keys):
-            figures = {u.job_id: u for key in keys for u in found[key] or ()}
-            result[position] = tuple(figures.values())
-    return result

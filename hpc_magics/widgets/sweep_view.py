@@ -1,7 +1,7 @@
 """The job widget's section for a sweep: tasks per state, the failed ones, a retry button.
 
 It reads the watcher's snapshots of the sweep's tasks (the job widget's monitor polls them
-in its one batched poll, see ``scheduler/sacct_answers.py``); it asks nobody itself, except the
+in its one batched poll, see ``scheduler/targets.py``); it asks nobody itself, except the
 retry.
 """
 
