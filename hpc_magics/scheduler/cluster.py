@@ -18,32 +18,27 @@ from ..core import slurm_environment
 from ..core.errors import HpcMagicsError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
+from ..core.sweep import config_value
 from . import commands
 
 UNKNOWN_CLUSTER = "default"  # no Slurm here, or it would not say
 
 
-def parse_cluster_name(config_text: str) -> str | None:
-    """``ClusterName`` from ``scontrol show config`` output."""
-    for line in config_text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() == "ClusterName" and value.strip():
-            return value.strip()
-    return None
-
-
 @functools.lru_cache(maxsize=1)
-def _asked_cluster_name() -> str:
+def config_text() -> str:
+    """``scontrol show config``, asked once per process ("" when Slurm cannot be asked):
+    the cluster's name, and a sweep's limits (``limits.py``)."""
     try:
-        result = commands.run(["scontrol", "show", "config"], timeout=15)
+        result = commands.run(["scontrol", "show", "config"], timeout=20)
     except HpcMagicsError:
-        return UNKNOWN_CLUSTER
-    return (parse_cluster_name(result.stdout) if result.ok else None) or UNKNOWN_CLUSTER
+        return ""
+    return result.stdout if result.ok else ""
 
 
 def cluster_name() -> str:
-    """``SLURM_CLUSTER_NAME`` (set inside jobs), else ``scontrol show config`` (cached)."""
-    return os.environ.get("SLURM_CLUSTER_NAME", "").strip() or _asked_cluster_name()
+    """``SLURM_CLUSTER_NAME`` (set inside jobs), else ``scontrol show config``'s."""
+    return (os.environ.get("SLURM_CLUSTER_NAME", "").strip()
+            or config_value(config_text(), "ClusterName") or UNKNOWN_CLUSTER)
 
 
 def is_foreign(cluster_names: tuple[str, ...]) -> bool:

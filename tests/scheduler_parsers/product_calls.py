@@ -18,7 +18,7 @@ from hpc_magics.core import sweep
 from hpc_magics.core.jobids import parse_parsable
 from hpc_magics.scheduler import commands, limits, live, waiting
 from hpc_magics.scheduler.accounting import job_segments, recent_jobs, sacct_usage
-from hpc_magics.scheduler.cluster import parse_cluster_name
+from hpc_magics.scheduler.cluster import config_text
 from hpc_magics.scheduler.own_job import own_job
 from hpc_magics.scheduler.queue import JobQueue
 from hpc_magics.scheduler.slurm_text import SCONTROL_SHOW_JOB, parse_scontrol_job, scontrol_fields
@@ -64,9 +64,10 @@ def _partitions(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
 
 
 def _config(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
-    text = limits._config()  # the product's own call; cluster.py asks the same
+    text = config_text()  # the product's own call (cluster.py), once a process
     # the product's three readers of it (cluster.py, limits.py through core/sweep.py)
-    return parse_cluster_name(text), sweep.max_array_size(text), sweep.limits_enforced(text)
+    return (sweep.config_value(text, "ClusterName"), sweep.max_array_size(text),
+            sweep.limits_enforced(text))
 
 
 def _sbatch(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
