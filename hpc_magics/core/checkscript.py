@@ -26,12 +26,12 @@ from .sbatch_options import (
     OPTIONAL,
     OPTIONS,
     PLUGIN_OPTIONS,
+    VALUE_CHECKS,
     SbatchOption,
     ambiguous,
+    filename_notes,
     lookup,
 )
-from .sbatch_values import VALUE_CHECKS, filename_notes
-from .sites import profile_for_script
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
     "ok", "warning", "error", "passed", "ignored", "comment")
@@ -151,12 +151,6 @@ def _options(number: int, text: str, profile: ClusterProfile) -> list[Option]:
         found.append(Option(number, option.name, value, known=True,
                             modelled=option.name in FLAG_FIELDS))
     return found
-
-
-def guess_profile(script: str) -> str | None:
-    """The cluster a script was written for, from its spellings (the profiles'
-    ``script_hints``); None when it does not say."""
-    return profile_for_script(script)
 
 
 def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",

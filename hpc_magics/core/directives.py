@@ -12,9 +12,12 @@ import shlex
 from dataclasses import dataclass
 
 from .errors import InvalidRequest
-from .flags import FLAG_FIELDS, SHORT_WITH_VALUE
+from .flags import FLAG_FIELDS
+from .sbatch_options import OPTIONS, REQUIRED
 
 _DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
+# sbatch's short options that take a value (``-b now+1hour``), as its own table says
+SHORT_WITH_VALUE = frozenset(o.short for o in OPTIONS if o.short and o.value == REQUIRED)
 
 
 @dataclass(frozen=True)
