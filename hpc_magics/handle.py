@@ -14,7 +14,7 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from .backends.base import Backend
+from .backends import Backend
 from .core.end_reasons import SLURM_ENDED_IT
 from .core.errors import HpcMagicsError, JobFailed
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase

@@ -26,9 +26,15 @@ from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
 from . import commands
-from .cache_file import file_lock, shared_cache_path, write_private_json
 from .cluster import cluster_name
-from .queue import default_cache_dir, login_name, poll_interval
+from .queue import (
+    default_cache_dir,
+    file_lock,
+    login_name,
+    poll_interval,
+    shared_cache_path,
+    write_private_json,
+)
 from .slurm_text import slurm_timestamp
 
 SACCT_TIMEOUT_S = 20.0

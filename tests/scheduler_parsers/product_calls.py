@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from hpc_magics.core import sweep
-from hpc_magics.core.jobids import parse_parsable
 from hpc_magics.scheduler import commands, limits, live, waiting
 from hpc_magics.scheduler.accounting import job_segments, recent_jobs, sacct_usage
 from hpc_magics.scheduler.cluster import config_text
@@ -74,7 +73,8 @@ def _sbatch(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
     from hpc_magics.scheduler.submit import SBATCH_SUBMIT, parse_answer
 
     answer = runner([*SBATCH_SUBMIT, args["script"]], timeout=60)
-    return parse_answer(answer.stdout).job_id, parse_parsable(answer.stdout)
+    parsed = parse_answer(answer.stdout)
+    return parsed.job_id, (parsed.job_id, parsed.cluster)
 
 
 def _sbatch_refused(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
