@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hpc_magics.core import sweep
-from hpc_magics.scheduler import commands, limits, live, waiting
+from hpc_magics.scheduler import commands, limits, live
 from hpc_magics.scheduler.accounting import job_segments, recent_jobs, sacct_usage
 from hpc_magics.scheduler.cluster import config_text
 from hpc_magics.scheduler.own_job import own_job
@@ -91,7 +91,6 @@ def _nodes(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
 
 CALLS: dict[str, Callable[[Runner, dict[str, Any], Path], Any]] = {
     "queue": _queue,
-    "pending": lambda runner, args, scratch: waiting.pending(args["job_ids"]),
     "own_job": lambda runner, args, scratch: own_job({"SLURM_JOB_ID": args["job_id"]},
                                                      runner=runner),
     "scontrol_job": _scontrol_job,
