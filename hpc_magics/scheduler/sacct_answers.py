@@ -126,4 +126,3 @@ class SacctAnswers:
             if key == status_key(folder, None):
                 store_usage(folder.path, mine)
         return result
-
