@@ -97,7 +97,7 @@ def changed_request(request: ResourceRequest, changes: Mapping[str, Any]) -> Res
 
 def checked(request: ResourceRequest, profile: ClusterProfile, backend: Any) -> None:
     """The checks %%sbatch makes before it submits: every error at once, in one line."""
-    from .scheduler.defaults import live_wanted
+    from .scheduler.cluster import live_wanted
 
     errors = validation.errors(validation.check(request.changed(backend=backend.name),
                                                 profile))

@@ -14,7 +14,7 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from .backends.base import Backend
+from .backends import Backend
 from .core.end_reasons import SLURM_ENDED_IT
 from .core.errors import HpcMagicsError, JobFailed
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
@@ -261,7 +261,7 @@ class JobHandle:
     def segments(self) -> tuple[Any, ...]:
         """A requeued job's runs (``--checkpoint``): index, state, start, end, from
         ``sacct --duplicates``; raises when accounting cannot be asked."""
-        from .scheduler.requeue_segments import job_segments
+        from .scheduler.accounting import job_segments
 
         found = job_segments(self.job_id)
         if found is None:

@@ -39,7 +39,7 @@ def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
     (``submitting`` False: a dry run, never refused because Slurm does not answer)."""
     from .backends import get_backend
     from .backends.submitit_backend import SlurmBackend
-    from .scheduler.defaults import live_wanted, with_environment
+    from .scheduler.cluster import live_wanted, with_environment
 
     # this machine's sbatch defaults count, as sbatch will apply them
     request = with_environment(request, live_wanted(profile, None)[0])[0]

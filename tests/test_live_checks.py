@@ -5,6 +5,7 @@ accounts and QOS from sacctmgr (an account and QOS created for the test), sbatch
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,11 +19,12 @@ else:  # pragma: no cover
 
 from hpc_magics.cli import main
 from hpc_magics.core.checkscript import check_script
+from hpc_magics.core.pending_reasons import plain_reason
 from hpc_magics.core.profiles import profile_from_mapping
 from hpc_magics.core.resources import ResourceRequest, updated
 from hpc_magics.scheduler import commands, live
 from hpc_magics.scheduler.draft import draft_profile
-from hpc_magics.scheduler.waiting import pending
+from hpc_magics.scheduler.queue import JobQueue
 
 if TYPE_CHECKING:  # fixture types only
     from conftest import ThrowawayAccount
@@ -136,16 +138,17 @@ def test_drafted_profile_loads_and_validates_a_job(tmp_path: Path) -> None:
     assert tomllib.loads(out.read_text())["cluster_names"] == ["lab"]
 
 
-def test_pending_job_reason_in_words_and_expected_start() -> None:
+def test_pending_job_reason_in_words_and_expected_start(tmp_path: Path) -> None:
+    """The queue's one view (squeue's %R and %S) says why a job waits and when Slurm
+    expects it to start: no second squeue."""
     submitted = commands.run(["sbatch", "--parsable", "-p", "debug", "-t", "1",
                               "--begin=now+3600", "-o", "/dev/null", "--wrap", "true"])
     assert submitted.ok, submitted.stderr
     job_id = submitted.stdout.strip().split(";")[0]
     try:
-        found = pending([job_id])
-        assert isinstance(found, dict) and job_id in found, found
-        assert found[job_id].plain == "waiting for its requested start time (--begin)"
-        assert found[job_id].start.startswith("20")
-        assert "expected to start" in str(found[job_id])
+        job = JobQueue(cache_dir=tmp_path).view(max_age_s=0).find(job_id)
+        assert job is not None and job.phase == "pending", job
+        assert plain_reason(job.reason) == "waiting for its requested start time (--begin)"
+        assert job.start_time is not None and job.start_time > time.time() + 3000  # --begin
     finally:
         commands.run(["scancel", job_id])  # our own job

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.checkscript import ERROR, check_script, guess_profile, render
+from ..core.checkscript import ERROR, check_script, render
 from ..core.errors import InvalidRequest
 from ..core.profiles import load_profile
-from ..core.sites import default_profile_name
+from ..core.sites import default_profile_name, profile_for_script
 
 
 def add_parser(subcommands: Any) -> None:
@@ -49,7 +49,7 @@ def _profile_name(chosen: str | None, script: str) -> tuple[str, str]:
     here = default_profile_name()
     if here != "generic":
         return here, ""
-    guessed = guess_profile(script)
+    guessed = profile_for_script(script)
     if not guessed:
         return "generic", ""
     successor = load_profile(guessed).successor

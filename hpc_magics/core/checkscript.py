@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import difflib
 import re
-import shlex
 from dataclasses import dataclass, field, replace
 
 from . import validation
+from .directives import Option, read_options
 from .errors import InvalidRequest
 from .flags import FLAG_FIELDS
 from .profiles import ClusterProfile
 from .resources import ResourceRequest, updated
 from .sbatch_options import (
-    BY_SHORT,
     NONE,
-    OPTIONAL,
     OPTIONS,
     PLUGIN_OPTIONS,
-    SbatchOption,
+    VALUE_CHECKS,
     ambiguous,
+    filename_notes,
     lookup,
 )
-from .sbatch_values import VALUE_CHECKS, filename_notes
-from .sites import profile_for_script
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
     "ok", "warning", "error", "passed", "ignored", "comment")
@@ -50,15 +47,6 @@ class Finding:
     def __str__(self) -> str:
         where = f"line {self.line}: " if self.line else ""
         return f"{where}{self.severity}: {self.message}"
-
-
-@dataclass(frozen=True)
-class Option:
-    line: int
-    name: str  # sbatch's long spelling ("time"), or what was written if sbatch lacks it
-    value: str | None
-    known: bool
-    modelled: bool
 
 
 @dataclass(frozen=True)
@@ -85,78 +73,6 @@ class ScriptReport:
     @property
     def ok(self) -> bool:
         return not self.errors
-
-
-# ------------------------------------------------------------ reading the lines
-class _OptionError(InvalidRequest):
-    """A line's error that belongs to one option."""
-
-    def __init__(self, option: str, message: str) -> None:
-        super().__init__(message)
-        self.option = option
-
-
-def _tokens(text: str) -> list[str]:
-    try:
-        return shlex.split(text, comments=True)
-    except ValueError as error:
-        raise InvalidRequest(f"{error}: check the quotes") from None
-
-
-def _options(number: int, text: str, profile: ClusterProfile) -> list[Option]:
-    """The options on one #SBATCH line, as sbatch's getopt_long would read them."""
-    tokens = _tokens(text)
-    found: list[Option] = []
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        index += 1
-        if token.startswith(("\u2013", "\u2014")):
-            raise InvalidRequest(f"{token!r} starts with a dash that is not '-': type '--' "
-                                 "(two hyphens)")
-        option: SbatchOption | None
-        value: str | None
-        if token.startswith("--"):
-            spelling, has_value, value = token[2:].partition("=")
-            option = lookup(spelling)
-            if option is None:
-                if not has_value and index < len(tokens) and not tokens[index].startswith("-"):
-                    value, index = tokens[index], index + 1
-                found.append(Option(number, spelling, value if has_value or value else None,
-                                    known=spelling in profile.site_options, modelled=False))
-                continue
-            if option.value == NONE and has_value:
-                raise InvalidRequest(f"--{option.name} takes no value (given {value!r})")
-            if option.value == OPTIONAL and not has_value:
-                value = None
-            elif option.value not in (NONE, OPTIONAL) and not has_value:
-                if index >= len(tokens):
-                    raise InvalidRequest(f"--{option.name} needs a value")
-                value, index = tokens[index], index + 1
-        elif token.startswith("-") and len(token) >= 2:
-            option = BY_SHORT.get(token[1])
-            if option is None:
-                raise InvalidRequest(f"-{token[1]} is not an sbatch option")
-            value = token[2:] or None
-            if option.value not in (NONE, OPTIONAL) and value is None:
-                if index >= len(tokens):
-                    raise InvalidRequest(f"-{option.short} (--{option.name}) needs a value")
-                value, index = tokens[index], index + 1
-        else:
-            after = found[-1] if found and found[-1].line == number else None
-            if after is not None:  # "--time=2 hours": the value's second word, unquoted
-                raise _OptionError(after.name, f"{token!r} is not an option: a value with a "
-                                   f"space needs quotes (--{after.name}=\"{after.value} {token}\")")
-            raise InvalidRequest(f"{token!r} is not an option: options start with '-' or '--'")
-        found.append(Option(number, option.name, value, known=True,
-                            modelled=option.name in FLAG_FIELDS))
-    return found
-
-
-def guess_profile(script: str) -> str | None:
-    """The cluster a script was written for, from its spellings (the profiles'
-    ``script_hints``); None when it does not say."""
-    return profile_for_script(script)
 
 
 def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
@@ -197,7 +113,7 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
                  "move it above the first command")
             continue
         try:
-            options += _options(number, match.group(2), profile)
+            options += read_options(match.group(2), number, profile.site_options)
         except InvalidRequest as error:
             note(number, ERROR, getattr(error, "option", ""), f"#SBATCH line {number}: {error}")
 

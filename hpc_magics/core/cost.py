@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .efficiency import tres
 from .errors import HpcMagicsError
 from .profiles import ClusterProfile, load_profile
 from .resources import GpuRequest, ResourceRequest, from_dict
@@ -48,13 +49,12 @@ def billing_units(weights: str, cpus: int, mem_mb: int, gpus: int, nodes: int) -
     ``Mem=0.25G`` weighs a gigabyte (a bare number weighs a megabyte), as slurm.conf says.
     """
     total = 0.0
-    for item in filter(None, (part.strip() for part in weights.split(","))):
-        name, _, weight = item.partition("=")
-        match = re.fullmatch(r"([\d.]+)([KMGT]?)", weight.strip(), re.IGNORECASE)
+    for name, weight in tres(weights).items():
+        match = re.fullmatch(r"([\d.]+)([KMGT]?)", weight, re.IGNORECASE)
         if not match:
             continue
         factor = float(match.group(1))
-        key = name.strip().lower()
+        key = name.lower()
         if key == "cpu":
             total += factor * cpus
         elif key == "mem":

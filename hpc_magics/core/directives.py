@@ -1,20 +1,100 @@
-"""Read ``#SBATCH`` lines the way sbatch does, so pasted job-script headers just work.
+"""Read ``#SBATCH`` lines the way sbatch does: the one reader of them, for a cell's
+directives (:func:`parse`), the checker (``core/checkscript.py``) and the precedence of
+the user's ``SBATCH_*`` defaults (``core/slurm_environment.py``).
 
-Takes several options on one line, ``--flag=value`` and ``--flag value``, short options,
-quotes, inline comments, and duplicates (the last wins).  ``##SBATCH`` and ``# SBATCH``
-are ignored, as sbatch ignores them.  An en dash in place of ``--`` is explained.
+Takes several options on one line, ``--flag=value`` and ``--flag value``, short options
+and abbreviations (as sbatch's getopt_long reads them, from sbatch's own option table,
+``core/sbatch_options.py``), quotes, inline comments, and duplicates (the last wins).
+``##SBATCH`` and ``# SBATCH`` are ignored, as sbatch ignores them. An en dash in place
+of ``--`` is explained.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from .errors import InvalidRequest
-from .flags import FLAG_FIELDS, SHORT_WITH_VALUE
+from .flags import FLAG_FIELDS
+from .sbatch_options import BY_SHORT, NONE, OPTIONAL, SbatchOption, lookup
 
 _DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
+
+
+@dataclass(frozen=True)
+class Option:
+    line: int
+    name: str  # sbatch's long spelling ("time"), or what was written if sbatch lacks it
+    value: str | None
+    known: bool
+    modelled: bool
+    spelling: str = ""  # as written, without dashes ("t", "time", "ti")
+
+
+class OptionError(InvalidRequest):
+    """A line's error that belongs to one option."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+def read_options(text: str, number: int = 0, site_options: Collection[str] = ()
+                 ) -> list[Option]:
+    """The options on one #SBATCH line (``text``: after ``#SBATCH``), as sbatch's
+    getopt_long reads them; ``site_options``: long options a site's plugin adds."""
+    try:
+        tokens = shlex.split(text, comments=True)
+    except ValueError as error:
+        raise InvalidRequest(f"{error}: check the quotes") from None
+    found: list[Option] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if token.startswith(("\u2013", "\u2014")):  # en and em dash pasted from documents
+            raise InvalidRequest(f"{token!r} starts with a dash that is not '-': type '--' "
+                                 "(two hyphens)")
+        option: SbatchOption | None
+        value: str | None
+        if token.startswith("--"):
+            spelling, has_value, value = token[2:].partition("=")
+            option = lookup(spelling)
+            if option is None:
+                if not has_value and index < len(tokens) and not tokens[index].startswith("-"):
+                    value, index = tokens[index], index + 1
+                found.append(Option(number, spelling, value if has_value or value else None,
+                                    known=spelling in site_options, modelled=False,
+                                    spelling=spelling))
+                continue
+            if option.value == NONE and has_value:
+                raise InvalidRequest(f"--{option.name} takes no value (given {value!r})")
+            if option.value == OPTIONAL and not has_value:
+                value = None
+            elif option.value not in (NONE, OPTIONAL) and not has_value:
+                if index >= len(tokens):
+                    raise InvalidRequest(f"--{option.name} needs a value")
+                value, index = tokens[index], index + 1
+        elif token.startswith("-") and len(token) >= 2:
+            spelling, option = token[1], BY_SHORT.get(token[1])
+            if option is None:
+                raise InvalidRequest(f"-{token[1]} is not an sbatch option")
+            value = token[2:] or None
+            if option.value not in (NONE, OPTIONAL) and value is None:
+                if index >= len(tokens):
+                    raise InvalidRequest(f"-{option.short} (--{option.name}) needs a value")
+                value, index = tokens[index], index + 1
+        else:
+            after = found[-1] if found and found[-1].line == number else None
+            if after is not None:  # "--time=2 hours": the value's second word, unquoted
+                raise OptionError(after.name, f"{token!r} is not an option: a value with a "
+                                  f"space needs quotes (--{after.name}=\"{after.value} {token}\")")
+            raise InvalidRequest(f"{token!r} is not an option: options start with '-' or '--'")
+        found.append(Option(number, option.name, value, known=True,
+                            modelled=option.name in FLAG_FIELDS, spelling=spelling))
+    return found
 
 
 @dataclass(frozen=True)
@@ -23,13 +103,6 @@ class Directives:
     extra: tuple[tuple[str, str], ...]  # flags hpc_magics passes through untouched
     job_name: str | None
     body: str  # the cell without its directive lines
-
-
-def _split(line: str, lineno: int) -> list[str]:
-    try:
-        return shlex.split(line, comments=True)
-    except ValueError as error:
-        raise InvalidRequest(f"#SBATCH line {lineno}: {error}: check the quotes") from None
 
 
 def parse(cell: str) -> Directives:
@@ -42,38 +115,18 @@ def parse(cell: str) -> Directives:
     while index < len(lines):
         stripped = lines[index].strip()
         match = _DIRECTIVE.match(stripped)
-        if not stripped or (stripped.startswith("#") and not match):
-            index += 1
-            continue
-        if not match:
+        if stripped and not stripped.startswith("#"):
             break
-        tokens = _split(match.group(1), index + 1)
-        position = 0
-        while position < len(tokens):
-            token = tokens[position]
-            if token.startswith(("\u2013", "\u2014")):  # en and em dash pasted from documents
-                raise InvalidRequest(f"#SBATCH line {index + 1}: {token!r} starts with a dash "
-                                     "that is not '-': type '--' (two hyphens)")
-            if token.startswith("--"):
-                flag, has_value, value = token[2:].partition("=")
-                takes_next = position + 1 < len(tokens) and not tokens[position + 1].startswith("-")
-                if not has_value and (flag in FLAG_FIELDS or flag == "job-name" or takes_next):
-                    position += 1
-                    value = tokens[position] if position < len(tokens) else ""
-            elif token.startswith("-") and len(token) >= 2:
-                flag, value = token[1], token[2:]
-                if not value and flag in SHORT_WITH_VALUE:
-                    position += 1
-                    value = tokens[position] if position < len(tokens) else ""
+        try:
+            options = read_options(match.group(1), index + 1) if match else []
+        except InvalidRequest as error:
+            raise InvalidRequest(f"#SBATCH line {index + 1}: {error}") from None
+        for option in options:
+            if option.name == "job-name":
+                job_name = option.value or ""
+            elif option.modelled:
+                values[FLAG_FIELDS[option.name]] = option.value or ""
             else:
-                raise InvalidRequest(f"#SBATCH line {index + 1}: {token!r} is not an option: "
-                                     "options start with '-' or '--'")
-            position += 1
-            if flag in {"job-name", "J"}:
-                job_name = value
-            elif flag in FLAG_FIELDS:
-                values[FLAG_FIELDS[flag]] = value
-            else:
-                extra[flag] = value
+                extra[option.spelling] = option.value or ""
         index += 1
     return Directives(values, tuple(extra.items()), job_name, "\n".join(lines[index:]))

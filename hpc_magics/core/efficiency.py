@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .jobs import normalize_state
-from .units import slurm_seconds
+from .units import slurm_int, slurm_seconds
 
 # One sacct call (``sacct -n -P -o USAGE_FIELDS -j IDS``, steps included: MaxRSS is a
 # step's figure) gives states and usage alike.
@@ -102,13 +102,6 @@ class Usage:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
-def _int(text: str) -> int | None:
-    try:
-        return int(text.strip())
-    except ValueError:
-        return None
-
-
 def parse_usage(text: str) -> tuple[Usage, ...]:
     """Jobs and array tasks from ``sacct -n -P -o USAGE_FIELDS``, each with its steps
     (``123.batch``, ``123_4.0``) folded in: the largest MaxRSS, their CPU time when the
@@ -125,8 +118,8 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
             continue
         row = dict(zip(USAGE_FIELDS, parts, strict=True))
         allocated = tres(row["AllocTRES"])
-        cpus = _int(row["AllocCPUS"]) or _int(allocated.get("cpu", ""))
-        nodes = _int(allocated.get("node", "")) or 1
+        cpus = slurm_int(row["AllocCPUS"]) or slurm_int(allocated.get("cpu", ""))
+        nodes = slurm_int(allocated.get("node", "")) or 1
         jobs[job_id] = Usage(
             job_id=job_id, state=normalize_state(row["State"]), exit_code=row["ExitCode"],
             elapsed_s=slurm_seconds(row["Elapsed"]),
@@ -134,7 +127,7 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
             total_cpu_s=slurm_seconds(row["TotalCPU"]),
             max_rss_mb=sacct_megabytes(row["MaxRSS"]) if row["MaxRSS"] else None,
             req_mem_mb=sacct_megabytes(row["ReqMem"], cpus or 1, 1) if row["ReqMem"] else None,
-            alloc_cpus=cpus, gpus=_int(allocated.get("gres/gpu", "")) or 0, nodes=nodes,
+            alloc_cpus=cpus, gpus=slurm_int(allocated.get("gres/gpu", "")) or 0, nodes=nodes,
             node_list=row["NodeList"], name=row["JobName"],
             provisional=not row["Timelimit"].strip())
     for job_id, rows in steps.items():

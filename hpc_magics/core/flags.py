@@ -65,11 +65,6 @@ FLAG_FIELDS: dict[str, str] = {
     for spelling in (flag.name, *((flag.short,) if flag.short else ()))
 }
 
-# sbatch's short options that take a value, besides the table's (they pass through).
-_OTHER_SHORT_WITH_VALUE = frozenset({"J", "o", "e", "n", "G", "w", "x", "a", "D", "M"})
-SHORT_WITH_VALUE: frozenset[str] = frozenset(
-    f.short for f in SBATCH_FLAGS if f.short) | _OTHER_SHORT_WITH_VALUE
-
 # Flags the job script sets for the engine (submitit's logs, signal, append mode, arrays):
 # a cell's own #SBATCH line must not move them, or the job's output is lost.
 ENGINE_FLAGS = frozenset({"output", "o", "error", "e", "open-mode", "signal", "array", "a"})

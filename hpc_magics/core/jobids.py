@@ -70,17 +70,6 @@ def parse_job_id(text: str) -> JobId | None:
     return JobId(match.group(1), match.group(2), match.group(3))
 
 
-def parse_parsable(output: str) -> tuple[str, str | None] | None:
-    """Job id and cluster of ``sbatch --parsable``'s answer: ``123``, ``123;lab`` (with
-    ``-M``/``--clusters``); its last non-empty line (warnings come before it). A
-    heterogeneous job is answered with its leader's id. ``None``: not a job id."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    job_id, _, cluster = (lines[-1] if lines else "").partition(";")
-    if parse_job_id(job_id) is None:
-        return None
-    return job_id, cluster.strip() or None
-
-
 def require_job_id(text: str) -> JobId:
     """Like ``parse_job_id``, but bad input is a one-line error naming the fix."""
     job_id = parse_job_id(text)

@@ -15,15 +15,16 @@ Pure stdlib: validation and cost read the same defaults through :func:`request_d
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase, translate
 from typing import Any
 
+from .directives import read_options
 from .errors import InvalidRequest
 from .resources import ResourceRequest, parse_field
-from .sbatch_options import BY_SHORT
 
 # (pattern, why it goes). fnmatch patterns, matched case-sensitively.
 LEAKED: tuple[tuple[str, str], ...] = (
@@ -145,9 +146,6 @@ def option_of(name: str) -> str | None:
     return _OPTION_OF.get(name, name[len("SBATCH_"):].lower().replace("_", "-"))
 
 
-_DIRECTIVE = re.compile(r"#SBATCH\s+(--?)([A-Za-z][\w-]*)")
-
-
 def script_options(script: str) -> set[str]:
     """The long names of the options the script's ``#SBATCH`` block sets (as sbatch reads it:
     up to the first line that is neither a comment nor blank)."""
@@ -156,14 +154,9 @@ def script_options(script: str) -> set[str]:
         text = line.strip()
         if text and not text.startswith("#"):
             break
-        match = _DIRECTIVE.match(text)
-        if not match:
-            continue
-        dashes, name = match.groups()
-        if dashes == "-":
-            option = BY_SHORT.get(name[0])
-            name = option.name if option else name
-        found.add(name)
+        if text.startswith("#SBATCH"):
+            with contextlib.suppress(InvalidRequest):  # sbatch refuses the script anyway
+                found.update(o.name for o in read_options(text.removeprefix("#SBATCH")))
     for group in _EXCLUSIVE:
         if found & group:
             found |= group

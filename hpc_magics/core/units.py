@@ -146,3 +146,13 @@ def slurm_seconds(text: str) -> float | None:
     if len(parts) == 1 and days:  # "D-HH"
         seconds = parts[0] * 3600
     return days * 86400 + seconds
+
+
+_LEADING_DIGITS = re.compile(r"\s*(\d+)")
+
+
+def slurm_int(text: str | None) -> int | None:
+    """The whole number a Slurm field starts with (``4``, sinfo's ``64+``); ``None`` for
+    an empty field, ``N/A`` or other words."""
+    match = _LEADING_DIGITS.match(text or "")
+    return int(match.group(1)) if match else None

@@ -112,10 +112,17 @@ def _reach(answer: dict[str, Any]) -> str:
 
 
 def _waiting(job_id: str) -> str:
-    from ..scheduler.waiting import pending
+    """Why the test job waits and when Slurm expects it to start, from the queue's one view
+    (its ``%R`` and ``%S``: no second squeue)."""
+    from ..core.pending_reasons import plain_reason
+    from ..scheduler.watcher import watcher
 
-    found = pending([job_id])
-    return f" ({found[job_id]})" if isinstance(found, dict) and job_id in found else ""
+    job = watcher().queue_view().find(job_id)
+    if job is None or job.phase != "pending":
+        return ""
+    when = "" if job.start_time is None else time.strftime(
+        "; expected to start %Y-%m-%d %H:%M:%S", time.localtime(job.start_time))
+    return f" (pending: {plain_reason(job.reason)}{when})"
 
 
 def run(request: ResourceRequest, profile: ClusterProfile, jobs_root: Path, *,

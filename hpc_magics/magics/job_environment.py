@@ -1,6 +1,6 @@
 """The dry-run's lines saying where each value of the job script came from.
 
-(The environment's sbatch defaults and the live/static choice: ``scheduler/defaults.py``.)
+(The environment's sbatch defaults and the live/static choice: ``scheduler/cluster.py``.)
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ class HpcMagicsKernel(Magics):
 
     def _problems(self, request: ResourceRequest) -> list[validation.Problem]:
         from ..backends import choose_backend_name
-        from ..scheduler.defaults import live_wanted, with_environment
+        from ..scheduler.cluster import live_wanted, with_environment
 
         try:
             resolved = choose_backend_name(request.backend)
@@ -189,7 +189,7 @@ class HpcMagicsKernel(Magics):
         request = self.apply(request, args)
         self.request = request
         profile = self._profile(request)
-        from ..scheduler.defaults import live_wanted, with_environment
+        from ..scheduler.cluster import live_wanted, with_environment
 
         try:  # shown and costed with the environment's sbatch defaults, as a job gets them
             shown = with_environment(request, live_wanted(profile, None)[0])[0]
@@ -253,7 +253,7 @@ class HpcMagicsKernel(Magics):
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
         profile = self._profile(request)
-        from ..scheduler.defaults import live_wanted, with_environment
+        from ..scheduler.cluster import live_wanted, with_environment
 
         live, not_live = live_wanted(profile, args.live)
         try:

@@ -24,11 +24,17 @@ from typing import Any
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, parse_job_id
-from ..core.jobs import is_final
+from ..core.jobs import is_final, normalize_state
 from . import commands
-from .cache_file import file_lock, shared_cache_path, write_private_json
 from .cluster import cluster_name
-from .queue import default_cache_dir, login_name, poll_interval
+from .queue import (
+    default_cache_dir,
+    file_lock,
+    login_name,
+    poll_interval,
+    shared_cache_path,
+    write_private_json,
+)
 from .slurm_text import slurm_timestamp
 
 SACCT_TIMEOUT_S = 20.0
@@ -55,18 +61,13 @@ def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
         parts = line.strip().split("|", len(USAGE_FIELDS) - 1)
         if len(parts) == len(USAGE_FIELDS) and parts[0] and "." not in parts[0]:
             submits[parts[0]] = slurm_timestamp(parts[submit_at])
+    # slurmdbd's stand-in for a job whose own record has not arrived yet (``provisional``:
+    # seen for jobs that end within a second or two, and for a running array's last task,
+    # under the array's own id): its state is the job's, its figures are not (kept
+    # without them), and it is never the last word (``_settled``)
     return tuple(AccountingRecord(u.job_id, u.state, submits.get(u.job_id),
-                                  None if _placeholder(u) else u)
+                                  None if u.provisional else u)
                  for u in parse_usage(text))
-
-
-def _placeholder(usage: Usage) -> bool:
-    """slurmdbd's stand-in for a job whose own record has not arrived yet (its steps' have):
-    named "allocation", no time limit, no memory request. Seen on the test cluster for jobs
-    that end within a second or two, and for a running array's last task (it carries the
-    array's own id, ``123`` for ``123_1``). Its state is the job's; its figures are not
-    (kept without them), and it is never the last word (see ``_settled``)."""
-    return usage.provisional  # core/efficiency.py tells it by its empty Timelimit
 
 
 def _record_to_dict(record: AccountingRecord) -> dict[str, Any]:
@@ -227,7 +228,7 @@ def _settled(answer: dict[str, Any] | None) -> bool:
         return False
     for record in answer["records"]:
         if record.get("usage") is None or record["usage"].get("provisional"):
-            return False  # slurmdbd's stand-in (``_placeholder``): the job's own record is due
+            return False  # slurmdbd's stand-in (provisional): the job's own record is due
         usage = record["usage"]
         if not is_final(record["state"]):
             return False
@@ -246,3 +247,38 @@ def recent_jobs(user: str | None = None, runner: Callable[..., commands.CommandR
     except HpcMagicsError:
         return None
     return parse_accounting(result.stdout) if result.ok else None
+
+
+# ------------------------------------------------------------ a requeued job's segments
+@dataclass(frozen=True)
+class Segment:
+    """One run of a requeued job: ``sacct --duplicates`` lists each (REQUEUED ones first,
+    the current one last), asked on demand (``handle.segments()``), never in a loop."""
+
+    index: int  # 1, 2, …: the order Slurm ran them in
+    state: str  # REQUEUED for a segment that ended in a requeue
+    start: float | None  # epoch seconds, None while pending
+    end: float | None  # None while running
+
+
+def parse_segments(text: str, job_id: str) -> tuple[Segment, ...]:
+    """``JobID|State|Start|End`` lines of ``sacct -n -X -P -D``; other ids are skipped."""
+    rows = []
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) < 4 or parts[0] != job_id:
+            continue
+        rows.append((normalize_state(parts[1]), slurm_timestamp(parts[2]),
+                     slurm_timestamp(parts[3])))
+    rows.sort(key=lambda row: row[1] if row[1] is not None else float("inf"))
+    return tuple(Segment(i, state, start, end) for i, (state, start, end) in enumerate(rows, 1))
+
+
+def job_segments(job_id: str) -> tuple[Segment, ...] | None:
+    """The job's segments; ``None`` when accounting cannot be asked (never "no segments")."""
+    try:
+        result = commands.run(["sacct", "-n", "-X", "-P", "-D", "-o", "JobID,State,Start,End",
+                               "-j", job_id], timeout=SACCT_TIMEOUT_S)
+    except HpcMagicsError:
+        return None
+    return parse_segments(result.stdout, job_id) if result.ok else None

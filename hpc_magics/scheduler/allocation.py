@@ -14,13 +14,13 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..core.efficiency import tres
 from ..core.errors import HpcMagicsError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.units import UNLIMITED
 from . import commands
-from .live import ask
-from .queue import login_name
+from .limits import default_account
 
 TRES_ORDER = ("billing", "cpu")  # which limit counts, when the site sets several
 ALLOCATION_MAX_AGE_S = 300.0  # usage moves by the hour: one sshare per account in 5 minutes
@@ -40,14 +40,8 @@ class Allocation:
 
 
 def _tres(text: str) -> dict[str, float]:
-    found: dict[str, float] = {}
-    for item in text.split(","):
-        name, _, value = item.partition("=")
-        try:
-            found[name.strip()] = float(value)
-        except ValueError:
-            continue
-    return found
+    """``billing=600,cpu=300`` as numbers (one that is not a number is left out)."""
+    return {k: float(v) for k, v in tres(text).items() if v.replace(".", "", 1).isdigit()}
 
 
 def parse_sshare(text: str, account: str) -> Allocation | None:
@@ -61,14 +55,6 @@ def parse_sshare(text: str, account: str) -> Allocation | None:
         tres = next((t for t in TRES_ORDER if t in limits), "billing")
         return Allocation(account, tres, limits.get(tres), used.get(tres, 0.0))
     return None
-
-
-def default_account() -> str | None:
-    answer = ask(["sacctmgr", "-nP", "show", "user", login_name(),
-                  "format=DefaultAccount"])
-    if isinstance(answer, str) or not answer.ok:
-        return None
-    return next((line.strip() for line in answer.stdout.splitlines() if line.strip()), None)
 
 
 def requested_minutes(request: ResourceRequest) -> float | None:

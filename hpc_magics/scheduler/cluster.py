@@ -1,41 +1,44 @@
-"""The name of the Slurm cluster this machine submits to, asked once per process.
+"""The name of the Slurm cluster this machine submits to, asked once per process, and
+whether a profile describes it.
 
 A job is known by cluster, id and submit time: the name keeps one cluster's job 42 from
 being taken for another's (a shared home seen from two clusters), and keys the queue cache.
+A profile that describes another cluster gets neither this machine's ``SBATCH_*`` defaults
+(``core/slurm_environment``) nor live checks: its request is checked statically, and one
+line says so.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 
+from ..core import slurm_environment
 from ..core.errors import HpcMagicsError
+from ..core.profiles import ClusterProfile
+from ..core.resources import ResourceRequest
+from ..core.sweep import config_value
 from . import commands
 
 UNKNOWN_CLUSTER = "default"  # no Slurm here, or it would not say
 
 
-def parse_cluster_name(config_text: str) -> str | None:
-    """``ClusterName`` from ``scontrol show config`` output."""
-    for line in config_text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() == "ClusterName" and value.strip():
-            return value.strip()
-    return None
-
-
 @functools.lru_cache(maxsize=1)
-def _asked_cluster_name() -> str:
+def config_text() -> str:
+    """``scontrol show config``, asked once per process ("" when Slurm cannot be asked):
+    the cluster's name, and a sweep's limits (``limits.py``)."""
     try:
-        result = commands.run(["scontrol", "show", "config"], timeout=15)
+        result = commands.run(["scontrol", "show", "config"], timeout=20)
     except HpcMagicsError:
-        return UNKNOWN_CLUSTER
-    return (parse_cluster_name(result.stdout) if result.ok else None) or UNKNOWN_CLUSTER
+        return ""
+    return result.stdout if result.ok else ""
 
 
 def cluster_name() -> str:
-    """``SLURM_CLUSTER_NAME`` (set inside jobs), else ``scontrol show config`` (cached)."""
-    return os.environ.get("SLURM_CLUSTER_NAME", "").strip() or _asked_cluster_name()
+    """``SLURM_CLUSTER_NAME`` (set inside jobs), else ``scontrol show config``'s."""
+    return (os.environ.get("SLURM_CLUSTER_NAME", "").strip()
+            or config_value(config_text(), "ClusterName") or UNKNOWN_CLUSTER)
 
 
 def is_foreign(cluster_names: tuple[str, ...]) -> bool:
@@ -44,3 +47,24 @@ def is_foreign(cluster_names: tuple[str, ...]) -> bool:
     if not cluster_names or not commands.slurm_available():
         return False
     return cluster_name().lower() not in {c.lower() for c in cluster_names}
+
+
+def live_wanted(profile: ClusterProfile, wanted: bool | None) -> tuple[bool, str]:
+    """Whether to ask the cluster here, and the one line saying why not (or "")."""
+    if wanted is False:
+        return False, "--no-live: static checks only, nothing asked of the cluster"
+    if wanted is None and is_foreign(profile.cluster_names):
+        return False, (f"profile {profile.name} describes {', '.join(profile.cluster_names)}, "
+                       f"not this cluster ({cluster_name()}): static checks only "
+                       "(--live asks this cluster anyway)")
+    return True, ""
+
+
+def with_environment(request: ResourceRequest, live: bool,
+                     environ: Mapping[str, str] | None = None
+                     ) -> tuple[ResourceRequest, dict[str, str]]:
+    """The request with this machine's sbatch defaults (what the cell and ``%hpc_resources``
+    leave open, as sbatch will fill it), when the profile is this cluster's (``live``)."""
+    if not live:
+        return request, {}
+    return slurm_environment.with_defaults(request, os.environ if environ is None else environ)

@@ -28,7 +28,7 @@ import secrets
 import stat
 import time
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +79,7 @@ class Entry:
     kind: str = "cell"
 
     def to_json(self) -> dict[str, Any]:
-        return {"folder": str(self.folder), "job_id": self.job_id, "cluster": self.cluster,
-                "submitted_at": self.submitted_at, "server_id": self.server_id,
-                "name": self.name, "kind": self.kind}
+        return {**asdict(self), "folder": str(self.folder)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Entry:

@@ -1,4 +1,5 @@
-"""The site's limits a sweep must respect: ``MaxArraySize`` and jobs per user.
+"""The site's limits a sweep must respect: ``MaxArraySize`` and jobs per user, and the
+user's default account.
 
 Asked once per process and kept (``scontrol show config``, ``sacctmgr``), through the
 scheduler door. Anything that cannot be asked means Slurm's default array size and no
@@ -14,6 +15,8 @@ from typing import Any, TypeVar
 from ..core import sweep
 from ..core.errors import HpcMagicsError
 from . import commands
+from .cluster import config_text
+from .queue import login_name
 
 CACHE_TTL_S = 3600.0
 _cache: dict[str, tuple[float, Any]] = {}
@@ -37,23 +40,12 @@ def remember(key: str, value: object) -> None:
 
 def forget() -> None:
     _cache.clear()
-
-
-def _config() -> str:
-    try:
-        result = commands.run(["scontrol", "show", "config"], timeout=20)
-    except HpcMagicsError:
-        return ""
-    return result.stdout if result.ok else ""
-
-
-def _config_text() -> str:
-    return _cached("config", _config)
+    config_text.cache_clear()
 
 
 def max_array_size() -> int:
     """The cluster's ``MaxArraySize`` (tasks per array; Slurm's 1001 when unknown)."""
-    return _cached("max_array_size", lambda: sweep.max_array_size(_config_text()))
+    return _cached("max_array_size", lambda: sweep.max_array_size(config_text()))
 
 
 def _sacctmgr(*args: str) -> str:
@@ -68,15 +60,22 @@ def association_limits(user: str, account: str | None) -> tuple[int, str] | None
     """The smallest ``MaxSubmitJobs`` of the user's associations and QOS (sacctmgr), enforced
     or not. ``where`` and ``user=`` are separate words: sacctmgr refuses ``"where user=U"``."""
     associations = _sacctmgr("assoc", "where", f"user={user}", "format=Account,MaxSubmit,QOS")
-    chosen = account or (_sacctmgr("user", user, "format=DefaultAccount").strip() or None)
+    chosen = account or default_account(user)
     return sweep.max_submit_jobs(associations, _sacctmgr("qos", "format=Name,MaxSubmitPU"),
                                  chosen)
+
+
+def default_account(user: str | None = None) -> str | None:
+    """The user's default account, as sacctmgr names it (None: none)."""
+    user = user or login_name()
+    return _cached(f"default_account:{user}", lambda: _sacctmgr(
+        "user", user, "format=DefaultAccount").strip() or None)
 
 
 def submit_limit(user: str, account: str | None) -> tuple[int, str] | None:
     """The user's jobs-per-user limit (``MaxSubmitJobs``) and its source, when enforced."""
     def ask() -> tuple[int, str] | None:
-        if not sweep.limits_enforced(_config_text()):
+        if not sweep.limits_enforced(config_text()):
             return None  # the controller enforces no association or QOS limit
         return association_limits(user, account)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.checkscript import ERROR, WARNING, Finding, ScriptReport, with_findings
 from ..core.errors import HpcMagicsError
 from ..core.resources import ResourceRequest
-from ..core.units import UNLIMITED, format_time
+from ..core.units import UNLIMITED, format_time, slurm_int
 from . import commands
 from . import submit as submission
 from .queue import login_name
@@ -77,7 +77,8 @@ def node_groups() -> list[NodeGroup]:
         if len(parts) != 5:
             continue
         name, gres, cpus, mem, count = parts
-        groups.append(NodeGroup(name.rstrip("*"), gres, _int(cpus), _int(mem), _int(count),
+        groups.append(NodeGroup(name.rstrip("*"), gres, slurm_int(cpus) or 0,
+                                slurm_int(mem) or 0, slurm_int(count) or 0,
                                 name.endswith("*")))
     return groups
 
@@ -254,11 +255,6 @@ def _accounts(request: ResourceRequest, user: str) -> list[Finding]:
             found.append(Finding(ERROR, "qos", f"QOS {request.qos!r} is not allowed for "
                                  f"{user}{with_account}: use one of {', '.join(sorted(allowed))}"))
     return found
-
-
-def _int(text: str) -> int:
-    digits = re.match(r"\d+", text.strip())
-    return int(digits.group(0)) if digits else 0
 
 
 def with_live(report: ScriptReport, script: str, wanted: bool | None = None

@@ -38,20 +38,10 @@ def note_started(job_id: str, job: LocalJob) -> None:
     _started_here[job_id] = job
 
 
-def started_here(job_id: str) -> LocalJob | None:
-    return _started_here.get(job_id)
-
-
-def process_alive(job_id: str, folder: JobFolder) -> bool:
-    """A local job's id is its controller's pid: is that very process (the start time its
-    folder recorded, ``processes.py``) still running? A pid reused since is not."""
-    return processes.alive(job_id, folder.meta().get(PROCESS_STARTED))
-
-
 def local_states(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
     states: dict[str, str] = {}
     for job_id, folder in folder_by_id.items():
-        job = started_here(job_id)
+        job = _started_here.get(job_id)
         if job is not None:
             state = normalize_state(job.state)
             # the controller ends normally once its cancelled cell has stopped
@@ -59,7 +49,9 @@ def local_states(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
             states[job_id] = "CANCELLED" if cancelled else state
         elif folder.has_results():
             states[job_id] = "FINISHED"
-        elif process_alive(job_id, folder):
+        elif processes.alive(job_id, folder.meta().get(PROCESS_STARTED)):
+            # a local job's id is its controller's pid: that very process (the start
+            # time its folder recorded) still runs; a pid reused since does not
             states[job_id] = "RUNNING"
         else:
             states[job_id] = "UNKNOWN"
@@ -81,7 +73,7 @@ def cancel(job_id: str, folder: JobFolder) -> None:
     """End a local job's process group: SIGTERM, then (submitit's) SIGKILL; another
     kernel's job by SIGTERM to the controller's group (it leads one), only while the
     recorded controller still runs."""
-    job = started_here(job_id)
+    job = _started_here.get(job_id)
     _cancelled.add(job_id)
     if job is not None:
         job.cancel(check=False)

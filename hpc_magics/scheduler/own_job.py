@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ..core.errors import HpcMagicsError
+from ..core.units import slurm_int
 from . import commands
 from .slurm_text import SCONTROL_SHOW_JOB, parse_scontrol_job, slurm_timestamp
 
@@ -37,13 +38,6 @@ def own_job_id(environ: Mapping[str, str] | None = None) -> str | None:
     return job_id if job_id.isdigit() else None
 
 
-def _int_or_none(text: str | None) -> int | None:
-    try:
-        return int(str(text).strip())
-    except (TypeError, ValueError):
-        return None
-
-
 def own_job_from_environment(environ: Mapping[str, str] | None = None) -> OwnJob | None:
     """What the job's environment says of it, asking no scheduler (``None`` outside a job):
     all of it on releases that set ``SLURM_JOB_START_TIME``/``END_TIME`` (24.11 and later),
@@ -56,7 +50,7 @@ def own_job_from_environment(environ: Mapping[str, str] | None = None) -> OwnJob
         job_id=job_id,
         job_name=env.get("SLURM_JOB_NAME") or None,
         partition=env.get("SLURM_JOB_PARTITION") or None,
-        nodes=_int_or_none(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES")),
+        nodes=slurm_int(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES")),
         start_time=slurm_timestamp(env.get("SLURM_JOB_START_TIME", "")),
         end_time=slurm_timestamp(env.get("SLURM_JOB_END_TIME", "")),
     )
@@ -86,7 +80,7 @@ def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = comman
         if line.count("|") >= 4:
             start, end, nodes, partition, name = line.split("|", 4)
             job = _fill(job, start=slurm_timestamp(start), end=slurm_timestamp(end),
-                        nodes=_int_or_none(nodes), partition=partition.strip(),
+                        nodes=slurm_int(nodes), partition=partition.strip(),
                         name=name.strip())
     if job.end_time is None:
         with contextlib.suppress(HpcMagicsError):
@@ -95,7 +89,7 @@ def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = comman
                 info = parse_scontrol_job(result.stdout)
                 job = _fill(job, start=slurm_timestamp(info.get("StartTime", "")),
                             end=slurm_timestamp(info.get("EndTime", "")),
-                            nodes=_int_or_none(info.get("NumNodes")),
+                            nodes=slurm_int(info.get("NumNodes")),
                             partition=info.get("Partition"), name=info.get("JobName"))
     return job
 

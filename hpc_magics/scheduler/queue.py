@@ -7,8 +7,8 @@ file lock, checks again (another process may just have refreshed it) and only th
 the scheduler. Failures back off exponentially, with jitter, while the last good answer
 keeps being served with the error beside it.
 
-What squeue prints is read in ``slurm_text.py``; the cache file's lock and write are in
-``cache_file.py``; this process's own job is ``own_job.py``.
+What squeue prints is read in ``slurm_text.py``; this process's own job is ``own_job.py``.
+The cache files' lock and private write (below) serve the accounting's cache too.
 """
 
 from __future__ import annotations
@@ -21,16 +21,17 @@ import pwd
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
 from ..core.jobs import JobSnapshot, is_final
+from ..jobfolder.files import write_atomically
+from ..jobfolder.lock import Lock
 from . import commands
-from .cache_file import file_lock, shared_cache_path, write_private_json
 from .cluster import cluster_name
 from .slurm_text import SQUEUE_FORMAT, parse_squeue
 
@@ -46,17 +47,53 @@ CACHE_VERSION = 4
 Runner = Callable[..., commands.CommandResult]
 
 
+_NOT_CACHED = ("backend", "folder")  # squeue says neither
+
 
 def _snapshot_to_dict(job: JobSnapshot) -> dict[str, Any]:
-    return {"job_id": job.job_id, "state": job.state, "name": job.name,
-            "partition": job.partition, "nodes": job.nodes, "elapsed_s": job.elapsed_s,
-            "time_limit_s": job.time_limit_s, "end_time": job.end_time, "reason": job.reason,
-            "submit_time": job.submit_time, "start_time": job.start_time,
-            "node_list": job.node_list}
+    return {k: v for k, v in asdict(job).items() if k not in _NOT_CACHED}
 
 
 def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
-    return JobSnapshot(**{k: data[k] for k in _snapshot_to_dict(JobSnapshot("", "")) if k in data})
+    return JobSnapshot(**{f.name: data[f.name] for f in fields(JobSnapshot)
+                          if f.name in data and f.name not in _NOT_CACHED})
+
+
+# --------------------------------------------------------------------------- the cache files
+def shared_cache_path(folder: Path, kind: str, user: str, cluster: str) -> Path:
+    """The user's shared ``kind`` cache (squeue, sacct) in ``folder``: per user and per
+    cluster (one home seen from two clusters keeps two), names made file-safe."""
+
+    def safe(text: str) -> str:
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+    return folder / f"hpc_magics-{kind}-{safe(user)}-{safe(cluster)}.json"
+
+
+@contextlib.contextmanager
+def file_lock(cache_path: Path, timeout: float) -> Iterator[bool]:
+    """An exclusive lock on ``<cache>.lock`` (``jobfolder/lock.py``: flock, or its own lock
+    file where the file system has none); yields False if not had within ``timeout``.
+    Shared by the queue and the accounting caches."""
+    lock = Lock(cache_path.with_suffix(".lock"))
+    try:
+        cache_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        had = lock.acquire(timeout, poll_s=0.02 + random.random() * 0.03)
+    except OSError:
+        yield True  # no runtime dir, or an unlockable one: answer without sharing
+        return
+    try:
+        yield had
+    finally:
+        lock.release()
+
+
+def write_private_json(path: Path, text: str) -> None:
+    """Replace ``path`` atomically (readers never see half a file); failures are ignored
+    (a cache that cannot be written must not end the thread that refreshes it)."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomically(path, text)
 
 
 # --------------------------------------------------------------------------- the cached view

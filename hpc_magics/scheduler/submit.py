@@ -20,13 +20,13 @@ from pathlib import Path
 
 from ..core import directives, validation
 from ..core.errors import InvalidRequest, SubmissionError
-from ..core.jobids import parse_parsable
+from ..core.jobids import parse_job_id
 from ..core.slurm_environment import for_sbatch
 from . import commands
 
 SBATCH_TIMEOUT_S = 60.0
 # How a job is submitted (its options are the script's #SBATCH lines); the answer is "ID"
-# or "ID;CLUSTER" (core/jobids.parse_parsable). scripts/record-slurm-output submits alike.
+# or "ID;CLUSTER" (parse_answer). scripts/record-slurm-output submits alike.
 SBATCH_SUBMIT = ("sbatch", "--parsable")
 
 
@@ -64,12 +64,15 @@ def refusal(result: commands.CommandResult) -> str:
 
 
 def parse_answer(output: str) -> Submitted:
-    """Job id and cluster from ``sbatch --parsable``'s answer."""
-    answer = parse_parsable(output)
-    if answer is None:
+    """Job id and cluster of ``sbatch --parsable``'s answer: ``123``, ``123;lab`` (with
+    ``-M``/``--clusters``); its last non-empty line (warnings come before it). A
+    heterogeneous job is answered with its leader's id."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    job_id, _, cluster = (lines[-1] if lines else "").partition(";")
+    if parse_job_id(job_id) is None:
         raise SubmissionError(f"sbatch answered {output.strip()!r}, not a job id: the job may "
                               "have been submitted, check squeue before submitting again")
-    return Submitted(*answer)
+    return Submitted(job_id, cluster.strip() or None)
 
 
 def _environment(script: str, environ: Mapping[str, str] | None) -> dict[str, str]:

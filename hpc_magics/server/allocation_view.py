@@ -18,7 +18,8 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
 from ..scheduler import commands
-from ..scheduler.allocation import Allocation, default_account, parse_sshare
+from ..scheduler.allocation import Allocation, parse_sshare
+from ..scheduler.limits import default_account
 
 ACCOUNT_VARIABLES = ("SBATCH_ACCOUNT", "SLURM_ACCOUNT", "SALLOC_ACCOUNT")
 FIRST_ANSWER_WAIT_S = 0.5

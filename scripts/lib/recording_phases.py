@@ -63,11 +63,6 @@ def live_phase(recorder: Any, jobs: Any, specs: dict[str, dict], facts: dict) ->
     scratch = jobs.work
     recorder.case("squeue-user", "queue", {"user": user, "cluster": cluster},
                   {"jobs": queue}, scratch)
-    waiting = [ids["held"], ids["after"], ids["array"]]
-    recorder.case("squeue-start-pending", "pending", {"job_ids": waiting},
-                  {"reasons": {i: jobs.plain(["squeue", "-h", "-j", i, "-t", "PENDING", "-o",
-                                              "%r"]).split("\n")[0].strip()
-                               for i in waiting}}, scratch)
     for key in ("run", "held"):  # a running job answers squeue; a held one needs scontrol
         recorder.case(f"own-job-{key}", "own_job", {"job_id": ids[key]},
                       {"name": specs[key]["name"], "partition": facts["default_partition"],

@@ -16,11 +16,11 @@ from hpc_magics.core.checkscript import (
     WARNING,
     ScriptReport,
     check_script,
-    guess_profile,
     render,
 )
 from hpc_magics.core.profiles import load_profile
 from hpc_magics.core.resources import GpuRequest
+from hpc_magics.core.sites import profile_for_script as guess_profile
 
 
 def check(text: str, profile: str = "lab") -> ScriptReport:

@@ -170,3 +170,10 @@ def test_profile_follows_the_cluster_a_hub_server_runs_on() -> None:
     assert default_profile_name({"SLURM_CLUSTER_NAME": "alvis",
                                  "HPC_MAGICS_PROFILE": "m3"}) == "m3"
     assert default_profile_name({}) == "generic"
+
+
+def test_every_short_option_sbatch_gives_a_value_takes_the_next_word() -> None:
+    """Which short options take a value is read off sbatch's own option table (a second,
+    hand-kept list missed -b, -i, -L, -m, -S, -B and -F: ``-b now+1hour`` was refused)."""
+    parsed = directives.parse("#SBATCH -b now+1hour -L matlab:1 -m block -k\nx = 1")
+    assert parsed.extra == (("b", "now+1hour"), ("L", "matlab:1"), ("m", "block"), ("k", ""))

@@ -113,7 +113,7 @@ def test_staging_copies_extracts_and_cleans(tmp_path: Path) -> None:
 
 
 def test_segments_from_sacct_duplicates() -> None:
-    from hpc_magics.scheduler.requeue_segments import parse_segments
+    from hpc_magics.scheduler.accounting import parse_segments
 
     text = ("595|REQUEUED|2026-11-23T18:04:52|2026-11-23T18:05:25\n"
             "595|PENDING|Unknown|Unknown\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hpc_magics.cli import main
-from hpc_magics.core.checkscript import ScriptReport, check_script, guess_profile, render
+from hpc_magics.core.checkscript import ScriptReport, check_script, render
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.profiles import (
     PACKAGED_DIR,
@@ -19,6 +19,7 @@ from hpc_magics.core.profiles import (
     load_profile,
 )
 from hpc_magics.core.sites import default_profile_name, detected_profile, profile_for_host
+from hpc_magics.core.sites import profile_for_script as guess_profile
 
 ALL = sorted(p.stem for p in PACKAGED_DIR.glob("*.toml"))
 SITES = {

@@ -107,7 +107,7 @@ def test_no_filelock_release_decides_anything(no_flock: dict[str, str],
         import sys
         from pathlib import Path
         from hpc_magics.jobfolder.folder import JobFolder
-        from hpc_magics.scheduler.cache_file import file_lock
+        from hpc_magics.scheduler.queue import file_lock
 
         folder = JobFolder.create(Path(sys.argv[1]), "shim")
         folder.update_meta(state="RUNNING")

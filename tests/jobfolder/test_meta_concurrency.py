@@ -82,7 +82,7 @@ def test_shared_files_keep_their_modes_under_a_loose_umask(tmp_path: Path) -> No
     """The scheduler caches (shared by a user's kernels and server) and a cell's results
     and outcome are their owner's alone, whatever the umask."""
     from hpc_magics.jobfolder.files import OUTCOME_FILE, RESULTS_FILE, CellResult, write_results
-    from hpc_magics.scheduler.cache_file import write_private_json
+    from hpc_magics.scheduler.queue import write_private_json
 
     old = os.umask(0)
     try:

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from hpc_magics.core import sweep
-from hpc_magics.core.jobids import parse_parsable
-from hpc_magics.scheduler import commands, limits, live, requeue_segments, waiting
-from hpc_magics.scheduler.accounting import recent_jobs, sacct_usage
-from hpc_magics.scheduler.cluster import parse_cluster_name
+from hpc_magics.scheduler import commands, limits, live
+from hpc_magics.scheduler.accounting import job_segments, recent_jobs, sacct_usage
+from hpc_magics.scheduler.cluster import config_text
 from hpc_magics.scheduler.own_job import own_job
 from hpc_magics.scheduler.queue import JobQueue
 from hpc_magics.scheduler.slurm_text import SCONTROL_SHOW_JOB, parse_scontrol_job, scontrol_fields
@@ -64,16 +63,18 @@ def _partitions(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
 
 
 def _config(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
-    text = limits._config()  # the product's own call; cluster.py asks the same
+    text = config_text()  # the product's own call (cluster.py), once a process
     # the product's three readers of it (cluster.py, limits.py through core/sweep.py)
-    return parse_cluster_name(text), sweep.max_array_size(text), sweep.limits_enforced(text)
+    return (sweep.config_value(text, "ClusterName"), sweep.max_array_size(text),
+            sweep.limits_enforced(text))
 
 
 def _sbatch(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
     from hpc_magics.scheduler.submit import SBATCH_SUBMIT, parse_answer
 
     answer = runner([*SBATCH_SUBMIT, args["script"]], timeout=60)
-    return parse_answer(answer.stdout).job_id, parse_parsable(answer.stdout)
+    parsed = parse_answer(answer.stdout)
+    return parsed.job_id, (parsed.job_id, parsed.cluster)
 
 
 def _sbatch_refused(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
@@ -90,13 +91,12 @@ def _nodes(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
 
 CALLS: dict[str, Callable[[Runner, dict[str, Any], Path], Any]] = {
     "queue": _queue,
-    "pending": lambda runner, args, scratch: waiting.pending(args["job_ids"]),
     "own_job": lambda runner, args, scratch: own_job({"SLURM_JOB_ID": args["job_id"]},
                                                      runner=runner),
     "scontrol_job": _scontrol_job,
     "usage": lambda runner, args, scratch: sacct_usage(args["job_ids"], runner),
     "recent": lambda runner, args, scratch: recent_jobs(args["user"], runner),
-    "segments": lambda runner, args, scratch: requeue_segments.job_segments(args["job_id"]),
+    "segments": lambda runner, args, scratch: job_segments(args["job_id"]),
     "scontrol_partitions": lambda runner, args, scratch: live.partitions(),
     "node_groups": lambda runner, args, scratch: {
         group.partition: live.gpu_types(group.partition) for group in live.node_groups()},

@@ -11,7 +11,6 @@ from product_calls import installed
 from test_recorded_output import RECORDINGS, Replay
 
 from hpc_magics.core.errors import SubmissionError
-from hpc_magics.core.jobids import parse_parsable
 from hpc_magics.core.resources import ResourceRequest, updated
 from hpc_magics.scheduler import commands, limits, live
 from hpc_magics.scheduler.slurm_text import parse_scontrol_job, parse_squeue, scontrol_fields
@@ -77,10 +76,9 @@ def test_untyped_gpus_pass_the_live_check_and_a_type_is_refused_plainly() -> Non
     ("46;lab\n", ("46", "lab")),
     ("44\n", ("44", None)),
     ("sbatch: warning: x\n12;alps-daint\n", ("12", "alps-daint")),
-    ("Submitted batch job 5\n", None),
 ])
 def test_sbatch_parsable_answer_keeps_the_cluster(answer: str, parsed: Any) -> None:
-    assert parse_parsable(answer) == parsed
+    assert parse_answer(answer) == Submitted(*parsed)
 
 
 def test_sbatch_answer_with_a_cluster_gives_the_job_id_and_cluster() -> None:

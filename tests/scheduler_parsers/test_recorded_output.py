@@ -90,13 +90,6 @@ def check_queue(view: Any, facts: dict[str, Any]) -> None:
                     [(fact["reason"], fact["node_list"])]
 
 
-def check_pending(found: Any, facts: dict[str, Any]) -> None:
-    for job_id, reason in facts["reasons"].items():
-        assert reason
-        mine = [w for key, w in found.items() if same_job(job_id, key)]
-        assert mine and {w.reason for w in mine} == {reason}, (job_id, found)
-
-
 def check_own_job(job: Any, facts: dict[str, Any]) -> None:
     assert (job.job_name, job.partition, job.nodes) == \
         (facts["name"], facts["partition"], facts["nodes"])
@@ -152,7 +145,6 @@ def check_nodes(lines: Any, facts: dict[str, Any]) -> None:
 
 CHECKS: dict[str, Callable[[Any, dict[str, Any]], None]] = {
     "queue": check_queue,
-    "pending": check_pending,
     "own_job": check_own_job,
     "scontrol_job": check_scontrol_job,
     "usage": lambda records, facts: _check_records(records, facts["records"]),
