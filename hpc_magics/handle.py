@@ -40,6 +40,10 @@ ProgressCallback = Callable[["JobHandle", str, float], None]
 # called with each job a rerun submits (the session remembers it as its newest job and
 # makes its widget; ``magics/jobs.py``); returns that widget or None
 NEW_JOB_HOOKS: list[Callable[[JobHandle], Any]] = []
+# called with each fetched failure of a cell on the node, before it is raised, however the
+# fetch was asked for (a cell, the widget's button): the shell keeps its node frames for
+# %debug and %tb (``magics/postmortem.py``)
+FETCHED_FAILURE_HOOKS: list[Callable[[RemoteError], None]] = []
 
 # A provisional end (results seen, or gone from the queue) waits this long for sacct's word.
 SETTLE_S = 5.0
@@ -69,6 +73,7 @@ class RemoteError(JobFailed):
                  folder: Path | None = None) -> None:
         super().__init__(message, remote_traceback)
         self.job_id, self.folder = job_id, folder
+        self.on_node: Any = None  # the node's exception and frames, rebuilt by the hook
 
     def _render_traceback_(self) -> list[str]:
         if not self.remote_traceback.strip():  # hpc_magics' own one line (a missing module)
@@ -229,9 +234,13 @@ class JobHandle:
             ended = normalize_state(self.refresh())
             if ended in SLURM_ENDED_IT:
                 raise self._failure(ended, result.remote_traceback or "")
-            raise RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
-                              f"{result.error_type}: {result.error_message}",
-                              result.remote_traceback or "", self.job_id, self.folder.path)
+            failure = RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
+                                  f"{result.error_type}: {result.error_message}",
+                                  result.remote_traceback or "", self.job_id,
+                                  self.folder.path)
+            for hook in FETCHED_FAILURE_HOOKS:
+                hook(failure)
+            raise failure
         notes: list[str] = []
         meanwhile = changed_meanwhile(result, namespace, meta.get("fingerprints") or {},
                                       self.folder.path)
