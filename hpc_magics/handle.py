@@ -16,7 +16,7 @@ from typing import Any
 
 from .backends.base import Backend
 from .core.end_reasons import SLURM_ENDED_IT
-from .core.errors import HpcMagicsError, JobFailed
+from .core.errors import FETCHED_FAILURE_HOOKS, HpcMagicsError, JobFailed
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
 from .fetching import (
     RESULTS_GRACE_S,
@@ -40,10 +40,6 @@ ProgressCallback = Callable[["JobHandle", str, float], None]
 # called with each job a rerun submits (the session remembers it as its newest job and
 # makes its widget; ``magics/jobs.py``); returns that widget or None
 NEW_JOB_HOOKS: list[Callable[[JobHandle], Any]] = []
-# called with each fetched failure of a cell on the node, before it is raised, however the
-# fetch was asked for (a cell, the widget's button): the shell keeps its node frames for
-# %debug and %tb (``magics/postmortem.py``)
-FETCHED_FAILURE_HOOKS: list[Callable[[RemoteError], None]] = []
 
 # A provisional end (results seen, or gone from the queue) waits this long for sacct's word.
 SETTLE_S = 5.0

@@ -16,7 +16,7 @@ import sys
 import types
 from typing import Any
 
-from ..core.errors import JobFailed
+from ..core.errors import FETCHED_FAILURE_HOOKS, JobFailed
 
 
 class NotKept:
@@ -36,8 +36,6 @@ class NodeException(Exception):
 def catch_node_failures(shell: Any) -> None:
     """Keep every fetched failure's node frames for ``%debug`` and show a failed job's
     exception with them (a shell's one custom handler: one the user set stays theirs)."""
-    from ..handle import FETCHED_FAILURE_HOOKS
-
     if keep_for_debugger not in FETCHED_FAILURE_HOOKS:
         FETCHED_FAILURE_HOOKS.append(keep_for_debugger)
     if not shell.custom_exceptions:

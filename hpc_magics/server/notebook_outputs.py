@@ -183,6 +183,7 @@ def sweep_outputs(watcher: Any, folder: JobFolder
     short; None while a task has not ended."""
     from ..sweep_handle import (
         ERROR,
+        SHOWN_ROWS,
         STATE,
         asked_task_states,
         sweep_table,
@@ -201,8 +202,10 @@ def sweep_outputs(watcher: Any, folder: JobFolder
             error = (str(row[ERROR] or "").strip().splitlines() or ["no results"])[-1]
             point = ", ".join(f"{name}={row[name]!r}" for name in parameters)
             failed.append(f"task {index} ({point}): {row[STATE]}: {error}\n")
+    text = table.to_string(max_rows=SHOWN_ROWS, max_colwidth=80) \
+        if hasattr(table, "to_string") else "\n".join(map(str, table[:SHOWN_ROWS]))
     outputs: list[dict[str, Any]] = [{"output_type": "display_data", "metadata": {}, "data": {
-        "text/html": table_html(table), "text/plain": str(table)}}]
+        "text/html": table_html(table), "text/plain": text}}]
     if failed:
         outputs.append({"output_type": "stream", "name": "stderr", "text": "".join(failed)})
     return dict(Counter(sorted(status.state for status in states.values()))), outputs
