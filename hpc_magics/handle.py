@@ -16,7 +16,7 @@ from typing import Any
 
 from .backends import Backend
 from .core.end_reasons import SLURM_ENDED_IT
-from .core.errors import HpcMagicsError, JobFailed
+from .core.errors import FETCHED_FAILURE_HOOKS, HpcMagicsError, JobFailed
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
 from .fetching import (
     RESULTS_GRACE_S,
@@ -69,6 +69,7 @@ class RemoteError(JobFailed):
                  folder: Path | None = None) -> None:
         super().__init__(message, remote_traceback)
         self.job_id, self.folder = job_id, folder
+        self.on_node: Any = None  # the node's exception and frames, rebuilt by the hook
 
     def _render_traceback_(self) -> list[str]:
         if not self.remote_traceback.strip():  # hpc_magics' own one line (a missing module)
@@ -229,9 +230,13 @@ class JobHandle:
             ended = normalize_state(self.refresh())
             if ended in SLURM_ENDED_IT:
                 raise self._failure(ended, result.remote_traceback or "")
-            raise RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
-                              f"{result.error_type}: {result.error_message}",
-                              result.remote_traceback or "", self.job_id, self.folder.path)
+            failure = RemoteError(f"job {self.job_id} on {result.hostname or 'the node'}: "
+                                  f"{result.error_type}: {result.error_message}",
+                                  result.remote_traceback or "", self.job_id,
+                                  self.folder.path)
+            for hook in FETCHED_FAILURE_HOOKS:
+                hook(failure)
+            raise failure
         notes: list[str] = []
         meanwhile = changed_meanwhile(result, namespace, meta.get("fingerprints") or {},
                                       self.folder.path)

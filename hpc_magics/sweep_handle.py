@@ -11,6 +11,7 @@ States come from the watcher: one batched poll for every task (``123_4``) of eve
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Callable, MutableMapping
 from typing import Any
@@ -23,10 +24,11 @@ from .handle import JobHandle, wait_for_end
 from .jobfolder.files import RESULTS_FILE, CellResult, Outcome, load_own, read_outcome
 from .jobfolder.tasks import POINTS_FILE, task_dir
 from .scheduler.job_status import JobStatus, combined_state
-from .scheduler.watcher import watcher
+from .scheduler.watcher import Watcher, watcher
 from .shipping.stream import load_results
 
 STATE, ELAPSED, ERROR = "state", "elapsed", "error"
+SHOWN_ROWS = 20  # of the table shown in a widget or written into a notebook
 
 
 class SweepHandle(JobHandle):
@@ -60,12 +62,9 @@ class SweepHandle(JobHandle):
     def task_states(self, ask: bool = True, max_age_s: float | None = None
                     ) -> dict[int, JobStatus]:
         """Point index → the watcher's snapshot of its task (``ask``: one batched poll)."""
-        ids = self.task_ids()
         if ask:
-            polled = watcher().poll_jobs([(self.folder, j) for j in ids.values()], max_age_s)
-            by_id = {status.job_id: status for status in polled.values()}
-            return {index: by_id.get(job_id) or watcher().latest(self.folder, job_id)
-                    for index, job_id in ids.items()}
+            return asked_task_states(watcher(), self.folder, max_age_s)
+        ids = self.task_ids()
         latest = watcher().latest_jobs([(self.folder, job_id) for job_id in ids.values()])
         return dict(zip(ids, latest, strict=True))
 
@@ -102,15 +101,8 @@ class SweepHandle(JobHandle):
     # ------------------------------------------------------------ results
     def table(self, namespace: MutableMapping[str, Any] | None = None, ask: bool = True) -> Any:
         """The results table (a pandas DataFrame when pandas is installed)."""
-        states = self.task_states(ask=ask)
-        meta = self.folder.meta()
-        parameters = list(meta.get("sweep", {}).get("parameters", []))
-        rows, names = assemble_rows(self.folder.path, self.points(), states,
-                                    self._table_resolver(namespace))
-        # the cell's result names in its order, those that came back (not modules)
-        results = [n for n in meta.get("results", []) if n in names and n not in parameters]
-        results += [n for n in names if n not in results and n not in parameters]
-        return as_table(rows, [*parameters, *results, STATE, ELAPSED, ERROR])
+        return sweep_table(self.folder, self.task_states(ask=ask),
+                           self._table_resolver(namespace))
 
     def _table_resolver(self, namespace: MutableMapping[str, Any] | None
                         ) -> Callable[[str], Any]:
@@ -205,6 +197,29 @@ class SweepHandle(JobHandle):
         return f"sweep of {count} tasks · " + super().summary()
 
 
+def asked_task_states(look: Watcher, folder: Any, max_age_s: float | None = None
+                      ) -> dict[int, JobStatus]:
+    """Point index → ``look``'s fresh snapshot of its task: one batched poll."""
+    ids = task_job_ids(folder.meta().get("sweep", {}).get("arrays", []))
+    polled = look.poll_jobs([(folder, job_id) for job_id in ids.values()], max_age_s)
+    by_id = {status.job_id: status for status in polled.values()}
+    return {index: by_id.get(job_id) or look.latest(folder, job_id)
+            for index, job_id in ids.items()}
+
+
+def sweep_table(folder: Any, states: dict[int, JobStatus],
+                resolve: Callable[[str], Any] | None) -> Any:
+    """The results table of the sweep in ``folder`` (``assemble_rows``: ``resolve``)."""
+    meta = folder.meta()
+    parameters = list(meta.get("sweep", {}).get("parameters", []))
+    points: list[Point] = load_own(folder.path / POINTS_FILE)
+    rows, names = assemble_rows(folder.path, points, states, resolve)
+    # the cell's result names in its order, those that came back (not modules)
+    results = [n for n in meta.get("results", []) if n in names and n not in parameters]
+    results += [n for n in names if n not in results and n not in parameters]
+    return as_table(rows, [*parameters, *results, STATE, ELAPSED, ERROR])
+
+
 def _task_result(folder: Any, index: int) -> tuple[CellResult | None, Outcome | None, str]:
     """A task's results, its outcome, and why its results do not load ("" when they do,
     or when it has none yet): one damaged task never hides the others."""
@@ -227,8 +242,9 @@ def _task_result(folder: Any, index: int) -> tuple[CellResult | None, Outcome | 
 
 
 def assemble_rows(folder: Any, points: list[Point], states: dict[int, JobStatus],
-                  resolve: Callable[[str], Any]) -> tuple[list[dict[str, Any]], list[str]]:
-    """One row per point from the tasks' result files; also the result names seen."""
+                  resolve: Callable[[str], Any] | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per point from the tasks' result files; also the result names seen.
+    ``resolve`` None: the values as the node wrote them as text, nothing unpickled."""
     rows: list[dict[str, Any]] = []
     seen: dict[str, None] = {}
     for index, point in enumerate(points):
@@ -238,7 +254,8 @@ def assemble_rows(folder: Any, points: list[Point], states: dict[int, JobStatus]
             error = result.remote_traceback or f"{result.error_type}: {result.error_message}"
         elif result is not None:
             try:
-                values, _ = load_results(result.state, resolve)
+                values = dict(getattr(result, "shown", {})) if resolve is None else \
+                    load_results(result.state, resolve)[0]
             except HpcMagicsError as problem:
                 error = str(problem)
                 values = {}
@@ -260,3 +277,17 @@ def as_table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
     except ImportError:
         return filled
     return pandas.DataFrame(filled, columns=columns)
+
+
+def table_html(table: Any) -> str:
+    """The results table as HTML: pandas' own rendering, else a plain table (first rows)."""
+    to_html = getattr(table, "to_html", None)
+    if callable(to_html):
+        return str(to_html(max_rows=SHOWN_ROWS, max_cols=12))
+    rows = list(table)[:SHOWN_ROWS]
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))[:200]}</td>"
+                                    for v in row.values()) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class HpcMagicsError(Exception):
     """Base class: a problem the user can fix; rendered as one line."""
@@ -25,6 +27,12 @@ class JobFailed(HpcMagicsError):
     def __init__(self, message: str, remote_traceback: str = "") -> None:
         super().__init__(message)
         self.remote_traceback = remote_traceback
+
+
+# called with each failure a fetch brings back from the node, before it is raised, however
+# the fetch was asked for (a cell, the widget's button): the shell keeps its node frames for
+# %debug and %tb (``magics/postmortem.py``); here, as loading the magics loads nothing more
+FETCHED_FAILURE_HOOKS: list[Callable[[JobFailed], None]] = []
 
 
 class InternalBug(HpcMagicsError):

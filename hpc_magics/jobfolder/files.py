@@ -53,6 +53,9 @@ class CellResult:
     error_message: str | None = None
     remote_traceback: str | None = None
     hostname: str = ""
+    # a sweep task's values as short text (``reprlib``): the table the server writes into
+    # a notebook nobody has open shows them, unpickling nothing
+    shown: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

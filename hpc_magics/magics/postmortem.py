@@ -1,11 +1,12 @@
 """``%debug``, ``%tb`` and ``%xmode`` on a failed cell's node frames, as for a local failure.
 
 The job keeps the failing cell's frames and their locals (``node/postmortem.py``). When
-its failure reaches the shell, the frames are made again here as real Python frames: each
-is a tiny code object compiled to fail at the node's line, under the node's file and
-function names, run with the node's locals. IPython's own machinery then shows and debugs
-them as any traceback: ``sys.last_traceback`` is the node's, ``%debug`` stops at its
-failing line, ``up``/``down``/``p``/``ll`` see the frames and values as they were there.
+a fetch brings its failure (in a cell, or by the widget's Fetch button), the frames are
+made again here as real Python frames: each is a tiny code object compiled to fail at the
+node's line, under the node's file and function names, run with the node's locals.
+IPython's own machinery then shows and debugs them as any traceback: ``sys.last_traceback``
+is the node's, ``%debug`` stops at its failing line, ``up``/``down``/``p``/``ll`` see the
+frames and values as they were there.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import types
 from typing import Any
 
-from ..core.errors import JobFailed
+from ..core.errors import FETCHED_FAILURE_HOOKS, JobFailed
 
 
 class NotKept:
@@ -33,28 +34,54 @@ class NodeException(Exception):
 
 
 def catch_node_failures(shell: Any) -> None:
-    """Show a failed job's exception with its node frames (a shell's one custom handler:
-    one the user set stays theirs)."""
+    """Keep every fetched failure's node frames for ``%debug`` and show a failed job's
+    exception with them (a shell's one custom handler: one the user set stays theirs)."""
+    if keep_for_debugger not in FETCHED_FAILURE_HOOKS:
+        FETCHED_FAILURE_HOOKS.append(keep_for_debugger)
     if not shell.custom_exceptions:
         shell.set_custom_exc((JobFailed,), show_failure)
+
+
+def keep_for_debugger(failure: Any) -> None:
+    """The one door of a fetched failure (``JobHandle.fetch`` calls it for each, before it
+    raises): the node's exception, its frames rebuilt, left where ``%debug`` and ``%tb``
+    look (``sys.last_*``; IPython's traceback handler forgets an older one), also when no
+    cell's exception handling follows: the widget's Fetch button. Kept on the failure
+    (``on_node``) for the shell's handler."""
+    kept = _node_failure(failure)
+    if kept is None:
+        return
+    error = kept.error if kept.error is not None else NodeException(str(failure))
+    frames = _rebuilt_traceback(kept, failure.job_id)
+    missing = [f"{name} ({why}) in {frame.name}" for frame in kept.frames
+               for name, why in frame.not_pickled.items()]
+    failure.on_node = (error, frames, missing)
+    fetching = sys._getframe(1)  # the fetch's frame stands first, as a shell's entry would
+    trace = types.TracebackType(frames, fetching, fetching.f_lasti, fetching.f_lineno)
+    sys.last_type, sys.last_value, sys.last_traceback = type(error), error, trace
+    if sys.version_info >= (3, 12):
+        sys.last_exc = error
+    error.with_traceback(trace)
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:  # its handler debugs the last traceback it showed, if it has one
+        shell.InteractiveTB.tb = None
 
 
 def show_failure(shell: Any, etype: type[BaseException], value: BaseException,
                  tb: types.TracebackType | None, tb_offset: int | None = None) -> None:
     """IPython's custom handler: the node's exception and frames when the job kept them
     (the shell's ``sys.last_*`` become theirs), else the failure as before."""
-    failure = _node_failure(value)
-    if failure is None:
+    node = getattr(value, "on_node", None)
+    if node is None:
         shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
         return
-    error = failure.error if failure.error is not None else NodeException(str(value))
-    node_tb = _rebuilt_traceback(failure, getattr(value, "job_id", ""))
+    error, trace, missing = node
     if tb is not None:  # the shell's own entry first, as for a local failure: IPython skips it
-        node_tb = types.TracebackType(node_tb, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
-    error = error.with_traceback(node_tb)
-    shell.showtraceback((type(error), error, node_tb), tb_offset=tb_offset)
-    missing = [f"{name} ({why}) in {frame.name}" for frame in failure.frames
-               for name, why in frame.not_pickled.items()]
+        trace = types.TracebackType(trace, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+    error = error.with_traceback(trace)
+    shell.showtraceback((type(error), error, trace), tb_offset=tb_offset)
     print(f"(raised in {value}; %debug inspects the node's frames"
           + (f"; not kept: {', '.join(missing)})" if missing else ")"), file=sys.stderr)
 

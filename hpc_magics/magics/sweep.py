@@ -179,19 +179,22 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
     from ..core import resources
     from ..jobfolder.folder import JobFolder
     from ..sweep_handle import SweepHandle
+    from .submission import sending_cell
 
     max_array_size = check_limits(request, len(found))
     # rendered once where the folder would be: what cannot be submitted stops before it exists
     plan(backend, str(JobFolder.would_be(magics.jobs_root, job_name)), request, profile, job_name,
          found, args, max_array_size)
     folder = new_folder(magics.jobs_root, job_name)
+    cell = sending_cell(magics.shell)  # the server writes the sweep's table into it
+    sent = {"sent_from": cell.to_meta()} if cell is not None else {}
     scripts = plan(backend, str(folder.path.absolute()), request, profile, job_name, found,
                    args, max_array_size)
     folder.write_meta({"name": job_name, "backend": backend.name, "profile": profile.name,
                        "request": resources.to_dict(request), "shipped": payload.summary(),
                        "results": list(payload.result_names), "kind": "sweep",
                        "notebook": os.environ.get("JPY_SESSION_NAME", ""),
-                       "state": "SUBMITTING"})
+                       "state": "SUBMITTING", **sent})
     try:
         job_id = sweep_backend.submit(folder, payload, request, scripts, found, job_name,
                                       sweep.check_parallelism(args.array_parallelism))

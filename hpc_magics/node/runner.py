@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import linecache
 import os
+import reprlib
 import signal
 import subprocess
 import sys
@@ -321,7 +322,9 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
                             referenced=referenced, notebook_ids=dict(payload.notebook_ids),
                             modules=modules, has_last_value=last_value is not None,
                             last_value_repr=last_repr, skipped=skipped, figures=figures,
-                            hostname=hostname)
+                            hostname=hostname,
+                            shown={name: reprlib.repr(value) for name, value in values.items()}
+                            if payload.parameters else {})  # a sweep task's, for its table
         write_results(job_folder, result, attempt_id(), time.time() - started)
         return {"names": sorted(values) + sorted(modules), "figures": list(figures)}
     finally:

@@ -100,12 +100,14 @@ class JobTracker:
                 return [], self._seq
             return [e for e in self._events if e.seq > since], self._seq
 
-    def jobs(self) -> list[TrackedJob]:
-        """Live jobs, and those that ended recently, newest submission first."""
+    def jobs(self, keep_ended_s: float | None = None) -> list[TrackedJob]:
+        """Live jobs, and those that ended within ``keep_ended_s`` (the list's), newest
+        submission first."""
+        keep = self.keep_ended_s if keep_ended_s is None else keep_ended_s
         with self._lock:
             now = time.time()
             shown = [j for j in self._jobs.values() if not j.final or (
-                j.ended_at is not None and now - j.ended_at < self.keep_ended_s)]
+                j.ended_at is not None and now - j.ended_at < keep)]
         return sorted(shown, key=lambda j: -(j.submitted_at or 0.0))
 
     def _in_root(self, folder: Path) -> str | None:

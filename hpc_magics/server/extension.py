@@ -216,8 +216,7 @@ class ServerState:
             await self.refresh_jobs(max(self.config.events_interval_s,
                                         self.config.jobs_poll_interval_s))
             # ended cells' outputs into their notebooks nobody has open (no scheduler call)
-            await notebook_outputs.write_outputs(self.serverapp, self.tracker.jobs(),
-                                                 self.config.log)
+            await notebook_outputs.write_outputs(self.serverapp, self.tracker, self.config.log)
         except Exception as exc:  # keep the server up; the next tick tries again
             self.config.log.warning("hpc_magics: looking at jobs failed: %s", exc)
         finally:

@@ -4,16 +4,19 @@ At submission the kernel records in the job's ``meta.json`` which notebook and w
 sent it (``sent_from``: the cell's id, a hash of its source, the kernel's id;
 ``magics/submission.py``). When the server's job watcher (``events.py``: no scheduler call
 of its own) has seen such a job end, this writes the job's outputs into that cell, as a
-fetch shows them (``fetching.cell_outputs``: the one renderer), with
-``metadata.hpc_magics`` naming the job, through the server's contents manager (its atomic
-write, its checkpoints and hooks: what JupyterLab's own save uses).
+fetch shows them (``fetching.cell_outputs``: the one renderer; a sweep's table as
+``sweep_handle`` renders it, with each failed task's error), with ``metadata.hpc_magics``
+naming the job, through the server's contents manager (its atomic write, its checkpoints
+and hooks: what JupyterLab's own save uses).
 
-The rule: the outputs are written only while nobody has the notebook open, that is no
-client (a browser tab) is connected to the kernel that submitted the job, nor to the
-kernel of any session on that notebook. A kernel with a tab shows the job's output itself
-(its live view; ``%hpc_fetch``), and a file written under an open editor would make it
-say "the file changed on disk". Written at the first look after the last tab closes, if
-that is while the server lists the job as ended (``ended_jobs_shown_minutes``). Only
+The rule: the outputs are written once nobody has the notebook open, that is no client (a
+browser tab) is connected to the kernel that submitted the job, nor to the kernel of any
+session on that notebook; however long after the job's end that is. A tab open at the end
+shows the outputs itself (its live view, a fetch), and a file written under an open editor
+would make it say "the file changed on disk" or be overwritten by its next save; but what
+it shows lives only in that tab (a kernel that dies, a tab closed without saving lose it),
+so the job waits, its note file absent, until the last tab closes, then its outputs are
+written into the saved notebook (older jobs first: the cell keeps its latest job's). Only
 jobs of this server's kernels, and notebooks under its root. Never over an edit: when the
 cell is gone or its source changed since it was sent, the notebook is left alone, said in
 the server's log and in ``notebook-outputs.json`` in the job folder. That file records what
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +39,10 @@ from ..core.jobs import SUCCESS_STATES, normalize_state
 from ..core.sent_from import SentFrom, source_hash
 from ..jobfolder.files import write_atomically
 from ..jobfolder.folder import JobFolder
-from .events import TrackedJob
+from .events import JobTracker, TrackedJob
 
 NOTE_FILE = "notebook-outputs.json"
+SETTLED: set[Path] = set()  # job folders written, refused, or not sent from a cell
 
 
 def api_path(notebook: str, root: Path) -> str | None:
@@ -99,27 +105,37 @@ def place(notebook: Any, sent: SentFrom, outputs: list[dict[str, Any]],
     return None
 
 
-async def write_outputs(serverapp: Any, jobs: list[TrackedJob], log: Any) -> None:
-    """Write each ended job's outputs into its notebook cell when nobody has it open."""
+async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
+    """Write each ended job's outputs into its notebook cell once nobody has it open."""
     loop = asyncio.get_running_loop()
     root = Path(serverapp.root_dir).expanduser()
     now = time.time()
-    for job in jobs:
-        if job.folder is None:
+    # however long ago it ended (a tab open for days); oldest first: of two jobs the same
+    # cell sent, the later one's outputs are those left in it
+    for job in sorted(tracker.jobs(keep_ended_s=math.inf), key=lambda j: j.submitted_at or 0):
+        if job.folder is None or job.folder in SETTLED:
             continue
         folder = JobFolder(job.folder)
         if not waiting(job, folder, now):
             continue
         sent = SentFrom.from_meta(folder.meta())
-        if sent is None:
+        if sent is None:  # not sent from a notebook's cell (a terminal, a script)
+            SETTLED.add(job.folder)
             continue
         path = api_path(sent.notebook, root)
         if path is not None and await someone_looking(serverapp, sent, path):
             continue  # the open notebook shows it; written once the last tab closed
-        try:
-            said = await _write(serverapp, job, folder, sent, path, loop)
-        except Exception as error:  # a notebook that does not load, a full disk
-            said = f"could not write it: {type(error).__name__}: {error}"
+        if path is None:
+            said: str | None = "the notebook is not under this server's root"
+        else:
+            try:
+                shown = await loop.run_in_executor(None, rendered, tracker.watcher, job,
+                                                   folder)
+                if shown is None:
+                    continue  # a sweep with tasks still running (a retry): a later look
+                said = await _write(serverapp, path, sent, *shown)
+            except Exception as error:  # a notebook that does not load, a full disk
+                said = f"could not write it: {type(error).__name__}: {error}"
         where = f"{path or sent.notebook}, cell {sent.cell_id}"
         if said is None:
             log.info("hpc_magics: job %s's outputs written into %s", job.job_id, where)
@@ -131,26 +147,77 @@ async def write_outputs(serverapp: Any, jobs: list[TrackedJob], log: Any) -> Non
                 "at": time.time()}
         await loop.run_in_executor(None, write_atomically, folder.path / NOTE_FILE,
                                    json.dumps(note, indent=1))
+        SETTLED.add(job.folder)
 
 
-async def _write(serverapp: Any, job: TrackedJob, folder: JobFolder, sent: SentFrom,
-                 path: str | None, loop: asyncio.AbstractEventLoop) -> str | None:
-    if path is None:
-        return "the notebook is not under this server's root"
-    contents = serverapp.contents_manager
-    if not await ensure_async(contents.file_exists(path)):
-        return "the notebook is not there any more"
+def rendered(watcher: Any, job: TrackedJob, folder: JobFolder
+             ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    """The cell's outputs as a fetch shows them (``fetching.cell_outputs``, a sweep's
+    table), under a first line naming the job, and the cell's stamp; None for a sweep
+    some of whose tasks have not ended."""
     from ..fetching import cell_outputs
 
     state = job.status.state
-    outputs = await loop.run_in_executor(None, cell_outputs, folder, job.job_id, state)
+    stamp: dict[str, Any] = {"job_id": job.job_id, "state": state,
+                             "ended": _iso(job.ended_at), "written_by": "server"}
+    if job.kind == "sweep":
+        swept = sweep_outputs(watcher, folder)
+        if swept is None:
+            return None
+        counts, outputs = swept
+        stamp["tasks"] = counts
+        what = f"sweep job {job.job_id} ended " + " · ".join(f"{n} {s}" for s, n in counts.items())
+    else:
+        outputs = cell_outputs(folder, job.job_id, state)
+        what = f"job {job.job_id} ended {state}"
+    first = {"output_type": "stream", "name": "stdout", "text": (
+        f"[hpc_magics] {what} at {stamp['ended']}: its outputs below were written in by "
+        "the server, with no tab open on the notebook\n")}
+    return [first, *outputs], stamp
+
+
+def sweep_outputs(watcher: Any, folder: JobFolder
+                  ) -> tuple[dict[str, int], list[dict[str, Any]]] | None:
+    """A sweep's tasks per state, then its table as a fetch shows it (its values as the
+    node wrote them as text: nothing is unpickled here) and each failed task's error in
+    short; None while a task has not ended."""
+    from ..sweep_handle import (
+        ERROR,
+        SHOWN_ROWS,
+        STATE,
+        asked_task_states,
+        sweep_table,
+        table_html,
+    )
+
+    states = asked_task_states(watcher, folder)
+    if not all(status.final for status in states.values()):
+        return None
+    table = sweep_table(folder, states, None)
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    parameters = list(folder.meta().get("sweep", {}).get("parameters", []))
+    failed = []
+    for index, row in enumerate(rows):
+        if row[STATE] not in SUCCESS_STATES:  # the error's last line: its type and words
+            error = (str(row[ERROR] or "").strip().splitlines() or ["no results"])[-1]
+            point = ", ".join(f"{name}={row[name]!r}" for name in parameters)
+            failed.append(f"task {index} ({point}): {row[STATE]}: {error}\n")
+    text = table.to_string(max_rows=SHOWN_ROWS, max_colwidth=80) \
+        if hasattr(table, "to_string") else "\n".join(map(str, table[:SHOWN_ROWS]))
+    outputs: list[dict[str, Any]] = [{"output_type": "display_data", "metadata": {}, "data": {
+        "text/html": table_html(table), "text/plain": text}}]
+    if failed:
+        outputs.append({"output_type": "stream", "name": "stderr", "text": "".join(failed)})
+    return dict(Counter(sorted(status.state for status in states.values()))), outputs
+
+
+async def _write(serverapp: Any, path: str, sent: SentFrom, outputs: list[dict[str, Any]],
+                 stamp: dict[str, Any]) -> str | None:
+    contents = serverapp.contents_manager
+    if not await ensure_async(contents.file_exists(path)):
+        return "the notebook is not there any more"
     model = await ensure_async(contents.get(path, content=True, type="notebook"))
-    stamp = {"job_id": job.job_id, "state": state, "ended": _iso(job.ended_at),
-             "written_by": "server"}
-    said_first = {"output_type": "stream", "name": "stdout", "text": (
-        f"[hpc_magics] job {job.job_id} ended {state} at {stamp['ended']}: its outputs below "
-        "were written in by the server, as the notebook was not open\n")}
-    said = place(model["content"], sent, [said_first, *outputs], stamp)
+    said = place(model["content"], sent, outputs, stamp)
     if said is None:
         await ensure_async(contents.save(
             {"type": "notebook", "format": "json", "content": model["content"]}, path))

@@ -15,10 +15,10 @@ import ipywidgets as widgets
 
 from ..core.errors import HpcMagicsError
 from ..core.jobs import SUCCESS_STATES, phase
+from ..sweep_handle import table_html
 from .job_view import PHASE_COLOURS
 
 SHOWN_FAILURES = 5
-SHOWN_ROWS = 20
 
 
 def counts_html(states: dict[int, str]) -> str:
@@ -38,20 +38,6 @@ def failures_html(failed: list[tuple[int, str]]) -> str:
     more = f"<li>… and {len(failed) - SHOWN_FAILURES} more</li>" \
         if len(failed) > SHOWN_FAILURES else ""
     return f"<ul style='margin:0'>{items}{more}</ul>"
-
-
-def table_html(table: Any) -> str:
-    """The results table as HTML: pandas' own rendering, else a plain table (first rows)."""
-    to_html = getattr(table, "to_html", None)
-    if callable(to_html):
-        return str(to_html(max_rows=SHOWN_ROWS, max_cols=12))
-    rows = list(table)[:SHOWN_ROWS]
-    if not rows:
-        return ""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))[:200]}</td>"
-                                    for v in row.values()) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 class SweepSection(widgets.VBox):

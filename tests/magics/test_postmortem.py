@@ -84,6 +84,25 @@ def in_order(text: str, *pieces: str) -> bool:
     return True
 
 
+def test_debug_after_the_widgets_fetch_button(kernel: Any) -> None:
+    """A button's callback never reaches IPython's exception handling: the fetch itself
+    leaves the node's frames where %debug and %tb look."""
+    status, said = run(kernel, FAILING.replace("%%sbatch --wait", "%%sbatch"))
+    assert status == "ok", said
+    # the cell's widget, as the notebook shows it; its Fetch button clicked once the job ended
+    status, clicked = run(kernel, (
+        "import hpc_magics\n"
+        "from hpc_magics.magics.widget_monitor import MONITOR\n"
+        "h = hpc_magics.job()\nh.wait()\n"
+        "[widget] = [w for w in MONITOR._widgets if w.handle.job_id == h.job_id]\n"
+        "widget.fetch_button.click()\nprint(widget.message.value)"))
+    assert status == "ok" and "ZeroDivisionError" in clicked, clicked
+    _, debugged = run(kernel, "%debug", ("p w", "up", "p x", "q"))
+    assert in_order(debugged, "return w / 0", "\n42\n", "z = inner(x)", "\n41\n"), debugged
+    _, shown = run(kernel, "%tb")
+    assert "return w / 0" in shown and "ZeroDivisionError" in shown, shown
+
+
 def test_tb_and_xmode_show_the_node_traceback(kernel: Any) -> None:
     run(kernel, FAILING)
     _, plain = run(kernel, "%xmode Plain\n%tb")

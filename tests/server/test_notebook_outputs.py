@@ -22,9 +22,9 @@ from hpc_magics.core.sent_from import SentFrom, source_hash
 from hpc_magics.server.notebook_outputs import NOTE_FILE, api_path, place
 
 from .conftest import RunningServer, StartLocal, execute
-from .test_job_events import terminal_job_event, wait_for_event
+from .test_job_events import listed
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(600)  # a busy queue keeps jobs pending
 
 FAST = ("--HpcMagicsServer.events_interval_s=2", "--HpcMagicsServer.jobs_poll_interval_s=2")
 CELL_ID = "the-sbatch-cell"
@@ -49,30 +49,45 @@ class Sent:
     kernel: str
 
 
-def submit(server: RunningServer, gate: Path) -> Sent:
+def sweep_source(gate: Path) -> str:
+    """A sweep of three tasks that wait at the gate; the one with ``x=0`` fails."""
+    return ("%%sbatch --name keepout-sweep --sweep x=0,1,2\nimport os, time\n"
+            f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.2)\n"
+            "label = 'point ' * 100\ny = 10 // x")
+
+
+def submit(server: RunningServer, gate: Path, source: str | None = None) -> Sent:
     """A notebook with the cell, run in its session's kernel; the job waits at ``gate``."""
+    source = source or cell_source(gate)
     notebook = server.folder / "root" / "analysis.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# intro", id="intro"),
-        nbformat.v4.new_code_cell(cell_source(gate), id=CELL_ID)]), notebook)
+        nbformat.v4.new_code_cell(source, id=CELL_ID)]), notebook)
     session = server.post("api/sessions", json={"path": "analysis.ipynb", "type": "notebook",
                                                 "name": "analysis.ipynb",
                                                 "kernel": {"name": "python3"}})
     assert session.status_code == 201, session.text
     kernel = session.json()["kernel"]["id"]
-    said = execute(server, kernel, "%load_ext hpc_magics\nimport hpc_magics\n"
-                                   "%hpc_resources --profile lab --backend slurm -t 5")
-    said += execute(server, kernel, cell_source(gate), timeout=90, cell_id=CELL_ID)
+    execute(server, kernel, "%load_ext hpc_magics\nimport hpc_magics\n"
+                            "%hpc_resources --profile lab --backend slurm -t 5")
+    job_id, folder = run_cell(server, kernel, source)
+    return Sent(job_id, folder, notebook, session.json()["id"], kernel)
+
+
+def run_cell(server: RunningServer, kernel: str, source: str) -> tuple[str, Path]:
+    """The notebook's cell run (again) in ``kernel``: its job's id and folder."""
+    said = execute(server, kernel, source, timeout=90, cell_id=CELL_ID)
     where = execute(server, kernel, "h = hpc_magics.job()\nprint(h.job_id)\n"
                                     "print(h.folder.path)").split()
     assert len(where) == 2 and where[0].isdigit(), f"no job; the cell said:\n{said}\n{where}"
-    return Sent(where[0], Path(where[1]), notebook, session.json()["id"], kernel)
+    return where[0], Path(where[1])
 
 
-def submit_and_close(server: RunningServer, gate: Path) -> tuple[str, Path, Path]:
+def submit_and_close(server: RunningServer, gate: Path, source: str | None = None
+                     ) -> tuple[str, Path, Path]:
     """The cell submitted, then the session and its kernel shut down (the tab closed) while
     the job waits at ``gate``: the job id, its folder, the notebook."""
-    sent = submit(server, gate)
+    sent = submit(server, gate, source)
     closed = requests.delete(server.url + f"api/sessions/{sent.session}",
                              headers=server.headers(), timeout=30)
     assert closed.status_code == 204
@@ -90,8 +105,13 @@ def open_tab(server: RunningServer, kernel: str) -> Any:
 
 
 def wait_for_note(folder: Path, server: RunningServer) -> dict[str, Any]:
+    """The server's word on the job of ``folder``, awaited from the job's end (a busy queue
+    keeps a job pending for minutes: the test's own time-out bounds that)."""
+    job_id = json.loads((folder / "meta.json").read_text())["job_id"]
     deadline = time.monotonic() + WRITE_TIMEOUT_S
     while not (folder / NOTE_FILE).exists():
+        if not listed(server).get(job_id, {}).get("final", True):
+            deadline = time.monotonic() + WRITE_TIMEOUT_S
         if time.monotonic() > deadline:
             pytest.fail(f"the server never wrote the job's outputs (nor refused to):\n"
                         f"{server.log[-3000:]}", pytrace=False)
@@ -101,11 +121,11 @@ def wait_for_note(folder: Path, server: RunningServer) -> dict[str, Any]:
 
 def run_with_tab_closed(server: RunningServer, gate: Path,
                         meanwhile: Callable[[Path], None] = lambda notebook: None,
-                        ) -> tuple[str, Path, Path, dict[str, Any]]:
+                        source: str | None = None) -> tuple[str, Path, Path, dict[str, Any]]:
     """The cell submitted and its tab closed; ``meanwhile(notebook)`` while the job waits
     at its gate; then the gate opened and the server's word awaited (its note file)."""
     try:
-        job_id, folder, notebook = submit_and_close(server, gate)
+        job_id, folder, notebook = submit_and_close(server, gate, source)
         meanwhile(notebook)
     finally:
         gate.touch()
@@ -155,29 +175,60 @@ def test_a_cell_edited_while_its_job_ran_is_left_alone(
 
 
 @pytest.mark.slow
-def test_an_open_tab_keeps_the_notebook_as_it_is_until_it_closes(
+def test_a_sweeps_table_lands_in_its_cell_with_each_failed_tasks_error(
         local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
     server = local_server(*FAST)
     gate = tmp_path / "gate"
+    job_id, _, notebook, note = run_with_tab_closed(server, gate, source=sweep_source(gate))
+    assert note["written"] is True, note
+    cell = nbformat.read(notebook, as_version=4).cells[1]
+    assert cell.source == sweep_source(gate)
+    assert cell.metadata["hpc_magics"]["job_id"] == job_id
+    assert cell.metadata["hpc_magics"]["tasks"] == {"COMPLETED": 2, "FAILED": 1}
+    first, table, failed = cell.outputs
+    assert first.text.startswith(f"[hpc_magics] sweep job {job_id} ended 2 COMPLETED · "
+                                 "1 FAILED at ")
+    # the table a fetch shows: parameters, the values as the node wrote them, states
+    html, text = table.data["text/html"], table.data["text/plain"]
+    assert "<table" in html and "COMPLETED" in html and "ZeroDivisionError" in html, html
+    assert "point point" in html and "..." in html  # a long value, cut on the node
+    assert all(word in text for word in ("x", "y", "label", "state", "FAILED")), text
+    assert (failed.name, failed.text) == ("stderr", "task 0 (x=0): FAILED: ZeroDivisionError: "
+                                          "integer division or modulo by zero\n")
+    nbformat.validate(nbformat.read(notebook, as_version=4))
+
+
+@pytest.mark.slow
+def test_a_tab_open_past_the_end_has_the_outputs_written_when_it_closes_however_late(
+        local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    """A tab open when the job ends shows the outputs itself; they are in no file yet (a
+    kernel that dies, a tab closed unsaved, lose them): written when it closes, also after
+    the server stopped listing the job (here 3 s), the cell's later job's last."""
+    server = local_server(*FAST, "--HpcMagicsServer.ended_jobs_shown_minutes=0.05")
+    gate = tmp_path / "gate"
     since = server.get("hpc-magics/jobs/events").json()["last"]
     try:
-        sent = submit(server, gate)
-        tab = open_tab(server, sent.kernel)
+        first = submit(server, gate)
+        tab = open_tab(server, first.kernel)
+        again_id, again_folder = run_cell(server, first.kernel, cell_source(gate))
     finally:
         gate.touch()
     try:
-        wait_for_event(server, since, sent.job_id)
-        # a later job's end: the look that saw the cell's job end is over, the tab open
-        terminal_job_event(server, "keepout-later")
-        assert not (sent.folder / NOTE_FILE).exists()
-        assert "hpc_magics" not in nbformat.read(sent.notebook, as_version=4).cells[1].metadata
+        jobs, ended = {first.job_id, again_id}, set[str]()
+        while ended != jobs or jobs & set(listed(server)):  # ended, and no longer listed
+            events = server.get(f"hpc-magics/jobs/events?since={since}").json()["events"]
+            ended |= {event["job_id"] for event in events} & jobs
+            time.sleep(1)
+        assert not (first.folder / NOTE_FILE).exists()
+        assert not (again_folder / NOTE_FILE).exists()
+        assert "hpc_magics" not in nbformat.read(first.notebook, as_version=4).cells[1].metadata
     finally:
         tab.close()  # the tab closed, its kernel still running
-    note = wait_for_note(sent.folder, server)
-    assert note["written"] is True, note
-    cell = nbformat.read(sent.notebook, as_version=4).cells[1]
-    assert cell.metadata["hpc_magics"]["job_id"] == sent.job_id
-    assert sent.kernel in [k["id"] for k in server.get("api/kernels").json()]
+    assert wait_for_note(first.folder, server)["written"] is True
+    assert wait_for_note(again_folder, server)["written"] is True
+    cell = nbformat.read(first.notebook, as_version=4).cells[1]
+    assert cell.metadata["hpc_magics"]["job_id"] == again_id  # the cell's latest job
+    assert first.kernel in [k["id"] for k in server.get("api/kernels").json()]
 
 
 def test_outputs_go_only_into_the_very_cell_that_sent_them_as_it_was_sent() -> None:
