@@ -99,6 +99,7 @@ def open_and_submit(page: Any, lab: Lab, gate: Path) -> tuple[NotebookPage, str,
     notebook.wait_for_output(2, "rich from the node", JOB_TIMEOUT_S)
     notebook.output(2).locator("img").first.wait_for(timeout=60_000)
     assert_in_order(live_view(notebook, 2), MADE[:4])
+    assert notebook.output(2).inner_text().count("working 0") == 1, "shown twice"
     assert not JobFolder(Path(found.group(2))).has_results()
     return notebook, found.group(1), Path(found.group(2))
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from ipywidgets.widgets.widget import _instances
 
+from hpc_magics.magics.live_view import live_output
 from hpc_magics.widgets.job import ORDER, JobWidget
 
 MODELS_AT_SUBMIT = 9  # the box, status, story, Cancel and their shared layouts and styles
@@ -77,6 +78,23 @@ def test_an_ended_job_shows_fetch_and_its_log_and_fetches(shell: Any) -> None:
     assert shell.user_ns["answer"] == 42 and "answer" in widget.message.value
     assert names_of(widget)[:3] == ["status", "story", "buttons"]
     assert widget.get_state()["children"]  # a real widget model, as the front end sees it
+
+
+@pytest.mark.timeout(120)
+def test_under_the_cells_live_view_the_log_shows_only_on_more(shell: Any) -> None:
+    """The live view shows the job's output in the cell: the widget's tail of the log
+    showed every line a second time (seen in the browser)."""
+    handle = submitted(shell, "print('hello from the job', flush=True)")
+    handle.live = live_output(handle)  # as the %%sbatch cell in a notebook leaves it
+    widget = JobWidget(handle)
+    handle.wait(timeout=60)
+    deadline = time.monotonic() + 10
+    while "hello from the job" not in handle.log() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    widget.render()
+    assert "hello from the job" not in widget.log_view.value and shown(widget.log_button)
+    widget.log_button.click()
+    assert "hello from the job" in widget.log_view.value
 
 
 def test_its_plain_text_names_the_job_without_walking_its_parts(shell: Any) -> None:
