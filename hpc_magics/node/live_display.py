@@ -9,6 +9,8 @@ Outside a running cell (no copier to send to) a display prints its text.
 from __future__ import annotations
 
 import base64
+import importlib.abc
+import importlib.machinery
 import io
 import json
 import os
@@ -29,6 +31,36 @@ _shown_figures: set[int] = set()
 def connect(pipe: int | None, ack: int | None) -> None:
     global _pipe, _ack
     _pipe, _ack = pipe, ack
+    if not any(isinstance(finder, _IPythonDisplay) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _IPythonDisplay())
+    for name in (_IPYTHON_DISPLAY, "IPython.display"):  # imported already (unpickling)
+        if name in sys.modules:
+            sys.modules[name].__dict__["display"] = display
+
+
+_IPYTHON_DISPLAY = "IPython.core.display_functions"  # IPython.display's display() is its
+
+
+class _IPythonDisplay(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``from IPython.display import display`` in a cell (as notebooks and libraries do)
+    gives this module's ``display``: IPython's own, with no kernel around, prints the
+    object's text. Put in when IPython loads it, not by importing IPython here (0.1 s,
+    and most cells never use it)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != _IPYTHON_DISPLAY:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            self._loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        module.display = display
 
 
 def _is_figure(value: Any) -> bool:

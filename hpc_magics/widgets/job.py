@@ -271,6 +271,8 @@ class JobWidget(widgets.VBox):
         self._show("log_button", bool(text))
         if self._made("log_button"):
             self.log_button.description = "Less" if self.log_lines > TAIL_LINES else "More"
+        if getattr(self.handle, "live", None) is not None and self.log_lines <= TAIL_LINES:
+            text = ""  # the cell's live view shows the output: not twice, the log on More
         self._set_html("log_view", (f"<pre style='max-height:20em;overflow:auto;margin:0'>"
                                     f"{html.escape(text)}</pre>") if text else "")
 

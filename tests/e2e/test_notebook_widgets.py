@@ -108,7 +108,10 @@ def test_job_widget_runs_ends_fetches_and_reports_efficiency(
     # live telemetry from the node's samples: memory against the request, the GPU's use
     widget.get_by_text("40% busy").wait_for(timeout=30_000)
     assert widget.locator("svg.hpc-magics-sparkline").count() == 2
-    picture(widget.locator(".widget-vbox").first, "job-widget")
+    gpu_plot = widget.locator("svg.hpc-magics-sparkline polyline").nth(1)
+    notebook.wait_until(lambda: " " in str(gpu_plot.get_attribute("points")), 60,
+                        "the GPU plot stayed at one sample")  # a line, for the picture
+    picture(widget, "job-widget")  # the widget and, under it, the live output
 
     # The end, told by the widget itself (no cell run): then Fetch brings `loss` back.
     notebook.wait_for_output(2, "COMPLETED", timeout_s=120)

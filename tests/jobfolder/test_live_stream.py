@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from hpc_magics.jobfolder.live_stream import StreamReader, StreamText, record
 from hpc_magics.node import tee
 
@@ -150,3 +152,21 @@ def test_a_display_is_an_entry_of_its_own_and_an_update_replaces_it_in_place() -
         {"output_type": "display_data", "data": {"text/plain": "loss 0.1"}, "metadata": {}},
         {"output_type": "stream", "name": "stdout", "text": "b\n"},
         {"output_type": "display_data", "data": {"text/plain": "other"}, "metadata": {}}]
+
+
+@pytest.mark.parametrize("imported", ["", "import IPython.display\n"],
+                         ids=["imported-by-the-cell", "imported-before"])
+def test_a_cell_using_ipythons_own_display_shows_the_rich_form(
+        imported: str, tmp_path: Path) -> None:
+    """``from IPython.display import display`` on the node (no kernel there) shows the HTML,
+    not the object's text (seen in the browser: ``<IPython.core.display.HTML object>``)."""
+    copy, stream = tmp_path / "output.txt", tmp_path / "output.stream"
+    cell = (f"{imported}from pathlib import Path\n"
+            "from hpc_magics.node.runner import _tee_output\n"
+            f"with _tee_output(Path({str(copy)!r}), Path({str(stream)!r})):\n"
+            "    from IPython.display import HTML, display\n"
+            "    display(HTML('<b>rich</b>'))\n")
+    subprocess.run([sys.executable, "-c", cell], check=True, timeout=60)  # a fresh node
+    [(kind, shown)] = StreamReader(stream).read_all()
+    assert kind == "display"
+    assert json.loads(shown)["data"]["text/html"] == "<b>rich</b>"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from ipywidgets.widgets.widget import _instances
 
+from hpc_magics.magics.live_view import live_output
 from hpc_magics.widgets.job import ORDER, JobWidget
 
 MODELS_AT_SUBMIT = 9  # the box, status, story, Cancel and their shared layouts and styles
@@ -29,6 +30,22 @@ def submitted(shell: Any, body: str) -> Any:
     shell.run_cell_magic("sbatch", "--backend local -t 5", body)
     magics = shell.magics_manager.registry["HpcMagicsKernel"]
     return magics.handles[magics.last_job]
+
+
+def ended_with_its_log(shell: Any, body: str, live: bool = False) -> JobWidget:
+    """A job that prints 'hello from the job' then runs ``body``, ended and its log written,
+    and its widget rendered; ``live``: under the cell's live view, as a %%sbatch cell in a
+    notebook leaves it."""
+    handle = submitted(shell, f"print('hello from the job', flush=True)\n{body}")
+    if live:
+        handle.live = live_output(handle)
+    widget = JobWidget(handle)
+    handle.wait(timeout=60)
+    deadline = time.monotonic() + 10
+    while "hello from the job" not in handle.log() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    widget.render()
+    return widget
 
 
 @pytest.mark.timeout(120)
@@ -60,13 +77,7 @@ def test_a_running_job_gets_status_story_and_cancel_only(shell: Any) -> None:
 
 @pytest.mark.timeout(120)
 def test_an_ended_job_shows_fetch_and_its_log_and_fetches(shell: Any) -> None:
-    handle = submitted(shell, "print('hello from the job', flush=True)\nanswer = 42")
-    widget = JobWidget(handle)
-    handle.wait(timeout=60)
-    deadline = time.monotonic() + 10
-    while "hello from the job" not in handle.log() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    widget.render()
+    widget = ended_with_its_log(shell, "answer = 42")
     assert shown(widget.fetch_button) and not widget.fetch_button.disabled
     assert not shown(widget.cancel_button) and widget.cancel_button.disabled
     assert "hello from the job" in widget.log_view.value and shown(widget.log_button)
@@ -77,6 +88,16 @@ def test_an_ended_job_shows_fetch_and_its_log_and_fetches(shell: Any) -> None:
     assert shell.user_ns["answer"] == 42 and "answer" in widget.message.value
     assert names_of(widget)[:3] == ["status", "story", "buttons"]
     assert widget.get_state()["children"]  # a real widget model, as the front end sees it
+
+
+@pytest.mark.timeout(120)
+def test_under_the_cells_live_view_the_log_shows_only_on_more(shell: Any) -> None:
+    """The live view shows the job's output in the cell: the widget's tail of the log
+    showed every line a second time (seen in the browser)."""
+    widget = ended_with_its_log(shell, "", live=True)
+    assert "hello from the job" not in widget.log_view.value and shown(widget.log_button)
+    widget.log_button.click()
+    assert "hello from the job" in widget.log_view.value
 
 
 def test_its_plain_text_names_the_job_without_walking_its_parts(shell: Any) -> None:
