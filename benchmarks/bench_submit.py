@@ -2,11 +2,13 @@
 
 1. Submit overhead: ``%%sbatch`` of a trivial cell in a real IPython shell (as the magic
    runs in a kernel, widget and all) against ``sbatch --parsable --wrap true``; at most
-   10 ms more. Also as the kernel's CPU time: both wait for sbatch alike, and on a shared
-   machine the wall time also counts waiting for a core.
+   10 ms more of wall time. Also as the kernel's CPU time, the fair figure (both wait for
+   sbatch alike, and on a shared machine the wall time also counts waiting for a core):
+   at most 3 ms more (issue 26's target).
 2. Cell to result: ``%%sbatch --wait`` of a trivial cell until its result is in the
    notebook, against Slurm's own time for the same trivial job (``sbatch --wrap true``,
-   then ``scontrol show job`` every 50 ms until it says COMPLETED); at most 0.5 s more.
+   then ``scontrol show job`` every 50 ms until it says COMPLETED); at most 0.1 s more
+   (issue 26's target).
    Each run of both starts at the same phases of Slurm's once-a-second scheduler tick.
 
 Ours and the baseline alternate, and the medians are compared: the cluster is shared.
@@ -39,8 +41,9 @@ from _common import (
     work_dir,
 )
 
-OVERHEAD_MS = 10.0
-RESULT_S = 0.5
+OVERHEAD_MS = 10.0  # wall time
+CPU_OVERHEAD_MS = 3.0
+RESULT_S = 0.1
 POLL_S = 0.05
 TIMEOUT_S = 120.0
 
@@ -171,7 +174,7 @@ def rows() -> list[dict[str, Any]]:
         # sbatch's own wait is in both: the cell's extra cost is the kernel's CPU time
         at_most_more("the kernel's CPU time for it vs for running sbatch --wrap "
                      f"({_said(m, 'submit_cpu', 'wrap_cpu', 'ms')})",
-                     m["submit_cpu"] * 1000, m["wrap_cpu"] * 1000, OVERHEAD_MS, "ms",
+                     m["submit_cpu"] * 1000, m["wrap_cpu"] * 1000, CPU_OVERHEAD_MS, "ms",
                      digits=1),
         at_most_more("trivial %%sbatch --wait cell to result vs Slurm submit-to-COMPLETED "
                      f"({_said(m, 'result', 'slurm', 's')})",
@@ -188,10 +191,12 @@ def main() -> int:
     print(f"submit: %%sbatch {m['submit'] * 1000:.1f} ms, sbatch --wrap {m['wrap'] * 1000:.1f} ms"
           f" (+{(m['submit'] - m['wrap']) * 1000:.1f} ms, limit +{OVERHEAD_MS:g})")
     print(f"the kernel's CPU for it: {m['submit_cpu'] * 1000:.1f} ms, for sbatch --wrap "
-          f"{m['wrap_cpu'] * 1000:.1f} ms (+{(m['submit_cpu'] - m['wrap_cpu']) * 1000:.1f} ms)")
+          f"{m['wrap_cpu'] * 1000:.1f} ms (+{(m['submit_cpu'] - m['wrap_cpu']) * 1000:.1f} ms, "
+          f"limit +{CPU_OVERHEAD_MS:g})")
     print(f"cell to result: {m['result']:.2f} s, Slurm submit to COMPLETED {m['slurm']:.2f} s "
           f"(+{m['result'] - m['slurm']:.2f} s, limit +{RESULT_S:g})")
     return 0 if (m["submit"] - m["wrap"]) * 1000 <= OVERHEAD_MS and \
+        (m["submit_cpu"] - m["wrap_cpu"]) * 1000 <= CPU_OVERHEAD_MS and \
         m["result"] - m["slurm"] <= RESULT_S else 1
 
 

@@ -95,7 +95,9 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
 
     def _submit_command(self, command: str) -> Any:
         # through the one door; the script file stays as the job's record
-        self.submitted = submission.submit(self.script, Path(self.folder) / self.script_name)
+        # the backend's preflight refused another cluster before the folder was made
+        self.submitted = submission.submit(self.script, Path(self.folder) / self.script_name,
+                                           cluster_checked=True)
         return self.job_class(folder=self.folder, job_id=self.submitted.job_id,
                               tasks=list(range(self._num_tasks())))
 
@@ -129,9 +131,10 @@ class _SubmititBackend:
         executor = self._executor(folder, script, request)
         from ..scheduler.job_status import record_submission
 
-        # before sbatch: a squeue answer older than this cannot have seen the job
+        # before sbatch: a squeue answer older than this cannot have seen the job. It is
+        # recorded with the job id after sbatch (record_submission): until then no one
+        # matches the folder to a job; the backend is in the meta its caller wrote
         started = time.time()
-        folder.update_meta(submitted_at=started, backend=self.name)
         try:
             # the options travel only when given: a plain cell's call stays as it was
             extra = (options,) if options is not None and options.active else ()

@@ -8,8 +8,9 @@ is gone are found, to be *offered* for cancel, never cancelled without the user'
 A process is known by pid and start time (``scheduler/processes.py``): without a start
 time recorded, its owner is not known to live.
 
-Cheap enough for ``%load_ext``: the owners are looked at first (psutil, no scheduler query,
-no heavy import when every owner lives), then one squeue for all candidates.
+Cheap enough for ``%load_ext``: the folders of kernels known to be over are skipped by name
+(``OVER_LIST``), the owners are looked at first (psutil, no scheduler query, no heavy
+import when every owner lives), then one squeue for all candidates.
 """
 
 from __future__ import annotations
@@ -101,13 +102,19 @@ class LeftBehind:
 
 
 def candidates(root: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """This user's kernel job folders, not known to be over, whose owner is gone."""
+    """This user's kernel job folders, not known to be over, whose owner is gone. A folder
+    found over is named in ``OVER_LIST`` and never read again: every ``%load_ext`` reads
+    only the folders of kernels that may still run, not every kernel folder ever made."""
     found = []
     try:
         entries = list(os.scandir(root))
     except OSError:
         return []
+    known_over = _known_over(root)
+    newly_over = []
     for entry in entries:
+        if entry.name in known_over or entry.name == OVER_LIST:
+            continue
         try:
             if not entry.is_dir(follow_symlinks=False) or \
                     entry.stat(follow_symlinks=False).st_uid != os.getuid():
@@ -115,10 +122,48 @@ def candidates(root: Path) -> list[tuple[Path, dict[str, Any]]]:
             meta = json.loads((Path(entry.path) / META_FILE).read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(meta, dict) and meta.get("kind") == "kernel" and meta.get("job_id") \
-                and meta.get("state") not in OVER and owner_gone(meta):
+        if not isinstance(meta, dict):
+            continue
+        if meta.get("state") in OVER:  # final: it never runs again
+            newly_over.append(entry.name)
+        elif meta.get("kind") == "kernel" and meta.get("job_id") and owner_gone(meta):
             found.append((Path(entry.path), meta))
+    _note_over(root, newly_over)
     return found
+
+
+# In the kernels root: the names of the folders found over, one a line, appended (a line
+# is one small O_APPEND write: kernels appending at once do not mix their lines). Only the
+# user's own file is read; a line lost or garbled only means that folder is read again.
+OVER_LIST = ".over"
+
+
+def _known_over(root: Path) -> set[str]:
+    try:
+        handle = os.open(root / OVER_LIST, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return set()
+    with os.fdopen(handle, "rb") as stream:
+        if os.fstat(stream.fileno()).st_uid != os.getuid():
+            return set()
+        return set(stream.read().decode(errors="replace").split("\n"))
+
+
+def _note_over(root: Path, names: list[str]) -> None:
+    if not names:
+        return
+    try:
+        handle = os.open(root / OVER_LIST, os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                         | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return  # read again next time
+    try:
+        if os.fstat(handle).st_uid == os.getuid():
+            os.write(handle, "".join(f"{name}\n" for name in names).encode())
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def queued_ids(steps: bool) -> set[str]:

@@ -145,13 +145,15 @@ class HpcMagicsKernel(Magics):
         except HpcMagicsError as error:
             raise UsageError(str(error)) from None
 
-    def _problems(self, request: ResourceRequest) -> list[validation.Problem]:
+    def _problems(self, request: ResourceRequest,
+                  profile: ClusterProfile | None = None) -> list[validation.Problem]:
+        """``profile``: the request's, when the caller has loaded it (once a cell)."""
         from ..backends import choose_backend_name
         from ..scheduler.cluster import live_wanted, with_environment
 
         try:
             resolved = choose_backend_name(request.backend)
-            profile = self._profile(request)
+            profile = profile or self._profile(request)
             # the environment's sbatch defaults count, as sbatch will apply them
             request = with_environment(request, live_wanted(profile, None)[0])[0]
         except HpcMagicsError as error:
@@ -264,7 +266,7 @@ class HpcMagicsKernel(Magics):
             print(f"[hpc_magics] {not_live}", file=sys.stderr)
         from ..core.checkscript import syntax_problems
 
-        problems = syntax_problems(cell, profile) + self._problems(request)
+        problems = syntax_problems(cell, profile) + self._problems(request, profile)
         errors = validation.errors(problems)
         if errors:
             raise UsageError(_one_line(errors))

@@ -130,7 +130,11 @@ class QueueView:
         return JobIndex(self.jobs, lambda job: job.job_id)
 
 
+HEAD_BYTES = 4096  # the cache file's fields before its jobs fit (last_error reads only them)
+
+
 def _view_to_json(view: QueueView) -> str:
+    # the jobs last: JobQueue.last_error reads the fields before them only
     return json.dumps({"version": CACHE_VERSION, "updated": view.updated, "error": view.error,
                        "retry_at": view.retry_at, "failures": view.failures,
                        "invalidated_at": view.invalidated_at,
@@ -272,7 +276,12 @@ class JobQueue:
         """Why the last look any process took failed (None: it answered, or none yet),
         without asking the scheduler or building the user's jobs: every submission asks."""
         try:
-            data = json.loads(self.cache_path.read_text(encoding="utf-8"))
+            with self.cache_path.open("rb") as stream:
+                head = stream.read(HEAD_BYTES)
+                # _view_to_json writes the one-value fields first: only they are parsed, not
+                # the user's jobs (a long queue made every submission parse all of it)
+                cut = head.find(b', "jobs": [')
+                data = json.loads(head[:cut] + b"}" if cut >= 0 else head + stream.read())
         except (OSError, ValueError):
             return None
         ok = isinstance(data, dict) and data.get("version") == CACHE_VERSION

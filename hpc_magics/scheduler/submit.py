@@ -81,9 +81,13 @@ def _environment(script: str, environ: Mapping[str, str] | None) -> dict[str, st
     return for_sbatch(os.environ if environ is None else environ, script)
 
 
-def submit(script: str, path: Path, environ: Mapping[str, str] | None = None) -> Submitted:
-    """Write ``script`` to ``path`` (the job's record of what ran) and sbatch it."""
-    refuse_other_cluster(directives.parse(script).extra, environ)
+def submit(script: str, path: Path, environ: Mapping[str, str] | None = None, *,
+           cluster_checked: bool = False) -> Submitted:
+    """Write ``script`` to ``path`` (the job's record of what ran) and sbatch it.
+    ``cluster_checked``: the caller ran :func:`refuse_other_cluster` on the same request
+    before it made anything (a backend's preflight, ``KernelRequest.check``): not twice."""
+    if not cluster_checked:
+        refuse_other_cluster(directives.parse(script).extra, environ)
     path.write_text(script, encoding="utf-8")
     result = commands.run([*SBATCH_SUBMIT, str(path)], timeout=SBATCH_TIMEOUT_S,
                           environ=_environment(script, environ))

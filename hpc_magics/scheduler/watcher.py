@@ -5,7 +5,9 @@ States are only ever what Slurm said or what the job folder proves:
 - in the user's queue view (``squeue``, shared per user and cluster): that state;
 - a final state from ``sacct``: definite, never asked again;
 - the job's result file, once the job has left the queue: COMPLETED (or FAILED when the
-  cell raised), until accounting says otherwise;
+  cell raised), until accounting says otherwise; before that, a queue view taken before
+  the file was written that still says pending: RUNNING (the cell ran; no squeue of its
+  own is asked for one job);
 - absent from two queue views both taken after ``sbatch`` returned, and accounting has
   nothing to say: ENDED (over, Slurm cannot say how; not a failure), until it does;
 - cancelled by this process (``scancel`` accepted it): a started job COMPLETING, a queued
@@ -33,10 +35,8 @@ from typing import Any
 
 from ..core.efficiency import Usage
 from ..core.jobids import same_job
-from ..core.jobs import (
-    is_final,
-    normalize_state,
-)
+from ..core.jobs import is_final, normalize_state, phase
+from ..jobfolder.files import OUTCOME_FILE
 from ..jobfolder.folder import JobFolder
 from ..jobfolder.tasks import task_outcome
 from .accounting import AccountingRecord, SharedAccounting
@@ -187,7 +187,11 @@ class Watcher:
             if entries and view.updated is not None:
                 self._absent.pop(key, None)
                 state = combined_state([normalize_state(e.state) for e in entries])
-                decided[key] = JobStatus(submission.job_id, state, "squeue", silent, now,
+                source = "squeue"
+                if phase(state) == "pending" and key == status_key(folder, None) and \
+                        _finished_after(folder, view.updated):
+                    state, source = "RUNNING", "results"  # the view predates the run
+                decided[key] = JobStatus(submission.job_id, state, source, silent, now,
                                          detail=main_entry(entries),
                                          detail_at=view.updated)
                 continue
@@ -378,6 +382,15 @@ class Watcher:
         """Note that our ``scancel job_id`` returned at ``at`` (see ``CancelNotes``)."""
         with self._lock:
             self._cancels.note(job_id, at)
+
+
+def _finished_after(folder: JobFolder, moment: float) -> bool:
+    """The cell's results were written after ``moment`` (a queue view's time): a view
+    that still listed the job as pending then says nothing of now."""
+    try:
+        return (folder.path / OUTCOME_FILE).stat().st_mtime > moment
+    except OSError:
+        return False
 
 
 _WATCHER: Watcher | None = None

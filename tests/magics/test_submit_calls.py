@@ -31,3 +31,33 @@ def test_a_submission_after_the_first_runs_only_sbatch(
     for index in range(3):
         shell.run_cell_magic("sbatch", f"--name again-{index}", "x = 2")
     assert [Path(call.split()[0]).name for call in asked] == ["sbatch"] * 3, asked
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any]:
+    """Calls of ``owner.name`` from here on, each running the real one."""
+    calls: list[Any] = []
+    real = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_a_submission_refuses_checks_loads_and_writes_each_thing_once(
+        shell: Any, slurm_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What each cell pays for: the refusal of a job for another cluster (preflight, not
+    again in the door), its profile (looked up once), its meta.json (written before
+    sbatch and once after it, not three times)."""
+    from hpc_magics.core import profiles, validation
+    from hpc_magics.jobfolder.folder import JobFolder
+
+    shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")
+    shell.run_cell_magic("sbatch", "--name first", "x = 1")
+    refusals = _counted(monkeypatch, validation, "not_yet")
+    loads = _counted(monkeypatch, profiles, "load_profile")
+    writes = _counted(monkeypatch, JobFolder, "write_meta")
+    shell.run_cell_magic("sbatch", "--name again", "x = 2")
+    assert (len(refusals), len(loads), len(writes)) == (1, 1, 2)

@@ -62,3 +62,47 @@ def test_a_sweep_ships_a_big_array_once_beside_its_payload(slurm_shell: Any) -> 
     table = handle.table()
     expected = float(np.arange(500_000, dtype=float).sum())
     assert sorted(table["total"]) == [expected, 2 * expected]
+
+
+@pytest.mark.timeout(120)
+def test_wait_fetches_without_a_squeue_of_its_own(slurm_shell: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the result file lands, the cell's results come in with the state the user's
+    shared queue view says: no squeue is run for this one job (one per interval for all)."""
+    magics = slurm_shell.magics_manager.registry["HpcMagicsKernel"]
+    queue = watcher().queue
+    real_run = queue.runner
+    after_results: list[str] = []
+
+    def counted(argv: Any, **kwargs: Any) -> Any:
+        handle = magics.handles.get(magics.last_job)
+        if handle is not None and handle.folder.has_results():
+            after_results.append(" ".join(str(word) for word in argv[:2]))
+        return real_run(argv, **kwargs)
+
+    monkeypatch.setattr(queue, "runner", counted)
+    slurm_shell.run_cell_magic("sbatch", "--wait --name own-squeue", "answer = 6 * 7")
+    assert slurm_shell.user_ns["answer"] == 42
+    assert after_results == []
+
+
+@pytest.mark.timeout(120)
+def test_a_pending_view_older_than_the_results_shows_the_job_running(
+        slurm_shell: Any) -> None:
+    """The result file proves the cell ran: a queue view taken before it was written that
+    still lists the job as pending says nothing of now (the job shows running, no squeue
+    asked for it); a view taken after it says what Slurm says. A held job never runs, so
+    its result file is written here, as the node writes it (a job that ran and is pending
+    in a stale view cannot be made on demand)."""
+    from hpc_magics.jobfolder.files import CellResult, write_results
+
+    slurm_shell.run_cell_magic("sbatch", "--name held", "#SBATCH --hold\nx = 1")
+    magics = slurm_shell.magics_manager.registry["HpcMagicsKernel"]
+    handle = magics.handles[magics.last_job]
+    try:
+        assert handle.refresh(max_age_s=0) == "PENDING"
+        write_results(handle.folder.path, CellResult(hostname="node"), handle.job_id, 0.1)
+        assert handle.refresh(max_age_s=600) == "RUNNING"
+        assert handle.refresh(max_age_s=0) == "PENDING"
+    finally:
+        watcher().cancel(handle.job_id)

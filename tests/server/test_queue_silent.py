@@ -78,3 +78,21 @@ def test_a_users_own_look_goes_past_the_back_off(fake_squeue: FakeSqueue,
     assert queue.view(max_age_s=0).error == SCHEDULER_SILENT  # hangs on in the background
     silent = queue.look_now()
     assert silent.error == SCHEDULER_SILENT  # did not wait for the hanging one, nor its lock
+
+
+def test_a_submission_reads_the_last_error_without_the_users_jobs(tmp_path: Path) -> None:
+    """Every submission asks whether the last look failed: only the cache's fields before
+    its jobs are read, however long the user's queue (here the jobs part is cut off, as no
+    whole-file parse would take it)."""
+    from hpc_magics.core.jobs import JobSnapshot
+    from hpc_magics.scheduler.queue import QueueView, _view_to_json
+
+    queue = JobQueue(user="joe", cluster="lab", cache_dir=tmp_path / "runtime")
+    many = tuple(JobSnapshot(str(number), "PENDING", name=f"job-{number}")
+                 for number in range(5000))
+    text = _view_to_json(QueueView(jobs=many, updated=1.0, error="squeue: timed out"))
+    queue.cache_path.parent.mkdir(mode=0o700)
+    queue.cache_path.write_text(text[:len(text) // 2])
+    assert queue.last_error() == "squeue: timed out"
+    queue.cache_path.write_text(_view_to_json(QueueView(jobs=many, updated=2.0)))
+    assert queue.last_error() is None
