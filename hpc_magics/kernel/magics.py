@@ -130,10 +130,10 @@ def show_session(name: str, session: Any) -> Any:
     from . import session as sessions
 
     try:
-        from ..magics.widget_monitor import session_widget
+        from ..magics.widget_monitor import job_widget
     except ImportError:
         return None
-    widget = session_widget(session.handle, name, lambda: sessions.stop(name))
+    widget = job_widget(session.handle, name, lambda: sessions.stop(name))
     display(widget)
     return widget
 

@@ -33,6 +33,7 @@ from ..core.units import format_duration
 from ..jobfacts import ASKED_ABOUT, end_line, ended_because_all
 from ..jobfolder.folder import JobFolder, find_job_folders
 from ..scheduler.commands import slurm_available
+from ..scheduler.job_index import kind_of
 from ..scheduler.job_status import SCHEDULER_UNREACHABLE, JobStatus
 from ..scheduler.queue import QueueView
 from ..scheduler.watcher import watcher
@@ -40,7 +41,6 @@ from ..scheduler.watcher import watcher
 LOOK_MAX_AGE_S = 0.5  # the user asked now: a view older than this is asked again, once
 MAX_TABLE_ROWS = 200  # rows of buttons in the widget
 INDENT = " " * 14  # under the state column
-SESSION_PREFIX = "kernel-session-"
 
 
 @dataclass(frozen=True)
@@ -86,13 +86,6 @@ def _queue_view(fresh: bool) -> QueueView:
     return queue.look_now()
 
 
-def _kind(meta: Mapping[str, Any], has_folder: bool) -> str:
-    kind = str(meta.get("kind") or ("cell" if has_folder else ""))
-    if kind == "kernel" and str(meta.get("name", "")).startswith(SESSION_PREFIX):
-        return "session"
-    return kind
-
-
 def _row(job_id: str, state: str, entry: JobSnapshot | None, folder: Any = None,
          why: str = "", note: str = "", now: float = 0.0,
          meta: Mapping[str, Any] | None = None) -> JobRow:
@@ -115,7 +108,7 @@ def _row(job_id: str, state: str, entry: JobSnapshot | None, folder: Any = None,
         left = format_duration(entry.time_limit_s) if entry.time_limit_s else ""
     if meta.get("backend") == "local":
         where = "(this machine)"
-    return JobRow(job_id, state, _kind(meta, folder is not None),
+    return JobRow(job_id, state, kind_of(dict(meta)) if folder is not None else "",
                   str(meta.get("name", "")) or (entry.name if entry is not None else ""),
                   entry.partition if entry is not None else "",
                   format_duration(elapsed_s) if elapsed_s else "", left, cost, where, why,
@@ -428,7 +421,9 @@ class JobsTable:
             watcher().cancel(row.job_id)  # only the user's own, as squeue lists them
             self.message.value = f"job <code>{_escape(row.job_id)}</code> cancelled"
         except (HpcMagicsError, LookupError) as error:
-            self.message.value = f"<span style='color:#c62828'>{_escape(str(error))}</span>"
+            from ..widgets.parts import error_html
+
+            self.message.value = error_html(error)
 
     def _log(self, row: JobRow) -> None:
         text = job_log(row, self.magics)

@@ -34,7 +34,7 @@ from ..fetching import shell_namespace
 from ..jobfacts import suggested_rerun
 from ..jobfolder.files import read_tail
 from .job_view import JobView, segment_html, segment_note, view_of
-from .parts import Part, shown
+from .parts import Part, error_html, shown
 from .sweep_view import sweep_section
 from .telemetry import telemetry_html
 
@@ -312,7 +312,7 @@ class JobWidget(widgets.VBox):
         try:
             action()
         except HpcMagicsError as error:
-            self.message.value = f"<span style='color:#c62828'>{html.escape(str(error))}</span>"
+            self.message.value = error_html(error)
         self.render()
 
     def _ask_to_cancel(self) -> None:

@@ -6,9 +6,15 @@ parts as ``Part`` attributes pays only for those that have something to show.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import ipywidgets as widgets
+
+
+def error_html(error: object) -> str:
+    """An error's message as a widget shows it: one red line, escaped."""
+    return f"<span style='color:#c62828'>{html.escape(str(error))}</span>"
 
 
 def shown(widget: widgets.Widget, visible: bool) -> None:
