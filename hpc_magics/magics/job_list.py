@@ -329,18 +329,13 @@ def rows_text(rows: list[JobRow], empty: str) -> list[str]:
 
 def show(magics: Any, everything: bool, state: str | None) -> None:
     """``%hpc_jobs [--all] [--state R,PD]`` for the kernel's magics (``HpcMagicsKernel``)."""
-    from IPython.core.error import UsageError
-
     wanted = wanted_states(state)
     folders = [f for f in find_job_folders(magics.jobs_root) if "job_id" in f.meta()]
-    try:
-        if everything:
-            rows, note = all_rows(folders)
-            away = False
-        else:
-            rows, note, away = notebook_rows(folders)
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    if everything:
+        rows, note = all_rows(folders)
+        away = False
+    else:
+        rows, note, away = notebook_rows(folders)
     if wanted is not None:
         rows = [r for r in rows if job_states.normalize_state(r.state) in wanted]
     if everything and type(magics.shell).__name__ == "ZMQInteractiveShell":

@@ -53,19 +53,15 @@ def points(args: Any, namespace: dict[str, Any]) -> list[sweep.Point] | None:
             raise UsageError("--array-parallelism limits a sweep's tasks: add --sweep "
                              "NAME=V1,V2 or --sweep-from NAME")
         return None
-    try:
-        base = None
-        if args.sweep_from:
-            name = unquoted(args.sweep_from)
-            if name not in namespace:
-                raise HpcMagicsError(f"--sweep-from {name}: the notebook has no variable "
-                                     f"{name!r}: define it first (a list of dicts, or a dict of "
-                                     "lists)")
-            base = sweep.points_from(name, namespace[name])
-        found = sweep.sweep_points(args.sweep or [], base)
-        sweep.check_parallelism(args.array_parallelism)
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    base = None
+    if args.sweep_from:
+        name = unquoted(args.sweep_from)
+        if name not in namespace:
+            raise UsageError(f"--sweep-from {name}: the notebook has no variable {name!r}: "
+                             "define it first (a list of dicts, or a dict of lists)")
+        base = sweep.points_from(name, namespace[name])
+    found = sweep.sweep_points(args.sweep or [], base)
+    sweep.check_parallelism(args.array_parallelism)
     return found
 
 
@@ -140,27 +136,19 @@ def check_limits(request: ResourceRequest, count: int) -> int:
     from ..scheduler.queue import login_name
     from ..scheduler.watcher import watcher
 
-    try:
-        limit = limits.submit_limit(login_name(), request.account)
-        if limit is not None:
-            queued = limits.queued_jobs(watcher().queue_view().jobs)
-            sweep.check_submit_limit(count, queued, limit)
-        return limits.max_array_size()
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    limit = limits.submit_limit(login_name(), request.account)
+    if limit is not None:
+        queued = limits.queued_jobs(watcher().queue_view().jobs)
+        sweep.check_submit_limit(count, queued, limit)
+    return limits.max_array_size()
 
 
 def plan(backend: Any, folder: str, request: ResourceRequest, profile: Any, job_name: str,
          found: Sequence[sweep.Point], args: Any, max_array_size: int) -> list[Any]:
     from ..backends import sweep as sweep_backend
 
-    try:
-        return sweep_backend.plan(backend, folder, request, profile, job_name,
-                                  range(len(found)),
-                                  sweep.check_parallelism(args.array_parallelism),
-                                  max_array_size)
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    return sweep_backend.plan(backend, folder, request, profile, job_name, range(len(found)),
+                              sweep.check_parallelism(args.array_parallelism), max_array_size)
 
 
 def dry_run_text(scripts: Sequence[Any], found: Sequence[sweep.Point]) -> str:
@@ -198,7 +186,7 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
     except HpcMagicsError as error:
         if not folder.meta().get("job_id"):  # else part of a split sweep was submitted
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
-        raise UsageError(str(error)) from None
+        raise
     handle = SweepHandle(job_id, backend, JobFolder(folder.path), job_name)
     magics.remember(handle)
     return handle
