@@ -22,14 +22,11 @@ USAGE_WAIT_S = 20.0
 
 
 def show_handle(handle: Any) -> Any:
-    """Display the job's widget (or its summary without ipywidgets); return the widget."""
+    """Display the job's widget; return it."""
     from IPython.display import display
 
-    try:
-        from .widget_monitor import job_widget
-    except ImportError:
-        display(handle)
-        return None
+    from .widget_monitor import job_widget
+
     widget = job_widget(handle)
     display(widget)
     return widget

@@ -339,13 +339,10 @@ def show(magics: Any, everything: bool, state: str | None) -> None:
     if wanted is not None:
         rows = [r for r in rows if job_states.normalize_state(r.state) in wanted]
     if everything and type(magics.shell).__name__ == "ZMQInteractiveShell":
-        try:
-            from IPython.display import display
+        from IPython.display import display
 
-            display(JobsTable(rows, note, magics).widget)
-            return
-        except ImportError:
-            pass
+        display(JobsTable(rows, note, magics).widget)
+        return
     lines = rows_text(rows, "(no jobs)" if everything else f"(no jobs under {magics.jobs_root})")
     lines += [f"({note})"] if note else []
     if not away and not everything:  # the allocation, where Slurm is here and knows it

@@ -350,11 +350,9 @@ class HpcMagicsKernel(Magics):
     def _rerun_made(self, handle: Any) -> Any:
         """A job ``handle.rerun`` submitted: the session's newest, with a watched widget
         (the handle shows it; a Rerun button puts it under its own widget)."""
+        from .widget_monitor import job_widget
+
         self.remember(handle)
-        try:
-            from .widget_monitor import job_widget
-        except ImportError:  # no ipywidgets: the handle shows its summary
-            return None
         return job_widget(handle)
 
     def handle_for(self, job: str | None) -> Any:

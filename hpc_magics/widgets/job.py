@@ -33,7 +33,7 @@ from ..core.jobs import is_final
 from ..fetching import shell_namespace
 from ..jobfacts import suggested_rerun
 from ..jobfolder.files import read_tail
-from .job_view import JobView, segment_html, segment_note, view_of
+from .job_view import JobView, segment_note, view_of
 from .parts import Part, error_html, shown
 from .sweep_view import sweep_section
 from .telemetry import telemetry_html
@@ -179,7 +179,7 @@ class JobWidget(widgets.VBox):
     def render(self) -> None:
         self.rendered_key = self.key()
         view = view_of(self.handle, self.end_state)
-        self.status.value = view.status_html() + segment_html(self.handle.folder.path)
+        self.status.value = view.status_html()
         self.story.value = html.escape(view.story())
         fraction = view.progress
         self._show("progress", fraction is not None)
