@@ -254,7 +254,8 @@ class JobWidget(widgets.VBox):
             self.rerun_changes = suggested_rerun(self.handle.folder, self.handle.job_id,
                                                  view.state, usage)
             self.rerun_button.description = " ".join(
-                ["Rerun", *(["with"] * bool(self.rerun_changes)),
+                ["Rerun" if self.sweep is None else "Retry failed",
+                 *(["with"] * bool(self.rerun_changes)),
                  ", ".join(self.rerun_changes.values())])
         self._show("rerun_button", offer)
 
