@@ -253,10 +253,9 @@ class JobWidget(widgets.VBox):
             usage = self.usage[0] if self.usage and len(self.usage) == 1 else None
             self.rerun_changes = suggested_rerun(self.handle.folder, self.handle.job_id,
                                                  view.state, usage)
-            self.rerun_button.description = " ".join(
-                ["Rerun" if self.sweep is None else "Retry failed",
-                 *(["with"] * bool(self.rerun_changes)),
-                 ", ".join(self.rerun_changes.values())])
+            label = "Rerun" if self.sweep is None else "Retry failed"
+            changes = ", ".join(self.rerun_changes.values())
+            self.rerun_button.description = f"{label} with {changes}" if changes else label
         self._show("rerun_button", offer)
 
     def _render_efficiency(self, view: JobView) -> None:
