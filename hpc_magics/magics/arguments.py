@@ -89,12 +89,6 @@ def resource_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "RESOURCE_FLAGS":  # the table as a list, built when asked for
-        return resource_flags()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     return arguments_from(resource_flags)(function)
 
@@ -102,14 +96,6 @@ def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
 def values_from_args(args: Any) -> dict[str, Any]:
     """The parsed magic arguments, keyed by request field, as ``resources.updated`` takes them."""
     return flags.flag_values(args) | {"backend": args.backend}
-
-
-def unquoted(text: str | None) -> Any:
-    """IPython's argument split keeps quotes: ``--stage 'my data'`` means ``my data``."""
-    if text is None:
-        return None
-    text = text.strip()
-    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
 
 
 def parsed_arguments(magic: Callable[..., Any], line: str) -> Any:

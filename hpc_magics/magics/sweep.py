@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..core.errors import HpcMagicsError
-from .arguments import unquoted
 from .job_actions import show_handle, wait_and_fetch
 from .lazy import arguments_from, lazy_module
 from .submission import new_folder
 
 if TYPE_CHECKING:
-    from ..core import jobids, sweep
+    from ..core import jobids, resources, sweep
     from ..core.resources import ResourceRequest
 else:  # imported on first use (see lazy.py)
     jobids = lazy_module("hpc_magics.core.jobids")
     sweep = lazy_module("hpc_magics.core.sweep")
+    resources = lazy_module("hpc_magics.core.resources")
 
 SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--sweep",), {"action": "append", "metavar": "NAME=V1,V2",
@@ -55,7 +55,7 @@ def points(args: Any, namespace: dict[str, Any]) -> list[sweep.Point] | None:
         return None
     base = None
     if args.sweep_from:
-        name = unquoted(args.sweep_from)
+        name = resources._unquote(args.sweep_from)
         if name not in namespace:
             raise UsageError(f"--sweep-from {name}: the notebook has no variable {name!r}: "
                              "define it first (a list of dicts, or a dict of lists)")
@@ -77,7 +77,7 @@ def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
     (those that must end well, those that need only end)."""
     from ..handle import JobHandle
 
-    reference = unquoted(reference)
+    reference = resources._unquote(reference)
     namespace = magics.shell.user_ns if magics.shell is not None else {}
     value = namespace.get(reference) if reference.isidentifier() else None
     if isinstance(value, JobHandle):
@@ -107,7 +107,7 @@ def resolved_dependency(magics: Any, text: str | None) -> str | None:
     Ids (``123``, ``123_4``, ``123+10``), ``singleton`` and sbatch's ``?`` stay as written."""
     if not text:
         return text
-    parts = re.split(r"([,?])", unquoted(text))
+    parts = re.split(r"([,?])", resources._unquote(text))
     for position in range(0, len(parts), 2):
         kind, colon, references = parts[position].partition(":")
         if not colon:
