@@ -183,19 +183,14 @@ def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
         publish(entry["data"], entry["metadata"])
 
 
-def rendered_output(folder: JobFolder) -> list[dict[str, Any]]:
-    """The job's output entries as the cell's live view shows them (``[]`` before any)."""
-    text = StreamText(whole=str(folder.path / OUTPUT_FILE))
-    for name, piece in StreamReader(folder.path / STREAM_FILE).read_all():
-        text.add(name, piece)
-    return text.outputs()
-
-
 def written_output(folder: JobFolder) -> list[dict[str, Any]]:
     """The cell's output as nbformat outputs: as the live view renders it, or a job folder's
     ``output.txt`` from before the live stream."""
     if (folder.path / STREAM_FILE).exists():
-        return rendered_output(folder)
+        text = StreamText(whole=str(folder.path / OUTPUT_FILE))
+        for name, piece in StreamReader(folder.path / STREAM_FILE).read_all():
+            text.add(name, piece)
+        return text.outputs()
     output = folder.shown_output()
     return [{"output_type": "stream", "name": "stdout", "text": output}] if output else []
 

@@ -151,15 +151,6 @@ def plan(backend: Any, folder: str, request: ResourceRequest, profile: Any, job_
                               sweep.check_parallelism(args.array_parallelism), max_array_size)
 
 
-def dry_run_text(scripts: Sequence[Any], found: Sequence[sweep.Point]) -> str:
-    lines = [f"# a sweep of {len(found)} tasks as {len(scripts)} job "
-             f"arr{'ay' if len(scripts) == 1 else 'ays'}; first point: {found[0]}"]
-    for script in scripts:
-        lines += [f"# ---- {script.name} (points {script.part.indices[0]}.."
-                  f"{script.part.indices[-1]})", script.text.rstrip("\n")]
-    return "\n".join(lines) + "\n"
-
-
 def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, profile: Any,
            job_name: str, found: Sequence[sweep.Point], args: Any) -> Any:
     """Create the job folder, submit the arrays; the sweep's handle."""
@@ -199,7 +190,11 @@ def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceReq
         scripts = plan(backend, would_be, request, profile, job_name, found, args,
                        check_limits(request, len(found)))
         print(f"# dry run: nothing submitted. The job folder would be {would_be}.")
-        print(dry_run_text(scripts, found), end="")
+        print(f"# a sweep of {len(found)} tasks as {len(scripts)} job "
+              f"arr{'ay' if len(scripts) == 1 else 'ays'}; first point: {found[0]}")
+        for script in scripts:
+            print(f"# ---- {script.name} (points {script.part.indices[0]}.."
+                  f"{script.part.indices[-1]})\n{script.text.rstrip()}")
         print(f"# {payload.summary()} (once, for all tasks)")
         return
     print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
