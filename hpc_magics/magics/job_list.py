@@ -15,6 +15,7 @@ the queued and running jobs draw on, warning when their requests add up to more 
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -350,12 +351,6 @@ def show(magics: Any, everything: bool, state: str | None) -> None:
     print("\n".join(lines))
 
 
-def _escape(text: str) -> str:
-    import html  # loaded when a table is drawn
-
-    return html.escape(text)
-
-
 class JobsTable:
     """The listing as a widget: Cancel (after a confirmation), Log and Handle per job."""
 
@@ -366,18 +361,18 @@ class JobsTable:
         self.message = widgets.HTML()
         self.log_view = widgets.HTML()
         header = widgets.HTML("<b>all your Slurm jobs</b>" + (
-            f" <small>({_escape(note)})</small>" if note else ""))
+            f" <small>({html.escape(note)})</small>" if note else ""))
         lines = [header]
         self.buttons: dict[str, dict[str, Any]] = {}
         if len(rows) > MAX_TABLE_ROWS:
             note = f"the newest {MAX_TABLE_ROWS} of {len(rows)}: narrow with --state"
-            lines.append(widgets.HTML(f"<small>({_escape(note)})</small>"))
+            lines.append(widgets.HTML(f"<small>({html.escape(note)})</small>"))
         for row in rows[:MAX_TABLE_ROWS]:
             text = widgets.HTML(
-                f"<code>{_escape(row.job_id)}</code> <b>{_escape(row.state)}</b> "
-                f"{_escape(row.kind)} {_escape(row.partition)} {_escape(row.elapsed)} "
-                f"{_escape(row.where)} {_escape(row.name)}"
-                + (f" · <i>{_escape(row.why)}</i>" if row.why else ""))
+                f"<code>{html.escape(row.job_id)}</code> <b>{html.escape(row.state)}</b> "
+                f"{html.escape(row.kind)} {html.escape(row.partition)} {html.escape(row.elapsed)} "
+                f"{html.escape(row.where)} {html.escape(row.name)}"
+                + (f" · <i>{html.escape(row.why)}</i>" if row.why else ""))
             mine: dict[str, Any] = {}
             if not job_states.is_final(row.state):
                 mine["cancel"] = widgets.Button(description="Cancel", button_style="danger")
@@ -401,7 +396,7 @@ class JobsTable:
 
     def _ask_cancel(self, row: JobRow) -> None:
         self._cancelling = row
-        self.confirm_text.value = f"Cancel job <code>{_escape(row.job_id)}</code>?"
+        self.confirm_text.value = f"Cancel job <code>{html.escape(row.job_id)}</code>?"
         self.confirm.layout.display = None
 
     def _cancel(self) -> None:
@@ -411,7 +406,7 @@ class JobsTable:
             return
         try:
             watcher().cancel(row.job_id)  # only the user's own, as squeue lists them
-            self.message.value = f"job <code>{_escape(row.job_id)}</code> cancelled"
+            self.message.value = f"job <code>{html.escape(row.job_id)}</code> cancelled"
         except (HpcMagicsError, LookupError) as error:
             from ..widgets.parts import error_html
 
@@ -420,7 +415,7 @@ class JobsTable:
     def _log(self, row: JobRow) -> None:
         text = job_log(row, self.magics)
         self.log_view.value = (f"<pre style='max-height:20em;overflow:auto'>"
-                               f"{_escape(text)}</pre>")
+                               f"{html.escape(text)}</pre>")
 
     def _handle(self, row: JobRow) -> None:
         name = "job_" + "".join(c if c.isalnum() else "_" for c in row.job_id)
@@ -428,7 +423,7 @@ class JobsTable:
         if self.magics.shell is not None:
             self.magics.shell.user_ns[name] = handle
         self.message.value = (f"<code>{name}</code> is now in the notebook "
-                              f"(<code>hpc_magics.job('{_escape(row.job_id)}')</code>)")
+                              f"(<code>hpc_magics.job('{html.escape(row.job_id)}')</code>)")
 
 
 def job_log(row: JobRow, magics: Any, tail: int = 60) -> str:

@@ -164,9 +164,9 @@ class JobWidget(widgets.VBox):
         yes = widgets.Button(description="Yes, cancel it", button_style="danger",
                              style=self._button_style)
         no = widgets.Button(description="No, keep it", style=self._button_style)
-        yes.on_click(lambda _: self._cancel())
-        no.on_click(lambda _: self._close_confirm())
         box = widgets.HBox([text, yes, no], layout=widgets.Layout(display="none"))
+        yes.on_click(lambda _: self._cancel())
+        no.on_click(lambda _: shown(box, False))
         return {"confirm": box, "confirm_text": text, "confirm_yes": yes, "confirm_no": no}
 
     def _make_html(self, name: str) -> dict[str, widgets.Widget]:
@@ -319,9 +319,6 @@ class JobWidget(widgets.VBox):
         self.confirm_text.value = (f"Cancel job <code>{html.escape(self.handle.job_id)}</code>"
                                    "? Its work so far is lost.")
         shown(self.confirm, True)
-
-    def _close_confirm(self) -> None:
-        shown(self.confirm, False)
 
     def _cancel(self) -> None:
         shown(self.confirm, False)
