@@ -59,9 +59,7 @@ def job(job_id: str | None = None) -> Any:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .magics import unregister
-
-    unregister(ipython)
+    """Nothing to tear down: magics hold no resources beyond the session's defaults."""
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

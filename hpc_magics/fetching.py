@@ -156,23 +156,11 @@ def say_what_came_back(job_id: str, result: CellResult, values: Mapping[str, Any
         print(f"[hpc_magics] job {job_id}: {'; '.join(said)}")
 
 
-def display(value: Any) -> None:
-    try:
-        from IPython.display import display as show
-    except ImportError:  # pragma: no cover
-        print(repr(value))
-        return
-    show(value)
-
-
 def publish(data: dict[str, Any], metadata: dict[str, Any]) -> None:
     """A display the node made, shown as made (its mime bundle as it is)."""
-    try:
-        from IPython.display import display as show
-    except ImportError:  # pragma: no cover
-        print(data.get("text/plain", ""))
-        return
-    show(data, raw=True, metadata=metadata)
+    from IPython.display import display
+
+    display(data, raw=True, metadata=metadata)
 
 
 def figure_outputs(folder: Path, figures: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -195,19 +183,14 @@ def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
         publish(entry["data"], entry["metadata"])
 
 
-def rendered_output(folder: JobFolder) -> list[dict[str, Any]]:
-    """The job's output entries as the cell's live view shows them (``[]`` before any)."""
-    text = StreamText(whole=str(folder.path / OUTPUT_FILE))
-    for name, piece in StreamReader(folder.path / STREAM_FILE).read_all():
-        text.add(name, piece)
-    return text.outputs()
-
-
 def written_output(folder: JobFolder) -> list[dict[str, Any]]:
     """The cell's output as nbformat outputs: as the live view renders it, or a job folder's
     ``output.txt`` from before the live stream."""
     if (folder.path / STREAM_FILE).exists():
-        return rendered_output(folder)
+        text = StreamText(whole=str(folder.path / OUTPUT_FILE))
+        for name, piece in StreamReader(folder.path / STREAM_FILE).read_all():
+            text.add(name, piece)
+        return text.outputs()
     output = folder.shown_output()
     return [{"output_type": "stream", "name": "stdout", "text": output}] if output else []
 
@@ -253,9 +236,7 @@ def show_output(folder: JobFolder, live: Any = None) -> None:
 
 def shell_namespace() -> MutableMapping[str, Any] | None:
     """The notebook's namespace (IPython's ``user_ns``), or None outside IPython."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return None
+    from IPython import get_ipython
+
     shell = get_ipython()
     return shell.user_ns if shell is not None else None

@@ -22,7 +22,6 @@ from .fetching import (
     RESULTS_GRACE_S,
     await_results,
     changed_meanwhile,
-    display,
     gathered,
     kept_in_notebook,
     resolver,
@@ -251,6 +250,8 @@ class JobHandle:
         if show:
             say_what_came_back(self.job_id, result, assigned, notes)
             if result.last_value_repr is not None:
+                from IPython.display import display
+
                 display(last if result.has_last_value else result.last_value_repr)
         self.fetched = True
         self.folder.update_meta(fetched=True)

@@ -161,16 +161,11 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def request_from_args(args: argparse.Namespace, metadata: dict[str, Any]
-                      ) -> tuple[ResourceRequest, ClusterProfile]:
-    job = job_for_notebook(metadata, args.profile, source=args.notebook)
-    request = updated(job.request, flag_values(args) | {"backend": args.backend})
-    return request, load_profile(request.profile)
-
-
 def run(args: argparse.Namespace) -> int:
-    notebook = read_notebook(args.notebook)
-    request, profile = request_from_args(args, notebook.get("metadata", {}))
+    asked = job_for_notebook(read_notebook(args.notebook).get("metadata", {}), args.profile,
+                             source=args.notebook)
+    request = updated(asked.request, flag_values(args) | {"backend": args.backend})
+    profile = load_profile(request.profile)
     jobs_root = (args.jobs_dir or args.notebook.resolve().parent / DEFAULT_JOBS_DIR).resolve()
     if args.dry_run:
         print(dry_run(args.notebook, request, profile, jobs_root=jobs_root,

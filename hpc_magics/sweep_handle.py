@@ -19,7 +19,7 @@ from typing import Any
 from .core.errors import HpcMagicsError
 from .core.jobs import SUCCESS_STATES
 from .core.sweep import Point, task_job_ids
-from .fetching import display, shell_namespace
+from .fetching import shell_namespace
 from .handle import JobHandle, wait_for_end
 from .jobfolder.files import RESULTS_FILE, CellResult, Outcome, load_own, read_outcome
 from .jobfolder.tasks import POINTS_FILE, task_dir
@@ -127,6 +127,8 @@ class SweepHandle(JobHandle):
                                  "hpc_magics.job().table() for the tasks done so far")
         table = self.table(namespace, ask=False)
         if show:
+            from IPython.display import display
+
             display(table)
         self.fetched = True
         self.folder.update_meta(fetched=True)

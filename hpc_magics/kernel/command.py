@@ -70,17 +70,14 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     remove.set_defaults(run=run_remove)
 
 
-def request_from_args(args: argparse.Namespace) -> ResourceRequest:
-    base = ResourceRequest(profile=args.profile or default_profile_name(), backend="slurm")
-    return updated(base, flag_values(args))
-
-
 def kernelspec(args: argparse.Namespace) -> tuple[dict[str, Any], KernelRequest, Path]:
     """The kernel.json text, the checked request, and the wrapped kernel's resource folder."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     jobid = str(require_job_id(args.jobid)) if args.jobid else None
-    kernel = KernelRequest(request_from_args(args), args.python, jobid, args.tunnel)
+    request = updated(ResourceRequest(profile=args.profile or default_profile_name(),
+                                      backend="slurm"), flag_values(args))
+    kernel = KernelRequest(request, args.python, jobid, args.tunnel)
     problems = kernel.check()
     try:
         wrapped = KernelSpecManager().get_kernel_spec(args.kernel)

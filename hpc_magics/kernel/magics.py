@@ -123,17 +123,13 @@ class SessionMagics(Magics):
 
 
 def show_session(name: str, session: Any) -> Any:
-    """Display the session's job widget (state, node, time left, Stop); return it (None
-    without ipywidgets: the printed lines say the same)."""
+    """Display the session's job widget (state, node, time left, Stop); return it."""
     from IPython.display import display
 
+    from ..magics.widget_monitor import job_widget
     from . import session as sessions
 
-    try:
-        from ..magics.widget_monitor import session_widget
-    except ImportError:
-        return None
-    widget = session_widget(session.handle, name, lambda: sessions.stop(name))
+    widget = job_widget(session.handle, name, lambda: sessions.stop(name))
     display(widget)
     return widget
 

@@ -111,27 +111,25 @@ class Session:
         may run for hours: while it is quiet, the job is looked at (``_still_there``)."""
         msg_id = self.client.execute(code, store_history=show, allow_stdin=False)
         while True:  # its output, until the kernel is idle again
-            try:
-                message = self.client.get_iopub_msg(timeout=LOOK_EVERY_S)
-            except queue.Empty:
-                self._still_there()
-                continue
-            if message["parent_header"].get("msg_id") != msg_id:
-                continue
+            message = self._next(self.client.get_iopub_msg, msg_id)
             if show:
                 _show(message)
             if message["header"]["msg_type"] == "status" and \
                     message["content"]["execution_state"] == "idle":
                 break
-        while True:  # then its reply
+        content: dict[str, Any] = self._next(self.client.get_shell_msg, msg_id)["content"]
+        return content  # then its reply
+
+    def _next(self, get: Any, msg_id: str) -> dict[str, Any]:
+        """The next message for ``msg_id`` from a channel, looking at the job while quiet."""
+        while True:
             try:
-                reply = self.client.get_shell_msg(timeout=LOOK_EVERY_S)
+                message: dict[str, Any] = get(timeout=LOOK_EVERY_S)
             except queue.Empty:
                 self._still_there()
                 continue
-            if reply["parent_header"].get("msg_id") == msg_id:
-                content: dict[str, Any] = reply["content"]
-                return content
+            if message["parent_header"].get("msg_id") == msg_id:
+                return message
 
     def _still_there(self) -> None:
         """The kernel's job (or its step) still runs, as the provisioner sees it: the step's

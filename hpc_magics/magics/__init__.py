@@ -10,6 +10,7 @@ def register(ipython: Any) -> None:
     from .job_actions import JobActionMagics
     from .jobs import HpcMagicsKernel
     from .notebook import NotebookJobMagics
+    from .server import ServerMagics
 
     ipython.register_magics(HpcMagicsKernel)  # first: the others find it in the registry
     ipython.register_magics(JobActionMagics)
@@ -22,12 +23,4 @@ def register(ipython: Any) -> None:
 
     catch_node_failures(ipython)  # %debug and %tb on a failed cell's node frames
     offer_left_behind()  # kernel jobs a killed server or notebook left: offered for cancel
-    try:
-        from .server import ServerMagics
-    except ImportError:  # the server magic is optional
-        return
     ipython.register_magics(ServerMagics)
-
-
-def unregister(ipython: Any) -> None:
-    """Nothing to tear down: magics hold no resources beyond the session's defaults."""

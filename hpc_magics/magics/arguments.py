@@ -11,12 +11,14 @@ calls a ``getdoc()`` it finds on the object).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import construct_parser, magic_arguments, parse_argstring
 
+from ..core.errors import HpcMagicsError, JobFailed
 from .lazy import arguments_from, lazy_module
 
 if TYPE_CHECKING:
@@ -43,20 +45,33 @@ class _LazyParser:
 
 
 class lazy_magic_arguments(magic_arguments):  # spelled as IPython's decorator
-    def __call__(self, func: Any) -> Any:
+    """Also the one place a magic's error becomes what the user reads: an ``HpcMagicsError``
+    is IPython's one-line ``UsageError`` (but a failed job's ``JobFailed``: it shows the
+    node's traceback)."""
+
+    def __call__(self, magic: Any) -> Any:
+        @functools.wraps(magic)  # its name, its arguments (the parser is built from them)
+        def func(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return magic(*args, **kwargs)
+            except JobFailed:
+                raise
+            except HpcMagicsError as error:
+                raise UsageError(str(error)) from None
+
         if not getattr(func, "has_arguments", False):
-            func.has_arguments = True
-            func.decorators = []
+            func.has_arguments = True  # type: ignore[attr-defined]
+            func.decorators = []  # type: ignore[attr-defined]
         if self.name is not None:
-            func.argcmd_name = self.name
+            func.argcmd_name = self.name  # type: ignore[attr-defined]
         parser = _LazyParser(func)
-        func.parser = parser
+        func.parser = parser  # type: ignore[attr-defined]
 
         def getdoc() -> str:
             parser.built()
             return str(func.__doc__)
 
-        func.getdoc = getdoc
+        func.getdoc = getdoc  # type: ignore[attr-defined]
         return func
 
 
@@ -74,12 +89,6 @@ def resource_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "RESOURCE_FLAGS":  # the table as a list, built when asked for
-        return resource_flags()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     return arguments_from(resource_flags)(function)
 
@@ -87,14 +96,6 @@ def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
 def values_from_args(args: Any) -> dict[str, Any]:
     """The parsed magic arguments, keyed by request field, as ``resources.updated`` takes them."""
     return flags.flag_values(args) | {"backend": args.backend}
-
-
-def unquoted(text: str | None) -> Any:
-    """IPython's argument split keeps quotes: ``--stage 'my data'`` means ``my data``."""
-    if text is None:
-        return None
-    text = text.strip()
-    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
 
 
 def parsed_arguments(magic: Callable[..., Any], line: str) -> Any:

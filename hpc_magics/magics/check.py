@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import html
 
-from IPython.core.error import UsageError
-
 from ..core.checkscript import ERROR, WARNING, ScriptReport, check_script, render
-from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
 
 _COLOURS = {ERROR: "#c62828", WARNING: "#ef6c00", "ignored": "#757575", "passed": "#1565c0"}
@@ -43,8 +40,5 @@ def check_view(script: str, profile_name: str) -> CheckView:
     """The block checked against the profile; against Slurm too when this is its cluster."""
     from ..scheduler.live import with_live
 
-    try:
-        report = check_script(script, load_profile(profile_name))
-        return CheckView(*with_live(report, script))
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    report = check_script(script, load_profile(profile_name))
+    return CheckView(*with_live(report, script))

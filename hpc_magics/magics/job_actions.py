@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, parse_argstring
 
-from ..core.errors import HpcMagicsError, JobFailed
+from ..core.errors import HpcMagicsError
 from ..core.units import format_memory
 from .arguments import lazy_magic_arguments as magic_arguments
 from .arguments import parsed_arguments
@@ -22,14 +22,11 @@ USAGE_WAIT_S = 20.0
 
 
 def show_handle(handle: Any) -> Any:
-    """Display the job's widget (or its summary without ipywidgets); return the widget."""
+    """Display the job's widget; return it."""
     from IPython.display import display
 
-    try:
-        from .widget_monitor import job_widget
-    except ImportError:
-        display(handle)
-        return None
+    from .widget_monitor import job_widget
+
     widget = job_widget(handle)
     display(widget)
     return widget
@@ -56,10 +53,6 @@ def wait_and_fetch(handle: Any, shell: Any, widget: Any = None,
     try:
         handle.wait(progress=progress, results_suffice=results_suffice)
         handle.fetch(shell.user_ns if shell else None)
-    except JobFailed:
-        raise
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
     finally:
         if widget is not None:
             widget.render()
@@ -81,24 +74,19 @@ def retrying_oom(handle: Any, tries: int) -> Any:
     from ..cell_job import oom_retry
 
     print(f"[hpc_magics] try 1 of {tries + 1}: job {handle.job_id} with {_memory_said(handle)}")
-    try:
-        for attempt in range(2, tries + 2):
-            handle.wait()
-            if handle.end_state() != "OUT_OF_MEMORY":
-                break
-            changes, why_not = oom_retry(handle.folder, handle.job_id)
-            if not changes:
-                print(f"[hpc_magics] {why_not}")
-                break
-            handle = handle.rerun(**changes)
-            print(f"[hpc_magics] try {attempt} of {tries + 1}: job {handle.job_id} with "
-                  f"{_memory_said(handle)} (the one before ran out of memory)")
-            if handle.widget is not None:
-                display(handle.widget)
-    except JobFailed:
-        raise
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    for attempt in range(2, tries + 2):
+        handle.wait()
+        if handle.end_state() != "OUT_OF_MEMORY":
+            break
+        changes, why_not = oom_retry(handle.folder, handle.job_id)
+        if not changes:
+            print(f"[hpc_magics] {why_not}")
+            break
+        handle = handle.rerun(**changes)
+        print(f"[hpc_magics] try {attempt} of {tries + 1}: job {handle.job_id} with "
+              f"{_memory_said(handle)} (the one before ran out of memory)")
+        if handle.widget is not None:
+            display(handle.widget)
     return handle
 
 
@@ -125,12 +113,8 @@ class JobActionMagics(Magics):
         if args.wait:
             wait_and_fetch(handle, self.shell)
             return
-        try:  # without --wait, results a network file system shows late are not waited for
-            handle.fetch(self.shell.user_ns if self.shell else None, results_grace_s=0.5)
-        except JobFailed:
-            raise
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        # without --wait, results a network file system shows late are not waited for
+        handle.fetch(self.shell.user_ns if self.shell else None, results_grace_s=0.5)
 
     # ------------------------------------------------------------- %hpc_live
     @magic_arguments()
@@ -172,10 +156,7 @@ class JobActionMagics(Magics):
             return
         from ..core.jobs import is_final
 
-        try:
-            state = handle.cancel(wait_s=0)  # one look after scancel: a magic never blocks
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        state = handle.cancel(wait_s=0)  # one look after scancel: a magic never blocks
         if is_final(state):
             print(f"[hpc_magics] job {handle.job_id}: {state}")
         else:

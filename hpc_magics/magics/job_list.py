@@ -15,6 +15,7 @@ the queued and running jobs draw on, warning when their requests add up to more 
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -33,6 +34,7 @@ from ..core.units import format_duration
 from ..jobfacts import ASKED_ABOUT, end_line, ended_because_all
 from ..jobfolder.folder import JobFolder, find_job_folders
 from ..scheduler.commands import slurm_available
+from ..scheduler.job_index import kind_of
 from ..scheduler.job_status import SCHEDULER_UNREACHABLE, JobStatus
 from ..scheduler.queue import QueueView
 from ..scheduler.watcher import watcher
@@ -40,7 +42,6 @@ from ..scheduler.watcher import watcher
 LOOK_MAX_AGE_S = 0.5  # the user asked now: a view older than this is asked again, once
 MAX_TABLE_ROWS = 200  # rows of buttons in the widget
 INDENT = " " * 14  # under the state column
-SESSION_PREFIX = "kernel-session-"
 
 
 @dataclass(frozen=True)
@@ -86,13 +87,6 @@ def _queue_view(fresh: bool) -> QueueView:
     return queue.look_now()
 
 
-def _kind(meta: Mapping[str, Any], has_folder: bool) -> str:
-    kind = str(meta.get("kind") or ("cell" if has_folder else ""))
-    if kind == "kernel" and str(meta.get("name", "")).startswith(SESSION_PREFIX):
-        return "session"
-    return kind
-
-
 def _row(job_id: str, state: str, entry: JobSnapshot | None, folder: Any = None,
          why: str = "", note: str = "", now: float = 0.0,
          meta: Mapping[str, Any] | None = None) -> JobRow:
@@ -115,7 +109,7 @@ def _row(job_id: str, state: str, entry: JobSnapshot | None, folder: Any = None,
         left = format_duration(entry.time_limit_s) if entry.time_limit_s else ""
     if meta.get("backend") == "local":
         where = "(this machine)"
-    return JobRow(job_id, state, _kind(meta, folder is not None),
+    return JobRow(job_id, state, kind_of(dict(meta)) if folder is not None else "",
                   str(meta.get("name", "")) or (entry.name if entry is not None else ""),
                   entry.partition if entry is not None else "",
                   format_duration(elapsed_s) if elapsed_s else "", left, cost, where, why,
@@ -336,39 +330,25 @@ def rows_text(rows: list[JobRow], empty: str) -> list[str]:
 
 def show(magics: Any, everything: bool, state: str | None) -> None:
     """``%hpc_jobs [--all] [--state R,PD]`` for the kernel's magics (``HpcMagicsKernel``)."""
-    from IPython.core.error import UsageError
-
     wanted = wanted_states(state)
     folders = [f for f in find_job_folders(magics.jobs_root) if "job_id" in f.meta()]
-    try:
-        if everything:
-            rows, note = all_rows(folders)
-            away = False
-        else:
-            rows, note, away = notebook_rows(folders)
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    if everything:
+        rows, note = all_rows(folders)
+        away = False
+    else:
+        rows, note, away = notebook_rows(folders)
     if wanted is not None:
         rows = [r for r in rows if job_states.normalize_state(r.state) in wanted]
     if everything and type(magics.shell).__name__ == "ZMQInteractiveShell":
-        try:
-            from IPython.display import display
+        from IPython.display import display
 
-            display(JobsTable(rows, note, magics).widget)
-            return
-        except ImportError:
-            pass
+        display(JobsTable(rows, note, magics).widget)
+        return
     lines = rows_text(rows, "(no jobs)" if everything else f"(no jobs under {magics.jobs_root})")
     lines += [f"({note})"] if note else []
     if not away and not everything:  # the allocation, where Slurm is here and knows it
         lines += allocation_section(rows, magics.request, magics._profile(magics.request))
     print("\n".join(lines))
-
-
-def _escape(text: str) -> str:
-    import html  # loaded when a table is drawn
-
-    return html.escape(text)
 
 
 class JobsTable:
@@ -381,18 +361,18 @@ class JobsTable:
         self.message = widgets.HTML()
         self.log_view = widgets.HTML()
         header = widgets.HTML("<b>all your Slurm jobs</b>" + (
-            f" <small>({_escape(note)})</small>" if note else ""))
+            f" <small>({html.escape(note)})</small>" if note else ""))
         lines = [header]
         self.buttons: dict[str, dict[str, Any]] = {}
         if len(rows) > MAX_TABLE_ROWS:
             note = f"the newest {MAX_TABLE_ROWS} of {len(rows)}: narrow with --state"
-            lines.append(widgets.HTML(f"<small>({_escape(note)})</small>"))
+            lines.append(widgets.HTML(f"<small>({html.escape(note)})</small>"))
         for row in rows[:MAX_TABLE_ROWS]:
             text = widgets.HTML(
-                f"<code>{_escape(row.job_id)}</code> <b>{_escape(row.state)}</b> "
-                f"{_escape(row.kind)} {_escape(row.partition)} {_escape(row.elapsed)} "
-                f"{_escape(row.where)} {_escape(row.name)}"
-                + (f" · <i>{_escape(row.why)}</i>" if row.why else ""))
+                f"<code>{html.escape(row.job_id)}</code> <b>{html.escape(row.state)}</b> "
+                f"{html.escape(row.kind)} {html.escape(row.partition)} {html.escape(row.elapsed)} "
+                f"{html.escape(row.where)} {html.escape(row.name)}"
+                + (f" · <i>{html.escape(row.why)}</i>" if row.why else ""))
             mine: dict[str, Any] = {}
             if not job_states.is_final(row.state):
                 mine["cancel"] = widgets.Button(description="Cancel", button_style="danger")
@@ -416,7 +396,7 @@ class JobsTable:
 
     def _ask_cancel(self, row: JobRow) -> None:
         self._cancelling = row
-        self.confirm_text.value = f"Cancel job <code>{_escape(row.job_id)}</code>?"
+        self.confirm_text.value = f"Cancel job <code>{html.escape(row.job_id)}</code>?"
         self.confirm.layout.display = None
 
     def _cancel(self) -> None:
@@ -426,14 +406,16 @@ class JobsTable:
             return
         try:
             watcher().cancel(row.job_id)  # only the user's own, as squeue lists them
-            self.message.value = f"job <code>{_escape(row.job_id)}</code> cancelled"
+            self.message.value = f"job <code>{html.escape(row.job_id)}</code> cancelled"
         except (HpcMagicsError, LookupError) as error:
-            self.message.value = f"<span style='color:#c62828'>{_escape(str(error))}</span>"
+            from ..widgets.parts import error_html
+
+            self.message.value = error_html(error)
 
     def _log(self, row: JobRow) -> None:
         text = job_log(row, self.magics)
         self.log_view.value = (f"<pre style='max-height:20em;overflow:auto'>"
-                               f"{_escape(text)}</pre>")
+                               f"{html.escape(text)}</pre>")
 
     def _handle(self, row: JobRow) -> None:
         name = "job_" + "".join(c if c.isalnum() else "_" for c in row.job_id)
@@ -441,7 +423,7 @@ class JobsTable:
         if self.magics.shell is not None:
             self.magics.shell.user_ns[name] = handle
         self.message.value = (f"<code>{name}</code> is now in the notebook "
-                              f"(<code>hpc_magics.job('{_escape(row.job_id)}')</code>)")
+                              f"(<code>hpc_magics.job('{html.escape(row.job_id)}')</code>)")
 
 
 def job_log(row: JobRow, magics: Any, tail: int = 60) -> str:

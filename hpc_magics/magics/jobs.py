@@ -122,10 +122,7 @@ class HpcMagicsKernel(Magics):
         """The request under ``--profile``, without what named the cluster before."""
         if not getattr(args, "profile", None):
             return request
-        try:
-            profiles.load_profile(args.profile)  # fail now on an unknown name
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        profiles.load_profile(args.profile)  # fail now on an unknown name
         request, dropped = resources.for_profile(request, args.profile)
         if dropped:
             print(f"[hpc_magics] profile {args.profile}: dropped {', '.join(dropped)} "
@@ -133,17 +130,10 @@ class HpcMagicsKernel(Magics):
         return request
 
     def apply(self, request: ResourceRequest, args: Any) -> ResourceRequest:
-        request = self._switch_profile(request, args)
-        try:
-            return resources.updated(request, values_from_args(args))
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        return resources.updated(self._switch_profile(request, args), values_from_args(args))
 
     def _profile(self, request: ResourceRequest) -> ClusterProfile:
-        try:
-            return profiles.load_profile(request.profile)
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        return profiles.load_profile(request.profile)
 
     def _problems(self, request: ResourceRequest,
                   profile: ClusterProfile | None = None) -> list[validation.Problem]:
@@ -193,10 +183,8 @@ class HpcMagicsKernel(Magics):
         profile = self._profile(request)
         from ..scheduler.cluster import live_wanted, with_environment
 
-        try:  # shown and costed with the environment's sbatch defaults, as a job gets them
-            shown = with_environment(request, live_wanted(profile, None)[0])[0]
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        # shown and costed with the environment's sbatch defaults, as a job gets them
+        shown = with_environment(request, live_wanted(profile, None)[0])[0]
         return ResourceView(shown, profile, self._problems(request))
 
     # ------------------------------------------------------------- %%sbatch
@@ -243,12 +231,9 @@ class HpcMagicsKernel(Magics):
 
             return run_in_session(self.shell, args.session, cell)
         points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
-        try:
-            parsed = directive_parser.parse(cell)
-            # a --profile switch first, so the cell's own #SBATCH lines are kept
-            request = resources.updated(self._switch_profile(self.request, args), parsed.values)
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        parsed = directive_parser.parse(cell)
+        # a --profile switch first, so the cell's own #SBATCH lines are kept
+        request = resources.updated(self._switch_profile(self.request, args), parsed.values)
         # -d afterok:prep: this notebook's job folder names and handle variables are job ids
         args.dependency = sweep_magic.resolved_dependency(self, args.dependency)
         request = self.apply(request, args)
@@ -258,10 +243,7 @@ class HpcMagicsKernel(Magics):
         from ..scheduler.cluster import live_wanted, with_environment
 
         live, not_live = live_wanted(profile, args.live)
-        try:
-            request, from_environment = with_environment(request, live)
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        request, from_environment = with_environment(request, live)
         if not_live:
             print(f"[hpc_magics] {not_live}", file=sys.stderr)
         from ..core.checkscript import syntax_problems
@@ -272,50 +254,44 @@ class HpcMagicsKernel(Magics):
             raise UsageError(_one_line(errors))
         for warning in problems:
             print(f"[hpc_magics] {warning}", file=sys.stderr)
-        try:
-            from ..backends import get_backend
-
-            backend = get_backend(request.backend)
-            if request.backend == "auto" and backend.name == "local":  # never silently
-                print("[hpc_magics] --backend auto: running on this machine, not on a cluster:"
-                      " sbatch is not on PATH here (--backend slurm refuses instead)",
-                      file=sys.stderr)
-            backend.preflight(request, profile, live=live, submitting=not args.dry_run)
-            options = options_from_args(args, request, backend.name)
-            if backend.name == "slurm":  # nodes have their own /tmp: say so before the queue
-                from ..core import login_paths
-
-                login_paths.refuse(jobs_root=str(self.jobs_root), cwd=os.getcwd(),
-                                   stage=options.stage, stage_back=options.stage_back,
-                                   cell=parsed.body, environ=os.environ)
-            tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
-            if points and (options.active or tasks > 1):
-                raise UsageError("--sweep runs each point as one single-task array task: it "
-                                 "does not combine with --checkpoint, --stage, --stage-back, "
-                                 "--gather or several tasks (-N/--ntasks-per-node) yet; "
-                                 "drop one of them")
-            body, helpers = plain_python(parsed.body)
-            names = analyse(body)
-            if points:  # set per task, never shipped
-                names = sweep_magic.without_parameters(names, points)
-            if body != parsed.body:  # names the translation made up are not the user's results
-                names = replace(names, assigned=tuple(
-                    n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
-            if body == parsed.body:  # translated magics read their helpers' names
-                check_defined(body, names, self.shell.user_ns if self.shell else {},
-                              provided=injected_names(options))
-            payload = pack(body, names, self.shell.user_ns if self.shell else {},
-                           self.max_shipped_mb)
-            if helpers:  # the translated magics' helpers run first; they are not results
-                payload = replace(payload, code=helpers + payload.code)
-            job_name = args.name or parsed.job_name or default_job_name(self.shell)
-            # rendered before any folder exists: a script that cannot be written stops here
-            from ..jobfolder.folder import JobFolder
-
-            would_be = JobFolder.would_be(self.jobs_root, job_name)
-            script = backend.job_script(str(would_be), request, profile, job_name, options)
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        from ..backends import get_backend
+        backend = get_backend(request.backend)
+        if request.backend == "auto" and backend.name == "local":  # never silently
+            print("[hpc_magics] --backend auto: running on this machine, not on a cluster:"
+                  " sbatch is not on PATH here (--backend slurm refuses instead)",
+                  file=sys.stderr)
+        backend.preflight(request, profile, live=live, submitting=not args.dry_run)
+        options = options_from_args(args, request, backend.name)
+        if backend.name == "slurm":  # nodes have their own /tmp: say so before the queue
+            from ..core import login_paths
+            login_paths.refuse(jobs_root=str(self.jobs_root), cwd=os.getcwd(),
+                               stage=options.stage, stage_back=options.stage_back,
+                               cell=parsed.body, environ=os.environ)
+        tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
+        if points and (options.active or tasks > 1):
+            raise UsageError("--sweep runs each point as one single-task array task: it "
+                             "does not combine with --checkpoint, --stage, --stage-back, "
+                             "--gather or several tasks (-N/--ntasks-per-node) yet; "
+                             "drop one of them")
+        body, helpers = plain_python(parsed.body)
+        names = analyse(body)
+        if points:  # set per task, never shipped
+            names = sweep_magic.without_parameters(names, points)
+        if body != parsed.body:  # names the translation made up are not the user's results
+            names = replace(names, assigned=tuple(
+                n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
+        if body == parsed.body:  # translated magics read their helpers' names
+            check_defined(body, names, self.shell.user_ns if self.shell else {},
+                          provided=injected_names(options))
+        payload = pack(body, names, self.shell.user_ns if self.shell else {},
+                       self.max_shipped_mb)
+        if helpers:  # the translated magics' helpers run first; they are not results
+            payload = replace(payload, code=helpers + payload.code)
+        job_name = args.name or parsed.job_name or default_job_name(self.shell)
+        # rendered before any folder exists: a script that cannot be written stops here
+        from ..jobfolder.folder import JobFolder
+        would_be = JobFolder.would_be(self.jobs_root, job_name)
+        script = backend.job_script(str(would_be), request, profile, job_name, options)
         if points and args.retry_oom:
             raise UsageError("--retry-oom reruns one cell's job: a sweep reruns its failed "
                              "tasks with hpc_magics.job().rerun(mem=...)")
@@ -332,11 +308,7 @@ class HpcMagicsKernel(Magics):
             entry = cell_cache.cached_job(self.jobs_root, key)
             if entry is not None:
                 print(cell_cache.cached_message(entry))
-                try:
-                    self.handle_for(entry["folder"]).fetch(
-                        self.shell.user_ns if self.shell else None)
-                except HpcMagicsError as error:
-                    raise UsageError(str(error)) from None
+                self.handle_for(entry["folder"]).fetch(self.shell.user_ns if self.shell else None)
                 return None
         if args.dry_run:
             print_dry_run(would_be, script, backend, payload, request, profile,
@@ -380,11 +352,9 @@ class HpcMagicsKernel(Magics):
     def _rerun_made(self, handle: Any) -> Any:
         """A job ``handle.rerun`` submitted: the session's newest, with a watched widget
         (the handle shows it; a Rerun button puts it under its own widget)."""
+        from .widget_monitor import job_widget
+
         self.remember(handle)
-        try:
-            from .widget_monitor import job_widget
-        except ImportError:  # no ipywidgets: the handle shows its summary
-            return None
         return job_widget(handle)
 
     def handle_for(self, job: str | None) -> Any:

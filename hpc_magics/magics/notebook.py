@@ -15,7 +15,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument
 
-from ..core.errors import HpcMagicsError
 from .arguments import lazy_magic_arguments as magic_arguments
 from .arguments import parsed_arguments, resource_arguments, values_from_args
 from .job_actions import show_handle
@@ -63,26 +62,23 @@ class NotebookJobMagics(Magics):
         if not str(path) or path.suffix != ".ipynb":
             raise UsageError("which notebook? give its path: %hpc_submit_notebook analysis.ipynb")
         hpc = self.shell.magics_manager.registry.get("HpcMagicsKernel") if self.shell else None
-        try:
-            notebook = read_notebook(path)
-            request = job_for_notebook(notebook.get("metadata", {}), source=path).request
-            if hpc is not None and hpc.request != resources.ResourceRequest(
-                    profile=hpc.default_profile, backend=hpc.request.backend):
-                request = hpc.request  # %hpc_resources settings of this session win
-            if args.profile:
-                profiles.load_profile(args.profile)
-                request = request.changed(profile=args.profile)
-            request = resources.updated(request, values_from_args(args))
-            profile = profiles.load_profile(request.profile)
-            jobs_root = hpc.jobs_root if hpc is not None else Path(DEFAULT_JOBS_DIR).resolve()
-            if args.dry_run:
-                print(dry_run(path, request, profile, jobs_root=jobs_root,
-                              name=args.name, strip_display=args.strip_display).text(), end="")
-                return None
-            job = submit_notebook(path, request, profile, jobs_root=jobs_root,
-                                  name=args.name, strip_display=args.strip_display)
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
+        notebook = read_notebook(path)
+        request = job_for_notebook(notebook.get("metadata", {}), source=path).request
+        if hpc is not None and hpc.request != resources.ResourceRequest(
+                profile=hpc.default_profile, backend=hpc.request.backend):
+            request = hpc.request  # %hpc_resources settings of this session win
+        if args.profile:
+            profiles.load_profile(args.profile)
+            request = request.changed(profile=args.profile)
+        request = resources.updated(request, values_from_args(args))
+        profile = profiles.load_profile(request.profile)
+        jobs_root = hpc.jobs_root if hpc is not None else Path(DEFAULT_JOBS_DIR).resolve()
+        if args.dry_run:
+            print(dry_run(path, request, profile, jobs_root=jobs_root,
+                          name=args.name, strip_display=args.strip_display).text(), end="")
+            return None
+        job = submit_notebook(path, request, profile, jobs_root=jobs_root,
+                              name=args.name, strip_display=args.strip_display)
         handle = job.handle
         if hpc is not None:
             hpc.remember(handle)

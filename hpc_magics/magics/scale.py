@@ -8,16 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ..core.errors import HpcMagicsError
-from .arguments import unquoted
 from .lazy import arguments_from, lazy_module
 
 if TYPE_CHECKING:
-    from ..core import scale, units
+    from ..core import resources, scale, units
     from ..core.resources import ResourceRequest
 else:  # imported on first use (see lazy.py)
     scale = lazy_module("hpc_magics.core.scale")
     units = lazy_module("hpc_magics.core.units")
+    resources = lazy_module("hpc_magics.core.resources")
 
 
 def scale_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
@@ -51,15 +50,13 @@ def scale_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def options_from_args(args: Any, request: ResourceRequest, backend: str
                       ) -> scale.ScaleOptions:
-    """The options, checked; a bad value is a one-line ``UsageError`` before submission."""
+    """The options, checked before submission."""
     limit = request.time_s if request.time_s not in (None, units.UNLIMITED) else None
-    try:
-        opts = scale.options(gather=args.gather, checkpoint=args.checkpoint,
-                             margin_s=args.checkpoint_margin, chain=args.chain,
-                             stage=[unquoted(path) for path in args.stage or ()],
-                             stage_back=unquoted(args.stage_back), time_limit_s=limit)
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    opts = scale.options(gather=args.gather, checkpoint=args.checkpoint,
+                         margin_s=args.checkpoint_margin, chain=args.chain,
+                         stage=[resources._unquote(path) for path in args.stage or ()],
+                         stage_back=args.stage_back and resources._unquote(args.stage_back),
+                         time_limit_s=limit)
     if backend == "local" and (opts.checkpoint or opts.stage or opts.stage_back):
         raise UsageError("--checkpoint, --stage and --stage-back need Slurm (signals, "
                          "requeue, node-local storage): use --backend slurm on a cluster")

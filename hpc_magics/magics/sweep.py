@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..core.errors import HpcMagicsError
-from .arguments import unquoted
 from .job_actions import show_handle, wait_and_fetch
 from .lazy import arguments_from, lazy_module
 from .submission import new_folder
 
 if TYPE_CHECKING:
-    from ..core import jobids, sweep
+    from ..core import jobids, resources, sweep
     from ..core.resources import ResourceRequest
 else:  # imported on first use (see lazy.py)
     jobids = lazy_module("hpc_magics.core.jobids")
     sweep = lazy_module("hpc_magics.core.sweep")
+    resources = lazy_module("hpc_magics.core.resources")
 
 SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--sweep",), {"action": "append", "metavar": "NAME=V1,V2",
@@ -53,19 +53,15 @@ def points(args: Any, namespace: dict[str, Any]) -> list[sweep.Point] | None:
             raise UsageError("--array-parallelism limits a sweep's tasks: add --sweep "
                              "NAME=V1,V2 or --sweep-from NAME")
         return None
-    try:
-        base = None
-        if args.sweep_from:
-            name = unquoted(args.sweep_from)
-            if name not in namespace:
-                raise HpcMagicsError(f"--sweep-from {name}: the notebook has no variable "
-                                     f"{name!r}: define it first (a list of dicts, or a dict of "
-                                     "lists)")
-            base = sweep.points_from(name, namespace[name])
-        found = sweep.sweep_points(args.sweep or [], base)
-        sweep.check_parallelism(args.array_parallelism)
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    base = None
+    if args.sweep_from:
+        name = resources._unquote(args.sweep_from)
+        if name not in namespace:
+            raise UsageError(f"--sweep-from {name}: the notebook has no variable {name!r}: "
+                             "define it first (a list of dicts, or a dict of lists)")
+        base = sweep.points_from(name, namespace[name])
+    found = sweep.sweep_points(args.sweep or [], base)
+    sweep.check_parallelism(args.array_parallelism)
     return found
 
 
@@ -81,7 +77,7 @@ def _job_reference(magics: Any, reference: str) -> tuple[list[str], list[str]]:
     (those that must end well, those that need only end)."""
     from ..handle import JobHandle
 
-    reference = unquoted(reference)
+    reference = resources._unquote(reference)
     namespace = magics.shell.user_ns if magics.shell is not None else {}
     value = namespace.get(reference) if reference.isidentifier() else None
     if isinstance(value, JobHandle):
@@ -111,7 +107,7 @@ def resolved_dependency(magics: Any, text: str | None) -> str | None:
     Ids (``123``, ``123_4``, ``123+10``), ``singleton`` and sbatch's ``?`` stay as written."""
     if not text:
         return text
-    parts = re.split(r"([,?])", unquoted(text))
+    parts = re.split(r"([,?])", resources._unquote(text))
     for position in range(0, len(parts), 2):
         kind, colon, references = parts[position].partition(":")
         if not colon:
@@ -140,36 +136,19 @@ def check_limits(request: ResourceRequest, count: int) -> int:
     from ..scheduler.queue import login_name
     from ..scheduler.watcher import watcher
 
-    try:
-        limit = limits.submit_limit(login_name(), request.account)
-        if limit is not None:
-            queued = limits.queued_jobs(watcher().queue_view().jobs)
-            sweep.check_submit_limit(count, queued, limit)
-        return limits.max_array_size()
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    limit = limits.submit_limit(login_name(), request.account)
+    if limit is not None:
+        queued = limits.queued_jobs(watcher().queue_view().jobs)
+        sweep.check_submit_limit(count, queued, limit)
+    return limits.max_array_size()
 
 
 def plan(backend: Any, folder: str, request: ResourceRequest, profile: Any, job_name: str,
          found: Sequence[sweep.Point], args: Any, max_array_size: int) -> list[Any]:
     from ..backends import sweep as sweep_backend
 
-    try:
-        return sweep_backend.plan(backend, folder, request, profile, job_name,
-                                  range(len(found)),
-                                  sweep.check_parallelism(args.array_parallelism),
-                                  max_array_size)
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
-
-
-def dry_run_text(scripts: Sequence[Any], found: Sequence[sweep.Point]) -> str:
-    lines = [f"# a sweep of {len(found)} tasks as {len(scripts)} job "
-             f"arr{'ay' if len(scripts) == 1 else 'ays'}; first point: {found[0]}"]
-    for script in scripts:
-        lines += [f"# ---- {script.name} (points {script.part.indices[0]}.."
-                  f"{script.part.indices[-1]})", script.text.rstrip("\n")]
-    return "\n".join(lines) + "\n"
+    return sweep_backend.plan(backend, folder, request, profile, job_name, range(len(found)),
+                              sweep.check_parallelism(args.array_parallelism), max_array_size)
 
 
 def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, profile: Any,
@@ -201,7 +180,7 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
     except HpcMagicsError as error:
         if not folder.meta().get("job_id"):  # else part of a split sweep was submitted
             folder.update_meta(state="NOT_SUBMITTED", error=str(error))
-        raise UsageError(str(error)) from None
+        raise
     handle = SweepHandle(job_id, backend, JobFolder(folder.path), job_name)
     magics.remember(handle)
     return handle
@@ -214,7 +193,11 @@ def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceReq
         scripts = plan(backend, would_be, request, profile, job_name, found, args,
                        check_limits(request, len(found)))
         print(f"# dry run: nothing submitted. The job folder would be {would_be}.")
-        print(dry_run_text(scripts, found), end="")
+        print(f"# a sweep of {len(found)} tasks as {len(scripts)} job "
+              f"arr{'ay' if len(scripts) == 1 else 'ays'}; first point: {found[0]}")
+        for script in scripts:
+            print(f"# ---- {script.name} (points {script.part.indices[0]}.."
+                  f"{script.part.indices[-1]})\n{script.text.rstrip()}")
         print(f"# {payload.summary()} (once, for all tasks)")
         return
     print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")

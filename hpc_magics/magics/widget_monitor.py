@@ -7,7 +7,6 @@ Above the widgets: they are views of snapshots and never ask the scheduler thems
 from __future__ import annotations
 
 import contextlib
-import html
 import threading
 import weakref
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from ..scheduler.targets import poll_targets, usage_of
 from ..scheduler.watcher import watcher
 from ..widgets import job as job_widgets
 from ..widgets.job import JobWidget
+from ..widgets.parts import error_html
 
 
 class Monitor:
@@ -67,7 +67,7 @@ class Monitor:
         """One line under each widget (the traceback goes to the log, once)."""
         problem = error if isinstance(error, HpcMagicsError) and not isinstance(
             error, InternalBug) else report_bug("updating the job widgets", error)
-        line = f"<span style='color:#c62828'>{html.escape(str(problem))}</span>"
+        line = error_html(problem)
         for widget in widgets_now:
             with contextlib.suppress(Exception):
                 widget.message.value = line
@@ -113,16 +113,15 @@ class Monitor:
 MONITOR = Monitor()
 
 
-def job_widget(handle: Any) -> JobWidget:
-    widget = JobWidget(handle)
-    MONITOR.add(widget)
-    return widget
+def job_widget(handle: Any, session: str = "", stop: Callable[[], str] | None = None
+               ) -> JobWidget:
+    """The job's widget, kept current by the monitor; a session's (``%hpc_session``) when
+    ``session`` names it: its Stop calls ``stop``, which ends the session."""
+    if session and stop is not None:
+        from ..widgets.session import SessionWidget
 
-
-def session_widget(handle: Any, session: str, stop: Callable[[], str]) -> JobWidget:
-    """A session's job widget (``%hpc_session``); Stop calls ``stop``, which ends it."""
-    from ..widgets.session import SessionWidget
-
-    widget = SessionWidget(handle, session, stop)
+        widget: JobWidget = SessionWidget(handle, session, stop)
+    else:
+        widget = JobWidget(handle)
     MONITOR.add(widget)
     return widget

@@ -39,13 +39,6 @@ HTTP_TIMEOUT_S = 10.0
 _LOCAL_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def parent_pid(pid: int) -> int | None:
-    try:
-        return psutil.Process(pid).ppid() or None
-    except psutil.Error:
-        return None
-
-
 def running_servers() -> list[dict[str, Any]]:
     """The running Jupyter servers of this user, from their runtime files (what
     jupyter_server's ``list_running_servers`` reads; a kernel need not install it)."""
@@ -63,21 +56,15 @@ def running_servers() -> list[dict[str, Any]]:
     return servers
 
 
-def ancestors(pid: int) -> list[int]:
-    chain = []
-    current = parent_pid(pid)
-    while current and current not in chain:
-        chain.append(current)
-        current = parent_pid(current)
-    return chain
-
-
 def find_own_server(servers: Iterable[Mapping[str, Any]] | None = None,
                     pid: int | None = None) -> Mapping[str, Any] | None:
     """The running server whose process is an ancestor of ``pid`` (this kernel)."""
     if servers is None:
         servers = running_servers()
-    lineage = set(ancestors(os.getpid() if pid is None else pid))
+    try:
+        lineage = {parent.pid for parent in psutil.Process(pid).parents()}
+    except psutil.Error:  # gone already
+        return None
     return next((info for info in servers if info.get("pid") in lineage), None)
 
 

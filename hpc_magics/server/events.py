@@ -210,12 +210,12 @@ class JobTracker:
             (before is not None and not before.final)
             or (before is None and self._since_start(job.submitted_at)))
         if before is not None and before.ended_at is not None:
-            job = _with(job, ended_at=before.ended_at)
+            job = replace(job, ended_at=before.ended_at)
         elif ended:
-            job = _with(job, ended_at=now)
+            job = replace(job, ended_at=now)
         if job.queued is None and before is not None and before.queued is not None \
                 and not job.final:
-            job = _with(job, queued=before.queued)  # keep partition, limits while it settles
+            job = replace(job, queued=before.queued)  # keep partition, limits while it settles
         self._jobs[key] = job
         if ended:
             self._seq += 1
@@ -227,10 +227,6 @@ def _folder_key(entry: job_index.Entry) -> str:
     """Slurm jobs are known by id (a queue entry and its folder are one job); local ones
     by their folder, as their ids are process ids."""
     return entry.job_id if entry.cluster is not None else f"local:{entry.folder}"
-
-
-def _with(job: TrackedJob, **changes: Any) -> TrackedJob:
-    return replace(job, **changes)
 
 
 def _is_own_folder(folder: JobFolder, job_id: str) -> bool:

@@ -95,11 +95,6 @@ class HpcMagicsServer(LoggingConfigurable):
         0.3, config=True, help="Pause after answering a stop request before shutting down.",
     )
 
-    @default("log")
-    def _default_log(self) -> Any:
-        parent = self.parent
-        return parent.log if parent is not None else super()._log_default()
-
     @default("jobs_poll_interval_s")
     def _default_jobs_poll_interval_s(self) -> float:
         return poll_interval()
@@ -238,7 +233,7 @@ class ServerState:
 
     def kernel_jobs(self) -> list[TrackedJob]:
         """The live kernel and session jobs started from this server (the last cycle's)."""
-        return kernel_jobs.kernel_jobs(self.tracker.jobs())
+        return [job for job in self.tracker.jobs() if kernel_jobs.is_kernel_job(job)]
 
     # ------------------------------------------------------------------ activity
 

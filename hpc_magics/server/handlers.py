@@ -123,25 +123,13 @@ async def fresh_enough(state: ServerState) -> str | None:
 
 
 class JobsHandler(HpcMagicsHandler):
-    _track_activity = False
-
-    @web.authenticated
-    @authorized("read")
-    async def get(self) -> None:
-        state = self.state
-        tracker = state.tracker
-        error = await fresh_enough(state)
-        self.write_json({
-            "jobs": [job_json(job, state) for job in tracker.jobs()],
-            "updated": tracker.updated, "error": error or tracker.error, "now": time.time(),
-            "server_job_id": state.job_id, "server_id": state.server_id,
-        })
-
-
-class KernelJobsHandler(HpcMagicsHandler):
-    """The kernel jobs of this server for the status bar (no more squeue than the list)."""
+    """The user's jobs as this server tracks them (one cycle, waited for briefly)."""
 
     _track_activity = False
+
+    def listing(self, state: ServerState, now: float) -> dict[str, Any]:
+        return {"jobs": [job_json(job, state) for job in state.tracker.jobs()],
+                "server_job_id": state.job_id, "server_id": state.server_id}
 
     @web.authenticated
     @authorized("read")
@@ -149,11 +137,15 @@ class KernelJobsHandler(HpcMagicsHandler):
         state = self.state
         error = await fresh_enough(state)
         now = time.time()
-        self.write_json({
-            "kernels": [kernel_job_json(job, now) for job in state.kernel_jobs()],
-            "updated": state.tracker.updated, "error": error or state.tracker.error,
-            "now": now,
-        })
+        self.write_json({**self.listing(state, now), "updated": state.tracker.updated,
+                         "error": error or state.tracker.error, "now": now})
+
+
+class KernelJobsHandler(JobsHandler):
+    """The kernel jobs of this server for the status bar (no more squeue than the list)."""
+
+    def listing(self, state: ServerState, now: float) -> dict[str, Any]:
+        return {"kernels": [kernel_job_json(job, now) for job in state.kernel_jobs()]}
 
 
 class JobEventsHandler(HpcMagicsHandler):

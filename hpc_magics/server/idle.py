@@ -10,7 +10,6 @@ server.
 from __future__ import annotations
 
 import datetime as _dt
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -90,7 +89,3 @@ def other_activity(serverapp: Any) -> list[float]:
     moments += [_epoch(v) for v in settings.get("last_activity_times", {}).values()]
     moments.append(_epoch(getattr(serverapp.kernel_manager, "last_kernel_activity", None)))
     return [m for m in moments if m is not None]
-
-
-def now() -> float:
-    return time.time()

@@ -20,11 +20,10 @@ from ..core.cost import cost_so_far
 from ..core.errors import HpcMagicsError
 from ..core.pending_reasons import plain_reason
 from ..scheduler import commands
+from ..scheduler.job_index import SESSION_PREFIX
 from ..scheduler.watcher import Watcher
 from .events import TrackedJob
 
-KERNEL_PREFIX = "kernel-"
-SESSION_PREFIX = "kernel-session-"
 CANCEL_TIMEOUT_S = 30
 
 
@@ -35,15 +34,11 @@ def is_kernel_job(job: TrackedJob) -> bool:
         not (job.allocation and job.kernel_over)
 
 
-def kernel_jobs(jobs: Iterable[TrackedJob]) -> list[TrackedJob]:
-    return [job for job in jobs if is_kernel_job(job)]
-
-
 def kernel_name(job_name: str) -> tuple[str, str]:
     """(kind, name) from the job's name: ``kernel-NAME`` or ``kernel-session-NAME``."""
     if job_name.startswith(SESSION_PREFIX):
         return "session", job_name[len(SESSION_PREFIX):]
-    return "kernel", job_name.removeprefix(KERNEL_PREFIX)
+    return "kernel", job_name.removeprefix("kernel-")
 
 
 def seconds_left(job: TrackedJob, now: float) -> int | None:

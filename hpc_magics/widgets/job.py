@@ -22,7 +22,6 @@ import html
 import os
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -31,10 +30,11 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
+from ..fetching import shell_namespace
 from ..jobfacts import suggested_rerun
 from ..jobfolder.files import read_tail
-from .job_view import JobView, segment_html, segment_note, view_of
-from .parts import Part, shown
+from .job_view import JobView, segment_note, view_of
+from .parts import Part, error_html, shown
 from .sweep_view import sweep_section
 from .telemetry import telemetry_html
 
@@ -45,33 +45,34 @@ TAIL_BYTES = 256 * 1024  # read at most this much of the end of each log file
 # after the end, how long the widget keeps asking for the job's usage before giving up
 USAGE_PATIENCE_S = 300.0
 
-# Extra parts other modules add (a sweep's per-task table, "segment k of N"): each gets
-# the widget and returns a line of HTML ("" for none). Rendered under the story line.
-EXTRA_LINES: list[Callable[[JobWidget], str]] = []
-# Extra sections (a widget each, or None), added at the end when the widget is built.
-EXTRA_SECTIONS: list[Callable[[JobWidget], widgets.Widget | None]] = []
-
-
 # the widget's children top to bottom, and the buttons' row left to right
 ORDER = ("status", "sweep", "story", "progress", "telemetry", "buttons", "confirm", "message",
          "log_view", "efficiency", "gpu_plot", "rerun_widget")
-BUTTONS = ("cancel_button", "log_button", "fetch_button", "rerun_button")
+# each button: label, icon, tooltip, the method a click calls, its style
+BUTTONS = {
+    "cancel_button": ("Cancel", "stop", "scancel this job", "_ask_to_cancel", "danger"),
+    "log_button": ("More", "file-text-o", "show more of the job's log", "_toggle_log", ""),
+    "fetch_button": ("Fetch", "download", "bring results into the notebook", "_fetch", ""),
+    "rerun_button": ("Rerun", "repeat", "submit the cell again, with the same shipped state",
+                     "_rerun", ""),
+}
 
 
 class JobWidget(widgets.VBox):
     progress = Part("progress")
-    telemetry = Part("telemetry")
-    cancel_button = Part("cancel_button")
-    log_button = Part("log_button")
-    fetch_button = Part("fetch_button")
-    rerun_button = Part("rerun_button")
+    telemetry = Part("html")
+    cancel_button = Part("button")
+    log_button = Part("button")
+    fetch_button = Part("button")
+    rerun_button = Part("button")
+    button_specs = BUTTONS  # a session's widget names its Cancel otherwise
     confirm = Part("confirm")
     confirm_text = Part("confirm")
     confirm_yes = Part("confirm")
     confirm_no = Part("confirm")
-    message = Part("message")
-    log_view = Part("log_view")
-    efficiency = Part("efficiency")
+    message = Part("html")
+    log_view = Part("html")
+    efficiency = Part("html")
     gpu_plot = Part("gpu_plot")
 
     def __init__(self, handle: Any) -> None:
@@ -99,7 +100,6 @@ class JobWidget(widgets.VBox):
         self._building = True  # parts made while rendering the first time wait for the box
         self.render()
         self._building = False
-        self._extra = [section for section in (hook(self) for hook in EXTRA_SECTIONS) if section]
         super().__init__(self._children(), layout=self._fixed)
 
     # ------------------------------------------------------------------ parts
@@ -116,19 +116,15 @@ class JobWidget(widgets.VBox):
         return widgets.Button(description=description, style=self._button_style,
                               layout=widgets.Layout(display="none"), **options)
 
-    def _enabled_now(self, name: str) -> bool:
-        """Whether the last render enabled this button (made later, it starts that way)."""
-        return getattr(self, "_enabled", {}).get(name, False)
-
     def _children(self) -> tuple[widgets.Widget, ...]:
         """The parts made so far, in their order (the buttons' row as its buttons)."""
-        buttons = [self._parts[name] for name in BUTTONS if name in self._parts]
+        buttons = [self._parts[name] for name in self.button_specs if name in self._parts]
         row = self._parts.get("buttons")
         if buttons and row is None:
             self._parts["buttons"] = widgets.HBox(buttons, layout=self._fixed)
         elif row is not None and tuple(row.children) != tuple(buttons):
             row.children = buttons
-        return (*(self._parts[name] for name in ORDER if name in self._parts), *self._extra)
+        return tuple(self._parts[name] for name in ORDER if name in self._parts)
 
     def _place(self) -> None:
         if self._building:
@@ -150,68 +146,41 @@ class JobWidget(widgets.VBox):
         if value or self._made(name):
             getattr(self, name).value = value
 
-    def _make_progress(self) -> dict[str, widgets.Widget]:
-        return {"progress": widgets.FloatProgress(
+    def _make_progress(self, name: str) -> dict[str, widgets.Widget]:
+        return {name: widgets.FloatProgress(
             min=0.0, max=1.0, description="time used",
             layout=widgets.Layout(width="60%", display="none"))}
 
-    def _make_telemetry(self) -> dict[str, widgets.Widget]:
-        return {"telemetry": self._html()}
+    def _make_button(self, name: str) -> dict[str, widgets.Widget]:
+        label, icon, tooltip, action, style = self.button_specs[name]
+        # made after a render decided it: enabled as that render said
+        button = self._button(label, icon=icon, tooltip=tooltip, button_style=style,
+                              disabled=not getattr(self, "_enabled", {}).get(name, True))
+        button.on_click(lambda _: getattr(self, action)())
+        return {name: button}
 
-    def _make_cancel_button(self) -> dict[str, widgets.Widget]:
-        button = self._button("Cancel", icon="stop", button_style="danger",
-                              tooltip="scancel this job",
-                              disabled=not self._enabled_now("cancel_button"))
-        button.on_click(lambda _: self._ask_to_cancel())
-        return {"cancel_button": button}
-
-    def _make_log_button(self) -> dict[str, widgets.Widget]:
-        button = self._button("More", icon="file-text-o", tooltip="show more of the job's log")
-        button.on_click(lambda _: self._toggle_log())
-        return {"log_button": button}
-
-    def _make_fetch_button(self) -> dict[str, widgets.Widget]:
-        button = self._button("Fetch", icon="download", tooltip="bring results into the notebook",
-                              disabled=not self._enabled_now("fetch_button"))
-        button.on_click(lambda _: self._fetch())
-        return {"fetch_button": button}
-
-    def _make_rerun_button(self) -> dict[str, widgets.Widget]:
-        button = self._button("Rerun", icon="repeat",
-                              tooltip="submit the cell again, with the same shipped state")
-        button.on_click(lambda _: self._rerun())
-        return {"rerun_button": button}
-
-    def _make_confirm(self) -> dict[str, widgets.Widget]:
+    def _make_confirm(self, name: str) -> dict[str, widgets.Widget]:
         text = self._html()
         yes = widgets.Button(description="Yes, cancel it", button_style="danger",
                              style=self._button_style)
         no = widgets.Button(description="No, keep it", style=self._button_style)
-        yes.on_click(lambda _: self._cancel())
-        no.on_click(lambda _: self._close_confirm())
         box = widgets.HBox([text, yes, no], layout=widgets.Layout(display="none"))
+        yes.on_click(lambda _: self._cancel())
+        no.on_click(lambda _: shown(box, False))
         return {"confirm": box, "confirm_text": text, "confirm_yes": yes, "confirm_no": no}
 
-    def _make_message(self) -> dict[str, widgets.Widget]:
-        return {"message": self._html()}
+    def _make_html(self, name: str) -> dict[str, widgets.Widget]:
+        return {name: self._html()}
 
-    def _make_log_view(self) -> dict[str, widgets.Widget]:
-        return {"log_view": self._html()}
-
-    def _make_efficiency(self) -> dict[str, widgets.Widget]:
-        return {"efficiency": self._html()}
-
-    def _make_gpu_plot(self) -> dict[str, widgets.Widget]:
-        return {"gpu_plot": widgets.Image(format="png", layout=widgets.Layout(display="none"))}
+    def _make_gpu_plot(self, name: str) -> dict[str, widgets.Widget]:
+        return {name: widgets.Image(format="png", layout=widgets.Layout(display="none"))}
 
     # ------------------------------------------------------------------ rendering
     def render(self) -> None:
         self.rendered_key = self.key()
         view = view_of(self.handle, self.end_state)
-        self.status.value = view.status_html() + segment_html(self.handle.folder.path)
-        story = view.story()
-        extra = [line for line in (hook(self) for hook in EXTRA_LINES) if line]
-        self.story.value = "<br>".join([html.escape(story)] * bool(story) + extra)
+        self.status.value = view.status_html()
+        self.story.value = html.escape(view.story())
         fraction = view.progress
         self._show("progress", fraction is not None)
         if self._made("progress"):
@@ -277,18 +246,18 @@ class JobWidget(widgets.VBox):
                                     f"{html.escape(text)}</pre>") if text else "")
 
     def _render_rerun(self, view: JobView) -> None:
-        """After a cell's failure (a sweep's handle reruns its failed tasks; a kernel or a
+        """After a cell's failure, or a sweep's (its failed tasks again; a kernel or a
         notebook job is started again the way it was), Rerun with the change the efficiency
         advice names, from accounting's figures once in."""
         offer = view.phase in {"failed", "ended"} and self.rerun_handle is None \
-            and self.handle.folder.meta().get("kind", "cell") == "cell"
+            and self.handle.folder.meta().get("kind", "cell") in {"cell", "sweep"}
         if offer:
             usage = self.usage[0] if self.usage and len(self.usage) == 1 else None
             self.rerun_changes = suggested_rerun(self.handle.folder, self.handle.job_id,
                                                  view.state, usage)
-            self.rerun_button.description = " ".join(
-                ["Rerun", *(["with"] * bool(self.rerun_changes)),
-                 ", ".join(self.rerun_changes.values())])
+            label = "Rerun" if self.sweep is None else "Retry failed"
+            changes = ", ".join(self.rerun_changes.values())
+            self.rerun_button.description = f"{label} with {changes}" if changes else label
         self._show("rerun_button", offer)
 
     def _render_efficiency(self, view: JobView) -> None:
@@ -345,16 +314,13 @@ class JobWidget(widgets.VBox):
         try:
             action()
         except HpcMagicsError as error:
-            self.message.value = f"<span style='color:#c62828'>{html.escape(str(error))}</span>"
+            self.message.value = error_html(error)
         self.render()
 
     def _ask_to_cancel(self) -> None:
         self.confirm_text.value = (f"Cancel job <code>{html.escape(self.handle.job_id)}</code>"
                                    "? Its work so far is lost.")
         shown(self.confirm, True)
-
-    def _close_confirm(self) -> None:
-        shown(self.confirm, False)
 
     def _cancel(self) -> None:
         shown(self.confirm, False)
@@ -369,6 +335,9 @@ class JobWidget(widgets.VBox):
         def rerun() -> None:
             new = self.handle.rerun(**self.rerun_changes)
             flags = " ".join(f"--{name} {value}" for name, value in self.rerun_changes.items())
+            if new is self.handle:  # a sweep: its failed tasks run again in it
+                self.message.value = f"its failed tasks run again {html.escape(flags)}"
+                return
             self.message.value = (f"running again as job <code>{html.escape(new.job_id)}"
                                   f"</code> {html.escape(flags)}")
             self.rerun_handle = new
@@ -383,16 +352,9 @@ class JobWidget(widgets.VBox):
         self._render_log()
 
     def _fetch(self) -> None:
-        try:
-            from IPython import get_ipython
-
-            shell = get_ipython()
-        except ImportError:  # pragma: no cover
-            shell = None
-
         def fetch() -> None:
             # a button callback's prints go nowhere visible: show everything in the widget
-            values = self.handle.fetch(shell.user_ns if shell is not None else None, show=False,
+            values = self.handle.fetch(shell_namespace(), show=False,
                                        results_grace_s=0.5)  # a button never blocks
             names = ", ".join(sorted(n for n in values if n != "_")) or "nothing"
             self.message.value = f"now in the notebook: <code>{html.escape(names)}</code>"

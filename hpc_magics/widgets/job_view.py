@@ -38,6 +38,7 @@ class JobView:
     # why it ended, with the fix (core/end_reasons.py: the notebook's error says the same)
     end_note: str = ""
     log: str = ""  # the job's output log (the labextension opens it on a click)
+    segment: str = ""  # a checkpointed job's "segment 2 of ≤4"
 
     @property
     def phase(self) -> str:
@@ -65,7 +66,8 @@ class JobView:
         note = f" · {html.escape(self.note)}" if self.note else ""
         return (f"<b>job <code>{html.escape(self.job_id)}</code></b> {html.escape(self.name)} · "
                 f"<span style='color:{colour};font-weight:bold'>{html.escape(self.state)}</span>"
-                f" · {where}{fetched}{note}<br><small>{self.links_html()}</small>")
+                f" · {where}{fetched}{note}<br><small>{self.links_html()}</small>"
+                + (f" <small>· {html.escape(self.segment)}</small>" if self.segment else ""))
 
     def links_html(self) -> str:
         """``log · folder``: links the labextension opens in JupyterLab (the file browser
@@ -118,6 +120,8 @@ def view_of(handle: Any, end_state: str | None = None) -> JobView:
     status = handle.status
     detail = status.detail
     state = end_state if end_state and status.final else status.state
+    # its stdout log (rank 0), as the backend names it: there once the job started
+    logs = handle.backend.log_paths(handle.job_id, handle.folder)
     elapsed: float | None = None
     if detail is not None and detail.elapsed_s is not None:
         # the queue's figure is from its last answer: count on from there while it runs
@@ -131,13 +135,8 @@ def view_of(handle: Any, end_state: str | None = None) -> JobView:
                    elapsed_s=elapsed, time_limit_s=detail.time_limit_s if detail else None,
                    node_list=detail.node_list if detail else "", note=status.note,
                    end_note=end_line(handle.folder, handle.job_id, state)
-                   if status.final else "", log=_first_log(handle))
-
-
-def _first_log(handle: Any) -> str:
-    """The job's stdout log (rank 0), as the backend names it: there once the job started."""
-    paths = handle.backend.log_paths(handle.job_id, handle.folder)
-    return str(paths[0]) if paths else ""
+                   if status.final else "", log=str(next(iter(logs), "")),
+                   segment=segment_note(handle.folder.path))
 
 
 # a checkpointed job's "segment k of ≤N", from segment.json (rank 0 writes it as each
@@ -149,8 +148,3 @@ def segment_note(folder: Path) -> str:
         return f"segment {int(data['segment'])} of ≤{int(data['of_at_most'])}"
     except (OSError, ValueError, KeyError, TypeError):
         return ""
-
-
-def segment_html(folder: Path) -> str:
-    note = segment_note(folder)
-    return f" <small>· {html.escape(note)}</small>" if note else ""

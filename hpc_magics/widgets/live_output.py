@@ -72,10 +72,6 @@ class LiveOutput:
                 self._done.wait(delay)
         self._done.set()
 
-    @property
-    def following(self) -> bool:
-        return not self._done.is_set()
-
     def finish(self) -> bool:
         """The job is over and its results here: stop following. In the cell that shows
         this view (``--wait``) the view empties and returns True: the fetch then prints the

@@ -6,9 +6,15 @@ parts as ``Part`` attributes pays only for those that have something to show.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import ipywidgets as widgets
+
+
+def error_html(error: object) -> str:
+    """An error's message as a widget shows it: one red line, escaped."""
+    return f"<span style='color:#c62828'>{html.escape(str(error))}</span>"
 
 
 def shown(widget: widgets.Widget, visible: bool) -> None:
@@ -22,7 +28,7 @@ class Part:
     A trivial job's widget needs its status, story and Cancel button; the bar, the other
     buttons, the confirmation, the log and the efficiency section come when they have
     something to show. The owner keeps ``_parts`` (name → widget made), a ``_making``
-    lock, ``_make_<group>()`` (the parts of one group, by name) and ``_place()``."""
+    lock, ``_make_<group>(name)`` (the parts of its group, by name) and ``_place()``."""
 
     def __init__(self, group: str) -> None:
         self.group = group  # the maker (``_make_<group>``) that builds this part
@@ -35,6 +41,6 @@ class Part:
             return self
         with widget._making:  # the monitor thread renders too: one part, made once
             if self.name not in widget._parts:
-                widget._parts.update(getattr(widget, f"_make_{self.group}")())
+                widget._parts.update(getattr(widget, f"_make_{self.group}")(self.name))
                 widget._place()
             return widget._parts[self.name]

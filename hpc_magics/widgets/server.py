@@ -18,6 +18,7 @@ import ipywidgets as widgets
 
 from ..core.errors import HpcMagicsError
 from ..scheduler.server_status import ServerStatus
+from .parts import error_html
 from .server_view import ServerView, server_view
 
 TICK_S = 30.0
@@ -85,7 +86,7 @@ class ServerWidget(widgets.VBox):
         try:
             self.snapshot = self._read_status()
         except HpcMagicsError as error:
-            self.message.value = f"<span style='color:#c62828'>{error}</span>"
+            self.message.value = error_html(error)
         self.render()
 
     @property
@@ -111,7 +112,7 @@ class ServerWidget(widgets.VBox):
             try:
                 jobs = self._read_jobs()
             except HpcMagicsError as error:
-                self.message.value = f"<span style='color:#c62828'>{error}</span>"
+                self.message.value = error_html(error)
         self.job_boxes = []
         for job_id, label in jobs:
             # width auto: the default width cuts the label ("… (RUNNI…") in the browser
@@ -139,7 +140,7 @@ class ServerWidget(widgets.VBox):
                     self._cancel_job(job_id)
             said = self._stop()
         except HpcMagicsError as error:
-            self.message.value = f"<span style='color:#c62828'>{error}</span>"
+            self.message.value = error_html(error)
             return
         if ticked:
             said += f" Cancelled: job {', '.join(ticked)}."

@@ -13,12 +13,15 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-import ipywidgets as widgets
-
-from .job import JobWidget
+from .job import BUTTONS, JobWidget
+from .parts import shown
 
 
 class SessionWidget(JobWidget):
+    button_specs = {**BUTTONS, "cancel_button": (
+        "Stop session", "stop", "shut the session's kernel down and cancel its job",
+        "_ask_to_cancel", "danger")}
+
     def __init__(self, handle: Any, session: str, stop: Callable[[], str]) -> None:
         self.session = session
         self._stop = stop  # ends the session; returns its job id
@@ -26,13 +29,6 @@ class SessionWidget(JobWidget):
         # a step of your allocation, while that allocation runs on)
         self.stopped = False
         super().__init__(handle)
-
-    def _make_cancel_button(self) -> dict[str, widgets.Widget]:
-        made = super()._make_cancel_button()
-        button = made["cancel_button"]
-        button.description = "Stop session"
-        button.tooltip = "shut the session's kernel down and cancel its job"
-        return made
 
     def render(self) -> None:
         super().render()
@@ -47,10 +43,10 @@ class SessionWidget(JobWidget):
                                    f"(job <code>{html.escape(self.handle.job_id)}</code>)? "
                                    "The variables it holds are lost.")
         self.confirm_yes.description = "Yes, stop it"
-        self.confirm.layout.display = None
+        shown(self.confirm, True)
 
     def _cancel(self) -> None:
-        self.confirm.layout.display = "none"
+        shown(self.confirm, False)
 
         def stop() -> None:
             job_id = self._stop()

@@ -1,8 +1,8 @@
-"""The job widget's section for a sweep: tasks per state, the failed ones, a retry button.
+"""The job widget's section for a sweep: tasks per state, the failed ones, the table (the
+job widget's Rerun button submits the failed tasks again).
 
 It reads the watcher's snapshots of the sweep's tasks (the job widget's monitor polls them
-in its one batched poll, see ``scheduler/targets.py``); it asks nobody itself, except the
-retry.
+in its one batched poll, see ``scheduler/targets.py``); it asks nobody itself.
 """
 
 from __future__ import annotations
@@ -45,13 +45,8 @@ class SweepSection(widgets.VBox):
         self.handle = handle
         self.counts = widgets.HTML()
         self.failures = widgets.HTML()
-        self.retry_button = widgets.Button(description="Retry failed", icon="refresh",
-                                           tooltip="submit only the failed tasks again")
-        self.retry_button.on_click(lambda _: self._retry())
-        self.message = widgets.HTML()
         self.table = widgets.HTML()  # the results table, once every task has ended
-        super().__init__([self.counts, self.failures, self.retry_button, self.message,
-                          self.table])
+        super().__init__([self.counts, self.failures, self.table])
         self.render()
 
     def _states(self) -> dict[int, str]:
@@ -68,20 +63,11 @@ class SweepSection(widgets.VBox):
         points = self.handle.points() if failed else []
         self.failures.value = failures_html([(i, repr(points[i])) for i in failed])
         live = any(phase(s) in {"pending", "running"} for s in states.values())
-        self.retry_button.disabled = not failed or live
         if states and not live and not self.table.value:
             try:
                 self.table.value = table_html(self.handle.table(ask=False))
             except HpcMagicsError as error:
                 self.table.value = html.escape(str(error))
-
-    def _retry(self) -> None:
-        try:
-            ids = self.handle.retry_failed()
-            self.message.value = f"resubmitted as job {html.escape(', '.join(ids))}"
-        except HpcMagicsError as error:
-            self.message.value = f"<span style='color:#c62828'>{html.escape(str(error))}</span>"
-        self.render()
 
 
 def sweep_section(handle: Any) -> SweepSection | None:

@@ -15,7 +15,7 @@ from hpc_magics.core.errors import InvalidRequest, SubmissionError
 from hpc_magics.core.flags import FLAG_FIELDS, SBATCH_FLAGS
 from hpc_magics.core.profiles import PACKAGED_DIR, ClusterProfile, load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
-from hpc_magics.magics.arguments import RESOURCE_FLAGS, values_from_args
+from hpc_magics.magics.arguments import resource_flags, values_from_args
 from hpc_magics.scheduler.submit import parse_answer
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "job_sh"
@@ -128,7 +128,7 @@ def test_profile_and_request_setup_each_run_once_in_order() -> None:
 
 
 def test_the_flag_table_feeds_the_parser_and_the_magic_arguments() -> None:
-    spellings = {s for flags, _ in RESOURCE_FLAGS for s in flags}
+    spellings = {s for flags, _ in resource_flags() for s in flags}
     for flag in SBATCH_FLAGS:
         assert set(flag.spellings) <= spellings
         for spelling in (flag.name, flag.short):
@@ -138,7 +138,7 @@ def test_the_flag_table_feeds_the_parser_and_the_magic_arguments() -> None:
                                           f"{spelling} 1\nx = 1")
                 assert parsed.values == {flag.field: "1"}
     parser = argparse.ArgumentParser()
-    for flags, options in RESOURCE_FLAGS:
+    for flags, options in resource_flags():
         parser.add_argument(*flags, **options)
     values = values_from_args(parser.parse_args(["-t", "5", "--mem", "2G", "-c", "3"]))
     assert (values["time_s"], values["mem_mb"], values["cpus_per_task"]) == ("5", "2G", "3")

@@ -121,6 +121,9 @@ def test_twenty_points_one_array_table_and_retry(slurm_shell: Any, sbatch_log: P
     assert "task 7: <code>{&#x27;x&#x27;: 7}" in widget.sweep.failures.value
     assert "<table" in widget.sweep.table.value and "first try of 7" in widget.sweep.table.value
     assert widget.fetch_button.layout.display == "none"  # the table is the sweep's results
+    # the job widget's Rerun button is the sweep's "Retry failed" (its failed tasks only)
+    assert widget.rerun_button.description == "Retry failed"
+    assert widget.rerun_button.layout.display != "none"
 
     # the failed tasks only, with more: one more sbatch, an array of one
     assert handle.rerun(mem="1G") is handle

@@ -13,7 +13,7 @@ from hpc_magics.scheduler.allocation import parse_sshare
 from hpc_magics.scheduler.job_status import JobStatus
 from hpc_magics.server.allocation_view import allocation_json, chosen_account, read_allocation
 from hpc_magics.server.events import TrackedJob
-from hpc_magics.server.kernel_jobs import describe, kernel_job_json, kernel_jobs
+from hpc_magics.server.kernel_jobs import describe, is_kernel_job, kernel_job_json
 
 NOW = 1_800_000_000.0
 LAB_REQUEST = to_dict(ResourceRequest(partition="debug", time_s=600, cpus_per_task=2,
@@ -53,7 +53,7 @@ def test_only_live_kernel_jobs_of_this_server_count() -> None:
     others = [kernel("RUNNING", None, job_id="43", ours=False),
               kernel("COMPLETED", None, job_id="44"),
               kernel("RUNNING", None, job_id="45", kind="")]  # a %%sbatch cell's job
-    assert kernel_jobs([mine, session, *others]) == [mine, session]
+    assert [job for job in [mine, session, *others] if is_kernel_job(job)] == [mine, session]
     assert describe([mine, session]) == "kernel gpu (job 41), session model (job 42)"
 
 

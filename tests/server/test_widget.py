@@ -55,6 +55,19 @@ def test_a_failed_stop_says_why_and_can_be_retried() -> None:
     assert not widget.stop_button.disabled
 
 
+def test_an_error_is_shown_as_text_not_as_markup() -> None:
+    """The server's or scancel's words reach the widget as text: a job name or a reason
+    with markup in it is shown, never rendered (it was put into the HTML as it came)."""
+    def stop() -> str:
+        raise HpcMagicsError("scancel failed for job <img src=x onerror=alert(1)>")
+
+    widget = ServerWidget(in_job_status(), stop_target=STOP_JOB, stop=stop, tick_s=None)
+    widget.stop_button.click()
+    widget.confirm_button.click()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in widget.message.value
+    assert "<img" not in widget.message.value
+
+
 def test_countdown_moves_with_the_clock_without_asking_anyone() -> None:
     start = time.time()
     moments = iter([start, start + 3000])
