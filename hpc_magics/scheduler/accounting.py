@@ -17,7 +17,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +61,44 @@ def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
         parts = line.strip().split("|", len(USAGE_FIELDS) - 1)
         if len(parts) == len(USAGE_FIELDS) and parts[0] and "." not in parts[0]:
             submits[parts[0]] = slurm_timestamp(parts[submit_at])
-    # slurmdbd's stand-in for a job whose own record has not arrived yet (``provisional``:
-    # seen for jobs that end within a second or two, and for a running array's last task,
-    # under the array's own id): its state is the job's, its figures are not (kept
-    # without them), and it is never the last word (``_settled``)
-    return tuple(AccountingRecord(u.job_id, u.state, submits.get(u.job_id),
-                                  None if u.provisional else u)
-                 for u in parse_usage(text))
+    usages = parse_usage(text)
+    parsed = [parse_job_id(u.job_id) for u in usages]
+    started = {(p.base, p.tasks) for p in parsed if p and p.tasks and p.tasks.isdigit()}
+    records = []
+    for usage in usages:
+        submit_time, job_id = submits.get(usage.job_id), _never_started(usage.job_id, started)
+        if job_id:
+            usage = replace(usage, job_id=job_id)
+        # slurmdbd's stand-in for a job whose own record has not arrived yet (``provisional``:
+        # seen for jobs that end within a second or two, and for a running array's last task,
+        # under the array's own id): its state is the job's, its figures are not (kept
+        # without them), and it is never the last word (``_settled``)
+            records.append(AccountingRecord(job_id, usage.state, submit_time,
+                                            None if usage.provisional else usage))
+    return tuple(records)
+
+
+def _never_started(job_id: str, started: set[tuple[str, str]]) -> str:
+    """A pending range's id without the tasks listed on their own, ``""`` when none is
+    left. slurmdbd keeps the range as it was when a task started a moment before the array
+    was cancelled: ``123_1`` (ran 1 s, cancelled) beside ``123_[1-3%1]``, for good (seen on
+    the test cluster); the range stands only for the tasks that never started."""
+    parsed = parse_job_id(job_id)
+    if parsed is None or not parsed.tasks or parsed.tasks[0] != "[" or parsed.het:
+        return job_id
+    listed = parsed.task_numbers or frozenset()
+    numbers = sorted(n for n in listed if (parsed.base, str(n)) not in started)
+    if len(numbers) == len(listed):
+        return job_id
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and runs[-1][-1] == number - 1:
+            runs[-1][1:] = [number]
+        else:
+            runs.append([number])
+    throttle = parsed.tasks[1:-1].partition("%")[2]
+    text = ",".join("-".join(map(str, run)) for run in runs) + (f"%{throttle}" if throttle else "")
+    return f"{parsed.base}_[{text}]" if numbers else ""
 
 
 def _record_to_dict(record: AccountingRecord) -> dict[str, Any]:

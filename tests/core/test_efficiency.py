@@ -125,6 +125,29 @@ def test_slurmdbds_placeholder_record_is_not_taken_for_the_jobs_figures() -> Non
     assert _settled(answer(complete, False))
 
 
+def test_a_task_that_started_as_its_array_was_cancelled_is_not_also_in_the_pending_range(
+        ) -> None:
+    """slurmdbd keeps the pending range as it was a second before the cancel (sacct on the
+    test cluster, for good): ``10034_1`` beside ``10034_[1-3%1]``. The efficiency report
+    listed point 1 twice; the range stands for the tasks that never started."""
+    from hpc_magics.scheduler.accounting import parse_accounting
+
+    tail = "|00:05:00|00:00.028||1000M|1|billing=1,cpu=1,mem=1000M,node=1|c1|halfway\n"
+    text = ("10034_0|COMPLETED|2026-11-28T09:54:06|0:0|00:00:04" + tail
+            + "10034_1|CANCELLED by 1001|2026-11-28T09:54:06|0:0|00:00:01" + tail
+            + "10034_1.batch|CANCELLED|2026-11-28T09:54:11|0:15|00:00:01||00:00.004|||1|"
+              "cpu=1,mem=1000M,node=1|c1|batch\n"
+            + "10034_[1-3%1]|CANCELLED by 1001|2026-11-28T09:54:06|0:0|00:00:00|00:05:00|"
+              "00:00:00||1000M|1||None assigned|halfway\n")
+    records = parse_accounting(text)
+    assert [r.job_id for r in records] == ["10034_0", "10034_1", "10034_[2-3%1]"]
+    assert [r.usage.job_id for r in records if r.usage] == [r.job_id for r in records]
+    assert records[2].state == "CANCELLED" and records[2].submit_time == records[0].submit_time
+    # every task of the range started: no record stands for none
+    assert [r.job_id for r in parse_accounting(text.replace("[1-3%1]", "[1]"))] == \
+        ["10034_0", "10034_1"]
+
+
 def test_a_short_tasks_cpu_time_is_not_zero_beside_its_efficiency() -> None:
     # as sacct reported a 1-second sweep task on the test cluster: 0.444 s of CPU on 1 CPU
     short = Usage("3586_0", "COMPLETED", elapsed_s=1, time_limit_s=7200, total_cpu_s=0.444,
