@@ -34,6 +34,9 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
             same_job(str(f.meta().get("job_id", "")), job) for f in folders):
         # submitted from another notebook's folder: a Slurm job or a local process
         folders += own_folders(reversed(entries(job_ids=[job])))
+    elif wanted is None and not any(f.path.name == job for f in folders):
+        # a folder's name (a refused id's answer gives it): another notebook's too
+        folders += own_folders(e for e in entries() if e.folder.name == job)
     for folder in folders:
         meta = folder.meta()
         job_id = str(meta.get("job_id", ""))
