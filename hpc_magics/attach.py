@@ -15,7 +15,7 @@ from .core.jobids import parse_job_id, same_job
 from .handle import JobHandle
 from .jobfolder.folder import JobFolder, check_owned, find_job_folders
 from .scheduler.cluster import cluster_name
-from .scheduler.job_index import folders_for
+from .scheduler.job_index import entries, own_folders
 from .sweep_handle import SweepHandle
 
 
@@ -24,14 +24,19 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
 
     A job id the controller reused (ids restart after a cluster reset) can be in several
     folders: the most recent submission on this cluster wins. ``123_4`` finds the folder
-    of array job ``123`` when no folder has that task on its own.
+    of array job ``123`` when no folder has that task on its own. An id that is both a
+    Slurm job's and a local process's (a pid) is refused: its folder's name says which.
     """
     exact, parent = [], []
     wanted = parse_job_id(job)
     folders = list(find_job_folders(jobs_dir))
     if wanted is not None and not any(
             same_job(str(f.meta().get("job_id", "")), job) for f in folders):
-        folders += folders_for(job)  # submitted from another notebook's folder
+        # submitted from another notebook's folder: a Slurm job or a local process
+        folders += own_folders(reversed(entries(job_ids=[job])))
+    elif wanted is None and not any(f.path.name == job for f in folders):
+        # a folder's name (a refused id's answer gives it): another notebook's too
+        folders += own_folders(e for e in entries() if e.folder.name == job)
     for folder in folders:
         meta = folder.meta()
         job_id = str(meta.get("job_id", ""))
@@ -40,6 +45,11 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
         elif wanted is not None and job_id and same_job(job_id, job):
             parent.append((folder, meta))
     candidates = exact or parent
+    if len({m.get("backend") == "local" for _, m in candidates}) > 1:
+        # a pid can equal a Slurm job's id: never guess which one the user saw
+        raise HpcMagicsError(
+            f"{job} is both a Slurm job and a local process here: give its folder's name "
+            f"({', '.join(sorted(f.path.name for f, _ in candidates))})")
     if candidates:
         here = cluster_name() if any(m.get("cluster") for _, m in candidates) else None
 

@@ -217,7 +217,9 @@ def all_rows(folders: list[Any]) -> tuple[list[JobRow], str]:
 
     view = _queue_view(fresh=True)
     notes = [view.error] if view.error else []
-    by_id = {str(f.meta().get("job_id", "")): f for f in folders}
+    # squeue and sacct list Slurm jobs: a local process of the same number is not theirs
+    metas = [(f, f.meta()) for f in folders]
+    by_id = {str(m.get("job_id", "")): f for f, m in metas if m.get("backend") != "local"}
     indexed = entries()
     kernels = kernel_folders({job.job_id for job in view.jobs})
 

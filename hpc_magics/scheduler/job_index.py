@@ -78,6 +78,12 @@ class Entry:
     name: str = ""
     kind: str = "cell"
 
+    @property
+    def local(self) -> bool:
+        """A local-backend process, its id a pid: every Slurm submission records a cluster
+        (``job_status.record_submission``), and a pid can equal a Slurm job's id."""
+        return self.cluster is None
+
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "folder": str(self.folder)}
 
@@ -155,12 +161,15 @@ def _chosen(base: Path | None, kinds: Collection[str] | None,
             yield Path(item.path)
 
 
-def folders_for(job_id: str, known: list[Entry] | None = None) -> list[JobFolder]:
-    """The user's own job folders the index names for ``job_id`` (or one of its tasks),
-    newest submission first. ``known``: ``entries()`` read once for many look-ups."""
+def folders_for(job_id: str, known: list[Entry] | None = None,
+                local: bool = False) -> list[JobFolder]:
+    """The user's own job folders the index names for Slurm job ``job_id`` (or one of its
+    tasks), newest submission first; with ``local``, for the local process of that pid
+    instead (never both: the numbers overlap). ``known``: ``entries()`` read once for many
+    look-ups."""
     chosen = entries(job_ids=[job_id]) if known is None else \
         [e for e in known if same_job(e.job_id, job_id)]
-    return own_folders(reversed(chosen))
+    return own_folders(reversed([e for e in chosen if e.local == local]))
 
 
 def own_folders(chosen: Iterable[Entry]) -> list[JobFolder]:

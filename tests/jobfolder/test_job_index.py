@@ -74,8 +74,10 @@ def test_every_kind_is_one_index_and_a_kernel_is_found_by_its_job_id(
     assert job_index.any_entry(job_index.KERNEL_KINDS)
     kernels_of = job_index.entries(kinds=job_index.KERNEL_KINDS, job_ids=["13", "14", "10"])
     assert [e.folder for e in kernels_of] == [kernel.path.absolute(), session.path.absolute()]
-    # an array task finds its array's folder
-    assert [f.path for f in job_index.folders_for("11_3")] == [sweep.path.absolute()]
+    # an array task finds its array's folder (a local one here: no Slurm in this test)
+    assert [f.path for f in job_index.folders_for("11_3", local=True)] == [
+        sweep.path.absolute()]
+    assert job_index.folders_for("11_3") == []  # no Slurm job of that number
 
 
 def age(path: Path, days: float) -> None:
@@ -130,8 +132,8 @@ def test_a_folder_link_is_not_the_jobs_folder(tmp_path: Path, runtime: Path) -> 
     link = tmp_path / "hpc_jobs" / "link"
     link.symlink_to(folder.path)
     job_index.note(job_index.Entry(link, "32", None, time.time(), None))
-    assert job_index.folders_for("32") == []
-    assert [f.path for f in job_index.folders_for("31")] == [folder.path.absolute()]
+    assert job_index.folders_for("32", local=True) == []
+    assert [f.path for f in job_index.folders_for("31", local=True)] == [folder.path.absolute()]
 
 
 def test_an_index_that_cannot_be_written_never_fails_a_submission(tmp_path: Path) -> None:
