@@ -75,7 +75,8 @@ def read_options(text: str, number: int = 0, site_options: Collection[str] = ()
                 value = None
             elif option.value not in (NONE, OPTIONAL) and not has_value:
                 if index >= len(tokens):
-                    raise InvalidRequest(f"--{option.name} needs a value")
+                    raise InvalidRequest(f"--{option.name} needs a value: give one "
+                                         f"(#SBATCH --{option.name}=VALUE) or remove it")
                 value, index = tokens[index], index + 1
         elif token.startswith("-") and len(token) >= 2:
             spelling, option = token[1], BY_SHORT.get(token[1])
@@ -84,7 +85,8 @@ def read_options(text: str, number: int = 0, site_options: Collection[str] = ()
             value = token[2:] or None
             if option.value not in (NONE, OPTIONAL) and value is None:
                 if index >= len(tokens):
-                    raise InvalidRequest(f"-{option.short} (--{option.name}) needs a value")
+                    raise InvalidRequest(f"-{option.short} (--{option.name}) needs a value: give "
+                                         f"one (#SBATCH -{option.short} VALUE) or remove it")
                 value, index = tokens[index], index + 1
         else:
             after = found[-1] if found and found[-1].line == number else None

@@ -69,10 +69,10 @@ def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
         submit_time, job_id = submits.get(usage.job_id), _never_started(usage.job_id, started)
         if job_id:
             usage = replace(usage, job_id=job_id)
-        # slurmdbd's stand-in for a job whose own record has not arrived yet (``provisional``:
-        # seen for jobs that end within a second or two, and for a running array's last task,
-        # under the array's own id): its state is the job's, its figures are not (kept
-        # without them), and it is never the last word (``_settled``)
+            # slurmdbd's stand-in for a job whose own record has not arrived yet (``provisional``:
+            # seen for jobs that end within a second or two, and for a running array's last task,
+            # under the array's own id): its state is the job's, its figures are not (kept
+            # without them), and it is never the last word (``_settled``)
             records.append(AccountingRecord(job_id, usage.state, submit_time,
                                             None if usage.provisional else usage))
     return tuple(records)

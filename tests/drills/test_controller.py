@@ -7,6 +7,7 @@ cancelled at once."""
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from typing import Any
@@ -90,10 +91,11 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
             # a new cell is refused at once, not after sbatch's own minute of retries
             jobs_root = handle.folder.path.parent
             folders = set(jobs_root.iterdir())
+            refused_name = f"during-the-outage-{secrets.token_hex(3)}"  # this run's own
             with pytest.raises(UsageError, match=r"controller does not answer.*nothing was "
                                                  r"submitted; run the cell again"):
                 stopwatch.quick("%%sbatch", lambda: drill_shell.run_cell_magic(
-                    "sbatch", "--name during-the-outage", "x = 1"))
+                    "sbatch", f"--name {refused_name}", "x = 1"))
             assert set(jobs_root.iterdir()) == folders, "a refused cell left a job folder"
             # a dry run submits nothing: it shows the script, answer or not
             stopwatch.quick("%%sbatch --dry-run", lambda: drill_shell.run_cell_magic(
@@ -116,7 +118,7 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
     wait_for(lambda: server.get("hpc-magics/jobs").json()["error"] is None, 60,
              "the server's job list recovering")
     assert handle.status.note == ""
-    assert sacct_named("during-the-outage") == "", "the refused cell reached Slurm"
+    assert sacct_named(refused_name) == "", "the refused cell reached Slurm"
 
     # back: a new cell is accepted, and cancelling it answers at once, widget or magic
     for how in ("%hpc_cancel", "the widget's Cancel"):
