@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from ipywidgets.widgets.widget import _instances
 
-from hpc_magics.magics.live_view import live_output
+from hpc_magics.jobfolder.live_stream import STREAM_FILE
 from hpc_magics.widgets.job import ORDER, JobWidget
+from hpc_magics.widgets.live_output import LiveOutput
 
 MODELS_AT_SUBMIT = 9  # the box, status, story, Cancel and their shared layouts and styles
 
@@ -38,7 +39,7 @@ def ended_with_its_log(shell: Any, body: str, live: bool = False) -> JobWidget:
     notebook leaves it."""
     handle = submitted(shell, f"print('hello from the job', flush=True)\n{body}")
     if live:
-        handle.live = live_output(handle)
+        handle.live = LiveOutput(handle.folder.path / STREAM_FILE, handle.folder.has_results)
     widget = JobWidget(handle)
     handle.wait(timeout=60)
     deadline = time.monotonic() + 10
