@@ -24,11 +24,14 @@ HPC_MAGICS_RELEASES=$(IFS=,; echo "${HM_RELEASES[*]}")
 export HPC_MAGICS_RELEASES
 # The site tests: cluster basics, round trip, sweep as array, multi-node ranks, checkpoint and
 # requeue, staging, monitor, live checks, recorded-output parsers, cells with login and nodes
-# apart, a server in a job reached from the login host (tests/sites' own tests drive the
-# releases from the machine and skip on a login host), and the fault drills (they stop that
-# release's daemons only; one pytest a release, so nothing else runs beside them there).
-# Measured: ~9 min per release, the drills ~4 min more.
-HM_SITE_TESTS="tests/drills tests/test_cluster.py tests/magics/test_round_trip.py tests/magics/test_sweep.py tests/magics/test_monitor.py tests/magics/test_scale.py tests/workshop/test_sweep_job_array.py tests/workshop/test_checkpoint_requeue.py tests/workshop/test_multi_node.py tests/test_live_checks.py tests/scheduler_parsers tests/sites/test_hosts_apart_cells.py tests/server/test_server_in_job.py"
+# apart, a cell's live output, %debug on the node's frames, reruns and the cell cache (a
+# real kernel on the login host, the job on nodes apart), a server in a job reached from
+# the login host (tests/sites' own tests drive the releases from the machine and skip on a
+# login host), and the fault drills (they stop that release's daemons only; one pytest a
+# release, so nothing else runs beside them there).
+# Measured: ~9 min per release, the drills ~4 min more, the four tests/magics files of live
+# output, %debug, reruns and the cache ~4 min more (2.5 of them the TIMEOUT rerun's jobs).
+HM_SITE_TESTS="tests/drills tests/test_cluster.py tests/magics/test_round_trip.py tests/magics/test_sweep.py tests/magics/test_monitor.py tests/magics/test_scale.py tests/workshop/test_sweep_job_array.py tests/workshop/test_checkpoint_requeue.py tests/workshop/test_multi_node.py tests/test_live_checks.py tests/scheduler_parsers tests/sites/test_hosts_apart_cells.py tests/magics/test_live_output.py tests/magics/test_postmortem.py tests/magics/test_rerun.py tests/magics/test_cell_cache.py tests/server/test_server_in_job.py"
 HM_RELEASE_FAILED=()
 
 # pytest arguments for the main suite: with the default site tests, the main suite leaves out
