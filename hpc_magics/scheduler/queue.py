@@ -308,7 +308,9 @@ class JobQueue:
         job_id = str(require_job_id(job_id))
         view = self.view()
         if view.find(job_id) is None and view.error is None:  # maybe newer than the cache
-            view = self.view(max_age_s=0)
+            # the user's own ask, off any event loop: wait for squeue's answer (up to its
+            # timeout), not answer_within_s, so a slow squeue is no "not answering"
+            view = self._locked_refresh(0.0)
         if view.error is not None:  # scancel would hang as long as squeue did
             raise HpcMagicsError(f"cannot cancel job {job_id} now ({view.error}): the "
                                  "scheduler is not answering; try again in a minute")

@@ -153,3 +153,17 @@ def test_cancel_refuses_jobs_not_in_the_users_queue(fake_squeue: FakeSqueue,
     with pytest.raises(LookupError, match="job 999 is not one of fay's jobs"):
         queue.cancel("999")
     assert fake_squeue.calls == 2  # the cached view, then one fresh look before refusing
+
+
+def test_cancel_waits_for_a_slow_squeue_rather_than_calling_it_silent(
+        fake_squeue: FakeSqueue, tmp_path: Path) -> None:
+    """A server's queue serves a view within ``answer_within_s``; a cancel (the user's own
+    ask, run off the event loop) waits for the fresh look's answer instead: a squeue slower
+    than that under load is no "scheduler not answering" (seen in a clean-clone run: a
+    server refused with 502 where the job was simply not the user's)."""
+    queue = JobQueue(user="gus", cache_dir=tmp_path / "runtime", interval_s=30,
+                     answer_within_s=1.0)
+    assert queue.view(max_age_s=0).error is None  # a fresh view, as a polling server has
+    fake_squeue.behave("ok", delay_s=3.0)  # then squeue slows down
+    with pytest.raises(LookupError, match="job 999 is not one of gus's jobs"):
+        queue.cancel("999")
