@@ -115,6 +115,9 @@ class QueueView:
     failures: int = 0
     # the last invalidate() (a cancel, say): an answer asked before it is not stored as fresh
     invalidated_at: float = 0.0
+    # a refresh in flight since then (cleared by its answer): a look that has not come back
+    # is the first sign of an absent controller, long before squeue gives up
+    asking_since: float | None = None
 
     def find(self, job_id: str) -> JobSnapshot | None:
         """The first entry of ``job_id`` (an array's task or pending range counts)."""
@@ -137,7 +140,7 @@ def _view_to_json(view: QueueView) -> str:
     # the jobs last: JobQueue.last_error reads the fields before them only
     return json.dumps({"version": CACHE_VERSION, "updated": view.updated, "error": view.error,
                        "retry_at": view.retry_at, "failures": view.failures,
-                       "invalidated_at": view.invalidated_at,
+                       "invalidated_at": view.invalidated_at, "asking_since": view.asking_since,
                        "jobs": [_snapshot_to_dict(job) for job in view.jobs],
                        "ended": [_snapshot_to_dict(job) for job in view.ended]})
 
@@ -151,6 +154,7 @@ def _view_from_json(text: str) -> QueueView | None:
                          updated=data["updated"], error=data["error"],
                          retry_at=float(data["retry_at"]), failures=int(data["failures"]),
                          invalidated_at=float(data.get("invalidated_at") or 0.0),
+                         asking_since=data.get("asking_since"),
                          ended=tuple(_snapshot_from_dict(j) for j in data["ended"]))
     except (ValueError, KeyError, TypeError):
         return None
@@ -226,7 +230,9 @@ class JobQueue:
             if not locked or self._usable(cached, max_age):
                 return cached if cached is not None else QueueView(
                     error="the job list is being refreshed by another process; try again")
-            view = self._refresh(cached or QueueView())
+            previous = replace(cached or QueueView(), asking_since=self.clock())
+            self._write(previous)  # seen by last_error() in other processes while it hangs
+            view = self._refresh(previous)
             self._store(view)
             return view
 
@@ -273,8 +279,9 @@ class JobQueue:
         return self._read()
 
     def last_error(self) -> str | None:
-        """Why the last look any process took failed (None: it answered, or none yet),
-        without asking the scheduler or building the user's jobs: every submission asks."""
+        """Why the last look any process took failed, or SCHEDULER_SILENT while a look has
+        gone unanswered past ``answer_within_s`` (None: it answered, or none yet), without
+        asking the scheduler or building the user's jobs: every submission asks."""
         try:
             with self.cache_path.open("rb") as stream:
                 head = stream.read(HEAD_BYTES)
@@ -284,8 +291,13 @@ class JobQueue:
                 data = json.loads(head[:cut] + b"}" if cut >= 0 else head + stream.read())
         except (OSError, ValueError):
             return None
-        ok = isinstance(data, dict) and data.get("version") == CACHE_VERSION
-        return str(data["error"]) if ok and data.get("error") is not None else None
+        if not (isinstance(data, dict) and data.get("version") == CACHE_VERSION):
+            return None
+        if data.get("error") is not None:
+            return str(data["error"])
+        asking_since = data.get("asking_since")
+        waited = self.clock() - asking_since if isinstance(asking_since, (int, float)) else 0.0
+        return SCHEDULER_SILENT if waited > (self.answer_within_s or ANSWER_WITHIN_S) else None
 
     def invalidate(self) -> None:
         """Make the next ``view()`` ask squeue (after a cancel, say): no answer asked
@@ -364,7 +376,7 @@ class JobQueue:
         again."""
         cached = self._read()
         invalidated_at = max(view.invalidated_at, cached.invalidated_at if cached else 0.0)
-        view = replace(view, invalidated_at=invalidated_at)
+        view = replace(view, invalidated_at=invalidated_at, asking_since=None)
         if view.updated is not None and view.updated < invalidated_at:
             view = replace(view, updated=None)
         self._write(view)

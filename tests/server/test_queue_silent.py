@@ -96,3 +96,25 @@ def test_a_submission_reads_the_last_error_without_the_users_jobs(tmp_path: Path
     assert queue.last_error() == "squeue: timed out"
     queue.cache_path.write_text(_view_to_json(QueueView(jobs=many, updated=2.0)))
     assert queue.last_error() is None
+
+
+def test_a_look_gone_unanswered_is_a_last_error_before_squeue_gives_up(
+        fake_squeue: FakeSqueue, tmp_path: Path) -> None:
+    """A submission asks ``last_error()`` only (no squeue): while the controller is away
+    squeue hangs for its whole time-out before it fails, and a submission in that window
+    went on to sbatch, which retried for a minute and submitted the cell after the outage."""
+    watcher = JobQueue(user="jo", cache_dir=tmp_path / "runtime", interval_s=1, timeout_s=5,
+                       answer_within_s=0.3)
+    kernel = JobQueue(user="jo", cache_dir=tmp_path / "runtime", answer_within_s=0.3)
+    assert watcher.view().error is None and kernel.last_error() is None
+    fake_squeue.behave("hang")
+    calls = fake_squeue.calls
+    assert watcher.view(max_age_s=0).error == SCHEDULER_SILENT  # hangs on in the background
+    deadline = time.monotonic() + 10
+    while fake_squeue.calls == calls and time.monotonic() < deadline:
+        time.sleep(0.05)  # the hanging squeue has begun: its look is on record before it
+    time.sleep(0.4)  # past answer_within_s since then
+    assert kernel.last_error() == SCHEDULER_SILENT
+    time.sleep(5)  # squeue's own time-out: its failure replaces the silence
+    error = kernel.last_error()
+    assert error is not None and "did not answer within 5s" in error
