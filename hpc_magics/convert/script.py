@@ -118,6 +118,7 @@ def hoist_futures(text: str) -> tuple[list[str], str]:
 
 
 _HELPERS = {
+    magics.OS: "import os\n",
     magics.SYS: "import sys\n",
     magics.SUBPROCESS: "import subprocess\n",
     magics.TIMER: "from time import perf_counter as _perf_counter\n",
@@ -172,7 +173,7 @@ os.environ["BROWSER"] = "true"
 
 def helper_code(needs: Collection[str]) -> str:
     """The imports and helper functions translated magics use (see ``magics``)."""
-    order = (magics.SYS, magics.SUBPROCESS, magics.TIMER, magics.TIMEIT, magics.IPYTHON)
+    order = (magics.OS, magics.SYS, magics.SUBPROCESS, magics.TIMER, magics.TIMEIT, magics.IPYTHON)
     return "".join(_HELPERS[name] for name in order if name in needs)
 
 
@@ -211,7 +212,7 @@ def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collecti
         'so worker processes (multiprocessing, dask) that import this script again find them\n'
         'without running the notebook again.\n"""\n'
     )
-    helpers = helper_code(needs)
+    helpers = helper_code(set(needs) - {magics.OS})  # the headless set-up imports os
     return (
         header
         + "".join(dict.fromkeys(futures))

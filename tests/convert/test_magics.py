@@ -128,9 +128,9 @@ def test_automagics_and_aliases_as_ipython_reads_them(tmp_path: Path) -> None:
     import builtins
     import sys
 
-    from hpc_magics.convert import ipython_syntax
+    from hpc_magics.convert import magics
 
-    ipython_syntax._shell.cache_clear()  # the private shell is made in this test
+    magics._shell.cache_clear()  # the private shell is made in this test
     main, ps1 = sys.modules["__main__"], hasattr(sys, "ps1")
     in_ipython = "__IPYTHON__" in vars(builtins)
     assert translate_magics("cd data\n").source == "os.chdir(os.path.expanduser('data'))\n"
