@@ -28,21 +28,7 @@ from dataclasses import dataclass, field
 
 from . import display_rules as rules
 from ._source import SourceEditor, comment_block
-from .display_rules import (
-    COMPUTE,
-    DATA,
-    DRAW,
-    DRAW_CURRENT,
-    DRAW_NEW,
-    ECHO,
-    FIRST,
-    IMPORT,
-    KEEP,
-    SAVE,
-    SHOW,
-    STYLE,
-    Library,
-)
+from .display_rules import DATA, DRAW, ECHO, IMPORT, KEEP, SAVE, SHOW, STYLE
 
 _BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -233,7 +219,7 @@ class _Notebook:
     def _classify_library(self, role: str, root: str, attrs: list[str], calls: int,
                           node: ast.AST) -> tuple[str, int | None]:
         """A use of a display library, by the library's table in ``display_rules``."""
-        library: Library = rules.BY_NAME[role.removeprefix("fn:")]
+        library = rules.BY_NAME[role.removeprefix("fn:")]
         names = [self.function_names.get(root, root), *attrs] if role.startswith("fn:") \
             else list(attrs)
         if library is rules.MATPLOTLIB and names[:1] == ["pyplot"]:
@@ -246,13 +232,13 @@ class _Notebook:
             return (KEEP if safe else SHOW), None
         if not names:
             return (SHOW if library.bare == SHOW and not calls else KEEP), None
-        function = names[0] if library.pick == FIRST else names[-1]
+        function = names[0] if library.pick == rules.FIRST else names[-1]
         if not calls:  # ``plt.rcParams``, ``HTML``, ``px.colors``
             if library.bare == SHOW:
                 return (SHOW if not attrs else KEEP), None
             if function in library.style:
                 return STYLE, None
-            if library.bare == DRAW_CURRENT:
+            if library.bare == rules.DRAW_CURRENT:
                 return DRAW, self._current_group()
             return library.bare, None
         if set(names) & library.data:  # ``sns.load_dataset(...)``, ``px.data.iris()``
@@ -260,7 +246,7 @@ class _Notebook:
         if function in library.show or (library.display_prefix and function.startswith("display")):
             return SHOW, None
         if function in library.save:
-            return SAVE, self._current_group() if library.pick == FIRST else None
+            return SAVE, self._current_group() if library.pick == rules.FIRST else None
         if function in library.create:
             self.current = self._new()
             return DRAW, self.current
@@ -270,9 +256,9 @@ class _Notebook:
             return DRAW, group
         if function in library.style or function.endswith(library.style_suffixes or ("\0",)):
             return STYLE, None
-        if library.otherwise == COMPUTE:
+        if library.otherwise == rules.COMPUTE:
             return KEEP, None
-        return DRAW, self._new() if library.otherwise == DRAW_NEW else self._current_group()
+        return DRAW, self._new() if library.otherwise == rules.DRAW_NEW else self._current_group()
 
     # ------------------------------------------------------------- statements
     def walk_body(self, body: Sequence[ast.stmt], keep_all: bool,
