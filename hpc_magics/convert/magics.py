@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import atexit
 import builtins
+import getopt
 import re
 import shlex
 import sys
@@ -102,11 +103,8 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
 
 def _maybe_automagic(tree: ast.Module) -> bool:
     """A one-statement expression cell (``ls``, ``ls -la``, ``pwd``) IPython may read as a magic."""
-    return (
-        len(tree.body) == 1
-        and isinstance(tree.body[0], ast.Expr)
-        and (tree.body[0].end_lineno == tree.body[0].lineno)
-    )
+    return len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) and \
+        tree.body[0].end_lineno == tree.body[0].lineno
 
 
 def bound_names(tree: ast.AST) -> set[str]:
@@ -124,21 +122,16 @@ def bound_names(tree: ast.AST) -> set[str]:
 
 def _ipython_call(node: ast.AST) -> str | None:
     """``run_line_magic`` for ``get_ipython().run_line_magic(...)``, else None."""
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Call)
-        and isinstance(node.func.value.func, ast.Name)
-        and node.func.value.func.id == "get_ipython"
-    ):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            isinstance(node.func.value, ast.Call) and \
+            isinstance(node.func.value.func, ast.Name) and node.func.value.func.id == "get_ipython":
         return node.func.attr
     return None
 
 
 def _string_args(call: ast.Call) -> list[str]:
-    values = [
-        a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-    ]
+    values = [a.value for a in call.args
+              if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return values if len(values) == len(call.args) else []
 
 
@@ -181,10 +174,8 @@ def _time(line: str, indent: str, shown: str, needs: set[str]) -> str:
     needs.add(TIMER)
     inner = _translate(line + "\n", needs).rstrip("\n")
     inner_lines = "".join(f"{indent}{text}\n" for text in inner.splitlines())
-    return (
-        f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
-        f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n'
-    )
+    return (f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
+            f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n')
 
 
 def _timeit_magic(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
@@ -208,10 +199,8 @@ def _system(command: str, indent: str, needs: set[str]) -> str:
 
 def _captured_command(command: str, needs: set[str]) -> str:
     needs.add(SUBPROCESS)
-    return (
-        f'subprocess.run(["bash", "-c", {_command_literal(command)}], capture_output=True, '
-        "text=True, check=False).stdout.splitlines()"
-    )
+    return (f'subprocess.run(["bash", "-c", {_command_literal(command)}], capture_output=True, '
+            "text=True, check=False).stdout.splitlines()")
 
 
 def _command_literal(command: str) -> str:
@@ -250,28 +239,16 @@ _LINE_MAGICS: dict[str, Callable[[str, str, str, set[str]], str | None]] = {
 
 
 def _timeit_call(line: str, body: str | None, needs: set[str]) -> str | None:
+    """``_timeit(...)`` for ``%timeit`` with IPython's options; None: IPython's shell runs it
+    (``-o`` returns a result object only IPython has; an option this does not read)."""
     try:
-        words = shlex.split(line, posix=False)
-    except ValueError:
+        options, rest = getopt.getopt(shlex.split(line, posix=False), "n:r:tcp:qo")
+        counts = {flag: int(value) for flag, value in options if flag in ("-n", "-r")}
+    except (ValueError, getopt.GetoptError):
         return None
-    number, repeat, rest = 0, 7, []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word in {"-n", "-r"} and index + 1 < len(words) and words[index + 1].isdigit():
-            if word == "-n":
-                number = int(words[index + 1])
-            else:
-                repeat = int(words[index + 1])
-            index += 2
-            continue
-        if word in {"-q", "-p", "-c", "-t"} or (word.startswith("-p") and word[2:].isdigit()):
-            index += 1
-            continue
-        if word == "-o":  # returns a result object: only IPython has it
-            return None
-        rest = words[index:]
-        break
+    if any(flag == "-o" for flag, _ in options):
+        return None
+    number, repeat = counts.get("-n", 0), counts.get("-r", 7)
     code = " ".join(rest) if body is None else body
     setup = "" if body is None else " ".join(rest)
     needs.add(TIMEIT)
