@@ -58,8 +58,7 @@ def translate_magics(source: str, bound: Collection[str] = ()) -> Translated:
     IPython).  Raises ``SyntaxError`` when the cell is not valid even as IPython input.
     """
     needs: set[str] = set()
-    text = _translate(source, needs, bound)
-    return Translated(text, frozenset(needs))
+    return Translated(_translate(source, needs, bound), frozenset(needs))
 
 
 def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str:
@@ -289,10 +288,8 @@ def _cell_magic(text: str, needs: set[str]) -> str:
             if program == ["python"]:
                 needs.add(SYS)
             argv = "[sys.executable]" if program == ["python"] else repr(program)
-            return (
-                f"# {shown}\nsubprocess.run({argv}, input={string_literal(body)}, "
-                "text=True, check=True)\n"
-            )
+            return (f"# {shown}\nsubprocess.run({argv}, input={string_literal(body)}, "
+                    "text=True, check=True)\n")
     needs.add(IPYTHON)
     return f"_ipython().run_cell_magic({name!r}, {line!r}, {string_literal(body)})\n"
 
@@ -315,11 +312,8 @@ def _writefile(line: str, body: str, shown: str, needs: set[str]) -> str:
     if len(paths) != 1:
         needs.add(IPYTHON)
         return f"_ipython().run_cell_magic('writefile', {line!r}, {string_literal(body)})\n"
-    mode = "a" if append else "w"
-    return (
-        f"# {shown}\nwith open({paths[0]!r}, {mode!r}) as _file:\n"
-        f"    _file.write({string_literal(body)})\n"
-    )
+    return (f"# {shown}\nwith open({paths[0]!r}, {'a' if append else 'w'!r}) as _file:\n"
+            f"    _file.write({string_literal(body)})\n")
 
 
 # ---------------------------------------------------------------------- IPython's own reading
