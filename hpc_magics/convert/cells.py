@@ -34,6 +34,13 @@ def cell_policy(
     return RUN
 
 
+def plain_cells(notebook: Mapping[str, Any], id_prefix: str = "") -> list[Any]:
+    """The notebook's cells as plain dicts: type, id, metadata and source as one string."""
+    return [{"cell_type": c.get("cell_type"), "id": c.get("id", f"{id_prefix}{i}"),
+             "metadata": dict(c.get("metadata", {})), "source": source_text(c)}
+            for i, c in enumerate(notebook.get("cells", []))]
+
+
 def source_text(cell: Mapping[str, Any]) -> str:
     """A cell's source as one string (nbformat allows a list of lines on disk)."""
     source = cell.get("source", "")

@@ -8,19 +8,28 @@ plain-Python form (``%run``, ``%store``, unknown ones) still work: they go to IP
 shell bound to the script's globals (``_ipython()``), created only if such a magic is used.
 
 IPython's own input transformer parses the special syntax, so continuation lines,
-indentation and assignments (``files = !ls``) are understood exactly as IPython does.
+indentation and assignments (``files = !ls``) are understood exactly as IPython does; a
+one-line cell (``ls``, ``cd results``, ``pip install rich``) goes through IPython's own
+prefilter (automagics, aliases) too, with the names the notebook bound so far hiding magics
+of the same name, as in IPython.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
+import builtins
+import getopt
 import re
 import shlex
+import sys
+import types
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from ._source import SourceEditor, string_literal
-from .ipython_syntax import alias_command, prefilter_line
 from .magic_rules import (
     DISPLAY_CELL_MAGICS,
     INSTALL_WHY,
@@ -49,8 +58,7 @@ def translate_magics(source: str, bound: Collection[str] = ()) -> Translated:
     IPython).  Raises ``SyntaxError`` when the cell is not valid even as IPython input.
     """
     needs: set[str] = set()
-    text = _translate(source, needs, bound)
-    return Translated(text, frozenset(needs))
+    return Translated(_translate(source, needs, bound), frozenset(needs))
 
 
 def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str:
@@ -70,24 +78,23 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
         text = prefilter_line(text, bound) + "\n"
     tree = ast.parse(text)
     editor = SourceEditor(text)
-    statement_calls: set[int] = set()
+    handled: list[ast.AST] = []  # calls translated whole: their ``get_ipython`` is gone too
     for node in ast.walk(tree):
-        if isinstance(node, ast.Expr) and _ipython_call(node.value):
-            replacement = _line_statement(node.value, editor.indentation(node), needs)  # type: ignore[arg-type]
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and _ipython_call(node.value):
+            replacement = _line_statement(node.value, editor.indentation(node), needs)
             if replacement is not None:
-                statement_calls.add(id(node.value))
+                handled.append(node.value)
                 editor.replace_lines(node.lineno, node.end_lineno or node.lineno, replacement)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and id(node) not in statement_calls:
-            method = _ipython_call(node)
-            if method == "getoutput" and _string_args(node):
+        if isinstance(node, ast.Call) and _ipython_call(node) == "getoutput" \
+                and _string_args(node):  # ``files = !ls``
+            if not any(node is done for done in handled):
                 editor.replace_node(node, _captured_command(_string_args(node)[0], needs))
-                continue
-        if (
-            isinstance(node, ast.Name)
-            and node.id == "get_ipython"
-            and not _inside_handled(node, tree, statement_calls)
-        ):
+            handled.append(node)
+    inside = {id(n) for call in handled for n in ast.walk(call)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "get_ipython" and id(node) not in inside:
             needs.add(IPYTHON)
             editor.replace_node(node, "_ipython")
     return editor.result()
@@ -95,11 +102,8 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
 
 def _maybe_automagic(tree: ast.Module) -> bool:
     """A one-statement expression cell (``ls``, ``ls -la``, ``pwd``) IPython may read as a magic."""
-    return (
-        len(tree.body) == 1
-        and isinstance(tree.body[0], ast.Expr)
-        and (tree.body[0].end_lineno == tree.body[0].lineno)
-    )
+    return len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) and \
+        tree.body[0].end_lineno == tree.body[0].lineno
 
 
 def bound_names(tree: ast.AST) -> set[str]:
@@ -115,33 +119,18 @@ def bound_names(tree: ast.AST) -> set[str]:
     return names
 
 
-def _inside_handled(name: ast.Name, tree: ast.AST, handled: set[int]) -> bool:
-    for node in ast.walk(tree):
-        if id(node) in handled or (
-            isinstance(node, ast.Call) and _ipython_call(node) == "getoutput" and _string_args(node)
-        ):
-            if any(child is name for child in ast.walk(node)):
-                return True
-    return False
-
-
 def _ipython_call(node: ast.AST) -> str | None:
     """``run_line_magic`` for ``get_ipython().run_line_magic(...)``, else None."""
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Call)
-        and isinstance(node.func.value.func, ast.Name)
-        and node.func.value.func.id == "get_ipython"
-    ):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            isinstance(node.func.value, ast.Call) and \
+            isinstance(node.func.value.func, ast.Name) and node.func.value.func.id == "get_ipython":
         return node.func.attr
     return None
 
 
 def _string_args(call: ast.Call) -> list[str]:
-    values = [
-        a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-    ]
+    values = [a.value for a in call.args
+              if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return values if len(values) == len(call.args) else []
 
 
@@ -154,8 +143,6 @@ def _line_statement(call: ast.Call, indent: str, needs: set[str]) -> str | None:
         return None
     if method == "system":
         return _system(args[0], indent, needs)
-    if method == "getoutput":
-        return indent + _captured_command(args[0], needs) + "\n"
     if method == "run_cell_magic" and len(args) == 3:
         body = _cell_magic(f"%%{args[0]} {args[1]}\n{args[2]}", needs)
         return "".join(indent + line + "\n" for line in body.splitlines())
@@ -186,10 +173,8 @@ def _time(line: str, indent: str, shown: str, needs: set[str]) -> str:
     needs.add(TIMER)
     inner = _translate(line + "\n", needs).rstrip("\n")
     inner_lines = "".join(f"{indent}{text}\n" for text in inner.splitlines())
-    return (
-        f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
-        f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n'
-    )
+    return (f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
+            f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n')
 
 
 def _timeit_magic(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
@@ -197,28 +182,11 @@ def _timeit_magic(line: str, indent: str, shown: str, needs: set[str]) -> str | 
     return None if call is None else f"{indent}{call}  # {shown}\n"
 
 
-def _system_magic(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
-    return _system(line, indent, needs) if line else None
-
-
-def _sx(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
-    return indent + _captured_command(line, needs) + "\n" if line else None
-
-
 def _cd(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
     if not line or line.strip() == "-":
         return None  # ``%cd`` alone or ``%cd -`` use IPython's directory history
     needs.add(OS)
     return f"{indent}os.chdir(os.path.expanduser({_command_literal(line.strip())}))\n"
-
-
-_LINE_MAGICS: dict[str, Callable[[str, str, str, set[str]], str | None]] = {
-    "time": _time,
-    "timeit": _timeit_magic,
-    "system": _system_magic,
-    "sx": _sx,
-    "cd": _cd,
-}
 
 
 def _system(command: str, indent: str, needs: set[str]) -> str:
@@ -230,10 +198,8 @@ def _system(command: str, indent: str, needs: set[str]) -> str:
 
 def _captured_command(command: str, needs: set[str]) -> str:
     needs.add(SUBPROCESS)
-    return (
-        f'subprocess.run(["bash", "-c", {_command_literal(command)}], capture_output=True, '
-        "text=True, check=False).stdout.splitlines()"
-    )
+    return (f'subprocess.run(["bash", "-c", {_command_literal(command)}], capture_output=True, '
+            "text=True, check=False).stdout.splitlines()")
 
 
 def _command_literal(command: str) -> str:
@@ -262,32 +228,26 @@ def _env(line: str, indent: str, shown: str, needs: set[str]) -> str:
     return f"{indent}os.environ[{match.group(1)!r}] = {_command_literal(match.group(2))}\n"
 
 
-_LINE_MAGICS.update(env=_env, set_env=_env)
+#: ``%name line`` → plain Python lines (None: IPython's shell runs it)
+_LINE_MAGICS: dict[str, Callable[[str, str, str, set[str]], str | None]] = {
+    "time": _time, "timeit": _timeit_magic, "cd": _cd, "env": _env, "set_env": _env,
+    "system": lambda line, indent, _, needs: _system(line, indent, needs) if line else None,
+    "sx": lambda line, indent, _, needs: (indent + _captured_command(line, needs) + "\n"
+                                          if line else None),
+}
 
 
 def _timeit_call(line: str, body: str | None, needs: set[str]) -> str | None:
+    """``_timeit(...)`` for ``%timeit`` with IPython's options; None: IPython's shell runs it
+    (``-o`` returns a result object only IPython has; an option this does not read)."""
     try:
-        words = shlex.split(line, posix=False)
-    except ValueError:
+        options, rest = getopt.getopt(shlex.split(line, posix=False), "n:r:tcp:qo")
+        counts = {flag: int(value) for flag, value in options if flag in ("-n", "-r")}
+    except (ValueError, getopt.GetoptError):
         return None
-    number, repeat, rest = 0, 7, []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word in {"-n", "-r"} and index + 1 < len(words) and words[index + 1].isdigit():
-            if word == "-n":
-                number = int(words[index + 1])
-            else:
-                repeat = int(words[index + 1])
-            index += 2
-            continue
-        if word in {"-q", "-p", "-c", "-t"} or (word.startswith("-p") and word[2:].isdigit()):
-            index += 1
-            continue
-        if word == "-o":  # returns a result object: only IPython has it
-            return None
-        rest = words[index:]
-        break
+    if any(flag == "-o" for flag, _ in options):
+        return None
+    number, repeat = counts.get("-n", 0), counts.get("-r", 7)
     code = " ".join(rest) if body is None else body
     setup = "" if body is None else " ".join(rest)
     needs.add(TIMEIT)
@@ -328,10 +288,8 @@ def _cell_magic(text: str, needs: set[str]) -> str:
             if program == ["python"]:
                 needs.add(SYS)
             argv = "[sys.executable]" if program == ["python"] else repr(program)
-            return (
-                f"# {shown}\nsubprocess.run({argv}, input={string_literal(body)}, "
-                "text=True, check=True)\n"
-            )
+            return (f"# {shown}\nsubprocess.run({argv}, input={string_literal(body)}, "
+                    "text=True, check=True)\n")
     needs.add(IPYTHON)
     return f"_ipython().run_cell_magic({name!r}, {line!r}, {string_literal(body)})\n"
 
@@ -354,8 +312,67 @@ def _writefile(line: str, body: str, shown: str, needs: set[str]) -> str:
     if len(paths) != 1:
         needs.add(IPYTHON)
         return f"_ipython().run_cell_magic('writefile', {line!r}, {string_literal(body)})\n"
-    mode = "a" if append else "w"
-    return (
-        f"# {shown}\nwith open({paths[0]!r}, {mode!r}) as _file:\n"
-        f"    _file.write({string_literal(body)})\n"
+    return (f"# {shown}\nwith open({paths[0]!r}, {'a' if append else 'w'!r}) as _file:\n"
+            f"    _file.write({string_literal(body)})\n")
+
+
+# ---------------------------------------------------------------------- IPython's own reading
+# A private shell: not IPython's singleton, its own ``user_module`` (never ``__main__``), and
+# what its constructor sets for interactive sessions (``sys.ps1``, ``builtins.display``, the
+# exit hook) is put back, so converting inside a kernel or a Jupyter server changes nothing.
+_SENTINEL = object()
+
+
+@cache
+def _shell() -> Any:
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    touched = ((vars(builtins), ("__IPYTHON__", "display")), (vars(sys), ("ps1", "ps2")))
+    saved = [(space, key, space.get(key, _SENTINEL)) for space, keys in touched for key in keys]
+    shell = InteractiveShell(
+        config=config, user_module=types.ModuleType("_hpc_magics_prefilter_namespace")
     )
+    atexit.unregister(shell.atexit_operations)
+    for space, key, value in saved:  # what the constructor set for an interactive session
+        if value is _SENTINEL:
+            space.pop(key, None)
+        else:
+            space[key] = value
+    return shell
+
+
+def prefilter_line(line: str, bound: Collection[str] = ()) -> str:
+    """One line as IPython runs it as a whole cell: ``cd data`` → a ``%cd`` magic call.
+
+    ``bound``: the names the notebook has defined so far; they hide magics of the same name,
+    as in IPython (``ls = [1]`` then ``ls`` shows the list).
+    """
+    shell = _shell()
+    namespace = shell.user_ns
+    added = [name for name in bound if name not in namespace]
+    namespace.update(dict.fromkeys(added))
+    try:
+        return str(shell.prefilter_manager.prefilter_lines(line.rstrip("\n")))
+    finally:
+        for name in added:
+            namespace.pop(name, None)
+
+
+def alias_command(name: str, rest: str) -> str | None:
+    """The shell command IPython's alias ``name`` runs with arguments ``rest``, if an alias.
+
+    IPython's ``Alias.call``: ``%l`` takes the whole line; otherwise the line is appended.
+    Aliases with ``%s`` placeholders are left to IPython's shell (None).
+    """
+    manager = _shell().alias_manager
+    if not manager.is_alias(name):
+        return None
+    command = str(manager.get_alias(name).cmd)
+    if "%l" in command:
+        return command.replace("%l", rest)
+    if command.replace("%%s", "").count("%s"):
+        return None
+    return f"{command.replace('%%s', '%s')} {rest}".rstrip()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jobfolder.files import write_atomically
-from .cells import SKIP_TAGS, source_text
+from .cells import SKIP_TAGS, plain_cells
 from .magic_rules import INSTALL_LINE_MAGICS, INSTALL_WHY, INSTALLERS
 from .script import helper_code, progress_cells, skip_cells, strip_cells, translate_cells
 
@@ -56,12 +56,7 @@ def _comment_installs(source: str) -> str:
 def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False,
                      skip_tags: frozenset[str] = SKIP_TAGS) -> dict[str, Any]:
     """The notebook the job runs: no outputs, skipped cells out, installs commented out."""
-    cells: list[Any] = [
-        {"cell_type": c.get("cell_type"), "id": c.get("id", f"cell-{i}"),
-         "metadata": dict(c.get("metadata", {})),
-         "source": source_text(c)}
-        for i, c in enumerate(notebook.get("cells", []))
-    ]
+    cells = plain_cells(notebook, "cell-")
     skip_cells(cells, skip_tags)
     needs: set[str] = set()
     if strip_display:

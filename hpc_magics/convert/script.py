@@ -20,7 +20,7 @@ from ..core.errors import HpcMagicsError
 from ..shipping.main_guard import guard_actions
 from . import magics
 from ._source import SourceEditor, comment_block
-from .cells import KEEP_TAGS, RUN_AS_IS, SKIP, SKIP_TAGS, cell_policy, source_text, tags
+from .cells import KEEP_TAGS, RUN_AS_IS, SKIP, SKIP_TAGS, cell_policy, plain_cells, tags
 from .display import strip_display
 from .progress import plain_progress_bars
 
@@ -37,12 +37,8 @@ def skip_cells(cells: list[Cell], skip_tags: Collection[str] = SKIP_TAGS) -> Non
     for index, cell in enumerate(cells):
         if cell_policy(cell, skip_tags, ()) == SKIP:
             tag = next(t for t in tags(cell) if t in skip_tags)
-            cells[index] = {
-                "cell_type": "raw",
-                "source": "",
-                "id": cell.get("id", f"c{index}"),
-                "metadata": {"hpc_magics": {"skipped": tag}},
-            }
+            cells[index] = {"cell_type": "raw", "source": "", "id": cell.get("id", f"c{index}"),
+                            "metadata": {"hpc_magics": {"skipped": tag}}}
 
 
 def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True,
@@ -56,7 +52,7 @@ def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = Tr
     for number, cell in enumerate(cells, start=1):
         if cell.get("cell_type") != "code":
             continue
-        source = source_text(cell)
+        source = cell["source"]
         try:
             translated = magics.translate_magics(source, bound)
         except SyntaxError as error:
@@ -65,9 +61,8 @@ def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = Tr
                 raise ConversionError(f"{problem}: fix it or tag the cell hpc-skip") from None
             if warnings is not None:
                 warnings.append(f"{problem}: kept as a comment; fix it or tag it hpc-skip")
-            cell["source"] = f"# [not python] {problem}, kept as a comment:\n" + comment_block(
-                source, "", "[not python]"
-            )
+            cell["source"] = (f"# [not python] {problem}, kept as a comment:\n"
+                              + comment_block(source, "", "[not python]"))
             continue
         cell["source"] = translated.source
         needs.update(translated.needs)
@@ -80,18 +75,15 @@ def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = Tr
 def progress_cells(cells: Iterable[Cell]) -> None:
     for cell in cells:
         if cell.get("cell_type") == "code":
-            cell["source"] = plain_progress_bars(source_text(cell))
+            cell["source"] = plain_progress_bars(cell["source"])
 
 
-def strip_cells(
-    cells: Sequence[Cell], keep_tags: Collection[str] = KEEP_TAGS, comment_removed: bool = True
-) -> list[list[str]]:
+def strip_cells(cells: Sequence[Cell], keep_tags: Collection[str] = KEEP_TAGS,
+                comment_removed: bool = True) -> list[list[str]]:
     """Strip display code from all code cells at once; returns what went, per code cell."""
     code = [c for c in cells if c.get("cell_type") == "code"]
-    result = strip_display(
-        [(source_text(c), cell_policy(c, (), keep_tags) == RUN_AS_IS) for c in code],
-        comment_removed=comment_removed,
-    )
+    result = strip_display([(c["source"], cell_policy(c, (), keep_tags) == RUN_AS_IS)
+                            for c in code], comment_removed=comment_removed)
     for cell, source in zip(code, result.sources, strict=False):
         cell["source"] = source
     return result.removed
@@ -118,6 +110,7 @@ def hoist_futures(text: str) -> tuple[list[str], str]:
 
 
 _HELPERS = {
+    magics.OS: "import os\n",
     magics.SYS: "import sys\n",
     magics.SUBPROCESS: "import subprocess\n",
     magics.TIMER: "from time import perf_counter as _perf_counter\n",
@@ -172,7 +165,7 @@ os.environ["BROWSER"] = "true"
 
 def helper_code(needs: Collection[str]) -> str:
     """The imports and helper functions translated magics use (see ``magics``)."""
-    order = (magics.SYS, magics.SUBPROCESS, magics.TIMER, magics.TIMEIT, magics.IPYTHON)
+    order = (magics.OS, magics.SYS, magics.SUBPROCESS, magics.TIMER, magics.TIMEIT, magics.IPYTHON)
     return "".join(_HELPERS[name] for name in order if name in needs)
 
 
@@ -184,17 +177,14 @@ def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collecti
     defined: set[str] = set()  # names bound outside the guard, for the cells after
     for number, cell in enumerate(cells, start=1):
         kind = cell.get("cell_type")
-        text = source_text(cell)
+        text = cell["source"]
         note = cell.get("metadata", {}).get("hpc_magics", {})
         if kind == "code":
             hoisted, text = hoist_futures(text)
             futures += hoisted
             text = guard_actions(text, defined)
-            body.append(
-                f"# %% cell {number}\n{text.rstrip()}\n"
-                if text.strip()
-                else f"# %% cell {number} (empty)\n"
-            )
+            body.append(f"# %% cell {number}\n{text.rstrip()}\n" if text.strip()
+                        else f"# %% cell {number} (empty)\n")
         elif isinstance(note, Mapping) and note.get("skipped"):
             body.append(f"# %% cell {number} left out (tag {note['skipped']})\n")
         elif markdown_as_comments and text.strip():
@@ -211,15 +201,9 @@ def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collecti
         'so worker processes (multiprocessing, dask) that import this script again find them\n'
         'without running the notebook again.\n"""\n'
     )
-    helpers = helper_code(needs)
-    return (
-        header
-        + "".join(dict.fromkeys(futures))
-        + _HEADLESS
-        + ("\n" + helpers if helpers else "")
-        + "\n\n"
-        + "\n\n".join(body)
-    )
+    helpers = helper_code(set(needs) - {magics.OS})  # the headless set-up imports os
+    return (header + "".join(dict.fromkeys(futures)) + _HEADLESS
+            + ("\n" + helpers if helpers else "") + "\n\n" + "\n\n".join(body))
 
 
 # ---------------------------------------------------------------------- all at once
@@ -239,10 +223,7 @@ def convert_notebook(
 
     A cell that is not Python is kept as a comment with a warning; ``strict`` refuses it.
     """
-    cells: list[Cell] = [
-        {"cell_type": c.get("cell_type"), "source": source_text(c),
-         "metadata": dict(c.get("metadata", {})), "id": c.get("id", str(i))}
-        for i, c in enumerate(notebook.get("cells", []))]
+    cells: list[Cell] = plain_cells(notebook)
     needs: set[str] = set()
     skip_cells(cells, skip_tags)
     warnings: list[str] = []

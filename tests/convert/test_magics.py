@@ -99,6 +99,8 @@ def test_display_cell_magics_go_and_sbatch_cells_run_in_place(tmp_path: Path) ->
     ("!echo {a,b}\n", "subprocess.run([\"bash\", \"-c\", 'echo {a,b}'], check=False)\n"),
     ("files = !ls\n", "files = subprocess.run([\"bash\", \"-c\", 'ls'], capture_output=True, "
                       "text=True, check=False).stdout.splitlines()\n"),
+    # IPython reads %timeit's options with getopt: attached values, and -p's value too
+    ("%timeit -n5 -p 3 sum(x)\n", "_timeit('sum(x)', number=5)  # %timeit -n5 -p 3 sum(x)\n"),
     ("if True:\n    !echo hi\n", "if True:\n    subprocess.run([\"bash\", \"-c\", 'echo hi'], "
                                  "check=False)\n"),
 ])
@@ -128,9 +130,9 @@ def test_automagics_and_aliases_as_ipython_reads_them(tmp_path: Path) -> None:
     import builtins
     import sys
 
-    from hpc_magics.convert import ipython_syntax
+    from hpc_magics.convert import magics
 
-    ipython_syntax._shell.cache_clear()  # the private shell is made in this test
+    magics._shell.cache_clear()  # the private shell is made in this test
     main, ps1 = sys.modules["__main__"], hasattr(sys, "ps1")
     in_ipython = "__IPYTHON__" in vars(builtins)
     assert translate_magics("cd data\n").source == "os.chdir(os.path.expanduser('data'))\n"

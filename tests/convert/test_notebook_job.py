@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -52,6 +53,16 @@ def test_prepared_notebook_can_strip_display() -> None:
     helpers, cell = prepared["cells"]
     assert "_perf_counter" in helpers["source"]
     assert "# [display] plt.show()" in cell["source"] and "x = 1" in cell["source"]
+
+
+def test_prepared_notebook_defines_what_its_translated_magics_use(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``%env`` becomes ``os.environ[...] = ...``: the helper cell imports os (it did not)."""
+    monkeypatch.delenv("HPC_PREPARED_MODE", raising=False)
+    helpers, cell = prepare_notebook(notebook("%env HPC_PREPARED_MODE=batch"),
+                                     strip_display=True)["cells"]
+    exec(helpers["source"] + cell["source"], {})  # the cells the kernel runs
+    assert os.environ.pop("HPC_PREPARED_MODE") == "batch"
 
 
 def test_submit_command_runs_the_notebook_and_keeps_outputs_and_figures(tmp_path: Path) -> None:
