@@ -71,7 +71,7 @@ def test_every_subcommand_and_setting_is_on_the_page(fresh_page: str) -> None:
         assert f"hpc-magics {name} [-h]" in section, name  # its usage, from its own parser
     notebook = _section(fresh_page, "`hpc-magics submit`")
     for option in ("--wait", "--dry-run", "--strip-display", "--jobs-dir"):
-        assert f"`{option}`" in notebook, option
+        assert f"| `{option}" in notebook, option
     assert "`--no-live` | only read the script" in _section(fresh_page, "`hpc-magics check`")
     server = _section(fresh_page, "In the Jupyter server")
     for name, trait in HpcMagicsServer.class_own_traits(config=True).items():
