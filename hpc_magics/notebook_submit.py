@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 DEFAULT_JOBS_DIR = "hpc_jobs"  # beside the notebook
 
+
 def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
-             python: str | None, strip_display: bool, *, submitting: bool = True
+             strip_display: bool, *, submitting: bool = True
              ) -> tuple[Any, Any, dict[str, Any], str]:
     """The request with this machine's defaults, the backend (set up for the notebook's
     kernel), the notebook the job runs and the kernel's name; refuses bad input first
@@ -41,7 +42,7 @@ def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
     validation.refuse(validation.check(request, profile))
     notebook = read_notebook(path)
     prepared = prepare_notebook(notebook, strip_display=strip_display)
-    backend = get_backend(request.backend, python=python)
+    backend = get_backend(request.backend)  # the interpreter: HPC_MAGICS_PYTHON, as for a cell
     # the kernel the notebook names, found here and (on Slurm) reachable from a node; the
     # job carries its world, not this process's modules (core/notebook_world.py)
     kernel = checked_kernel(notebook_kernel(notebook), on_a_cluster=backend.name == "slurm")
@@ -83,13 +84,13 @@ class DryRun:
 
 
 def dry_run(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
-            jobs_root: Path, python: str | None = None, name: str | None = None,
+            jobs_root: Path, name: str | None = None,
             strip_display: bool = False) -> DryRun:
     """What ``submit_notebook`` would submit, checked as it checks; creates nothing and
     shows the script whether Slurm's controller answers or not."""
     from .jobfolder.folder import JobFolder
 
-    request, backend, prepared, kernel = _prepare(path, request, profile, python,
+    request, backend, prepared, kernel = _prepare(path, request, profile,
                                                   strip_display, submitting=False)
     name = name or job_name(path.stem)
     folder = JobFolder.would_be(jobs_root, name).absolute()
@@ -100,7 +101,7 @@ def dry_run(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
 
 
 def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
-                    jobs_root: Path, python: str | None = None, name: str | None = None,
+                    jobs_root: Path, name: str | None = None,
                     strip_display: bool = False) -> JobHandle:
     """Prepare the notebook in a new job folder and submit it; returns at once (the executed
     notebook will be ``NOTEBOOK_OUT`` in its folder)."""
@@ -108,7 +109,7 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     from .jobfolder.folder import JobFolder
     from .shipping.packing import Payload
 
-    request, backend, prepared, kernel = _prepare(path, request, profile, python,
+    request, backend, prepared, kernel = _prepare(path, request, profile,
                                                   strip_display)
     name = name or job_name(path.stem)
     folder = JobFolder.create(jobs_root, name)
