@@ -234,10 +234,7 @@ class HpcMagicsKernel(Magics):
         from ..core.checkscript import syntax_problems
 
         problems = syntax_problems(cell, profile) + self._problems(request, profile)
-        try:
-            validation.refuse(problems)
-        except HpcMagicsError as refused:
-            raise UsageError(str(refused)) from None
+        validation.refuse(problems)  # one line (the magic's decorator makes it a UsageError)
         for warning in problems:
             print(f"[hpc_magics] {warning}", file=sys.stderr)
         from ..backends import get_backend
