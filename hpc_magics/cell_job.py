@@ -99,10 +99,7 @@ def checked(request: ResourceRequest, profile: ClusterProfile, backend: Any) -> 
     """The checks %%sbatch makes before it submits: every error at once, in one line."""
     from .scheduler.cluster import live_wanted
 
-    errors = validation.errors(validation.check(request.changed(backend=backend.name),
-                                                profile))
-    if errors:
-        raise InvalidRequest("; ".join(problem.message for problem in errors))
+    validation.refuse(validation.check(request.changed(backend=backend.name), profile))
     backend.preflight(request, profile, live=live_wanted(profile, None)[0], submitting=True)
 
 

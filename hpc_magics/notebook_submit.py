@@ -1,6 +1,6 @@
-"""Submit a whole notebook as one job: ``hpc-magics submit NB.ipynb`` and the magic behind
-``%hpc_submit_notebook``.  The job goes through the same backends (Slurm or local) and job
-folders as ``%%sbatch`` cells, so ``%hpc_jobs``, ``%hpc_cancel`` and the job widget see it.
+"""``hpc-magics submit NB.ipynb``: a whole notebook as one job (from a shell, or JupyterLab's
+terminal).  The job goes through the same backends (Slurm or local) and job folders as
+``%%sbatch`` cells, so ``%hpc_jobs``, ``%hpc_cancel`` and ``%hpc_fetch`` see it.
 """
 
 from __future__ import annotations
@@ -10,29 +10,25 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .convert.batch import job_for_notebook, job_name
 from .convert.kernelspec import checked_kernel, kernel_world_of, notebook_kernel
 from .convert.notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
 from .convert.script import read_notebook
 from .core import validation
-from .core.errors import InvalidRequest
 from .core.flags import SBATCH_FLAGS, flag_values
 from .core.profiles import ClusterProfile, load_profile
 from .core.resources import ResourceRequest, to_dict, updated
 
-DEFAULT_JOBS_DIR = "hpc_jobs"
+if TYPE_CHECKING:
+    from .handle import JobHandle
 
-
-@dataclass(frozen=True)
-class NotebookJob:
-    handle: Any  # hpc_magics.handle.JobHandle
-    executed_notebook: Path
+DEFAULT_JOBS_DIR = "hpc_jobs"  # beside the notebook
 
 
 def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
-             python: str | None, strip_display: bool, *, submitting: bool = True
+             strip_display: bool, *, submitting: bool = True
              ) -> tuple[Any, Any, dict[str, Any], str]:
     """The request with this machine's defaults, the backend (set up for the notebook's
     kernel), the notebook the job runs and the kernel's name; refuses bad input first
@@ -43,12 +39,10 @@ def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
 
     # this machine's sbatch defaults count, as sbatch will apply them
     request = with_environment(request, live_wanted(profile, None)[0])[0]
-    errors = validation.errors(validation.check(request, profile))
-    if errors:
-        raise InvalidRequest("; ".join(problem.message for problem in errors))
+    validation.refuse(validation.check(request, profile))
     notebook = read_notebook(path)
     prepared = prepare_notebook(notebook, strip_display=strip_display)
-    backend = get_backend(request.backend, python=python)
+    backend = get_backend(request.backend)  # the interpreter: HPC_MAGICS_PYTHON, as for a cell
     # the kernel the notebook names, found here and (on Slurm) reachable from a node; the
     # job carries its world, not this process's modules (core/notebook_world.py)
     kernel = checked_kernel(notebook_kernel(notebook), on_a_cluster=backend.name == "slurm")
@@ -90,13 +84,13 @@ class DryRun:
 
 
 def dry_run(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
-            jobs_root: Path, python: str | None = None, name: str | None = None,
+            jobs_root: Path, name: str | None = None,
             strip_display: bool = False) -> DryRun:
     """What ``submit_notebook`` would submit, checked as it checks; creates nothing and
     shows the script whether Slurm's controller answers or not."""
     from .jobfolder.folder import JobFolder
 
-    request, backend, prepared, kernel = _prepare(path, request, profile, python,
+    request, backend, prepared, kernel = _prepare(path, request, profile,
                                                   strip_display, submitting=False)
     name = name or job_name(path.stem)
     folder = JobFolder.would_be(jobs_root, name).absolute()
@@ -107,14 +101,15 @@ def dry_run(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
 
 
 def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfile, *,
-                    jobs_root: Path, python: str | None = None, name: str | None = None,
-                    strip_display: bool = False) -> NotebookJob:
-    """Prepare the notebook in a new job folder and submit it; returns at once."""
+                    jobs_root: Path, name: str | None = None,
+                    strip_display: bool = False) -> JobHandle:
+    """Prepare the notebook in a new job folder and submit it; returns at once (the executed
+    notebook will be ``NOTEBOOK_OUT`` in its folder)."""
     from .handle import JobHandle
     from .jobfolder.folder import JobFolder
     from .shipping.packing import Payload
 
-    request, backend, prepared, kernel = _prepare(path, request, profile, python,
+    request, backend, prepared, kernel = _prepare(path, request, profile,
                                                   strip_display)
     name = name or job_name(path.stem)
     folder = JobFolder.create(jobs_root, name)
@@ -131,7 +126,7 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     except Exception as error:
         folder.update_meta(state="NOT_SUBMITTED", error=str(error))
         raise
-    return NotebookJob(JobHandle(job_id, backend, folder, name), executed)
+    return JobHandle(job_id, backend, folder, name)
 
 
 # ---------------------------------------------------------------------- the command
@@ -171,11 +166,10 @@ def run(args: argparse.Namespace) -> int:
         print(dry_run(args.notebook, request, profile, jobs_root=jobs_root,
                       name=args.name, strip_display=args.strip_display).text(), end="")
         return 0
-    job = submit_notebook(args.notebook, request, profile, jobs_root=jobs_root,
-                          name=args.name, strip_display=args.strip_display)
-    handle = job.handle
+    handle = submit_notebook(args.notebook, request, profile, jobs_root=jobs_root,
+                             name=args.name, strip_display=args.strip_display)
     print(f"submitted job {handle.job_id} ({handle.backend.name}): {handle.folder.path}")
-    print(f"executed notebook (saved after every cell): {job.executed_notebook}")
+    print(f"executed notebook (saved after every cell): {handle.folder.path / NOTEBOOK_OUT}")
     if not args.wait:
         return 0
     state = handle.wait()

@@ -3,7 +3,7 @@
 ``handle.table()`` is a pandas DataFrame when pandas is installed (else a list of dicts):
 one row per point, with its parameters, each result name, ``state``, ``elapsed`` (seconds
 the cell ran) and ``error`` (the node's traceback of a task that raised).
-``handle.retry_failed()`` submits the failed tasks again as one new array in the same job
+``handle.rerun(mem="4G")`` submits the failed tasks again as one new array in the same job
 folder; their new results replace the failed ones in the table.
 
 States come from the watcher: one batched poll for every task (``123_4``) of every array.
@@ -32,8 +32,8 @@ SHOWN_ROWS = 20  # of the table shown in a widget or written into a notebook
 
 
 class SweepHandle(JobHandle):
-    """A sweep's job: ``.table()``, ``.retry_failed()``, ``.rerun(mem=...)`` (its failed
-    tasks), ``.task_states()``, plus the job
+    """A sweep's job: ``.table()``, ``.rerun(mem=...)`` (its failed tasks),
+    ``.task_states()``, plus the job
     handle's ``.wait()``, ``.cancel()`` (the whole sweep), ``.log()`` (one task's)."""
 
     # ------------------------------------------------------------ bookkeeping
@@ -139,10 +139,11 @@ class SweepHandle(JobHandle):
         return sorted(index for index, status in self.task_states().items()
                       if status.final and status.state not in SUCCESS_STATES)
 
-    def retry_failed(self, **changes: Any) -> list[str]:
-        """Submit the failed tasks again, as one array, with ``changes`` to the request
-        (``mem="4G"``, ``time="2h"``, checked as %%sbatch checks them); returns the new
-        array ids."""
+    def rerun(self, **changes: Any) -> SweepHandle:
+        """Submit the failed tasks again, as one new array in this sweep, with ``changes`` to
+        the request (``mem="4G"``, ``time="2h"``, checked as %%sbatch checks them); the
+        table merges their new results (the new array's id: ``array_ids()[-1]``). To sweep
+        every point anew, run the cell again."""
         from .backends import sweep as sweep_backend
         from .cell_job import changed_request, checked
         from .core.profiles import load_profile
@@ -164,20 +165,10 @@ class SweepHandle(JobHandle):
                                      load_profile(request.profile), self.name, failed,
                                      sweep.get("parallelism"), limits.max_array_size(),
                                      retry=attempt)
-        points = self.points()
-        ids = sweep_backend.resubmit(self.folder, scripts, points, request, attempt)
+        sweep_backend.resubmit(self.folder, scripts, self.points(), request, attempt)
         if changes:  # the sweep's request now: a later retry grows from it
             self.folder.update_meta(request=to_dict(request))
         self.fetched = False
-        return ids
-
-    def rerun(self, failed_only: bool = True, **changes: Any) -> SweepHandle:
-        """The failed tasks again, with ``changes`` (``rerun(mem="4G")``), in this sweep:
-        its table merges their new results (``retry_failed``)."""
-        if not failed_only:
-            raise HpcMagicsError("a sweep reruns its failed tasks (failed_only=True): run the "
-                                 "cell again to sweep every point anew")
-        self.retry_failed(**changes)
         return self
 
     def log(self, tail: int = 50, task: int | None = None) -> str:

@@ -51,7 +51,7 @@ def test_every_magic_and_its_arguments_are_on_the_page(fresh_page: str) -> None:
             for name, bound in table.items()
             if type(getattr(bound, "__self__", None)).__module__.startswith("hpc_magics.")}
     assert {"hpc_resources", "sbatch", "hpc_fetch", "hpc_jobs", "hpc_cancel",
-            "hpc_efficiency", "hpc_submit_notebook"} <= set(ours)
+            "hpc_efficiency", "hpc_session"} <= set(ours)
     for name, kind in ours.items():
         sign = "%%" if kind == "cell" else "%"
         assert f"`{sign}{name}`" in fresh_page, f"{sign}{name} has no section"
@@ -60,9 +60,6 @@ def test_every_magic_and_its_arguments_are_on_the_page(fresh_page: str) -> None:
         assert f"--{flag.name}" in sbatch and flag.help in sbatch, flag.name
     for option in ("--wait", "--dry-run", "--sweep", "--checkpoint", "--stage", "--session"):
         assert f"`{option} " in sbatch or f"`{option}`" in sbatch, option
-    notebook = _section(fresh_page, "`%hpc_submit_notebook`")
-    for option in ("--wait", "--dry-run", "--strip-display"):
-        assert f"`{option}`" in notebook, option
 
 
 def test_every_subcommand_and_setting_is_on_the_page(fresh_page: str) -> None:
@@ -72,6 +69,9 @@ def test_every_subcommand_and_setting_is_on_the_page(fresh_page: str) -> None:
     for name in cli.SUBCOMMANDS:
         section = _section(fresh_page, f"`hpc-magics {name}`")
         assert f"hpc-magics {name} [-h]" in section, name  # its usage, from its own parser
+    notebook = _section(fresh_page, "`hpc-magics submit`")
+    for option in ("--wait", "--dry-run", "--strip-display", "--jobs-dir"):
+        assert f"| `{option}" in notebook, option
     assert "`--no-live` | only read the script" in _section(fresh_page, "`hpc-magics check`")
     server = _section(fresh_page, "In the Jupyter server")
     for name, trait in HpcMagicsServer.class_own_traits(config=True).items():
@@ -88,7 +88,7 @@ def test_every_public_member_of_the_handles_is_on_the_page(fresh_page: str) -> N
     for cls in (JobHandle, SweepHandle):
         section = _section(fresh_page, f"`{cls.__name__}`")
         public = [name for name in vars(cls) if not name.startswith("_")]
-        assert "retry_failed" in public or cls is JobHandle
+        assert "table" in public or cls is JobHandle
         for name in public:
             assert f"| `.{name}" in section, f"{cls.__name__}.{name} is not on the page"
 

@@ -65,9 +65,9 @@ class Backend(Protocol):
         """The job's stdout/stderr files, in that order."""
 
 
-def get_backend(name: str, python: str | None = None) -> Backend:
+def get_backend(name: str) -> Backend:
     """The backend called ``name`` ("auto" picks slurm when sbatch is on PATH)."""
     from .submitit_backend import LocalBackend, SlurmBackend
 
     resolved = choose_backend_name(name)
-    return SlurmBackend(python) if resolved == "slurm" else LocalBackend()
+    return SlurmBackend() if resolved == "slurm" else LocalBackend()

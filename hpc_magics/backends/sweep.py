@@ -127,7 +127,7 @@ def _record_first(folder: JobFolder, started: float) -> str:
 
 def resubmit(folder: JobFolder, scripts: Sequence[ArrayScript], points: Sequence[Point],
              request: ResourceRequest, attempt: int) -> list[str]:
-    """Failed tasks again, as one array in the same folder (``--retry-failed``)."""
+    """Failed tasks again, as one array in the same folder (``SweepHandle.rerun``)."""
     ids = _submit_arrays(folder, scripts, points, request, attempt)
     # the queue and accounting match entries by submit time: the window now covers the retry
     folder.update_meta(submit_returned_at=time.time())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 class HpcMagicsError(Exception):
@@ -11,6 +11,20 @@ class HpcMagicsError(Exception):
 
 class InvalidRequest(HpcMagicsError):
     """A resource request or flag is malformed or not allowed by the cluster."""
+
+
+def one_line(problems: Sequence[str]) -> str:
+    """Every problem found, as the one line a refusal says: the problem itself, or
+    ``N problems: first; second`` (all at once: one round of fixes)."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} problems: " + "; ".join(problems)
+
+
+def refuse(problems: Sequence[str]) -> None:
+    """Refuse in one line (:func:`one_line`) when anything was found."""
+    if problems:
+        raise InvalidRequest(one_line(problems))
 
 
 class ShippingError(HpcMagicsError):

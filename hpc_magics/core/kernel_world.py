@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidRequest
+from . import errors
 
 # Folders a login host has for itself: a compute node does not see them.
 LOGIN_ONLY = ("/tmp", "/var/tmp", "/dev/shm")
@@ -197,6 +197,4 @@ def refusals(world: KernelWorld, settings: Mapping[str, Any],
 
 def refuse(world: KernelWorld, settings: Mapping[str, Any],
            nodes_share_tmp: bool = False) -> None:
-    problems = refusals(world, settings, nodes_share_tmp)
-    if problems:
-        raise InvalidRequest(problems[0])
+    errors.refuse(refusals(world, settings, nodes_share_tmp))

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from .errors import InvalidRequest
+from . import errors
 from .kernel_world import LOGIN_ONLY, login_only_root
 
 SHARED_TMP_VARIABLE = "HPC_MAGICS_NODES_SHARE_TMP"
@@ -72,7 +72,5 @@ def refusals(*, jobs_root: str, cwd: str, stage: Sequence[str], stage_back: str 
 
 def refuse(*, jobs_root: str, cwd: str, stage: Sequence[str], stage_back: str | None,
            cell: str, environ: Mapping[str, str]) -> None:
-    problems = refusals(jobs_root=jobs_root, cwd=cwd, stage=stage, stage_back=stage_back,
-                        cell=cell, environ=environ)
-    if problems:
-        raise InvalidRequest(problems[0])
+    errors.refuse(refusals(jobs_root=jobs_root, cwd=cwd, stage=stage, stage_back=stage_back,
+                           cell=cell, environ=environ))

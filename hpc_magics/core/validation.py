@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from .errors import refuse as refuse_lines
 from .profiles import ClusterProfile, Partition
 from .resources import GpuRequest, ResourceRequest
 from .units import UNLIMITED, format_memory, format_time, parse_memory
@@ -303,6 +304,11 @@ def not_yet(pairs: Iterable[tuple[str, str]], environ: Mapping[str, str],
 
 def errors(problems: list[Problem]) -> list[Problem]:
     return [p for p in problems if p.severity == ERROR]
+
+
+def refuse(problems: Iterable[Problem]) -> None:
+    """Refuse the errors among ``problems`` in one line (warnings pass)."""
+    refuse_lines([p.message for p in problems if p.severity == ERROR])
 
 
 def _all_gpu_types(profile: ClusterProfile) -> list[str]:

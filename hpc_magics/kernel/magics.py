@@ -43,10 +43,9 @@ def _hpc(shell: Any) -> Any:
 @magics_class
 class SessionMagics(Magics):
     @magic_arguments()
-    @argument("action", choices=["start", "stop", "list", "push", "pull"],
-              help="start a session, stop it, list the sessions, or move names to/from it")
+    @argument("action", choices=["start", "stop", "list"],
+              help="start a session, stop it, or list the sessions")
     @argument("name", nargs="?", help="the session's name")
-    @argument("names", nargs="*", help="push/pull: the variables to move")
     @argument("--jobid", metavar="ID", default=None,
               help="start the session as a step of this allocation of yours")
     @argument("--tunnel", choices=list(TUNNELS), default=None,
@@ -59,7 +58,7 @@ class SessionMagics(Magics):
 
         ``%hpc_session start NAME [sbatch options]`` submits a job (or, with ``--jobid``, a
         step of your allocation) running a kernel; ``%%sbatch --session NAME`` runs a cell
-        there; ``%hpc_session push|pull NAME names…`` moves variables explicitly;
+        there (shipping the names it reads, bringing back those it assigns);
         ``%hpc_session stop NAME`` shuts it down and cancels its job.
         """
         from . import session as sessions  # on first use: %load_ext stays cheap
@@ -75,11 +74,6 @@ class SessionMagics(Magics):
             return None
         if not args.name:
             raise UsageError(f"%hpc_session {args.action} needs the session's NAME")
-        if args.action in {"push", "pull"}:
-            return self._move(args.action, args.name, args.names)
-        if args.names:
-            raise UsageError(f"%hpc_session {args.action} {args.name}: unexpected "
-                             f"{' '.join(args.names)} (names go with push and pull only)")
         try:
             if args.action == "stop":
                 job_id = sessions.stop(args.name)
@@ -97,29 +91,6 @@ class SessionMagics(Magics):
               f"%%sbatch --session {args.name} runs a cell there")
         show_session(args.name, started)
         return None
-
-
-    def _move(self, action: str, name: str, names: list[str]) -> None:
-        from . import session as sessions
-
-        if not names:
-            raise UsageError(f"%hpc_session {action} {name} needs the names to move, "
-                             f"e.g. %hpc_session {action} {name} model data")
-        namespace: dict[str, Any] = self.shell.user_ns if self.shell is not None else {}
-        try:
-            session = sessions.get(name)
-            if action == "push":
-                moved = session.push(names, namespace)
-            else:
-                moved = session.pull(names, namespace)
-        except HpcMagicsError as error:
-            raise UsageError(str(error)) from None
-        where = "into session" if action == "push" else "from session"
-        print(f"[hpc_magics] {', '.join(moved) or 'nothing'} {where} {name}")
-        left = [n for n in names if n not in moved]
-        if left and action == "pull":
-            print(f"[hpc_magics] not in session {name} (or not picklable, so kept there): "
-                  f"{', '.join(left)}", file=sys.stderr)
 
 
 def show_session(name: str, session: Any) -> Any:

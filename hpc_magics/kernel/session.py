@@ -157,8 +157,11 @@ class Session:
                             f"{content.get('ename')}: {content.get('evalue')}")
 
     def ship(self, code: str, namespace: dict[str, Any]) -> list[str]:
-        """Ship the names the cell reads that the session lacks or has an older value of."""
-        from ..shipping.analysis import analyse
+        """Ship the names the cell reads that the session lacks or has an older value of,
+        packed with the package's own packing, and load them in the session."""
+        from ..shipping.analysis import CellNames, analyse
+        from ..shipping.buffers import write_buffers
+        from ..shipping.packing import pack
         from ..shipping.stream import fingerprint
 
         names = analyse(code)
@@ -168,31 +171,10 @@ class Session:
                 mark = fingerprint(namespace[name])
                 if mark is None or self.sent.get(name) != mark:
                     changed[name] = mark
-        return self._send_names(code, changed, names.assigned, names.has_final_expression,
-                                namespace)
-
-    def push(self, names: list[str], namespace: dict[str, Any]) -> list[str]:
-        """``%hpc_session push``: these names into the session, whatever it holds already."""
-        from ..shipping.stream import fingerprint
-
-        missing = [name for name in names if name not in namespace]
-        if missing:
-            raise InvalidRequest(f"%hpc_session push {self.name}: no {', '.join(missing)} "
-                                 "in the notebook: assign them first, or leave them out")
-        changed = {name: fingerprint(namespace[name]) for name in names}
-        return self._send_names("", changed, (), False, namespace)
-
-    def _send_names(self, code: str, changed: dict[str, bytes | None],
-                    assigned: tuple[str, ...], final: bool,
-                    namespace: dict[str, Any]) -> list[str]:
-        """Pack ``changed`` with the package's own packing and load it in the session."""
-        from ..shipping.analysis import CellNames
-        from ..shipping.buffers import write_buffers
-        from ..shipping.packing import pack
-
         if not changed:
             return []
-        payload = pack(code, CellNames(tuple(changed), assigned, final), namespace)
+        payload = pack(code, CellNames(tuple(changed), names.assigned,
+                                       names.has_final_expression), namespace)
         payload = write_buffers(payload, self.folder)
         shipped = list(payload.state_names) + list(payload.modules)
         if not shipped:
@@ -203,7 +185,7 @@ class Session:
         return shipped
 
     def pull(self, names: list[str], namespace: dict[str, Any]) -> list[str]:
-        """Bring these names back from the session (the ones it has and that pickle)."""
+        """Bring the names a cell assigned back from the session (those that pickle)."""
         from ..shipping.stream import fingerprint
 
         self._call("send", str(self.folder), names)

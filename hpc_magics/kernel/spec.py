@@ -78,12 +78,7 @@ class KernelRequest:
         profile = self.profile()
         problems = [*other_cluster(directives(self.request, profile)),  # -M, SBATCH_CLUSTERS
                     *validation.check(self.request.changed(backend="slurm"), profile)]
-        errors = validation.errors(problems)
-        if len(errors) == 1:
-            raise InvalidRequest(errors[0].message)
-        if errors:
-            raise InvalidRequest(f"{len(errors)} problems: " +
-                                 "; ".join(problem.message for problem in errors))
+        validation.refuse(problems)
         return problems
 
 

@@ -9,12 +9,10 @@ def register(ipython: Any) -> None:
     from .doctor import DoctorMagics
     from .job_actions import JobActionMagics
     from .jobs import HpcMagicsKernel
-    from .notebook import NotebookJobMagics
     from .server import ServerMagics
 
     ipython.register_magics(HpcMagicsKernel)  # first: the others find it in the registry
     ipython.register_magics(JobActionMagics)
-    ipython.register_magics(NotebookJobMagics)
     ipython.register_magics(DoctorMagics)
     from ..kernel.magics import SessionMagics, offer_left_behind
 

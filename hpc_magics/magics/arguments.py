@@ -1,9 +1,9 @@
 """Magic arguments: IPython's ``@magic_arguments`` with the parser built when first used,
-the resource flags %%sbatch, %hpc_resources and %hpc_submit_notebook share (a table), and
+the resource flags %%sbatch, %hpc_resources and %hpc_session share (a table), and
 one parse that turns a bad line into one error naming it and the fix.
 
 IPython builds each magic's parser, and formats its whole help text, when the class is
-defined; with sbatch's ~30 flags on three magics that alone was a fifth of what
+defined; with sbatch's ~30 flags on several magics that alone was a fifth of what
 ``%load_ext hpc_magics`` may cost (25 ms, benchmarks/bench_load_ext.py). Here the parser
 is built on the first parse, or when ``%%sbatch?`` asks for the help (IPython's inspector
 calls a ``getdoc()`` it finds on the object).
@@ -76,7 +76,7 @@ class lazy_magic_arguments(magic_arguments):  # spelled as IPython's decorator
 
 
 def resource_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
-    """The resource arguments of %%sbatch, %hpc_resources and %hpc_submit_notebook."""
+    """The resource arguments of %%sbatch, %hpc_resources and %hpc_session."""
     return [
         (("--profile",), {"help": "cluster profile: " +
                           ", ".join(sorted(profiles.available_profiles()))}),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument
 from traitlets import Float, Unicode, default
 
@@ -42,12 +42,6 @@ else:  # imported on first use: %load_ext stays cheap (see lazy.py)
     resources = lazy_module("hpc_magics.core.resources")
     sites = lazy_module("hpc_magics.core.sites")
     validation = lazy_module("hpc_magics.core.validation")
-
-def _one_line(problems: list[validation.Problem]) -> str:
-    if len(problems) == 1:
-        return problems[0].message
-    return f"{len(problems)} problems: " + "; ".join(p.message for p in problems)
-
 
 def plain_python(body: str) -> tuple[str, str]:
     """A cell with IPython syntax (``!cmd``, ``%time``, ``%%bash``) as plain Python.
@@ -154,11 +148,8 @@ class HpcMagicsKernel(Magics):
     @magic_arguments()
     @resource_arguments
     @argument("--reset", action="store_true", help="forget the session's settings")
-    @argument("--check", action="store_true",
-              help="check a job script pasted as the cell (%%%%hpc_resources --check), or the "
-                   "session's request, line by line against the profile")
-    @line_cell_magic
-    def hpc_resources(self, line: str = "", cell: str | None = None) -> Any:
+    @line_magic
+    def hpc_resources(self, line: str = "") -> Any:
         """Show the resource request, or set the session's defaults with sbatch's flags.
 
         Without arguments: a table of the current request, the #SBATCH lines it renders
@@ -169,12 +160,6 @@ class HpcMagicsKernel(Magics):
             %hpc_resources --profile alvis --gpus-per-node A40:1 -t 2h -A NAISS2024-5-1
         """
         args = parsed_arguments(self.hpc_resources, line)
-        if args.check:
-            from .check import check_view
-
-            view = ResourceView(self.request, self._profile(self.request), [])
-            return check_view(cell if cell is not None else "\n".join(view.lines),
-                              args.profile or self.request.profile)
         request = self.request
         if args.reset:
             request = self._session_start()
@@ -249,9 +234,7 @@ class HpcMagicsKernel(Magics):
         from ..core.checkscript import syntax_problems
 
         problems = syntax_problems(cell, profile) + self._problems(request, profile)
-        errors = validation.errors(problems)
-        if errors:
-            raise UsageError(_one_line(errors))
+        validation.refuse(problems)  # one line (the magic's decorator makes it a UsageError)
         for warning in problems:
             print(f"[hpc_magics] {warning}", file=sys.stderr)
         from ..backends import get_backend

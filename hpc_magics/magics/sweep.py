@@ -2,7 +2,7 @@
 references ``-d/--dependency`` takes in a cell (``afterok:prep``).
 
 Everything is checked (points, limits, job references) before anything is submitted. A
-sweep's failed tasks are retried by its handle (``hpc_magics.job().retry_failed()``, the
+sweep's failed tasks are retried by its handle (``hpc_magics.job().rerun()``, the
 widget's "Retry failed").
 """
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core import directives, validation
-from ..core.errors import InvalidRequest, SubmissionError
+from ..core.errors import SubmissionError
 from ..core.jobids import parse_job_id
 from ..core.slurm_environment import for_sbatch
 from . import commands
@@ -50,9 +50,7 @@ def other_cluster(pairs: Iterable[tuple[str, str]],
 def refuse_other_cluster(pairs: Iterable[tuple[str, str]],
                          environ: Mapping[str, str] | None = None) -> None:
     """:func:`other_cluster` as one line, before anything is submitted."""
-    problems = other_cluster(pairs, environ)
-    if problems:
-        raise InvalidRequest("; ".join(problem.message for problem in problems))
+    validation.refuse(other_cluster(pairs, environ))
 
 
 def refusal(result: commands.CommandResult) -> str:

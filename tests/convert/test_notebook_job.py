@@ -7,11 +7,10 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import nbformat
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 from hpc_magics.convert.notebook_job import NOTEBOOK_OUT, prepare_notebook
 
@@ -80,30 +79,6 @@ def test_submit_command_runs_the_notebook_and_keeps_outputs_and_figures(tmp_path
     [job] = (tmp_path / "hpc_jobs").iterdir()
     figures = sorted(p.name for p in (job / "figures").glob("*.png"))
     assert "cell-6-1.png" in figures and "cell-9-1.png" in figures
-
-
-def test_magic_submits_this_notebook_with_session_settings(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch,
-                                                           capsys: pytest.CaptureFixture[str]
-                                                           ) -> None:
-    from hpc_magics.magics.notebook import NotebookJobMagics
-
-    nbformat.write(notebook("value = 6 * 7\nprint('value', value)"), tmp_path / "mine.ipynb")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "mine.ipynb"))
-    shell: Any = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "hpc_magics")
-    shell.register_magics(NotebookJobMagics)
-    magics = shell.magics_manager.registry["HpcMagicsKernel"]
-    magics.jobs_dir = str(tmp_path / "jobs")
-    magics.handles.clear()
-    shell.run_line_magic("hpc_submit_notebook", "--backend local -t 5 --wait")
-    out = capsys.readouterr().out
-    assert "saved after every cell" in out and "FINISHED" in out
-    handle = magics.handles[magics.last_job]
-    executed = nbformat.read(handle.folder.path / NOTEBOOK_OUT, as_version=4)
-    assert executed.cells[0].outputs[0]["text"] == "value 42\n"
-    assert json.loads((handle.folder.path / "meta.json").read_text())["kind"] == "notebook"
 
 
 @pytest.mark.slow  # a time limit of one minute runs out

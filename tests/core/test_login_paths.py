@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hpc_magics.core import login_paths
+from hpc_magics.core.errors import InvalidRequest
 
 
 def refusals(cell: str = "", environ: dict[str, str] | None = None, **paths: object) -> list[str]:
@@ -37,3 +40,14 @@ def test_each_login_only_path_is_one_line_naming_it(tmp_path: Path) -> None:
 
 def test_a_one_host_cluster_says_so() -> None:
     assert refusals(jobs_root="/tmp/j", environ={"HPC_MAGICS_NODES_SHARE_TMP": "1"}) == []
+
+
+def test_the_refusal_names_every_path_at_once_in_one_line() -> None:
+    """One round of fixes: the refusal before submitting is every problem found, in the
+    one line ``core/errors.one_line`` makes (it named only the first before)."""
+    with pytest.raises(InvalidRequest) as refused:
+        login_paths.refuse(jobs_root="/tmp/nb/hpc_jobs", cwd="/var/tmp/nb", stage=(),
+                           stage_back=None, cell="", environ={})
+    said = str(refused.value)
+    assert said.startswith("2 problems: the job folder /tmp/nb/hpc_jobs") and "\n" not in said
+    assert "; the working directory /var/tmp/nb is under /var/tmp" in said

@@ -178,9 +178,9 @@ def test_a_whole_notebook_job_runs_the_kernel_the_notebook_names(
                         jobs_root=project / "jobs")
     path = _notebook(project / "analysis.ipynb", "envworld",
                      "import sys, envworld_probe\nprint(envworld_probe.NAME, sys.executable)")
-    job = submit_notebook(path, request, lab, jobs_root=project / "jobs")
-    assert job.handle.wait(timeout=240) == "COMPLETED"
-    executed = nbformat.read(job.handle.folder.path / NOTEBOOK_OUT, as_version=4)
+    handle = submit_notebook(path, request, lab, jobs_root=project / "jobs")
+    assert handle.wait(timeout=240) == "COMPLETED"
+    executed = nbformat.read(handle.folder.path / NOTEBOOK_OUT, as_version=4)
     [output] = executed.cells[0].outputs
     assert output.text.strip() == f"venv-only {venv / 'bin' / 'python'}"
 

@@ -200,22 +200,26 @@ def test_display_of_a_figure_on_the_node(shell: Any, job_folders: Any,
     assert not list((folder / "figures").glob("*.png"))  # not shown again at the end
 
 
-def test_whole_notebook_job_and_fetch(shell: Any, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_whole_notebook_job_from_the_command_and_fetch(shell: Any, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """``hpc-magics submit`` (JupyterLab's terminal) and ``%hpc_fetch`` in the notebook."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
+
+    from hpc_magics.cli import main
 
     notebook = tmp_path / "analysis.ipynb"
     nbformat.write(new_notebook(cells=[
         new_code_cell("values = [1, 2, 3]\nprint('total', sum(values))"),
         new_code_cell("import matplotlib.pyplot as plt\nplt.plot(values)\nplt.show()"),
     ]), notebook)
-    shell.run_line_magic("hpc_submit_notebook", f"{notebook} --backend local -t 10")
     magics = shell.magics_manager.registry["HpcMagicsKernel"]
-    handle = magics.handles[magics.last_job]
-    handle.wait(timeout=180)
-    capsys.readouterr()
-    shell.run_line_magic("hpc_fetch", handle.job_id)
+    assert main(["submit", str(notebook), "--backend", "local", "-t", "10",
+                 "--jobs-dir", str(magics.jobs_root), "--wait"]) == 0
+    job_id = capsys.readouterr().out.split()[2]  # "submitted job ID (local): FOLDER"
+    handle = magics.handle_for(job_id)
+    shell.run_line_magic("hpc_fetch", job_id)
     out = capsys.readouterr().out
     assert "executed notebook:" in out
     executed = nbformat.read(handle.folder.path / "executed.ipynb", as_version=4)

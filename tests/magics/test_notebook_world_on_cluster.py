@@ -86,8 +86,9 @@ def test_a_notebook_job_loads_its_kernels_modules_not_the_submitters(
     books = {kernel: _notebook(project / f"{kernel}.ipynb", kernel, CELL)
              for kernel in (by_env, by_argv)}
     # the clean job has no PYTHONPATH: the venv's Python (with this checkout) runs the notebook
-    scripts = {kernel: dry_run(path, request, lab, jobs_root=project / "jobs",
-                               python=python).script for kernel, path in books.items()}
+    monkeypatch.setenv("HPC_MAGICS_PYTHON", python)
+    scripts = {kernel: dry_run(path, request, lab, jobs_root=project / "jobs").script
+               for kernel, path in books.items()}
     not_here = ("# the notebook's world: modules loaded here (here/1.0) are not loaded for the "
                 "notebook's kernel: name those it needs in the notebook's metadata "
                 "hpc_magics.environment.modules\n")
@@ -100,11 +101,11 @@ def test_a_notebook_job_loads_its_kernels_modules_not_the_submitters(
         assert "here/1.0" not in script.replace(not_here, "")
         assert not_here in script
 
-    jobs = {kernel: submit_notebook(path, request, lab, jobs_root=project / "jobs",
-                                    python=python) for kernel, path in books.items()}
-    for kernel, job in jobs.items():
-        assert job.handle.wait(timeout=240) == "COMPLETED", job.handle.log(tail=20)
-        executed = nbformat.read(job.handle.folder.path / NOTEBOOK_OUT, as_version=4)
+    jobs = {kernel: submit_notebook(path, request, lab, jobs_root=project / "jobs")
+            for kernel, path in books.items()}
+    for kernel, handle in jobs.items():
+        assert handle.wait(timeout=240) == "COMPLETED", handle.log(tail=20)
+        executed = nbformat.read(handle.folder.path / NOTEBOOK_OUT, as_version=4)
         [output] = executed.cells[0].outputs
         assert json.loads(output.text) == {"package": "venv-only", "python": python,
                                            "module": "loaded", "here": None}, kernel

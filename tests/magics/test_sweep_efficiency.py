@@ -37,7 +37,7 @@ def test_efficiency_of_a_retried_sweep_per_point(shell: Any, slurm_cluster: Any,
     magics = shell.magics_manager.registry["HpcMagicsKernel"]
     handle = magics.handles[magics.last_job]
     assert handle.failed_tasks() == [1]
-    (retry_id,) = handle.retry_failed()
+    retry_id = handle.rerun().array_ids()[-1]
     assert handle.wait(timeout=120) == "COMPLETED"
     capsys.readouterr()
 

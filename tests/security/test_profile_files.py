@@ -98,20 +98,21 @@ NOTEBOOK = json.dumps({
 
 
 def test_a_notebooks_setup_lines_run_only_from_a_file_of_the_users_own(
-        shell: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], intruder: Intruder,
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], intruder: Intruder,
         shared_folder: Path) -> None:
     theirs = shared_folder / "shared.ipynb"
     intruder.run("sh", "-c", 'umask 022 && printf %s "$1" > "$2"', "sh", NOTEBOOK, str(theirs))
-    with pytest.raises(UsageError, match=f"notebook {re.escape(str(theirs))}: its metadata's "
-                       f"setup lines .* not used: it is owned by {intruder.name}") as raised:
-        shell.run_line_magic("hpc_submit_notebook", f"{theirs} --dry-run")
-    assert "\n" not in str(raised.value)
-    assert "set-up-by-the-notebook" not in capsys.readouterr().out
+    assert cli_main(["submit", str(theirs), "--dry-run"]) == 2
+    said = capsys.readouterr()
+    assert re.fullmatch(f"hpc-magics submit: notebook {re.escape(str(theirs))}: its "
+                        "metadata's setup lines .* not used: it is owned by "
+                        f"{intruder.name}:[^\n]*\n", said.err), said.err
+    assert "set-up-by-the-notebook" not in said.out
 
     folder = tmp_path / "notebooks"
     folder.mkdir(mode=0o755)
     mine = folder / "mine.ipynb"  # the user's own copy, read before use
     mine.write_text(NOTEBOOK)
-    shell.run_line_magic("hpc_submit_notebook", f"{mine} --dry-run")
+    assert cli_main(["submit", str(mine), "--dry-run"]) == 0
     assert ("# Setup from the request (--setup, %hpc_resources or the notebook's metadata)\n"
             "echo set-up-by-the-notebook\n") in capsys.readouterr().out
