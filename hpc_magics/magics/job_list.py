@@ -179,7 +179,8 @@ def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow],
     listed: dict[str, JobSnapshot] = {}
     notes = []
     alive = any(not status.final for status in polled.values())
-    if slurm_available() and (everything or alive or _any_kernel()):  # else no squeue at all
+    here = slurm_available()  # else no squeue or sacct at all
+    if here and (everything or alive or _any_kernel()):
         listed, note = queue_entries(fresh=not away)
         notes += [note] if note else []
     now, rows = time.time(), []
@@ -207,7 +208,7 @@ def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow],
         folder = folder or next(iter(folders_for(job_id, indexed)), None)
         rows.append(_row(job_id, listed[job_id].state, listed[job_id], folder, now=now,
                          meta=meta))
-    if everything and not away:
+    if everything and here and not away:
         ended, note = _ended_today(lambda job_id: job_id not in listed and elsewhere(job_id),
                                    indexed)
         rows += ended

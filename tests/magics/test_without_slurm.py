@@ -52,3 +52,4 @@ def test_all_is_this_notebooks_listing_and_more_a_local_job_included(
         shell.run_line_magic("hpc_jobs", line)
         rows = capsys.readouterr().out.splitlines()
         assert any(row.split()[:3] == [job_id, state, "cell"] for row in rows), rows
+        assert not rows[-1].startswith("("), rows  # no Slurm here: nobody asked, no note
