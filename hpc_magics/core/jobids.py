@@ -87,6 +87,16 @@ def same_job(wanted: str, listed: str) -> bool:
     return mine.covers(theirs)
 
 
+def task_order(job_id: str) -> tuple[int, int]:
+    """A job id's sort key: its number, then its array task (``123_[2-3%1]``: 2; -1 for the
+    whole job); ids that are not Slurm's sort first."""
+    parsed = parse_job_id(job_id)
+    if parsed is None:
+        return (0, 0)
+    tasks = parsed.task_numbers
+    return (int(parsed.base), min(tasks) if tasks else -1)
+
+
 T = TypeVar("T")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 
 from .errors import InvalidRequest
 
@@ -92,6 +93,12 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m"
     return f"{secs}s"
+
+
+def format_clock(epoch: float, now: float) -> str:
+    """``14:32`` today, ``2026-11-23 14:32`` on another day (local time)."""
+    moment, today = time.localtime(epoch), time.localtime(now)
+    return time.strftime("%H:%M" if moment[:3] == today[:3] else "%Y-%m-%d %H:%M", moment)
 
 
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?$", re.IGNORECASE)

@@ -178,7 +178,7 @@ class JobActionMagics(Magics):
     @magic_arguments()
     @argument("--all", action="store_true",
               help="every job of yours: other notebooks, kernels and tools too, and the ones "
-                   "that ended today; Cancel, Log and Handle buttons in Jupyter")
+                   "that ended today")
     @argument("--state", help="only jobs in these states, e.g. R,PD or COMPLETED")
     @line_magic
     def hpc_jobs(self, line: str = "") -> Any:

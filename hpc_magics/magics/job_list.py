@@ -1,11 +1,11 @@
 """``%hpc_jobs``: your jobs in one listing, this notebook's or (``--all``) every one of yours.
 
-One source: the user's one ``squeue`` view (shared by every kernel and the server) for what
-is queued or running; the job folders for what each job is (this notebook's, the kernels'
-and sessions' through their index, other notebooks' through the submission index); for a
-job of this notebook that left the queue, the watcher's state (its shared ``sacct``); with
+One function (``listing``) from one source: this notebook's job folders, each in the
+watcher's state (its shared ``squeue`` view and ``sacct``); the user's one ``squeue`` view
+for the other jobs of yours that are queued or running (kernels and sessions always; with
+``--all`` every one), each with its folder where the one job index knows it; with
 ``--all``, the user's jobs that ended today too (one ``sacct -u`` per interval). One row
-type and one table for both; in Jupyter, ``--all`` is a widget with Cancel, Log and Handle.
+type, one table, the same in a notebook and a terminal.
 
 Beside the table: why each job Slurm ended did (the line the notebook's error and the job
 widget show; one ``sacct`` for the FAILED ones' steps), and what is left of the allocation
@@ -15,10 +15,9 @@ the queued and running jobs draw on, warning when their requests add up to more 
 
 from __future__ import annotations
 
-import html
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 from ..core import jobs as job_states
 from ..core.cost import cost_so_far
 from ..core.errors import HpcMagicsError
-from ..core.jobids import same_job
+from ..core.jobids import parse_job_id, same_job, task_order
 from ..core.jobs import JobSnapshot
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest, from_dict
@@ -40,7 +39,6 @@ from ..scheduler.queue import QueueView
 from ..scheduler.watcher import watcher
 
 LOOK_MAX_AGE_S = 0.5  # the user asked now: a view older than this is asked again, once
-MAX_TABLE_ROWS = 200  # rows of buttons in the widget
 INDENT = " " * 14  # under the state column
 
 
@@ -164,10 +162,14 @@ def ended_states(folders: Iterable[Any], polled: Mapping[Path, JobStatus]) -> di
     return shown
 
 
-def notebook_rows(folders: list[Any]) -> tuple[list[JobRow], str, bool]:
-    """This notebook's jobs (one row per folder, its state from the watcher), then the
-    user's kernels and sessions the queue lists. Returns the rows, a note and whether
-    Slurm is away."""
+def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow], str, bool]:
+    """The one listing: this notebook's jobs (one row per folder, its state from the
+    watcher), then the other jobs of yours the queue lists (your kernels and sessions;
+    with ``everything``, every one, its folder found through the job index), then (with
+    ``everything``) those that ended today. Returns the rows, a note and whether Slurm is
+    away (then it asks nobody more)."""
+    from ..scheduler.job_index import entries, folders_for
+
     try:  # one batched poll for all of them; settled jobs are not asked again
         polled = watcher().poll(folders)
     except HpcMagicsError:
@@ -175,21 +177,48 @@ def notebook_rows(folders: list[Any]) -> tuple[list[JobRow], str, bool]:
     away = any(SCHEDULER_UNREACHABLE in (status.note or "") for status in polled.values())
     states = ended_states(folders, polled)
     listed: dict[str, JobSnapshot] = {}
-    note = ""
+    notes = []
     alive = any(not status.final for status in polled.values())
-    if slurm_available() and (alive or _any_kernel()):  # else no squeue at all
+    here = slurm_available()  # else no squeue or sacct at all
+    if here and (everything or alive or _any_kernel()):
         listed, note = queue_entries(fresh=not away)
+        notes += [note] if note else []
     now, rows = time.time(), []
+    slurm_ids: dict[str, list[str]] = {}  # by base number: an array's tasks
     for folder in folders:
-        status, state = polled[folder.path], states[folder.path]
-        rows.append(_row(status.job_id, state, status.detail or listed.get(status.job_id),
-                         folder, end_line(folder, status.job_id, state) or "",
-                         status.note, now))
-    mine = {row.job_id for row in rows}
-    for job_id, (folder, meta) in kernel_folders(j for j in listed if j not in mine).items():
+        status, state, meta = polled[folder.path], states[folder.path], folder.meta()
+        # squeue and sacct list Slurm jobs: a local process of the same number is not theirs
+        slurm = meta.get("backend") != "local"
+        if slurm:
+            slurm_ids.setdefault(_base(status.job_id), []).append(status.job_id)
+        entry = status.detail or (listed.get(status.job_id) if slurm else None)
+        rows.append(_row(status.job_id, state, entry, folder,
+                         end_line(folder, status.job_id, state) or "", status.note, now, meta))
+
+    def elsewhere(job_id: str) -> bool:  # not one of this notebook's (or a task of one)
+        return not any(same_job(known, job_id) for known in slurm_ids.get(_base(job_id), ()))
+
+    others = [job_id for job_id in listed if elsewhere(job_id)]
+    kernels = kernel_folders(others)
+    indexed = entries() if everything else []
+    for job_id in others:
+        folder, meta = kernels.get(job_id) or (None, None)
+        if folder is None and not everything:
+            continue
+        folder = folder or next(iter(folders_for(job_id, indexed)), None)
         rows.append(_row(job_id, listed[job_id].state, listed[job_id], folder, now=now,
                          meta=meta))
-    return rows, note, away
+    if everything and here and not away:
+        ended, note = _ended_today(lambda job_id: job_id not in listed and elsewhere(job_id),
+                                   indexed)
+        rows += ended
+        notes += [note] if note else []
+    return rows, "; ".join(notes), away
+
+
+def _base(job_id: str) -> str:
+    parsed = parse_job_id(job_id)
+    return parsed.base if parsed is not None else job_id
 
 
 _RECENT: dict[str, tuple[float, Any]] = {}
@@ -209,40 +238,20 @@ def _recent_jobs(interval_s: float) -> Any:
         return answer
 
 
-def all_rows(folders: list[Any]) -> tuple[list[JobRow], str]:
-    """Every job of the user, as squeue and (for those that ended today) sacct list them,
-    each with its folder where one is known. Returns the rows, newest first, and a note."""
+def _ended_today(wanted: Callable[[str], bool], indexed: list[Any]) -> tuple[list[JobRow], str]:
+    """The rows of the user's jobs that ended today and are ``wanted``, newest first."""
     from ..core.end_reasons import end_note
-    from ..scheduler.job_index import entries, folders_for
+    from ..scheduler.job_index import folders_for
 
-    view = _queue_view(fresh=True)
-    notes = [view.error] if view.error else []
-    # squeue and sacct list Slurm jobs: a local process of the same number is not theirs
-    metas = [(f, f.meta()) for f in folders]
-    by_id = {str(m.get("job_id", "")): f for f, m in metas if m.get("backend") != "local"}
-    indexed = entries()
-    kernels = kernel_folders({job.job_id for job in view.jobs})
-
-    def folder_of(job_id: str) -> Any:
-        # this notebook's folders, then the user's index (other notebooks)
-        return by_id.get(job_id) or next(
-            (f for known, f in by_id.items() if known and same_job(known, job_id)), None) \
-            or next(iter(folders_for(job_id, indexed)), None)
-
-    now, rows, seen = time.time(), [], set()
-    for job in view.jobs:
-        seen.add(job.job_id)
-        folder, meta = kernels.get(job.job_id) or (folder_of(job.job_id), None)
-        rows.append(_row(job.job_id, job.state, job, folder, now=now, meta=meta))
     recent = _recent_jobs(watcher().queue.interval_s)
     if recent is None:
-        notes.append("accounting unreachable: ended jobs are not listed")
+        return [], "accounting unreachable: ended jobs are not listed"
     ended = []
-    for record in recent or ():
-        if record.job_id in seen or not job_states.is_final(record.state):
+    for record in recent:
+        if not wanted(record.job_id) or not job_states.is_final(record.state):
             continue
         usage = record.usage
-        folder = folder_of(record.job_id)
+        folder = next(iter(folders_for(record.job_id, indexed)), None)
         why = end_line(folder, record.job_id, record.state) if folder is not None \
             else end_note(record.state)
         row = _row(record.job_id, record.state, None, folder, why or "")
@@ -250,12 +259,7 @@ def all_rows(folders: list[Any]) -> tuple[list[JobRow], str]:
             row, name=row.name or (usage.name if usage else ""),
             elapsed=format_duration(usage.elapsed_s) if usage and usage.elapsed_s else "",
             where=usage.node_list if usage else ""))
-    return rows + sorted(ended, key=_newest_first), "; ".join(notes)
-
-
-def _newest_first(row: JobRow) -> tuple[int, int]:
-    base, _, task = row.job_id.partition("_")
-    return (-int(base) if base.isdigit() else 0, -int(task) if task.isdigit() else 0)
+    return sorted(ended, key=lambda row: task_order(row.job_id), reverse=True), ""
 
 
 # ------------------------------------------------------------------ the allocation
@@ -334,117 +338,11 @@ def show(magics: Any, everything: bool, state: str | None) -> None:
     """``%hpc_jobs [--all] [--state R,PD]`` for the kernel's magics (``HpcMagicsKernel``)."""
     wanted = wanted_states(state)
     folders = [f for f in find_job_folders(magics.jobs_root) if "job_id" in f.meta()]
-    if everything:
-        rows, note = all_rows(folders)
-        away = False
-    else:
-        rows, note, away = notebook_rows(folders)
+    rows, note, away = listing(folders, everything)
     if wanted is not None:
         rows = [r for r in rows if job_states.normalize_state(r.state) in wanted]
-    if everything and type(magics.shell).__name__ == "ZMQInteractiveShell":
-        from IPython.display import display
-
-        display(JobsTable(rows, note, magics).widget)
-        return
     lines = rows_text(rows, "(no jobs)" if everything else f"(no jobs under {magics.jobs_root})")
     lines += [f"({note})"] if note else []
-    if not away and not everything:  # the allocation, where Slurm is here and knows it
+    if not away:  # the allocation, where Slurm is here and knows it
         lines += allocation_section(rows, magics.request, magics._profile(magics.request))
     print("\n".join(lines))
-
-
-class JobsTable:
-    """The listing as a widget: Cancel (after a confirmation), Log and Handle per job."""
-
-    def __init__(self, rows: list[JobRow], note: str, magics: Any) -> None:
-        import ipywidgets as widgets
-
-        self.magics = magics
-        self.message = widgets.HTML()
-        self.log_view = widgets.HTML()
-        header = widgets.HTML("<b>all your Slurm jobs</b>" + (
-            f" <small>({html.escape(note)})</small>" if note else ""))
-        lines = [header]
-        self.buttons: dict[str, dict[str, Any]] = {}
-        if len(rows) > MAX_TABLE_ROWS:
-            note = f"the newest {MAX_TABLE_ROWS} of {len(rows)}: narrow with --state"
-            lines.append(widgets.HTML(f"<small>({html.escape(note)})</small>"))
-        for row in rows[:MAX_TABLE_ROWS]:
-            text = widgets.HTML(
-                f"<code>{html.escape(row.job_id)}</code> <b>{html.escape(row.state)}</b> "
-                f"{html.escape(row.kind)} {html.escape(row.partition)} {html.escape(row.elapsed)} "
-                f"{html.escape(row.where)} {html.escape(row.name)}"
-                + (f" · <i>{html.escape(row.why)}</i>" if row.why else ""))
-            mine: dict[str, Any] = {}
-            if not job_states.is_final(row.state):
-                mine["cancel"] = widgets.Button(description="Cancel", button_style="danger")
-                mine["cancel"].on_click(lambda _, r=row: self._ask_cancel(r))
-            mine["log"] = widgets.Button(description="Log")
-            mine["log"].on_click(lambda _, r=row: self._log(r))
-            if row.folder is not None and row.kind not in ("kernel", "session"):
-                mine["handle"] = widgets.Button(description="Handle")
-                mine["handle"].on_click(lambda _, r=row: self._handle(r))
-            self.buttons[row.job_id] = mine
-            lines.append(widgets.HBox([text, *mine.values()]))
-        self.confirm_yes = widgets.Button(description="Yes, cancel it", button_style="danger")
-        self.confirm_no = widgets.Button(description="No, keep it")
-        self.confirm_text = widgets.HTML()
-        self.confirm = widgets.HBox([self.confirm_text, self.confirm_yes, self.confirm_no],
-                                    layout=widgets.Layout(display="none"))
-        self.confirm_no.on_click(lambda _: setattr(self.confirm.layout, "display", "none"))
-        self.confirm_yes.on_click(lambda _: self._cancel())
-        self._cancelling: JobRow | None = None
-        self.widget = widgets.VBox([*lines, self.confirm, self.message, self.log_view])
-
-    def _ask_cancel(self, row: JobRow) -> None:
-        self._cancelling = row
-        self.confirm_text.value = f"Cancel job <code>{html.escape(row.job_id)}</code>?"
-        self.confirm.layout.display = None
-
-    def _cancel(self) -> None:
-        self.confirm.layout.display = "none"
-        row = self._cancelling
-        if row is None:
-            return
-        try:
-            watcher().cancel(row.job_id)  # only the user's own, as squeue lists them
-            self.message.value = f"job <code>{html.escape(row.job_id)}</code> cancelled"
-        except (HpcMagicsError, LookupError) as error:
-            from ..widgets.parts import error_html
-
-            self.message.value = error_html(error)
-
-    def _log(self, row: JobRow) -> None:
-        text = job_log(row, self.magics)
-        self.log_view.value = (f"<pre style='max-height:20em;overflow:auto'>"
-                               f"{html.escape(text)}</pre>")
-
-    def _handle(self, row: JobRow) -> None:
-        name = "job_" + "".join(c if c.isalnum() else "_" for c in row.job_id)
-        handle = self.magics.handle_for(row.job_id)
-        if self.magics.shell is not None:
-            self.magics.shell.user_ns[name] = handle
-        self.message.value = (f"<code>{name}</code> is now in the notebook "
-                              f"(<code>hpc_magics.job('{html.escape(row.job_id)}')</code>)")
-
-
-def job_log(row: JobRow, magics: Any, tail: int = 60) -> str:
-    """The job's log: from its folder, else the file Slurm writes it to (one ``scontrol``
-    for a job of another tool, asked only when the user wants its log)."""
-    if row.folder is not None and row.kind not in ("kernel", "session"):
-        return magics.handle_for(row.job_id).log(tail=tail) or "(the log is empty so far)"
-    from ..scheduler import commands
-    from ..scheduler.slurm_text import parse_scontrol_job
-
-    try:
-        answer = commands.run(["scontrol", "show", "job", "-o", row.job_id], timeout=20)
-    except HpcMagicsError as error:
-        return str(error)
-    path = parse_scontrol_job(answer.stdout).get("StdOut", "") if answer.ok else ""
-    if not path:
-        return "(Slurm no longer says where this job's log is)"
-    try:
-        with open(path, errors="replace") as stream:
-            return "\n".join(stream.read().splitlines()[-tail:]) or "(the log is empty so far)"
-    except OSError as error:
-        return f"cannot read {path}: {error.strerror}"

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.efficiency import GpuSample, Usage, parse_gpu_samples
 from ..core.efficiency_report import Report, array_summary, report
+from ..core.jobids import task_order
 from ..jobfacts import recorded_peak
 from ..jobfolder.files import read_tail
 
@@ -47,7 +48,7 @@ def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[Gp
     the nodes recorded when larger: sacct samples every 30 s or so, so a short job has no
     sample, or one taken before the job grew; the node's record is its exact peak."""
     out = []
-    for usage in sorted(usages, key=_task_order):
+    for usage in sorted(usages, key=lambda usage: task_order(usage.job_id)):
         samples = gpu_samples(folder, usage.job_id)
         source = ""
         peak = recorded_peak(folder.path, usage.job_id)
@@ -58,12 +59,6 @@ def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[Gp
             usage = replace(usage, max_rss_mb=peak.megabytes)
         out.append((report(usage, samples, memory_source=source), samples))
     return out
-
-
-def _task_order(usage: Usage) -> tuple[int, int]:
-    base, _, task = usage.job_id.partition("_")
-    first = task.lstrip("[").split("-")[0].split("%")[0].split(",")[0]  # 123_[2-3%1]: 2
-    return (int(base) if base.isdigit() else 0, int(first) if first.isdigit() else -1)
 
 
 def report_text(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:

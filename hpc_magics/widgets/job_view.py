@@ -12,7 +12,7 @@ from typing import Any
 
 from ..core.jobs import phase
 from ..core.pending_reasons import plain_reason
-from ..core.units import format_duration
+from ..core.units import format_clock, format_duration
 from ..jobfacts import end_line
 from ..jobfolder.files import SEGMENT_FILE
 
@@ -88,7 +88,7 @@ class JobView:
                 "waiting for the scheduler to look at it"
             text = f"pending: {why}"
             if self.start_time is not None and self.start_time > now:
-                at = time.strftime("%H:%M", time.localtime(self.start_time))
+                at = format_clock(self.start_time, now)  # with its date on another day
                 text += f" · estimated start {at} (in {format_duration(self.start_time - now)})"
             return text
         if self.phase == "running":

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import html
-import time
 from dataclasses import dataclass
 
+from ..core.units import format_clock as clock
 from ..core.units import format_duration
 from ..scheduler.server_status import ServerStatus
 
@@ -15,13 +15,6 @@ STOP_JOB = "job"  # a server without the extension runs this kernel: scancel its
 STOP_KERNEL = "kernel"  # a Slurm kernel or session in its own job: scancel that job
 STOP_STEP = "step"  # a Slurm kernel or session in the user's allocation: its step only
 STOP_NOTHING = "none"
-
-
-def clock(epoch: float, now: float) -> str:
-    """``14:32`` today, ``2026-11-23 14:32`` on another day (local time)."""
-    moment, today = time.localtime(epoch), time.localtime(now)
-    same_day = moment[:3] == today[:3]
-    return time.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M", moment)
 
 
 @dataclass(frozen=True)

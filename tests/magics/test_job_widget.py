@@ -40,6 +40,17 @@ def test_the_second_line_links_the_log_and_folder_not_the_whole_path() -> None:
     assert "data-path='/scratch/p1/hpc_jobs/x'" in elsewhere.status_html()
 
 
+def test_an_estimated_start_on_another_day_says_the_day() -> None:
+    """The job widget's estimated start had the hour only (``09:00`` for a start two days
+    on); it is the clock ``%hpc_server`` shows: the date on another day."""
+    now = time.mktime((2026, 11, 28, 12, 0, 0, 0, 0, -1))
+    later = JobView("7", "train", "PENDING", "slurm", "/x", False, reason="Priority",
+                    start_time=now + 2 * 86400 - 3 * 3600)
+    assert "estimated start 2026-11-30 09:00 (in 1d21h)" in later.story(now)
+    soon = JobView("7", "train", "PENDING", "slurm", "/x", False, start_time=now + 600)
+    assert "estimated start 12:10 (in 10m)" in soon.story(now)
+
+
 def test_widget_cancel_and_log_on_the_cluster(shell: Any, slurm_cluster: Any,
                                               sacct_state: Any) -> None:
     shell.run_line_magic("hpc_resources", "--profile lab --backend slurm -t 5")

@@ -297,11 +297,9 @@ def test_gpu_use_on_a_real_gpu(lab: Any) -> None:
     assert len(samples) >= 2 and all(s.memory_total_mb > 0 for s in samples), samples
 
 
-def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str],
-                                              sacct_state: Any) -> None:
-    from hpc_magics.magics.job_list import JobsTable, all_rows
-
+def test_all_jobs_of_other_notebooks_and_tools_filtered_and_cancelled_by_id(
+        lab: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        sacct_state: Any) -> None:
     other = commands.run(["sbatch", "--parsable", "-H", "-t", "2", "-J", "other-tool",
                           "-o", str(tmp_path / "other-%j.out"), "--wrap", "echo from other"],
                          timeout=30)
@@ -321,28 +319,21 @@ def test_all_jobs_filter_cancel_log_and_handle(lab: Any, tmp_path: Path,
         table = capsys.readouterr().out
         assert re.search(rf"^\s+{other_id}\s+PENDING\s+-\s+debug .*JobHeldUser\s+other-tool$",
                          table, re.M), table
-        assert re.search(rf"^\s+{mine.job_id}\s+PENDING .*BeginTime", table, re.M), table
+        # another notebook's job has its folder's kind: a cell
+        assert re.search(rf"^\s+{mine.job_id}\s+PENDING\s+cell .*BeginTime", table, re.M), table
         lab.run_line_magic("hpc_jobs", "--all --state R")
         assert other_id not in capsys.readouterr().out
-        # the widget table: another tool's job has no handle, ours has
-        rows, _ = all_rows([])
-        widget = JobsTable(rows, "", magics)
-        assert "handle" not in widget.buttons[other_id]
-        widget.buttons[mine.job_id]["handle"].click()
-        assert lab.user_ns[f"job_{mine.job_id}"].folder == mine.folder
+        lab.run_line_magic("hpc_jobs", "")  # this notebook's: neither
+        table = capsys.readouterr().out
+        assert other_id not in table and mine.job_id not in table, table
         import hpc_magics
 
         assert hpc_magics.job(mine.job_id).folder == mine.folder
-        widget.buttons[mine.job_id]["log"].click()
-        assert "log is empty" in widget.log_view.value
-        widget.buttons[mine.job_id]["cancel"].click()
-        widget.confirm_yes.click()
-        assert sacct_state(mine.job_id, until={"CANCELLED"}) == "CANCELLED"
         # another tool's job is cancelled by id, as %hpc_jobs --all lists it
-        widget.buttons[other_id]["log"].click()  # Slurm says where its log goes
-        assert f"other-{other_id}.out" in widget.log_view.value
         lab.run_line_magic("hpc_cancel", other_id)
         assert sacct_state(other_id, until={"CANCELLED"}) == "CANCELLED"
+        lab.run_line_magic("hpc_cancel", mine.job_id)
+        assert sacct_state(mine.job_id, until={"CANCELLED"}) == "CANCELLED"
     finally:
         commands.run(["scancel", other_id], timeout=30)
 

@@ -5,6 +5,7 @@ picks Slurm wherever sbatch is installed)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,3 +34,22 @@ def test_reset_goes_back_to_the_backend_the_session_started_with(
     shell.run_cell_magic("sbatch", "--wait", "where = 'here'\n")
     assert shell.user_ns["where"] == "here"
     assert magics.handles[magics.last_job].ran_locally
+
+
+def test_all_is_this_notebooks_listing_and_more_a_local_job_included(
+        shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``%hpc_jobs --all`` is the one listing with more of your jobs, not another listing:
+    this notebook's jobs are in it (it used to read squeue and sacct only, so a local job
+    of this notebook was missing from "every job of yours")."""
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "x = 1\n")
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    job_id = magics.last_job
+    state = magics.handles[job_id].wait(timeout=60)  # its process too, after the results
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch here: a laptop
+    capsys.readouterr()
+    for line in ("", "--all", f"--all --state {state}"):
+        shell.run_line_magic("hpc_jobs", line)
+        rows = capsys.readouterr().out.splitlines()
+        assert any(row.split()[:3] == [job_id, state, "cell"] for row in rows), rows
+        assert not rows[-1].startswith("("), rows  # no Slurm here: nobody asked, no note
