@@ -92,3 +92,19 @@ def test_the_cell_runner_on_the_node_loads_no_job_script_renderer() -> None:
     assert "hpc_magics.core.scale" in loaded
     assert not loaded & {"hpc_magics.core.jobscript", "hpc_magics.core.profiles",
                          "hpc_magics.core.resources", "hpc_magics.core.flags"}, loaded
+
+
+def test_the_node_loads_no_accounting_or_notebook_module() -> None:
+    """What a job's Python imports before the cell runs (the engine, its usage recorder, the
+    runner the pickle names) is most of a trivial cell's time on the node (issue 26's cell
+    to result): the kernel's accounting figures and job states, IPython and the widgets
+    are never among it."""
+    code = ("import sys\nfrom hpc_magics.node.engine import import_submitit\n"
+            "import_submitit()\nimport hpc_magics.node.usage_recorder\n"
+            "import hpc_magics.node.runner\nprint(' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    loaded = set(done.stdout.split())
+    assert "hpc_magics.node.runner" in loaded
+    assert not loaded & {"hpc_magics.core.efficiency", "hpc_magics.core.jobs",
+                         "hpc_magics.core.units", "IPython", "ipywidgets"}, loaded
