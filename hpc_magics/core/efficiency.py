@@ -155,13 +155,10 @@ class GpuSample:
     memory_total_mb: float
 
 
-# What the job script asks nvidia-smi for, in this order (csv, noheader, nounits).
-GPU_QUERY = "timestamp,index,utilization.gpu,memory.used,memory.total"
-
-
 def parse_gpu_samples(text: str) -> tuple[GpuSample, ...]:
-    """``nvidia-smi --query-gpu=GPU_QUERY --format=csv,noheader,nounits`` lines; a line
-    cut short by the job's end (or "[N/A]" values) is skipped."""
+    """``nvidia-smi --query-gpu=GPU_QUERY --format=csv,noheader,nounits`` lines (the query
+    is ``node_records.GPU_QUERY``); a line cut short by the job's end (or "[N/A]" values)
+    is skipped."""
     import datetime as dt
 
     samples: list[GpuSample] = []

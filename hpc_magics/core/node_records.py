@@ -26,6 +26,8 @@ from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 GPU_SAMPLE_EVERY_S = 5
+# What the node asks nvidia-smi for, in this order (csv, noheader, nounits).
+GPU_QUERY = "timestamp,index,utilization.gpu,memory.used,memory.total"
 MEMORY_SAMPLE_EVERY_S = 2  # one small file read and one line written
 MB = 1024 * 1024
 # the files each cgroup version keeps the limit, the peak and the usage now in (for the

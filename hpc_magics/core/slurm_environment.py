@@ -166,8 +166,11 @@ def script_options(script: str) -> set[str]:
 def for_sbatch(environ: Mapping[str, str], script: str) -> dict[str, str]:
     """``environ`` without the ``SBATCH_*`` variables that would override the script's lines
     (leaks are the command door's to drop)."""
+    options = {name: option_of(name) for name in environ}
+    if not any(options.values()):  # no sbatch default set: nothing to drop, the script unread
+        return dict(environ)
     taken = script_options(script)
-    return {k: v for k, v in environ.items() if option_of(k) not in taken}
+    return {k: v for k, v in environ.items() if options[k] not in taken}
 
 
 def overridden(environ: Mapping[str, str], script: str) -> list[str]:

@@ -14,11 +14,13 @@ import secrets
 import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.efficiency import Usage
 from ..core.errors import HpcMagicsError
 from ..core.jobids import same_job
+
+if TYPE_CHECKING:  # the kernel's accounting figures: the node never loads their module
+    from ..core.efficiency import Usage
 
 RESULTS_FILE = "results.pkl"
 OUTCOME_FILE = "outcome.json"  # beside the results: how the cell ended, read unpickling nothing
@@ -222,6 +224,8 @@ def load_gathered(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, list[
 
 
 def stored_usage(folder: Path, job_id: str | None) -> tuple[Usage, ...] | None:
+    from ..core.efficiency import Usage
+
     try:
         data = json.loads((folder / USAGE_FILE).read_text())
         usages = tuple(Usage.from_dict(u) for u in data)

@@ -16,10 +16,12 @@ progress bar of 10,000 steps ends as one line, not 10,000.
 from __future__ import annotations
 
 import codecs
-import json
 import os
 from collections import deque
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: node/tee.py starts with this module alone, and quickly
+if TYPE_CHECKING:
+    from typing import Any
 
 STREAM_FILE = "output.stream"
 _KIND_OF = {"stdout": b"o", "stderr": b"e", "display": b"d"}
@@ -150,6 +152,8 @@ class StreamText:
     def _add_display(self, text: str) -> None:
         """A display: a new entry; with a ``display_id`` shown before, that entry shows the
         new content too (only that, for an ``update``), as IPython does."""
+        import json  # the kernel's reader only: the node's copier never loads it
+
         try:
             message = json.loads(text)
             shown = {"data": dict(message["data"]), "metadata": dict(message["metadata"])}

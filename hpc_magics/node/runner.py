@@ -12,6 +12,7 @@ import importlib
 import linecache
 import os
 import reprlib
+import select
 import signal
 import subprocess
 import sys
@@ -84,10 +85,29 @@ def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
         for fd, original in saved.items():
             os.dup2(original, fd)  # our end of the pipe closes
             os.close(original)  # only ever used here, never by the copier
-        try:
-            copier.wait(timeout=5)  # the cell's output is complete before results appear
-        except subprocess.TimeoutExpired:
-            pass  # a background child still writes: the copier goes on without us
+        # the cell's output is complete before results appear; a background child that
+        # still writes keeps the copier going without us
+        _wait_for(copier, timeout=5)
+
+
+def _wait_for(process: subprocess.Popen[bytes], timeout: float) -> None:
+    """Wait for ``process`` to end, at most ``timeout`` seconds. Told by the kernel the
+    moment it ends (a pidfd, Linux 5.3+), not found by ``Popen.wait``'s polling, whose naps
+    grow to 50 ms: every cell waited up to 30 ms after its copier had ended (15 ms more
+    than the copier's whole life on a quiet node). Elsewhere ``Popen.wait`` as before."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or reaped already
+        pidfd = None
+    if pidfd is not None:
+        try:  # poll, not select: a cell may have left a thousand files open
+            ended = select.poll()
+            ended.register(pidfd, select.POLLIN)
+            ended.poll(timeout * 1000)
+        finally:
+            os.close(pidfd)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=0 if pidfd is not None else timeout)
 
 
 def _reconfigure(stream: Any, **options: bool) -> None:

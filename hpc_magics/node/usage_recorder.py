@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..core.efficiency import GPU_QUERY
 from ..core.node_records import (
     CGROUP_FILES,
+    GPU_QUERY,
     GPU_SAMPLE_EVERY_S,
     MB,
     MEMORY_SAMPLE_EVERY_S,

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
@@ -92,3 +93,35 @@ def test_the_cell_runner_on_the_node_loads_no_job_script_renderer() -> None:
     assert "hpc_magics.core.scale" in loaded
     assert not loaded & {"hpc_magics.core.jobscript", "hpc_magics.core.profiles",
                          "hpc_magics.core.resources", "hpc_magics.core.flags"}, loaded
+
+
+def test_the_node_loads_no_accounting_or_notebook_module() -> None:
+    """What a job's Python imports before the cell runs (the engine, its usage recorder, the
+    runner the pickle names) is most of a trivial cell's time on the node (issue 26's cell
+    to result): the kernel's accounting figures and job states, IPython and the widgets
+    are never among it."""
+    code = ("import sys\nfrom hpc_magics.node.engine import import_submitit\n"
+            "import_submitit()\nimport hpc_magics.node.usage_recorder\n"
+            "import hpc_magics.node.runner\nprint(' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    loaded = set(done.stdout.split())
+    assert "hpc_magics.node.runner" in loaded
+    assert not loaded & {"hpc_magics.core.efficiency", "hpc_magics.core.jobs",
+                         "hpc_magics.core.units", "IPython", "ipywidgets"}, loaded
+
+
+def test_the_output_copier_starts_with_the_record_format_alone() -> None:
+    """Each cell waits for its output copier (``node/tee.py``, a ``python -S`` script) to
+    start and end before its results are written: it loads ``live_stream.py`` by itself,
+    without importlib.util, json or typing (a third of its start)."""
+    from hpc_magics.node import tee
+
+    code = ("import sys\nsys.path.insert(0, sys.argv[1])\nimport tee\n"
+            "stream = tee._live_stream()\nprint(stream.record('stdout', b'x'))\n"
+            "print(' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-S", "-c", code, str(Path(tee.__file__).parent)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    record, modules = done.stdout.splitlines()
+    assert record == "b'o1\\nx'"
+    assert not set(modules.split()) & {"importlib.util", "json", "typing"}, modules
