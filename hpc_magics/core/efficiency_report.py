@@ -78,7 +78,10 @@ def rerun_changes(usage: Usage, rules: Mapping[str, Any] | None = None) -> dict[
         grown = usage.req_mem_mb * float(rules["oom"]["factor"])
         return {"mem": format_memory(_round_up_gb(grown))}
     if usage.state == "TIMEOUT" and usage.time_limit_s and usage.time_limit_s > 0:
-        return {"time": _whole_time(usage.time_limit_s * float(rules["timeout"]["factor"]))}
+        # Slurm gives whole minutes: `-t 0:00:05` ran a minute, and a rerun with 1m would
+        # end the same way
+        given_s = math.ceil(usage.time_limit_s / 60) * 60
+        return {"time": _whole_time(given_s * float(rules["timeout"]["factor"]))}
     return {}
 
 

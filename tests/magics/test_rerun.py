@@ -42,6 +42,9 @@ def test_the_rerun_is_the_number_the_advice_names() -> None:
     timeout = Usage("1", "TIMEOUT", time_limit_s=3600)
     assert rerun_changes(timeout) == {"time": "2h"} and "-t 2h should do" in advice(timeout, None)
     assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=60)) == {"time": "2m"}
+    # Slurm rounds a limit in seconds up to a minute: 5 s ran 60 s, so 2m, not 1m
+    assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=5)) == {"time": "2m"}
+    assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=90)) == {"time": "4m"}
     assert rerun_changes(Usage("1", "FAILED", req_mem_mb=200, time_limit_s=60)) == {}
     assert rerun_changes(Usage("1", "OUT_OF_MEMORY")) == {}  # how much it had: unknown
 
