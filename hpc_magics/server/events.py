@@ -43,6 +43,7 @@ class TrackedJob:
     folder: Path | None = None  # its job folder, when submitted through hpc_magics
     submitted_at: float | None = None
     from_this_server: bool = False
+    server_id: str | None = None  # the server whose kernel submitted it (the index's)
     ended_at: float | None = None  # when this server saw it end
     folder_in_root: str | None = None  # the folder relative to the server's root
     kind: str = ""  # "kernel" for a kernel's or session's own job (its folder says so)
@@ -173,7 +174,7 @@ class JobTracker:
                 found[key] = TrackedJob(
                     entry.job_id, entry.name or (queued.name if queued else ""),
                     polled[folder.path], queued, folder.path, entry.submitted_at,
-                    entry.server_id == self.server_id,
+                    entry.server_id == self.server_id, entry.server_id,
                     folder_in_root=self._in_root(folder.path),
                     kind=str(meta.get("kind") or ""), request=meta.get("request"),
                     allocation=bool(meta.get("allocation")),

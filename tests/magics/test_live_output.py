@@ -199,3 +199,39 @@ def test_after_a_kernel_restart_hpc_live_follows_the_running_job_again(
         cell.step()
     cell.finish()
     assert cell.status == "ok", cell.printed
+
+
+def test_a_restarted_kernel_takes_up_its_notebooks_running_job_by_itself(
+        slurm_cluster: Any, real_kernel: Any, tmp_path: Path) -> None:
+    """After a restart, ``%load_ext`` alone shows the notebook's running job and its output
+    from the start as it comes; a job another notebook sent is left to that one."""
+    jobs, gate = tmp_path / "jobs", tmp_path / "gate"
+    notebook = tmp_path / "analysis.ipynb"
+    with real_kernel(jobs, tmp_path / "runtime", JPY_SESSION_NAME=str(notebook)) as client:
+        try:
+            submitted = Cell(client, "%%sbatch\n" + GATED.format(gate=str(gate)))
+            submitted.finish()
+            [job_id] = re.findall(r"%hpc_fetch (\d+)", submitted.printed)
+            elsewhere = str(tmp_path / "other.ipynb")  # as another notebook's kernel sends
+            Cell(client, f"import os\nos.environ['JPY_SESSION_NAME'] = {elsewhere!r}").finish()
+            other = Cell(client, "%%sbatch\n" + GATED.format(gate=str(gate)))
+            other.finish()
+            assert submitted.status == other.status == "ok", submitted.printed + other.printed
+            client.parent.restart_kernel()  # type: ignore[attr-defined]
+            client.wait_for_ready(timeout=60)
+            cell = Cell(client, "%load_ext hpc_magics")
+            while "before the gate" not in "".join(o.get("text", "") for o in cell.shown()):
+                cell.step()
+            # in the cell while the job still waits at its gate
+            assert not list(jobs.glob("*/results.pkl"))
+        finally:
+            gate.touch()
+        while "after the gate" not in "".join(o.get("text", "") for o in cell.shown()):
+            cell.step()
+        cell.finish()
+        assert cell.status == "ok", cell.printed
+        assert re.findall(r"job (\d+) \(", cell.printed) == [job_id]  # not the other's
+        fetched = Cell(client, "%hpc_fetch --wait\nimport hpc_magics\n"
+                               "print('fetched', hpc_magics.job().job_id)")
+        fetched.finish()
+        assert f"fetched {job_id}" in fetched.printed, fetched.printed

@@ -6,6 +6,8 @@ while the job waits at a gate file, then the job ends on the test cluster."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -21,7 +23,7 @@ import websocket
 from hpc_magics.core.sent_from import SentFrom, source_hash
 from hpc_magics.server.notebook_outputs import NOTE_FILE, api_path, place
 
-from .conftest import RunningServer, StartLocal, execute
+from .conftest import RunningServer, StartLocal, execute, squeue_state
 from .test_job_events import listed
 
 pytestmark = pytest.mark.timeout(600)  # a busy queue keeps jobs pending
@@ -229,6 +231,44 @@ def test_a_tab_open_past_the_end_has_the_outputs_written_when_it_closes_however_
     cell = nbformat.read(first.notebook, as_version=4).cells[1]
     assert cell.metadata["hpc_magics"]["job_id"] == again_id  # the cell's latest job
     assert first.kernel in [k["id"] for k in server.get("api/kernels").json()]
+
+
+def stop(server: RunningServer) -> None:
+    """The server stopped as its user stops it; its kernels go with it."""
+    assert server.process is not None
+    os.killpg(server.process.pid, signal.SIGTERM)
+    server.process.wait(timeout=60)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ended", ["while-no-server-ran", "after-the-server-started-again"])
+def test_a_restarted_server_writes_the_outputs_of_the_jobs_its_predecessor_sent(
+        ended: str, local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    """The server stopped while the cell's job ran (outside a Slurm job a restarted server
+    is another server: its kernels' jobs were not its own), the job ended before it started
+    again, or after: the server started again writes the outputs into the cell."""
+    server = local_server(*FAST)
+    gate = tmp_path / "gate"
+    try:
+        sent = submit(server, gate)
+        stop(server)
+        if ended == "while-no-server-ran":
+            gate.touch()
+            deadline = time.monotonic() + WRITE_TIMEOUT_S
+            while not (sent.folder / "outcome.json").exists() or \
+                    squeue_state(sent.job_id) in {"PENDING", "RUNNING", "COMPLETING"}:
+                assert time.monotonic() < deadline, "the job did not end"
+                time.sleep(1)
+        again = local_server(*FAST, again=server)
+    finally:
+        gate.touch()
+    note = wait_for_note(sent.folder, again)
+    assert note["written"] is True, note
+    cell = nbformat.read(sent.notebook, as_version=4).cells[1]
+    assert cell.metadata["hpc_magics"]["job_id"] == sent.job_id
+    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    assert "before the gate\nafter the gate\n" in text
+    assert f"job {sent.job_id}'s outputs written into analysis.ipynb" in again.log
 
 
 def test_outputs_go_only_into_the_very_cell_that_sent_them_as_it_was_sent() -> None:
