@@ -45,10 +45,9 @@ def reattach_when_a_cell_runs(shell: Any) -> None:
 def reattach(shell: Any) -> list[Any]:
     """Show each of the notebook's pending or running jobs (oldest first) with its live
     output; their handles."""
+    from ..core.errors import HpcMagicsError
     from .job_actions import show_handle
     from .live_view import follow_output
-
-    from ..core.errors import HpcMagicsError
 
     session = shell.magics_manager.registry["HpcMagicsKernel"]
     try:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import subprocess
 import time
 import uuid
 from collections.abc import Callable
@@ -20,8 +22,12 @@ import pytest
 import requests
 import websocket
 
+from hpc_magics.core.jobs import JobSnapshot
 from hpc_magics.core.sent_from import SentFrom, source_hash
-from hpc_magics.server.notebook_outputs import NOTE_FILE, api_path, place
+from hpc_magics.scheduler.job_status import JobStatus
+from hpc_magics.scheduler.queue import QueueView
+from hpc_magics.server.events import TrackedJob
+from hpc_magics.server.notebook_outputs import NOTE_FILE, adopted, api_path, place
 
 from .conftest import RunningServer, StartLocal, execute, squeue_state
 from .test_job_events import listed
@@ -296,3 +302,31 @@ def test_a_notebook_outside_the_servers_root_has_no_path_there(tmp_path: Path) -
     assert api_path("sub/nb.ipynb", root) == "sub/nb.ipynb"
     assert api_path(str(tmp_path / "elsewhere.ipynb"), root) is None
     assert api_path("../elsewhere.ipynb", root) is None
+
+
+def test_a_job_is_taken_up_only_from_a_server_known_to_be_over() -> None:
+    """Real processes and real queue views: a server's process on this host that still
+    runs (and ran when the job was sent) keeps its jobs; one gone, or a process started
+    after the job was sent on its pid, is over; a server on another host never is; a server
+    in a Slurm job is over once the queue no longer lists that job, never on a failed look."""
+    here, sent_at = socket.gethostname(), time.time() - 600  # sent ten minutes ago
+
+    def job(server: str | None, ours: bool = False) -> TrackedJob:
+        return TrackedJob("7", "cell", JobStatus("7", "COMPLETED", "sacct"), None,
+                          Path("/nowhere"), sent_at, ours, server)
+
+    view = QueueView(jobs=(JobSnapshot("99", "RUNNING"),), updated=sent_at)
+    later = subprocess.Popen(["sleep", "60"])  # on a pid, after the job was sent
+    try:
+        assert adopted(job(f"{here}-{later.pid}-abc123"), view)
+    finally:
+        later.kill()
+        later.wait(timeout=10)
+    assert adopted(job(f"{here}-{later.pid}-abc123"), view)  # gone
+    assert not adopted(job(f"{here}-1-abc123"), view)  # runs, and ran before (init)
+    assert not adopted(job(f"elsewhere-{later.pid}-abc123"), view)
+    assert not adopted(job(f"{here}-{later.pid}-abc123", ours=True), view)
+    assert not adopted(job(None), view)
+    assert not adopted(job("slurm-job-99"), view)  # still queued
+    assert adopted(job("slurm-job-98"), view)
+    assert not adopted(job("slurm-job-98"), QueueView(updated=sent_at, error="squeue: timeout"))
