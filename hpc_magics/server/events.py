@@ -103,11 +103,11 @@ class JobTracker:
 
     def jobs(self, keep_ended_s: float | None = None) -> list[TrackedJob]:
         """Live jobs, and those that ended within ``keep_ended_s`` (the list's), newest
-        submission first."""
+        submission first; ``math.inf``: every job known, also one first seen over."""
         keep = self.keep_ended_s if keep_ended_s is None else keep_ended_s
         with self._lock:
             now = time.time()
-            shown = [j for j in self._jobs.values() if not j.final or (
+            shown = [j for j in self._jobs.values() if not j.final or math.isinf(keep) or (
                 j.ended_at is not None and now - j.ended_at < keep)]
         return sorted(shown, key=lambda j: -(j.submitted_at or 0.0))
 
