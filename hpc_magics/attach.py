@@ -59,13 +59,18 @@ def attach(job: str, jobs_dir: Path) -> JobHandle:
                     float(meta.get("submitted_at") or folder.path.stat().st_mtime))
 
         folder, meta = max(candidates, key=rank)
-        check_owned(folder.path)
         # an array task found through its job's folder keeps its own id: cancel and state
         # are the task's, never the whole array's
-        job_id = str(meta["job_id"]) if exact else str(wanted)
-        kind: type[JobHandle] = JobHandle
-        if exact and meta.get("kind") == "sweep":  # one handle for all its tasks
-            kind = SweepHandle
-        return kind(job_id, get_backend(meta.get("backend", "auto")), folder,
-                    meta.get("name", ""))
+        return handle_of(folder, None if exact else str(wanted))
     raise HpcMagicsError(f"no job {job!r} under {jobs_dir}: see %hpc_jobs for the jobs there")
+
+
+def handle_of(folder: JobFolder, task: str | None = None) -> JobHandle:
+    """The handle of the job in ``folder`` (``task``: one task of its array)."""
+    check_owned(folder.path)
+    meta = folder.meta()
+    kind: type[JobHandle] = JobHandle
+    if task is None and meta.get("kind") == "sweep":  # one handle for all its tasks
+        kind = SweepHandle
+    return kind(task or str(meta["job_id"]), get_backend(meta.get("backend", "auto")), folder,
+                meta.get("name", ""))

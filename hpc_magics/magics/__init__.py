@@ -21,4 +21,7 @@ def register(ipython: Any) -> None:
 
     catch_node_failures(ipython)  # %debug and %tb on a failed cell's node frames
     offer_left_behind()  # kernel jobs a killed server or notebook left: offered for cancel
+    from .reattach import reattach_when_a_cell_runs
+
+    reattach_when_a_cell_runs(ipython)  # a restarted kernel takes up its running jobs
     ipython.register_magics(ServerMagics)

@@ -43,6 +43,7 @@ class TrackedJob:
     folder: Path | None = None  # its job folder, when submitted through hpc_magics
     submitted_at: float | None = None
     from_this_server: bool = False
+    server_id: str | None = None  # the server whose kernel submitted it (the index's)
     ended_at: float | None = None  # when this server saw it end
     folder_in_root: str | None = None  # the folder relative to the server's root
     kind: str = ""  # "kernel" for a kernel's or session's own job (its folder says so)
@@ -102,11 +103,11 @@ class JobTracker:
 
     def jobs(self, keep_ended_s: float | None = None) -> list[TrackedJob]:
         """Live jobs, and those that ended within ``keep_ended_s`` (the list's), newest
-        submission first."""
+        submission first; ``math.inf``: every job known, also one first seen over."""
         keep = self.keep_ended_s if keep_ended_s is None else keep_ended_s
         with self._lock:
             now = time.time()
-            shown = [j for j in self._jobs.values() if not j.final or (
+            shown = [j for j in self._jobs.values() if not j.final or math.isinf(keep) or (
                 j.ended_at is not None and now - j.ended_at < keep)]
         return sorted(shown, key=lambda j: -(j.submitted_at or 0.0))
 
@@ -173,7 +174,7 @@ class JobTracker:
                 found[key] = TrackedJob(
                     entry.job_id, entry.name or (queued.name if queued else ""),
                     polled[folder.path], queued, folder.path, entry.submitted_at,
-                    entry.server_id == self.server_id,
+                    entry.server_id == self.server_id, entry.server_id,
                     folder_in_root=self._in_root(folder.path),
                     kind=str(meta.get("kind") or ""), request=meta.get("request"),
                     allocation=bool(meta.get("allocation")),

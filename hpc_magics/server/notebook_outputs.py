@@ -17,7 +17,9 @@ would make it say "the file changed on disk" or be overwritten by its next save;
 it shows lives only in that tab (a kernel that dies, a tab closed without saving lose it),
 so the job waits, its note file absent, until the last tab closes, then its outputs are
 written into the saved notebook (older jobs first: the cell keeps its latest job's). Only
-jobs of this server's kernels, and notebooks under its root. Never over an edit: when the
+jobs of this server's kernels, or of a server that is over (a restarted server takes up the
+jobs its predecessor's kernels sent, also those that ended while no server ran: ``adopted``),
+and notebooks under its root. Never over an edit: when the
 cell is gone or its source changed since it was sent, the notebook is left alone, said in
 the server's log and in ``notebook-outputs.json`` in the job folder. That file records what
 was done either way: each job is written into its notebook at most once.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import socket
 import time
 from collections import Counter
 from pathlib import Path
@@ -37,12 +40,14 @@ from jupyter_server.utils import ensure_async
 
 from ..core.jobs import SUCCESS_STATES, normalize_state
 from ..core.sent_from import SentFrom, source_hash
-from ..jobfolder.files import write_atomically
+from ..jobfolder.files import OUTCOME_FILE, write_atomically
 from ..jobfolder.folder import JobFolder
 from .events import JobTracker, TrackedJob
 
 NOTE_FILE = "notebook-outputs.json"
 SETTLED: set[Path] = set()  # job folders written, refused, or not sent from a cell
+FIRST_SEEN_OVER: dict[Path, float] = {}  # an adopted job with no outcome: when first seen
+SLURM_SERVER = "slurm-job-"  # a server in a Slurm job is known by it (extension.py)
 
 
 def api_path(notebook: str, root: Path) -> str | None:
@@ -57,17 +62,46 @@ def api_path(notebook: str, root: Path) -> str | None:
         return None
 
 
-def waiting(job: TrackedJob, folder: JobFolder, now: float) -> bool:
-    """A job to write now (a cell's, not a kernel's): ended, not written (nor refused)
+def waiting(job: TrackedJob, folder: JobFolder, now: float, ended_at: float) -> bool:
+    """An ended job to write now (a cell's, not a kernel's): not written (nor refused)
     before, its results in its folder, or given the time a network file system may take to
-    show them."""
+    show them since it was seen ended (``ended_at``)."""
     from ..fetching import RESULTS_GRACE_S  # the results' loader: loaded on first use
 
-    if not (job.final and job.from_this_server and job.ended_at is not None) or \
-            job.kind == "kernel" or (folder.path / NOTE_FILE).exists():
+    if job.kind == "kernel" or (folder.path / NOTE_FILE).exists():
         return False
     return folder.has_results() or normalize_state(job.status.state) not in SUCCESS_STATES \
-        or now - job.ended_at > RESULTS_GRACE_S
+        or now - ended_at > RESULTS_GRACE_S
+
+
+def adopted(job: TrackedJob, view: Any) -> bool:
+    """A job sent by a kernel of a Jupyter server that is over: a server restarted (outside
+    a Slurm job its id is new) or started in a new Slurm job takes up its outputs. Over: its
+    Slurm job no longer in the queue (``view``: the user's latest squeue), or its process
+    (``HOST-PID-…``, on this host) gone or a process started after the job was sent; a
+    server on another host, or the queue not answering, is never called over."""
+    from ..scheduler.processes import started_by
+
+    server = job.server_id or ""
+    if job.from_this_server or not server:
+        return False
+    if server.startswith(SLURM_SERVER):
+        return view.error is None and view.updated is not None and \
+            view.find(server[len(SLURM_SERVER):]) is None
+    host, _, pid = server.rpartition("-")[0].rpartition("-")
+    return host == socket.gethostname() and pid.isdigit() and \
+        not started_by(int(pid), job.submitted_at or 0.0)
+
+
+def seen_ended_at(job: TrackedJob, folder: JobFolder, now: float) -> float:
+    """When the job ended: as this server saw it, else (it ended while no server ran) when
+    its outcome was written, else when this server first saw it over."""
+    if job.ended_at is not None:
+        return job.ended_at
+    try:
+        return (folder.path / OUTCOME_FILE).stat().st_mtime
+    except OSError:
+        return FIRST_SEEN_OVER.setdefault(folder.path, now)
 
 
 def connections(serverapp: Any, kernel_id: str) -> int:
@@ -110,19 +144,26 @@ async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
     loop = asyncio.get_running_loop()
     root = Path(serverapp.root_dir).expanduser()
     now = time.time()
+    view = tracker.watcher.queue_view()  # the cycle's, just asked: no squeue of its own
     # however long ago it ended (a tab open for days); oldest first: of two jobs the same
     # cell sent, the later one's outputs are those left in it
     for job in sorted(tracker.jobs(keep_ended_s=math.inf), key=lambda j: j.submitted_at or 0):
         if job.folder is None or job.folder in SETTLED:
             continue
         folder = JobFolder(job.folder)
-        if not waiting(job, folder, now):
+        if not job.final or not (job.from_this_server or adopted(job, view)):
+            continue
+        ended_at = seen_ended_at(job, folder, now)
+        if not waiting(job, folder, now, ended_at):
             continue
         sent = SentFrom.from_meta(folder.meta())
         if sent is None:  # not sent from a notebook's cell (a terminal, a script)
             SETTLED.add(job.folder)
             continue
         path = api_path(sent.notebook, root)
+        if path is None and not job.from_this_server:
+            SETTLED.add(job.folder)  # left for a server whose root holds its notebook
+            continue
         if path is not None and await someone_looking(serverapp, sent, path):
             continue  # the open notebook shows it; written once the last tab closed
         if path is None:
@@ -130,7 +171,7 @@ async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
         else:
             try:
                 shown = await loop.run_in_executor(None, rendered, tracker.watcher, job,
-                                                   folder)
+                                                   folder, ended_at)
                 if shown is None:
                     continue  # a sweep with tasks still running (a retry): a later look
                 said = await _write(serverapp, path, sent, *shown)
@@ -150,7 +191,7 @@ async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
         SETTLED.add(job.folder)
 
 
-def rendered(watcher: Any, job: TrackedJob, folder: JobFolder
+def rendered(watcher: Any, job: TrackedJob, folder: JobFolder, ended_at: float
              ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
     """The cell's outputs as a fetch shows them (``fetching.cell_outputs``, a sweep's
     table), under a first line naming the job, and the cell's stamp; None for a sweep
@@ -159,7 +200,7 @@ def rendered(watcher: Any, job: TrackedJob, folder: JobFolder
 
     state = job.status.state
     stamp: dict[str, Any] = {"job_id": job.job_id, "state": state,
-                             "ended": _iso(job.ended_at), "written_by": "server"}
+                             "ended": _iso(ended_at), "written_by": "server"}
     if job.kind == "sweep":
         swept = sweep_outputs(watcher, folder)
         if swept is None:
@@ -224,6 +265,5 @@ async def _write(serverapp: Any, path: str, sent: SentFrom, outputs: list[dict[s
     return said
 
 
-def _iso(moment: float | None) -> str | None:
-    return None if moment is None else time.strftime("%Y-%m-%dT%H:%M:%S%z",
-                                                     time.localtime(moment))
+def _iso(moment: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(moment))

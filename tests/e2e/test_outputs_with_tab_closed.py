@@ -1,7 +1,7 @@
 """A `%%sbatch` cell in JupyterLab, as a user meets it: its output appears in the cell while
 the job runs; the tab closed (its kernel left running, or shut down) before the job ends,
 the reopened notebook shows the job's outputs in that cell; a kernel restarted while the
-job runs follows it again with `%hpc_live`.
+job runs follows it again by itself, in the cell that loads the extension.
 
 The job waits at a gate file the test makes once the browser has done its part, so every
 step is ordered by what the test saw, not by time; the end is the server's word in the job
@@ -181,7 +181,7 @@ def test_the_jobs_outputs_are_in_the_reopened_notebook_after_the_tab_closed(
     assert cell.locator("img").count() == 1
 
 
-def test_after_a_kernel_restart_hpc_live_follows_the_running_job_again(
+def test_after_a_kernel_restart_load_ext_follows_the_running_job_again(
         start_local_lab: LocalLabFactory, slurm_cluster: object, page: Any,
         jobs_to_cancel: list[str], tmp_path: Path) -> None:
     lab = start_local_lab(*FAST)
@@ -205,17 +205,15 @@ def test_after_a_kernel_restart_hpc_live_follows_the_running_job_again(
             return True
 
         notebook.wait_until(restarted, 90, "the restarted kernel never answered")
-        editor = notebook.cell(4).locator(".cm-content")
-        editor.click()
-        page.keyboard.type(f"%hpc_live {job_id}")
-        notebook.run(1, 4)
+        notebook.run(1)  # %load_ext alone: the notebook's running job is taken up
         # the output made before the restart, while the job still waits at its gate
-        live = notebook.wait_for_output(4, "rich from the node", 90)
+        live = notebook.wait_for_output(1, "rich from the node", 90)
         live.locator("img").first.wait_for(timeout=60_000)
-        assert_in_order(live_view(notebook, 4), MADE[:4])
+        assert f"job {job_id} (e2e-tabclosed), sent from this notebook" in live.inner_text()
+        assert_in_order(live_view(notebook, 1), MADE[:4])
         assert not JobFolder(folder).has_results()
     finally:
         gate.touch()
-    notebook.wait_for_output(4, "after the gate", JOB_TIMEOUT_S)
-    notebook.wait_for_output(4, "COMPLETED", JOB_TIMEOUT_S)
-    assert_in_order(live_view(notebook, 4), MADE)
+    notebook.wait_for_output(1, "after the gate", JOB_TIMEOUT_S)
+    notebook.wait_for_output(1, "COMPLETED", JOB_TIMEOUT_S)
+    assert_in_order(live_view(notebook, 1), MADE)

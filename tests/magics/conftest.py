@@ -37,18 +37,20 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 @pytest.fixture
 def real_kernel() -> Callable[..., contextlib.AbstractContextManager[Any]]:
-    """``with real_kernel(jobs, runtime, backend) as client``: a kernel as Jupyter starts
-    one, with hpc_magics loaded, its cells' job folders in ``jobs``, sending them to
-    ``backend`` (slurm when not given) on the lab profile; its client, ready."""
+    """``with real_kernel(jobs, runtime, backend, **environ) as client``: a kernel as
+    Jupyter starts one (``environ`` added to its environment: ``JPY_SESSION_NAME`` names
+    its notebook), with hpc_magics loaded, its cells' job folders in ``jobs``, sending them
+    to ``backend`` (slurm when not given) on the lab profile; its client, ready."""
     return _real_kernel
 
 
 @contextlib.contextmanager
-def _real_kernel(jobs: Path, runtime: Path, backend: str = "slurm") -> Iterator[Any]:
+def _real_kernel(jobs: Path, runtime: Path, backend: str = "slurm",
+                 **environ: str) -> Iterator[Any]:
     from jupyter_client.manager import KernelManager
 
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime),
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **environ)
     manager = KernelManager(kernel_name="python3")
     manager.start_kernel(env=env)
     client = manager.client()

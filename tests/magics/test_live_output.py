@@ -173,22 +173,24 @@ print("after the gate")
 """
 
 
-def test_after_a_kernel_restart_hpc_live_follows_the_running_job_again(
-        kernel: tuple[Any, Path], tmp_path: Path) -> None:
-    client, jobs = kernel
-    gate = tmp_path / "gate"
+def send_gated(client: Any, gate: Path) -> str:
+    """A cell whose job prints, waits at ``gate`` and prints again: its job id."""
+    submitted = Cell(client, "%%sbatch\n" + GATED.format(gate=str(gate)))
+    submitted.finish()
+    assert submitted.status == "ok", submitted.printed
+    [job_id] = re.findall(r"%hpc_fetch (\d+)", submitted.printed)
+    return job_id
+
+
+def restart(client: Any) -> None:
+    client.parent.restart_kernel()
+    client.wait_for_ready(timeout=60)
+
+
+def follows_through_the_gate(cell: Cell, jobs: Path, gate: Path) -> None:
+    """The job's output before its gate shows in ``cell`` while the job waits there; the
+    gate opened, the rest."""
     try:
-        submitted = Cell(client, "%%sbatch\n" + GATED.format(gate=str(gate)))
-        submitted.finish()
-        assert submitted.status == "ok", submitted.printed
-        [job_id] = re.findall(r"%hpc_fetch (\d+)", submitted.printed)
-        client.parent.restart_kernel()  # type: ignore[attr-defined]
-        client.wait_for_ready(timeout=60)
-        setup = ("%load_ext hpc_magics\n"
-                 "get_ipython().magics_manager.registry['HpcMagicsKernel'].jobs_dir = "
-                 f"{str(jobs)!r}")
-        assert client.execute_interactive(setup, timeout=60)["content"]["status"] == "ok"
-        cell = Cell(client, f"%hpc_live {job_id}")
         while "before the gate" not in "".join(o.get("text", "") for o in cell.shown()):
             cell.step()
         # in the cell while the job still waits at its gate
@@ -199,3 +201,45 @@ def test_after_a_kernel_restart_hpc_live_follows_the_running_job_again(
         cell.step()
     cell.finish()
     assert cell.status == "ok", cell.printed
+
+
+def test_after_a_kernel_restart_hpc_live_follows_the_running_job_again(
+        kernel: tuple[Any, Path], tmp_path: Path) -> None:
+    client, jobs = kernel
+    gate = tmp_path / "gate"
+    try:
+        job_id = send_gated(client, gate)
+        restart(client)
+        setup = ("%load_ext hpc_magics\n"
+                 "get_ipython().magics_manager.registry['HpcMagicsKernel'].jobs_dir = "
+                 f"{str(jobs)!r}")
+        assert client.execute_interactive(setup, timeout=60)["content"]["status"] == "ok"
+    except BaseException:
+        gate.touch()
+        raise
+    follows_through_the_gate(Cell(client, f"%hpc_live {job_id}"), jobs, gate)
+
+
+def test_a_restarted_kernel_takes_up_its_notebooks_running_job_by_itself(
+        slurm_cluster: Any, real_kernel: Any, tmp_path: Path) -> None:
+    """After a restart, ``%load_ext`` alone shows the notebook's running job and its output
+    from the start as it comes; a job another notebook sent is left to that one."""
+    jobs, gate = tmp_path / "jobs", tmp_path / "gate"
+    notebook = tmp_path / "analysis.ipynb"
+    with real_kernel(jobs, tmp_path / "runtime", JPY_SESSION_NAME=str(notebook)) as client:
+        try:
+            job_id = send_gated(client, gate)
+            elsewhere = str(tmp_path / "other.ipynb")  # as another notebook's kernel sends
+            Cell(client, f"import os\nos.environ['JPY_SESSION_NAME'] = {elsewhere!r}").finish()
+            send_gated(client, gate)
+            restart(client)
+        except BaseException:
+            gate.touch()
+            raise
+        cell = Cell(client, "%load_ext hpc_magics")
+        follows_through_the_gate(cell, jobs, gate)
+        assert re.findall(r"job (\d+) \(", cell.printed) == [job_id]  # not the other's
+        fetched = Cell(client, "%hpc_fetch --wait\nimport hpc_magics\n"
+                               "print('fetched', hpc_magics.job().job_id)")
+        fetched.finish()
+        assert f"fetched {job_id}" in fetched.printed, fetched.printed

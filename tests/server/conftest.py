@@ -203,19 +203,20 @@ StartLocal = Callable[..., RunningServer]
 def local_server(tmp_path: Path) -> Iterator[StartLocal]:
     """Start ``jupyter server`` as a subprocess on 127.0.0.1 (not in a Slurm job).
 
-    ``start(*extra_args, config_py="", path_prefix=None)``: ``config_py`` becomes the
-    server's ``jupyter_server_config.py``; ``path_prefix`` goes in front of its PATH.
+    ``start(*extra_args, config_py="", path_prefix=None, again=None)``: ``config_py``
+    becomes the server's ``jupyter_server_config.py``; ``path_prefix`` goes in front of its
+    PATH; ``again``: a stopped server, started again on its folder (root, runtime, log).
     """
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(*extra: str, config_py: str = "", path_prefix: Path | None = None
-              ) -> RunningServer:
-        folder = tmp_path / f"server{len(started)}"
+    def start(*extra: str, config_py: str = "", path_prefix: Path | None = None,
+              again: RunningServer | None = None) -> RunningServer:
+        folder = again.folder if again is not None else tmp_path / f"server{len(started)}"
         prepare_folder(folder)
         if config_py:
             (folder / "config" / "jupyter_server_config.py").write_text(config_py)
         token = secrets.token_hex(16)
-        with open(folder / "server.log", "wb") as log:
+        with open(folder / "server.log", "ab") as log:
             process = subprocess.Popen(
                 server_argv(folder, extra), stdout=log, stderr=subprocess.STDOUT,
                 env=server_environment(folder, token, path_prefix), start_new_session=True,

@@ -6,6 +6,10 @@ while the job waits at a gate file, then the job ends on the test cluster."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
 import time
 import uuid
 from collections.abc import Callable
@@ -18,10 +22,14 @@ import pytest
 import requests
 import websocket
 
+from hpc_magics.core.jobs import JobSnapshot
 from hpc_magics.core.sent_from import SentFrom, source_hash
-from hpc_magics.server.notebook_outputs import NOTE_FILE, api_path, place
+from hpc_magics.scheduler.job_status import JobStatus
+from hpc_magics.scheduler.queue import QueueView
+from hpc_magics.server.events import TrackedJob
+from hpc_magics.server.notebook_outputs import NOTE_FILE, adopted, api_path, place
 
-from .conftest import RunningServer, StartLocal, execute
+from .conftest import RunningServer, StartLocal, execute, squeue_state
 from .test_job_events import listed
 
 pytestmark = pytest.mark.timeout(600)  # a busy queue keeps jobs pending
@@ -231,6 +239,51 @@ def test_a_tab_open_past_the_end_has_the_outputs_written_when_it_closes_however_
     assert first.kernel in [k["id"] for k in server.get("api/kernels").json()]
 
 
+def stop(server: RunningServer) -> None:
+    """The server stopped as its user stops it, its kernels with it; killed when it takes
+    long (a loaded machine), and then its runtime files are gone as after a clean stop."""
+    assert server.process is not None
+    os.killpg(server.process.pid, signal.SIGTERM)
+    try:
+        server.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.process.pid, signal.SIGKILL)
+        server.process.wait(timeout=30)
+        for left in server.runtime_dir.glob("jpserver-*"):
+            left.unlink()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ended", ["while-no-server-ran", "after-the-server-started-again"])
+def test_a_restarted_server_writes_the_outputs_of_the_jobs_its_predecessor_sent(
+        ended: str, local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
+    """The server stopped while the cell's job ran (outside a Slurm job a restarted server
+    is another server: its kernels' jobs were not its own), the job ended before it started
+    again, or after: the server started again writes the outputs into the cell."""
+    server = local_server(*FAST)
+    gate = tmp_path / "gate"
+    try:
+        sent = submit(server, gate)
+        stop(server)
+        if ended == "while-no-server-ran":
+            gate.touch()
+            deadline = time.monotonic() + WRITE_TIMEOUT_S
+            while not (sent.folder / "outcome.json").exists() or \
+                    squeue_state(sent.job_id) in {"PENDING", "RUNNING", "COMPLETING"}:
+                assert time.monotonic() < deadline, "the job did not end"
+                time.sleep(1)
+        again = local_server(*FAST, again=server)
+    finally:
+        gate.touch()
+    note = wait_for_note(sent.folder, again)
+    assert note["written"] is True, note
+    cell = nbformat.read(sent.notebook, as_version=4).cells[1]
+    assert cell.metadata["hpc_magics"]["job_id"] == sent.job_id
+    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    assert "before the gate\nafter the gate\n" in text
+    assert f"job {sent.job_id}'s outputs written into analysis.ipynb" in again.log
+
+
 def test_outputs_go_only_into_the_very_cell_that_sent_them_as_it_was_sent() -> None:
     sent = SentFrom("nb.ipynb", "c2", source_hash("%%sbatch\nx = 1"))
     notebook = nbformat.v4.new_notebook(cells=[
@@ -256,3 +309,31 @@ def test_a_notebook_outside_the_servers_root_has_no_path_there(tmp_path: Path) -
     assert api_path("sub/nb.ipynb", root) == "sub/nb.ipynb"
     assert api_path(str(tmp_path / "elsewhere.ipynb"), root) is None
     assert api_path("../elsewhere.ipynb", root) is None
+
+
+def test_a_job_is_taken_up_only_from_a_server_known_to_be_over() -> None:
+    """Real processes and real queue views: a server's process on this host that still
+    runs (and ran when the job was sent) keeps its jobs; one gone, or a process started
+    after the job was sent on its pid, is over; a server on another host never is; a server
+    in a Slurm job is over once the queue no longer lists that job, never on a failed look."""
+    here, sent_at = socket.gethostname(), time.time() - 600  # sent ten minutes ago
+
+    def job(server: str | None, ours: bool = False) -> TrackedJob:
+        return TrackedJob("7", "cell", JobStatus("7", "COMPLETED", "sacct"), None,
+                          Path("/nowhere"), sent_at, ours, server)
+
+    view = QueueView(jobs=(JobSnapshot("99", "RUNNING"),), updated=sent_at)
+    later = subprocess.Popen(["sleep", "60"])  # on a pid, after the job was sent
+    try:
+        assert adopted(job(f"{here}-{later.pid}-abc123"), view)
+    finally:
+        later.kill()
+        later.wait(timeout=10)
+    assert adopted(job(f"{here}-{later.pid}-abc123"), view)  # gone
+    assert not adopted(job(f"{here}-1-abc123"), view)  # runs, and ran before (init)
+    assert not adopted(job(f"elsewhere-{later.pid}-abc123"), view)
+    assert not adopted(job(f"{here}-{later.pid}-abc123", ours=True), view)
+    assert not adopted(job(None), view)
+    assert not adopted(job("slurm-job-99"), view)  # still queued
+    assert adopted(job("slurm-job-98"), view)
+    assert not adopted(job("slurm-job-98"), QueueView(updated=sent_at, error="squeue: timeout"))
