@@ -310,9 +310,11 @@ rr_up() {
   esac
   rr_build_root
   # brought up from another clone: its nodes see that clone only, and the release's venv
-  # is installed from it; start over from this one
-  if rr_attached && [ "$(rr_attached_clone)" != "$clone" ]; then
-    rr_log "release $RR_RELEASE runs from $(rr_attached_clone): restarting it from $clone"
+  # is installed from it; start over from this one (also when that clone is gone since:
+  # rr_attached_clone then names ours, and the nodes kept seeing the deleted one)
+  local recorded; recorded=$(cat "$RR_ROOT/etc/hpc-magics-clone" 2>/dev/null || true)
+  if rr_attached && [ -n "$recorded" ] && [ "$recorded" != "$clone" ]; then
+    rr_log "release $RR_RELEASE runs from $recorded: restarting it from $clone"
     rr_down
   fi
   # not attached: nothing runs in the root (a reboot, or `down`); pid files left from
