@@ -206,9 +206,10 @@ class JobActionMagics(Magics):
         handle = self.session.handle_for(args.job)
         state = handle.refresh(max_age_s=1.0)
         deadline = time.monotonic() + USAGE_WAIT_S
-        # Slurm has not said yet (the user's shared sacct call is due next interval): wait
-        while not job_states.is_final(state) and handle.status.source not in ("squeue", "sacct") \
-                and time.monotonic() < deadline:
+        # Slurm has not said yet (the user's shared sacct call is due next interval), or its
+        # processes have ended and the node's epilog still runs (COMPLETING, seconds): wait
+        while not job_states.is_final(state) and time.monotonic() < deadline and (
+                state == "COMPLETING" or handle.status.source not in ("squeue", "sacct")):
             time.sleep(1.0)
             state = handle.refresh(max_age_s=1.0)
         if not job_states.is_final(state):
