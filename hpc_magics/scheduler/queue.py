@@ -40,6 +40,9 @@ DEFAULT_TIMEOUT_S = 20.0
 # Kernels and the server wait at most this long for squeue, then show the last view with
 # the scheduler's silence noted: a stopped slurmctld makes squeue retry for ~8 s.
 ANSWER_WITHIN_S = 0.5
+# a look in flight this long is the controller's silence to a submission (which then looks
+# once itself): a loaded controller answers squeue well within it, an absent one never does
+UNANSWERED_AFTER_S = 5.0
 SCHEDULER_SILENT = "scheduler unreachable, retrying"
 MAX_BACKOFF_S = 300.0
 CACHE_VERSION = 4
@@ -280,7 +283,7 @@ class JobQueue:
 
     def last_error(self) -> str | None:
         """Why the last look any process took failed, or SCHEDULER_SILENT while a look has
-        gone unanswered past ``answer_within_s`` (None: it answered, or none yet), without
+        gone unanswered past ``UNANSWERED_AFTER_S`` (None: it answered, or none yet), without
         asking the scheduler or building the user's jobs: every submission asks."""
         try:
             with self.cache_path.open("rb") as stream:
@@ -297,7 +300,7 @@ class JobQueue:
             return str(data["error"])
         asking_since = data.get("asking_since")
         waited = self.clock() - asking_since if isinstance(asking_since, (int, float)) else 0.0
-        return SCHEDULER_SILENT if waited > (self.answer_within_s or ANSWER_WITHIN_S) else None
+        return SCHEDULER_SILENT if waited > UNANSWERED_AFTER_S else None
 
     def invalidate(self) -> None:
         """Make the next ``view()`` ask squeue (after a cancel, say): no answer asked

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hpc_magics.scheduler.queue import SCHEDULER_SILENT, JobQueue
+from hpc_magics.scheduler.queue import SCHEDULER_SILENT, UNANSWERED_AFTER_S, JobQueue
 
 from .test_queue import FakeSqueue
 
@@ -103,7 +103,7 @@ def test_a_look_gone_unanswered_is_a_last_error_before_squeue_gives_up(
     """A submission asks ``last_error()`` only (no squeue): while the controller is away
     squeue hangs for its whole time-out before it fails, and a submission in that window
     went on to sbatch, which retried for a minute and submitted the cell after the outage."""
-    watcher = JobQueue(user="jo", cache_dir=tmp_path / "runtime", interval_s=1, timeout_s=5,
+    watcher = JobQueue(user="jo", cache_dir=tmp_path / "runtime", interval_s=1, timeout_s=9,
                        answer_within_s=0.3)
     kernel = JobQueue(user="jo", cache_dir=tmp_path / "runtime", answer_within_s=0.3)
     assert watcher.view().error is None and kernel.last_error() is None
@@ -113,8 +113,10 @@ def test_a_look_gone_unanswered_is_a_last_error_before_squeue_gives_up(
     deadline = time.monotonic() + 10
     while fake_squeue.calls == calls and time.monotonic() < deadline:
         time.sleep(0.05)  # the hanging squeue has begun: its look is on record before it
-    time.sleep(0.4)  # past answer_within_s since then
+    time.sleep(UNANSWERED_AFTER_S + 0.5)  # past the bound since then
     assert kernel.last_error() == SCHEDULER_SILENT
-    time.sleep(5)  # squeue's own time-out: its failure replaces the silence
+    deadline = time.monotonic() + 30
+    while kernel.last_error() == SCHEDULER_SILENT and time.monotonic() < deadline:
+        time.sleep(0.2)  # until squeue's own time-out (9 s): its failure replaces the silence
     error = kernel.last_error()
-    assert error is not None and "did not answer within 5s" in error
+    assert error is not None and "did not answer within 9s" in error
