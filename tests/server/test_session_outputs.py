@@ -87,9 +87,10 @@ def test_a_session_cells_outputs_land_in_its_cell_with_the_tab_closed(
                                    "from hpc_magics.kernel import session as _s\n"
                                    f"print('FOLDER', _s.get({name!r}).folder)\n"
                                    f"print('JOB', _s.get({name!r}).job_id)", timeout=300)
-    words = said.split()
-    assert "FOLDER" in words and "JOB" in words, said
-    folder, job_id = Path(words[words.index("FOLDER") + 1]), words[words.index("JOB") + 1]
+    told = dict(line.split(" ", 1) for line in said.splitlines()
+                if line.startswith(("FOLDER ", "JOB ")))
+    assert told.keys() == {"FOLDER", "JOB"}, said
+    folder, job_id = Path(told["FOLDER"]), told["JOB"]
     try:
         send_and_close(server, kernel, source)
         deadline = time.monotonic() + 30
