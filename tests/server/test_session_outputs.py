@@ -20,7 +20,7 @@ from hpc_magics.core.sent_from import CELLS_DIR
 from hpc_magics.server.notebook_outputs import NOTE_FILE
 
 from .conftest import RunningServer, StartLocal, execute
-from .test_notebook_outputs import FAST, open_tab
+from .test_notebook_outputs import FAST, open_notebook, open_tab
 
 pytestmark = pytest.mark.timeout(600)  # a busy queue keeps the session's job pending
 
@@ -71,19 +71,9 @@ def test_a_session_cells_outputs_land_in_its_cell_with_the_tab_closed(
         local_server: StartLocal, slurm_cluster: Any, tmp_path: Path) -> None:
     server = local_server(*FAST)
     name, gate = f"tab{os.getpid()}", tmp_path / "gate"
-    notebook = server.folder / "root" / "analysis.ipynb"
     source = cell_source(name, gate)
-    nbformat.write(nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("# intro", id="intro"),
-        nbformat.v4.new_code_cell(source, id=CELL_ID)]), notebook)
-    session = server.post("api/sessions", json={"path": "analysis.ipynb", "type": "notebook",
-                                                "name": "analysis.ipynb",
-                                                "kernel": {"name": "python3"}})
-    assert session.status_code == 201, session.text
-    kernel = session.json()["kernel"]["id"]
-    said = execute(server, kernel, "%load_ext hpc_magics\n"
-                                   "%hpc_resources --profile lab --backend slurm -t 5\n"
-                                   f"%hpc_session start {name}\n"
+    notebook, _, kernel = open_notebook(server, source, CELL_ID)
+    said = execute(server, kernel, f"%hpc_session start {name}\n"
                                    "from hpc_magics.kernel import session as _s\n"
                                    f"print('FOLDER', _s.get({name!r}).folder)\n"
                                    f"print('JOB', _s.get({name!r}).job_id)", timeout=300)
