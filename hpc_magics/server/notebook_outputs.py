@@ -70,12 +70,12 @@ def api_path(notebook: str, root: Path) -> str | None:
 
 
 def waiting(job: TrackedJob, folder: JobFolder, now: float, ended_at: float) -> bool:
-    """An ended job to write now (a cell's, not a kernel's): not written (nor refused)
-    before, its results in its folder, or given the time a network file system may take to
-    show them since it was seen ended (``ended_at``)."""
+    """An ended cell's or sweep's job to write now: not written (nor refused) before, its
+    results in its folder, or given the time a network file system may take to show them
+    since it was seen ended (``ended_at``)."""
     from ..fetching import RESULTS_GRACE_S  # the results' loader: loaded on first use
 
-    if job.kind == "kernel" or (folder.path / NOTE_FILE).exists():
+    if (folder.path / NOTE_FILE).exists():
         return False
     return folder.has_results() or normalize_state(job.status.state) not in SUCCESS_STATES \
         or now - ended_at > RESULTS_GRACE_S
