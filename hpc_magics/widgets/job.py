@@ -47,7 +47,7 @@ USAGE_PATIENCE_S = 300.0
 
 # the widget's children top to bottom, and the buttons' row left to right
 ORDER = ("status", "sweep", "story", "progress", "telemetry", "buttons", "confirm", "message",
-         "log_view", "efficiency", "gpu_plot", "rerun_widget")
+         "log_view", "efficiency", "gpu_plot", "live", "rerun_widget")
 # each button: label, icon, tooltip, the method a click calls, its style
 BUTTONS = {
     "cancel_button": ("Cancel", "stop", "scancel this job", "_ask_to_cancel", "danger"),
@@ -346,6 +346,12 @@ class JobWidget(widgets.VBox):
                 self._place()
 
         self._run(rerun)
+
+    def show_live(self, view: widgets.Widget) -> None:
+        """The job's live output (``magics/live_view.py``) at the widget's foot: a rerun's,
+        which has no cell of its own."""
+        self._parts["live"] = view
+        self._place()
 
     def _toggle_log(self) -> None:
         self.log_lines = TAIL_LINES if self.log_lines > TAIL_LINES else MORE_LINES
