@@ -6,9 +6,10 @@ GPUs' use as live sparklines (``telemetry.py``, from the node's samples) and a l
 the log (both read from the job folder; "More" shows more lines). Cancel only while the
 job can be cancelled, after a confirmation; Fetch once it has ended; after a failure,
 Rerun (with the memory or time the efficiency advice names: "Rerun with 2G"; the new job's
-widget comes below, its output live at its foot); an efficiency section (and a GPU plot when the job recorded GPU
-samples) after the end. Each part is made when it first has something to show (a
-submission pays for the status, the story and Cancel only; see ``parts.Part``).
+widget comes below, its output live at its foot); an efficiency section (and a GPU plot
+when the job recorded GPU samples) after the end. Each part is made when it first has
+something to show (a submission pays for the status, the story and Cancel only; see
+``parts.Part``).
 
 One monitor thread per kernel asks the watcher for fresh snapshots of every live
 widget's job in one batched poll (and, after the end, their usage: the user's shared
