@@ -78,11 +78,16 @@ def rerun_changes(usage: Usage, rules: Mapping[str, Any] | None = None) -> dict[
         grown = usage.req_mem_mb * float(rules["oom"]["factor"])
         return {"mem": format_memory(_round_up_gb(grown))}
     if usage.state == "TIMEOUT" and usage.time_limit_s and usage.time_limit_s > 0:
-        # Slurm gives whole minutes: `-t 0:00:05` ran a minute, and a rerun with 1m would
-        # end the same way
-        given_s = math.ceil(usage.time_limit_s / 60) * 60
+        # a rerun with 1m after `-t 0:00:05` (run a minute) would end the same way
+        given_s = slurm_given_s(usage.time_limit_s)
         return {"time": _whole_time(given_s * float(rules["timeout"]["factor"]))}
     return {}
+
+
+def slurm_given_s(limit_s: float) -> float:
+    """The time limit Slurm gives a job that asks for ``limit_s``: whole minutes, rounded up
+    (``-t 0:00:05`` runs a minute; accounting's Timelimit says so, the request does not)."""
+    return math.ceil(limit_s / 60) * 60
 
 
 def _whole_time(seconds: float) -> str:
@@ -94,7 +99,7 @@ def _whole_time(seconds: float) -> str:
 def _rule_timeout(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
     if usage.state != "TIMEOUT":
         return None
-    asked = format_duration(usage.time_limit_s or 0)
+    asked = format_duration(slurm_given_s(usage.time_limit_s or 0))
     suggest = rerun_changes(usage, {"timeout": rule}).get("time", "more")
     return str(rule["message"]).format(asked=asked, suggest=suggest)
 

@@ -1,12 +1,16 @@
 """Which notebook cell sent a job: recorded in its ``meta.json`` at submission
 (``magics/submission.py``), read by the server extension, which writes the job's outputs
-into that cell when nobody has the notebook open (``server/notebook_outputs.py``)."""
+into that cell when nobody has the notebook open (``server/notebook_outputs.py``). A cell
+sent to a session is recorded, with its outputs, in ``CELLS_DIR`` of the session's folder
+(``kernel/session.py``): a JSON file with the same keys ``notebook`` and ``sent_from``."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
 from typing import Any
+
+CELLS_DIR = "session-cells"  # in a session's job folder: one record a cell that ended
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,14 @@ from .tunnel_routes import TUNNELS
 
 def run_in_session(shell: Any, name: str, cell: str) -> None:
     """``%%sbatch --session NAME``: the cell in the session; its assigned names come back."""
+    from ..magics.submission import sending_cell
     from . import session as sessions
 
     try:
         session = sessions.get(name)
         on = f" on {session.host}" if session.host else ""
         print(f"[hpc_magics] session {name}: job {session.job_id}{on} runs this cell")
-        session.run(cell, shell.user_ns)
+        session.run(cell, shell.user_ns, sending_cell(shell))
     except HpcMagicsError as error:
         remote = getattr(error, "remote_traceback", "")
         if remote:

@@ -5,23 +5,31 @@
 cell there: the names it reads from the notebook are shipped with the package's own
 packing (once, then again only when their value changed), the cell runs in the session's
 namespace (which keeps its variables between cells), its output and figures are shown in
-the notebook, and the names it assigns come back.
+the notebook, and the names it assigns come back. Once it ended, its outputs (as the cell
+shows them) and the notebook cell that sent it are recorded in the session's folder
+(``CELLS_DIR``), for the server, which writes them into that cell when nobody has the
+notebook open (``server/notebook_outputs.py``): output shown with no tab open is lost.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import pickle
 import queue
 import sys
+import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InvalidRequest, JobFailed
 from ..core.resources import ResourceRequest
+from ..core.sent_from import CELLS_DIR, SentFrom
 from ..jobfolder.files import load_own, write_atomically
+from ..jobfolder.live_stream import StreamText
 from ..node.session import RESULTS_FILE, SHIPPED_FILE
 from .spec import PROVISIONER_NAME, KernelRequest
 
@@ -106,14 +114,15 @@ class Session:
         return cls(name, manager, client)
 
     # ------------------------------------------------------------------ a cell
-    def _execute(self, code: str, *, show: bool) -> dict[str, Any]:
-        """Run code in the session; with ``show``, its output appears in the notebook. A cell
-        may run for hours: while it is quiet, the job is looked at (``_still_there``)."""
-        msg_id = self.client.execute(code, store_history=show, allow_stdin=False)
+    def _execute(self, code: str, *, shown: StreamText | None = None) -> dict[str, Any]:
+        """Run code in the session; with ``shown``, its output appears in the notebook and is
+        kept there as the cell shows it. A cell may run for hours: while it is quiet, the
+        job is looked at (``_still_there``)."""
+        msg_id = self.client.execute(code, store_history=shown is not None, allow_stdin=False)
         while True:  # its output, until the kernel is idle again
             message = self._next(self.client.get_iopub_msg, msg_id)
-            if show:
-                _show(message)
+            if shown is not None:
+                _show(message, shown)
             if message["header"]["msg_type"] == "status" and \
                     message["content"]["execution_state"] == "idle":
                 break
@@ -151,7 +160,7 @@ class Session:
         call = (f"from hpc_magics.node.session import {function} as _hpc_session_call\n"
                 f"_hpc_session_call(get_ipython().user_ns, *{arguments!r}); "
                 "del _hpc_session_call")
-        content = self._execute(call, show=False)
+        content = self._execute(call)
         if content["status"] != "ok":
             raise JobFailed(f"session {self.name}: {function} failed: "
                             f"{content.get('ename')}: {content.get('evalue')}")
@@ -197,35 +206,74 @@ class Session:
         self.sent.update({name: fingerprint(value) for name, value in values.items()})
         return sorted(values)
 
-    def run(self, code: str, namespace: dict[str, Any]) -> list[str]:
-        """Run one cell here; returns the names that came back into ``namespace``."""
+    def run(self, code: str, namespace: dict[str, Any], sent: SentFrom | None = None
+            ) -> list[str]:
+        """Run one cell here; returns the names that came back into ``namespace``.
+        ``sent``: the notebook cell that sent it, whose outputs are recorded for the server."""
         from ..shipping.analysis import analyse
 
         assigned = list(analyse(code).assigned)
         self.ship(code, namespace)
-        content = self._execute(code, show=True)
+        shown = StreamText(whole="the view of a tab open while it ran (a session keeps no "
+                                 "file of a cell's output)")
+        # the job's id and folder now: a job that ends under the cell forgets them
+        record = partial(self._record, sent, shown, self.job_id, self.folder)
+        try:
+            content = self._execute(code, shown=shown)
+        except JobFailed as error:  # the session's job ended: what the cell showed so far
+            record({"status": "error", "ename": "JobFailed", "evalue": str(error),
+                    "traceback": [str(error)]})
+            raise
+        record(content)
         if content["status"] != "ok":
             raise JobFailed(f"the cell failed in session {self.name} (job {self.job_id}): "
                             f"{content.get('ename')}: {content.get('evalue')}",
                             "\n".join(content.get("traceback", [])))
         return self.pull(assigned, namespace) if assigned else []
 
+    def _record(self, sent: SentFrom | None, shown: StreamText, job_id: str, folder: Path,
+                reply: dict[str, Any]) -> None:
+        """The cell's outputs and the cell that sent it, in ``CELLS_DIR`` of the session's
+        ``folder`` (one file a cell, named by when it ended: the server writes older first)."""
+        if sent is None:  # not a notebook's cell: nowhere to write its outputs
+            return
+        outputs = shown.outputs()
+        if reply["status"] != "ok":
+            outputs.append({"output_type": "error", "ename": str(reply.get("ename", "")),
+                            "evalue": str(reply.get("evalue", "")),
+                            "traceback": list(reply.get("traceback", []))})
+        record = {"notebook": sent.notebook, "sent_from": sent.to_meta(), "session": self.name,
+                  "job_id": job_id, "state": reply["status"], "ended": time.time(),
+                  "outputs": outputs}
+        try:
+            (folder / CELLS_DIR).mkdir(mode=0o700, exist_ok=True)
+            write_atomically(folder / CELLS_DIR / f"{time.time_ns()}.json",
+                             json.dumps(record))
+        except OSError as error:  # a full disk: the cell's result still comes back
+            print(f"[hpc_magics] session {self.name}: this cell's outputs are not kept for "
+                  f"the notebook file: {error}", file=sys.stderr)
+
     def stop(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel()
 
 
-def _show(message: dict[str, Any]) -> None:
-    """One output message of the session's cell, shown in the notebook as it came."""
+def _show(message: dict[str, Any], shown: StreamText) -> None:
+    """One output message of the session's cell, shown in the notebook as it came, and
+    added to ``shown`` (the cell's outputs, as the notebook shows them)."""
     kind, content = message["msg_type"], message["content"]
     if kind == "stream":
-        stream = sys.stderr if content.get("name") == "stderr" else sys.stdout
+        name = "stderr" if content.get("name") == "stderr" else "stdout"
+        stream = sys.stderr if name == "stderr" else sys.stdout
         stream.write(content.get("text", ""))
         stream.flush()
+        shown.add(name, content.get("text", ""))
     elif kind in {"display_data", "execute_result"}:
         from IPython.display import publish_display_data
 
-        publish_display_data(content.get("data", {}), content.get("metadata", {}))
+        data, metadata = content.get("data", {}), content.get("metadata", {})
+        publish_display_data(data, metadata)
+        shown.add("display", json.dumps({"data": data, "metadata": metadata}))
 
 
 # ---------------------------------------------------------------- the notebook's sessions

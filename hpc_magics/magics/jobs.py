@@ -334,11 +334,17 @@ class HpcMagicsKernel(Magics):
 
     def _rerun_made(self, handle: Any) -> Any:
         """A job ``handle.rerun`` submitted: the session's newest, with a watched widget
-        (the handle shows it; a Rerun button puts it under its own widget)."""
+        (the handle shows it; a Rerun button puts it under its own widget) and its output
+        live under it, as the first run's under the cell's."""
+        from .live_view import live_output
         from .widget_monitor import job_widget
 
         self.remember(handle)
-        return job_widget(handle)
+        live = live_output(handle, self.shell)  # first: the widget leaves the output to it
+        widget = job_widget(handle)
+        if live is not None:
+            widget.show_live(live.view)
+        return widget
 
     def handle_for(self, job: str | None) -> Any:
         from ..attach import attach

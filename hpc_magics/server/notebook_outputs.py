@@ -23,6 +23,10 @@ and notebooks under its root. Never over an edit: when the
 cell is gone or its source changed since it was sent, the notebook is left alone, said in
 the server's log and in ``notebook-outputs.json`` in the job folder. That file records what
 was done either way: each job is written into its notebook at most once.
+
+A cell sent to a session (``%%sbatch --session``) ends while the session's job runs on: its
+notebook's kernel records its outputs and its cell in the session's folder (``CELLS_DIR``),
+and each record is written in by the same rule, its note beside it.
 """
 
 from __future__ import annotations
@@ -33,19 +37,22 @@ import math
 import socket
 import time
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from jupyter_server.utils import ensure_async
 
 from ..core.jobs import SUCCESS_STATES, normalize_state
-from ..core.sent_from import SentFrom, source_hash
+from ..core.sent_from import CELLS_DIR, SentFrom, source_hash
 from ..jobfolder.files import OUTCOME_FILE, write_atomically
 from ..jobfolder.folder import JobFolder
 from .events import JobTracker, TrackedJob
 
 NOTE_FILE = "notebook-outputs.json"
-SETTLED: set[Path] = set()  # job folders written, refused, or not sent from a cell
+SETTLED: set[Path] = set()  # job folders and session cells written, refused, or not from a cell
+SESSION_CELLS: dict[Path, tuple[SentFrom, str] | None] = {}  # a record's cell and session
 FIRST_SEEN_OVER: dict[Path, float] = {}  # an adopted job with no outcome: when first seen
 SLURM_SERVER = "slurm-job-"  # a server in a Slurm job is known by it (extension.py)
 
@@ -63,12 +70,12 @@ def api_path(notebook: str, root: Path) -> str | None:
 
 
 def waiting(job: TrackedJob, folder: JobFolder, now: float, ended_at: float) -> bool:
-    """An ended job to write now (a cell's, not a kernel's): not written (nor refused)
-    before, its results in its folder, or given the time a network file system may take to
-    show them since it was seen ended (``ended_at``)."""
+    """An ended cell's or sweep's job to write now: not written (nor refused) before, its
+    results in its folder, or given the time a network file system may take to show them
+    since it was seen ended (``ended_at``)."""
     from ..fetching import RESULTS_GRACE_S  # the results' loader: loaded on first use
 
-    if job.kind == "kernel" or (folder.path / NOTE_FILE).exists():
+    if (folder.path / NOTE_FILE).exists():
         return False
     return folder.has_results() or normalize_state(job.status.state) not in SUCCESS_STATES \
         or now - ended_at > RESULTS_GRACE_S
@@ -140,55 +147,95 @@ def place(notebook: Any, sent: SentFrom, outputs: list[dict[str, Any]],
 
 
 async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
-    """Write each ended job's outputs into its notebook cell once nobody has it open."""
-    loop = asyncio.get_running_loop()
+    """Write each ended job's outputs into its notebook cell once nobody has it open, and
+    each ended session cell's."""
     root = Path(serverapp.root_dir).expanduser()
     now = time.time()
     view = tracker.watcher.queue_view()  # the cycle's, just asked: no squeue of its own
     # however long ago it ended (a tab open for days); oldest first: of two jobs the same
     # cell sent, the later one's outputs are those left in it
     for job in sorted(tracker.jobs(keep_ended_s=math.inf), key=lambda j: j.submitted_at or 0):
-        if job.folder is None or job.folder in SETTLED:
+        session = job.kind == "kernel"  # a session's cells end while its job runs on
+        if job.folder is None or job.folder in SETTLED or not (job.final or session) or \
+                not (job.from_this_server or adopted(job, view)):
+            continue
+        if session:
+            await write_session_cells(serverapp, root, job, job.folder, log)
             continue
         folder = JobFolder(job.folder)
-        if not job.final or not (job.from_this_server or adopted(job, view)):
-            continue
         ended_at = seen_ended_at(job, folder, now)
         if not waiting(job, folder, now, ended_at):
             continue
         sent = SentFrom.from_meta(folder.meta())
-        if sent is None:  # not sent from a notebook's cell (a terminal, a script)
-            SETTLED.add(job.folder)
+        if sent is None or await settle(
+                serverapp, root, log, sent, job, f"job {job.job_id}", folder.path / NOTE_FILE,
+                partial(rendered, tracker.watcher, job, folder, ended_at)):
+            SETTLED.add(job.folder)  # (None: not sent from a notebook's cell: a script)
+
+
+async def write_session_cells(serverapp: Any, root: Path, job: TrackedJob, folder: Path,
+                              log: Any) -> None:
+    """Each ended cell the session of ``job`` ran, recorded in its ``folder`` by the
+    notebook's kernel (``kernel/session.py``), written into its cell as a job's outputs are."""
+    cells = folder / CELLS_DIR
+    for record in sorted(cells.glob("*.json")) if cells.is_dir() else []:  # by when it ended
+        note = record.with_suffix("." + NOTE_FILE)
+        if not record.stem.isdigit() or record in SETTLED or note.exists():
             continue
-        path = api_path(sent.notebook, root)
-        if path is None and not job.from_this_server:
-            SETTLED.add(job.folder)  # left for a server whose root holds its notebook
-            continue
-        if path is not None and await someone_looking(serverapp, sent, path):
-            continue  # the open notebook shows it; written once the last tab closed
-        if path is None:
-            said: str | None = "the notebook is not under this server's root"
-        else:
-            try:
-                shown = await loop.run_in_executor(None, rendered, tracker.watcher, job,
-                                                   folder, ended_at)
-                if shown is None:
-                    continue  # a sweep with tasks still running (a retry): a later look
-                said = await _write(serverapp, path, sent, *shown)
-            except Exception as error:  # a notebook that does not load, a full disk
-                said = f"could not write it: {type(error).__name__}: {error}"
-        where = f"{path or sent.notebook}, cell {sent.cell_id}"
-        if said is None:
-            log.info("hpc_magics: job %s's outputs written into %s", job.job_id, where)
-        else:
-            log.warning("hpc_magics: job %s's outputs not written into %s: %s",
-                        job.job_id, where, said)
-        note = {"job_id": job.job_id, "notebook": path or sent.notebook,
-                "cell_id": sent.cell_id, "written": said is None, "why_not": said,
-                "at": time.time()}
-        await loop.run_in_executor(None, write_atomically, folder.path / NOTE_FILE,
-                                   json.dumps(note, indent=1))
-        SETTLED.add(job.folder)
+        if record not in SESSION_CELLS:  # read once: a tab may stay open for days
+            SESSION_CELLS[record] = sent_by(record, log)
+        known = SESSION_CELLS[record]
+        if known is None or await settle(
+                serverapp, root, log, known[0], job, f"session {known[1]} (job {job.job_id})",
+                note, partial(session_rendered, record, job.job_id)):
+            SETTLED.add(record)
+            SESSION_CELLS.pop(record, None)
+
+
+def sent_by(record: Path, log: Any) -> tuple[SentFrom, str] | None:
+    """The cell that sent a session cell, and the session's name, from its record."""
+    try:
+        cell = json.loads(record.read_text())
+    except (OSError, ValueError) as error:
+        log.warning("hpc_magics: session cell %s not read: %s", record, error)
+        return None
+    sent = SentFrom.from_meta(cell) if isinstance(cell, dict) else None
+    return (sent, str(cell.get("session"))) if sent is not None else None
+
+
+async def settle(serverapp: Any, root: Path, log: Any, sent: SentFrom, job: TrackedJob,
+                 what: str, note_file: Path,
+                 render: Callable[[], tuple[list[dict[str, Any]], dict[str, Any]] | None]
+                 ) -> bool:
+    """Write what ``render`` shows into the cell ``sent`` names once nobody has its notebook
+    open, and say what was done in ``note_file``; False: not yet (a tab open, a sweep's
+    task still running), to be looked at again."""
+    loop = asyncio.get_running_loop()
+    path = api_path(sent.notebook, root)
+    if path is None and not job.from_this_server:
+        return True  # left for a server whose root holds its notebook
+    if path is not None and await someone_looking(serverapp, sent, path):
+        return False  # the open notebook shows it; written once the last tab closed
+    if path is None:
+        said: str | None = "the notebook is not under this server's root"
+    else:
+        try:
+            shown = await loop.run_in_executor(None, render)
+            if shown is None:
+                return False  # a sweep with tasks still running (a retry): a later look
+            said = await _write(serverapp, path, sent, *shown)
+        except Exception as error:  # a notebook that does not load, a full disk
+            said = f"could not write it: {type(error).__name__}: {error}"
+    where = f"{path or sent.notebook}, cell {sent.cell_id}"
+    if said is None:
+        log.info("hpc_magics: %s's outputs written into %s", what, where)
+    else:
+        log.warning("hpc_magics: %s's outputs not written into %s: %s", what, where, said)
+    note = {"job_id": job.job_id, "notebook": path or sent.notebook,
+            "cell_id": sent.cell_id, "written": said is None, "why_not": said,
+            "at": time.time()}
+    await loop.run_in_executor(None, write_atomically, note_file, json.dumps(note, indent=1))
+    return True
 
 
 def rendered(watcher: Any, job: TrackedJob, folder: JobFolder, ended_at: float
@@ -211,10 +258,25 @@ def rendered(watcher: Any, job: TrackedJob, folder: JobFolder, ended_at: float
     else:
         outputs = cell_outputs(folder, job.job_id, state)
         what = f"job {job.job_id} ended {state}"
-    first = {"output_type": "stream", "name": "stdout", "text": (
-        f"[hpc_magics] {what} at {stamp['ended']}: its outputs below were written in by "
-        "the server, with no tab open on the notebook\n")}
-    return [first, *outputs], stamp
+    return [first_line(what, stamp["ended"]), *outputs], stamp
+
+
+def session_rendered(record: Path, job_id: str
+                     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A session cell's outputs as its notebook's kernel recorded them (as the cell showed
+    them), under a first line naming the session and its job, and the cell's stamp."""
+    cell = json.loads(record.read_text())
+    stamp: dict[str, Any] = {"job_id": job_id, "session": cell.get("session"),
+                             "state": cell.get("state"), "ended": _iso(float(cell["ended"])),
+                             "written_by": "server"}
+    what = f"session {stamp['session']} (job {job_id}) ran this cell, ended {stamp['state']}"
+    return [first_line(what, stamp["ended"]), *cell["outputs"]], stamp
+
+
+def first_line(what: str, ended: str) -> dict[str, Any]:
+    return {"output_type": "stream", "name": "stdout", "text": (
+        f"[hpc_magics] {what} at {ended}: its outputs below were written in by the server, "
+        "with no tab open on the notebook\n")}
 
 
 def sweep_outputs(watcher: Any, folder: JobFolder

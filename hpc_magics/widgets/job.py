@@ -6,9 +6,10 @@ GPUs' use as live sparklines (``telemetry.py``, from the node's samples) and a l
 the log (both read from the job folder; "More" shows more lines). Cancel only while the
 job can be cancelled, after a confirmation; Fetch once it has ended; after a failure,
 Rerun (with the memory or time the efficiency advice names: "Rerun with 2G"; the new job's
-widget comes below); an efficiency section (and a GPU plot when the job recorded GPU
-samples) after the end. Each part is made when it first has something to show (a
-submission pays for the status, the story and Cancel only; see ``parts.Part``).
+widget comes below, its output live at its foot); an efficiency section (and a GPU plot
+when the job recorded GPU samples) after the end. Each part is made when it first has
+something to show (a submission pays for the status, the story and Cancel only; see
+``parts.Part``).
 
 One monitor thread per kernel asks the watcher for fresh snapshots of every live
 widget's job in one batched poll (and, after the end, their usage: the user's shared
@@ -47,7 +48,7 @@ USAGE_PATIENCE_S = 300.0
 
 # the widget's children top to bottom, and the buttons' row left to right
 ORDER = ("status", "sweep", "story", "progress", "telemetry", "buttons", "confirm", "message",
-         "log_view", "efficiency", "gpu_plot", "rerun_widget")
+         "log_view", "efficiency", "gpu_plot", "live", "rerun_widget")
 # each button: label, icon, tooltip, the method a click calls, its style
 BUTTONS = {
     "cancel_button": ("Cancel", "stop", "scancel this job", "_ask_to_cancel", "danger"),
@@ -346,6 +347,12 @@ class JobWidget(widgets.VBox):
                 self._place()
 
         self._run(rerun)
+
+    def show_live(self, view: widgets.Widget) -> None:
+        """The job's live output (``magics/live_view.py``) at the widget's foot: a rerun's,
+        which has no cell of its own."""
+        self._parts["live"] = view
+        self._place()
 
     def _toggle_log(self) -> None:
         self.log_lines = TAIL_LINES if self.log_lines > TAIL_LINES else MORE_LINES

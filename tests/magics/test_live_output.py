@@ -1,12 +1,14 @@
 """A ``%%sbatch`` cell's output reaches the cell while its job runs, in a real kernel on the
 test cluster, as a front end receives it (the kernel's iopub messages): each printed line
 before the job's results exist, a progress bar of 10,000 steps as one line; at the end of a
-``--wait`` cell the live view gives way to plain output, each piece once."""
+``--wait`` cell the live view gives way to plain output, each piece once; a rerun's output
+comes into its widget as it comes, and once."""
 
 from __future__ import annotations
 
 import queue
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,10 +69,13 @@ class Cell:
     """One executed cell as a front end sees it: its Output widgets' latest outputs and
     the text the cell printed itself."""
 
-    def __init__(self, client: Any, code: str) -> None:
+    def __init__(self, client: Any, code: str,
+                 models: dict[str, dict[str, Any]] | None = None) -> None:
         self.client = client
         self.msg_id = client.execute(code)
         self.output_widgets: dict[str, list[dict[str, Any]]] = {}
+        # every widget model's latest state, by id (shared by the cells of one front end)
+        self.models: dict[str, dict[str, Any]] = {} if models is None else models
         self.printed = ""
         self.displayed: list[dict[str, Any]] = []  # the cell's own, outside the widgets
         self.status = ""
@@ -84,6 +89,8 @@ class Cell:
             return
         content, kind = msg["content"], msg["msg_type"]
         state = content.get("data", {}).get("state", {}) if kind.startswith("comm") else {}
+        if state:
+            self.models.setdefault(content["comm_id"], {}).update(state)
         if kind == "comm_open" and state.get("_model_name") == "OutputModel":
             self.output_widgets[content["comm_id"]] = list(state.get("outputs", []))
         elif kind == "comm_msg" and content["comm_id"] in self.output_widgets and (
@@ -243,3 +250,122 @@ def test_a_restarted_kernel_takes_up_its_notebooks_running_job_by_itself(
                                "print('fetched', hpc_magics.job().job_id)")
         fetched.finish()
         assert f"fetched {job_id}" in fetched.printed, fetched.printed
+
+
+# Fails on its first run (leaving a mark), then prints, waits at the gate and prints again.
+FAILS_FIRST = """
+import os, time
+if not os.path.exists({mark!r}):
+    open({mark!r}, "w").close()
+    raise RuntimeError("the first run fails")
+print("before the gate", flush=True)
+waited = time.time()
+while not os.path.exists({gate!r}):
+    if time.time() - waited > 120:
+        raise SystemExit("the gate never opened")
+    time.sleep(0.2)
+print("after the gate")
+total = sum(data)
+"""
+
+
+def _model(reference: str) -> str:
+    return reference.removeprefix("IPY_MODEL_")
+
+
+def job_parts(models: dict[str, dict[str, Any]], job_id: str) -> dict[str, str]:
+    """Job ``job_id``'s widget as a front end has it: its live output ("live") and its
+    buttons shown, by label; each a model id. Empty before the widget is there."""
+    for box in models.values():
+        children = [_model(c) for c in box.get("children", ()) if isinstance(c, str)]
+        if not any(str(models.get(c, {}).get("value", "")).startswith(
+                f"<b>job <code>{job_id}</code>") for c in children):
+            continue
+        parts = {}
+        for child in children:
+            model = models.get(child, {})
+            if model.get("_model_name") == "OutputModel":
+                parts["live"] = child
+            for button in map(_model, model.get("children", ())):  # the buttons' row
+                state = models.get(button, {})
+                if state.get("_model_name") == "ButtonModel" and models.get(
+                        _model(state["layout"]), {}).get("display") != "none":
+                    parts[state["description"]] = button
+        return parts
+    return {}
+
+
+def live_text(models: dict[str, dict[str, Any]], job_id: str) -> str:
+    outputs = models.get(job_parts(models, job_id).get("live", ""), {}).get("outputs", ())
+    return "".join(output.get("text", "") for output in outputs)
+
+
+def click(client: Any, button: str) -> None:
+    """A click on a widget's button, as a front end sends it."""
+    client.shell_channel.send(client.session.msg("comm_msg", {
+        "comm_id": button, "data": {"method": "custom", "content": {"event": "click"}}}))
+
+
+def until(cell: Cell, found: Any, timeout: float, why: str) -> Any:
+    """Take the front end's messages until ``found()`` says something (returned)."""
+    deadline = time.monotonic() + timeout
+    while not (value := found()):
+        assert time.monotonic() < deadline, why
+        cell.step()
+    return value
+
+
+@pytest.mark.slow
+def test_a_reruns_output_follows_in_its_widget_as_it_comes_and_once(
+        kernel: tuple[Any, Path], tmp_path: Path) -> None:
+    """After the widget's Rerun click, and after ``rerun()`` in a cell, the rerun's output
+    comes into its widget while it runs, as a first run's comes into its cell; its fetch
+    (the rerun's Fetch button, ``%hpc_fetch``) shows it nowhere a second time."""
+    client, _ = kernel
+    mark, gate = tmp_path / "ran once", tmp_path / "gate"
+    models: dict[str, dict[str, Any]] = {}
+    cells = [Cell(client, "data = list(range(10))", models)]
+    cells[0].finish()
+    sent = Cell(client, "%%sbatch\n" + FAILS_FIRST.format(mark=str(mark), gate=str(gate)),
+                models)
+    cells.append(sent)
+    sent.finish()
+    [first] = re.findall(r"%hpc_fetch (\d+)", sent.printed)
+    try:
+        offered = until(sent, lambda: next((b for label, b in job_parts(models, first).items()
+                                            if label.startswith("Rerun")), None),
+                        120, "the failed job's widget offered no Rerun")
+        click(client, offered)
+        clicked = until(sent, lambda: next(iter(re.findall(
+            r"running again as job <code>(\d+)</code>",
+            " ".join(str(m.get("value", "")) for m in models.values()))), None),
+                        60, "the click submitted no rerun")
+        by_hand = Cell(client, f"import hpc_magics\nagain = hpc_magics.job({first!r}).rerun()\n"
+                               "print('by hand', again.job_id)\nagain", models)
+        cells.append(by_hand)
+        by_hand.finish()
+        assert by_hand.status == "ok", by_hand.printed
+        [again] = re.findall(r"by hand (\d+)", by_hand.printed)
+        for rerun in (clicked, again):  # each at its gate: it runs, its output is in
+            until(by_hand, lambda r=rerun: "before the gate" in live_text(models, r), 120,
+                  f"rerun {rerun}'s output did not come into its widget while it ran")
+    finally:
+        gate.touch()
+    for rerun in (clicked, again):
+        until(by_hand, lambda r=rerun: "after the gate" in live_text(models, r), 120,
+              f"rerun {rerun}'s output stopped coming")
+    fetch = until(by_hand, lambda: job_parts(models, clicked).get("Fetch"), 60,
+                  f"rerun {clicked} offered no Fetch")
+    click(client, fetch)
+    until(by_hand, lambda: any("now in the notebook" in str(m.get("value", ""))
+                               for m in models.values()), 30, "the Fetch click said nothing")
+    fetched = Cell(client, f"%hpc_fetch --wait {again}\nprint('the total is', total)", models)
+    cells.append(fetched)
+    fetched.finish()
+    assert fetched.status == "ok" and "the total is 45" in fetched.printed, fetched.printed
+    # each rerun's output once, in its live view: not in its log's tail, the Fetch's
+    # message or the fetching cell
+    shown = [*(str(m.get("value", "")) for m in models.values()),
+             *(o.get("text", "") for m in models.values() for o in m.get("outputs", ())),
+             *(cell.printed for cell in cells)]
+    assert sum(text.count("after the gate") for text in shown) == 2, shown

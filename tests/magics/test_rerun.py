@@ -45,6 +45,10 @@ def test_the_rerun_is_the_number_the_advice_names() -> None:
     # Slurm rounds a limit in seconds up to a minute: 5 s ran 60 s, so 2m, not 1m
     assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=5)) == {"time": "2m"}
     assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=90)) == {"time": "4m"}
+    # and the advice says the minute Slurm gave, not the 5 s asked (a request's figure
+    # where accounting's is missing)
+    assert "it hit its time limit (1m): -t 2m should do" in advice(
+        Usage("1", "TIMEOUT", time_limit_s=5), None)
     assert rerun_changes(Usage("1", "FAILED", req_mem_mb=200, time_limit_s=60)) == {}
     assert rerun_changes(Usage("1", "OUT_OF_MEMORY")) == {}  # how much it had: unknown
 

@@ -64,13 +64,14 @@ def sweep_source(gate: Path) -> str:
             "label = 'point ' * 100\ny = 10 // x")
 
 
-def submit(server: RunningServer, gate: Path, source: str | None = None) -> Sent:
-    """A notebook with the cell, run in its session's kernel; the job waits at ``gate``."""
-    source = source or cell_source(gate)
+def open_notebook(server: RunningServer, source: str, cell_id: str = CELL_ID
+                  ) -> tuple[Path, str, str]:
+    """A notebook of an intro and the cell, its session's kernel started with hpc_magics
+    loaded: the notebook, the session's id, the kernel's."""
     notebook = server.folder / "root" / "analysis.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# intro", id="intro"),
-        nbformat.v4.new_code_cell(source, id=CELL_ID)]), notebook)
+        nbformat.v4.new_code_cell(source, id=cell_id)]), notebook)
     session = server.post("api/sessions", json={"path": "analysis.ipynb", "type": "notebook",
                                                 "name": "analysis.ipynb",
                                                 "kernel": {"name": "python3"}})
@@ -78,8 +79,15 @@ def submit(server: RunningServer, gate: Path, source: str | None = None) -> Sent
     kernel = session.json()["kernel"]["id"]
     execute(server, kernel, "%load_ext hpc_magics\nimport hpc_magics\n"
                             "%hpc_resources --profile lab --backend slurm -t 5")
+    return notebook, session.json()["id"], kernel
+
+
+def submit(server: RunningServer, gate: Path, source: str | None = None) -> Sent:
+    """A notebook with the cell, run in its session's kernel; the job waits at ``gate``."""
+    source = source or cell_source(gate)
+    notebook, session, kernel = open_notebook(server, source)
     job_id, folder = run_cell(server, kernel, source)
-    return Sent(job_id, folder, notebook, session.json()["id"], kernel)
+    return Sent(job_id, folder, notebook, session, kernel)
 
 
 def run_cell(server: RunningServer, kernel: str, source: str) -> tuple[str, Path]:
