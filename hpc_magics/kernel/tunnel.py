@@ -44,6 +44,10 @@ FIXED_OPTIONS = ("BatchMode=yes", "ExitOnForwardFailure=yes", "ControlMaster=yes
                  "ControlPersist=no", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
                  "ServerAliveInterval=15", "ServerAliveCountMax=4")
 NODE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+PORT_TRIES = 3
+# ssh's words when a local forward's port was taken: "bind [127.0.0.1]:P: Address already
+# in use", "cannot listen to port: P"
+PORT_TAKEN = re.compile(r"Address already in use|cannot listen to port")
 
 
 def choose(requested: str | None, profile: ClusterProfile) -> str:
@@ -92,6 +96,8 @@ class SshTunnel:
     local: dict[str, int] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     _folder: Path | None = None
+    _said: str = ""  # what this ssh wrote to the log, read when it failed
+    _log_from: int = 0  # the log's length when this ssh started
 
     def argv(self, control: Path) -> list[str]:
         forwards = [arg for name, port in self.ports.items() for arg in
@@ -102,16 +108,34 @@ class SshTunnel:
 
     def open(self) -> SshTunnel:
         """Start ssh; returns once the forwards listen (its control socket is there: ssh
-        opens it after binding them), else ``SubmissionError`` with ssh's own reason."""
+        opens it after binding them), else ``SubmissionError`` with ssh's own reason.
+
+        Ports chosen here are free when chosen, not when ssh binds them: another program
+        may take one between (a busy login host's outgoing connections use the same
+        range). Then new ones are chosen; a reopened tunnel keeps the ports the client's
+        connection file names."""
         if not NODE_NAME.match(self.node):
             raise SubmissionError(f"the node's name {self.node!r} cannot be an ssh host")
-        self.local = self.local or dict(zip(self.ports, free_local_ports(len(self.ports)),
-                                            strict=True))
+        if self.local:
+            return self._start()
+        tries = 1
+        while True:
+            self.local = dict(zip(self.ports, free_local_ports(len(self.ports)), strict=True))
+            try:
+                return self._start()
+            except SubmissionError:
+                if tries == PORT_TRIES or not PORT_TAKEN.search(self._said):
+                    raise
+                tries += 1
+
+    def _start(self) -> SshTunnel:
         self._remove_folder()  # a tunnel reopened after its ssh died: the old socket's
         # a private folder of a random name for the control socket (short: sockets' paths
         # are limited to ~100 characters)
         self._folder = Path(tempfile.mkdtemp(prefix="hm-ssh-"))
         control = self._folder / "control"
+        self._log_from = self.log.stat().st_size if self.log.exists() else 0
+        self._said = ""
         self.process = commands.start(self.argv(control), log=self.log)
         deadline = time.monotonic() + READY_WITHIN_S
         while not control.exists():
@@ -127,11 +151,15 @@ class SshTunnel:
         return self
 
     def _reason(self) -> str:
+        """This ssh's last line in the log; all it said is kept (a port taken is said
+        before the last line)."""
         try:
-            lines = self.log.read_text(errors="replace").splitlines()
+            with self.log.open("rb") as log:
+                log.seek(self._log_from)
+                self._said = log.read().decode(errors="replace")
         except OSError:
             return ""
-        said = [line.strip() for line in lines if line.strip()]
+        said = [line.strip() for line in self._said.splitlines() if line.strip()]
         return said[-1] if said else ""
 
     def alive(self) -> bool:

@@ -31,10 +31,11 @@ from hpc_magics.cli import main as cli_main
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.resources import ResourceRequest
 from hpc_magics.kernel import session as sessions
+from hpc_magics.kernel import tunnel as tunnel_module
 from hpc_magics.kernel.orphans import KERNELS_DIR_ENV, LeftBehind, describe
 from hpc_magics.kernel.provisioner import StartFailed
 from hpc_magics.kernel.spec import KernelRequest
-from hpc_magics.kernel.tunnel import PORT_NAMES
+from hpc_magics.kernel.tunnel import PORT_NAMES, free_local_ports
 from hpc_magics.scheduler import commands
 
 from .conftest import (
@@ -241,6 +242,41 @@ def test_the_tunnel_is_the_profiles_unless_asked_and_a_wrong_one_is_one_line(
         KernelRequest(ResourceRequest(profile="lab-bad", backend="slurm"), "python3").check()
     assert "ssh_options in profile 'lab-bad' must be a list of strings" in str(bad.value)
     assert "\n" not in str(bad.value)
+
+
+@needs_sshd
+def test_a_local_port_taken_before_ssh_binds_it_is_chosen_again(
+        sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another program takes a chosen port between its choice and ssh's bind (a race a
+    busy host loses now and then, made certain here: the first choice is a port this
+    test holds). The tunnel opens on new ports, and they reach the node's."""
+    with socket.socket() as taken, socket.socket() as kernel_port:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        kernel_port.bind(("127.0.0.1", 0))
+        kernel_port.listen()
+        chosen: list[list[int]] = []
+
+        def first_one_taken(count: int) -> list[int]:
+            ports = free_local_ports(count)
+            if not chosen:
+                ports[0] = taken.getsockname()[1]
+            chosen.append(ports)
+            return ports
+
+        monkeypatch.setattr(tunnel_module, "free_local_ports", first_one_taken)
+        tunnel = tunnel_module.SshTunnel(
+            node="c1", remote="127.0.0.1", ports={"shell_port": kernel_port.getsockname()[1]},
+            options=["-F", str(sshd.ssh_config)], log=tmp_path / "ssh.log")
+        try:
+            tunnel.open()
+            assert len(chosen) == 2 and tunnel.local == {"shell_port": chosen[1][0]}
+            assert "Address already in use" in (tmp_path / "ssh.log").read_text()
+            with socket.create_connection(("127.0.0.1", tunnel.local["shell_port"]), 10):
+                kernel_port.settimeout(10)
+                kernel_port.accept()[0].close()  # the node's port was reached
+        finally:
+            tunnel.close()
 
 
 @needs_sshd
