@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ..core.background import stop_at_exit
 from ..core.errors import HpcMagicsError, InternalBug, report_bug
 from ..jobfacts import accounting_told, ended_because_all
 from ..scheduler.targets import poll_targets, usage_of
@@ -38,6 +39,7 @@ class Monitor:
                 self._stop.clear()
                 self._thread = threading.Thread(target=self._loop, name="hpc-magics-monitor",
                                                 daemon=True)
+                stop_at_exit(self._thread, self._stop.set)
                 self._thread.start()
 
     def _loop(self) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
+from ..core.background import stop_at_exit
 from ..jobfolder.live_stream import StreamReader, StreamText
 
 FIRST_DELAY_S = 0.1  # after new text: the next look
@@ -48,6 +49,7 @@ class LiveOutput:
         self._request = current_request()  # the cell execution that shows this view
 
     def start(self) -> None:
+        stop_at_exit(self._thread, self._done.set)
         self._thread.start()
 
     def pump(self) -> bool:

@@ -94,7 +94,9 @@ def login_pytest(shared_dir: Path, *tests: str) -> list[str]:
     """pytest of the clone's TESTS, to start in SHARED_DIR on a login host: not in the
     clone, whose path under /tmp (CI's) is a login-only working directory there, which
     every cell would be refused."""
-    return ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={REPO_ROOT}",
+    # -X faulthandler: a crash, even at exit after the tests, prints every thread's stack
+    return ["python", "-X", "faulthandler", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            f"--rootdir={REPO_ROOT}",
             f"-c={REPO_ROOT / 'pyproject.toml'}", f"--basetemp={shared_dir / 'pytest'}",
             *(str(REPO_ROOT / t) for t in tests)]
 
