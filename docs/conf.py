@@ -41,7 +41,7 @@ def _fresh_reference(app, docname, source):  # type: ignore[no-untyped-def]
     """The reference page as the code says it now, not as docs/reference.md was last
     refreshed (tests/test_reference_current.py keeps that copy current for GitHub)."""
     if docname == "reference":
-        from hpc_magics.reference.__main__ import render_clean
+        from hm_reference.__main__ import render_clean
 
         source[0] = render_clean()
 

@@ -6,6 +6,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from hpc_magics.core.jobs import normalize_state
 from hpc_magics.scheduler import commands
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# the docs' generator of the reference page, a tool of the docs, not of the package
+sys.path.insert(0, str(REPO_ROOT / "docs" / "_ext"))
 
 # The default test cluster's nodes run on this host and share its /tmp (pytest's tmp_path):
 # the product's refusal of login-only paths is for sites, and for the --release clusters

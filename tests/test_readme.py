@@ -112,9 +112,9 @@ def test_the_magics_commands_and_settings_named_exist() -> None:
 
 
 def test_the_environment_variables_named_are_declared() -> None:
-    from hpc_magics.reference.page import environment_variables
+    from hm_reference.page import environment_variables
 
     declared = {row["name"] for row in environment_variables()}
     for name, page in _named(r"\b(HPC_MAGICS_[A-Z][A-Z0-9_]*)").items():
         assert name in declared, (f"{page} names {name}, which is not in "
-                                  "hpc_magics/reference/environment.toml")
+                                  "docs/_ext/hm_reference/environment.toml")

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from hpc_magics.reference import REFRESH_COMMAND
-from hpc_magics.reference.__main__ import render_clean
-from hpc_magics.reference.page import environment_variables
+from hm_reference import REFRESH_COMMAND
+from hm_reference.__main__ import render_clean
+from hm_reference.page import environment_variables
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_PAGE = REPO_ROOT / "docs" / "reference.md"
@@ -116,10 +115,10 @@ def test_every_environment_variable_is_declared() -> None:
     read = _variables_read_in_sources()
     missing = sorted(set(read) - declared)
     assert not missing, (f"{missing[0]} (read in {read[missing[0]]}) is not declared: add it "
-                         "to hpc_magics/reference/environment.toml, then run "
+                         "to docs/_ext/hm_reference/environment.toml, then run "
                          f"`{REFRESH_COMMAND}`")
     stale = sorted(declared - set(read))
-    assert not stale, (f"{stale[0]} is declared in hpc_magics/reference/environment.toml but "
+    assert not stale, (f"{stale[0]} is declared in docs/_ext/hm_reference/environment.toml but "
                        "read nowhere: remove it")
 
 
@@ -127,7 +126,8 @@ def test_check_mode_names_a_stale_page_and_the_fix(tmp_path: Path) -> None:
     page = tmp_path / "reference.md"
     page.write_text("# an old page\n", encoding="utf-8")
     checked = subprocess.run(
-        [sys.executable, "-m", "hpc_magics.reference", "--check", "-o", str(page)],
+        [sys.executable, str(REPO_ROOT / "docs" / "_ext" / "hm_reference"), "--check", "-o",
+         str(page)],
         capture_output=True, text=True, timeout=180, check=False, cwd=REPO_ROOT)
     assert checked.returncode == 1
     assert checked.stderr.strip() == f"{page} is stale: run `{REFRESH_COMMAND}` to refresh it"

@@ -28,7 +28,7 @@ def _shell() -> Any:
     """A real IPython shell with hpc_magics' magics registered, as `%load_ext` does."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..magics import register
+    from hpc_magics.magics import register
 
     shell = InteractiveShell.instance()
     register(shell)
@@ -102,7 +102,7 @@ def magics_section() -> Iterator[str]:
 
 
 def cli_section() -> Iterator[str]:
-    from .. import cli
+    from hpc_magics import cli
 
     yield "## The `hpc-magics` command"
     yield ""
@@ -194,7 +194,7 @@ def environment_section() -> Iterator[str]:
     rows = environment_variables()
     yield "## Environment variables"
     yield ""
-    yield ("Declared in `hpc_magics/reference/environment.toml`; a test fails when the code "
+    yield ("Declared in `docs/_ext/hm_reference/environment.toml`; a test fails when the code "
            "reads an `HPC_MAGICS_*` variable that is not in it.")
     for audience in dict.fromkeys(row["for"] for row in rows):
         yield ""

@@ -36,9 +36,8 @@ def _members_table(cls: type) -> Iterator[str]:
 
 def python_section() -> Iterator[str]:
     import hpc_magics
-
-    from ..handle import JobHandle
-    from ..sweep_handle import SweepHandle
+    from hpc_magics.handle import JobHandle
+    from hpc_magics.sweep_handle import SweepHandle
 
     yield "## Python"
     yield ""

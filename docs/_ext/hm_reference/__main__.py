@@ -1,4 +1,4 @@
-"""``python -m hpc_magics.reference [-o FILE] [--check]``: refresh (or check) the reference page.
+"""``python docs/_ext/hm_reference [-o FILE] [--check]``: refresh (or check) the reference page.
 
 The page is rendered in a child process with a clean environment, so that it documents the
 package as shipped: not this shell's ``HPC_MAGICS_*`` settings, this user's profiles or the
@@ -13,13 +13,21 @@ import sys
 import tempfile
 from pathlib import Path
 
+if not __package__:  # run as `python docs/_ext/hm_reference`: import it as the package
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+    import hm_reference  # noqa: F401
+
+    __package__ = "hm_reference"
+
 from . import REFERENCE_PAGE, REFRESH_COMMAND
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parents[2]
 
 
 def _render_here() -> str:
-    from ..core import profiles
+    from hpc_magics.core import profiles
+
     from .page import render
 
     # Only the packaged profiles: a site's /etc/hpc_magics/profiles is not the package's.
@@ -29,18 +37,18 @@ def _render_here() -> str:
 
 def render_clean(timeout_s: float = 120.0) -> str:
     """The page, rendered by a fresh interpreter that sees none of this environment."""
-    from ..core.errors import HpcMagicsError
-    from ..scheduler import commands
+    from hpc_magics.core.errors import HpcMagicsError
+    from hpc_magics.scheduler import commands
 
     with tempfile.TemporaryDirectory(prefix="hpc-magics-reference-") as home:
         environ = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "PYTHONPATH": os.pathsep.join(
-                [str(PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+                [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
             "HOME": home, "XDG_CONFIG_HOME": home, "IPYTHONDIR": str(Path(home, "ipython")),
             "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
         }
-        result = commands.run([sys.executable, "-m", "hpc_magics.reference", "--here"],
+        result = commands.run([sys.executable, str(HERE), "--here"],
                               timeout=timeout_s, environ=environ)
     if not result.ok:
         raise HpcMagicsError(f"rendering the reference failed: {result.stderr.strip()}")
