@@ -39,34 +39,33 @@ def note_started(job_id: str, job: LocalJob) -> None:
 
 
 def local_states(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
-    states: dict[str, str] = {}
-    for job_id, folder in folder_by_id.items():
-        job = _started_here.get(job_id)
-        if job is not None:
-            state = normalize_state(job.state)
-            # the controller ends normally once its cancelled cell has stopped
-            cancelled = job_id in _cancelled and state != "RUNNING"
-            states[job_id] = "CANCELLED" if cancelled else state
-        elif folder.has_results():
-            states[job_id] = "FINISHED"
-        elif processes.alive(job_id, folder.meta().get(PROCESS_STARTED)):
-            # a local job's id is its controller's pid: that very process (the start
-            # time its folder recorded) still runs; a pid reused since does not
-            states[job_id] = "RUNNING"
-        else:
-            states[job_id] = "UNKNOWN"
-    return states
+    return {job_id: _state(job_id, folder)[0] for job_id, folder in folder_by_id.items()}
 
 
 def local_status(folder: JobFolder, job_id: str) -> JobStatus:
-    """A local job's snapshot for the watcher: its process, else its results file."""
-    now = time.time()
-    raw = local_states({job_id: folder}).get(job_id, "UNKNOWN")
-    outcome = folder.outcome() if raw == "UNKNOWN" else None
+    """A local job's snapshot for the watcher."""
+    state, source = _state(job_id, folder)
+    return JobStatus(job_id, state, source, "", time.time())
+
+
+def _state(job_id: str, folder: JobFolder) -> tuple[str, str]:
+    """(state, what says so): its results' outcome once they are whole (the folder proves
+    how the cell ended, also while its process exits: a failed cell is FAILED, not the
+    controller's normal end), else its process."""
+    job = _started_here.get(job_id)
+    state = normalize_state(job.state) if job is not None else None
+    if job_id in _cancelled and state not in (None, "RUNNING"):
+        return "CANCELLED", "local"  # the controller ends normally once its cell stopped
+    outcome = folder.outcome()
     if outcome is not None:
-        return JobStatus(job_id, "FAILED" if outcome.failed else "COMPLETED", "results", "",
-                         now)
-    return JobStatus(job_id, normalize_state(raw), "local", "", now)
+        return ("FAILED" if outcome.failed else "COMPLETED"), "results"
+    if state is not None:
+        return state, "local"
+    if processes.alive(job_id, folder.meta().get(PROCESS_STARTED)):
+        # a local job's id is its controller's pid: that very process (the start time its
+        # folder recorded) still runs; a pid reused since does not
+        return "RUNNING", "local"
+    return "UNKNOWN", "local"
 
 
 def cancel(job_id: str, folder: JobFolder) -> None:

@@ -61,7 +61,8 @@ def test_later_fetch_and_reattach_after_restart(
     assert hpc_magics.job().state in {"FINISHED", "COMPLETED"}
 
 
-def test_exception_in_the_job_is_raised_with_the_remote_traceback(shell: Any, cells: Any) -> None:
+def test_exception_in_the_job_is_raised_with_the_remote_traceback(
+        shell: Any, cells: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_cell(cells.SETUP)
     with pytest.raises(JobFailed) as raised:
         shell.run_cell_magic("sbatch", "--backend local --wait -t 5", cells.FAILING)
@@ -69,6 +70,17 @@ def test_exception_in_the_job_is_raised_with_the_remote_traceback(shell: Any, ce
     assert "ZeroDivisionError" in remote and "return int(x) // 0" in remote
     assert "in inner" in remote and "runner.py" not in remote
     assert "result" not in shell.user_ns
+    # the folder proves the failure, also while the local controller exits normally: the
+    # handle, %hpc_jobs and the widget (its Rerun) say FAILED, never FINISHED
+    import hpc_magics
+
+    job = hpc_magics.job()
+    assert job.state == "FAILED"
+    capsys.readouterr()
+    shell.run_line_magic("hpc_jobs", "")
+    [row] = [line for line in capsys.readouterr().out.splitlines()
+             if line.split()[:1] == [job.job_id]]
+    assert row.split()[1] == "FAILED", row
 
 
 def test_unpicklable_names_are_refused_before_submitting(shell: Any, tmp_path: Path,
