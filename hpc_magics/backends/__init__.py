@@ -1,7 +1,7 @@
 """Where jobs run: Slurm through submitit, or this machine through submitit's local executor.
 
-Every backend follows one small protocol (``Backend``): submit, ask many states at once,
-cancel."""
+Every backend follows one small protocol (``Backend``): submit and cancel; states are the
+watcher's (``scheduler/watcher.py``)."""
 
 from __future__ import annotations
 
@@ -48,15 +48,6 @@ class Backend(Protocol):
                options: ScaleOptions | None = None) -> str:
         """Submit and return the job id; ``folder/job.sh`` is then what was submitted.
         ``options``: several tasks, checkpoints, staging (``core/scale.py``)."""
-
-    def states(self, folder_by_id: dict[str, JobFolder],
-               max_age_s: float | None = None) -> dict[str, str]:
-        """Current states of many jobs, from as few scheduler queries as possible.
-
-        Slurm's come from the watcher (``scheduler/watcher.py``), the one place that
-        decides states; the local backend's are the raw facts the watcher reads.
-        ``max_age_s``: how old a shared answer may be (default: the queue's interval).
-        """
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
         """Cancel one job (Slurm: also an array task ``123_4``, a range, a het ``123+0``)."""

@@ -231,14 +231,12 @@ class SlurmBackend(_SubmititBackend):
         cached = _PARTITIONS_CACHE.get("sinfo")
         if cached and time.monotonic() - cached[0] < _PARTITIONS_TTL_S:
             return cached[1]
-        try:
-            result = commands.run(["sinfo", "-h", "-o", "%R"], timeout=20)
-        except SubmissionError:
+        text = commands.output(["sinfo", "-h", "-o", "%R"], timeout=20)
+        if text is None:
             return frozenset()
-        names = frozenset(line.strip() for line in result.stdout.splitlines() if line.strip())
-        if result.ok:
-            _PARTITIONS_CACHE["sinfo"] = (time.monotonic(), names)
-        return names if result.ok else frozenset()
+        names = frozenset(line.strip() for line in text.splitlines() if line.strip())
+        _PARTITIONS_CACHE["sinfo"] = (time.monotonic(), names)
+        return names
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None,
@@ -268,29 +266,10 @@ class SlurmBackend(_SubmititBackend):
         tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
         return ScriptedSlurmExecutor(folder.path, script, tasks)
 
-    def states(self, folder_by_id: dict[str, JobFolder],
-               max_age_s: float | None = None) -> dict[str, str]:
-        """The watcher's states (it alone decides them: scheduler/watcher.py)."""
-        from ..scheduler.watcher import watcher
-
-        polled = watcher().poll(folder_by_id.values(), max_age_s=max_age_s)
-        return {job_id: polled[folder.path].state for job_id, folder in folder_by_id.items()}
-
     def cancel(self, job_id: str, folder: JobFolder) -> None:
-        from ..core.jobids import require_job_id
         from ..scheduler.watcher import watcher
 
-        job_id = str(require_job_id(job_id))  # 123, 123_4, 123_[1-5], 123+0
-        silent = watcher().queue_view().error
-        if silent is not None:  # scancel would hang for as long as squeue does
-            raise SubmissionError(f"cannot cancel job {job_id} now ({silent}): try again "
-                                  "when the scheduler answers")
-        result = commands.run(["scancel", job_id], timeout=30)
-        if not result.ok:
-            raise SubmissionError(f"scancel {job_id} failed: {result.first_error_line()}")
-        # no answer asked before the scancel shows the job running again
-        watcher().cancelled(job_id, time.time())
-        watcher().queue.invalidate()  # the next look at the queue should see the cancel
+        watcher().cancel(job_id, listed=False)  # the folder proves the job ours
 
 
 class LocalBackend(_SubmititBackend):
@@ -324,10 +303,6 @@ class LocalBackend(_SubmititBackend):
     def _after_submit(self, job: Any, folder: JobFolder, script: str) -> None:
         local_jobs.note_started(str(job.job_id), job)
         (folder.path / JOB_SCRIPT).write_text(script)
-
-    def states(self, folder_by_id: dict[str, JobFolder],
-               max_age_s: float | None = None) -> dict[str, str]:
-        return local_jobs.local_states(folder_by_id)
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
         local_jobs.cancel(job_id, folder)

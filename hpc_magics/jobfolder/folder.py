@@ -184,12 +184,6 @@ class JobFolder:
             raise HpcMagicsError(f"{self.results_path} is not an hpc_magics result file")
         return result
 
-    def output(self) -> str:
-        try:
-            return (self.path / OUTPUT_FILE).read_text(errors="replace")
-        except OSError:
-            return ""
-
     def shown_output(self, limit: int = OUTPUT_SHOWN_BYTES) -> str:
         """The cell's output as the notebook shows it: all of it, or (a huge one) its last
         ``limit`` bytes after a line saying where the whole of it is."""

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
-from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
 from . import commands
@@ -117,14 +116,9 @@ def sacct_usage(job_ids: Sequence[str], runner: Callable[..., commands.CommandRe
     """One ``sacct`` call for all ``job_ids``, states and usage; ``None``: unreachable."""
     if not job_ids:
         return ()
-    try:
-        result = runner(["sacct", "-n", "-P", "-o", ",".join(USAGE_FIELDS),
-                         "-j", ",".join(job_ids)], timeout=SACCT_TIMEOUT_S)
-    except HpcMagicsError:
-        return None
-    if not result.ok:
-        return None
-    return parse_accounting(result.stdout)
+    text = commands.output(["sacct", "-n", "-P", "-o", ",".join(USAGE_FIELDS),
+                            "-j", ",".join(job_ids)], timeout=SACCT_TIMEOUT_S, runner=runner)
+    return None if text is None else parse_accounting(text)
 
 
 def base_of(job_id: str) -> str:
@@ -272,12 +266,10 @@ def _settled(answer: dict[str, Any] | None) -> bool:
 def recent_jobs(user: str | None = None, runner: Callable[..., commands.CommandResult]
                 = commands.run) -> tuple[AccountingRecord, ...] | None:
     """The user's jobs of the last day (``%hpc_jobs --all``); ``None``: unreachable."""
-    try:
-        result = runner(["sacct", "-n", "-P", "-X", "-u", user or login_name(), "-S",
-                         RECENT_WINDOW, "-o", ",".join(USAGE_FIELDS)], timeout=SACCT_TIMEOUT_S)
-    except HpcMagicsError:
-        return None
-    return parse_accounting(result.stdout) if result.ok else None
+    text = commands.output(["sacct", "-n", "-P", "-X", "-u", user or login_name(), "-S",
+                            RECENT_WINDOW, "-o", ",".join(USAGE_FIELDS)],
+                           timeout=SACCT_TIMEOUT_S, runner=runner)
+    return None if text is None else parse_accounting(text)
 
 
 # ------------------------------------------------------------ a requeued job's segments
@@ -307,9 +299,6 @@ def parse_segments(text: str, job_id: str) -> tuple[Segment, ...]:
 
 def job_segments(job_id: str) -> tuple[Segment, ...] | None:
     """The job's segments; ``None`` when accounting cannot be asked (never "no segments")."""
-    try:
-        result = commands.run(["sacct", "-n", "-X", "-P", "-D", "-o", "JobID,State,Start,End",
-                               "-j", job_id], timeout=SACCT_TIMEOUT_S)
-    except HpcMagicsError:
-        return None
-    return parse_segments(result.stdout, job_id) if result.ok else None
+    text = commands.output(["sacct", "-n", "-X", "-P", "-D", "-o", "JobID,State,Start,End",
+                            "-j", job_id], timeout=SACCT_TIMEOUT_S)
+    return None if text is None else parse_segments(text, job_id)

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..core import sweep
-from ..core.errors import HpcMagicsError
 from . import commands
 from .cluster import config_text
 from .queue import login_name
@@ -49,11 +48,7 @@ def max_array_size() -> int:
 
 
 def _sacctmgr(*args: str) -> str:
-    try:
-        result = commands.run(["sacctmgr", "-n", "-P", "show", *args], timeout=20)
-    except HpcMagicsError:
-        return ""
-    return result.stdout if result.ok else ""
+    return commands.output(["sacctmgr", "-n", "-P", "show", *args], timeout=20) or ""
 
 
 def association_limits(user: str, account: str | None) -> tuple[int, str] | None:

@@ -38,10 +38,6 @@ def note_started(job_id: str, job: LocalJob) -> None:
     _started_here[job_id] = job
 
 
-def local_states(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
-    return {job_id: _state(job_id, folder)[0] for job_id, folder in folder_by_id.items()}
-
-
 def local_status(folder: JobFolder, job_id: str) -> JobStatus:
     """A local job's snapshot for the watcher."""
     state, source = _state(job_id, folder)

@@ -312,24 +312,24 @@ class JobQueue:
                 self._write(replace(cached, updated=None, retry_at=0.0,
                                     invalidated_at=max(self.clock(), cached.invalidated_at)))
 
-    def cancel(self, job_id: str) -> float:
-        """``scancel`` one of the user's jobs; ``LookupError`` when it is not theirs.
-        Returns when scancel returned: a squeue asked before then may still list the job
-        as it was.
+    def cancel(self, job_id: str, listed: bool = True) -> float:
+        """``scancel`` one of the user's jobs; returns when scancel returned (a squeue asked
+        before then may still list the job as it was).
 
         ``job_id`` may name an array task (``123_4``), a range (``123_[1-5]``) or a het
-        component (``123+0``); it must match an entry of this user's ``squeue -u``.
+        component (``123+0``); ``listed``: it must match an entry of this user's
+        ``squeue -u`` (``LookupError`` otherwise); False: its job folder proves it ours.
         """
         job_id = str(require_job_id(job_id))
         view = self.view()
-        if view.find(job_id) is None and view.error is None:  # maybe newer than the cache
+        if listed and view.find(job_id) is None and view.error is None:  # maybe newer
             # the user's own ask, off any event loop: wait for squeue's answer (up to its
             # timeout), not answer_within_s, so a slow squeue is no "not answering"
             view = self._locked_refresh(0.0)
         if view.error is not None:  # scancel would hang as long as squeue did
             raise HpcMagicsError(f"cannot cancel job {job_id} now ({view.error}): the "
                                  "scheduler is not answering; try again in a minute")
-        if view.find(job_id) is None:
+        if listed and view.find(job_id) is None:
             raise LookupError(f"job {job_id} is not one of {self.user}'s jobs in squeue")
         result = self.runner(["scancel", job_id], timeout=self.timeout_s)
         if not result.ok:

@@ -371,12 +371,11 @@ class Watcher:
             return result
 
     # ------------------------------------------------------------------ control
-    def cancel(self, job_id: str) -> None:
-        """``scancel`` one of the user's own jobs (``LookupError`` when it is not theirs).
-
-        Remembered: until Slurm answers after the scancel, the job shows as cancel sent,
-        never as the running job a squeue asked before the cancel listed."""
-        self.cancelled(job_id, self.queue.cancel(job_id))
+    def cancel(self, job_id: str, listed: bool = True) -> None:
+        """``scancel`` one of the user's own jobs (``JobQueue.cancel``). Remembered: until
+        Slurm answers after the scancel, the job shows as cancel sent, never as the running
+        job a squeue asked before the cancel listed."""
+        self.cancelled(job_id, self.queue.cancel(job_id, listed))
 
     def cancelled(self, job_id: str, at: float) -> None:
         """Note that our ``scancel job_id`` returned at ``at`` (see ``CancelNotes``)."""
@@ -405,3 +404,27 @@ def watcher() -> Watcher:
             _WATCHER = Watcher()
         return _WATCHER
 
+
+def poll_targets(handle: Any) -> list[tuple[Any, str | None]]:
+    """(folder, job id or None) pairs to poll for ``handle``: every task of a sweep (its
+    latest attempt; a sweep's folder has no state of its own), else the job itself."""
+    targets = getattr(handle, "poll_targets", None)
+    return list(targets()) if callable(targets) else [(handle.folder, handle._task)]
+
+
+def usage_of(handles: Sequence[Any], max_age_s: float | None = None
+             ) -> dict[int, tuple[Usage, ...] | None]:
+    """Position in ``handles`` → its figures from one shared sacct call (one ``Usage`` per
+    job or task, once: tasks cancelled before they started share one record, ``123_[2-3]``),
+    for the handles whose every target has final figures; ``None``: accounting unreachable."""
+    targets = [poll_targets(handle) for handle in handles]
+    found = watcher().usage([t for some in targets for t in some], max_age_s)
+    result: dict[int, tuple[Usage, ...] | None] = {}
+    for position, some in enumerate(targets):
+        keys = [status_key(folder, job_id) for folder, job_id in some]
+        if any(key in found and found[key] is None for key in keys):
+            result[position] = None
+        elif keys and all(key in found for key in keys):
+            figures = {u.job_id: u for key in keys for u in found[key] or ()}
+            result[position] = tuple(figures.values())
+    return result
