@@ -78,9 +78,9 @@ def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = comman
         job = _fill(job, start=slurm_timestamp(start), end=slurm_timestamp(end),
                     nodes=slurm_int(nodes), partition=partition.strip(), name=name.strip())
     if job.end_time is None:
-        text = commands.output([*SCONTROL_SHOW_JOB, job_id], timeout=timeout_s, runner=runner)
-        if text is not None:
-            info = parse_scontrol_job(text)
+        shown = commands.output([*SCONTROL_SHOW_JOB, job_id], timeout=timeout_s, runner=runner)
+        if shown is not None:
+            info = parse_scontrol_job(shown)
             job = _fill(job, start=slurm_timestamp(info.get("StartTime", "")),
                         end=slurm_timestamp(info.get("EndTime", "")),
                         nodes=slurm_int(info.get("NumNodes")),
