@@ -24,16 +24,10 @@ from typing import Any
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
 from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
+from ..jobfolder.files import read_json
 from . import commands
 from .cluster import cluster_name
-from .queue import (
-    default_cache_dir,
-    file_lock,
-    login_name,
-    poll_interval,
-    shared_cache_path,
-    write_private_json,
-)
+from .queue import file_lock, login_name, poll_interval, shared_cache_path, write_private_json
 from .slurm_text import slurm_timestamp
 
 SACCT_TIMEOUT_S = 20.0
@@ -139,8 +133,7 @@ class SharedAccounting:
 
     @property
     def cache_path(self) -> Path:
-        folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
-        return shared_cache_path(folder, "sacct", self.user, self.cluster)
+        return shared_cache_path(self.cache_dir, "sacct", self.user, self.cluster)
 
     def answers(self, job_ids: Iterable[str], max_age_s: float | None = None
                 ) -> dict[str, tuple[AccountingRecord, ...] | None]:
@@ -212,10 +205,7 @@ class SharedAccounting:
     def _read(self) -> dict[str, Any]:
         empty: dict[str, Any] = {"version": CACHE_VERSION, "last_call": 0.0, "wanted": {},
                                  "answers": {}}
-        try:
-            data = json.loads(self.cache_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return empty
+        data = read_json(self.cache_path)
         if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
             return empty
         return data

@@ -1,9 +1,5 @@
-"""The cancels this process sent, until Slurm confirms them.
-
-After our ``scancel`` returned, a queue view asked before it (or none, the scheduler
-being slow) must never show the job running again: the watcher passes every state it
-decides through ``CancelNotes.since_cancel``, under its own lock.
-"""
+"""The cancels this process sent, until Slurm confirms them: the watcher passes every state
+it decides through ``CancelNotes.since_cancel``, under its own lock."""
 
 from __future__ import annotations
 
@@ -17,25 +13,20 @@ CANCEL_SENT = "cancel sent; waiting for Slurm to confirm"
 
 
 class CancelNotes:
-    """When our ``scancel`` of each job returned, until a final state settles it."""
-
     def __init__(self) -> None:
         self._at: dict[str, float] = {}  # job id → when our scancel of it returned
 
     def note(self, job_id: str, at: float) -> None:
-        """Our ``scancel job_id`` returned at ``at``."""
         self._at[job_id] = max(at, self._at.get(job_id, 0.0))
 
     def since_cancel(self, job_id: str, status: JobStatus) -> JobStatus:
-        """``status`` of a job this process cancelled, unless it is older than the cancel.
+        """``status`` of a job this process cancelled, unless it is newer than the cancel.
 
-        After our scancel returned, a state from a squeue asked before it (or the last
-        state standing, squeue being slow or accounting lagging) is not what Slurm says
-        any more: a started job shows as COMPLETING (what squeue says of it after a
-        scancel), a queued one keeps its state; both noted ``CANCEL_SENT``, until a squeue
-        asked after the scancel lists it, or a final state comes (sacct, the folder, gone)."""
-        if not self._at:
-            return status
+        A state from a squeue asked before our scancel returned (or the last state standing,
+        squeue being slow or accounting lagging) is not what Slurm says any more: a started
+        job shows as COMPLETING (squeue's CG after a scancel), a queued one keeps its state,
+        both noted ``CANCEL_SENT``, until a squeue asked after the scancel lists it, or a
+        final state comes (sacct, the folder, gone)."""
         at = max((t for cancelled, t in self._at.items() if same_job(cancelled, job_id)),
                  default=None)
         if at is None:
@@ -45,6 +36,5 @@ class CancelNotes:
             return status
         if status.source == "squeue" and status.detail_at >= at:
             return status  # Slurm's own answer, asked after the cancel
-        # a started job is torn down (squeue's CG); a queued one keeps its state, noted
         state = "COMPLETING" if status.phase == "running" else status.state
         return replace(status, state=state, source="scancel", note=CANCEL_SENT)

@@ -29,7 +29,7 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
 from ..core.jobs import JobSnapshot, is_final
-from ..jobfolder.files import write_atomically
+from ..jobfolder.files import read_json, write_atomically
 from ..jobfolder.lock import Lock
 from . import commands
 from .cluster import cluster_name
@@ -63,13 +63,14 @@ def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
 
 
 # --------------------------------------------------------------------------- the cache files
-def shared_cache_path(folder: Path, kind: str, user: str, cluster: str) -> Path:
-    """The user's shared ``kind`` cache (squeue, sacct) in ``folder``: per user and per
-    cluster (one home seen from two clusters keeps two), names made file-safe."""
+def shared_cache_path(folder: Path | None, kind: str, user: str, cluster: str) -> Path:
+    """The user's shared ``kind`` cache (squeue, sacct) in ``folder`` (None: the runtime
+    dir): per user and per cluster (one home seen from two clusters keeps two)."""
 
     def safe(text: str) -> str:
         return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
+    folder = default_cache_dir() if folder is None else folder
     return folder / f"hpc_magics-{kind}-{safe(user)}-{safe(cluster)}.json"
 
 
@@ -148,9 +149,8 @@ def _view_to_json(view: QueueView) -> str:
                        "ended": [_snapshot_to_dict(job) for job in view.ended]})
 
 
-def _view_from_json(text: str) -> QueueView | None:
+def _view_from_json(data: Any) -> QueueView | None:
     try:
-        data = json.loads(text)
         if data.get("version") != CACHE_VERSION:
             return None
         return QueueView(jobs=tuple(_snapshot_from_dict(j) for j in data["jobs"]),
@@ -159,7 +159,7 @@ def _view_from_json(text: str) -> QueueView | None:
                          invalidated_at=float(data.get("invalidated_at") or 0.0),
                          asking_since=data.get("asking_since"),
                          ended=tuple(_snapshot_from_dict(j) for j in data["ended"]))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):  # damaged, or another version's
         return None
 
 
@@ -210,8 +210,7 @@ class JobQueue:
 
     @property
     def cache_path(self) -> Path:
-        folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
-        return shared_cache_path(folder, "squeue", self.user, self.cluster)
+        return shared_cache_path(self.cache_dir, "squeue", self.user, self.cluster)
 
     def view(self, max_age_s: float | None = None) -> QueueView:
         """The cached view, refreshed first when older than ``max_age_s`` (default: interval).
@@ -367,10 +366,7 @@ class JobQueue:
         return replace(previous, error=error, failures=failures, retry_at=now + delay)
 
     def _read(self) -> QueueView | None:
-        try:
-            return _view_from_json(self.cache_path.read_text(encoding="utf-8"))
-        except OSError:
-            return None
+        return _view_from_json(read_json(self.cache_path))
 
     def _store(self, view: QueueView) -> None:
         """Write a refresh's answer, under the file lock. An answer asked before the last

@@ -1,17 +1,11 @@
-"""The watcher's side of the user's shared ``sacct``: answers waited for within a bound,
-one sacct at a time from this process, records found per job, and what ended jobs used.
-
-``SharedAccounting`` asks sacct at most once per interval for all the user's processes;
-this waits for its answer no longer than ``ANSWER_WITHIN_S`` (a lagging slurmdbd counts as
-unreachable meanwhile) and reads it for the watcher's jobs.
-"""
+"""The watcher's side of the user's shared ``sacct`` (``SharedAccounting``): answers waited
+for within a bound, records found per job, and what ended jobs used."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from ..core.efficiency import Usage
 from ..core.errors import report_bug
@@ -26,8 +20,6 @@ Answers = dict[str, tuple[AccountingRecord, ...] | None]
 
 
 class SacctAnswers:
-    """Reads the user's shared sacct answers for the watcher (``shared`` gives the cache)."""
-
     def __init__(self, shared: Callable[[], SharedAccounting]) -> None:
         self._shared = shared
         self._asking: threading.Thread | None = None  # a slow sacct, still asking
@@ -36,9 +28,8 @@ class SacctAnswers:
 
     def records(self, job_ids: list[str], max_age: float
                 ) -> tuple[AccountingRecord, ...] | NotYet | None:
-        """The user's one sacct per interval (shared by all their processes, see
-        ``SharedAccounting``). ``None``: unreachable; ``NOT_YET``: asked next interval.
-        Records are per base id, once each (a sweep's thousand tasks share one base)."""
+        """The records of ``job_ids``, per base id, once each (a sweep's thousand tasks
+        share one base). ``None``: unreachable; ``NOT_YET``: asked next interval."""
         found = self.answers_within(job_ids, max_age)
         if found is None:
             return None  # accounting lags (slurmdbd slow or down): unreachable for now
@@ -51,15 +42,15 @@ class SacctAnswers:
 
     def records_of(self, records: tuple[AccountingRecord, ...],
                    job_id: str) -> list[AccountingRecord]:
-        """The records of ``job_id``, through an index kept per answer (a sweep's tasks)."""
+        """The records of ``job_id`` (an index kept per answer: a sweep's tasks)."""
         if self._index is None or self._index[0] is not records:
             self._index = (records, JobIndex(records, lambda r: r.job_id))
         return self._index[1].find(job_id)
 
     def answers_within(self, job_ids: list[str], max_age: float) -> Answers | None:
-        """The shared sacct answers, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a
-        lagging slurmdbd) counts as unreachable meanwhile, and its answer lands in the shared
-        cache when it comes. One sacct at a time from this process."""
+        """The shared answers, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a lagging
+        slurmdbd) is unreachable meanwhile; its answer lands in the shared cache when it
+        comes. One sacct at a time from this process."""
         found: Answers = {}
         failed: list[BaseException] = []
 
@@ -99,9 +90,7 @@ class SacctAnswers:
             if stored is not None:
                 result[key] = stored
                 continue
-            submission = Submission.of(folder)
-            if job_id is not None:
-                submission = replace(submission, job_id=job_id)
+            submission = Submission.of(folder, job_id=job_id)
             status = latest(folder, job_id)
             if submission.backend == "slurm" and submission.job_id and status.final:
                 ask.append((key, folder, submission))

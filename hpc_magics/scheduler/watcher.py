@@ -43,7 +43,6 @@ from .accounting import AccountingRecord, SharedAccounting
 from .cancel_notes import CancelNotes
 from .job_status import (
     SACCT_LAG_S,
-    SCHEDULER_UNREACHABLE,
     UNREACHABLE,
     JobStatus,
     NotYet,
@@ -54,7 +53,7 @@ from .job_status import (
     status_key,
 )
 from .local_jobs import local_status
-from .queue import ANSWER_WITHIN_S, JobQueue, QueueView
+from .queue import ANSWER_WITHIN_S, SCHEDULER_SILENT, JobQueue, QueueView
 from .sacct_answers import SacctAnswers
 
 
@@ -147,9 +146,7 @@ class Watcher:
             slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
             for folder, job_id in jobs:
                 key = status_key(folder, job_id)
-                submission = Submission.of(folder, self._meta(folder))
-                if job_id is not None:
-                    submission = replace(submission, job_id=job_id)
+                submission = Submission.of(folder, self._meta(folder), job_id)
                 previous = self.latest(folder, job_id)
                 if not submission.job_id or previous.definite:
                     result[key] = previous  # not submitted, or settled for good
@@ -174,7 +171,7 @@ class Watcher:
         now = time.time()
         decided: dict[str, JobStatus] = {}
         ask: list[tuple[str, JobFolder, Submission, JobStatus]] = []
-        silent = SCHEDULER_UNREACHABLE if view.error is not None else ""
+        silent = SCHEDULER_SILENT if view.error is not None else ""
         for key, folder, submission, previous in jobs:
             if not submission.on_this_cluster(current_cluster):
                 # this cluster's scheduler knows nothing of it: only the folder can tell
