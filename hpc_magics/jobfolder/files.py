@@ -6,6 +6,7 @@ results, output, figures, the requeue segment, checkpoints and gathered values.
 
 from __future__ import annotations
 
+import grp
 import json
 import os
 import pickle
@@ -171,11 +172,12 @@ def read_segment(folder: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def user_name(uid: int) -> str:
+def user_name(uid: int, group: bool = False) -> str:
+    """The name of user ``uid`` (of group ``uid``, with ``group``), else its number."""
     try:
-        return pwd.getpwuid(uid).pw_name
+        return grp.getgrgid(uid).gr_name if group else pwd.getpwuid(uid).pw_name
     except KeyError:
-        return f"uid {uid}"
+        return f"{'gid' if group else 'uid'} {uid}"
 
 
 def check_owned(path: Path) -> None:

@@ -14,7 +14,6 @@ their jobs side by side. Only the user's own job folders are ever listed or load
 
 from __future__ import annotations
 
-import grp
 import json
 import os
 import re
@@ -52,13 +51,6 @@ PRIVATE = 0o700
 WOULD_BE_STAMP, WOULD_BE_TOKEN = "YYYYMMDD-HHMMSS", "XXXX"
 # setgid: new entries get the folder's group; sticky: only an entry's owner may remove it
 SHARED_JOBS_ROOT = stat.S_ISGID | stat.S_ISVTX | 0o770
-
-
-def _group_name(gid: int) -> str:
-    try:
-        return grp.getgrgid(gid).gr_name
-    except KeyError:
-        return f"gid {gid}"
 
 
 def _is_project_folder(path: Path) -> bool:
@@ -99,7 +91,8 @@ def ensure_jobs_root(root: Path) -> Path:
         raise HpcMagicsError(
             f"jobs folder {root} belongs to {user_name(info.st_uid)} and you may not create "
             f"job folders in it: ask them to `chmod 3770 {root}` (group "
-            f"{_group_name(info.st_gid)}), or set HPC_MAGICS_JOBS_DIR to a folder of yours")
+            f"{user_name(info.st_gid, group=True)}), or set HPC_MAGICS_JOBS_DIR to a folder of "
+            "yours")
     return root
 
 

@@ -140,25 +140,22 @@ class QueueView:
 HEAD_BYTES = 4096  # the cache file's fields before its jobs fit (last_error reads only them)
 
 
+_LISTS = ("jobs", "ended")  # last in the file: JobQueue.last_error reads the fields before
+
+
 def _view_to_json(view: QueueView) -> str:
-    # the jobs last: JobQueue.last_error reads the fields before them only
-    return json.dumps({"version": CACHE_VERSION, "updated": view.updated, "error": view.error,
-                       "retry_at": view.retry_at, "failures": view.failures,
-                       "invalidated_at": view.invalidated_at, "asking_since": view.asking_since,
-                       "jobs": [_snapshot_to_dict(job) for job in view.jobs],
-                       "ended": [_snapshot_to_dict(job) for job in view.ended]})
+    values = {f.name: getattr(view, f.name) for f in fields(QueueView) if f.name not in _LISTS}
+    return json.dumps({"version": CACHE_VERSION, **values, **{
+        name: [_snapshot_to_dict(job) for job in getattr(view, name)] for name in _LISTS}})
 
 
 def _view_from_json(data: Any) -> QueueView | None:
     try:
         if data.get("version") != CACHE_VERSION:
             return None
-        return QueueView(jobs=tuple(_snapshot_from_dict(j) for j in data["jobs"]),
-                         updated=data["updated"], error=data["error"],
-                         retry_at=float(data["retry_at"]), failures=int(data["failures"]),
-                         invalidated_at=float(data.get("invalidated_at") or 0.0),
-                         asking_since=data.get("asking_since"),
-                         ended=tuple(_snapshot_from_dict(j) for j in data["ended"]))
+        values: dict[str, Any] = {f.name: data[f.name] for f in fields(QueueView)}
+        return QueueView(**{**values, **{name: tuple(map(_snapshot_from_dict, data[name]))
+                                         for name in _LISTS}})
     except (ValueError, KeyError, TypeError, AttributeError):  # damaged, or another version's
         return None
 
