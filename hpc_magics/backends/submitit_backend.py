@@ -102,20 +102,29 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
                               tasks=list(range(self._num_tasks())))
 
 
-class _SubmititBackend:
+class Backend:
+    """Where jobs run: submit and cancel (states are the watcher's, ``scheduler/watcher.py``)."""
+
     name = "slurm"
 
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
                   live: bool = True, submitting: bool = True) -> None:
-        return None
+        """Raise InvalidRequest for what the live scheduler would refuse (``live`` False:
+        the profile is another cluster's, or --no-live: ask the scheduler nothing;
+        ``submitting`` False: a dry run, which shows the script whether Slurm answers or not)."""
 
     def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:
+        """The job's stdout/stderr files, in that order."""
         paths = submitit.core.utils.JobPaths(folder.path, job_id=job_id, task_id=0)
         return [str(paths.stdout), str(paths.stderr)]
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:
-        """The job's ``job.sh`` for a job folder at ``folder`` (pure: a dry run calls it)."""
+        """The exact ``job.sh`` a job in ``folder`` gets; pure, so a dry run can show it."""
+        raise NotImplementedError
+
+    def cancel(self, job_id: str, folder: JobFolder) -> None:
+        """Cancel one job (Slurm: also an array task ``123_4``, a range, a het ``123+0``)."""
         raise NotImplementedError
 
     def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
@@ -124,6 +133,8 @@ class _SubmititBackend:
     def submit(self, folder: JobFolder, payload: Payload, request: ResourceRequest,
                profile: ClusterProfile, job_name: str,
                options: ScaleOptions | None = None) -> str:
+        """Submit and return the job id; ``folder/job.sh`` is then what was submitted.
+        ``options``: several tasks, checkpoints, staging (``core/scale.py``)."""
         script = self.job_script(str(folder.path.absolute()), request, profile, job_name,
                                  options)
         _write_job_py(folder, payload, job_name)
@@ -158,7 +169,7 @@ class _SubmititBackend:
         return None
 
 
-class SlurmBackend(_SubmititBackend):
+class SlurmBackend(Backend):
     name = "slurm"
 
     def __init__(self, python: str | None = None) -> None:
@@ -272,7 +283,7 @@ class SlurmBackend(_SubmititBackend):
         watcher().cancel(job_id, listed=False)  # the folder proves the job ours
 
 
-class LocalBackend(_SubmititBackend):
+class LocalBackend(Backend):
     """submitit's local executor: the same cells on this machine, no scheduler."""
 
     name = "local"
