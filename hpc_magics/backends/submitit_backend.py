@@ -34,8 +34,9 @@ _PARTITIONS_TTL_S = 300.0
 JOB_SCRIPT = "job.sh"
 
 
-def _write_job_py(folder: JobFolder, payload: Payload, job_name: str) -> None:
+def _write_job_py(folder: JobFolder, payload: Payload, job_name: str, head: str = "") -> None:
     lines = [
+        *head.splitlines(),
         f"# hpc_magics job {job_name!r}: the %%sbatch cell, as it runs on the node.",
         "# The job rebuilds these names first (see meta.json):",
     ]
