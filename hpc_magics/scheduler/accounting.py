@@ -3,12 +3,10 @@
 ``None`` means "accounting unreachable" (disabled, slurmdbd down, a time-out): callers
 must never read it as "ended" or "failed".
 
-``SharedAccounting`` is to ``sacct`` what ``JobQueue`` is to ``squeue``: every kernel, tab
-and the server of one user share a cache file (runtime dir, per user and cluster). A
-process that needs jobs asked about adds them to the file's wanted list; whoever finds the
-last call an interval old asks about every wanted job in ONE ``sacct`` (states and usage
-alike) and writes the answers for all. Jobs wanted while someone else's call is fresh wait
-for the next one: at most one ``sacct`` per interval for the user, however many processes.
+``SharedAccounting`` is to ``sacct`` what ``JobQueue`` is to ``squeue``: one cache file per
+user and cluster. A process adds the jobs it needs to the file's wanted list; whoever finds
+the last call an interval old asks about every wanted job in ONE ``sacct`` (states and usage
+alike) and writes the answers for all.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The one index of the user's jobs: which folder holds which job, wherever it was submitted.
 
-Job folders live beside each notebook (``hpc_jobs/``) or under the kernels root, wherever
-the kernel or server ran. Every submission (``job_status.record_submission``: a cell, a
-sweep, a whole notebook, a Slurm kernel, a session) also writes one small JSON file here, in
-the user's Jupyter runtime directory (private to the user, shared by the server and its
-kernels): the job id and cluster, the folder, the kind, when it was submitted, and the id of
+Job folders live beside each notebook (``hpc_jobs/``) or under the kernels root. Every
+submission (``job_status.record_submission``: a cell, a sweep, a whole notebook, a Slurm
+kernel, a session) also writes one small JSON file here, in the user's Jupyter runtime
+directory: the job id and cluster, the folder, the kind, when it was submitted, and the id of
 the Jupyter server whose kernel submitted it (``HPC_MAGICS_SERVER_ID``, set by the server
-extension for its kernels). Read by the server (jobs ending, the jobs it started), by
-``hpc_magics.job(ID)``, ``%hpc_fetch ID`` and ``%hpc_jobs --all`` (a job of another
-notebook), and by ``%hpc_jobs``'s kernel lines and ``hpc-magics kernel connect`` (the
-folders of the kernel jobs squeue lists, never every kernel folder ever made).
+extension for its kernels).
 
 One writer discipline: one file per entry, written once, atomically
 (``jobfolder.files.write_atomically``), never changed afterwards, so no lock is needed. Its

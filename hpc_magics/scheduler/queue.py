@@ -5,10 +5,8 @@ however many browser tabs, server handlers and kernels ask: the answer is kept i
 file in the user's Jupyter runtime directory, and the process that finds it stale takes a
 file lock, checks again (another process may just have refreshed it) and only then asks
 the scheduler. Failures back off exponentially, with jitter, while the last good answer
-keeps being served with the error beside it.
-
-What squeue prints is read in ``slurm_text.py``; this process's own job is ``own_job.py``.
-The cache files' lock and private write (below) serve the accounting's cache too.
+keeps being served with the error beside it. The cache files' lock and private write
+(below) serve the accounting's cache too.
 """
 
 from __future__ import annotations
