@@ -40,7 +40,6 @@ from ..jobfolder.files import OUTCOME_FILE
 from ..jobfolder.folder import JobFolder
 from ..jobfolder.tasks import task_outcome
 from .accounting import AccountingRecord, SharedAccounting
-from .cancel_notes import CancelNotes
 from .job_status import (
     SACCT_LAG_S,
     UNREACHABLE,
@@ -56,6 +55,9 @@ from .local_jobs import local_status
 from .queue import ANSWER_WITHIN_S, SCHEDULER_SILENT, JobQueue, QueueView
 from .sacct_answers import SacctAnswers
 
+# a job this process cancelled, while no squeue asked since says what became of it
+CANCEL_SENT = "cancel sent; waiting for Slurm to confirm"
+
 
 class Watcher:
     """Decides states from batched scheduler answers; keeps the latest snapshot per job."""
@@ -70,7 +72,7 @@ class Watcher:
         # meta.json per folder during one poll: a sweep's thousand tasks share one read
         self._metas: dict[Path, dict[str, Any]] | None = None
         self._sacct = SacctAnswers(lambda: self.accounting)
-        self._cancels = CancelNotes()
+        self._cancelled_at: dict[str, float] = {}  # job id → when our scancel of it returned
 
     @contextlib.contextmanager
     def _one_meta_read(self) -> Iterator[None]:
@@ -212,7 +214,7 @@ class Watcher:
                 decided[key] = self._after_queue(key, folder, submission, previous, records,
                                                  now, silent)
         for key, _, submission, _ in jobs:
-            decided[key] = self._cancels.since_cancel(submission.job_id, decided[key])
+            decided[key] = self._since_cancel(submission.job_id, decided[key])
         return decided
 
     def _missed(self, key: str, view: QueueView) -> None:
@@ -364,7 +366,7 @@ class Watcher:
             for job_id, _ in jobs:
                 key = f"id:{self.queue.cluster}:{job_id}"
                 result[job_id] = self._latest[key] = \
-                    self._cancels.since_cancel(job_id, result[job_id])
+                    self._since_cancel(job_id, result[job_id])
             return result
 
     # ------------------------------------------------------------------ control
@@ -372,12 +374,23 @@ class Watcher:
         """``scancel`` one of the user's own jobs (``JobQueue.cancel``). Remembered: until
         Slurm answers after the scancel, the job shows as cancel sent, never as the running
         job a squeue asked before the cancel listed."""
-        self.cancelled(job_id, self.queue.cancel(job_id, listed))
-
-    def cancelled(self, job_id: str, at: float) -> None:
-        """Note that our ``scancel job_id`` returned at ``at`` (see ``CancelNotes``)."""
+        at = self.queue.cancel(job_id, listed)
         with self._lock:
-            self._cancels.note(job_id, at)
+            self._cancelled_at[job_id] = max(at, self._cancelled_at.get(job_id, 0.0))
+
+    def _since_cancel(self, job_id: str, status: JobStatus) -> JobStatus:
+        """``status``, unless it predates our scancel of the job (the rule: module doc)."""
+        at = max((t for cancelled, t in self._cancelled_at.items() if same_job(cancelled, job_id)),
+                 default=None)
+        if at is None:
+            return status
+        if status.final:
+            self._cancelled_at.pop(job_id, None)
+            return status
+        if status.source == "squeue" and status.detail_at >= at:
+            return status  # Slurm's own answer, asked after the cancel
+        state = "COMPLETING" if status.phase == "running" else status.state
+        return replace(status, state=state, source="scancel", note=CANCEL_SENT)
 
 
 def _finished_after(folder: JobFolder, moment: float) -> bool:
