@@ -20,12 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
+from ..core.errors import report_bug
 from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
 from ..jobfolder.files import read_json
 from . import commands
 from .cluster import cluster_name
-from .queue import file_lock, login_name, poll_interval, shared_cache_path, write_private_json
+from .queue import (
+    ANSWER_WITHIN_S,
+    file_lock,
+    login_name,
+    poll_interval,
+    shared_cache_path,
+    write_private_json,
+)
 from .slurm_text import slurm_timestamp
 
 SACCT_TIMEOUT_S = 20.0
@@ -42,6 +50,18 @@ class AccountingRecord:
     state: str
     submit_time: float | None
     usage: Usage | None = None
+
+    @property
+    def name(self) -> str | None:
+        return self.usage.name if self.usage is not None else None
+
+
+class NotYet:
+    """Accounting has not been asked about the job yet (another process asked this interval)."""
+
+
+NOT_YET = NotYet()
+Answers = dict[str, tuple[AccountingRecord, ...] | None]
 
 
 def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
@@ -128,10 +148,61 @@ class SharedAccounting:
     cache_dir: Path | None = None
     runner: Callable[..., commands.CommandResult] = commands.run
     _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _asking: threading.Thread | None = field(default=None, repr=False)  # a slow sacct
+    _index: tuple[tuple[AccountingRecord, ...], JobIndex[AccountingRecord]] | None = field(
+        default=None, repr=False)
 
     @property
     def cache_path(self) -> Path:
         return shared_cache_path(self.cache_dir, "sacct", self.user, self.cluster)
+
+    def records(self, job_ids: list[str], max_age: float
+                ) -> tuple[AccountingRecord, ...] | NotYet | None:
+        """The records of ``job_ids``, per base id, once each (a sweep's thousand tasks
+        share one base). ``None``: unreachable; ``NOT_YET``: asked next interval."""
+        found = self.answers_within(job_ids, max_age)
+        if found is None:
+            return None  # accounting lags (slurmdbd slow or down): unreachable for now
+        answers = [found.get(base, NOT_YET) for base in dict.fromkeys(map(base_of, job_ids))]
+        if any(a is None for a in answers):
+            return None
+        if any(isinstance(a, NotYet) for a in answers):
+            return NOT_YET
+        return tuple(r for a in answers if isinstance(a, tuple) for r in a)
+
+    def records_of(self, records: tuple[AccountingRecord, ...],
+                   job_id: str) -> list[AccountingRecord]:
+        """The records of ``job_id`` (an index kept per answer: a sweep's tasks)."""
+        if self._index is None or self._index[0] is not records:
+            self._index = (records, JobIndex(records, lambda r: r.job_id))
+        return self._index[1].find(job_id)
+
+    def answers_within(self, job_ids: list[str], max_age: float) -> Answers | None:
+        """``answers``, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a lagging
+        slurmdbd) is unreachable meanwhile; its answer lands in the shared cache when it
+        comes. One sacct at a time from this process."""
+        found: Answers = {}
+        failed: list[BaseException] = []
+
+        def ask() -> None:  # not under the lock: the caller holds it while it waits
+            try:
+                found.update(self.answers(job_ids, max_age))
+            except Exception as error:  # sacct's failures are None answers: this is a bug
+                failed.append(error)
+
+        deadline = time.monotonic() + ANSWER_WITHIN_S  # one budget for both waits below
+        in_flight = self._asking
+        if in_flight is not None and in_flight.is_alive():
+            in_flight.join(ANSWER_WITHIN_S)  # its answer may be the one we need
+            if in_flight.is_alive():
+                return None
+        asking = threading.Thread(target=ask, name="hpc-magics-sacct", daemon=True)
+        self._asking = asking
+        asking.start()
+        asking.join(max(0.0, deadline - time.monotonic()))
+        if failed:
+            raise report_bug("reading sacct's answer", failed[0])
+        return None if asking.is_alive() else dict(found)
 
     def answers(self, job_ids: Iterable[str], max_age_s: float | None = None
                 ) -> dict[str, tuple[AccountingRecord, ...] | None]:

@@ -13,7 +13,6 @@ from ..core.jobs import FAILED_STATES, RUNNING_STATES, SUCCESS_STATES, JobSnapsh
 from ..jobfolder.files import REQUEUED_AT, read_segment
 from ..jobfolder.folder import JobFolder
 from . import job_index
-from .accounting import AccountingRecord
 from .cluster import UNKNOWN_CLUSTER, cluster_name
 
 # Clocks of the submitting host and the controller differ a little.
@@ -29,11 +28,6 @@ SACCT_LAG_S = 5.0
 UNREACHABLE = "accounting unreachable"
 
 
-class NotYet:
-    """Accounting has not been asked about the job yet (another process asked this interval)."""
-
-
-NOT_YET = NotYet()
 DEFINITE_SOURCES = frozenset({"sacct", "squeue", "local"})
 
 
@@ -122,10 +116,6 @@ class Submission:
     def on_this_cluster(self, current: str) -> bool:
         return (self.cluster in (None, UNKNOWN_CLUSTER) or current == UNKNOWN_CLUSTER
                 or self.cluster == current)
-
-
-def record_name(record: AccountingRecord) -> str | None:
-    return record.usage.name if record.usage is not None else None
 
 
 def as_float(value: Any) -> float | None:

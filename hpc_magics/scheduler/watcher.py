@@ -36,24 +36,21 @@ from typing import Any
 from ..core.efficiency import Usage
 from ..core.jobids import same_job
 from ..core.jobs import is_final, normalize_state, phase
-from ..jobfolder.files import OUTCOME_FILE
+from ..jobfolder.files import OUTCOME_FILE, store_usage, stored_usage
 from ..jobfolder.folder import JobFolder
 from ..jobfolder.tasks import task_outcome
-from .accounting import AccountingRecord, SharedAccounting
+from .accounting import AccountingRecord, NotYet, SharedAccounting, base_of
 from .job_status import (
     SACCT_LAG_S,
     UNREACHABLE,
     JobStatus,
-    NotYet,
     Submission,
     combined_state,
     main_entry,
-    record_name,
     status_key,
 )
 from .local_jobs import local_status
 from .queue import ANSWER_WITHIN_S, SCHEDULER_SILENT, JobQueue, QueueView
-from .sacct_answers import SacctAnswers
 
 # a job this process cancelled, while no squeue asked since says what became of it
 CANCEL_SENT = "cancel sent; waiting for Slurm to confirm"
@@ -71,7 +68,6 @@ class Watcher:
         self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
         # meta.json per folder during one poll: a sweep's thousand tasks share one read
         self._metas: dict[Path, dict[str, Any]] | None = None
-        self._sacct = SacctAnswers(lambda: self.accounting)
         self._cancelled_at: dict[str, float] = {}  # job id → when our scancel of it returned
 
     @contextlib.contextmanager
@@ -229,8 +225,8 @@ class Watcher:
                      now: float, silent: str = "") -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
-            mine = [r for r in self._sacct.records_of(records, submission.job_id)
-                    if submission.matches(r.submit_time, record_name(r))]
+            mine = [r for r in self.accounting.records_of(records, submission.job_id)
+                    if submission.matches(r.submit_time, r.name)]
             if mine:
                 state = combined_state([r.state for r in mine])
                 said = JobStatus(submission.job_id, state, "sacct", "", now)
@@ -274,14 +270,46 @@ class Watcher:
     def usage(self, jobs: Sequence[tuple[JobFolder, str | None]],
               max_age_s: float | None = None) -> dict[str, tuple[Usage, ...] | None]:
         """What ended jobs used (one ``Usage`` per job, or per array task), keyed like
-        ``poll_jobs``: missing, not ended or not final yet; ``None``: accounting is
-        unreachable (see ``SacctAnswers.usage``)."""
-        return self._sacct.usage(jobs, self.latest, self._max_age(max_age_s))
+        ``poll_jobs``: from the folder's ``usage.json`` once known for good, else from the
+        user's shared sacct call. Missing key: not ended, or accounting's figures are not
+        final yet; ``None``: accounting is unreachable."""
+        result: dict[str, tuple[Usage, ...] | None] = {}
+        ask: list[tuple[str, JobFolder, Submission]] = []
+        for folder, job_id in jobs:
+            key = status_key(folder, job_id)
+            stored = stored_usage(folder.path, job_id)
+            if stored is not None:
+                result[key] = stored
+                continue
+            submission = Submission.of(folder, job_id=job_id)
+            if submission.backend == "slurm" and submission.job_id and \
+                    self.latest(folder, job_id).final:
+                ask.append((key, folder, submission))
+        if not ask:
+            return result
+        shared = self.accounting
+        found = shared.answers([s.job_id for _, _, s in ask], self._max_age(max_age_s))
+        for key, folder, submission in ask:
+            base = base_of(submission.job_id)
+            if base not in found:
+                continue
+            records = found[base]
+            if records is None:
+                result[key] = None
+                continue
+            mine = tuple(r.usage for r in records if r.usage is not None
+                         and same_job(submission.job_id, r.job_id)
+                         and submission.matches(r.submit_time, r.name))
+            if not mine or not shared.settled(base):
+                continue  # the steps' figures come a moment after the job's end
+            result[key] = mine
+            if key == status_key(folder, None):
+                store_usage(folder.path, mine)
+        return result
 
     def _accounting(self, job_ids: list[str], max_age_s: float | None
                     ) -> tuple[AccountingRecord, ...] | NotYet | None:
-        """The user's shared sacct records of these jobs (see ``SacctAnswers.records``)."""
-        return self._sacct.records(job_ids, self._max_age(max_age_s))
+        return self.accounting.records(job_ids, self._max_age(max_age_s))
 
     def _max_age(self, max_age_s: float | None) -> float:
         return self.queue.interval_s if max_age_s is None else max_age_s
@@ -347,7 +375,7 @@ class Watcher:
             for key, submission, previous in ask:
                 job_id = submission.job_id
                 mine = [r for r in records or () if same_job(job_id, r.job_id)
-                        and submission.matches(r.submit_time, record_name(r))]
+                        and submission.matches(r.submit_time, r.name)]
                 said = combined_state([r.state for r in mine]) if mine else None
                 absences = self._absent.get(key, [])
                 if said is not None and is_final(said):
