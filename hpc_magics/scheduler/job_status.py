@@ -161,10 +161,5 @@ def record_submission(folder: JobFolder, job_id: str, started_at: float,
                                    job_index.kind_of(meta)))
 
 
-def main_entry(entries: Sequence[JobSnapshot]) -> JobSnapshot:
-    """The entry a widget describes: a running one before a pending range."""
-    return next((e for e in entries if e.state in RUNNING_STATES), entries[0])
-
-
 def status_key(folder: JobFolder, job_id: str | None) -> str:
     return str(folder.path) if job_id is None else f"{folder.path}#{job_id}"

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..core.efficiency import Usage
 from ..core.jobids import same_job
-from ..core.jobs import is_final, normalize_state, phase
+from ..core.jobs import RUNNING_STATES, is_final, normalize_state, phase
 from ..jobfolder.files import OUTCOME_FILE, store_usage, stored_usage
 from ..jobfolder.folder import JobFolder
 from ..jobfolder.tasks import task_outcome
@@ -46,7 +46,6 @@ from .job_status import (
     JobStatus,
     Submission,
     combined_state,
-    main_entry,
     status_key,
 )
 from .local_jobs import local_status
@@ -186,9 +185,10 @@ class Watcher:
                 if phase(state) == "pending" and key == status_key(folder, None) and \
                         _finished_after(folder, view.updated):
                     state, source = "RUNNING", "results"  # the view predates the run
+                # the entry a widget describes: a running one before a pending range
+                detail = next((e for e in entries if e.state in RUNNING_STATES), entries[0])
                 decided[key] = JobStatus(submission.job_id, state, source, silent, now,
-                                         detail=main_entry(entries),
-                                         detail_at=view.updated)
+                                         detail=detail, detail_at=view.updated)
                 continue
             if view.error is None and (view.updated is None
                                        or view.updated < submission.seen_after) \
