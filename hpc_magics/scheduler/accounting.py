@@ -16,8 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
 from ..core.errors import report_bug
@@ -25,15 +24,7 @@ from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
 from ..jobfolder.files import read_json
 from . import commands
-from .cluster import cluster_name
-from .queue import (
-    ANSWER_WITHIN_S,
-    file_lock,
-    login_name,
-    poll_interval,
-    shared_cache_path,
-    write_private_json,
-)
+from .queue import ANSWER_WITHIN_S, SharedCache, file_lock, login_name, write_private_json
 from .slurm_text import slurm_timestamp
 
 SACCT_TIMEOUT_S = 20.0
@@ -139,22 +130,12 @@ def base_of(job_id: str) -> str:
 
 
 @dataclass
-class SharedAccounting:
+class SharedAccounting(SharedCache):
     """One cached ``sacct`` per interval for all of a user's processes (see module doc)."""
 
-    user: str = field(default_factory=login_name)
-    cluster: str = field(default_factory=cluster_name)
-    interval_s: float = field(default_factory=poll_interval)
-    cache_dir: Path | None = None
-    runner: Callable[..., commands.CommandResult] = commands.run
-    _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _asking: threading.Thread | None = field(default=None, repr=False)  # a slow sacct
+    KIND: ClassVar[str] = "sacct"
     _index: tuple[tuple[AccountingRecord, ...], JobIndex[AccountingRecord]] | None = field(
         default=None, repr=False)
-
-    @property
-    def cache_path(self) -> Path:
-        return shared_cache_path(self.cache_dir, "sacct", self.user, self.cluster)
 
     def records(self, job_ids: list[str], max_age: float
                 ) -> tuple[AccountingRecord, ...] | NotYet | None:

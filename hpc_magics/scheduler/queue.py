@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
@@ -61,17 +61,6 @@ def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
 
 
 # --------------------------------------------------------------------------- the cache files
-def shared_cache_path(folder: Path | None, kind: str, user: str, cluster: str) -> Path:
-    """The user's shared ``kind`` cache (squeue, sacct) in ``folder`` (None: the runtime
-    dir): per user and per cluster (one home seen from two clusters keeps two)."""
-
-    def safe(text: str) -> str:
-        return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-    folder = default_cache_dir() if folder is None else folder
-    return folder / f"hpc_magics-{kind}-{safe(user)}-{safe(cluster)}.json"
-
-
 @contextlib.contextmanager
 def file_lock(cache_path: Path, timeout: float) -> Iterator[bool]:
     """An exclusive lock on ``<cache>.lock`` (``jobfolder/lock.py``: flock, or its own lock
@@ -187,25 +176,39 @@ def poll_interval() -> float:
 
 
 @dataclass
-class JobQueue:
-    """A per-user, cross-process cached view of ``squeue -u USER``."""
+class SharedCache:
+    """A command's answers in a file shared by all the user's processes (``KIND``: squeue,
+    sacct), in ``cache_dir`` (None: the runtime dir), per user and per cluster (one home
+    seen from two clusters keeps two)."""
 
+    KIND: ClassVar[str] = ""
     user: str = field(default_factory=login_name)
     cluster: str = field(default_factory=cluster_name)
     interval_s: float = field(default_factory=poll_interval)
-    timeout_s: float = DEFAULT_TIMEOUT_S
     cache_dir: Path | None = None
     runner: Runner = commands.run
+    _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _asking: threading.Thread | None = field(default=None, repr=False)  # a slow answer
+
+    @property
+    def cache_path(self) -> Path:
+        def safe(text: str) -> str:
+            return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+        folder = default_cache_dir() if self.cache_dir is None else self.cache_dir
+        return folder / f"hpc_magics-{self.KIND}-{safe(self.user)}-{safe(self.cluster)}.json"
+
+
+@dataclass
+class JobQueue(SharedCache):
+    """A per-user, cross-process cached view of ``squeue -u USER``."""
+
+    KIND: ClassVar[str] = "squeue"
+    timeout_s: float = DEFAULT_TIMEOUT_S
     clock: Callable[[], float] = time.time
     # None: view() waits for squeue; else it waits this long, and squeue finishes (and
     # updates the shared cache) in a background thread
     answer_within_s: float | None = None
-    _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _asking: threading.Thread | None = field(default=None, repr=False)
-
-    @property
-    def cache_path(self) -> Path:
-        return shared_cache_path(self.cache_dir, "squeue", self.user, self.cluster)
 
     def view(self, max_age_s: float | None = None) -> QueueView:
         """The cached view, refreshed first when older than ``max_age_s`` (default: interval).
