@@ -246,16 +246,18 @@ def find_job_folders(root: Path) -> Iterator[JobFolder]:
     """
     if not root.is_dir():
         return
-    uid = os.getuid()
-    candidates: list[tuple[float, Path]] = []
-    for path in root.iterdir():
-        try:
-            info = path.lstat()
-            if (stat.S_ISDIR(info.st_mode) and info.st_uid == uid
-                    and (path / META_FILE).is_file()):
-                candidates.append((info.st_mtime, path))
-        except OSError:  # vanished meanwhile, or unreadable
-            continue
-    candidates.sort(key=lambda item: item[0], reverse=True)
-    for _, path in candidates:
+    found = [(info.st_mtime, path) for path in root.iterdir()
+             if (info := own_job_folder(path)) is not None]
+    for _, path in sorted(found, key=lambda item: item[0], reverse=True):
         yield JobFolder(path)
+
+
+def own_job_folder(path: Path) -> os.stat_result | None:
+    """``path``'s own ``lstat`` when it is a folder of this user's with a ``meta.json``,
+    neither through a symlink (``None`` otherwise, or when it vanished)."""
+    try:
+        info, meta = path.lstat(), (path / META_FILE).lstat()
+    except OSError:
+        return None
+    own = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+    return info if own and stat.S_ISREG(meta.st_mode) else None

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..core.jobids import parse_job_id, same_job
 from ..jobfolder.files import write_atomically
-from ..jobfolder.folder import META_FILE, JobFolder
+from ..jobfolder.folder import JobFolder, own_job_folder
 
 SERVER_ID_ENV = "HPC_MAGICS_SERVER_ID"
 FOLDER_NAME = "hpc-magics-submissions"
@@ -172,15 +172,8 @@ def own_folders(chosen: Iterable[Entry]) -> list[JobFolder]:
     """The job folders of these entries that are still there, the user's own and hold a
     meta.json (never through a symlink), each once, in the entries' order."""
     found: dict[Path, JobFolder] = {}
-    uid = os.getuid()
     for entry in chosen:
-        if entry.folder in found:
-            continue
-        try:
-            info, meta = entry.folder.lstat(), (entry.folder / META_FILE).lstat()
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == uid and stat.S_ISREG(meta.st_mode):
+        if entry.folder not in found and own_job_folder(entry.folder) is not None:
             found[entry.folder] = JobFolder(entry.folder)
     return list(found.values())
 
