@@ -12,9 +12,8 @@ import pickle
 import time
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .backends import Backend
 from .core.end_reasons import SLURM_ENDED_IT
 from .core.errors import FETCHED_FAILURE_HOOKS, HpcMagicsError, JobFailed
 from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
@@ -34,6 +33,9 @@ from .jobfolder.folder import JobFolder, damaged
 from .scheduler.job_status import UNREACHABLE, JobStatus
 from .scheduler.watcher import watcher
 from .shipping.stream import load_results
+
+if TYPE_CHECKING:  # submitit loads with the first backend
+    from .backends.submitit_backend import Backend
 
 ProgressCallback = Callable[["JobHandle", str, float], None]
 # called with each job a rerun submits (the session remembers it as its newest job and

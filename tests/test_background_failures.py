@@ -15,13 +15,11 @@ from hpc_magics.core.errors import InternalBug
 from hpc_magics.magics.widget_monitor import Monitor
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.accounting import SharedAccounting
-from hpc_magics.scheduler.sacct_answers import SacctAnswers
 from hpc_magics.widgets import job as job_widget
 
 
-def _sacct(tmp_path: Path, runner: Any) -> SacctAnswers:
-    shared = SharedAccounting(user="nobody", cluster="test", cache_dir=tmp_path, runner=runner)
-    return SacctAnswers(lambda: shared)
+def _sacct(tmp_path: Path, runner: Any) -> SharedAccounting:
+    return SharedAccounting(user="nobody", cluster="test", cache_dir=tmp_path, runner=runner)
 
 
 def test_a_bug_reading_sacct_is_reported_as_a_bug(tmp_path: Path,

@@ -1,22 +1,17 @@
-"""Where jobs run: Slurm through submitit, or this machine through submitit's local executor.
-
-Every backend follows one small protocol (``Backend``): submit, ask many states at once,
-cancel."""
+"""Where jobs run: Slurm through submitit, or this machine through submitit's local executor
+(``submitit_backend.Backend``: submit and cancel; states are the watcher's)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidRequest
-from ..core.profiles import ClusterProfile
-from ..core.resources import ResourceRequest
-from ..core.scale import ScaleOptions
-from ..jobfolder.folder import JobFolder
 from ..scheduler.commands import slurm_available
-from ..shipping.packing import Payload
 
-__all__ = ["Backend", "choose_backend_name", "get_backend"]
+if TYPE_CHECKING:  # submitit is imported when a backend is made, not before
+    from .submitit_backend import Backend
+
+__all__ = ["choose_backend_name", "get_backend"]
 
 
 def choose_backend_name(name: str) -> str:
@@ -28,41 +23,6 @@ def choose_backend_name(name: str) -> str:
     if name not in {"slurm", "local"}:
         raise InvalidRequest(f"--backend {name!r}: use slurm, local or auto")
     return name
-
-
-class Backend(Protocol):
-    name: str
-
-    def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
-                  live: bool = True, submitting: bool = True) -> None:
-        """Raise InvalidRequest for what the live scheduler would refuse (``live`` False:
-        the profile is another cluster's, or --no-live: ask the scheduler nothing;
-        ``submitting`` False: a dry run, which shows the script whether Slurm answers or not)."""
-
-    def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
-                   job_name: str, options: ScaleOptions | None = None) -> str:
-        """The exact ``job.sh`` a job in ``folder`` gets; pure, so a dry run can show it."""
-
-    def submit(self, folder: JobFolder, payload: Payload, request: ResourceRequest,
-               profile: ClusterProfile, job_name: str,
-               options: ScaleOptions | None = None) -> str:
-        """Submit and return the job id; ``folder/job.sh`` is then what was submitted.
-        ``options``: several tasks, checkpoints, staging (``core/scale.py``)."""
-
-    def states(self, folder_by_id: dict[str, JobFolder],
-               max_age_s: float | None = None) -> dict[str, str]:
-        """Current states of many jobs, from as few scheduler queries as possible.
-
-        Slurm's come from the watcher (``scheduler/watcher.py``), the one place that
-        decides states; the local backend's are the raw facts the watcher reads.
-        ``max_age_s``: how old a shared answer may be (default: the queue's interval).
-        """
-
-    def cancel(self, job_id: str, folder: JobFolder) -> None:
-        """Cancel one job (Slurm: also an array task ``123_4``, a range, a het ``123+0``)."""
-
-    def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:
-        """The job's stdout/stderr files, in that order."""
 
 
 def get_backend(name: str) -> Backend:

@@ -34,8 +34,9 @@ _PARTITIONS_TTL_S = 300.0
 JOB_SCRIPT = "job.sh"
 
 
-def _write_job_py(folder: JobFolder, payload: Payload, job_name: str) -> None:
+def _write_job_py(folder: JobFolder, payload: Payload, job_name: str, head: str = "") -> None:
     lines = [
+        *head.splitlines(),
         f"# hpc_magics job {job_name!r}: the %%sbatch cell, as it runs on the node.",
         "# The job rebuilds these names first (see meta.json):",
     ]
@@ -102,20 +103,29 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
                               tasks=list(range(self._num_tasks())))
 
 
-class _SubmititBackend:
+class Backend:
+    """Where jobs run: submit and cancel (states are the watcher's, ``scheduler/watcher.py``)."""
+
     name = "slurm"
 
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
                   live: bool = True, submitting: bool = True) -> None:
-        return None
+        """Raise InvalidRequest for what the live scheduler would refuse (``live`` False:
+        the profile is another cluster's, or --no-live: ask the scheduler nothing;
+        ``submitting`` False: a dry run, which shows the script whether Slurm answers or not)."""
 
     def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:
+        """The job's stdout/stderr files, in that order."""
         paths = submitit.core.utils.JobPaths(folder.path, job_id=job_id, task_id=0)
         return [str(paths.stdout), str(paths.stderr)]
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:
-        """The job's ``job.sh`` for a job folder at ``folder`` (pure: a dry run calls it)."""
+        """The exact ``job.sh`` a job in ``folder`` gets; pure, so a dry run can show it."""
+        raise NotImplementedError
+
+    def cancel(self, job_id: str, folder: JobFolder) -> None:
+        """Cancel one job (Slurm: also an array task ``123_4``, a range, a het ``123+0``)."""
         raise NotImplementedError
 
     def _executor(self, folder: JobFolder, script: str, request: ResourceRequest) -> Any:
@@ -124,6 +134,8 @@ class _SubmititBackend:
     def submit(self, folder: JobFolder, payload: Payload, request: ResourceRequest,
                profile: ClusterProfile, job_name: str,
                options: ScaleOptions | None = None) -> str:
+        """Submit and return the job id; ``folder/job.sh`` is then what was submitted.
+        ``options``: several tasks, checkpoints, staging (``core/scale.py``)."""
         script = self.job_script(str(folder.path.absolute()), request, profile, job_name,
                                  options)
         _write_job_py(folder, payload, job_name)
@@ -158,7 +170,7 @@ class _SubmititBackend:
         return None
 
 
-class SlurmBackend(_SubmititBackend):
+class SlurmBackend(Backend):
     name = "slurm"
 
     def __init__(self, python: str | None = None) -> None:
@@ -231,14 +243,12 @@ class SlurmBackend(_SubmititBackend):
         cached = _PARTITIONS_CACHE.get("sinfo")
         if cached and time.monotonic() - cached[0] < _PARTITIONS_TTL_S:
             return cached[1]
-        try:
-            result = commands.run(["sinfo", "-h", "-o", "%R"], timeout=20)
-        except SubmissionError:
+        text = commands.output(["sinfo", "-h", "-o", "%R"], timeout=20)
+        if text is None:
             return frozenset()
-        names = frozenset(line.strip() for line in result.stdout.splitlines() if line.strip())
-        if result.ok:
-            _PARTITIONS_CACHE["sinfo"] = (time.monotonic(), names)
-        return names if result.ok else frozenset()
+        names = frozenset(line.strip() for line in text.splitlines() if line.strip())
+        _PARTITIONS_CACHE["sinfo"] = (time.monotonic(), names)
+        return names
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None,
@@ -268,32 +278,13 @@ class SlurmBackend(_SubmititBackend):
         tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
         return ScriptedSlurmExecutor(folder.path, script, tasks)
 
-    def states(self, folder_by_id: dict[str, JobFolder],
-               max_age_s: float | None = None) -> dict[str, str]:
-        """The watcher's states (it alone decides them: scheduler/watcher.py)."""
-        from ..scheduler.watcher import watcher
-
-        polled = watcher().poll(folder_by_id.values(), max_age_s=max_age_s)
-        return {job_id: polled[folder.path].state for job_id, folder in folder_by_id.items()}
-
     def cancel(self, job_id: str, folder: JobFolder) -> None:
-        from ..core.jobids import require_job_id
         from ..scheduler.watcher import watcher
 
-        job_id = str(require_job_id(job_id))  # 123, 123_4, 123_[1-5], 123+0
-        silent = watcher().queue_view().error
-        if silent is not None:  # scancel would hang for as long as squeue does
-            raise SubmissionError(f"cannot cancel job {job_id} now ({silent}): try again "
-                                  "when the scheduler answers")
-        result = commands.run(["scancel", job_id], timeout=30)
-        if not result.ok:
-            raise SubmissionError(f"scancel {job_id} failed: {result.first_error_line()}")
-        # no answer asked before the scancel shows the job running again
-        watcher().cancelled(job_id, time.time())
-        watcher().queue.invalidate()  # the next look at the queue should see the cancel
+        watcher().cancel(job_id, listed=False)  # the folder proves the job ours
 
 
-class LocalBackend(_SubmititBackend):
+class LocalBackend(Backend):
     """submitit's local executor: the same cells on this machine, no scheduler."""
 
     name = "local"
@@ -324,10 +315,6 @@ class LocalBackend(_SubmititBackend):
     def _after_submit(self, job: Any, folder: JobFolder, script: str) -> None:
         local_jobs.note_started(str(job.job_id), job)
         (folder.path / JOB_SCRIPT).write_text(script)
-
-    def states(self, folder_by_id: dict[str, JobFolder],
-               max_age_s: float | None = None) -> dict[str, str]:
-        return local_jobs.local_states(folder_by_id)
 
     def cancel(self, job_id: str, folder: JobFolder) -> None:
         local_jobs.cancel(job_id, folder)

@@ -91,12 +91,10 @@ def submit(folder: JobFolder, payload: Payload, request: ResourceRequest,
     except Exception as error:  # a value --sweep-from gave that does not pickle
         raise HpcMagicsError(f"the sweep's parameters do not pickle ({error}): use plain "
                              "values (numbers, strings, tuples)") from None
-    _write_job_py(folder, payload, job_name)
     names = list(dict.fromkeys(name for point in points for name in point))
-    job_py = folder.path / "job.py"
-    job_py.write_text(f"# A sweep of {len(points)} tasks: each sets {', '.join(names)} (its point, "
-                      "from points.pkl) first;\n# the names below travel once for all tasks, "
-                      "in payload.pkl.\n" + job_py.read_text())
+    _write_job_py(folder, payload, job_name, head=(
+        f"# A sweep of {len(points)} tasks: each sets {', '.join(names)} (its point, from "
+        "points.pkl) first;\n# the names below travel once for all tasks, in payload.pkl."))
     started = time.time()
     folder.update_meta(kind=KIND, submitted_at=started, backend="slurm", **{KIND: {
         "count": len(points), "parameters": names, "parallelism": parallelism,

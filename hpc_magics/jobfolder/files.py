@@ -6,6 +6,7 @@ results, output, figures, the requeue segment, checkpoints and gathered values.
 
 from __future__ import annotations
 
+import grp
 import json
 import os
 import pickle
@@ -106,12 +107,20 @@ def write_results(folder: Path, result: CellResult, job_id: str, elapsed: float)
     write_atomically(folder / OUTCOME_FILE, json.dumps(asdict(outcome)))
 
 
+def read_json(path: Path) -> Any:
+    """The JSON value in ``path``; ``None`` when it is absent, unreadable or damaged."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def read_outcome(folder: Path) -> Outcome | None:
     """The cell's outcome in ``folder``; ``None`` while it has none (or one unreadable)."""
+    data = read_json(folder / OUTCOME_FILE)
     try:
-        data = json.loads((folder / OUTCOME_FILE).read_text())
         return Outcome(**data) if isinstance(data, dict) else None
-    except (OSError, ValueError, TypeError):
+    except TypeError:
         return None
 
 
@@ -159,18 +168,16 @@ def move_into_place(source: Path | str, target: Path | str, dir_fd: int | None =
 
 def read_segment(folder: Path) -> dict[str, Any]:
     """The job folder's ``segment.json`` (``{}`` when absent or unreadable)."""
-    try:
-        data = json.loads((folder / SEGMENT_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
+    data = read_json(folder / SEGMENT_FILE)
     return data if isinstance(data, dict) else {}
 
 
-def user_name(uid: int) -> str:
+def user_name(uid: int, group: bool = False) -> str:
+    """The name of user ``uid`` (of group ``uid``, with ``group``), else its number."""
     try:
-        return pwd.getpwuid(uid).pw_name
+        return grp.getgrgid(uid).gr_name if group else pwd.getpwuid(uid).pw_name
     except KeyError:
-        return f"uid {uid}"
+        return f"{'gid' if group else 'uid'} {uid}"
 
 
 def check_owned(path: Path) -> None:
@@ -227,9 +234,8 @@ def stored_usage(folder: Path, job_id: str | None) -> tuple[Usage, ...] | None:
     from ..core.efficiency import Usage
 
     try:
-        data = json.loads((folder / USAGE_FILE).read_text())
-        usages = tuple(Usage.from_dict(u) for u in data)
-    except (OSError, ValueError, TypeError):
+        usages = tuple(Usage.from_dict(u) for u in read_json(folder / USAGE_FILE))
+    except (ValueError, TypeError):  # none yet (None is not iterable), or damaged
         return None
     if job_id is not None:
         usages = tuple(u for u in usages if same_job(job_id, u.job_id))

@@ -14,7 +14,6 @@ their jobs side by side. Only the user's own job folders are ever listed or load
 
 from __future__ import annotations
 
-import grp
 import json
 import os
 import re
@@ -52,13 +51,6 @@ PRIVATE = 0o700
 WOULD_BE_STAMP, WOULD_BE_TOKEN = "YYYYMMDD-HHMMSS", "XXXX"
 # setgid: new entries get the folder's group; sticky: only an entry's owner may remove it
 SHARED_JOBS_ROOT = stat.S_ISGID | stat.S_ISVTX | 0o770
-
-
-def _group_name(gid: int) -> str:
-    try:
-        return grp.getgrgid(gid).gr_name
-    except KeyError:
-        return f"gid {gid}"
 
 
 def _is_project_folder(path: Path) -> bool:
@@ -99,7 +91,8 @@ def ensure_jobs_root(root: Path) -> Path:
         raise HpcMagicsError(
             f"jobs folder {root} belongs to {user_name(info.st_uid)} and you may not create "
             f"job folders in it: ask them to `chmod 3770 {root}` (group "
-            f"{_group_name(info.st_gid)}), or set HPC_MAGICS_JOBS_DIR to a folder of yours")
+            f"{user_name(info.st_gid, group=True)}), or set HPC_MAGICS_JOBS_DIR to a folder of "
+            "yours")
     return root
 
 
@@ -184,12 +177,6 @@ class JobFolder:
             raise HpcMagicsError(f"{self.results_path} is not an hpc_magics result file")
         return result
 
-    def output(self) -> str:
-        try:
-            return (self.path / OUTPUT_FILE).read_text(errors="replace")
-        except OSError:
-            return ""
-
     def shown_output(self, limit: int = OUTPUT_SHOWN_BYTES) -> str:
         """The cell's output as the notebook shows it: all of it, or (a huge one) its last
         ``limit`` bytes after a line saying where the whole of it is."""
@@ -259,16 +246,18 @@ def find_job_folders(root: Path) -> Iterator[JobFolder]:
     """
     if not root.is_dir():
         return
-    uid = os.getuid()
-    candidates: list[tuple[float, Path]] = []
-    for path in root.iterdir():
-        try:
-            info = path.lstat()
-            if (stat.S_ISDIR(info.st_mode) and info.st_uid == uid
-                    and (path / META_FILE).is_file()):
-                candidates.append((info.st_mtime, path))
-        except OSError:  # vanished meanwhile, or unreadable
-            continue
-    candidates.sort(key=lambda item: item[0], reverse=True)
-    for _, path in candidates:
+    found = [(info.st_mtime, path) for path in root.iterdir()
+             if (info := own_job_folder(path)) is not None]
+    for _, path in sorted(found, key=lambda item: item[0], reverse=True):
         yield JobFolder(path)
+
+
+def own_job_folder(path: Path) -> os.stat_result | None:
+    """``path``'s own ``lstat`` when it is a folder of this user's with a ``meta.json``,
+    neither through a symlink (``None`` otherwise, or when it vanished)."""
+    try:
+        info, meta = path.lstat(), (path / META_FILE).lstat()
+    except OSError:
+        return None
+    own = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+    return info if own and stat.S_ISREG(meta.st_mode) else None

@@ -199,7 +199,7 @@ class JobActionMagics(Magics):
         request, elapsed against the limit, GPU use over time when the job recorded it,
         and one line of advice. Per task for an array."""
         from ..core import jobs as job_states
-        from ..scheduler.targets import usage_of
+        from ..scheduler.watcher import usage_of
         from ..widgets.efficiency import gpu_plot_png, report_text, reports
 
         args = parse_argstring(self.hpc_efficiency, line)

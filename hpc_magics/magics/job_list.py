@@ -34,8 +34,8 @@ from ..jobfacts import ASKED_ABOUT, end_line, ended_because_all
 from ..jobfolder.folder import JobFolder, find_job_folders
 from ..scheduler.commands import slurm_available
 from ..scheduler.job_index import kind_of
-from ..scheduler.job_status import SCHEDULER_UNREACHABLE, JobStatus
-from ..scheduler.queue import QueueView
+from ..scheduler.job_status import JobStatus
+from ..scheduler.queue import SCHEDULER_SILENT, QueueView
 from ..scheduler.watcher import watcher
 
 LOOK_MAX_AGE_S = 0.5  # the user asked now: a view older than this is asked again, once
@@ -155,7 +155,7 @@ def ended_states(folders: Iterable[Any], polled: Mapping[Path, JobStatus]) -> di
     asked = {folder.path: polled[folder.path] for folder in folders
              if polled[folder.path].state in ASKED_ABOUT
              and folder.meta().get("backend") == "slurm"}
-    away = any(SCHEDULER_UNREACHABLE in (s.note or "") for s in polled.values())
+    away = any(SCHEDULER_SILENT in (s.note or "") for s in polled.values())
     if asked and not away:  # while Slurm is away the listing asks nobody
         said = ended_because_all({status.job_id: status.state for status in asked.values()})
         shown.update((path, said[status.job_id]) for path, status in asked.items())
@@ -174,7 +174,7 @@ def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow],
         polled = watcher().poll(folders)
     except HpcMagicsError:
         polled = {f.path: watcher().latest(f) for f in folders}
-    away = any(SCHEDULER_UNREACHABLE in (status.note or "") for status in polled.values())
+    away = any(SCHEDULER_SILENT in (status.note or "") for status in polled.values())
     states = ended_states(folders, polled)
     listed: dict[str, JobSnapshot] = {}
     notes = []

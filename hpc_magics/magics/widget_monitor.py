@@ -15,8 +15,7 @@ from typing import Any
 from ..core.background import stop_at_exit
 from ..core.errors import HpcMagicsError, InternalBug, report_bug
 from ..jobfacts import accounting_told, ended_because_all
-from ..scheduler.targets import poll_targets, usage_of
-from ..scheduler.watcher import watcher
+from ..scheduler.watcher import poll_targets, usage_of, watcher
 from ..widgets import job as job_widgets
 from ..widgets.job import JobWidget
 from ..widgets.parts import error_html

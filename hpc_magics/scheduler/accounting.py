@@ -3,12 +3,10 @@
 ``None`` means "accounting unreachable" (disabled, slurmdbd down, a time-out): callers
 must never read it as "ended" or "failed".
 
-``SharedAccounting`` is to ``sacct`` what ``JobQueue`` is to ``squeue``: every kernel, tab
-and the server of one user share a cache file (runtime dir, per user and cluster). A
-process that needs jobs asked about adds them to the file's wanted list; whoever finds the
-last call an interval old asks about every wanted job in ONE ``sacct`` (states and usage
-alike) and writes the answers for all. Jobs wanted while someone else's call is fresh wait
-for the next one: at most one ``sacct`` per interval for the user, however many processes.
+``SharedAccounting`` is to ``sacct`` what ``JobQueue`` is to ``squeue``: one cache file per
+user and cluster. A process adds the jobs it needs to the file's wanted list; whoever finds
+the last call an interval old asks about every wanted job in ONE ``sacct`` (states and usage
+alike) and writes the answers for all.
 """
 
 from __future__ import annotations
@@ -18,23 +16,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
-from ..core.errors import HpcMagicsError
+from ..core.errors import report_bug
 from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
+from ..jobfolder.files import read_json
 from . import commands
-from .cluster import cluster_name
-from .queue import (
-    default_cache_dir,
-    file_lock,
-    login_name,
-    poll_interval,
-    shared_cache_path,
-    write_private_json,
-)
+from .queue import ANSWER_WITHIN_S, SharedCache, file_lock, login_name, write_private_json
 from .slurm_text import slurm_timestamp
 
 SACCT_TIMEOUT_S = 20.0
@@ -51,6 +41,18 @@ class AccountingRecord:
     state: str
     submit_time: float | None
     usage: Usage | None = None
+
+    @property
+    def name(self) -> str | None:
+        return self.usage.name if self.usage is not None else None
+
+
+class NotYet:
+    """Accounting has not been asked about the job yet (another process asked this interval)."""
+
+
+NOT_YET = NotYet()
+Answers = dict[str, tuple[AccountingRecord, ...] | None]
 
 
 def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
@@ -117,14 +119,9 @@ def sacct_usage(job_ids: Sequence[str], runner: Callable[..., commands.CommandRe
     """One ``sacct`` call for all ``job_ids``, states and usage; ``None``: unreachable."""
     if not job_ids:
         return ()
-    try:
-        result = runner(["sacct", "-n", "-P", "-o", ",".join(USAGE_FIELDS),
-                         "-j", ",".join(job_ids)], timeout=SACCT_TIMEOUT_S)
-    except HpcMagicsError:
-        return None
-    if not result.ok:
-        return None
-    return parse_accounting(result.stdout)
+    text = commands.output(["sacct", "-n", "-P", "-o", ",".join(USAGE_FIELDS),
+                            "-j", ",".join(job_ids)], timeout=SACCT_TIMEOUT_S, runner=runner)
+    return None if text is None else parse_accounting(text)
 
 
 def base_of(job_id: str) -> str:
@@ -133,20 +130,60 @@ def base_of(job_id: str) -> str:
 
 
 @dataclass
-class SharedAccounting:
+class SharedAccounting(SharedCache):
     """One cached ``sacct`` per interval for all of a user's processes (see module doc)."""
 
-    user: str = field(default_factory=login_name)
-    cluster: str = field(default_factory=cluster_name)
-    interval_s: float = field(default_factory=poll_interval)
-    cache_dir: Path | None = None
-    runner: Callable[..., commands.CommandResult] = commands.run
-    _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    KIND: ClassVar[str] = "sacct"
+    _index: tuple[tuple[AccountingRecord, ...], JobIndex[AccountingRecord]] | None = field(
+        default=None, repr=False)
 
-    @property
-    def cache_path(self) -> Path:
-        folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
-        return shared_cache_path(folder, "sacct", self.user, self.cluster)
+    def records(self, job_ids: list[str], max_age: float
+                ) -> tuple[AccountingRecord, ...] | NotYet | None:
+        """The records of ``job_ids``, per base id, once each (a sweep's thousand tasks
+        share one base). ``None``: unreachable; ``NOT_YET``: asked next interval."""
+        found = self.answers_within(job_ids, max_age)
+        if found is None:
+            return None  # accounting lags (slurmdbd slow or down): unreachable for now
+        answers = [found.get(base, NOT_YET) for base in dict.fromkeys(map(base_of, job_ids))]
+        if any(a is None for a in answers):
+            return None
+        if any(isinstance(a, NotYet) for a in answers):
+            return NOT_YET
+        return tuple(r for a in answers if isinstance(a, tuple) for r in a)
+
+    def records_of(self, records: tuple[AccountingRecord, ...],
+                   job_id: str) -> list[AccountingRecord]:
+        """The records of ``job_id`` (an index kept per answer: a sweep's tasks)."""
+        if self._index is None or self._index[0] is not records:
+            self._index = (records, JobIndex(records, lambda r: r.job_id))
+        return self._index[1].find(job_id)
+
+    def answers_within(self, job_ids: list[str], max_age: float) -> Answers | None:
+        """``answers``, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a lagging
+        slurmdbd) is unreachable meanwhile; its answer lands in the shared cache when it
+        comes. One sacct at a time from this process."""
+        found: Answers = {}
+        failed: list[BaseException] = []
+
+        def ask() -> None:  # not under the lock: the caller holds it while it waits
+            try:
+                found.update(self.answers(job_ids, max_age))
+            except Exception as error:  # sacct's failures are None answers: this is a bug
+                failed.append(error)
+
+        deadline = time.monotonic() + ANSWER_WITHIN_S  # one budget for both waits below
+        in_flight = self._asking
+        if in_flight is not None and in_flight.is_alive():
+            in_flight.join(ANSWER_WITHIN_S)  # its answer may be the one we need
+            if in_flight.is_alive():
+                return None
+        asking = threading.Thread(target=ask, name="hpc-magics-sacct", daemon=True)
+        self._asking = asking
+        asking.start()
+        asking.join(max(0.0, deadline - time.monotonic()))
+        if failed:
+            raise report_bug("reading sacct's answer", failed[0])
+        return None if asking.is_alive() else dict(found)
 
     def answers(self, job_ids: Iterable[str], max_age_s: float | None = None
                 ) -> dict[str, tuple[AccountingRecord, ...] | None]:
@@ -218,10 +255,7 @@ class SharedAccounting:
     def _read(self) -> dict[str, Any]:
         empty: dict[str, Any] = {"version": CACHE_VERSION, "last_call": 0.0, "wanted": {},
                                  "answers": {}}
-        try:
-            data = json.loads(self.cache_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return empty
+        data = read_json(self.cache_path)
         if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
             return empty
         return data
@@ -272,12 +306,10 @@ def _settled(answer: dict[str, Any] | None) -> bool:
 def recent_jobs(user: str | None = None, runner: Callable[..., commands.CommandResult]
                 = commands.run) -> tuple[AccountingRecord, ...] | None:
     """The user's jobs of the last day (``%hpc_jobs --all``); ``None``: unreachable."""
-    try:
-        result = runner(["sacct", "-n", "-P", "-X", "-u", user or login_name(), "-S",
-                         RECENT_WINDOW, "-o", ",".join(USAGE_FIELDS)], timeout=SACCT_TIMEOUT_S)
-    except HpcMagicsError:
-        return None
-    return parse_accounting(result.stdout) if result.ok else None
+    text = commands.output(["sacct", "-n", "-P", "-X", "-u", user or login_name(), "-S",
+                            RECENT_WINDOW, "-o", ",".join(USAGE_FIELDS)],
+                           timeout=SACCT_TIMEOUT_S, runner=runner)
+    return None if text is None else parse_accounting(text)
 
 
 # ------------------------------------------------------------ a requeued job's segments
@@ -307,9 +339,6 @@ def parse_segments(text: str, job_id: str) -> tuple[Segment, ...]:
 
 def job_segments(job_id: str) -> tuple[Segment, ...] | None:
     """The job's segments; ``None`` when accounting cannot be asked (never "no segments")."""
-    try:
-        result = commands.run(["sacct", "-n", "-X", "-P", "-D", "-o", "JobID,State,Start,End",
-                               "-j", job_id], timeout=SACCT_TIMEOUT_S)
-    except HpcMagicsError:
-        return None
-    return parse_segments(result.stdout, job_id) if result.ok else None
+    text = commands.output(["sacct", "-n", "-X", "-P", "-D", "-o", "JobID,State,Start,End",
+                            "-j", job_id], timeout=SACCT_TIMEOUT_S)
+    return None if text is None else parse_segments(text, job_id)

@@ -10,7 +10,6 @@ first line is shown as it is. A request that would use more than is left gets on
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -20,11 +19,10 @@ from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.units import UNLIMITED
 from . import commands
-from .limits import default_account
+from .limits import cached, default_account
 
 TRES_ORDER = ("billing", "cpu")  # which limit counts, when the site sets several
 ALLOCATION_MAX_AGE_S = 300.0  # usage moves by the hour: one sshare per account in 5 minutes
-_LOOKED: dict[str, tuple[float, Allocation | None]] = {}
 
 
 @dataclass(frozen=True)
@@ -67,18 +65,15 @@ def requested_minutes(request: ResourceRequest) -> float | None:
 
 def account_allocation(account: str) -> Allocation | None:
     """What sshare says of the account (None: nothing), asked again after the cache ages."""
-    now = time.monotonic()
-    cached = _LOOKED.get(account)
-    if cached is not None and now - cached[0] < ALLOCATION_MAX_AGE_S:
-        return cached[1]
-    try:
+    def ask() -> Allocation | None:
         shares = commands.run(["sshare", "-n", "-P", "-A", account, "-o",
                                "Account,User,GrpTRESMins,GrpTRESRaw"], timeout=20)
+        return parse_sshare(shares.stdout, account) if shares.ok else None
+
+    try:
+        return cached(f"allocation:{account}", ask, ALLOCATION_MAX_AGE_S)
     except HpcMagicsError:  # the controller is busy: said as "says nothing", asked again later
         return None
-    found = parse_sshare(shares.stdout, account) if shares.ok else None
-    _LOOKED[account] = (now, found)
-    return found
 
 
 def site_balance_lines(profile: ClusterProfile) -> list[str]:

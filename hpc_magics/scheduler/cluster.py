@@ -15,7 +15,6 @@ import os
 from collections.abc import Mapping
 
 from ..core import slurm_environment
-from ..core.errors import HpcMagicsError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.sweep import config_value
@@ -28,11 +27,7 @@ UNKNOWN_CLUSTER = "default"  # no Slurm here, or it would not say
 def config_text() -> str:
     """``scontrol show config``, asked once per process ("" when Slurm cannot be asked):
     the cluster's name, and a sweep's limits (``limits.py``)."""
-    try:
-        result = commands.run(["scontrol", "show", "config"], timeout=20)
-    except HpcMagicsError:
-        return ""
-    return result.stdout if result.ok else ""
+    return commands.output(["scontrol", "show", "config"], timeout=20) or ""
 
 
 def cluster_name() -> str:

@@ -17,11 +17,11 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import SubmissionError
+from ..core.errors import HpcMagicsError, SubmissionError
 from ..core.slurm_environment import FORMATTING, STARTS_JOBS, leak_reason
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -86,6 +86,17 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
             "try again in a minute"
         ) from None
     return CommandResult(args, completed.returncode, completed.stdout, completed.stderr)
+
+
+def output(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
+           runner: Callable[..., CommandResult] | None = None) -> str | None:
+    """The stdout of a command whose answer is read; ``None`` when it could not be asked
+    or failed (callers say "unreachable", never "nothing")."""
+    try:
+        result = (runner or run)(argv, timeout=timeout)
+    except HpcMagicsError:
+        return None
+    return result.stdout if result.ok else None
 
 
 # A started job's process group gets this long between SIGTERM and SIGKILL on a cancel.

@@ -71,8 +71,10 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
             if len({types[t] for t in named}) > 1:
                 lines.append("gpus_per_type = { " + ", ".join(
                     f"{_q(t)} = {n}" for t in named for n in [types[t]]) + " }")
-            if most > 1:
-                lines += _gpu_counts_hint(most)
+            if most > 1:  # Slurm's answers never say which counts a site allows
+                lines.append(f"# gpu_counts = [1, {most}]  # only if the site schedules just "
+                             "these GPUs a node (Trillium: 1 or a whole node); Slurm's answers "
+                             "do not show it")
         if data.get("OverSubscribe", "NO").startswith("EXCLUSIVE"):
             lines.append("whole_node = true")
         if data.get("TRESBillingWeights"):
@@ -81,12 +83,6 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
         if qos not in {"N/A", ""}:
             lines.append(f"# partition QOS: {qos}")
     return "\n".join(lines + _KERNEL_TEMPLATE) + "\n"
-
-
-def _gpu_counts_hint(most: int) -> list[str]:
-    """A commented ``gpu_counts`` line: Slurm's answers never say which counts a site allows."""
-    return [f"# gpu_counts = [1, {most}]  # only if the site schedules just these GPUs a node "
-            "(Trillium: 1 or a whole node); Slurm's answers do not show it"]
 
 
 # How the login host reaches a Slurm kernel (docs/profiles.md): Slurm cannot tell whether the

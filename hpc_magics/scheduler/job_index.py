@@ -1,15 +1,11 @@
 """The one index of the user's jobs: which folder holds which job, wherever it was submitted.
 
-Job folders live beside each notebook (``hpc_jobs/``) or under the kernels root, wherever
-the kernel or server ran. Every submission (``job_status.record_submission``: a cell, a
-sweep, a whole notebook, a Slurm kernel, a session) also writes one small JSON file here, in
-the user's Jupyter runtime directory (private to the user, shared by the server and its
-kernels): the job id and cluster, the folder, the kind, when it was submitted, and the id of
+Job folders live beside each notebook (``hpc_jobs/``) or under the kernels root. Every
+submission (``job_status.record_submission``: a cell, a sweep, a whole notebook, a Slurm
+kernel, a session) also writes one small JSON file here, in the user's Jupyter runtime
+directory: the job id and cluster, the folder, the kind, when it was submitted, and the id of
 the Jupyter server whose kernel submitted it (``HPC_MAGICS_SERVER_ID``, set by the server
-extension for its kernels). Read by the server (jobs ending, the jobs it started), by
-``hpc_magics.job(ID)``, ``%hpc_fetch ID`` and ``%hpc_jobs --all`` (a job of another
-notebook), and by ``%hpc_jobs``'s kernel lines and ``hpc-magics kernel connect`` (the
-folders of the kernel jobs squeue lists, never every kernel folder ever made).
+extension for its kernels).
 
 One writer discipline: one file per entry, written once, atomically
 (``jobfolder.files.write_atomically``), never changed afterwards, so no lock is needed. Its
@@ -34,7 +30,7 @@ from typing import Any
 
 from ..core.jobids import parse_job_id, same_job
 from ..jobfolder.files import write_atomically
-from ..jobfolder.folder import META_FILE, JobFolder
+from ..jobfolder.folder import JobFolder, own_job_folder
 
 SERVER_ID_ENV = "HPC_MAGICS_SERVER_ID"
 FOLDER_NAME = "hpc-magics-submissions"
@@ -176,15 +172,8 @@ def own_folders(chosen: Iterable[Entry]) -> list[JobFolder]:
     """The job folders of these entries that are still there, the user's own and hold a
     meta.json (never through a symlink), each once, in the entries' order."""
     found: dict[Path, JobFolder] = {}
-    uid = os.getuid()
     for entry in chosen:
-        if entry.folder in found:
-            continue
-        try:
-            info, meta = entry.folder.lstat(), (entry.folder / META_FILE).lstat()
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == uid and stat.S_ISREG(meta.st_mode):
+        if entry.folder not in found and own_job_folder(entry.folder) is not None:
             found[entry.folder] = JobFolder(entry.folder)
     return list(found.values())
 

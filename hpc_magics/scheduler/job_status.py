@@ -9,20 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.jobs import (
-    FAILED_STATES,
-    RUNNING_STATES,
-    SUCCESS_STATES,
-    JobSnapshot,
-    is_final,
-    phase,
-)
+from ..core.jobs import FAILED_STATES, RUNNING_STATES, SUCCESS_STATES, JobSnapshot, is_final, phase
 from ..jobfolder.files import REQUEUED_AT, read_segment
 from ..jobfolder.folder import JobFolder
 from . import job_index
-from .accounting import AccountingRecord
 from .cluster import UNKNOWN_CLUSTER, cluster_name
-from .queue import SCHEDULER_SILENT
 
 # Clocks of the submitting host and the controller differ a little.
 CLOCK_SLACK_S = 60.0
@@ -37,13 +28,6 @@ SACCT_LAG_S = 5.0
 UNREACHABLE = "accounting unreachable"
 
 
-class NotYet:
-    """Accounting has not been asked about the job yet (another process asked this interval)."""
-
-
-NOT_YET = NotYet()
-# squeue failed or is slow: the last state it showed stands, saying so
-SCHEDULER_UNREACHABLE = SCHEDULER_SILENT
 DEFINITE_SOURCES = frozenset({"sacct", "squeue", "local"})
 
 
@@ -90,12 +74,14 @@ class Submission:
     folder: Path | None = None
 
     @classmethod
-    def of(cls, folder: JobFolder, meta: dict[str, Any] | None = None) -> Submission:
+    def of(cls, folder: JobFolder, meta: dict[str, Any] | None = None,
+           job_id: str | None = None) -> Submission:
+        """The folder's job, or ``job_id`` (one of its array tasks)."""
         meta = folder.meta() if meta is None else meta
         requeued_at = None
         if (meta.get("scale") or {}).get("checkpoint"):  # only these requeue themselves
             requeued_at = as_float(read_segment(folder.path).get(REQUEUED_AT))
-        return cls(str(meta.get("job_id", "")), str(meta.get("backend", "slurm")),
+        return cls(job_id or str(meta.get("job_id", "")), str(meta.get("backend", "slurm")),
                    meta.get("cluster"), as_float(meta.get("submitted_at")),
                    as_float(meta.get("submit_returned_at")), requeued_at,
                    meta.get("name") or None, folder.path)
@@ -103,9 +89,8 @@ class Submission:
     @property
     def seen_after(self) -> float:
         """A queue view taken after this has had the chance to list the job."""
-        if self.returned_at is not None:
-            return self.returned_at + QUEUE_MARGIN_S
-        return (self.submitted_at or 0.0) + QUEUE_MARGIN_S
+        returned = self.returned_at if self.returned_at is not None else self.submitted_at
+        return (returned or 0.0) + QUEUE_MARGIN_S
 
     def matches(self, submit_time: float | None, name: str | None = None) -> bool:
         """Could a scheduler entry submitted at ``submit_time`` be this folder's job?"""
@@ -131,10 +116,6 @@ class Submission:
     def on_this_cluster(self, current: str) -> bool:
         return (self.cluster in (None, UNKNOWN_CLUSTER) or current == UNKNOWN_CLUSTER
                 or self.cluster == current)
-
-
-def record_name(record: AccountingRecord) -> str | None:
-    return record.usage.name if record.usage is not None else None
 
 
 def as_float(value: Any) -> float | None:
@@ -178,11 +159,6 @@ def record_submission(folder: JobFolder, job_id: str, started_at: float,
     job_index.note(job_index.Entry(folder.path.absolute(), job_id, cluster, submitted_at,
                                    server_id, str(meta.get("name") or ""),
                                    job_index.kind_of(meta)))
-
-
-def main_entry(entries: Sequence[JobSnapshot]) -> JobSnapshot:
-    """The entry a widget describes: a running one before a pending range."""
-    return next((e for e in entries if e.state in RUNNING_STATES), entries[0])
 
 
 def status_key(folder: JobFolder, job_id: str | None) -> str:

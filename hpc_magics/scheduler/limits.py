@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..core import sweep
-from ..core.errors import HpcMagicsError
 from . import commands
 from .cluster import config_text
 from .queue import login_name
@@ -23,9 +22,10 @@ _cache: dict[str, tuple[float, Any]] = {}
 T = TypeVar("T")
 
 
-def _cached(key: str, compute: Callable[[], T]) -> T:
+def cached(key: str, compute: Callable[[], T], ttl_s: float = CACHE_TTL_S) -> T:
+    """``compute()``'s value, kept ``ttl_s`` (what it raises is not kept: asked again)."""
     hit = _cache.get(key)
-    if hit is not None and time.monotonic() - hit[0] < CACHE_TTL_S:
+    if hit is not None and time.monotonic() - hit[0] < ttl_s:
         value: T = hit[1]
         return value
     value = compute()
@@ -45,15 +45,11 @@ def forget() -> None:
 
 def max_array_size() -> int:
     """The cluster's ``MaxArraySize`` (tasks per array; Slurm's 1001 when unknown)."""
-    return _cached("max_array_size", lambda: sweep.max_array_size(config_text()))
+    return cached("max_array_size", lambda: sweep.max_array_size(config_text()))
 
 
 def _sacctmgr(*args: str) -> str:
-    try:
-        result = commands.run(["sacctmgr", "-n", "-P", "show", *args], timeout=20)
-    except HpcMagicsError:
-        return ""
-    return result.stdout if result.ok else ""
+    return commands.output(["sacctmgr", "-n", "-P", "show", *args], timeout=20) or ""
 
 
 def association_limits(user: str, account: str | None) -> tuple[int, str] | None:
@@ -68,7 +64,7 @@ def association_limits(user: str, account: str | None) -> tuple[int, str] | None
 def default_account(user: str | None = None) -> str | None:
     """The user's default account, as sacctmgr names it (None: none)."""
     user = user or login_name()
-    return _cached(f"default_account:{user}", lambda: _sacctmgr(
+    return cached(f"default_account:{user}", lambda: _sacctmgr(
         "user", user, "format=DefaultAccount").strip() or None)
 
 
@@ -79,7 +75,7 @@ def submit_limit(user: str, account: str | None) -> tuple[int, str] | None:
             return None  # the controller enforces no association or QOS limit
         return association_limits(user, account)
 
-    return _cached(f"submit_limit:{account or ''}", ask)
+    return cached(f"submit_limit:{account or ''}", ask)
 
 
 def queued_jobs(view_jobs: Iterable[Any]) -> int:

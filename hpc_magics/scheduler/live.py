@@ -43,13 +43,16 @@ def ask(argv: list[str], timeout: float = 20.0) -> commands.CommandResult | str:
     return _ANSWERS[key]
 
 
+def answered(argv: list[str]) -> str | None:
+    """``ask``'s stdout; ``None`` when the command could not be asked or failed."""
+    answer = ask(argv)
+    return None if isinstance(answer, str) or not answer.ok else answer.stdout
+
+
 def partitions() -> dict[str, dict[str, str]]:
     """Partition name → its ``scontrol show partition`` fields."""
-    answer = ask(["scontrol", "show", "partition", "--oneliner"])
-    if isinstance(answer, str) or not answer.ok:
-        return {}
     found = {}
-    for line in answer.stdout.splitlines():
+    for line in (answered(["scontrol", "show", "partition", "--oneliner"]) or "").splitlines():
         data = scontrol_fields(line)
         if "PartitionName" in data:
             found[data["PartitionName"]] = data
@@ -68,11 +71,8 @@ class NodeGroup:
 
 def node_groups() -> list[NodeGroup]:
     """``sinfo``'s node groups: partition, GRES, CPUs, memory (one line per kind of node)."""
-    answer = ask(["sinfo", "-h", "-o", "%P|%G|%c|%m|%D"])
-    if isinstance(answer, str) or not answer.ok:
-        return []
     groups = []
-    for line in answer.stdout.splitlines():
+    for line in (answered(["sinfo", "-h", "-o", "%P|%G|%c|%m|%D"]) or "").splitlines():
         parts = line.strip().split("|")
         if len(parts) != 5:
             continue
@@ -120,12 +120,12 @@ class Association:
 
 def associations(user: str) -> list[Association] | None:
     """The user's accounts and the QOS each allows; None when sacctmgr cannot say."""
-    answer = ask(["sacctmgr", "-n", "-P", "show", "assoc", "where", f"user={user}",
-                  "format=Account,Partition,QOS"])
-    if isinstance(answer, str) or not answer.ok:
+    text = answered(["sacctmgr", "-n", "-P", "show", "assoc", "where", f"user={user}",
+                     "format=Account,Partition,QOS"])
+    if text is None:
         return None
     found = []
-    for line in answer.stdout.splitlines():
+    for line in text.splitlines():
         parts = line.strip().split("|")
         if len(parts) == 3 and parts[0]:
             found.append(Association(parts[0], parts[1],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from ..core.jobs import normalize_state
 from ..jobfolder.folder import JobFolder
@@ -21,25 +21,12 @@ from .job_status import JobStatus
 PROCESS_STARTED = "process_started"
 
 
-class LocalJob(Protocol):
-    """What the watcher needs of a running submitit local job."""
-
-    @property
-    def state(self) -> str: ...
-
-    def cancel(self, check: bool = ...) -> Any: ...
-
-
-_started_here: dict[str, LocalJob] = {}
+_started_here: dict[str, Any] = {}  # submitit's local jobs: their .state, .cancel()
 _cancelled: set[str] = set()
 
 
-def note_started(job_id: str, job: LocalJob) -> None:
+def note_started(job_id: str, job: Any) -> None:
     _started_here[job_id] = job
-
-
-def local_states(folder_by_id: dict[str, JobFolder]) -> dict[str, str]:
-    return {job_id: _state(job_id, folder)[0] for job_id, folder in folder_by_id.items()}
 
 
 def local_status(folder: JobFolder, job_id: str) -> JobStatus:

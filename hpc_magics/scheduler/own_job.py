@@ -5,12 +5,10 @@ kernel's walltime warnings on the node ask it."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from ..core.errors import HpcMagicsError
 from ..core.units import slurm_int
 from . import commands
 from .slurm_text import SCONTROL_SHOW_JOB, parse_scontrol_job, slurm_timestamp
@@ -72,25 +70,21 @@ def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = comman
     if job is None or told_everything(job):
         return job
     job_id = job.job_id
-    with contextlib.suppress(HpcMagicsError):
-        result = runner(["squeue", "-h", "-j", job_id, "-o", "%S|%e|%D|%P|%j"],
-                        timeout=timeout_s)
-        line = result.stdout.strip().splitlines()[0] if result.ok and result.stdout.strip() \
-            else ""
-        if line.count("|") >= 4:
-            start, end, nodes, partition, name = line.split("|", 4)
-            job = _fill(job, start=slurm_timestamp(start), end=slurm_timestamp(end),
-                        nodes=slurm_int(nodes), partition=partition.strip(),
-                        name=name.strip())
+    text = commands.output(["squeue", "-h", "-j", job_id, "-o", "%S|%e|%D|%P|%j"],
+                           timeout=timeout_s, runner=runner) or ""
+    line = (text.strip().splitlines() or [""])[0]
+    if line.count("|") >= 4:
+        start, end, nodes, partition, name = line.split("|", 4)
+        job = _fill(job, start=slurm_timestamp(start), end=slurm_timestamp(end),
+                    nodes=slurm_int(nodes), partition=partition.strip(), name=name.strip())
     if job.end_time is None:
-        with contextlib.suppress(HpcMagicsError):
-            result = runner([*SCONTROL_SHOW_JOB, job_id], timeout=timeout_s)
-            if result.ok:
-                info = parse_scontrol_job(result.stdout)
-                job = _fill(job, start=slurm_timestamp(info.get("StartTime", "")),
-                            end=slurm_timestamp(info.get("EndTime", "")),
-                            nodes=slurm_int(info.get("NumNodes")),
-                            partition=info.get("Partition"), name=info.get("JobName"))
+        shown = commands.output([*SCONTROL_SHOW_JOB, job_id], timeout=timeout_s, runner=runner)
+        if shown is not None:
+            info = parse_scontrol_job(shown)
+            job = _fill(job, start=slurm_timestamp(info.get("StartTime", "")),
+                        end=slurm_timestamp(info.get("EndTime", "")),
+                        nodes=slurm_int(info.get("NumNodes")),
+                        partition=info.get("Partition"), name=info.get("JobName"))
     return job
 
 

@@ -5,10 +5,8 @@ however many browser tabs, server handlers and kernels ask: the answer is kept i
 file in the user's Jupyter runtime directory, and the process that finds it stale takes a
 file lock, checks again (another process may just have refreshed it) and only then asks
 the scheduler. Failures back off exponentially, with jitter, while the last good answer
-keeps being served with the error beside it.
-
-What squeue prints is read in ``slurm_text.py``; this process's own job is ``own_job.py``.
-The cache files' lock and private write (below) serve the accounting's cache too.
+keeps being served with the error beside it. The cache files' lock and private write
+(below) serve the accounting's cache too.
 """
 
 from __future__ import annotations
@@ -24,12 +22,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
 from ..core.jobs import JobSnapshot, is_final
-from ..jobfolder.files import write_atomically
+from ..jobfolder.files import read_json, write_atomically
 from ..jobfolder.lock import Lock
 from . import commands
 from .cluster import cluster_name
@@ -63,16 +61,6 @@ def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
 
 
 # --------------------------------------------------------------------------- the cache files
-def shared_cache_path(folder: Path, kind: str, user: str, cluster: str) -> Path:
-    """The user's shared ``kind`` cache (squeue, sacct) in ``folder``: per user and per
-    cluster (one home seen from two clusters keeps two), names made file-safe."""
-
-    def safe(text: str) -> str:
-        return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-    return folder / f"hpc_magics-{kind}-{safe(user)}-{safe(cluster)}.json"
-
-
 @contextlib.contextmanager
 def file_lock(cache_path: Path, timeout: float) -> Iterator[bool]:
     """An exclusive lock on ``<cache>.lock`` (``jobfolder/lock.py``: flock, or its own lock
@@ -139,27 +127,23 @@ class QueueView:
 HEAD_BYTES = 4096  # the cache file's fields before its jobs fit (last_error reads only them)
 
 
+_LISTS = ("jobs", "ended")  # last in the file: JobQueue.last_error reads the fields before
+
+
 def _view_to_json(view: QueueView) -> str:
-    # the jobs last: JobQueue.last_error reads the fields before them only
-    return json.dumps({"version": CACHE_VERSION, "updated": view.updated, "error": view.error,
-                       "retry_at": view.retry_at, "failures": view.failures,
-                       "invalidated_at": view.invalidated_at, "asking_since": view.asking_since,
-                       "jobs": [_snapshot_to_dict(job) for job in view.jobs],
-                       "ended": [_snapshot_to_dict(job) for job in view.ended]})
+    values = {f.name: getattr(view, f.name) for f in fields(QueueView) if f.name not in _LISTS}
+    return json.dumps({"version": CACHE_VERSION, **values, **{
+        name: [_snapshot_to_dict(job) for job in getattr(view, name)] for name in _LISTS}})
 
 
-def _view_from_json(text: str) -> QueueView | None:
+def _view_from_json(data: Any) -> QueueView | None:
     try:
-        data = json.loads(text)
         if data.get("version") != CACHE_VERSION:
             return None
-        return QueueView(jobs=tuple(_snapshot_from_dict(j) for j in data["jobs"]),
-                         updated=data["updated"], error=data["error"],
-                         retry_at=float(data["retry_at"]), failures=int(data["failures"]),
-                         invalidated_at=float(data.get("invalidated_at") or 0.0),
-                         asking_since=data.get("asking_since"),
-                         ended=tuple(_snapshot_from_dict(j) for j in data["ended"]))
-    except (ValueError, KeyError, TypeError):
+        values: dict[str, Any] = {f.name: data[f.name] for f in fields(QueueView)}
+        return QueueView(**{**values, **{name: tuple(map(_snapshot_from_dict, data[name]))
+                                         for name in _LISTS}})
+    except (ValueError, KeyError, TypeError, AttributeError):  # damaged, or another version's
         return None
 
 
@@ -192,26 +176,39 @@ def poll_interval() -> float:
 
 
 @dataclass
-class JobQueue:
-    """A per-user, cross-process cached view of ``squeue -u USER``."""
+class SharedCache:
+    """A command's answers in a file shared by all the user's processes (``KIND``: squeue,
+    sacct), in ``cache_dir`` (None: the runtime dir), per user and per cluster (one home
+    seen from two clusters keeps two)."""
 
+    KIND: ClassVar[str] = ""
     user: str = field(default_factory=login_name)
     cluster: str = field(default_factory=cluster_name)
     interval_s: float = field(default_factory=poll_interval)
-    timeout_s: float = DEFAULT_TIMEOUT_S
     cache_dir: Path | None = None
     runner: Runner = commands.run
+    _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _asking: threading.Thread | None = field(default=None, repr=False)  # a slow answer
+
+    @property
+    def cache_path(self) -> Path:
+        def safe(text: str) -> str:
+            return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+        folder = default_cache_dir() if self.cache_dir is None else self.cache_dir
+        return folder / f"hpc_magics-{self.KIND}-{safe(self.user)}-{safe(self.cluster)}.json"
+
+
+@dataclass
+class JobQueue(SharedCache):
+    """A per-user, cross-process cached view of ``squeue -u USER``."""
+
+    KIND: ClassVar[str] = "squeue"
+    timeout_s: float = DEFAULT_TIMEOUT_S
     clock: Callable[[], float] = time.time
     # None: view() waits for squeue; else it waits this long, and squeue finishes (and
     # updates the shared cache) in a background thread
     answer_within_s: float | None = None
-    _thread_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _asking: threading.Thread | None = field(default=None, repr=False)
-
-    @property
-    def cache_path(self) -> Path:
-        folder = self.cache_dir if self.cache_dir is not None else default_cache_dir()
-        return shared_cache_path(folder, "squeue", self.user, self.cluster)
 
     def view(self, max_age_s: float | None = None) -> QueueView:
         """The cached view, refreshed first when older than ``max_age_s`` (default: interval).
@@ -312,24 +309,24 @@ class JobQueue:
                 self._write(replace(cached, updated=None, retry_at=0.0,
                                     invalidated_at=max(self.clock(), cached.invalidated_at)))
 
-    def cancel(self, job_id: str) -> float:
-        """``scancel`` one of the user's jobs; ``LookupError`` when it is not theirs.
-        Returns when scancel returned: a squeue asked before then may still list the job
-        as it was.
+    def cancel(self, job_id: str, listed: bool = True) -> float:
+        """``scancel`` one of the user's jobs; returns when scancel returned (a squeue asked
+        before then may still list the job as it was).
 
         ``job_id`` may name an array task (``123_4``), a range (``123_[1-5]``) or a het
-        component (``123+0``); it must match an entry of this user's ``squeue -u``.
+        component (``123+0``); ``listed``: it must match an entry of this user's
+        ``squeue -u`` (``LookupError`` otherwise); False: its job folder proves it ours.
         """
         job_id = str(require_job_id(job_id))
         view = self.view()
-        if view.find(job_id) is None and view.error is None:  # maybe newer than the cache
+        if listed and view.find(job_id) is None and view.error is None:  # maybe newer
             # the user's own ask, off any event loop: wait for squeue's answer (up to its
             # timeout), not answer_within_s, so a slow squeue is no "not answering"
             view = self._locked_refresh(0.0)
         if view.error is not None:  # scancel would hang as long as squeue did
             raise HpcMagicsError(f"cannot cancel job {job_id} now ({view.error}): the "
                                  "scheduler is not answering; try again in a minute")
-        if view.find(job_id) is None:
+        if listed and view.find(job_id) is None:
             raise LookupError(f"job {job_id} is not one of {self.user}'s jobs in squeue")
         result = self.runner(["scancel", job_id], timeout=self.timeout_s)
         if not result.ok:
@@ -367,10 +364,7 @@ class JobQueue:
         return replace(previous, error=error, failures=failures, retry_at=now + delay)
 
     def _read(self) -> QueueView | None:
-        try:
-            return _view_from_json(self.cache_path.read_text(encoding="utf-8"))
-        except OSError:
-            return None
+        return _view_from_json(read_json(self.cache_path))
 
     def _store(self, view: QueueView) -> None:
         """Write a refresh's answer, under the file lock. An answer asked before the last

@@ -73,12 +73,6 @@ def parse_answer(output: str) -> Submitted:
     return Submitted(job_id, cluster.strip() or None)
 
 
-def _environment(script: str, environ: Mapping[str, str] | None) -> dict[str, str]:
-    """The user's ``SBATCH_*`` defaults, except those the script's own lines set (sbatch
-    would let them override the lines)."""
-    return for_sbatch(os.environ if environ is None else environ, script)
-
-
 def submit(script: str, path: Path, environ: Mapping[str, str] | None = None, *,
            cluster_checked: bool = False) -> Submitted:
     """Write ``script`` to ``path`` (the job's record of what ran) and sbatch it.
@@ -87,8 +81,9 @@ def submit(script: str, path: Path, environ: Mapping[str, str] | None = None, *,
     if not cluster_checked:
         refuse_other_cluster(directives.parse(script).extra, environ)
     path.write_text(script, encoding="utf-8")
+    # the user's SBATCH_* defaults, but none the script's own lines set (they would win)
     result = commands.run([*SBATCH_SUBMIT, str(path)], timeout=SBATCH_TIMEOUT_S,
-                          environ=_environment(script, environ))
+                          environ=for_sbatch(os.environ if environ is None else environ, script))
     if not result.ok:
         raise SubmissionError(f"the scheduler refused the job: {refusal(result)}")
     return parse_answer(result.stdout)
@@ -99,7 +94,7 @@ def check_only(script: str, path: Path) -> commands.CommandResult:
     precedence as a submission."""
     path.write_text(script, encoding="utf-8")
     return commands.run(["sbatch", "--test-only", str(path)], timeout=30,
-                        environ=_environment(script, None))
+                        environ=for_sbatch(os.environ, script))
 
 
 def release() -> str:

@@ -35,27 +35,24 @@ from typing import Any
 
 from ..core.efficiency import Usage
 from ..core.jobids import same_job
-from ..core.jobs import is_final, normalize_state, phase
-from ..jobfolder.files import OUTCOME_FILE
+from ..core.jobs import RUNNING_STATES, is_final, normalize_state, phase
+from ..jobfolder.files import OUTCOME_FILE, store_usage, stored_usage
 from ..jobfolder.folder import JobFolder
 from ..jobfolder.tasks import task_outcome
-from .accounting import AccountingRecord, SharedAccounting
-from .cancel_notes import CancelNotes
+from .accounting import AccountingRecord, NotYet, SharedAccounting, base_of
 from .job_status import (
     SACCT_LAG_S,
-    SCHEDULER_UNREACHABLE,
     UNREACHABLE,
     JobStatus,
-    NotYet,
     Submission,
     combined_state,
-    main_entry,
-    record_name,
     status_key,
 )
 from .local_jobs import local_status
-from .queue import ANSWER_WITHIN_S, JobQueue, QueueView
-from .sacct_answers import SacctAnswers
+from .queue import ANSWER_WITHIN_S, SCHEDULER_SILENT, JobQueue, QueueView
+
+# a job this process cancelled, while no squeue asked since says what became of it
+CANCEL_SENT = "cancel sent; waiting for Slurm to confirm"
 
 
 class Watcher:
@@ -70,8 +67,7 @@ class Watcher:
         self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
         # meta.json per folder during one poll: a sweep's thousand tasks share one read
         self._metas: dict[Path, dict[str, Any]] | None = None
-        self._sacct = SacctAnswers(lambda: self.accounting)
-        self._cancels = CancelNotes()
+        self._cancelled_at: dict[str, float] = {}  # job id → when our scancel of it returned
 
     @contextlib.contextmanager
     def _one_meta_read(self) -> Iterator[None]:
@@ -147,9 +143,7 @@ class Watcher:
             slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
             for folder, job_id in jobs:
                 key = status_key(folder, job_id)
-                submission = Submission.of(folder, self._meta(folder))
-                if job_id is not None:
-                    submission = replace(submission, job_id=job_id)
+                submission = Submission.of(folder, self._meta(folder), job_id)
                 previous = self.latest(folder, job_id)
                 if not submission.job_id or previous.definite:
                     result[key] = previous  # not submitted, or settled for good
@@ -174,7 +168,7 @@ class Watcher:
         now = time.time()
         decided: dict[str, JobStatus] = {}
         ask: list[tuple[str, JobFolder, Submission, JobStatus]] = []
-        silent = SCHEDULER_UNREACHABLE if view.error is not None else ""
+        silent = SCHEDULER_SILENT if view.error is not None else ""
         for key, folder, submission, previous in jobs:
             if not submission.on_this_cluster(current_cluster):
                 # this cluster's scheduler knows nothing of it: only the folder can tell
@@ -191,9 +185,10 @@ class Watcher:
                 if phase(state) == "pending" and key == status_key(folder, None) and \
                         _finished_after(folder, view.updated):
                     state, source = "RUNNING", "results"  # the view predates the run
+                # the entry a widget describes: a running one before a pending range
+                detail = next((e for e in entries if e.state in RUNNING_STATES), entries[0])
                 decided[key] = JobStatus(submission.job_id, state, source, silent, now,
-                                         detail=main_entry(entries),
-                                         detail_at=view.updated)
+                                         detail=detail, detail_at=view.updated)
                 continue
             if view.error is None and (view.updated is None
                                        or view.updated < submission.seen_after) \
@@ -215,7 +210,7 @@ class Watcher:
                 decided[key] = self._after_queue(key, folder, submission, previous, records,
                                                  now, silent)
         for key, _, submission, _ in jobs:
-            decided[key] = self._cancels.since_cancel(submission.job_id, decided[key])
+            decided[key] = self._since_cancel(submission.job_id, decided[key])
         return decided
 
     def _missed(self, key: str, view: QueueView) -> None:
@@ -230,8 +225,8 @@ class Watcher:
                      now: float, silent: str = "") -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
         if records is not None:
-            mine = [r for r in self._sacct.records_of(records, submission.job_id)
-                    if submission.matches(r.submit_time, record_name(r))]
+            mine = [r for r in self.accounting.records_of(records, submission.job_id)
+                    if submission.matches(r.submit_time, r.name)]
             if mine:
                 state = combined_state([r.state for r in mine])
                 said = JobStatus(submission.job_id, state, "sacct", "", now)
@@ -275,14 +270,46 @@ class Watcher:
     def usage(self, jobs: Sequence[tuple[JobFolder, str | None]],
               max_age_s: float | None = None) -> dict[str, tuple[Usage, ...] | None]:
         """What ended jobs used (one ``Usage`` per job, or per array task), keyed like
-        ``poll_jobs``: missing, not ended or not final yet; ``None``: accounting is
-        unreachable (see ``SacctAnswers.usage``)."""
-        return self._sacct.usage(jobs, self.latest, self._max_age(max_age_s))
+        ``poll_jobs``: from the folder's ``usage.json`` once known for good, else from the
+        user's shared sacct call. Missing key: not ended, or accounting's figures are not
+        final yet; ``None``: accounting is unreachable."""
+        result: dict[str, tuple[Usage, ...] | None] = {}
+        ask: list[tuple[str, JobFolder, Submission]] = []
+        for folder, job_id in jobs:
+            key = status_key(folder, job_id)
+            stored = stored_usage(folder.path, job_id)
+            if stored is not None:
+                result[key] = stored
+                continue
+            submission = Submission.of(folder, job_id=job_id)
+            if submission.backend == "slurm" and submission.job_id and \
+                    self.latest(folder, job_id).final:
+                ask.append((key, folder, submission))
+        if not ask:
+            return result
+        shared = self.accounting
+        found = shared.answers([s.job_id for _, _, s in ask], self._max_age(max_age_s))
+        for key, folder, submission in ask:
+            base = base_of(submission.job_id)
+            if base not in found:
+                continue
+            records = found[base]
+            if records is None:
+                result[key] = None
+                continue
+            mine = tuple(r.usage for r in records if r.usage is not None
+                         and same_job(submission.job_id, r.job_id)
+                         and submission.matches(r.submit_time, r.name))
+            if not mine or not shared.settled(base):
+                continue  # the steps' figures come a moment after the job's end
+            result[key] = mine
+            if key == status_key(folder, None):
+                store_usage(folder.path, mine)
+        return result
 
     def _accounting(self, job_ids: list[str], max_age_s: float | None
                     ) -> tuple[AccountingRecord, ...] | NotYet | None:
-        """The user's shared sacct records of these jobs (see ``SacctAnswers.records``)."""
-        return self._sacct.records(job_ids, self._max_age(max_age_s))
+        return self.accounting.records(job_ids, self._max_age(max_age_s))
 
     def _max_age(self, max_age_s: float | None) -> float:
         return self.queue.interval_s if max_age_s is None else max_age_s
@@ -348,7 +375,7 @@ class Watcher:
             for key, submission, previous in ask:
                 job_id = submission.job_id
                 mine = [r for r in records or () if same_job(job_id, r.job_id)
-                        and submission.matches(r.submit_time, record_name(r))]
+                        and submission.matches(r.submit_time, r.name)]
                 said = combined_state([r.state for r in mine]) if mine else None
                 absences = self._absent.get(key, [])
                 if said is not None and is_final(said):
@@ -367,21 +394,31 @@ class Watcher:
             for job_id, _ in jobs:
                 key = f"id:{self.queue.cluster}:{job_id}"
                 result[job_id] = self._latest[key] = \
-                    self._cancels.since_cancel(job_id, result[job_id])
+                    self._since_cancel(job_id, result[job_id])
             return result
 
     # ------------------------------------------------------------------ control
-    def cancel(self, job_id: str) -> None:
-        """``scancel`` one of the user's own jobs (``LookupError`` when it is not theirs).
-
-        Remembered: until Slurm answers after the scancel, the job shows as cancel sent,
-        never as the running job a squeue asked before the cancel listed."""
-        self.cancelled(job_id, self.queue.cancel(job_id))
-
-    def cancelled(self, job_id: str, at: float) -> None:
-        """Note that our ``scancel job_id`` returned at ``at`` (see ``CancelNotes``)."""
+    def cancel(self, job_id: str, listed: bool = True) -> None:
+        """``scancel`` one of the user's own jobs (``JobQueue.cancel``). Remembered: until
+        Slurm answers after the scancel, the job shows as cancel sent, never as the running
+        job a squeue asked before the cancel listed."""
+        at = self.queue.cancel(job_id, listed)
         with self._lock:
-            self._cancels.note(job_id, at)
+            self._cancelled_at[job_id] = max(at, self._cancelled_at.get(job_id, 0.0))
+
+    def _since_cancel(self, job_id: str, status: JobStatus) -> JobStatus:
+        """``status``, unless it predates our scancel of the job (the rule: module doc)."""
+        at = max((t for cancelled, t in self._cancelled_at.items() if same_job(cancelled, job_id)),
+                 default=None)
+        if at is None:
+            return status
+        if status.final:
+            self._cancelled_at.pop(job_id, None)
+            return status
+        if status.source == "squeue" and status.detail_at >= at:
+            return status  # Slurm's own answer, asked after the cancel
+        state = "COMPLETING" if status.phase == "running" else status.state
+        return replace(status, state=state, source="scancel", note=CANCEL_SENT)
 
 
 def _finished_after(folder: JobFolder, moment: float) -> bool:
@@ -405,3 +442,27 @@ def watcher() -> Watcher:
             _WATCHER = Watcher()
         return _WATCHER
 
+
+def poll_targets(handle: Any) -> list[tuple[Any, str | None]]:
+    """(folder, job id or None) pairs to poll for ``handle``: every task of a sweep (its
+    latest attempt; a sweep's folder has no state of its own), else the job itself."""
+    targets = getattr(handle, "poll_targets", None)
+    return list(targets()) if callable(targets) else [(handle.folder, handle._task)]
+
+
+def usage_of(handles: Sequence[Any], max_age_s: float | None = None
+             ) -> dict[int, tuple[Usage, ...] | None]:
+    """Position in ``handles`` → its figures from one shared sacct call (one ``Usage`` per
+    job or task, once: tasks cancelled before they started share one record, ``123_[2-3]``),
+    for the handles whose every target has final figures; ``None``: accounting unreachable."""
+    targets = [poll_targets(handle) for handle in handles]
+    found = watcher().usage([t for some in targets for t in some], max_age_s)
+    result: dict[int, tuple[Usage, ...] | None] = {}
+    for position, some in enumerate(targets):
+        keys = [status_key(folder, job_id) for folder, job_id in some]
+        if any(key in found and found[key] is None for key in keys):
+            result[position] = None
+        elif keys and all(key in found for key in keys):
+            figures = {u.job_id: u for key in keys for u in found[key] or ()}
+            result[position] = tuple(figures.values())
+    return result

@@ -2,7 +2,7 @@
 job widget's Rerun button submits the failed tasks again).
 
 It reads the watcher's snapshots of the sweep's tasks (the job widget's monitor polls them
-in its one batched poll, see ``scheduler/targets.py``); it asks nobody itself.
+in its one batched poll, see ``scheduler/watcher.poll_targets``); it asks nobody itself.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from server.conftest import StartInJob, StartLocal
 
 import hpc_magics
 from hpc_magics.scheduler import commands
-from hpc_magics.scheduler.job_status import SCHEDULER_UNREACHABLE
+from hpc_magics.scheduler.queue import SCHEDULER_SILENT
 from hpc_magics.widgets.job import JobWidget
 
 from .conftest import Stopwatch, last_handle, outage, sacct_state, wait_for
@@ -78,9 +78,9 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
                                       lambda: hub.get("hpc-magics/server"))
                 assert own.status_code == 200 and own.json()["job_id"] == hub.job
                 time.sleep(0.5)
-            assert SCHEDULER_UNREACHABLE in notes, notes
-            assert SCHEDULER_UNREACHABLE in widget.status.value
-            assert SCHEDULER_UNREACHABLE in capsys.readouterr().out  # %hpc_jobs said so
+            assert SCHEDULER_SILENT in notes, notes
+            assert SCHEDULER_SILENT in widget.status.value
+            assert SCHEDULER_SILENT in capsys.readouterr().out  # %hpc_jobs said so
             assert jobs.json()["error"], "the server's job list hid the outage"
             with pytest.raises(UsageError, match="cannot cancel"):
                 stopwatch.quick("%hpc_cancel", lambda: drill_shell.run_line_magic(

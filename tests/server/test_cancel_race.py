@@ -24,11 +24,10 @@ from pathlib import Path
 import pytest
 
 from hpc_magics.scheduler.accounting import SharedAccounting
-from hpc_magics.scheduler.cancel_notes import CANCEL_SENT
 from hpc_magics.scheduler.commands import CommandResult
 from hpc_magics.scheduler.queue import JobQueue
 from hpc_magics.scheduler.slurm_text import slurm_timestamp
-from hpc_magics.scheduler.watcher import Watcher
+from hpc_magics.scheduler.watcher import CANCEL_SENT, Watcher
 
 pytestmark = pytest.mark.timeout(60)
 
