@@ -30,29 +30,23 @@ def note_started(job_id: str, job: Any) -> None:
 
 
 def local_status(folder: JobFolder, job_id: str) -> JobStatus:
-    """A local job's snapshot for the watcher."""
-    state, source = _state(job_id, folder)
-    return JobStatus(job_id, state, source, "", time.time())
-
-
-def _state(job_id: str, folder: JobFolder) -> tuple[str, str]:
-    """(state, what says so): its results' outcome once they are whole (the folder proves
-    how the cell ended, also while its process exits: a failed cell is FAILED, not the
-    controller's normal end), else its process."""
+    """A local job's snapshot for the watcher: its results' outcome once they are whole
+    (the folder proves how the cell ended, also while its process exits: a failed cell is
+    FAILED, not the controller's normal end), else its process."""
     job = _started_here.get(job_id)
     state = normalize_state(job.state) if job is not None else None
-    if job_id in _cancelled and state not in (None, "RUNNING"):
-        return "CANCELLED", "local"  # the controller ends normally once its cell stopped
+    source = "local"
     outcome = folder.outcome()
-    if outcome is not None:
-        return ("FAILED" if outcome.failed else "COMPLETED"), "results"
-    if state is not None:
-        return state, "local"
-    if processes.alive(job_id, folder.meta().get(PROCESS_STARTED)):
+    if job_id in _cancelled and state not in (None, "RUNNING"):
+        state = "CANCELLED"  # the controller ends normally once its cell stopped
+    elif outcome is not None:
+        state, source = ("FAILED" if outcome.failed else "COMPLETED"), "results"
+    elif state is None:
         # a local job's id is its controller's pid: that very process (the start time its
         # folder recorded) still runs; a pid reused since does not
-        return "RUNNING", "local"
-    return "UNKNOWN", "local"
+        alive = processes.alive(job_id, folder.meta().get(PROCESS_STARTED))
+        state = "RUNNING" if alive else "UNKNOWN"
+    return JobStatus(job_id, state, source, "", time.time())
 
 
 def cancel(job_id: str, folder: JobFolder) -> None:
