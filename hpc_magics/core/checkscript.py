@@ -1,11 +1,8 @@
-"""Check a job script's ``#SBATCH`` block the way sbatch reads it, against a profile.
-
-A verdict per line and every problem at once.  sbatch reads ``#SBATCH`` lines until the
-first command; later ones are ignored (said, as a warning).  Options hpc_magics models are
-checked against the profile's limits (``core/validation.py``); every other option sbatch
-knows passes through untouched and is reported as passed through; an option sbatch does not
-know is a warning (a site plugin may add it), unless it is an ambiguous abbreviation or a
-misspelling of one sbatch knows (``--ntaks-per-node``, ``--mem-4G``), which sbatch refuses.
+"""Check a job script's ``#SBATCH`` block the way sbatch reads it, against a profile: a
+verdict per line and every problem at once. Modelled options are checked against the
+profile's limits (``validation``); other sbatch options pass through; an unknown option is a
+warning (a site plugin may add it) unless sbatch would refuse it: an ambiguous abbreviation
+or a misspelling (``--ntaks-per-node``, ``--mem-4G``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""What a job costs at most: node-, GPU- and core-hours under the profile's billing rule,
-and the line users see beside a request (``cost_line``).
+"""What a job costs at most under the profile's billing rule, and the line users see.
 
-Whole-node partitions bill every core of every node; elsewhere only the cores asked for.
-When Slurm reports the partition's ``TRESBillingWeights`` (live, or in the profile), the
-billed units are its weighted sum per hour, as Slurm computes them (without PriorityFlags=MAX_TRES).
+Whole-node partitions bill every core; elsewhere the cores asked for. With the partition's
+``TRESBillingWeights`` the billed units are their weighted sum per hour, as Slurm's.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from typing import Any
 from .efficiency import tres
 from .errors import HpcMagicsError
 from .profiles import ClusterProfile, load_profile
-from .resources import GpuRequest, ResourceRequest, from_dict
+from .resources import ResourceRequest, from_dict
 from .units import UNLIMITED, parse_memory
 
 _UNITS = {"node": "node-h", "gpu": "GPU-h", "core": "core-h"}
@@ -31,16 +29,6 @@ class Cost:
     billed: float | None  # in billed_unit
     billed_unit: str
     rule: str  # how it was counted, in words
-
-
-def _gpus(request: ResourceRequest) -> int:
-    gpus = request.gpus()
-    if gpus is not None:
-        return gpus.count
-    for key, value in request.extra:
-        if key in {"gpus", "G"} and value:
-            return -(-GpuRequest.parse(value, flag="--gpus").count // request.node_count)
-    return 0
 
 
 def billing_units(weights: str, cpus: int, mem_mb: int, gpus: int, nodes: int) -> float:
@@ -73,7 +61,7 @@ def estimate(request: ResourceRequest, profile: ClusterProfile | None = None,
 
     hours = None if request.time_s in (None, UNLIMITED) else (request.time_s or 0) / 3600
     partition = resolve_partition(request, profile) if profile else None
-    nodes, gpus = request.node_count, _gpus(request)
+    nodes, gpus = request.node_count, getattr(request.all_gpus(), "count", 0)
     whole = bool(partition and partition.whole_node)
     asked_cpus = (request.cpus_per_task or 1) * (request.ntasks_per_node or 1)
     cores = partition.cpus_per_node if whole and partition and partition.cpus_per_node \

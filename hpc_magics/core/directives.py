@@ -1,12 +1,8 @@
-"""Read ``#SBATCH`` lines the way sbatch does: the one reader of them, for a cell's
-directives (:func:`parse`), the checker (``core/checkscript.py``) and the precedence of
-the user's ``SBATCH_*`` defaults (``core/slurm_environment.py``).
-
-Takes several options on one line, ``--flag=value`` and ``--flag value``, short options
-and abbreviations (as sbatch's getopt_long reads them, from sbatch's own option table,
-``core/sbatch_options.py``), quotes, inline comments, and duplicates (the last wins).
-``##SBATCH`` and ``# SBATCH`` are ignored, as sbatch ignores them. An en dash in place
-of ``--`` is explained.
+"""Read ``#SBATCH`` lines the way sbatch does (getopt_long over sbatch's own option table,
+``sbatch_options``): several options a line, ``--flag=value`` and ``--flag value``, short
+options, abbreviations, quotes, inline comments; the last of duplicates wins; ``##SBATCH``
+and ``# SBATCH`` are ignored, as by sbatch. The one reader, for a cell's directives, the
+checker and the precedence of the user's ``SBATCH_*`` defaults.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidRequest
 from .flags import FLAG_FIELDS
-from .sbatch_options import BY_SHORT, NONE, OPTIONAL, SbatchOption, lookup
+from .sbatch_options import BY_SHORT, NONE, REQUIRED, SbatchOption, lookup
 
 _DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
 
@@ -71,29 +67,25 @@ def read_options(text: str, number: int = 0, site_options: Collection[str] = ()
                 continue
             if option.value == NONE and has_value:
                 raise InvalidRequest(f"--{option.name} takes no value (given {value!r})")
-            if option.value == OPTIONAL and not has_value:
-                value = None
-            elif option.value not in (NONE, OPTIONAL) and not has_value:
-                if index >= len(tokens):
-                    raise InvalidRequest(f"--{option.name} needs a value: give one "
-                                         f"(#SBATCH --{option.name}=VALUE) or remove it")
-                value, index = tokens[index], index + 1
+            value = value if has_value else None
+            named, example = f"--{option.name}", f"--{option.name}=VALUE"
         elif token.startswith("-") and len(token) >= 2:
             spelling, option = token[1], BY_SHORT.get(token[1])
             if option is None:
                 raise InvalidRequest(f"-{token[1]} is not an sbatch option")
             value = token[2:] or None
-            if option.value not in (NONE, OPTIONAL) and value is None:
-                if index >= len(tokens):
-                    raise InvalidRequest(f"-{option.short} (--{option.name}) needs a value: give "
-                                         f"one (#SBATCH -{option.short} VALUE) or remove it")
-                value, index = tokens[index], index + 1
+            named, example = f"-{option.short} (--{option.name})", f"-{option.short} VALUE"
         else:
             after = found[-1] if found and found[-1].line == number else None
             if after is not None:  # "--time=2 hours": the value's second word, unquoted
                 raise OptionError(after.name, f"{token!r} is not an option: a value with a "
                                   f"space needs quotes (--{after.name}=\"{after.value} {token}\")")
             raise InvalidRequest(f"{token!r} is not an option: options start with '-' or '--'")
+        if option.value == REQUIRED and value is None:
+            if index >= len(tokens):
+                raise InvalidRequest(f"{named} needs a value: give one (#SBATCH {example}) or "
+                                     "remove it")
+            value, index = tokens[index], index + 1
         found.append(Option(number, option.name, value, known=True,
                             modelled=option.name in FLAG_FIELDS, spelling=spelling))
     return found

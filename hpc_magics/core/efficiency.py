@@ -1,7 +1,4 @@
-"""How a job used what it asked for: CPU, memory, time and GPUs, from accounting and samples.
-
-Pure: ``sacct`` text and the job's GPU samples (``nvidia-smi`` CSV) in, figures out. The
-report and its advice are in ``efficiency_report.py``.
+"""How a job used what it asked for, from ``sacct`` text and its GPU samples. Pure.
 """
 
 from __future__ import annotations

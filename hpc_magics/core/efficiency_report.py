@@ -1,7 +1,5 @@
-"""The efficiency report of an ended job: its figures as short lines, and one line of advice.
-
-The advice thresholds and wording are data (``efficiency_advice.toml`` beside this module);
-the first rule in its ``order`` that applies is the advice. Pure.
+"""The efficiency report of an ended job: its figures as short lines, and one line of
+advice: the first rule in the ``order`` of ``efficiency_advice.toml`` that applies. Pure.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Why a job ended without its results, in one line with the fix.
-
-The notebook's error (``handle.fetch``), the job widget and ``%hpc_jobs`` say the same
-words: this table is the one place they come from (rules as data).
+"""Why a job ended without its results, in one line with the fix: the one table the
+notebook's error, the widget and ``%hpc_jobs`` take their words from.
 """
 
 from __future__ import annotations

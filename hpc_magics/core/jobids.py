@@ -1,7 +1,5 @@
-"""Slurm job ids: plain (``123``), array (``123_4``, ``123_[1-5,7%2]``), heterogeneous (``123+0``).
-
-Pure parsing and matching, so the queue, accounting, job folders, cancel and the REST
-route all agree on which scheduler entry belongs to which job.
+"""Slurm job ids: plain (``123``), array (``123_4``, ``123_[1-5,7%2]``), heterogeneous
+(``123+0``): one parser, so every view agrees on which entry belongs to which job.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The one renderer of job scripts: shebang, ``#SBATCH`` header, setup lines, run line.
-
-``%hpc_resources`` shows its header, ``%%sbatch --dry-run`` prints its script, the Slurm
-backend submits that very text and ``hpc-magics convert`` writes it as ``NAME.sbatch``.
-Pure: the request, the profile and the job's own parts (:class:`JobParts`) in, text out.
+"""The one renderer of job scripts: shebang, ``#SBATCH`` header, setup lines, run line;
+what ``--dry-run`` prints is what sbatch gets. Pure.
 """
 
 from __future__ import annotations
@@ -129,13 +126,8 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
                array: str | None = None) -> JobParts:
     """The parts submitit's engine needs on the node, as its own sbatch script has them.
 
-    ``folder``: the job folder (absolute); ``python``: the interpreter command, as shell
-    text; ``signal``: ``SIG@SECONDS`` for submitit's time-out/preemption handler;
-    ``array``: an sbatch ``--array`` range (task logs then use ``%A_%a`` for ``%j``).
-    Logs: sbatch's own output goes to task 0's files, srun writes one pair per task.
     Always an srun step, one task too: Slurm's time-limit signals reach a step's
-    processes, not the batch shell's children (without the step, figures and output at
-    the limit were lost: tests/drills/test_walltime.py).
+    processes, not the batch shell's children (tests/drills/test_walltime.py).
     """
     job = "%A_%a" if array else "%j"
     literal = folder.replace("%", "%%")  # sbatch and srun expand %j, %x, ... in file names

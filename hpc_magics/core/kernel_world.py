@@ -1,14 +1,10 @@
-"""The kernel's software world, carried into the job script: interpreter, venv or conda
+"""The kernel's software world carried into the job script: interpreter, venv or conda
 environment, loaded modules, a CSCS uenv, an Apptainer/Singularity image.
 
-Read from the kernel's environment (:func:`read`), rendered as lines of the one job script
-(:func:`parts`), checked before submitting (:func:`refusals`). When the job inherits the
-kernel's environment (sbatch's default ``--export=ALL``) the interpreter's absolute path is
-enough; when it starts clean (``SBATCH_EXPORT=NONE``, ``--export=NONE``, a site default) the
-script loads the modules again and puts the venv or conda environment first on ``PATH``.
-A profile's ``[environment]`` table turns each part off or fixes it: ``interpreter``,
-``modules``, ``uenv``, ``container`` = ``"auto"`` (the default), ``"off"`` or a value.
-Pure stdlib: the caller hands in the environment.
+Under sbatch's default ``--export=ALL`` the interpreter's path is enough; a job that starts
+clean (``--export=NONE``, ``SBATCH_EXPORT=NONE``) loads the modules again and puts the venv
+first on ``PATH``. A profile's ``[environment]`` table sets each of ``interpreter``,
+``modules``, ``uenv``, ``container`` to ``"auto"`` (the default), ``"off"`` or a value.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Paths a Slurm job would need but its compute nodes cannot see: the login host's own
-``/tmp``, ``/var/tmp`` and ``/dev/shm`` (each compute node has its own).
-
-Checked before submitting: the job folder and the working directory (the job runs and
-writes there), ``--stage`` and ``--stage-back`` (the nodes copy from and to them), and a file
-under those folders that the cell names in a quoted string and that exists here (the
-notebook wrote it; on the node it is missing, and the job would fail after its wait in the
-queue). One line each, naming the path and the fix. ``HPC_MAGICS_NODES_SHARE_TMP=1`` says
-the nodes do share this host's ``/tmp`` (a one-host cluster, such as the default test cluster).
-Pure stdlib.
+``/tmp``, ``/var/tmp`` and ``/dev/shm``. Checked before submitting (the job folder, the
+working directory, ``--stage``/``--stage-back``, files the cell names in quotes that exist
+here), so the job does not fail after its wait in the queue. ``HPC_MAGICS_NODES_SHARE_TMP=1``
+says the nodes share this host's ``/tmp`` (a one-host cluster, such as the test cluster).
 """
 
 from __future__ import annotations

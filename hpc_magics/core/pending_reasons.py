@@ -1,7 +1,5 @@
-"""Why a job is pending, in plain words: Slurm's ``squeue`` reason codes as a table.
-
-``plain_reason("Priority")`` → ``"waiting for higher-priority jobs"``.  The table holds the
-reasons users meet (squeue(1) "JOB REASON CODES"); an unknown code is shown as Slurm says it.
+"""Why a job is pending, in plain words: squeue's reason codes (squeue(1) "JOB REASON
+CODES") as a table; an unknown code is shown as Slurm says it.
 """
 
 from __future__ import annotations

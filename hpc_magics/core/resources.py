@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -78,6 +78,18 @@ class ResourceRequest:
                     return GpuRequest.parse(item, flag="--gres")
         return None
 
+    def all_gpus(self) -> GpuRequest | None:
+        """:meth:`gpus`, or else sbatch's ``--gpus`` total spread over the nodes (rounded up)."""
+        total = self.extra_value("gpus", "G")
+        if self.gpus() is not None or not total:
+            return self.gpus()
+        parsed = GpuRequest.parse(total, flag="--gpus")
+        return GpuRequest(-(-parsed.count // self.node_count), parsed.type)
+
+    def extra_value(self, *spellings: str) -> str | None:
+        """A passed-through flag's value; the last one wins, as in sbatch."""
+        return next((text for key, text in reversed(self.extra) if key in spellings), None)
+
     def node_hours(self) -> float | None:
         if self.time_s is None or self.time_s == UNLIMITED:
             return None
@@ -140,23 +152,25 @@ def _unquote(text: str) -> str:
     return text
 
 
+def _gres(text: str) -> str:
+    value = str(text).strip().strip("'\"")
+    for item in value.split(","):
+        if item.startswith("gpu"):
+            GpuRequest.parse(item, flag="--gres")
+    return value
+
+
+_TYPED: dict[str, Callable[[str], Any]] = {"time_s": parse_time, "mem_mb": parse_memory, "gpus_per_node": GpuRequest.parse,
+          "gres": _gres}
+
+
 def parse_field(field_name: str, text: str) -> Any:
     """Turn the text of one flag into the typed value of its field."""
     flag = next(k for k, v in FLAG_FIELDS.items() if v == field_name and len(k) > 1)
-    if field_name == "time_s":
-        return parse_time(text)
-    if field_name == "mem_mb":
-        return parse_memory(text)
+    if field_name in _TYPED:
+        return _TYPED[field_name](text)
     if field_name in {"nodes", "ntasks_per_node", "cpus_per_task"}:
         return _positive_int(flag, text)
-    if field_name == "gpus_per_node":
-        return GpuRequest.parse(text)
-    if field_name == "gres":
-        value = str(text).strip().strip("'\"")
-        for item in value.split(","):
-            if item.startswith("gpu"):
-                GpuRequest.parse(item, flag="--gres")
-        return value
     value = str(text).strip().strip("'\"")
     if not value:
         raise InvalidRequest(f"--{flag} needs a value")

@@ -1,8 +1,6 @@
-"""Every option sbatch(1) accepts (Slurm 24.05), as data: how it takes a value and what the
-value must look like (``VALUE_CHECKS``: one small check per kind, raising
-``InvalidRequest`` naming the value and the fix).  ``core/flags.py`` holds the few
-hpc_magics models; the checker (``core/checkscript.py``) uses this table to tell a typo
-from an option it merely passes on.
+"""Every option sbatch(1) accepts (Slurm 24.05), as data: how it takes a value and which
+check its value gets (``VALUE_CHECKS``), so the checker tells a typo from an option it
+merely passes on.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """A cell at HPC scale: several tasks (``--gather``), checkpoint and requeue
-(``--checkpoint``, ``--chain``) and node-local data (``--stage``, ``--stage-back``).
-
-Pure: the options as one frozen value, their checks (every bad value named, before
-anything is submitted), and what they add to the job script rendered by ``jobscript``.
-The node side is ``node/task.py`` and ``node/staging.py``.
+(``--checkpoint``, ``--chain``), node-local data (``--stage``, ``--stage-back``): the
+options, their checks and their lines in the job script. The node side: ``node/task.py``,
+``node/staging.py``.
 """
 
 from __future__ import annotations

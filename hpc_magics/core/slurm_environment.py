@@ -1,16 +1,10 @@
 """Which of the kernel's Slurm variables reach ``sbatch``, as data (the docs' table is this one).
 
-The user's own defaults stay: ``SBATCH_*``, ``SALLOC_*``, ``SRUN_*``, ``SLURM_ACCOUNT``,
-``SLURM_CONF`` and the like are set on purpose (the Alliance tells users to export
-``SBATCH_ACCOUNT``; a site may set ``SBATCH_EXPORT=NONE``). What goes is what a surrounding
-job or step leaks into its children (the OUTPUT ENVIRONMENT VARIABLES of sbatch(1), srun(1)
-and salloc(1), Slurm 22.05): a notebook server running inside a job would otherwise hand its
-job's id, node list and memory layout to every job it submits.
-
-sbatch applies ``SBATCH_*`` over the script's own ``#SBATCH`` lines, so a variable for an
-option the rendered script sets would silently win over the cell: :func:`for_sbatch` drops
-it (the script's line is what the user asked, or the environment's default already in it).
-Pure stdlib: validation and cost read the same defaults through :func:`request_defaults`.
+The user's own defaults (``SBATCH_*``, ``SRUN_*``, ``SLURM_CONF``, ...) are set on purpose and
+stay; what a surrounding job or step leaks into its children (the OUTPUT ENVIRONMENT
+VARIABLES of sbatch(1), srun(1), salloc(1)) goes: a server inside a job would otherwise hand
+its job's id, nodes and memory to every job it submits. sbatch applies ``SBATCH_*`` over the
+script's ``#SBATCH`` lines, so :func:`for_sbatch` drops a variable the script sets itself.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Sweeps, pure: parameter grids, array ranges, splits, the tasks' bookkeeping.
 
-``--sweep lr=1e-3,1e-4 --sweep batch=32,64`` is the product of the values (4 points);
-``--sweep-from NAME`` takes a notebook list of dicts, or dict of equally long lists (one
-point per position, as ``pandas.DataFrame(dict)`` reads it). A value is a Python literal
-where it reads as one, else a string. The points become ONE Slurm job array (split only
-when it is longer than the cluster's ``MaxArraySize``).
+``--sweep lr=1e-3,1e-4 --sweep batch=32,64`` is the product of the values; ``--sweep-from
+NAME`` takes a list of dicts or a dict of equally long lists. The points become one Slurm
+job array, split only when longer than the cluster's ``MaxArraySize``.
 """
 
 from __future__ import annotations

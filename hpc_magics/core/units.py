@@ -38,18 +38,11 @@ def parse_time(text: str | int) -> int:
         return UNLIMITED
     match = _SLURM_TIME.match(value)
     if match:
-        days_s, first_s, second_s, third_s = match.groups()
-        days = int(days_s or 0)
-        first, second, third = int(first_s), second_s, third_s
-        if days_s is not None:  # D-H, D-H:M, D-H:M:S
-            hours, minutes, seconds = first, int(second or 0), int(third or 0)
-        elif third is not None:  # H:M:S
-            hours, minutes, seconds = first, int(second or 0), int(third)
-        elif second is not None:  # M:S
-            hours, minutes, seconds = 0, first, int(second)
-        else:  # M
-            hours, minutes, seconds = 0, first, 0
-        total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+        days, first, second, third = match.groups()
+        # D-H[:M[:S]] and H:M:S count from hours; M:S and M from minutes
+        clock = (first, second, third) if days or third else ("0", first, second)
+        hours, minutes, seconds = (int(part or 0) for part in clock)
+        total = ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
         return UNLIMITED if total == 0 else total
     compact = value.replace(" ", "")
     parts = _HUMAN_PART.findall(compact)

@@ -52,14 +52,6 @@ def _warn(name: str, message: str) -> Problem:
     return Problem(WARNING, name, message)
 
 
-def _extra(request: ResourceRequest, name: str) -> str | None:
-    value = None
-    for key, text in request.extra:
-        if key == name:
-            value = text  # the last one wins, as in sbatch
-    return value
-
-
 def resolve_partition(request: ResourceRequest, profile: ClusterProfile) -> Partition | None:
     """The partition the job lands in; with none named and no default, the most any
     partition allows (the site routes the job, so only a request no partition takes fails)."""
@@ -122,7 +114,7 @@ def _cpus_on_a_node(request: ResourceRequest) -> int:
     """CPUs one node must hold: tasks per node x CPUs per task; --ntasks counts only when the
     job is held to one node (-N 1), else Slurm may spread the tasks."""
     tasks = request.ntasks_per_node
-    total = _extra(request, "ntasks") or _extra(request, "n")
+    total = request.extra_value("ntasks", "n")
     if tasks is None and request.nodes == 1 and total and total.isdigit():
         tasks = int(total)
     return (request.cpus_per_task or 1) * (tasks or 1)
@@ -149,7 +141,7 @@ def memory(request: ResourceRequest, profile: ClusterProfile,
         yield _error("mem", f"--mem {format_memory(request.mem_mb)} exceeds the "
                      f"{format_memory(limit)} a node of partition {partition.name!r} has "
                      "(--mem=0 asks for all of it)")
-    per_cpu = _extra(request, "mem-per-cpu")
+    per_cpu = request.extra_value("mem-per-cpu")
     if per_cpu:
         cpus = _cpus_on_a_node(request)
         total = parse_memory(per_cpu) * cpus
@@ -169,12 +161,7 @@ def _typed_limit(partition: Partition, gpus: GpuRequest) -> int:
 
 def gpu_request(request: ResourceRequest, profile: ClusterProfile,
                 partition: Partition | None) -> Found:
-    gpus = request.gpus()
-    total = _extra(request, "gpus") or _extra(request, "G")
-    if gpus is None and total:
-        parsed = GpuRequest.parse(total, flag="--gpus")
-        per_node = -(-parsed.count // request.node_count)  # spread over the nodes, rounded up
-        gpus = GpuRequest(per_node, parsed.type)
+    gpus = request.all_gpus()
     if gpus is None or partition is None or not profile.partitions:
         return
     if partition.gpus_per_node == 0:
@@ -206,12 +193,11 @@ def gpu_request(request: ResourceRequest, profile: ClusterProfile,
 
 def gpu_typing(request: ResourceRequest, profile: ClusterProfile,
                partition: Partition | None) -> Found:
-    gpus = request.gpus()
-    total = _extra(request, "gpus") or _extra(request, "G")
+    gpus, total = request.gpus(), request.extra_value("gpus", "G")
     typed = (gpus and gpus.type) or (total and ":" in total)
     if (gpus or total) and not typed and profile.gpu_type_required:
         yield _error("gpus-per-node", f"{profile.name} needs a typed GPU request like "
-                     f"--gpus-per-node=A40:1 (types: {', '.join(_all_gpu_types(profile))})")
+                     f"--gpus-per-node=A40:1 (types: {', '.join(profile.gpu_types())})")
     cpu_only = profile.gpu_constraint_for_cpu_only
     if (not gpus and not total and cpu_only and request.backend != "local"
             and cpu_only not in (request.constraint or "").replace("&", ",").split(",")):
@@ -309,10 +295,3 @@ def errors(problems: list[Problem]) -> list[Problem]:
 def refuse(problems: Iterable[Problem]) -> None:
     """Refuse the errors among ``problems`` in one line (warnings pass)."""
     refuse_lines([p.message for p in problems if p.severity == ERROR])
-
-
-def _all_gpu_types(profile: ClusterProfile) -> list[str]:
-    types: list[str] = []
-    for partition in profile.partitions.values():
-        types += [t for t in partition.gpu_types if t not in types]
-    return types
