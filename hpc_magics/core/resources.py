@@ -160,8 +160,8 @@ def _gres(text: str) -> str:
     return value
 
 
-_TYPED: dict[str, Callable[[str], Any]] = {"time_s": parse_time, "mem_mb": parse_memory, "gpus_per_node": GpuRequest.parse,
-          "gres": _gres}
+_TYPED: dict[str, Callable[[str], Any]] = {
+    "time_s": parse_time, "mem_mb": parse_memory, "gpus_per_node": GpuRequest.parse, "gres": _gres}
 
 
 def parse_field(field_name: str, text: str) -> Any:
