@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .core.efficiency import Usage
-from .core.efficiency_report import rerun_changes
+from .core.efficiency import Usage, rerun_changes
 from .core.end_reasons import end_hint, end_note
 from .core.jobs import normalize_state
 from .core.node_records import (
