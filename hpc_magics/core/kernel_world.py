@@ -83,12 +83,6 @@ class WorldParts:
     said: tuple[str, ...] = ()  # for the dry run: what was carried, and how
 
 
-def _view(text: str | None) -> str | None:
-    # uenv sets it as mount:uenv:view; sbatch's --view takes uenv:view (or view)
-    parts = _split(text)
-    return ":".join(parts[-2:]) if parts else None
-
-
 def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool,
           notebook: bool = False) -> WorldParts:
     """The job script's share of the kernel's world. ``notebook``: the world of a notebook's
@@ -107,7 +101,8 @@ def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool,
     image_of_uenv = world.uenv if uenv == AUTO else None if uenv == OFF else str(uenv)
     if image_of_uenv:
         directives.append(("uenv", image_of_uenv))
-        view = _view(world.uenv_view) if uenv == AUTO else None
+        # uenv sets it as mount:uenv:view; sbatch's --view takes uenv:view (or view)
+        view = ":".join(_split(world.uenv_view)[-2:]) if uenv == AUTO else None
         if view:
             directives.append(("view", view))
         said.append(f"uenv: {image_of_uenv} (--uenv" + (", --view" if view else "") + ")")

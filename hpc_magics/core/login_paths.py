@@ -39,24 +39,16 @@ def refusals(*, jobs_root: str, cwd: str, stage: Sequence[str], stage_back: str 
     if nodes_share_tmp(environ):
         return []
     found: list[str] = []
-    root = login_only_root(jobs_root)
-    if root:
-        found.append(f"the job folder {jobs_root} is under {root}, which compute nodes do not "
-                     f"see: set HPC_MAGICS_JOBS_DIR (or the jobs_dir setting) to a folder in "
-                     f"{SHARED}")
-    root = login_only_root(cwd)
-    if root:
-        found.append(f"the working directory {cwd} is under {root}, which compute nodes do "
-                     f"not see: start the notebook (or os.chdir) in {SHARED}")
-    for path in stage:
+    named = [(f"the job folder {jobs_root}", jobs_root, "set HPC_MAGICS_JOBS_DIR (or the "
+              f"jobs_dir setting) to a folder in {SHARED}"),
+             (f"the working directory {cwd}", cwd, f"start the notebook (or os.chdir) in {SHARED}"),
+             *((f"--stage {path}", path, f"copy it to {SHARED} and --stage it from there")
+               for path in stage),
+             (f"--stage-back {stage_back}", stage_back or "", f"give a folder in {SHARED}")]
+    for what, path, fix in named:
         root = login_only_root(path)
         if root:
-            found.append(f"--stage {path} is under {root}, which compute nodes do not see: "
-                         f"copy it to {SHARED} and --stage it from there")
-    root = login_only_root(stage_back or "")
-    if root:
-        found.append(f"--stage-back {stage_back} is under {root}, which compute nodes do not "
-                     f"see: give a folder in {SHARED}")
+            found.append(f"{what} is under {root}, which compute nodes do not see: {fix}")
     for path in named_login_files(cell):
         root = login_only_root(path)
         found.append(f"the cell reads {path}, a file under {root} of this login host, which "

@@ -14,10 +14,6 @@ from pathlib import Path
 from .profiles import loadable_profiles, profile_for_cluster
 
 
-def _hits(patterns: Iterable[str], text: str) -> int:
-    return sum(1 for pattern in patterns if re.search(pattern, text, re.IGNORECASE))
-
-
 def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str | None:
     """The cluster a script was written for, from its spellings; None when it does not say.
 
@@ -25,7 +21,8 @@ def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str 
     just the Alliance's); among clusters the most hints win; clusters tied on the same
     number of hints that share a site give the site's profile, whose rules they share."""
     profiles = loadable_profiles(paths)
-    scores = {name: _hits(p.script_hints, script) for name, p in profiles.items()}
+    scores = {name: sum(bool(re.search(hint, script, re.IGNORECASE)) for hint in p.script_hints)
+              for name, p in profiles.items()}
     matched = {name for name, score in scores.items() if score}
     # a site matched together with one of its own clusters: the cluster is the answer
     matched -= {profiles[name].extends for name in matched}

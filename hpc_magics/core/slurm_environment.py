@@ -172,12 +172,6 @@ def overridden(environ: Mapping[str, str], script: str) -> list[str]:
     return sorted(set(environ) - set(for_sbatch(environ, script)))
 
 
-def request_defaults(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """(field, variable, text) for each request default the environment sets."""
-    return [(field, name, environ[name].strip()) for name, field in REQUEST_FIELDS
-            if environ.get(name, "").strip()]
-
-
 def kept_names(environ: Iterable[str]) -> list[str]:
     """The Slurm variables of ``environ`` that reach sbatch (for the dry-run)."""
     return sorted(n for n in environ if n.startswith(("SBATCH_", "SALLOC_", "SRUN_", "SLURM_"))
@@ -190,8 +184,9 @@ def with_defaults(request: ResourceRequest, environ: Mapping[str, str]
     variable filled which field (what sbatch would have applied, made visible)."""
     changes: dict[str, Any] = {}
     filled: dict[str, str] = {}
-    for field, name, text in request_defaults(environ):
-        if getattr(request, field) is not None:
+    for name, field in REQUEST_FIELDS:
+        text = environ.get(name, "").strip()
+        if not text or getattr(request, field) is not None:
             continue
         if field in {"gpus_per_node", "gres"} and request.gpus() is not None:
             continue

@@ -214,7 +214,11 @@ def account(request: ResourceRequest, profile: ClusterProfile,
     name = request.account
     example = f" (like {profile.account_example})" if profile.account_example else ""
     if name:
-        if is_placeholder_account(name, profile):
+        # an account left as the guide printed it (def-someuser, <project>, MY_ACCOUNT)
+        if (name.lower() in {p.lower() for p in profile.account_placeholders}
+                or ACCOUNT_PLACEHOLDER.fullmatch(name) is not None
+                or any(re.fullmatch(p, name, re.IGNORECASE)
+                       for p in profile.account_placeholder_patterns)):
             yield _error("account", f"account {name!r} is a placeholder: use your own "
                          f"project{example}")
         elif profile.account_pattern and not re.fullmatch(profile.account_pattern, name):
@@ -224,14 +228,6 @@ def account(request: ResourceRequest, profile: ClusterProfile,
         yield _warn("account", f"no -A/--account: Slurm charges your default {profile.name} "
                     f"account, and refuses the job if you have several: add -A "
                     f"{profile.account_example or 'PROJECT'}")
-
-
-def is_placeholder_account(name: str, profile: ClusterProfile) -> bool:
-    """An account left as the guide printed it (def-someuser, <project>, MY_ACCOUNT)."""
-    return (name.lower() in {p.lower() for p in profile.account_placeholders}
-            or ACCOUNT_PLACEHOLDER.fullmatch(name) is not None
-            or any(re.fullmatch(p, name, re.IGNORECASE)
-                   for p in profile.account_placeholder_patterns))
 
 
 def legacy(request: ResourceRequest, profile: ClusterProfile,
@@ -286,10 +282,6 @@ def not_yet(pairs: Iterable[tuple[str, str]], environ: Mapping[str, str],
                 found.append(_error(name, f"{problem}: {fix}; the job goes to {here}, the "
                                     "cluster you submit from"))
     return found
-
-
-def errors(problems: list[Problem]) -> list[Problem]:
-    return [p for p in problems if p.severity == ERROR]
 
 
 def refuse(problems: Iterable[Problem]) -> None:
