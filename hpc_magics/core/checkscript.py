@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from . import validation
@@ -57,11 +58,30 @@ class LineVerdict:
 @dataclass(frozen=True)
 class ScriptReport:
     profile: str
-    lines: tuple[LineVerdict, ...]
+    source: tuple[str, ...]  # the script's lines
+    marks: Mapping[int, str]  # line → COMMENT, IGNORED or PASSED, whatever is said of it
+    notes: Mapping[int, tuple[str, ...]]  # line → what is said of it, in order
     findings: tuple[Finding, ...]
     request: ResourceRequest
     passed_through: tuple[tuple[str, str | None], ...] = field(default=())
     option_lines: tuple[tuple[str, int], ...] = field(default=())  # option → its last line
+
+    @property
+    def lines(self) -> tuple[LineVerdict, ...]:
+        """A verdict for each directive line and each line something is said of."""
+        out = []
+        for number, line in enumerate(self.source, start=1):
+            said = self.notes.get(number, ())
+            if not (_DIRECTIVE.match(line) or number in self.marks or said):
+                continue
+            verdict = self.marks.get(number, OK)
+            if verdict in (OK, PASSED):
+                if any(n.startswith(ERROR) for n in said):
+                    verdict = ERROR
+                elif any(n.startswith(WARNING) for n in said):
+                    verdict = WARNING
+            out.append(LineVerdict(number, line.strip(), verdict, said))
+        return tuple(out)
 
     @property
     def errors(self) -> list[Finding]:
@@ -85,14 +105,14 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
     options: list[Option] = []
     lines = script.splitlines()
     in_header = True
-    if whole_file and not script.startswith("#!"):
-        findings.append(Finding(ERROR, "", "sbatch refuses a script whose first line is not "
-                                "an interpreter line: add #!/bin/bash as line 1", 1))
-        notes.setdefault(1, []).append(f"{ERROR}: {findings[-1].message}")
 
     def note(number: int, severity: str, option: str, message: str) -> None:
         findings.append(Finding(severity, option, message, number))
         notes.setdefault(number, []).append(f"{severity}: {message}")
+
+    if whole_file and not script.startswith("#!"):
+        note(1, ERROR, "", "sbatch refuses a script whose first line is not an interpreter "
+             "line: add #!/bin/bash as line 1")
 
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
@@ -171,9 +191,9 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
             notes.setdefault(note_line, []).append(str(problem))
 
     return ScriptReport(
-        profile=profile.name,
-        lines=tuple(_verdicts(lines, verdicts, notes)),
-        findings=tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0))),
+        profile=profile.name, source=tuple(lines), marks=verdicts,
+        notes={number: tuple(said) for number, said in notes.items()},
+        findings=_in_order(findings),
         request=request,
         passed_through=tuple(extra.items()),
         option_lines=tuple(last_line.items()),
@@ -186,18 +206,16 @@ def with_findings(report: ScriptReport, more: list[Finding] | tuple[Finding, ...
     lines = dict(report.option_lines)
     placed = [replace(f, line=f.line or lines.get(_option_for(f.option, lines)))
               for f in more]
-    notes = {v.number: list(v.notes) for v in report.lines}
-    verdicts = {v.number: v.verdict for v in report.lines if v.verdict not in (OK, WARNING,
-                                                                              ERROR)}
+    notes = dict(report.notes)
     for finding in placed:
         if finding.line:
-            notes.setdefault(finding.line, []).append(f"{finding.severity}: {finding.message}")
-    texts = {v.number: v.text for v in report.lines}
-    width = max(texts, default=0)
-    source = [texts.get(n, "") for n in range(1, width + 1)]
-    return replace(report, lines=tuple(_verdicts(source, verdicts, notes)),
-                   findings=tuple(sorted((*report.findings, *placed),
-                                         key=lambda f: (f.severity != ERROR, f.line or 0))))
+            notes[finding.line] = (*notes.get(finding.line, ()),
+                                   f"{finding.severity}: {finding.message}")
+    return replace(report, notes=notes, findings=_in_order((*report.findings, *placed)))
+
+
+def _in_order(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0)))
 
 
 # Options whose text never stops a job (the account has its own placeholder rule).
@@ -229,23 +247,6 @@ def _option_for(field_name: str, last_line: dict[str, int]) -> str:
             if name in last_line:
                 return name
     return field_name
-
-
-def _verdicts(lines: list[str], verdicts: dict[int, str],
-              notes: dict[int, list[str]]) -> list[LineVerdict]:
-    out = []
-    for number, line in enumerate(lines, start=1):
-        said = notes.get(number, [])
-        if not (_DIRECTIVE.match(line) or number in verdicts or number in notes):
-            continue
-        verdict = verdicts.get(number, OK)
-        if verdict in (OK, PASSED):
-            if any(n.startswith("error") for n in said):
-                verdict = ERROR
-            elif any(n.startswith("warning") for n in said):
-                verdict = WARNING
-        out.append(LineVerdict(number, line.strip(), verdict, tuple(said)))
-    return out
 
 
 def render(report: ScriptReport, name: str = "script") -> str:
