@@ -75,11 +75,9 @@ class ScriptReport:
             if not (_DIRECTIVE.match(line) or number in self.marks or said):
                 continue
             verdict = self.marks.get(number, OK)
-            if verdict in (OK, PASSED):
-                if any(n.startswith(ERROR) for n in said):
-                    verdict = ERROR
-                elif any(n.startswith(WARNING) for n in said):
-                    verdict = WARNING
+            if verdict in (OK, PASSED):  # the worst said of it, if anything is
+                verdict = next((worst for worst in (ERROR, WARNING)
+                                if any(n.startswith(worst) for n in said)), verdict)
             out.append(LineVerdict(number, line.strip(), verdict, said))
         return tuple(out)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -232,12 +231,9 @@ def _cpu_time(seconds: float | None) -> str:
 
 
 def load_advice_rules(path: Path = ADVICE_FILE) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):  # loaded here, not at import: the watcher imports Usage
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-    with path.open("rb") as handle:
-        return tomllib.load(handle)
+    from .profiles import read_toml  # not at import: the watcher imports Usage
+
+    return read_toml(path, "advice file")
 
 
 def advice(usage: Usage, gpu: GpuSummary | None,

@@ -267,11 +267,11 @@ def _raw(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
     try:
         stat = path.stat()
     except OSError:
-        return (path, None), _read_toml(path)  # reading it says what is wrong
+        return (path, None), read_toml(path)  # reading it says what is wrong
     _refuse_if_others_control(path, stat)
     stamp = (path, stat.st_mtime_ns, stat.st_size, stat.st_mode, stat.st_uid)
     if stamp not in _RAW:
-        _RAW[stamp] = _read_toml(path)
+        _RAW[stamp] = read_toml(path)
     return stamp, _RAW[stamp]
 
 
@@ -317,7 +317,7 @@ def _refuse_if_others_control(path: Path, stat: os.stat_result) -> None:
             "run as you: make it yours and not writable by others (chmod go-w), or remove it")
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, what: str = "profile file") -> dict[str, Any]:
     if sys.version_info >= (3, 11):  # loaded here, not at import: %load_ext stays cheap
         import tomllib
     else:  # pragma: no cover
@@ -326,9 +326,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
-        raise InvalidRequest(f"profile file {path} is not valid TOML: {error}") from None
+        raise InvalidRequest(f"{what} {path} is not valid TOML: {error}") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise InvalidRequest(f"profile file {path} cannot be read ({error}): fix its "
+        raise InvalidRequest(f"{what} {path} cannot be read ({error}): fix its "
                              "permissions or remove it") from None
 
 
