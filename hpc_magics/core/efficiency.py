@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .jobs import normalize_state
+from .jobs import is_final, normalize_state
 from .units import format_duration, format_memory, slurm_int, slurm_seconds
 
 # One sacct call (``sacct -n -P -o USAGE_FIELDS -j IDS``, steps included: MaxRSS is a
@@ -50,6 +50,10 @@ def tres(text: str) -> dict[str, str]:
     return {key.strip(): value.strip() for key, _, value in pairs}
 
 
+def _ratio(part: float | None, whole: float | None) -> float | None:
+    return None if not whole or part is None else part / whole
+
+
 @dataclass(frozen=True)
 class Usage:
     """What accounting says one job (or array task) used, its steps folded in."""
@@ -73,28 +77,20 @@ class Usage:
 
     @property
     def final(self) -> bool:
-        from .jobs import is_final
-
         return is_final(self.state)
 
     @property
     def cpu_efficiency(self) -> float | None:
         """CPU time used / CPU time allocated (elapsed x CPUs)."""
-        if not self.elapsed_s or not self.alloc_cpus or self.total_cpu_s is None:
-            return None
-        return self.total_cpu_s / (self.elapsed_s * self.alloc_cpus)
+        return _ratio(self.total_cpu_s, (self.elapsed_s or 0) * (self.alloc_cpus or 0))
 
     @property
     def memory_fraction(self) -> float | None:
-        if not self.req_mem_mb or self.max_rss_mb is None:
-            return None
-        return self.max_rss_mb / self.req_mem_mb
+        return _ratio(self.max_rss_mb, self.req_mem_mb)
 
     @property
     def time_fraction(self) -> float | None:
-        if not self.time_limit_s or self.elapsed_s is None:
-            return None
-        return self.elapsed_s / self.time_limit_s
+        return _ratio(self.elapsed_s, self.time_limit_s)
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -216,18 +212,14 @@ def _percent(value: float | None) -> str:
 
 
 def memory_text(megabytes: float | None) -> str:
-    if megabytes is None:
-        return "n/a"
-    if megabytes >= 1024:
-        return f"{megabytes / 1024:.1f}G"
-    return f"{megabytes:.0f}M"
+    return "n/a" if megabytes is None else (
+        f"{megabytes / 1024:.1f}G" if megabytes >= 1024 else f"{megabytes:.0f}M")
 
 
 def _cpu_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
     # a short task's 0.4 s is not "0s" beside a 40 % efficiency
-    return f"{seconds:.1f}s" if seconds < 10 else format_duration(seconds)
+    return "n/a" if seconds is None else (
+        f"{seconds:.1f}s" if seconds < 10 else format_duration(seconds))
 
 
 def load_advice_rules(path: Path = ADVICE_FILE) -> dict[str, Any]:

@@ -52,12 +52,8 @@ class JobId:
         return theirs is not None and bool(mine & theirs)
 
     def __str__(self) -> str:
-        text = self.base
-        if self.tasks is not None:
-            text += f"_{self.tasks}"
-        if self.het is not None:
-            text += f"+{self.het}"
-        return text
+        return (self.base + (f"_{self.tasks}" if self.tasks is not None else "")
+                + (f"+{self.het}" if self.het is not None else ""))
 
 
 def parse_job_id(text: str) -> JobId | None:

@@ -95,10 +95,6 @@ def header_lines(request: ResourceRequest, profile: ClusterProfile | None = None
     return [_line(flag, value) for flag, value in (*pairs, *engine)]
 
 
-def _unique(lines: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(lines))
-
-
 def render(request: ResourceRequest, profile: ClusterProfile, parts: JobParts) -> str:
     """The whole job script, exactly as sbatch gets it."""
     lines = [profile.shebang or DEFAULT_SHEBANG]
@@ -108,8 +104,8 @@ def render(request: ResourceRequest, profile: ClusterProfile, parts: JobParts) -
     if parts.prologue:
         lines += ["", *parts.prologue]
     # each shell line under where it came from (a dry run shows what a profile file adds)
-    from_profile = _unique(profile.setup)
-    from_request = [line for line in _unique(request.setup) if line not in from_profile]
+    from_profile = list(dict.fromkeys(profile.setup))
+    from_request = [line for line in dict.fromkeys(request.setup) if line not in from_profile]
     if from_profile:
         lines += ["", f"# Setup from profile {profile.name}"
                   + (f": {profile.source}" if profile.source else ""), *from_profile]
