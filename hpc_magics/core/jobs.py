@@ -40,15 +40,9 @@ def is_final(state: str) -> bool:
 def phase(state: str) -> str:
     """One of ``pending``, ``running``, ``done``, ``failed``, ``ended`` (how is unknown)."""
     state = normalize_state(state)
-    if state in SUCCESS_STATES:
-        return "done"
-    if state in ENDED_STATES:
-        return "ended"
-    if state in FAILED_STATES:
-        return "failed"
-    if state in RUNNING_STATES:
-        return "running"
-    return "pending"
+    return next((name for name, states in (("done", SUCCESS_STATES), ("ended", ENDED_STATES),
+                                           ("failed", FAILED_STATES), ("running", RUNNING_STATES))
+                 if state in states), "pending")
 
 
 @dataclass(frozen=True)

@@ -38,24 +38,20 @@ class KernelWorld:
     container_command: str = "apptainer"
 
 
-def _split(text: str | None, sep: str = ":") -> tuple[str, ...]:
-    return tuple(item for item in (text or "").split(sep) if item)
+def _split(text: str | None) -> tuple[str, ...]:
+    return tuple(item for item in (text or "").split(":") if item)
 
 
 def read(environ: Mapping[str, str], executable: str) -> KernelWorld:
     """The kernel's world, from its environment and ``sys.executable``."""
-    if environ.get("LMOD_PKG"):
-        init: str | None = f"{environ['LMOD_PKG']}/init/bash"
-    elif environ.get("MODULESHOME"):
-        init = f"{environ['MODULESHOME']}/init/bash"
-    else:
-        init = None
+    home = environ.get("LMOD_PKG") or environ.get("MODULESHOME")
     image = environ.get("APPTAINER_CONTAINER") or environ.get("SINGULARITY_CONTAINER")
     return KernelWorld(
         python=executable, venv=environ.get("VIRTUAL_ENV") or None,
         conda=environ.get("CONDA_PREFIX") or None,
         modules=_split(environ.get("LOADEDMODULES")),
-        module_files=_split(environ.get("_LMFILES_")), module_init=init,
+        module_files=_split(environ.get("_LMFILES_")),
+        module_init=f"{home}/init/bash" if home else None,
         modulepath=environ.get("MODULEPATH") or None,
         uenv=environ.get("UENV_MOUNT_LIST") or None,
         uenv_view=environ.get("UENV_VIEW") or None, image=image or None,

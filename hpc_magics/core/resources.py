@@ -134,13 +134,13 @@ def for_profile(request: ResourceRequest, profile: str) -> tuple[ResourceRequest
     return request.changed(**changes), dropped
 
 
-def _positive_int(name: str, text: str) -> int:
+def positive_int(name: str, text: Any, why: str = "") -> int:
     try:
         value = int(str(text).strip().strip("'\""))
     except ValueError:
         value = -1
     if value < 1:
-        raise InvalidRequest(f"--{name} {text!r} must be a whole number of at least 1")
+        raise InvalidRequest(f"--{name} {text!r} must be a whole number of at least 1{why}")
     return value
 
 
@@ -170,7 +170,7 @@ def parse_field(field_name: str, text: str) -> Any:
     if field_name in _TYPED:
         return _TYPED[field_name](text)
     if field_name in {"nodes", "ntasks_per_node", "cpus_per_task"}:
-        return _positive_int(flag, text)
+        return positive_int(flag, text)
     value = str(text).strip().strip("'\"")
     if not value:
         raise InvalidRequest(f"--{flag} needs a value")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidRequest
+from .resources import positive_int
 
 # Slurm's default when ``scontrol show config`` cannot be read.
 DEFAULT_MAX_ARRAY_SIZE = 1001
@@ -175,16 +176,8 @@ def array_range(count: int, parallelism: int | None = None) -> str:
 
 
 def check_parallelism(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        number = int(str(value).strip("'\""))
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise InvalidRequest(f"--array-parallelism {value!r} must be a whole number of at "
-                             "least 1 (tasks running at once)")
-    return number
+    return None if value is None else positive_int("array-parallelism", value,
+                                                   " (tasks running at once)")
 
 
 # ------------------------------------------------------------------ site limits
