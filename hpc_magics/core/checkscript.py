@@ -92,11 +92,8 @@ class ScriptReport:
 
 def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
                  whole_file: bool = False) -> ScriptReport:
-    """Read ``script`` as sbatch does and check it against ``profile``.
-
-    ``whole_file``: the script is a file given to sbatch, which refuses one that does not
-    start with ``#!`` (a pasted block or a notebook cell need not).
-    """
+    """Read ``script`` as sbatch does and check it against ``profile``. ``whole_file``: a
+    file given to sbatch, which refuses one that does not start with ``#!``."""
     verdicts: dict[int, str] = {}
     notes: dict[int, list[str]] = {}
     findings: list[Finding] = []

@@ -32,10 +32,8 @@ class Cost:
 
 
 def billing_units(weights: str, cpus: int, mem_mb: int, gpus: int, nodes: int) -> float:
-    """Slurm's billing for one hour: the sum of each TRES count times its weight.
-
-    ``Mem=0.25G`` weighs a gigabyte (a bare number weighs a megabyte), as slurm.conf says.
-    """
+    """Slurm's billing for one hour: the sum of each TRES count times its weight;
+    ``Mem=0.25G`` weighs a gigabyte (a bare number a megabyte), as slurm.conf says."""
     total = 0.0
     for name, weight in tres(weights).items():
         match = re.fullmatch(r"([\d.]+)([KMGT]?)", weight, re.IGNORECASE)

@@ -28,10 +28,8 @@ _MB = {"": 1 / 1024 / 1024, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 **
 
 
 def sacct_megabytes(text: str, cpus: int = 1, nodes: int = 1) -> float | None:
-    """MB of ``312340K``, ``1.5G``, ``4000Mc`` (per CPU, older Slurm), ``4Gn`` (per node).
-
-    sacct prints MaxRSS in kilobytes-with-suffix and a bare number as bytes.
-    """
+    """MB of ``312340K``, ``1.5G``, ``4000Mc`` (per CPU, older Slurm), ``4Gn`` (per node);
+    a bare number is bytes."""
     match = _MEMORY.match(text.strip())
     if not match:
         return None

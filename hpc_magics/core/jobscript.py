@@ -120,11 +120,8 @@ def render(request: ResourceRequest, profile: ClusterProfile, parts: JobParts) -
 # ----------------------------------------------------------------- a %%sbatch cell's job
 def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
                array: str | None = None) -> JobParts:
-    """The parts submitit's engine needs on the node, as its own sbatch script has them.
-
-    Always an srun step, one task too: Slurm's time-limit signals reach a step's
-    processes, not the batch shell's children (tests/drills/test_walltime.py).
-    """
+    """The parts submitit's engine needs on the node. Always an srun step, one task too:
+    time-limit signals reach a step's processes, not the batch shell's children."""
     job = "%A_%a" if array else "%j"
     literal = folder.replace("%", "%%")  # sbatch and srun expand %j, %x, ... in file names
 

@@ -76,13 +76,9 @@ def parse_memory_samples(text: str) -> tuple[MemorySample, ...]:
 
 def memory_cgroup_dir(proc_cgroup: str, exists: Callable[[str], bool],
                       root: str = "/sys/fs/cgroup") -> tuple[str, str] | None:
-    """The job's memory cgroup directory and its version (``v1``/``v2``), from the text
-    of ``/proc/self/cgroup``; ``None`` when there is none or it cannot be seen.
-
-    A node in a container may see its hierarchy from below its root (``/proc/self/cgroup``
-    says ``/outer/slurm_c1/uid_1/job_5/...``, the mount shows ``slurm_c1/...``): the
-    longest tail of the path that exists is taken. The directory is the ``job_N`` one.
-    """
+    """The job's (``job_N``) memory cgroup directory and version from ``/proc/self/cgroup``,
+    or ``None``. A node in a container may see its hierarchy from below its root (``/outer/
+    slurm_c1/.../job_5`` mounted as ``slurm_c1/...``): the longest existing tail is taken."""
     for line in proc_cgroup.splitlines():
         parts = line.strip().split(":", 2)
         if len(parts) != 3:

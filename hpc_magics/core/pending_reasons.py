@@ -71,10 +71,8 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
 
 
 def plain_reason(reason: str) -> str:
-    """Slurm's pending reason in plain words; unknown codes come back unchanged.
-
-    Accepts ``Priority`` as squeue prints it and ``(Priority)`` as it shows in NODELIST.
-    """
+    """Slurm's pending reason (``Priority``, or ``(Priority)`` as in NODELIST) in plain
+    words; unknown codes come back unchanged."""
     code = reason.strip().strip("()").strip()
     if not code:
         return ""

@@ -113,9 +113,8 @@ SITE_SPECIFIC = (("partition", "-p"), ("account", "-A"), ("qos", "-q"), ("constr
 
 
 def for_profile(request: ResourceRequest, profile: str) -> tuple[ResourceRequest, list[str]]:
-    """The request moved to another cluster's profile, and what of it was dropped (as flags).
-
-    Portable figures (time, nodes, tasks, CPUs, memory, a GPU count) stay."""
+    """The request moved to another cluster's profile, and what of it was dropped (as flags):
+    portable figures (time, nodes, tasks, CPUs, memory, a GPU count) stay."""
     if profile == request.profile:
         return request, []
     dropped: list[str] = []

@@ -16,7 +16,6 @@ from .profiles import loadable_profiles, profile_for_cluster
 
 def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str | None:
     """The cluster a script was written for, from its spellings; None when it does not say.
-
     A cluster's own hints beat its site's (a script naming Fir's login host is Fir's, not
     just the Alliance's); among clusters the most hints win; clusters tied on the same
     number of hints that share a site give the site's profile, whose rules they share."""

@@ -201,12 +201,9 @@ def limits_enforced(config_text: str) -> bool:
 
 def max_submit_jobs(association_text: str, qos_text: str,
                     account: str | None = None) -> tuple[int, str] | None:
-    """The smallest jobs-per-user limit and where it comes from, or ``None`` (no limit).
-
-    ``association_text``: ``sacctmgr -n -P show assoc where user=U format=Account,MaxSubmit,
-    QOS``; only the rows of ``account`` count when it is given (and listed).
-    ``qos_text``: ``sacctmgr -n -P show qos format=Name,MaxSubmitPU``.
-    """
+    """The smallest jobs-per-user limit and where it comes from, or ``None``, from
+    ``sacctmgr -n -P show assoc ... format=Account,MaxSubmit,QOS`` (the rows of ``account``
+    when it is listed) and ``sacctmgr -n -P show qos format=Name,MaxSubmitPU``."""
     rows = [line.strip().split("|") for line in association_text.splitlines() if line.strip()]
     rows = [row + [""] * (3 - len(row)) for row in rows]
     if account and any(row[0] == account for row in rows):

@@ -26,11 +26,8 @@ _SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
 def parse_time(text: str | int) -> int:
-    """Return a time limit in seconds (``UNLIMITED`` for no limit).
-
-    >>> parse_time("1-02:00:00"), parse_time("90min"), parse_time("30")
-    (93600, 5400, 1800)
-    """
+    """A time limit in seconds (``UNLIMITED`` for no limit): ``1-02:00:00``, ``90min``,
+    ``30`` (minutes)."""
     if isinstance(text, int):
         return text * 60
     value = str(text).strip().strip("'\"")
@@ -99,10 +96,7 @@ _MEMORY_FACTOR_MB = {"K": 1 / 1024, "M": 1, "": 1, "G": 1024, "T": 1024 * 1024}
 
 
 def parse_memory(text: str | int) -> int:
-    """Return memory in megabytes, as sbatch reads ``--mem`` (no suffix = MB).
-
-    ``0`` means "all the memory of the node", as in sbatch.
-    """
+    """Megabytes, as sbatch reads ``--mem`` (no suffix: MB; ``0``: all of the node's)."""
     value = str(text).strip().strip("'\"")
     match = _MEMORY.match(value)
     if not match:
