@@ -121,23 +121,20 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
             elapsed_s=slurm_seconds(row["Elapsed"]),
             time_limit_s=slurm_seconds(row["Timelimit"]),
             total_cpu_s=slurm_seconds(row["TotalCPU"]),
-            max_rss_mb=sacct_megabytes(row["MaxRSS"]) if row["MaxRSS"] else None,
-            req_mem_mb=sacct_megabytes(row["ReqMem"], cpus or 1, 1) if row["ReqMem"] else None,
+            max_rss_mb=sacct_megabytes(row["MaxRSS"]),
+            req_mem_mb=sacct_megabytes(row["ReqMem"], cpus or 1, 1),
             alloc_cpus=cpus, gpus=slurm_int(allocated.get("gres/gpu", "")) or 0, nodes=nodes,
             node_list=row["NodeList"], name=row["JobName"],
             provisional=not row["Timelimit"].strip())
+    rss_at, cpu_at = USAGE_FIELDS.index("MaxRSS"), USAGE_FIELDS.index("TotalCPU")
     for job_id, rows in steps.items():
-        if job_id not in jobs:
+        if (job := jobs.get(job_id)) is None:
             continue
-        rss = [m for m in (sacct_megabytes(r[USAGE_FIELDS.index("MaxRSS")]) for r in rows
-                           if r[USAGE_FIELDS.index("MaxRSS")]) if m is not None]
-        cpu = [c for c in (slurm_seconds(r[USAGE_FIELDS.index("TotalCPU")]) for r in rows)
-               if c is not None]
-        job = jobs[job_id]
+        rss = [m for r in rows if (m := sacct_megabytes(r[rss_at])) is not None]
+        cpu = [c for r in rows if (c := slurm_seconds(r[cpu_at])) is not None]
         jobs[job_id] = replace(
-            job, max_rss_mb=max([*rss, *([job.max_rss_mb] if job.max_rss_mb else [])])
-            if rss else job.max_rss_mb,
-            total_cpu_s=job.total_cpu_s if job.total_cpu_s else (sum(cpu) if cpu else None))
+            job, max_rss_mb=max([*rss, job.max_rss_mb or 0]) if rss else job.max_rss_mb,
+            total_cpu_s=job.total_cpu_s or (sum(cpu) if cpu else None))
     return tuple(jobs.values())
 
 
