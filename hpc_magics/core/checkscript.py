@@ -13,20 +13,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from . import validation
-from .directives import Option, read_options
-from .errors import InvalidRequest
-from .flags import FLAG_FIELDS
-from .profiles import ClusterProfile
-from .resources import ResourceRequest, updated
-from .sbatch_options import (
+from .directives import (
     NONE,
     OPTIONS,
     PLUGIN_OPTIONS,
     VALUE_CHECKS,
+    Option,
     ambiguous,
     filename_notes,
     lookup,
+    read_options,
 )
+from .errors import InvalidRequest
+from .flags import FLAG_FIELDS
+from .profiles import ClusterProfile
+from .resources import ResourceRequest, updated
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
     "ok", "warning", "error", "passed", "ignored", "comment")
