@@ -180,20 +180,14 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
     request = request.changed(extra=tuple((k, v or "") for k, v in extra.items()))
     for problem in validation.check(request, profile):
         named = _option_for(problem.field, last_line)
-        note_line = last_line.get(named)
-        finding = Finding(problem.severity, named, problem.message, note_line, "limit")
-        findings.append(finding)
-        if note_line:
-            notes.setdefault(note_line, []).append(str(problem))
-
-    return ScriptReport(
-        profile=profile.name, source=tuple(lines), marks=verdicts,
-        notes={number: tuple(said) for number, said in notes.items()},
-        findings=_in_order(findings),
-        request=request,
-        passed_through=tuple(extra.items()),
-        option_lines=tuple(last_line.items()),
-    )
+        findings.append(Finding(problem.severity, named, problem.message, last_line.get(named),
+                                "limit"))
+        if named in last_line:
+            notes.setdefault(last_line[named], []).append(str(problem))
+    return ScriptReport(profile.name, tuple(lines), verdicts,
+                        {number: tuple(said) for number, said in notes.items()},
+                        _in_order(findings), request, tuple(extra.items()),
+                        tuple(last_line.items()))
 
 
 def with_findings(report: ScriptReport, more: list[Finding] | tuple[Finding, ...]

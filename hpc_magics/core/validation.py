@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .errors import refuse as refuse_lines
 from .profiles import ClusterProfile, Partition
-from .resources import GpuRequest, ResourceRequest
+from .resources import ResourceRequest
 from .units import UNLIMITED, format_memory, format_time, parse_memory
 
 ERROR = "error"
@@ -151,14 +151,6 @@ def memory(request: ResourceRequest, profile: ClusterProfile,
                          f"of partition {partition.name!r} has")
 
 
-def _typed_limit(partition: Partition, gpus: GpuRequest) -> int:
-    if gpus.type:
-        for name, count in partition.gpus_per_type.items():
-            if name.lower() == gpus.type.lower():
-                return count
-    return partition.gpus_per_node
-
-
 def gpu_request(request: ResourceRequest, profile: ClusterProfile,
                 partition: Partition | None) -> Found:
     gpus = request.all_gpus()
@@ -168,7 +160,8 @@ def gpu_request(request: ResourceRequest, profile: ClusterProfile,
         yield _error("gpus-per-node", f"partition {partition.name!r} has no GPUs: choose a GPU "
                      "partition or drop the GPU request")
         return
-    limit = _typed_limit(partition, gpus)
+    limit = next((count for name, count in partition.gpus_per_type.items()
+                  if name.lower() == (gpus.type or "").lower()), partition.gpus_per_node)
     if partition.gpu_counts and gpus.count not in partition.gpu_counts:
         counts = " or ".join(str(n) for n in partition.gpu_counts)
         yield _error("gpus-per-node", f"{gpus.count} GPUs per node: partition "
