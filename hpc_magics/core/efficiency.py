@@ -283,32 +283,26 @@ def _round_up_gb(megabytes: float) -> int:
 
 def _rule_memory(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
     fraction = usage.memory_fraction
-    if fraction is None or usage.req_mem_mb is None or usage.max_rss_mb is None:
-        return None
-    if fraction > float(rule["max_used_fraction"]) or usage.req_mem_mb < float(
-            rule["min_request_mb"]):
+    if (fraction is None or usage.req_mem_mb is None or usage.max_rss_mb is None
+            or fraction > float(rule["max_used_fraction"])
+            or usage.req_mem_mb < float(rule["min_request_mb"])):
         return None
     suggest = _round_up_gb(usage.max_rss_mb * float(rule["headroom"]))
-    if suggest >= usage.req_mem_mb:
-        return None
-    return str(rule["message"]).format(asked=memory_text(usage.req_mem_mb),
-                                       peak=memory_text(usage.max_rss_mb),
-                                       suggest=format_memory(suggest))
+    return None if suggest >= usage.req_mem_mb else str(rule["message"]).format(
+        asked=memory_text(usage.req_mem_mb), peak=memory_text(usage.max_rss_mb),
+        suggest=format_memory(suggest))
 
 
 def _rule_cpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
     efficiency = usage.cpu_efficiency
     cpus = usage.alloc_cpus or 0
-    if efficiency is None or cpus < int(rule["min_cpus"]) or \
-            efficiency > float(rule["max_efficiency"]):
-        return None
-    if (usage.elapsed_s or 0) < float(rule["min_elapsed_s"]):
+    if (efficiency is None or cpus < int(rule["min_cpus"])
+            or efficiency > float(rule["max_efficiency"])
+            or (usage.elapsed_s or 0) < float(rule["min_elapsed_s"])):
         return None
     suggest = max(1, math.ceil(cpus * efficiency * float(rule["headroom"])))
-    if suggest >= cpus:
-        return None
-    return str(rule["message"]).format(cpus=cpus, efficiency=_percent(efficiency),
-                                       suggest=suggest)
+    return None if suggest >= cpus else str(rule["message"]).format(
+        cpus=cpus, efficiency=_percent(efficiency), suggest=suggest)
 
 
 def _rule_gpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
@@ -319,10 +313,9 @@ def _rule_gpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> 
 
 def _rule_time(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
     fraction = usage.time_fraction
-    if fraction is None or usage.time_limit_s is None or usage.elapsed_s is None:
-        return None
-    if usage.state != "COMPLETED" or fraction > float(rule["max_used_fraction"]) or \
-            usage.time_limit_s < float(rule["min_limit_s"]):
+    if (fraction is None or usage.time_limit_s is None or usage.elapsed_s is None
+            or usage.state != "COMPLETED" or fraction > float(rule["max_used_fraction"])
+            or usage.time_limit_s < float(rule["min_limit_s"])):
         return None
     minutes = max(1, math.ceil(usage.elapsed_s * float(rule["headroom"]) / 60))
     suggest = f"{minutes}" if minutes < 60 else f"{math.ceil(minutes / 60)}:00:00"

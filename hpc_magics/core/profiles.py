@@ -37,8 +37,7 @@ class Partition:
     note: str = ""
     gpus_per_type: Mapping[str, int] = field(default_factory=dict)  # when node types differ
     billing_weights: str = ""  # Slurm's TRESBillingWeights, e.g. "CPU=1.0,Mem=0.25G,GRES/gpu=4"
-    # GPU types a site spells many ways (MIG slices: h100_3g.40gb, h100_20gb, ...): a regex
-    # of the types it takes besides gpu_types
+    # a regex of the GPU types a site takes besides gpu_types (MIG slices: h100_3g.40gb)
     gpu_type_pattern: str = ""
     # the only GPU counts per node the site schedules (Trillium: one GPU or a whole node)
     gpu_counts: tuple[int, ...] = ()
