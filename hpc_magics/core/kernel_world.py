@@ -120,11 +120,9 @@ def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool,
             lines.append(f"export MODULEPATH={shlex.quote(world.modulepath)}")
         lines.append(shlex.join(["module", "load", *wanted]))
     if wanted:
-        said.append(f"modules: {' '.join(wanted)}" + (" (loaded in the job)"
-                                                       if notebook else
-                                                       " (loaded again in the job)"
-                                                       if clean or modules != AUTO else
-                                                       " (their environment is exported)"))
+        how = "loaded in the job" if notebook else "loaded again in the job" \
+            if clean or modules != AUTO else "their environment is exported"
+        said.append(f"modules: {' '.join(wanted)} ({how})")
     prefix = world.venv or world.conda
     if prefix and interpreter == AUTO:
         kind = "venv" if world.venv else "conda environment"
@@ -133,9 +131,8 @@ def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool,
             lines += [f"# the kernel's {kind}, first on PATH",
                       f"export {variable}={shlex.quote(prefix)}",
                       f'export PATH="${variable}/bin:$PATH"']
-        said.append(f"{kind}: {prefix}" + (" (first on PATH in the job)" if clean or notebook
-                                          else
-                                          " (its environment is exported)"))
+        said.append(f"{kind}: {prefix} (" + ("first on PATH in the job" if clean or notebook
+                                             else "its environment is exported") + ")")
     if clean:
         # sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job: srun would start the
         # cell's step clean again, without what the lines above (and the script) set up

@@ -120,10 +120,7 @@ def leak_reason(name: str, table: tuple[tuple[str, str], ...] = LEAKED) -> str |
     what a command prints), or None when it is neither."""
     if not _any_pattern(table).match(name):  # most names: one regex, not one per pattern
         return None
-    for pattern, why in table:
-        if fnmatchcase(name, pattern):
-            return why
-    return None
+    return next((why for pattern, why in table if fnmatchcase(name, pattern)), None)
 
 
 @functools.cache
@@ -186,9 +183,8 @@ def with_defaults(request: ResourceRequest, environ: Mapping[str, str]
     filled: dict[str, str] = {}
     for name, field in REQUEST_FIELDS:
         text = environ.get(name, "").strip()
-        if not text or getattr(request, field) is not None:
-            continue
-        if field in {"gpus_per_node", "gres"} and request.gpus() is not None:
+        if not text or getattr(request, field) is not None or (
+                field in {"gpus_per_node", "gres"} and request.gpus() is not None):
             continue
         try:
             changes[field] = parse_field(field, text)
