@@ -7,6 +7,7 @@ Slurm's own time formats (sbatch(1)): ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -122,24 +123,18 @@ def slurm_seconds(text: str) -> float | None:
     """Seconds of Slurm's printed durations (squeue, sacct, scontrol): ``[D-][HH:]MM:SS[.mmm]``
     or ``D-HH``; ``None`` for UNLIMITED, N/A, INVALID, Partition_Limit and other words."""
     value = text.strip()
-    if not value or not value[0].isdigit():
+    if not value[:1].isdigit():
         return None
-    days = 0
-    if "-" in value:
-        day_text, value = value.split("-", 1)
-        days = int(day_text)
+    day_text, _, clock = value.partition("-") if "-" in value else ("0", "", value)
     try:
-        parts = [float(p) for p in value.split(":")] if value else [0.0]
+        days, parts = int(day_text), [float(p) for p in clock.split(":")] if clock else [0.0]
     except ValueError:
         return None
     if len(parts) > 3:
         return None
-    seconds = 0.0
-    for part in parts:
-        seconds = seconds * 60 + part
     if len(parts) == 1 and days:  # "D-HH"
-        seconds = parts[0] * 3600
-    return days * 86400 + seconds
+        return days * 86400 + parts[0] * 3600
+    return days * 86400 + functools.reduce(lambda total, part: total * 60 + part, parts)
 
 
 _LEADING_DIGITS = re.compile(r"\s*(\d+)")
