@@ -5,8 +5,9 @@ what ``--dry-run`` prints is what sbatch gets. Pure.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import InvalidRequest
 from .flags import ENGINE_FLAGS, SBATCH_FLAGS
@@ -37,19 +38,18 @@ def _gres(request: ResourceRequest, profile: ClusterProfile | None) -> str | Non
     return ",".join(items) or None
 
 
+_RENDERED: dict[str, Callable[[Any], str]] = {
+    "time_s": format_time, "mem_mb": lambda mb: format_memory(mb) if mb else "0"}
+
+
 def _value(field: str, request: ResourceRequest, profile: ClusterProfile | None) -> str | None:
     if field == "gres":
         return _gres(request, profile)
     value = getattr(request, field)
-    if value is None:
+    if value is None or (field == "gpus_per_node" and profile is not None
+                         and profile.gpu_flag == "gres"):  # said in --gres
         return None
-    if field == "time_s":
-        return format_time(value)
-    if field == "mem_mb":
-        return format_memory(value) if value else "0"
-    if field == "gpus_per_node" and profile is not None and profile.gpu_flag == "gres":
-        return None  # said in --gres
-    return str(value)
+    return _RENDERED.get(field, str)(value)
 
 
 def directives(request: ResourceRequest, profile: ClusterProfile | None = None,
@@ -68,12 +68,10 @@ def directives(request: ResourceRequest, profile: ClusterProfile | None = None,
 
 
 def _line(flag: str, value: str) -> str:
-    dashes = "-" if len(flag) == 1 else "--"
-    if not value:
-        return f"#SBATCH {dashes}{flag}"
-    joiner = " " if len(flag) == 1 else "="
+    short = len(flag) == 1
     # sbatch reads directive values with shell-like quoting; an unquoted '#' starts a comment
-    return f"#SBATCH {dashes}{flag}{joiner}{shlex.quote(value)}"
+    given = f"{' ' if short else '='}{shlex.quote(value)}" if value else ""
+    return f"#SBATCH {'-' if short else '--'}{flag}{given}"
 
 
 def header_lines(request: ResourceRequest, profile: ClusterProfile | None = None,
