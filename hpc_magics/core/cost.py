@@ -37,19 +37,12 @@ def billing_units(weights: str, cpus: int, mem_mb: int, gpus: int, nodes: int) -
     total = 0.0
     for name, weight in tres(weights).items():
         match = re.fullmatch(r"([\d.]+)([KMGT]?)", weight, re.IGNORECASE)
-        if not match:
-            continue
-        factor = float(match.group(1))
         key = name.lower()
-        if key == "cpu":
-            total += factor * cpus
-        elif key == "mem":
-            unit_mb = parse_memory(f"1{match.group(2) or 'M'}")
-            total += factor * mem_mb / unit_mb
-        elif key in {"gres/gpu", "gpu"} or key.startswith("gres/gpu:"):
-            total += factor * gpus
-        elif key == "node":
-            total += factor * nodes
+        key = "gpu" if key == "gres/gpu" or key.startswith("gres/gpu:") else key
+        if match:
+            counts = {"cpu": cpus, "gpu": gpus, "node": nodes,
+                      "mem": mem_mb / parse_memory(f"1{match.group(2) or 'M'}")}
+            total += float(match.group(1)) * counts.get(key, 0)
     return total
 
 
@@ -64,11 +57,10 @@ def estimate(request: ResourceRequest, profile: ClusterProfile | None = None,
     asked_cpus = (request.cpus_per_task or 1) * (request.ntasks_per_node or 1)
     cores = partition.cpus_per_node if whole and partition and partition.cpus_per_node \
         else asked_cpus
-    rule_name = profile.billing if profile else "node"
+    kind = profile.billing if profile and profile.billing in _UNITS else "node"
     weights = billing_weights or (partition.billing_weights if partition else "")
     if hours is None:
-        return Cost(None, None, None, None, None, _UNITS.get(rule_name, "node-h"),
-                    "no time limit")
+        return Cost(None, None, None, None, None, _UNITS[kind], "no time limit")
     node_h, gpu_h, core_h = nodes * hours, nodes * gpus * hours, nodes * cores * hours
     if weights:
         mem = request.mem_mb or 0
@@ -77,12 +69,9 @@ def estimate(request: ResourceRequest, profile: ClusterProfile | None = None,
         billed = billing_units(weights, cores, mem, gpus, 1) * nodes * hours
         return Cost(hours, node_h, gpu_h, core_h, billed, "billing-h",
                     f"TRESBillingWeights {weights}")
-    billed = {"node": node_h, "gpu": gpu_h, "core": core_h}.get(rule_name, node_h)
-    rule = {"node": "billed by the node", "gpu": "billed by the GPU",
-            "core": "billed by the core"}.get(rule_name, "billed by the node")
-    if whole:
-        rule = f"whole nodes, {rule}"
-    return Cost(hours, node_h, gpu_h, core_h, billed, _UNITS.get(rule_name, "node-h"), rule)
+    billed = {"node": node_h, "gpu": gpu_h, "core": core_h}[kind]
+    rule = ("whole nodes, " if whole else "") + f"billed by the {_UNITS[kind].removesuffix('-h')}"
+    return Cost(hours, node_h, gpu_h, core_h, billed, _UNITS[kind], rule)
 
 
 def cost_so_far(request_data: Mapping[str, Any], elapsed_s: float) -> str:
