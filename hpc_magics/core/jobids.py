@@ -33,18 +33,13 @@ class JobId:
             start, _, end = part.partition("-")
             if not start:
                 continue
-            step_text = end.split(":")[1] if ":" in end else "1"
-            end = end.split(":")[0]
-            numbers.update(range(int(start), int(end or start) + 1, max(1, int(step_text))))
+            end, _, step = end.partition(":")
+            numbers.update(range(int(start), int(end or start) + 1, max(1, int(step or 1))))
         return frozenset(numbers)
 
     def covers(self, other: JobId) -> bool:
         """Is ``other`` (a queue or accounting entry) this job or one of its parts?"""
-        if self.base != other.base:
-            return False
-        if self.het is not None and other.het is not None and self.het != other.het:
-            return False
-        if self.het is not None and other.het is None:
+        if self.base != other.base or (self.het is not None and other.het != self.het):
             return False
         mine, theirs = self.task_numbers, other.task_numbers
         if mine is None:

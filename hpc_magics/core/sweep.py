@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidRequest
-from .resources import positive_int
+from .resources import positive_int, unquote
 
 # Slurm's default when ``scontrol show config`` cannot be read.
 DEFAULT_MAX_ARRAY_SIZE = 1001
@@ -77,9 +77,7 @@ def _check_name(name: str, origin: str) -> None:
 
 def parse_sweep(spec: str) -> tuple[str, list[Any]]:
     """One ``--sweep NAME=V1,V2`` → (name, values)."""
-    spec = spec.strip()
-    if len(spec) >= 2 and spec[0] == spec[-1] and spec[0] in "'\"":
-        spec = spec[1:-1]  # IPython keeps the quotes of --sweep 'lr=1,2'
+    spec = unquote(spec)  # IPython keeps the quotes of --sweep 'lr=1,2'
     name, equals, text = spec.partition("=")
     name = name.strip()
     if not equals:
