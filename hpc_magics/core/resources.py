@@ -143,7 +143,7 @@ def positive_int(name: str, text: Any, why: str = "") -> int:
     return value
 
 
-def unquote(text: str) -> str:
+def _unquote(text: str) -> str:
     """IPython keeps the quotes of magic arguments: 'module load X' → module load X."""
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
@@ -183,7 +183,7 @@ def updated(request: ResourceRequest, values: Mapping[str, Any]) -> ResourceRequ
         if raw is None:
             continue
         if name == "setup":
-            changes["setup"] = tuple(request.setup) + tuple(unquote(line) for line in raw)
+            changes["setup"] = tuple(request.setup) + tuple(_unquote(line) for line in raw)
         elif name == "backend":
             if raw not in BACKENDS:
                 raise InvalidRequest(f"--backend {raw!r}: use one of {', '.join(BACKENDS)}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidRequest
-from .resources import positive_int, unquote
+from .resources import _unquote, positive_int
 
 # Slurm's default when ``scontrol show config`` cannot be read.
 DEFAULT_MAX_ARRAY_SIZE = 1001
@@ -77,7 +77,7 @@ def _check_name(name: str, origin: str) -> None:
 
 def parse_sweep(spec: str) -> tuple[str, list[Any]]:
     """One ``--sweep NAME=V1,V2`` → (name, values)."""
-    spec = unquote(spec)  # IPython keeps the quotes of --sweep 'lr=1,2'
+    spec = _unquote(spec)  # IPython keeps the quotes of --sweep 'lr=1,2'
     name, equals, text = spec.partition("=")
     name = name.strip()
     if not equals:

@@ -15,7 +15,7 @@ from hpc_magics.core.efficiency import (
     report,
     sacct_megabytes,
 )
-from hpc_magics.core.pending_reasons import plain_reason
+from hpc_magics.core.jobs import plain_reason
 from hpc_magics.core.units import slurm_seconds
 from hpc_magics.widgets.job_view import JobView
 
