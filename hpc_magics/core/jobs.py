@@ -1,7 +1,6 @@
-"""The job model: Slurm's states, what they mean, and immutable job snapshots; why a job is
-pending (squeue's reason codes, squeue(1) "JOB REASON CODES"), and why one ended without its
-results, in one line with the fix: the one table the notebook's error, the widget and
-``%hpc_jobs`` take their words from. Unknown codes are shown as Slurm says them."""
+"""The job model: Slurm's states and what they mean (why a job is pending, why it ended
+without its results: one table each, which every view takes its words from); job snapshots.
+"""
 
 from __future__ import annotations
 
