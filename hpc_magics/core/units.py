@@ -44,16 +44,11 @@ def parse_time(text: str | int) -> int:
         return UNLIMITED if total == 0 else total
     compact = value.replace(" ", "")
     parts = _HUMAN_PART.findall(compact)
-    if parts and "".join(f"{n}{u}" for n, u in parts) == compact:
-        total_f = 0.0
-        for number, unit in parts:
-            factor = _HUMAN_UNITS.get(unit.lower())
-            if factor is None:
-                break
-            total_f += float(number) * factor
-        else:
-            if total_f > 0:
-                return round(total_f)
+    if (parts and "".join(f"{n}{u}" for n, u in parts) == compact
+            and all(unit.lower() in _HUMAN_UNITS for _, unit in parts)):
+        human = sum(float(number) * _HUMAN_UNITS[unit.lower()] for number, unit in parts)
+        if human > 0:
+            return round(human)
     raise InvalidRequest(
         f"time {value!r} is not understood: use minutes ('90'), 'HH:MM:SS', "
         "'D-HH:MM:SS' or a duration like '2h' or '90min'"
@@ -73,17 +68,12 @@ def format_time(seconds: int) -> str:
 
 def format_duration(seconds: float) -> str:
     """Short human form, as in a status bar: ``3h12m``, ``45m``, ``2d4h``, ``40s``."""
-    seconds = max(0, int(seconds))
-    days, rest = divmod(seconds, 86400)
+    days, rest = divmod(max(0, int(seconds)), 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
         return f"{days}d{hours}h" if hours else f"{days}d"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m"
-    return f"{secs}s"
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m" if minutes else f"{secs}s"
 
 
 def format_clock(epoch: float, now: float) -> str:

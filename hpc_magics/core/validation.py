@@ -18,8 +18,7 @@ from .profiles import ClusterProfile, Partition
 from .resources import ResourceRequest
 from .units import UNLIMITED, format_memory, format_time, parse_memory
 
-ERROR = "error"
-WARNING = "warning"
+ERROR, WARNING = "error", "warning"
 # "<ACCOUNT>", "<project>" left in a value. For accounts also "def-$USER" (sbatch does not
 # expand variables in #SBATCH lines), "NAISSXXXX-YY-ZZZZ", "your_project" and upper-case
 # words naming what to fill in (ACCOUNT, COMPUTE_CANADA_ACCOUNT, MY_PROJECT): Slurm keeps
@@ -249,10 +248,9 @@ def check(request: ResourceRequest, profile: ClusterProfile) -> list[Problem]:
     return problems
 
 
-# What hpc_magics cannot follow a job through yet, refused before anything is submitted:
-# (sbatch's long and short option, the variables sbatch also reads it from (sbatch(1),
-# INPUT ENVIRONMENT VARIABLES), the problem). A value naming only the cluster submitted
-# from is harmless: sbatch then answers ``ID;CLUSTER`` and the cluster is recorded.
+# What hpc_magics cannot follow a job through yet, refused before submitting: (option, its
+# short form, the variables sbatch also reads it from, the problem). Naming only the cluster
+# submitted from is harmless: sbatch answers ``ID;CLUSTER`` and the cluster is recorded.
 NOT_YET: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("clusters", "M", ("SBATCH_CLUSTERS", "SLURM_CLUSTERS"),
      "several clusters are not supported yet"),
