@@ -232,11 +232,8 @@ def _typo(spelling: str, value: str | None) -> tuple[str, str] | None:
 
 def _option_for(field_name: str, last_line: dict[str, int]) -> str:
     """The option a validation problem is about, as the script spelled the request."""
-    if field_name == "gpus-per-node":
-        for name in ("gpus-per-node", "gres", "gpus"):
-            if name in last_line:
-                return name
-    return field_name
+    spellings = ("gpus-per-node", "gres", "gpus") if field_name == "gpus-per-node" else ()
+    return next((name for name in spellings if name in last_line), field_name)
 
 
 def render(report: ScriptReport, name: str = "script") -> str:

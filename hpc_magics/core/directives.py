@@ -92,12 +92,9 @@ PLUGIN_OPTIONS: dict[str, str] = {name: "pyxis" for name in (
 def lookup(spelling: str) -> SbatchOption | None:
     """The option a long spelling means: exact, an alias, or (as getopt_long does) the one
     option it is an unambiguous beginning of."""
-    if spelling in BY_NAME:
-        return BY_NAME[spelling]
-    if spelling in ALIASES:
-        return BY_NAME[ALIASES[spelling]]
     matches = [o for o in OPTIONS if o.name.startswith(spelling)]
-    return matches[0] if len(matches) == 1 else None
+    return BY_NAME.get(ALIASES.get(spelling, spelling)) or (
+        matches[0] if len(matches) == 1 else None)
 
 
 def ambiguous(spelling: str) -> list[str]:

@@ -58,10 +58,9 @@ def staged_name(path: str) -> str:
     """The key of ``staged`` and the folder under the node-local root: the base name,
     an archive's without its suffix (``data.tar.gz`` → ``data``)."""
     base = Path(path.rstrip("/")).name
-    for suffix in ARCHIVE_SUFFIXES:
-        if base.lower().endswith(suffix) and len(base) > len(suffix):
-            return base[: -len(suffix)]
-    return base
+    suffix = next((s for s in ARCHIVE_SUFFIXES
+                   if base.lower().endswith(s) and len(base) > len(s)), "")
+    return base[: len(base) - len(suffix)]
 
 
 def is_archive(path: str) -> bool:

@@ -102,11 +102,9 @@ def parse_memory(text: str | int) -> int:
 
 def format_memory(megabytes: int) -> str:
     """Render megabytes the way sbatch accepts it, preferring whole gigabytes."""
-    if megabytes and megabytes % (1024 * 1024) == 0:
-        return f"{megabytes // (1024 * 1024)}T"
-    if megabytes and megabytes % 1024 == 0:
-        return f"{megabytes // 1024}G"
-    return f"{megabytes}M"
+    unit, size = next(((u, s) for u, s in (("T", 1024 * 1024), ("G", 1024))
+                       if megabytes and megabytes % s == 0), ("M", 1))
+    return f"{megabytes // size}{unit}"
 
 
 def slurm_seconds(text: str) -> float | None:
