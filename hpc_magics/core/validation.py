@@ -62,24 +62,23 @@ def resolve_partition(request: ResourceRequest, profile: ClusterProfile) -> Part
 # ------------------------------------------------------------------ the rules
 def partition_exists(request: ResourceRequest, profile: ClusterProfile,
                      partition: Partition | None) -> Found:
-    if request.partition and profile.partitions and request.partition not in profile.partitions:
-        choices = ", ".join(profile.partitions)
-        routed = "" if profile.default_partition else " (or leave -p out: the site routes jobs)"
-        if profile.partitions_complete:
-            from .sites import profile_with_partition  # only on this path: reads the profiles
+    if not (request.partition and profile.partitions
+            and request.partition not in profile.partitions):
+        return
+    choices = ", ".join(profile.partitions)
+    if not profile.partitions_complete:
+        yield _warn("partition", f"partition {request.partition!r} is not in the "
+                    f"{profile.name} profile (documented on {profile.documented_on or '?'}): "
+                    f"check with sinfo; known: {choices}")
+        return
+    from .sites import profile_with_partition  # only on this path: reads the profiles
 
-            other = profile_with_partition(request.partition)
-            if other and other != profile.name:  # SDumont 2nd's lncc-h100 under sdumont
-                yield _error("partition", f"partition {request.partition!r} does not exist on "
-                             f"{profile.name}; it is {other}'s: use --profile {other}, or one "
-                             f"of {choices}{routed}")
-                return
-            yield _error("partition", f"partition {request.partition!r} does not exist on "
-                         f"{profile.name}: use one of {choices}{routed}")
-        else:
-            yield _warn("partition", f"partition {request.partition!r} is not in the "
-                        f"{profile.name} profile (documented on {profile.documented_on or '?'}): "
-                        f"check with sinfo; known: {choices}")
+    other = profile_with_partition(request.partition)  # SDumont 2nd's lncc-h100 under sdumont
+    fix = f"; it is {other}'s: use --profile {other}, or one" if other and other != profile.name \
+        else ": use one"
+    routed = "" if profile.default_partition else " (or leave -p out: the site routes jobs)"
+    yield _error("partition", f"partition {request.partition!r} does not exist on "
+                 f"{profile.name}{fix} of {choices}{routed}")
 
 
 def time_limit(request: ResourceRequest, profile: ClusterProfile,
