@@ -245,8 +245,9 @@ def rerun_changes(usage: Usage, rules: Mapping[str, Any] | None = None) -> dict[
         return {"mem": format_memory(_round_up_gb(grown))}
     if usage.state == "TIMEOUT" and usage.time_limit_s and usage.time_limit_s > 0:
         # a rerun with 1m after `-t 0:00:05` (run a minute) would end the same way
-        given_s = slurm_given_s(usage.time_limit_s)
-        return {"time": _whole_time(given_s * float(rules["timeout"]["factor"]))}
+        minutes = math.ceil(slurm_given_s(usage.time_limit_s)
+                            * float(rules["timeout"]["factor"]) / 60)  # whole hours from 1h
+        return {"time": f"{minutes}m" if minutes < 60 else f"{math.ceil(minutes / 60)}h"}
     return {}
 
 
@@ -254,12 +255,6 @@ def slurm_given_s(limit_s: float) -> float:
     """The time limit Slurm gives a job that asks for ``limit_s``: whole minutes, rounded up
     (``-t 0:00:05`` runs a minute; accounting's Timelimit says so, the request does not)."""
     return math.ceil(limit_s / 60) * 60
-
-
-def _whole_time(seconds: float) -> str:
-    """``45m``, ``3h``: up to whole minutes, or whole hours from an hour on."""
-    minutes = math.ceil(seconds / 60)
-    return f"{minutes}m" if minutes < 60 else f"{math.ceil(minutes / 60)}h"
 
 
 def _rule_timeout(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:

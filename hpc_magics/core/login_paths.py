@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from . import errors
 from .kernel_world import LOGIN_ONLY, login_only_root
@@ -21,16 +21,6 @@ _QUOTED = re.compile("|".join(rf"""(['"])({re.escape(root)}/[^'"\n]+)\1""" for r
 
 def nodes_share_tmp(environ: Mapping[str, str]) -> bool:
     return environ.get(SHARED_TMP_VARIABLE, "").strip().lower() in {"1", "yes", "true"}
-
-
-def named_login_files(cell: str, exists: Callable[[str], bool] = os.path.exists) -> list[str]:
-    """Files under a login-only folder that the cell names in quotes and that exist here."""
-    found: list[str] = []
-    for match in _QUOTED.finditer(cell):
-        path = next(group for group in match.groups()[1::2] if group)
-        if exists(path) and path not in found:
-            found.append(path)
-    return found
 
 
 def refusals(*, jobs_root: str, cwd: str, stage: Sequence[str], stage_back: str | None,
@@ -49,7 +39,9 @@ def refusals(*, jobs_root: str, cwd: str, stage: Sequence[str], stage_back: str 
         root = login_only_root(path)
         if root:
             found.append(f"{what} is under {root}, which compute nodes do not see: {fix}")
-    for path in named_login_files(cell):
+    # files under a login-only folder that the cell names in quotes and that exist here
+    quoted = dict.fromkeys(next(g for g in m.groups()[1::2] if g) for m in _QUOTED.finditer(cell))
+    for path in (path for path in quoted if os.path.exists(path)):
         root = login_only_root(path)
         found.append(f"the cell reads {path}, a file under {root} of this login host, which "
                      f"compute nodes do not see: copy it to {SHARED} (or --stage it from there "
