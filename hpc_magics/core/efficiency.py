@@ -211,12 +211,6 @@ def memory_text(megabytes: float | None) -> str:
         f"{megabytes / 1024:.1f}G" if megabytes >= 1024 else f"{megabytes:.0f}M")
 
 
-def _cpu_time(seconds: float | None) -> str:
-    # a short task's 0.4 s is not "0s" beside a 40 % efficiency
-    return "n/a" if seconds is None else (
-        f"{seconds:.1f}s" if seconds < 10 else format_duration(seconds))
-
-
 def load_advice_rules(path: Path = ADVICE_FILE) -> dict[str, Any]:
     from .profiles import read_toml  # not at import: the watcher imports Usage
 
@@ -358,10 +352,11 @@ def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
     gpu = GpuSummary.of(gpu_samples)
     lines = [f"state {usage.state}" + (f" (exit {usage.exit_code})"
                                        if usage.exit_code not in ("", "0:0") else "")]
-    cpus = usage.alloc_cpus or "?"
-    lines.append(f"CPU efficiency {_percent(usage.cpu_efficiency)} "
-                 f"({_cpu_time(usage.total_cpu_s)} of CPU time on {cpus} "
-                 f"CPU{'' if cpus == 1 else 's'})")
+    cpus, used = usage.alloc_cpus or "?", usage.total_cpu_s
+    # a short task's 0.4 s is not "0s" beside a 40 % efficiency
+    cpu_time = "n/a" if used is None else f"{used:.1f}s" if used < 10 else format_duration(used)
+    lines.append(f"CPU efficiency {_percent(usage.cpu_efficiency)} ({cpu_time} of CPU time on "
+                 f"{cpus} CPU{'' if cpus == 1 else 's'})")
     if usage.max_rss_mb is None:
         lines.append(f"memory peak not sampled (the job ended before accounting's first "
                      f"sample) of {memory_text(usage.req_mem_mb)} asked")
