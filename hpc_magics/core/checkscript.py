@@ -44,8 +44,7 @@ class Finding:
     rule: str = "syntax"  # "syntax": how sbatch reads the line; "limit": the profile's rules
 
     def __str__(self) -> str:
-        where = f"line {self.line}: " if self.line else ""
-        return f"{where}{self.severity}: {self.message}"
+        return f"{f'line {self.line}: ' if self.line else ''}{self.severity}: {self.message}"
 
 
 @dataclass(frozen=True)

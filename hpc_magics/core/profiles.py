@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .errors import InvalidRequest
 from .units import parse_memory, parse_time
@@ -128,8 +128,7 @@ def _partition(name: str, data: Any) -> Partition:
     if not isinstance(data, dict):
         raise InvalidRequest(f"partitions.{name} = {data!r} must be a table "
                              f"([partitions.{name}])")
-    partition: Partition = _from_toml(Partition, data, f"partitions.{name}.", name=name)
-    return partition
+    return cast(Partition, _from_toml(Partition, data, f"partitions.{name}.", name=name))
 
 
 # field → (its TOML key, the TOML types it takes, how it is read)
@@ -165,8 +164,7 @@ def _from_toml(cls: Any, data: Mapping[str, Any], where: str, **given: Any) -> A
 
 
 def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -> ClusterProfile:
-    profile: ClusterProfile = _from_toml(ClusterProfile, data, "", name=name, source=source)
-    return profile
+    return cast(ClusterProfile, _from_toml(ClusterProfile, data, "", name=name, source=source))
 
 
 def search_path() -> list[Path]:

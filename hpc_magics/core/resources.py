@@ -72,11 +72,8 @@ class ResourceRequest:
         """The GPUs per node, whether asked through --gpus-per-node or --gres=gpu."""
         if self.gpus_per_node is not None:
             return self.gpus_per_node
-        if self.gres:
-            for item in self.gres.split(","):
-                if item.startswith("gpu"):
-                    return GpuRequest.parse(item, flag="--gres")
-        return None
+        gres = next((item for item in (self.gres or "").split(",") if item.startswith("gpu")), "")
+        return GpuRequest.parse(gres, flag="--gres") if gres else None
 
     def all_gpus(self) -> GpuRequest | None:
         """:meth:`gpus`, or else sbatch's ``--gpus`` total spread over the nodes (rounded up)."""
