@@ -82,9 +82,8 @@ def cost_so_far(request_data: Mapping[str, Any], elapsed_s: float) -> str:
         cost = estimate(request, load_profile(request.profile))
     except (HpcMagicsError, TypeError, ValueError):
         return ""
-    if cost.billed is None:
-        return ""
-    return f"{cost.billed:.4f} {cost.billed_unit}"  # a new job has cost little
+    # four decimals: a new job has cost little
+    return "" if cost.billed is None else f"{cost.billed:.4f} {cost.billed_unit}"
 
 
 # ------------------------------------------------------------------ the line users see

@@ -171,9 +171,8 @@ def search_path() -> list[Path]:
     """Folders searched for profiles, first match wins."""
     paths = [Path(p) for p in os.environ.get("HPC_MAGICS_PROFILE_PATH", "").split(os.pathsep) if p]
     config_home = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config"))
-    paths += [config_home / "hpc_magics" / "profiles", Path("/etc/hpc_magics/profiles")]
-    paths.append(PACKAGED_DIR)
-    return paths
+    return [*paths, config_home / "hpc_magics" / "profiles", Path("/etc/hpc_magics/profiles"),
+            PACKAGED_DIR]
 
 
 # Every %%sbatch cell looks its profile up: the folders' listings and the parsed files are

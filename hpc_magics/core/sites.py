@@ -40,12 +40,9 @@ def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str 
 def profile_for_host(hostname: str, paths: Iterable[Path] | None = None) -> str | None:
     """The profile whose ``hostnames`` match this host's name (a login or compute node)."""
     name = hostname.strip().lower()
-    if not name:
-        return None
-    for profile_name, profile in sorted(loadable_profiles(paths).items()):
-        if any(re.fullmatch(pattern, name, re.IGNORECASE) for pattern in profile.hostnames):
-            return profile_name
-    return None
+    return next((profile_name for profile_name, profile in sorted(loadable_profiles(paths).items())
+                 if name and any(re.fullmatch(p, name, re.IGNORECASE) for p in profile.hostnames)),
+                None)
 
 
 def profile_with_partition(partition: str, paths: Iterable[Path] | None = None) -> str | None:
