@@ -14,9 +14,8 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .core.end_reasons import SLURM_ENDED_IT
 from .core.errors import FETCHED_FAILURE_HOOKS, HpcMagicsError, JobFailed
-from .core.jobs import SUCCESS_STATES, is_final, normalize_state, phase
+from .core.jobs import SLURM_ENDED_IT, SUCCESS_STATES, is_final, normalize_state, phase
 from .fetching import (
     RESULTS_GRACE_S,
     await_results,

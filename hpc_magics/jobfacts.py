@@ -1,7 +1,7 @@
 """What a job's nodes recorded about it in its folder (``core/node_records.py``), read
 back for the notebook: the memory peak for %hpc_efficiency, the limit for a job that
 ran out of memory (and the rerun it needs), and the one line on why a job ended
-(``core/end_reasons.py``) that the notebook's error, the job widget and %hpc_jobs share."""
+(``core/jobs.py``) that the notebook's error, the job widget and %hpc_jobs share."""
 
 from __future__ import annotations
 
@@ -10,10 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .core.efficiency import Usage
-from .core.efficiency_report import rerun_changes
-from .core.end_reasons import end_hint, end_note
-from .core.jobs import normalize_state
+from .core.efficiency import Usage, rerun_changes
+from .core.jobs import end_hint, end_note, normalize_state
 from .core.node_records import (
     STEP_STATES_THAT_EXPLAIN,
     NodePeak,

@@ -19,7 +19,7 @@ else:  # pragma: no cover
 
 from hpc_magics.cli import main
 from hpc_magics.core.checkscript import check_script
-from hpc_magics.core.pending_reasons import plain_reason
+from hpc_magics.core.jobs import plain_reason
 from hpc_magics.core.profiles import profile_from_mapping
 from hpc_magics.core.resources import ResourceRequest, updated
 from hpc_magics.scheduler import commands, live

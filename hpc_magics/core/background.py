@@ -1,10 +1,6 @@
-"""Our background threads end before the interpreter does.
-
-A daemon thread still running Python code while the interpreter finalizes can crash it
-(CPython gh-110052 and kin: a segfault after the last line of output; seen once as a
-kernel's exit after its cells passed). Each thread that follows a job registers how to
-stop it; one ``atexit`` hook, which runs before finalization, stops them all and waits a
-moment for each.
+"""Our background threads end before the interpreter does: a daemon thread running Python
+while the interpreter finalizes can crash it (CPython gh-110052). One ``atexit`` hook stops
+each registered thread and waits a moment for it.
 """
 
 from __future__ import annotations

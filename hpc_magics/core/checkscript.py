@@ -1,34 +1,33 @@
-"""Check a job script's ``#SBATCH`` block the way sbatch reads it, against a profile.
-
-A verdict per line and every problem at once.  sbatch reads ``#SBATCH`` lines until the
-first command; later ones are ignored (said, as a warning).  Options hpc_magics models are
-checked against the profile's limits (``core/validation.py``); every other option sbatch
-knows passes through untouched and is reported as passed through; an option sbatch does not
-know is a warning (a site plugin may add it), unless it is an ambiguous abbreviation or a
-misspelling of one sbatch knows (``--ntaks-per-node``, ``--mem-4G``), which sbatch refuses.
+"""Check a job script's ``#SBATCH`` block the way sbatch reads it, against a profile: a
+verdict per line and every problem at once. Modelled options are checked against the
+profile's limits (``validation``); other sbatch options pass through; an unknown option is a
+warning (a site plugin may add it) unless sbatch would refuse it: an ambiguous abbreviation
+or a misspelling (``--ntaks-per-node``, ``--mem-4G``).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from . import validation
-from .directives import Option, read_options
-from .errors import InvalidRequest
-from .flags import FLAG_FIELDS
-from .profiles import ClusterProfile
-from .resources import ResourceRequest, updated
-from .sbatch_options import (
+from .directives import (
     NONE,
     OPTIONS,
     PLUGIN_OPTIONS,
     VALUE_CHECKS,
+    Option,
     ambiguous,
     filename_notes,
     lookup,
+    read_options,
 )
+from .errors import InvalidRequest
+from .flags import FLAG_FIELDS
+from .profiles import ClusterProfile
+from .resources import ResourceRequest, updated
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
     "ok", "warning", "error", "passed", "ignored", "comment")
@@ -45,8 +44,7 @@ class Finding:
     rule: str = "syntax"  # "syntax": how sbatch reads the line; "limit": the profile's rules
 
     def __str__(self) -> str:
-        where = f"line {self.line}: " if self.line else ""
-        return f"{where}{self.severity}: {self.message}"
+        return f"{f'line {self.line}: ' if self.line else ''}{self.severity}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -60,11 +58,28 @@ class LineVerdict:
 @dataclass(frozen=True)
 class ScriptReport:
     profile: str
-    lines: tuple[LineVerdict, ...]
+    source: tuple[str, ...]  # the script's lines
+    marks: Mapping[int, str]  # line → COMMENT, IGNORED or PASSED, whatever is said of it
+    notes: Mapping[int, tuple[str, ...]]  # line → what is said of it, in order
     findings: tuple[Finding, ...]
     request: ResourceRequest
     passed_through: tuple[tuple[str, str | None], ...] = field(default=())
     option_lines: tuple[tuple[str, int], ...] = field(default=())  # option → its last line
+
+    @property
+    def lines(self) -> tuple[LineVerdict, ...]:
+        """A verdict for each directive line and each line something is said of."""
+        out = []
+        for number, line in enumerate(self.source, start=1):
+            said = self.notes.get(number, ())
+            if not (_DIRECTIVE.match(line) or number in self.marks or said):
+                continue
+            verdict = self.marks.get(number, OK)
+            if verdict in (OK, PASSED):  # the worst said of it, if anything is
+                verdict = next((worst for worst in (ERROR, WARNING)
+                                if any(n.startswith(worst) for n in said)), verdict)
+            out.append(LineVerdict(number, line.strip(), verdict, said))
+        return tuple(out)
 
     @property
     def errors(self) -> list[Finding]:
@@ -77,25 +92,22 @@ class ScriptReport:
 
 def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
                  whole_file: bool = False) -> ScriptReport:
-    """Read ``script`` as sbatch does and check it against ``profile``.
-
-    ``whole_file``: the script is a file given to sbatch, which refuses one that does not
-    start with ``#!`` (a pasted block or a notebook cell need not).
-    """
+    """Read ``script`` as sbatch does and check it against ``profile``. ``whole_file``: a
+    file given to sbatch, which refuses one that does not start with ``#!``."""
     verdicts: dict[int, str] = {}
     notes: dict[int, list[str]] = {}
     findings: list[Finding] = []
     options: list[Option] = []
     lines = script.splitlines()
     in_header = True
-    if whole_file and not script.startswith("#!"):
-        findings.append(Finding(ERROR, "", "sbatch refuses a script whose first line is not "
-                                "an interpreter line: add #!/bin/bash as line 1", 1))
-        notes.setdefault(1, []).append(f"{ERROR}: {findings[-1].message}")
 
     def note(number: int, severity: str, option: str, message: str) -> None:
         findings.append(Finding(severity, option, message, number))
         notes.setdefault(number, []).append(f"{severity}: {message}")
+
+    if whole_file and not script.startswith("#!"):
+        note(1, ERROR, "", "sbatch refuses a script whose first line is not an interpreter "
+             "line: add #!/bin/bash as line 1")
 
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
@@ -167,20 +179,14 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
     request = request.changed(extra=tuple((k, v or "") for k, v in extra.items()))
     for problem in validation.check(request, profile):
         named = _option_for(problem.field, last_line)
-        note_line = last_line.get(named)
-        finding = Finding(problem.severity, named, problem.message, note_line, "limit")
-        findings.append(finding)
-        if note_line:
-            notes.setdefault(note_line, []).append(str(problem))
-
-    return ScriptReport(
-        profile=profile.name,
-        lines=tuple(_verdicts(lines, verdicts, notes)),
-        findings=tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0))),
-        request=request,
-        passed_through=tuple(extra.items()),
-        option_lines=tuple(last_line.items()),
-    )
+        findings.append(Finding(problem.severity, named, problem.message, last_line.get(named),
+                                "limit"))
+        if named in last_line:
+            notes.setdefault(last_line[named], []).append(str(problem))
+    return ScriptReport(profile.name, tuple(lines), verdicts,
+                        {number: tuple(said) for number, said in notes.items()},
+                        _in_order(findings), request, tuple(extra.items()),
+                        tuple(last_line.items()))
 
 
 def with_findings(report: ScriptReport, more: list[Finding] | tuple[Finding, ...]
@@ -189,18 +195,16 @@ def with_findings(report: ScriptReport, more: list[Finding] | tuple[Finding, ...
     lines = dict(report.option_lines)
     placed = [replace(f, line=f.line or lines.get(_option_for(f.option, lines)))
               for f in more]
-    notes = {v.number: list(v.notes) for v in report.lines}
-    verdicts = {v.number: v.verdict for v in report.lines if v.verdict not in (OK, WARNING,
-                                                                              ERROR)}
+    notes = dict(report.notes)
     for finding in placed:
         if finding.line:
-            notes.setdefault(finding.line, []).append(f"{finding.severity}: {finding.message}")
-    texts = {v.number: v.text for v in report.lines}
-    width = max(texts, default=0)
-    source = [texts.get(n, "") for n in range(1, width + 1)]
-    return replace(report, lines=tuple(_verdicts(source, verdicts, notes)),
-                   findings=tuple(sorted((*report.findings, *placed),
-                                         key=lambda f: (f.severity != ERROR, f.line or 0))))
+            notes[finding.line] = (*notes.get(finding.line, ()),
+                                   f"{finding.severity}: {finding.message}")
+    return replace(report, notes=notes, findings=_in_order((*report.findings, *placed)))
+
+
+def _in_order(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0)))
 
 
 # Options whose text never stops a job (the account has its own placeholder rule).
@@ -227,28 +231,8 @@ def _typo(spelling: str, value: str | None) -> tuple[str, str] | None:
 
 def _option_for(field_name: str, last_line: dict[str, int]) -> str:
     """The option a validation problem is about, as the script spelled the request."""
-    if field_name == "gpus-per-node":
-        for name in ("gpus-per-node", "gres", "gpus"):
-            if name in last_line:
-                return name
-    return field_name
-
-
-def _verdicts(lines: list[str], verdicts: dict[int, str],
-              notes: dict[int, list[str]]) -> list[LineVerdict]:
-    out = []
-    for number, line in enumerate(lines, start=1):
-        said = notes.get(number, [])
-        if not (_DIRECTIVE.match(line) or number in verdicts or number in notes):
-            continue
-        verdict = verdicts.get(number, OK)
-        if verdict in (OK, PASSED):
-            if any(n.startswith("error") for n in said):
-                verdict = ERROR
-            elif any(n.startswith("warning") for n in said):
-                verdict = WARNING
-        out.append(LineVerdict(number, line.strip(), verdict, tuple(said)))
-    return out
+    spellings = ("gpus-per-node", "gres", "gpus") if field_name == "gpus-per-node" else ()
+    return next((name for name in spellings if name in last_line), field_name)
 
 
 def render(report: ScriptReport, name: str = "script") -> str:

@@ -1,9 +1,7 @@
-"""What a job costs at most: node-, GPU- and core-hours under the profile's billing rule,
-and the line users see beside a request (``cost_line``).
+"""What a job costs at most under the profile's billing rule, and the line users see.
 
-Whole-node partitions bill every core of every node; elsewhere only the cores asked for.
-When Slurm reports the partition's ``TRESBillingWeights`` (live, or in the profile), the
-billed units are its weighted sum per hour, as Slurm computes them (without PriorityFlags=MAX_TRES).
+Whole-node partitions bill every core; elsewhere the cores asked for. With the partition's
+``TRESBillingWeights`` the billed units are their weighted sum per hour, as Slurm's.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from typing import Any
 from .efficiency import tres
 from .errors import HpcMagicsError
 from .profiles import ClusterProfile, load_profile
-from .resources import GpuRequest, ResourceRequest, from_dict
+from .resources import ResourceRequest, from_dict
 from .units import UNLIMITED, parse_memory
 
 _UNITS = {"node": "node-h", "gpu": "GPU-h", "core": "core-h"}
@@ -33,37 +31,18 @@ class Cost:
     rule: str  # how it was counted, in words
 
 
-def _gpus(request: ResourceRequest) -> int:
-    gpus = request.gpus()
-    if gpus is not None:
-        return gpus.count
-    for key, value in request.extra:
-        if key in {"gpus", "G"} and value:
-            return -(-GpuRequest.parse(value, flag="--gpus").count // request.node_count)
-    return 0
-
-
 def billing_units(weights: str, cpus: int, mem_mb: int, gpus: int, nodes: int) -> float:
-    """Slurm's billing for one hour: the sum of each TRES count times its weight.
-
-    ``Mem=0.25G`` weighs a gigabyte (a bare number weighs a megabyte), as slurm.conf says.
-    """
+    """Slurm's billing for one hour: the sum of each TRES count times its weight;
+    ``Mem=0.25G`` weighs a gigabyte (a bare number a megabyte), as slurm.conf says."""
     total = 0.0
     for name, weight in tres(weights).items():
         match = re.fullmatch(r"([\d.]+)([KMGT]?)", weight, re.IGNORECASE)
-        if not match:
-            continue
-        factor = float(match.group(1))
         key = name.lower()
-        if key == "cpu":
-            total += factor * cpus
-        elif key == "mem":
-            unit_mb = parse_memory(f"1{match.group(2) or 'M'}")
-            total += factor * mem_mb / unit_mb
-        elif key in {"gres/gpu", "gpu"} or key.startswith("gres/gpu:"):
-            total += factor * gpus
-        elif key == "node":
-            total += factor * nodes
+        key = "gpu" if key == "gres/gpu" or key.startswith("gres/gpu:") else key
+        if match:
+            counts = {"cpu": cpus, "gpu": gpus, "node": nodes,
+                      "mem": mem_mb / parse_memory(f"1{match.group(2) or 'M'}")}
+            total += float(match.group(1)) * counts.get(key, 0)
     return total
 
 
@@ -73,16 +52,15 @@ def estimate(request: ResourceRequest, profile: ClusterProfile | None = None,
 
     hours = None if request.time_s in (None, UNLIMITED) else (request.time_s or 0) / 3600
     partition = resolve_partition(request, profile) if profile else None
-    nodes, gpus = request.node_count, _gpus(request)
+    nodes, gpus = request.node_count, getattr(request.all_gpus(), "count", 0)
     whole = bool(partition and partition.whole_node)
     asked_cpus = (request.cpus_per_task or 1) * (request.ntasks_per_node or 1)
     cores = partition.cpus_per_node if whole and partition and partition.cpus_per_node \
         else asked_cpus
-    rule_name = profile.billing if profile else "node"
+    kind = profile.billing if profile and profile.billing in _UNITS else "node"
     weights = billing_weights or (partition.billing_weights if partition else "")
     if hours is None:
-        return Cost(None, None, None, None, None, _UNITS.get(rule_name, "node-h"),
-                    "no time limit")
+        return Cost(None, None, None, None, None, _UNITS[kind], "no time limit")
     node_h, gpu_h, core_h = nodes * hours, nodes * gpus * hours, nodes * cores * hours
     if weights:
         mem = request.mem_mb or 0
@@ -91,12 +69,9 @@ def estimate(request: ResourceRequest, profile: ClusterProfile | None = None,
         billed = billing_units(weights, cores, mem, gpus, 1) * nodes * hours
         return Cost(hours, node_h, gpu_h, core_h, billed, "billing-h",
                     f"TRESBillingWeights {weights}")
-    billed = {"node": node_h, "gpu": gpu_h, "core": core_h}.get(rule_name, node_h)
-    rule = {"node": "billed by the node", "gpu": "billed by the GPU",
-            "core": "billed by the core"}.get(rule_name, "billed by the node")
-    if whole:
-        rule = f"whole nodes, {rule}"
-    return Cost(hours, node_h, gpu_h, core_h, billed, _UNITS.get(rule_name, "node-h"), rule)
+    billed = {"node": node_h, "gpu": gpu_h, "core": core_h}[kind]
+    rule = ("whole nodes, " if whole else "") + f"billed by the {_UNITS[kind].removesuffix('-h')}"
+    return Cost(hours, node_h, gpu_h, core_h, billed, _UNITS[kind], rule)
 
 
 def cost_so_far(request_data: Mapping[str, Any], elapsed_s: float) -> str:
@@ -107,9 +82,8 @@ def cost_so_far(request_data: Mapping[str, Any], elapsed_s: float) -> str:
         cost = estimate(request, load_profile(request.profile))
     except (HpcMagicsError, TypeError, ValueError):
         return ""
-    if cost.billed is None:
-        return ""
-    return f"{cost.billed:.4f} {cost.billed_unit}"  # a new job has cost little
+    # four decimals: a new job has cost little
+    return "" if cost.billed is None else f"{cost.billed:.4f} {cost.billed_unit}"
 
 
 # ------------------------------------------------------------------ the line users see

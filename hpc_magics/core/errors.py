@@ -13,18 +13,12 @@ class InvalidRequest(HpcMagicsError):
     """A resource request or flag is malformed or not allowed by the cluster."""
 
 
-def one_line(problems: Sequence[str]) -> str:
-    """Every problem found, as the one line a refusal says: the problem itself, or
-    ``N problems: first; second`` (all at once: one round of fixes)."""
-    if len(problems) == 1:
-        return problems[0]
-    return f"{len(problems)} problems: " + "; ".join(problems)
-
-
 def refuse(problems: Sequence[str]) -> None:
-    """Refuse in one line (:func:`one_line`) when anything was found."""
+    """Refuse in one line when anything was found: the problem itself, or ``N problems:
+    first; second`` (all at once: one round of fixes)."""
     if problems:
-        raise InvalidRequest(one_line(problems))
+        raise InvalidRequest(problems[0] if len(problems) == 1
+                             else f"{len(problems)} problems: " + "; ".join(problems))
 
 
 class ShippingError(HpcMagicsError):

@@ -1,8 +1,6 @@
-"""The sbatch flags hpc_magics understands, declared once.
-
-This table feeds the ``#SBATCH`` parser (``core/directives.py``), the request's field map
-(``core/resources.py``), the job-script renderer (``core/jobscript.py``, in this order) and
-the magics' and command line's arguments.  Flags not in it pass through to sbatch untouched.
+"""The sbatch flags hpc_magics models, declared once: for the ``#SBATCH`` reader, the
+request's fields, the renderer (in this order) and the magics' arguments. Other flags pass
+through to sbatch untouched.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Slurm job ids: plain (``123``), array (``123_4``, ``123_[1-5,7%2]``), heterogeneous (``123+0``).
-
-Pure parsing and matching, so the queue, accounting, job folders, cancel and the REST
-route all agree on which scheduler entry belongs to which job.
+"""Slurm job ids: plain (``123``), array (``123_4``, ``123_[1-5,7%2]``), heterogeneous
+(``123+0``): one parser, so every view agrees on which entry belongs to which job.
 """
 
 from __future__ import annotations
@@ -35,18 +33,13 @@ class JobId:
             start, _, end = part.partition("-")
             if not start:
                 continue
-            step_text = end.split(":")[1] if ":" in end else "1"
-            end = end.split(":")[0]
-            numbers.update(range(int(start), int(end or start) + 1, max(1, int(step_text))))
+            end, _, step = end.partition(":")
+            numbers.update(range(int(start), int(end or start) + 1, max(1, int(step or 1))))
         return frozenset(numbers)
 
     def covers(self, other: JobId) -> bool:
         """Is ``other`` (a queue or accounting entry) this job or one of its parts?"""
-        if self.base != other.base:
-            return False
-        if self.het is not None and other.het is not None and self.het != other.het:
-            return False
-        if self.het is not None and other.het is None:
+        if self.base != other.base or (self.het is not None and other.het != self.het):
             return False
         mine, theirs = self.task_numbers, other.task_numbers
         if mine is None:
@@ -54,12 +47,8 @@ class JobId:
         return theirs is not None and bool(mine & theirs)
 
     def __str__(self) -> str:
-        text = self.base
-        if self.tasks is not None:
-            text += f"_{self.tasks}"
-        if self.het is not None:
-            text += f"+{self.het}"
-        return text
+        return (self.base + (f"_{self.tasks}" if self.tasks is not None else "")
+                + (f"+{self.het}" if self.het is not None else ""))
 
 
 def parse_job_id(text: str) -> JobId | None:

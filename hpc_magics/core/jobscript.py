@@ -1,15 +1,13 @@
-"""The one renderer of job scripts: shebang, ``#SBATCH`` header, setup lines, run line.
-
-``%hpc_resources`` shows its header, ``%%sbatch --dry-run`` prints its script, the Slurm
-backend submits that very text and ``hpc-magics convert`` writes it as ``NAME.sbatch``.
-Pure: the request, the profile and the job's own parts (:class:`JobParts`) in, text out.
+"""The one renderer of job scripts: shebang, ``#SBATCH`` header, setup lines, run line;
+what ``--dry-run`` prints is what sbatch gets. Pure.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import InvalidRequest
 from .flags import ENGINE_FLAGS, SBATCH_FLAGS
@@ -40,19 +38,18 @@ def _gres(request: ResourceRequest, profile: ClusterProfile | None) -> str | Non
     return ",".join(items) or None
 
 
+_RENDERED: dict[str, Callable[[Any], str]] = {
+    "time_s": format_time, "mem_mb": lambda mb: format_memory(mb) if mb else "0"}
+
+
 def _value(field: str, request: ResourceRequest, profile: ClusterProfile | None) -> str | None:
     if field == "gres":
         return _gres(request, profile)
     value = getattr(request, field)
-    if value is None:
+    if value is None or (field == "gpus_per_node" and profile is not None
+                         and profile.gpu_flag == "gres"):  # said in --gres
         return None
-    if field == "time_s":
-        return format_time(value)
-    if field == "mem_mb":
-        return format_memory(value) if value else "0"
-    if field == "gpus_per_node" and profile is not None and profile.gpu_flag == "gres":
-        return None  # said in --gres
-    return str(value)
+    return _RENDERED.get(field, str)(value)
 
 
 def directives(request: ResourceRequest, profile: ClusterProfile | None = None,
@@ -71,12 +68,10 @@ def directives(request: ResourceRequest, profile: ClusterProfile | None = None,
 
 
 def _line(flag: str, value: str) -> str:
-    dashes = "-" if len(flag) == 1 else "--"
-    if not value:
-        return f"#SBATCH {dashes}{flag}"
-    joiner = " " if len(flag) == 1 else "="
+    short = len(flag) == 1
     # sbatch reads directive values with shell-like quoting; an unquoted '#' starts a comment
-    return f"#SBATCH {dashes}{flag}{joiner}{shlex.quote(value)}"
+    given = f"{' ' if short else '='}{shlex.quote(value)}" if value else ""
+    return f"#SBATCH {'-' if short else '--'}{flag}{given}"
 
 
 def header_lines(request: ResourceRequest, profile: ClusterProfile | None = None,
@@ -98,10 +93,6 @@ def header_lines(request: ResourceRequest, profile: ClusterProfile | None = None
     return [_line(flag, value) for flag, value in (*pairs, *engine)]
 
 
-def _unique(lines: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(lines))
-
-
 def render(request: ResourceRequest, profile: ClusterProfile, parts: JobParts) -> str:
     """The whole job script, exactly as sbatch gets it."""
     lines = [profile.shebang or DEFAULT_SHEBANG]
@@ -111,8 +102,8 @@ def render(request: ResourceRequest, profile: ClusterProfile, parts: JobParts) -
     if parts.prologue:
         lines += ["", *parts.prologue]
     # each shell line under where it came from (a dry run shows what a profile file adds)
-    from_profile = _unique(profile.setup)
-    from_request = [line for line in _unique(request.setup) if line not in from_profile]
+    from_profile = list(dict.fromkeys(profile.setup))
+    from_request = [line for line in dict.fromkeys(request.setup) if line not in from_profile]
     if from_profile:
         lines += ["", f"# Setup from profile {profile.name}"
                   + (f": {profile.source}" if profile.source else ""), *from_profile]
@@ -127,16 +118,8 @@ def render(request: ResourceRequest, profile: ClusterProfile, parts: JobParts) -
 # ----------------------------------------------------------------- a %%sbatch cell's job
 def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
                array: str | None = None) -> JobParts:
-    """The parts submitit's engine needs on the node, as its own sbatch script has them.
-
-    ``folder``: the job folder (absolute); ``python``: the interpreter command, as shell
-    text; ``signal``: ``SIG@SECONDS`` for submitit's time-out/preemption handler;
-    ``array``: an sbatch ``--array`` range (task logs then use ``%A_%a`` for ``%j``).
-    Logs: sbatch's own output goes to task 0's files, srun writes one pair per task.
-    Always an srun step, one task too: Slurm's time-limit signals reach a step's
-    processes, not the batch shell's children (without the step, figures and output at
-    the limit were lost: tests/drills/test_walltime.py).
-    """
+    """The parts submitit's engine needs on the node. Always an srun step, one task too:
+    time-limit signals reach a step's processes, not the batch shell's children."""
     job = "%A_%a" if array else "%j"
     literal = folder.replace("%", "%%")  # sbatch and srun expand %j, %x, ... in file names
 

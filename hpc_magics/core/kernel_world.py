@@ -1,14 +1,10 @@
-"""The kernel's software world, carried into the job script: interpreter, venv or conda
+"""The kernel's software world carried into the job script: interpreter, venv or conda
 environment, loaded modules, a CSCS uenv, an Apptainer/Singularity image.
 
-Read from the kernel's environment (:func:`read`), rendered as lines of the one job script
-(:func:`parts`), checked before submitting (:func:`refusals`). When the job inherits the
-kernel's environment (sbatch's default ``--export=ALL``) the interpreter's absolute path is
-enough; when it starts clean (``SBATCH_EXPORT=NONE``, ``--export=NONE``, a site default) the
-script loads the modules again and puts the venv or conda environment first on ``PATH``.
-A profile's ``[environment]`` table turns each part off or fixes it: ``interpreter``,
-``modules``, ``uenv``, ``container`` = ``"auto"`` (the default), ``"off"`` or a value.
-Pure stdlib: the caller hands in the environment.
+Under sbatch's default ``--export=ALL`` the interpreter's path is enough; a job that starts
+clean (``--export=NONE``, ``SBATCH_EXPORT=NONE``) loads the modules again and puts the venv
+first on ``PATH``. A profile's ``[environment]`` table sets each of ``interpreter``,
+``modules``, ``uenv``, ``container`` to ``"auto"`` (the default), ``"off"`` or a value.
 """
 
 from __future__ import annotations
@@ -42,24 +38,20 @@ class KernelWorld:
     container_command: str = "apptainer"
 
 
-def _split(text: str | None, sep: str = ":") -> tuple[str, ...]:
-    return tuple(item for item in (text or "").split(sep) if item)
+def _split(text: str | None) -> tuple[str, ...]:
+    return tuple(item for item in (text or "").split(":") if item)
 
 
 def read(environ: Mapping[str, str], executable: str) -> KernelWorld:
     """The kernel's world, from its environment and ``sys.executable``."""
-    if environ.get("LMOD_PKG"):
-        init: str | None = f"{environ['LMOD_PKG']}/init/bash"
-    elif environ.get("MODULESHOME"):
-        init = f"{environ['MODULESHOME']}/init/bash"
-    else:
-        init = None
+    home = environ.get("LMOD_PKG") or environ.get("MODULESHOME")
     image = environ.get("APPTAINER_CONTAINER") or environ.get("SINGULARITY_CONTAINER")
     return KernelWorld(
         python=executable, venv=environ.get("VIRTUAL_ENV") or None,
         conda=environ.get("CONDA_PREFIX") or None,
         modules=_split(environ.get("LOADEDMODULES")),
-        module_files=_split(environ.get("_LMFILES_")), module_init=init,
+        module_files=_split(environ.get("_LMFILES_")),
+        module_init=f"{home}/init/bash" if home else None,
         modulepath=environ.get("MODULEPATH") or None,
         uenv=environ.get("UENV_MOUNT_LIST") or None,
         uenv_view=environ.get("UENV_VIEW") or None, image=image or None,
@@ -87,12 +79,6 @@ class WorldParts:
     said: tuple[str, ...] = ()  # for the dry run: what was carried, and how
 
 
-def _view(text: str | None) -> str | None:
-    # uenv sets it as mount:uenv:view; sbatch's --view takes uenv:view (or view)
-    parts = _split(text)
-    return ":".join(parts[-2:]) if parts else None
-
-
 def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool,
           notebook: bool = False) -> WorldParts:
     """The job script's share of the kernel's world. ``notebook``: the world of a notebook's
@@ -111,7 +97,8 @@ def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool,
     image_of_uenv = world.uenv if uenv == AUTO else None if uenv == OFF else str(uenv)
     if image_of_uenv:
         directives.append(("uenv", image_of_uenv))
-        view = _view(world.uenv_view) if uenv == AUTO else None
+        # uenv sets it as mount:uenv:view; sbatch's --view takes uenv:view (or view)
+        view = ":".join(_split(world.uenv_view)[-2:]) if uenv == AUTO else None
         if view:
             directives.append(("view", view))
         said.append(f"uenv: {image_of_uenv} (--uenv" + (", --view" if view else "") + ")")
@@ -133,11 +120,9 @@ def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool,
             lines.append(f"export MODULEPATH={shlex.quote(world.modulepath)}")
         lines.append(shlex.join(["module", "load", *wanted]))
     if wanted:
-        said.append(f"modules: {' '.join(wanted)}" + (" (loaded in the job)"
-                                                       if notebook else
-                                                       " (loaded again in the job)"
-                                                       if clean or modules != AUTO else
-                                                       " (their environment is exported)"))
+        how = "loaded in the job" if notebook else "loaded again in the job" \
+            if clean or modules != AUTO else "their environment is exported"
+        said.append(f"modules: {' '.join(wanted)} ({how})")
     prefix = world.venv or world.conda
     if prefix and interpreter == AUTO:
         kind = "venv" if world.venv else "conda environment"
@@ -146,9 +131,8 @@ def parts(world: KernelWorld, settings: Mapping[str, Any], clean: bool,
             lines += [f"# the kernel's {kind}, first on PATH",
                       f"export {variable}={shlex.quote(prefix)}",
                       f'export PATH="${variable}/bin:$PATH"']
-        said.append(f"{kind}: {prefix}" + (" (first on PATH in the job)" if clean or notebook
-                                          else
-                                          " (its environment is exported)"))
+        said.append(f"{kind}: {prefix} (" + ("first on PATH in the job" if clean or notebook
+                                             else "its environment is exported") + ")")
     if clean:
         # sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job: srun would start the
         # cell's step clean again, without what the lines above (and the script) set up

@@ -1,20 +1,15 @@
 """Paths a Slurm job would need but its compute nodes cannot see: the login host's own
-``/tmp``, ``/var/tmp`` and ``/dev/shm`` (each compute node has its own).
-
-Checked before submitting: the job folder and the working directory (the job runs and
-writes there), ``--stage`` and ``--stage-back`` (the nodes copy from and to them), and a file
-under those folders that the cell names in a quoted string and that exists here (the
-notebook wrote it; on the node it is missing, and the job would fail after its wait in the
-queue). One line each, naming the path and the fix. ``HPC_MAGICS_NODES_SHARE_TMP=1`` says
-the nodes do share this host's ``/tmp`` (a one-host cluster, such as the default test cluster).
-Pure stdlib.
+``/tmp``, ``/var/tmp`` and ``/dev/shm``. Checked before submitting (the job folder, the
+working directory, ``--stage``/``--stage-back``, files the cell names in quotes that exist
+here), so the job does not fail after its wait in the queue. ``HPC_MAGICS_NODES_SHARE_TMP=1``
+says the nodes share this host's ``/tmp`` (a one-host cluster, such as the test cluster).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from . import errors
 from .kernel_world import LOGIN_ONLY, login_only_root
@@ -28,41 +23,25 @@ def nodes_share_tmp(environ: Mapping[str, str]) -> bool:
     return environ.get(SHARED_TMP_VARIABLE, "").strip().lower() in {"1", "yes", "true"}
 
 
-def named_login_files(cell: str, exists: Callable[[str], bool] = os.path.exists) -> list[str]:
-    """Files under a login-only folder that the cell names in quotes and that exist here."""
-    found: list[str] = []
-    for match in _QUOTED.finditer(cell):
-        path = next(group for group in match.groups()[1::2] if group)
-        if exists(path) and path not in found:
-            found.append(path)
-    return found
-
-
 def refusals(*, jobs_root: str, cwd: str, stage: Sequence[str], stage_back: str | None,
              cell: str, environ: Mapping[str, str]) -> list[str]:
     """One line each: what a compute node of a site with per-host ``/tmp`` cannot reach."""
     if nodes_share_tmp(environ):
         return []
     found: list[str] = []
-    root = login_only_root(jobs_root)
-    if root:
-        found.append(f"the job folder {jobs_root} is under {root}, which compute nodes do not "
-                     f"see: set HPC_MAGICS_JOBS_DIR (or the jobs_dir setting) to a folder in "
-                     f"{SHARED}")
-    root = login_only_root(cwd)
-    if root:
-        found.append(f"the working directory {cwd} is under {root}, which compute nodes do "
-                     f"not see: start the notebook (or os.chdir) in {SHARED}")
-    for path in stage:
+    named = [(f"the job folder {jobs_root}", jobs_root, "set HPC_MAGICS_JOBS_DIR (or the "
+              f"jobs_dir setting) to a folder in {SHARED}"),
+             (f"the working directory {cwd}", cwd, f"start the notebook (or os.chdir) in {SHARED}"),
+             *((f"--stage {path}", path, f"copy it to {SHARED} and --stage it from there")
+               for path in stage),
+             (f"--stage-back {stage_back}", stage_back or "", f"give a folder in {SHARED}")]
+    for what, path, fix in named:
         root = login_only_root(path)
         if root:
-            found.append(f"--stage {path} is under {root}, which compute nodes do not see: "
-                         f"copy it to {SHARED} and --stage it from there")
-    root = login_only_root(stage_back or "")
-    if root:
-        found.append(f"--stage-back {stage_back} is under {root}, which compute nodes do not "
-                     f"see: give a folder in {SHARED}")
-    for path in named_login_files(cell):
+            found.append(f"{what} is under {root}, which compute nodes do not see: {fix}")
+    # files under a login-only folder that the cell names in quotes and that exist here
+    quoted = dict.fromkeys(next(g for g in m.groups()[1::2] if g) for m in _QUOTED.finditer(cell))
+    for path in (path for path in quoted if os.path.exists(path)):
         root = login_only_root(path)
         found.append(f"the cell reads {path}, a file under {root} of this login host, which "
                      f"compute nodes do not see: copy it to {SHARED} (or --stage it from there "

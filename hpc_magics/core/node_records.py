@@ -1,20 +1,11 @@
 """What the node side records about its own job, and how the notebook reads it. Pure.
 
-Each task of a job writes ``node-JOB.HOST.RANK.json`` into the job folder (by
-``node/usage_recorder.py``): the job's memory limit as its cgroup sets it (at the start,
-so a job the kernel kills for memory still leaves it) and, at the end, its peak memory by
-two sources: the job's cgroup on that node (``memory.max_usage_in_bytes`` under cgroup v1,
-``memory.peak`` under v2; the whole job on the node) and ``getrusage`` (the task and its
-children). Accounting samples memory every 30 s or so: a job shorter than that has no
-MaxRSS, and these records give its peak instead.
-
-Where the job was given GPUs (``CUDA_VISIBLE_DEVICES`` set) and the node has ``nvidia-smi``,
-the first task on each node also samples them every few seconds into ``gpu-JOB.HOST.csv``
-(a few milliseconds of one core per query); ``%hpc_efficiency`` and the job widget plot them.
-The first task on each node also samples the job's memory on that node every few seconds
-into ``mem-JOB.HOST.csv`` (``epoch seconds,MB now,MB peak`` lines; now: the cgroup's
-usage, or the task's own resident size where the node has no memory cgroup) for the job
-widget's live plot (``widgets/telemetry.py``).
+Each task writes ``node-JOB.HOST.RANK.json`` (``node/usage_recorder.py``): its cgroup's
+memory limit at the start (a job killed for memory still leaves it) and its peak at the
+end, by the cgroup and by ``getrusage``: accounting samples every 30 s or so, so a shorter
+job has no MaxRSS but these. The first task on each node also samples the job's memory
+(``mem-JOB.HOST.csv``) and, where it has GPUs and ``nvidia-smi``, the GPUs
+(``gpu-JOB.HOST.csv``) every few seconds, for the widget's plots and ``%hpc_efficiency``.
 """
 
 from __future__ import annotations
@@ -85,13 +76,9 @@ def parse_memory_samples(text: str) -> tuple[MemorySample, ...]:
 
 def memory_cgroup_dir(proc_cgroup: str, exists: Callable[[str], bool],
                       root: str = "/sys/fs/cgroup") -> tuple[str, str] | None:
-    """The job's memory cgroup directory and its version (``v1``/``v2``), from the text
-    of ``/proc/self/cgroup``; ``None`` when there is none or it cannot be seen.
-
-    A node in a container may see its hierarchy from below its root (``/proc/self/cgroup``
-    says ``/outer/slurm_c1/uid_1/job_5/...``, the mount shows ``slurm_c1/...``): the
-    longest tail of the path that exists is taken. The directory is the ``job_N`` one.
-    """
+    """The job's (``job_N``) memory cgroup directory and version from ``/proc/self/cgroup``,
+    or ``None``. A node in a container may see its hierarchy from below its root (``/outer/
+    slurm_c1/.../job_5`` mounted as ``slurm_c1/...``): the longest existing tail is taken."""
     for line in proc_cgroup.splitlines():
         parts = line.strip().split(":", 2)
         if len(parts) != 3:

@@ -1,27 +1,11 @@
-"""The world of the kernel a notebook names, for a whole-notebook job and ``hpc-magics
-convert``: not the world of the process that submits or converts.
+"""The world of the kernel a notebook names (a whole-notebook job, ``hpc-magics convert``),
+not the world of the process that submits: that process's modules are its own, and loading
+them in the job would give the notebook's kernel a world it never had.
 
-The process that submits is usually the user's shell or another kernel on the login host;
-the modules loaded there are its own, and loading them in the job would give the notebook's
-kernel a world it never had (or a second Python module over its venv). So the job sets up:
-
-- the kernel's interpreter, as its kernelspec's ``argv`` starts it (a venv or conda
-  environment found from that interpreter, ``pyvenv.cfg`` or ``conda-meta``, goes first on
-  ``PATH``, as for a cell);
-- the modules the kernel's world names: the notebook's metadata
-  (``hpc_magics.environment.modules``, as a profile's ``[environment]`` table), else the
-  kernelspec's ``env`` (``LOADEDMODULES``, ``_LMFILES_``, ``MODULEPATH``, as a site's
-  "kernel from modules" tool writes them); these are loaded in the job whatever the job's
-  shell starts with;
-- nothing for a kernelspec whose ``argv`` loads its own modules (``bash -c "module load X
-  && exec python -m ipykernel_launcher ..."``): it does so on the node as it does here.
-
-This process's modules are never loaded for the kernel; the script names them when there
-are any (under sbatch's default ``--export=ALL`` their environment still reaches the job:
-the script says that too, and how to name the modules the kernel needs). Taken from here
-when the kernelspec does not say: the module system itself (``LMOD_PKG``/``MODULESHOME``,
-``MODULEPATH``: the site's, not a choice of this process), and an Apptainer image or uenv
-this process runs in (the kernelspec was found there, and its paths hold there). Pure stdlib.
+The job sets up the kernelspec's interpreter (its venv or conda environment first on
+``PATH``) and the modules the notebook's metadata (``hpc_magics.environment``) or else the
+kernelspec's ``env`` names; nothing for a kernelspec whose ``argv`` sets up its own world.
+Only the site's module system and an image or uenv this process runs in come from here.
 """
 
 from __future__ import annotations

@@ -10,11 +10,12 @@ only when no one but the user or root could have written it.
 from __future__ import annotations
 
 import os
+import re
 import sys
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .errors import InvalidRequest
 from .units import parse_memory, parse_time
@@ -36,8 +37,7 @@ class Partition:
     note: str = ""
     gpus_per_type: Mapping[str, int] = field(default_factory=dict)  # when node types differ
     billing_weights: str = ""  # Slurm's TRESBillingWeights, e.g. "CPU=1.0,Mem=0.25G,GRES/gpu=4"
-    # GPU types a site spells many ways (MIG slices: h100_3g.40gb, h100_20gb, ...): a regex
-    # of the types it takes besides gpu_types
+    # a regex of the GPU types a site takes besides gpu_types (MIG slices: h100_3g.40gb)
     gpu_type_pattern: str = ""
     # the only GPU counts per node the site schedules (Trillium: one GPU or a whole node)
     gpu_counts: tuple[int, ...] = ()
@@ -87,6 +87,10 @@ class ClusterProfile:
     def partition(self, name: str | None) -> Partition | None:
         return self.partitions.get(name or self.default_partition or "")
 
+    def gpu_types(self) -> tuple[str, ...]:
+        """Every partition's GPU types, once each, in the profile's order."""
+        return tuple(dict.fromkeys(t for p in self.partitions.values() for t in p.gpu_types))
+
     def envelope(self) -> Partition | None:
         """The most any partition allows: what a job that names no partition is checked
         against when the site routes jobs itself (no default partition)."""
@@ -97,9 +101,6 @@ class ClusterProfile:
         def most(values: list[int | None]) -> int | None:
             return None if any(v is None for v in values) else max(v for v in values if v)
 
-        types: list[str] = []
-        for part in parts:
-            types += [t for t in part.gpu_types if t not in types]
         return Partition(
             name="(any partition)",
             max_time_s=most([p.max_time_s for p in parts]),
@@ -107,80 +108,71 @@ class ClusterProfile:
             cpus_per_node=most([p.cpus_per_node for p in parts]),
             mem_per_node_mb=most([p.mem_per_node_mb for p in parts]),
             gpus_per_node=max(p.gpus_per_node for p in parts),
-            gpu_types=tuple(types) if all(p.gpu_types or not p.gpus_per_node for p in parts)
+            gpu_types=self.gpu_types() if all(p.gpu_types or not p.gpus_per_node for p in parts)
             else (),
             gpu_type_pattern="|".join(f"(?:{p.gpu_type_pattern})" for p in parts
                                       if p.gpu_type_pattern),
         )
 
 
-def _partition(name: str, data: Mapping[str, Any]) -> Partition:
-    return Partition(
-        name=name,
-        max_time_s=parse_time(data["max_time"]) if "max_time" in data else None,
-        max_nodes=data.get("max_nodes"),
-        cpus_per_node=data.get("cpus_per_node"),
-        mem_per_node_mb=parse_memory(data["mem_per_node"]) if "mem_per_node" in data else None,
-        gpus_per_node=int(data.get("gpus_per_node", 0)),
-        gpu_types=tuple(data.get("gpu_types", ())),
-        requires_qos=data.get("requires_qos"),
-        whole_node=bool(data.get("whole_node", False)),
-        note=data.get("note", ""),
-        gpus_per_type={str(k): int(v) for k, v in data.get("gpus_per_type", {}).items()},
-        billing_weights=str(data.get("billing_weights", "")),
-        gpu_type_pattern=str(data.get("gpu_type_pattern", "")),
-        gpu_counts=tuple(int(n) for n in data.get("gpu_counts", ())),
-    )
+# A TOML value becomes a field's value by the field's annotation (its first word), and must
+# have that TOML type; the keys named or read otherwise are in _SPECIAL.
+_FORMS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
+    "str": (str, str), "int": (int, int), "bool": (bool, bool), "tuple": (list, tuple),
+    "Mapping": (dict, dict)}
+_TYPE_NAMES = {str: "a string", int: "a whole number", bool: "true or false",
+               list: "a list", dict: "a table"}
+
+
+def _partition(name: str, data: Any) -> Partition:
+    if not isinstance(data, dict):
+        raise InvalidRequest(f"partitions.{name} = {data!r} must be a table "
+                             f"([partitions.{name}])")
+    return cast(Partition, _from_toml(Partition, data, f"partitions.{name}.", name=name))
+
+
+# field → (its TOML key, the TOML types it takes, how it is read)
+_SPECIAL: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
+    "max_time_s": ("max_time", (str, int), parse_time),
+    "mem_per_node_mb": ("mem_per_node", (str, int), parse_memory),
+    "gpus_per_type": ("gpus_per_type", dict, lambda v: {str(k): int(n) for k, n in v.items()}),
+    "gpu_counts": ("gpu_counts", list, lambda v: tuple(int(n) for n in v)),
+    "partitions": ("partitions", dict, lambda v: {n: _partition(n, d) for n, d in v.items()}),
+    "extra_directives": ("extra_directives", dict,
+                         lambda v: tuple((k, str(x)) for k, x in v.items())),
+    "balance_command": ("balance_command", list, lambda v: tuple(str(a) for a in v)),
+    "documented_on": ("documented_on", object, str),  # a TOML date reads as well
+}
+
+
+def _from_toml(cls: Any, data: Mapping[str, Any], where: str, **given: Any) -> Any:
+    """A ``cls`` from a TOML table; a value of the wrong type is refused, naming its key."""
+    values = dict(given)
+    for spec in fields(cls):
+        key, wanted, read = _SPECIAL.get(spec.name) or (
+            spec.name, *_FORMS[re.match(r"\w+", str(spec.type)).group()])  # type: ignore[union-attr]
+        if spec.name in given or key not in data:
+            continue
+        value = data[key]
+        allowed = wanted if isinstance(wanted, tuple) else (wanted,)
+        # bool is an int to Python, not to a profile
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            said = " or ".join(_TYPE_NAMES[t] for t in allowed)
+            raise InvalidRequest(f"{where}{key} = {value!r} must be {said}")
+        values[spec.name] = read(value)
+    return cls(**values)
 
 
 def profile_from_mapping(name: str, data: Mapping[str, Any], source: str = "") -> ClusterProfile:
-    partitions = {
-        pname: _partition(pname, pdata) for pname, pdata in data.get("partitions", {}).items()
-    }
-    return ClusterProfile(
-        name=name,
-        description=data.get("description", ""),
-        default_partition=data.get("default_partition"),
-        partitions=partitions,
-        account_required=bool(data.get("account_required", False)),
-        account_pattern=data.get("account_pattern"),
-        account_example=data.get("account_example", ""),
-        account_placeholders=tuple(data.get("account_placeholders", ())),
-        gpu_type_required=bool(data.get("gpu_type_required", False)),
-        gpu_constraint_for_cpu_only=data.get("gpu_constraint_for_cpu_only"),
-        gpu_flag=data.get("gpu_flag", "gpus-per-node"),
-        time_required=bool(data.get("time_required", False)),
-        shebang=data.get("shebang", "#!/bin/bash"),
-        setup=tuple(data.get("setup", ())),
-        defaults=dict(data.get("defaults", {})),
-        extra_directives=tuple((k, str(v)) for k, v in data.get("extra_directives", {}).items()),
-        billing=data.get("billing", "node"),
-        cluster_names=tuple(data.get("cluster_names", ())),
-        source=source,
-        documentation=data.get("documentation", ""),
-        documented_on=str(data.get("documented_on", "")),
-        partitions_complete=bool(data.get("partitions_complete", True)),
-        site_options=tuple(data.get("site_options", ())),
-        legacy_constraints=dict(data.get("legacy_constraints", {})),
-        retired=data.get("retired", ""),
-        successor=data.get("successor", ""),
-        account_placeholder_patterns=tuple(data.get("account_placeholder_patterns", ())),
-        script_hints=tuple(data.get("script_hints", ())),
-        hostnames=tuple(data.get("hostnames", ())),
-        extends=data.get("extends", ""),
-        environment=dict(data.get("environment", {})),
-        balance_command=tuple(str(a) for a in data.get("balance_command", ())),
-        kernel=dict(data.get("kernel", {})),
-    )
+    return cast(ClusterProfile, _from_toml(ClusterProfile, data, "", name=name, source=source))
 
 
 def search_path() -> list[Path]:
     """Folders searched for profiles, first match wins."""
     paths = [Path(p) for p in os.environ.get("HPC_MAGICS_PROFILE_PATH", "").split(os.pathsep) if p]
     config_home = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config"))
-    paths += [config_home / "hpc_magics" / "profiles", Path("/etc/hpc_magics/profiles")]
-    paths.append(PACKAGED_DIR)
-    return paths
+    return [*paths, config_home / "hpc_magics" / "profiles", Path("/etc/hpc_magics/profiles"),
+            PACKAGED_DIR]
 
 
 # Every %%sbatch cell looks its profile up: the folders' listings and the parsed files are
@@ -226,7 +218,6 @@ def load_profile(name: str, paths: Iterable[Path] | None = None) -> ClusterProfi
     merged.update(chain[0][2])
     path = chain[0][0]
     try:
-        _check_types(merged)
         profile = profile_from_mapping(name, merged, source=str(path))
     except (InvalidRequest, KeyError, TypeError, ValueError, AttributeError) as error:
         raise InvalidRequest(f"profile file {path}: {error}: fix that value (see the "
@@ -272,11 +263,11 @@ def _raw(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
     try:
         stat = path.stat()
     except OSError:
-        return (path, None), _read_toml(path)  # reading it says what is wrong
+        return (path, None), read_toml(path)  # reading it says what is wrong
     _refuse_if_others_control(path, stat)
     stamp = (path, stat.st_mtime_ns, stat.st_size, stat.st_mode, stat.st_uid)
     if stamp not in _RAW:
-        _RAW[stamp] = _read_toml(path)
+        _RAW[stamp] = read_toml(path)
     return stamp, _RAW[stamp]
 
 
@@ -322,7 +313,7 @@ def _refuse_if_others_control(path: Path, stat: os.stat_result) -> None:
             "run as you: make it yours and not writable by others (chmod go-w), or remove it")
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, what: str = "profile file") -> dict[str, Any]:
     if sys.version_info >= (3, 11):  # loaded here, not at import: %load_ext stays cheap
         import tomllib
     else:  # pragma: no cover
@@ -331,65 +322,26 @@ def _read_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
-        raise InvalidRequest(f"profile file {path} is not valid TOML: {error}") from None
+        raise InvalidRequest(f"{what} {path} is not valid TOML: {error}") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise InvalidRequest(f"profile file {path} cannot be read ({error}): fix its "
+        raise InvalidRequest(f"{what} {path} cannot be read ({error}): fix its "
                              "permissions or remove it") from None
 
 
-# The types each profile key must have (TOML gives int, float, str, bool, list, dict).
-_TOP_LEVEL_TYPES: dict[str, type | tuple[type, ...]] = {
-    "description": str, "default_partition": str, "partitions": dict,
-    "account_required": bool, "account_pattern": str, "account_example": str,
-    "account_placeholders": list, "gpu_type_required": bool,
-    "gpu_constraint_for_cpu_only": str, "gpu_flag": str, "time_required": bool,
-    "shebang": str, "setup": list, "defaults": dict, "extra_directives": dict,
-    "billing": str, "cluster_names": list, "retired": str, "successor": str,
-    "account_placeholder_patterns": list, "script_hints": list, "hostnames": list,
-    "extends": str, "environment": dict, "balance_command": list, "kernel": dict,
-}
-_PARTITION_TYPES: dict[str, type | tuple[type, ...]] = {
-    "max_time": (str, int), "max_nodes": int, "cpus_per_node": int,
-    "mem_per_node": (str, int), "gpus_per_node": int, "gpu_types": list,
-    "requires_qos": str, "whole_node": bool, "note": str, "gpu_type_pattern": str,
-    "gpu_counts": list,
-}
-_TYPE_NAMES = {str: "a string", int: "a whole number", bool: "true or false",
-               list: "a list", dict: "a table"}
-
-
-def _check_types(data: Mapping[str, Any]) -> None:
-    def check(where: str, table: Mapping[str, Any],
-              types: Mapping[str, type | tuple[type, ...]]) -> None:
-        for key, wanted in types.items():
-            if key not in table:
-                continue
-            value = table[key]
-            allowed = wanted if isinstance(wanted, tuple) else (wanted,)
-            # bool is an int to Python, not to a profile
-            if not isinstance(value, allowed) or (isinstance(value, bool)
-                                                  and bool not in allowed):
-                said = " or ".join(_TYPE_NAMES[t] for t in allowed)
-                raise InvalidRequest(f"{where}{key} = {value!r} must be {said}")
-
-    check("", data, _TOP_LEVEL_TYPES)
-    for pname, pdata in data.get("partitions", {}).items():
-        if not isinstance(pdata, dict):
-            raise InvalidRequest(f"partitions.{pname} = {pdata!r} must be a table "
-                                 f"([partitions.{pname}])")
-        check(f"partitions.{pname}.", pdata, _PARTITION_TYPES)
+def loadable_profiles(paths: Iterable[Path] | None = None) -> dict[str, ClusterProfile]:
+    """Every profile that loads; a broken site file must not stop detection."""
+    found: dict[str, ClusterProfile] = {}
+    folders = list(paths) if paths is not None else None
+    for name in available_profiles(folders):
+        try:
+            found[name] = load_profile(name, folders)
+        except InvalidRequest:
+            continue
+    return found
 
 
 def profile_for_cluster(cluster_name: str, paths: Iterable[Path] | None = None) -> str | None:
     """The profile whose ``cluster_names`` include ``cluster_name`` (Slurm's ClusterName)."""
     wanted = cluster_name.strip().lower()
-    if not wanted:
-        return None
-    for name in available_profiles(paths):
-        try:
-            profile = load_profile(name, paths)
-        except InvalidRequest:
-            continue  # a broken site file must not stop detection
-        if wanted in {c.lower() for c in profile.cluster_names}:
-            return name
-    return None
+    return next((name for name, profile in loadable_profiles(paths).items() if wanted
+                 and wanted in {c.lower() for c in profile.cluster_names}), None)

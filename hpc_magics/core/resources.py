@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -72,11 +72,20 @@ class ResourceRequest:
         """The GPUs per node, whether asked through --gpus-per-node or --gres=gpu."""
         if self.gpus_per_node is not None:
             return self.gpus_per_node
-        if self.gres:
-            for item in self.gres.split(","):
-                if item.startswith("gpu"):
-                    return GpuRequest.parse(item, flag="--gres")
-        return None
+        gres = next((item for item in (self.gres or "").split(",") if item.startswith("gpu")), "")
+        return GpuRequest.parse(gres, flag="--gres") if gres else None
+
+    def all_gpus(self) -> GpuRequest | None:
+        """:meth:`gpus`, or else sbatch's ``--gpus`` total spread over the nodes (rounded up)."""
+        total = self.extra_value("gpus", "G")
+        if self.gpus() is not None or not total:
+            return self.gpus()
+        parsed = GpuRequest.parse(total, flag="--gpus")
+        return GpuRequest(-(-parsed.count // self.node_count), parsed.type)
+
+    def extra_value(self, *spellings: str) -> str | None:
+        """A passed-through flag's value; the last one wins, as in sbatch."""
+        return next((text for key, text in reversed(self.extra) if key in spellings), None)
 
     def node_hours(self) -> float | None:
         if self.time_s is None or self.time_s == UNLIMITED:
@@ -101,9 +110,8 @@ SITE_SPECIFIC = (("partition", "-p"), ("account", "-A"), ("qos", "-q"), ("constr
 
 
 def for_profile(request: ResourceRequest, profile: str) -> tuple[ResourceRequest, list[str]]:
-    """The request moved to another cluster's profile, and what of it was dropped (as flags).
-
-    Portable figures (time, nodes, tasks, CPUs, memory, a GPU count) stay."""
+    """The request moved to another cluster's profile, and what of it was dropped (as flags):
+    portable figures (time, nodes, tasks, CPUs, memory, a GPU count) stay."""
     if profile == request.profile:
         return request, []
     dropped: list[str] = []
@@ -122,13 +130,13 @@ def for_profile(request: ResourceRequest, profile: str) -> tuple[ResourceRequest
     return request.changed(**changes), dropped
 
 
-def _positive_int(name: str, text: str) -> int:
+def positive_int(name: str, text: Any, why: str = "") -> int:
     try:
         value = int(str(text).strip().strip("'\""))
     except ValueError:
         value = -1
     if value < 1:
-        raise InvalidRequest(f"--{name} {text!r} must be a whole number of at least 1")
+        raise InvalidRequest(f"--{name} {text!r} must be a whole number of at least 1{why}")
     return value
 
 
@@ -140,23 +148,25 @@ def _unquote(text: str) -> str:
     return text
 
 
+def _gres(text: str) -> str:
+    value = str(text).strip().strip("'\"")
+    for item in value.split(","):
+        if item.startswith("gpu"):
+            GpuRequest.parse(item, flag="--gres")
+    return value
+
+
+_TYPED: dict[str, Callable[[str], Any]] = {
+    "time_s": parse_time, "mem_mb": parse_memory, "gpus_per_node": GpuRequest.parse, "gres": _gres}
+
+
 def parse_field(field_name: str, text: str) -> Any:
     """Turn the text of one flag into the typed value of its field."""
     flag = next(k for k, v in FLAG_FIELDS.items() if v == field_name and len(k) > 1)
-    if field_name == "time_s":
-        return parse_time(text)
-    if field_name == "mem_mb":
-        return parse_memory(text)
+    if field_name in _TYPED:
+        return _TYPED[field_name](text)
     if field_name in {"nodes", "ntasks_per_node", "cpus_per_task"}:
-        return _positive_int(flag, text)
-    if field_name == "gpus_per_node":
-        return GpuRequest.parse(text)
-    if field_name == "gres":
-        value = str(text).strip().strip("'\"")
-        for item in value.split(","):
-            if item.startswith("gpu"):
-                GpuRequest.parse(item, flag="--gres")
-        return value
+        return positive_int(flag, text)
     value = str(text).strip().strip("'\"")
     if not value:
         raise InvalidRequest(f"--{flag} needs a value")

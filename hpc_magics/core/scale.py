@@ -1,9 +1,7 @@
 """A cell at HPC scale: several tasks (``--gather``), checkpoint and requeue
-(``--checkpoint``, ``--chain``) and node-local data (``--stage``, ``--stage-back``).
-
-Pure: the options as one frozen value, their checks (every bad value named, before
-anything is submitted), and what they add to the job script rendered by ``jobscript``.
-The node side is ``node/task.py`` and ``node/staging.py``.
+(``--checkpoint``, ``--chain``), node-local data (``--stage``, ``--stage-back``): the
+options, their checks and their lines in the job script. The node side: ``node/task.py``,
+``node/staging.py``.
 """
 
 from __future__ import annotations
@@ -60,10 +58,9 @@ def staged_name(path: str) -> str:
     """The key of ``staged`` and the folder under the node-local root: the base name,
     an archive's without its suffix (``data.tar.gz`` → ``data``)."""
     base = Path(path.rstrip("/")).name
-    for suffix in ARCHIVE_SUFFIXES:
-        if base.lower().endswith(suffix) and len(base) > len(suffix):
-            return base[: -len(suffix)]
-    return base
+    suffix = next((s for s in ARCHIVE_SUFFIXES
+                   if base.lower().endswith(s) and len(base) > len(s)), "")
+    return base[: len(base) - len(suffix)]
 
 
 def is_archive(path: str) -> bool:

@@ -1,8 +1,7 @@
-"""Which notebook cell sent a job: recorded in its ``meta.json`` at submission
-(``magics/submission.py``), read by the server extension, which writes the job's outputs
-into that cell when nobody has the notebook open (``server/notebook_outputs.py``). A cell
-sent to a session is recorded, with its outputs, in ``CELLS_DIR`` of the session's folder
-(``kernel/session.py``): a JSON file with the same keys ``notebook`` and ``sent_from``."""
+"""Which notebook cell sent a job, recorded in its ``meta.json`` so that the server can
+write the job's outputs into that cell when nobody has the notebook open. A session's cells
+are recorded in ``CELLS_DIR`` of its folder, with the same keys.
+"""
 
 from __future__ import annotations
 

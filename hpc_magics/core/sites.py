@@ -1,9 +1,6 @@
-"""Which cluster a job script or a host belongs to, from the profiles' own data.
-
-Each profile lists ``script_hints`` (regexes a script written for that cluster contains:
-its login host, its partitions, its accounts) and ``hostnames`` (its login and compute
-hosts).  A site's shared profile (``alliance``) holds the hints every cluster of the site
-shares; a cluster's profile holds only what is its own, so the most specific match wins.
+"""Which cluster a job script or a host belongs to, from the profiles' ``script_hints`` and
+``hostnames``. A site's shared profile (``alliance``) holds what its clusters share, a
+cluster's only its own, so the most specific match wins.
 """
 
 from __future__ import annotations
@@ -14,33 +11,17 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .errors import InvalidRequest
-from .profiles import ClusterProfile, available_profiles, load_profile, profile_for_cluster
-
-
-def _profiles(paths: Iterable[Path] | None) -> dict[str, ClusterProfile]:
-    found: dict[str, ClusterProfile] = {}
-    folders = list(paths) if paths is not None else None
-    for name in available_profiles(folders):
-        try:
-            found[name] = load_profile(name, folders)
-        except InvalidRequest:
-            continue  # a broken site file must not stop detection
-    return found
-
-
-def _hits(patterns: Iterable[str], text: str) -> int:
-    return sum(1 for pattern in patterns if re.search(pattern, text, re.IGNORECASE))
+from .profiles import loadable_profiles, profile_for_cluster
 
 
 def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str | None:
     """The cluster a script was written for, from its spellings; None when it does not say.
-
     A cluster's own hints beat its site's (a script naming Fir's login host is Fir's, not
     just the Alliance's); among clusters the most hints win; clusters tied on the same
     number of hints that share a site give the site's profile, whose rules they share."""
-    profiles = _profiles(paths)
-    scores = {name: _hits(p.script_hints, script) for name, p in profiles.items()}
+    profiles = loadable_profiles(paths)
+    scores = {name: sum(bool(re.search(hint, script, re.IGNORECASE)) for hint in p.script_hints)
+              for name, p in profiles.items()}
     matched = {name for name, score in scores.items() if score}
     # a site matched together with one of its own clusters: the cluster is the answer
     matched -= {profiles[name].extends for name in matched}
@@ -59,19 +40,16 @@ def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str 
 def profile_for_host(hostname: str, paths: Iterable[Path] | None = None) -> str | None:
     """The profile whose ``hostnames`` match this host's name (a login or compute node)."""
     name = hostname.strip().lower()
-    if not name:
-        return None
-    for profile_name, profile in sorted(_profiles(paths).items()):
-        if any(re.fullmatch(pattern, name, re.IGNORECASE) for pattern in profile.hostnames):
-            return profile_name
-    return None
+    return next((profile_name for profile_name, profile in sorted(loadable_profiles(paths).items())
+                 if name and any(re.fullmatch(p, name, re.IGNORECASE) for p in profile.hostnames)),
+                None)
 
 
 def profile_with_partition(partition: str, paths: Iterable[Path] | None = None) -> str | None:
     """The one current system whose profile lists this partition (lncc-h100: sdumont2nd);
     None when none or several do (debug, normal): what to suggest when a script names a
     partition its profile does not have."""
-    found = [name for name, p in _profiles(paths).items()
+    found = [name for name, p in loadable_profiles(paths).items()
              if partition in p.partitions and not p.retired]
     return found[0] if len(found) == 1 else None
 

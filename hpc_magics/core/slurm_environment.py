@@ -1,16 +1,10 @@
 """Which of the kernel's Slurm variables reach ``sbatch``, as data (the docs' table is this one).
 
-The user's own defaults stay: ``SBATCH_*``, ``SALLOC_*``, ``SRUN_*``, ``SLURM_ACCOUNT``,
-``SLURM_CONF`` and the like are set on purpose (the Alliance tells users to export
-``SBATCH_ACCOUNT``; a site may set ``SBATCH_EXPORT=NONE``). What goes is what a surrounding
-job or step leaks into its children (the OUTPUT ENVIRONMENT VARIABLES of sbatch(1), srun(1)
-and salloc(1), Slurm 22.05): a notebook server running inside a job would otherwise hand its
-job's id, node list and memory layout to every job it submits.
-
-sbatch applies ``SBATCH_*`` over the script's own ``#SBATCH`` lines, so a variable for an
-option the rendered script sets would silently win over the cell: :func:`for_sbatch` drops
-it (the script's line is what the user asked, or the environment's default already in it).
-Pure stdlib: validation and cost read the same defaults through :func:`request_defaults`.
+The user's own defaults (``SBATCH_*``, ``SRUN_*``, ``SLURM_CONF``, ...) are set on purpose and
+stay; what a surrounding job or step leaks into its children (the OUTPUT ENVIRONMENT
+VARIABLES of sbatch(1), srun(1), salloc(1)) goes: a server inside a job would otherwise hand
+its job's id, nodes and memory to every job it submits. sbatch applies ``SBATCH_*`` over the
+script's ``#SBATCH`` lines, so :func:`for_sbatch` drops a variable the script sets itself.
 """
 
 from __future__ import annotations
@@ -126,10 +120,7 @@ def leak_reason(name: str, table: tuple[tuple[str, str], ...] = LEAKED) -> str |
     what a command prints), or None when it is neither."""
     if not _any_pattern(table).match(name):  # most names: one regex, not one per pattern
         return None
-    for pattern, why in table:
-        if fnmatchcase(name, pattern):
-            return why
-    return None
+    return next((why for pattern, why in table if fnmatchcase(name, pattern)), None)
 
 
 @functools.cache
@@ -178,12 +169,6 @@ def overridden(environ: Mapping[str, str], script: str) -> list[str]:
     return sorted(set(environ) - set(for_sbatch(environ, script)))
 
 
-def request_defaults(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """(field, variable, text) for each request default the environment sets."""
-    return [(field, name, environ[name].strip()) for name, field in REQUEST_FIELDS
-            if environ.get(name, "").strip()]
-
-
 def kept_names(environ: Iterable[str]) -> list[str]:
     """The Slurm variables of ``environ`` that reach sbatch (for the dry-run)."""
     return sorted(n for n in environ if n.startswith(("SBATCH_", "SALLOC_", "SRUN_", "SLURM_"))
@@ -196,10 +181,10 @@ def with_defaults(request: ResourceRequest, environ: Mapping[str, str]
     variable filled which field (what sbatch would have applied, made visible)."""
     changes: dict[str, Any] = {}
     filled: dict[str, str] = {}
-    for field, name, text in request_defaults(environ):
-        if getattr(request, field) is not None:
-            continue
-        if field in {"gpus_per_node", "gres"} and request.gpus() is not None:
+    for name, field in REQUEST_FIELDS:
+        text = environ.get(name, "").strip()
+        if not text or getattr(request, field) is not None or (
+                field in {"gpus_per_node", "gres"} and request.gpus() is not None):
             continue
         try:
             changes[field] = parse_field(field, text)

@@ -1,10 +1,8 @@
 """Sweeps, pure: parameter grids, array ranges, splits, the tasks' bookkeeping.
 
-``--sweep lr=1e-3,1e-4 --sweep batch=32,64`` is the product of the values (4 points);
-``--sweep-from NAME`` takes a notebook list of dicts, or dict of equally long lists (one
-point per position, as ``pandas.DataFrame(dict)`` reads it). A value is a Python literal
-where it reads as one, else a string. The points become ONE Slurm job array (split only
-when it is longer than the cluster's ``MaxArraySize``).
+``--sweep lr=1e-3,1e-4 --sweep batch=32,64`` is the product of the values; ``--sweep-from
+NAME`` takes a list of dicts or a dict of equally long lists. The points become one Slurm
+job array, split only when longer than the cluster's ``MaxArraySize``.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidRequest
+from .resources import _unquote, positive_int
 
 # Slurm's default when ``scontrol show config`` cannot be read.
 DEFAULT_MAX_ARRAY_SIZE = 1001
@@ -78,9 +77,7 @@ def _check_name(name: str, origin: str) -> None:
 
 def parse_sweep(spec: str) -> tuple[str, list[Any]]:
     """One ``--sweep NAME=V1,V2`` → (name, values)."""
-    spec = spec.strip()
-    if len(spec) >= 2 and spec[0] == spec[-1] and spec[0] in "'\"":
-        spec = spec[1:-1]  # IPython keeps the quotes of --sweep 'lr=1,2'
+    spec = _unquote(spec)  # IPython keeps the quotes of --sweep 'lr=1,2'
     name, equals, text = spec.partition("=")
     name = name.strip()
     if not equals:
@@ -177,16 +174,8 @@ def array_range(count: int, parallelism: int | None = None) -> str:
 
 
 def check_parallelism(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        number = int(str(value).strip("'\""))
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise InvalidRequest(f"--array-parallelism {value!r} must be a whole number of at "
-                             "least 1 (tasks running at once)")
-    return number
+    return None if value is None else positive_int("array-parallelism", value,
+                                                   " (tasks running at once)")
 
 
 # ------------------------------------------------------------------ site limits
@@ -210,12 +199,9 @@ def limits_enforced(config_text: str) -> bool:
 
 def max_submit_jobs(association_text: str, qos_text: str,
                     account: str | None = None) -> tuple[int, str] | None:
-    """The smallest jobs-per-user limit and where it comes from, or ``None`` (no limit).
-
-    ``association_text``: ``sacctmgr -n -P show assoc where user=U format=Account,MaxSubmit,
-    QOS``; only the rows of ``account`` count when it is given (and listed).
-    ``qos_text``: ``sacctmgr -n -P show qos format=Name,MaxSubmitPU``.
-    """
+    """The smallest jobs-per-user limit and where it comes from, or ``None``, from
+    ``sacctmgr -n -P show assoc ... format=Account,MaxSubmit,QOS`` (the rows of ``account``
+    when it is listed) and ``sacctmgr -n -P show qos format=Name,MaxSubmitPU``."""
     rows = [line.strip().split("|") for line in association_text.splitlines() if line.strip()]
     rows = [row + [""] * (3 - len(row)) for row in rows]
     if account and any(row[0] == account for row in rows):

@@ -7,6 +7,7 @@ Slurm's own time formats (sbatch(1)): ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -26,11 +27,8 @@ _SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
 def parse_time(text: str | int) -> int:
-    """Return a time limit in seconds (``UNLIMITED`` for no limit).
-
-    >>> parse_time("1-02:00:00"), parse_time("90min"), parse_time("30")
-    (93600, 5400, 1800)
-    """
+    """A time limit in seconds (``UNLIMITED`` for no limit): ``1-02:00:00``, ``90min``,
+    ``30`` (minutes)."""
     if isinstance(text, int):
         return text * 60
     value = str(text).strip().strip("'\"")
@@ -38,31 +36,19 @@ def parse_time(text: str | int) -> int:
         return UNLIMITED
     match = _SLURM_TIME.match(value)
     if match:
-        days_s, first_s, second_s, third_s = match.groups()
-        days = int(days_s or 0)
-        first, second, third = int(first_s), second_s, third_s
-        if days_s is not None:  # D-H, D-H:M, D-H:M:S
-            hours, minutes, seconds = first, int(second or 0), int(third or 0)
-        elif third is not None:  # H:M:S
-            hours, minutes, seconds = first, int(second or 0), int(third)
-        elif second is not None:  # M:S
-            hours, minutes, seconds = 0, first, int(second)
-        else:  # M
-            hours, minutes, seconds = 0, first, 0
-        total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+        days, first, second, third = match.groups()
+        # D-H[:M[:S]] and H:M:S count from hours; M:S and M from minutes
+        clock = (first, second, third) if days or third else ("0", first, second)
+        hours, minutes, seconds = (int(part or 0) for part in clock)
+        total = ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
         return UNLIMITED if total == 0 else total
     compact = value.replace(" ", "")
     parts = _HUMAN_PART.findall(compact)
-    if parts and "".join(f"{n}{u}" for n, u in parts) == compact:
-        total_f = 0.0
-        for number, unit in parts:
-            factor = _HUMAN_UNITS.get(unit.lower())
-            if factor is None:
-                break
-            total_f += float(number) * factor
-        else:
-            if total_f > 0:
-                return round(total_f)
+    if (parts and "".join(f"{n}{u}" for n, u in parts) == compact
+            and all(unit.lower() in _HUMAN_UNITS for _, unit in parts)):
+        human = sum(float(number) * _HUMAN_UNITS[unit.lower()] for number, unit in parts)
+        if human > 0:
+            return round(human)
     raise InvalidRequest(
         f"time {value!r} is not understood: use minutes ('90'), 'HH:MM:SS', "
         "'D-HH:MM:SS' or a duration like '2h' or '90min'"
@@ -82,17 +68,12 @@ def format_time(seconds: int) -> str:
 
 def format_duration(seconds: float) -> str:
     """Short human form, as in a status bar: ``3h12m``, ``45m``, ``2d4h``, ``40s``."""
-    seconds = max(0, int(seconds))
-    days, rest = divmod(seconds, 86400)
+    days, rest = divmod(max(0, int(seconds)), 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
         return f"{days}d{hours}h" if hours else f"{days}d"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m"
-    return f"{secs}s"
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m" if minutes else f"{secs}s"
 
 
 def format_clock(epoch: float, now: float) -> str:
@@ -106,10 +87,7 @@ _MEMORY_FACTOR_MB = {"K": 1 / 1024, "M": 1, "": 1, "G": 1024, "T": 1024 * 1024}
 
 
 def parse_memory(text: str | int) -> int:
-    """Return memory in megabytes, as sbatch reads ``--mem`` (no suffix = MB).
-
-    ``0`` means "all the memory of the node", as in sbatch.
-    """
+    """Megabytes, as sbatch reads ``--mem`` (no suffix: MB; ``0``: all of the node's)."""
     value = str(text).strip().strip("'\"")
     match = _MEMORY.match(value)
     if not match:
@@ -124,35 +102,27 @@ def parse_memory(text: str | int) -> int:
 
 def format_memory(megabytes: int) -> str:
     """Render megabytes the way sbatch accepts it, preferring whole gigabytes."""
-    if megabytes and megabytes % (1024 * 1024) == 0:
-        return f"{megabytes // (1024 * 1024)}T"
-    if megabytes and megabytes % 1024 == 0:
-        return f"{megabytes // 1024}G"
-    return f"{megabytes}M"
+    unit, size = next(((u, s) for u, s in (("T", 1024 * 1024), ("G", 1024))
+                       if megabytes and megabytes % s == 0), ("M", 1))
+    return f"{megabytes // size}{unit}"
 
 
 def slurm_seconds(text: str) -> float | None:
     """Seconds of Slurm's printed durations (squeue, sacct, scontrol): ``[D-][HH:]MM:SS[.mmm]``
     or ``D-HH``; ``None`` for UNLIMITED, N/A, INVALID, Partition_Limit and other words."""
     value = text.strip()
-    if not value or not value[0].isdigit():
+    if not value[:1].isdigit():
         return None
-    days = 0
-    if "-" in value:
-        day_text, value = value.split("-", 1)
-        days = int(day_text)
+    day_text, _, clock = value.partition("-") if "-" in value else ("0", "", value)
     try:
-        parts = [float(p) for p in value.split(":")] if value else [0.0]
+        days, parts = int(day_text), [float(p) for p in clock.split(":")] if clock else [0.0]
     except ValueError:
         return None
     if len(parts) > 3:
         return None
-    seconds = 0.0
-    for part in parts:
-        seconds = seconds * 60 + part
     if len(parts) == 1 and days:  # "D-HH"
-        seconds = parts[0] * 3600
-    return days * 86400 + seconds
+        return days * 86400 + parts[0] * 3600
+    return days * 86400 + functools.reduce(lambda total, part: total * 60 + part, parts)
 
 
 _LEADING_DIGITS = re.compile(r"\s*(\d+)")

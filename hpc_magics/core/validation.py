@@ -15,11 +15,10 @@ from dataclasses import dataclass
 
 from .errors import refuse as refuse_lines
 from .profiles import ClusterProfile, Partition
-from .resources import GpuRequest, ResourceRequest
+from .resources import ResourceRequest
 from .units import UNLIMITED, format_memory, format_time, parse_memory
 
-ERROR = "error"
-WARNING = "warning"
+ERROR, WARNING = "error", "warning"
 # "<ACCOUNT>", "<project>" left in a value. For accounts also "def-$USER" (sbatch does not
 # expand variables in #SBATCH lines), "NAISSXXXX-YY-ZZZZ", "your_project" and upper-case
 # words naming what to fill in (ACCOUNT, COMPUTE_CANADA_ACCOUNT, MY_PROJECT): Slurm keeps
@@ -52,14 +51,6 @@ def _warn(name: str, message: str) -> Problem:
     return Problem(WARNING, name, message)
 
 
-def _extra(request: ResourceRequest, name: str) -> str | None:
-    value = None
-    for key, text in request.extra:
-        if key == name:
-            value = text  # the last one wins, as in sbatch
-    return value
-
-
 def resolve_partition(request: ResourceRequest, profile: ClusterProfile) -> Partition | None:
     """The partition the job lands in; with none named and no default, the most any
     partition allows (the site routes the job, so only a request no partition takes fails)."""
@@ -71,24 +62,23 @@ def resolve_partition(request: ResourceRequest, profile: ClusterProfile) -> Part
 # ------------------------------------------------------------------ the rules
 def partition_exists(request: ResourceRequest, profile: ClusterProfile,
                      partition: Partition | None) -> Found:
-    if request.partition and profile.partitions and request.partition not in profile.partitions:
-        choices = ", ".join(profile.partitions)
-        routed = "" if profile.default_partition else " (or leave -p out: the site routes jobs)"
-        if profile.partitions_complete:
-            from .sites import profile_with_partition  # only on this path: reads the profiles
+    if not (request.partition and profile.partitions
+            and request.partition not in profile.partitions):
+        return
+    choices = ", ".join(profile.partitions)
+    if not profile.partitions_complete:
+        yield _warn("partition", f"partition {request.partition!r} is not in the "
+                    f"{profile.name} profile (documented on {profile.documented_on or '?'}): "
+                    f"check with sinfo; known: {choices}")
+        return
+    from .sites import profile_with_partition  # only on this path: reads the profiles
 
-            other = profile_with_partition(request.partition)
-            if other and other != profile.name:  # SDumont 2nd's lncc-h100 under sdumont
-                yield _error("partition", f"partition {request.partition!r} does not exist on "
-                             f"{profile.name}; it is {other}'s: use --profile {other}, or one "
-                             f"of {choices}{routed}")
-                return
-            yield _error("partition", f"partition {request.partition!r} does not exist on "
-                         f"{profile.name}: use one of {choices}{routed}")
-        else:
-            yield _warn("partition", f"partition {request.partition!r} is not in the "
-                        f"{profile.name} profile (documented on {profile.documented_on or '?'}): "
-                        f"check with sinfo; known: {choices}")
+    other = profile_with_partition(request.partition)  # SDumont 2nd's lncc-h100 under sdumont
+    fix = f"; it is {other}'s: use --profile {other}, or one" if other and other != profile.name \
+        else ": use one"
+    routed = "" if profile.default_partition else " (or leave -p out: the site routes jobs)"
+    yield _error("partition", f"partition {request.partition!r} does not exist on "
+                 f"{profile.name}{fix} of {choices}{routed}")
 
 
 def time_limit(request: ResourceRequest, profile: ClusterProfile,
@@ -122,7 +112,7 @@ def _cpus_on_a_node(request: ResourceRequest) -> int:
     """CPUs one node must hold: tasks per node x CPUs per task; --ntasks counts only when the
     job is held to one node (-N 1), else Slurm may spread the tasks."""
     tasks = request.ntasks_per_node
-    total = _extra(request, "ntasks") or _extra(request, "n")
+    total = request.extra_value("ntasks", "n")
     if tasks is None and request.nodes == 1 and total and total.isdigit():
         tasks = int(total)
     return (request.cpus_per_task or 1) * (tasks or 1)
@@ -149,7 +139,7 @@ def memory(request: ResourceRequest, profile: ClusterProfile,
         yield _error("mem", f"--mem {format_memory(request.mem_mb)} exceeds the "
                      f"{format_memory(limit)} a node of partition {partition.name!r} has "
                      "(--mem=0 asks for all of it)")
-    per_cpu = _extra(request, "mem-per-cpu")
+    per_cpu = request.extra_value("mem-per-cpu")
     if per_cpu:
         cpus = _cpus_on_a_node(request)
         total = parse_memory(per_cpu) * cpus
@@ -159,29 +149,17 @@ def memory(request: ResourceRequest, profile: ClusterProfile,
                          f"of partition {partition.name!r} has")
 
 
-def _typed_limit(partition: Partition, gpus: GpuRequest) -> int:
-    if gpus.type:
-        for name, count in partition.gpus_per_type.items():
-            if name.lower() == gpus.type.lower():
-                return count
-    return partition.gpus_per_node
-
-
 def gpu_request(request: ResourceRequest, profile: ClusterProfile,
                 partition: Partition | None) -> Found:
-    gpus = request.gpus()
-    total = _extra(request, "gpus") or _extra(request, "G")
-    if gpus is None and total:
-        parsed = GpuRequest.parse(total, flag="--gpus")
-        per_node = -(-parsed.count // request.node_count)  # spread over the nodes, rounded up
-        gpus = GpuRequest(per_node, parsed.type)
+    gpus = request.all_gpus()
     if gpus is None or partition is None or not profile.partitions:
         return
     if partition.gpus_per_node == 0:
         yield _error("gpus-per-node", f"partition {partition.name!r} has no GPUs: choose a GPU "
                      "partition or drop the GPU request")
         return
-    limit = _typed_limit(partition, gpus)
+    limit = next((count for name, count in partition.gpus_per_type.items()
+                  if name.lower() == (gpus.type or "").lower()), partition.gpus_per_node)
     if partition.gpu_counts and gpus.count not in partition.gpu_counts:
         counts = " or ".join(str(n) for n in partition.gpu_counts)
         yield _error("gpus-per-node", f"{gpus.count} GPUs per node: partition "
@@ -206,12 +184,11 @@ def gpu_request(request: ResourceRequest, profile: ClusterProfile,
 
 def gpu_typing(request: ResourceRequest, profile: ClusterProfile,
                partition: Partition | None) -> Found:
-    gpus = request.gpus()
-    total = _extra(request, "gpus") or _extra(request, "G")
+    gpus, total = request.gpus(), request.extra_value("gpus", "G")
     typed = (gpus and gpus.type) or (total and ":" in total)
     if (gpus or total) and not typed and profile.gpu_type_required:
         yield _error("gpus-per-node", f"{profile.name} needs a typed GPU request like "
-                     f"--gpus-per-node=A40:1 (types: {', '.join(_all_gpu_types(profile))})")
+                     f"--gpus-per-node=A40:1 (types: {', '.join(profile.gpu_types())})")
     cpu_only = profile.gpu_constraint_for_cpu_only
     if (not gpus and not total and cpu_only and request.backend != "local"
             and cpu_only not in (request.constraint or "").replace("&", ",").split(",")):
@@ -228,7 +205,11 @@ def account(request: ResourceRequest, profile: ClusterProfile,
     name = request.account
     example = f" (like {profile.account_example})" if profile.account_example else ""
     if name:
-        if is_placeholder_account(name, profile):
+        # an account left as the guide printed it (def-someuser, <project>, MY_ACCOUNT)
+        if (name.lower() in {p.lower() for p in profile.account_placeholders}
+                or ACCOUNT_PLACEHOLDER.fullmatch(name) is not None
+                or any(re.fullmatch(p, name, re.IGNORECASE)
+                       for p in profile.account_placeholder_patterns)):
             yield _error("account", f"account {name!r} is a placeholder: use your own "
                          f"project{example}")
         elif profile.account_pattern and not re.fullmatch(profile.account_pattern, name):
@@ -238,14 +219,6 @@ def account(request: ResourceRequest, profile: ClusterProfile,
         yield _warn("account", f"no -A/--account: Slurm charges your default {profile.name} "
                     f"account, and refuses the job if you have several: add -A "
                     f"{profile.account_example or 'PROJECT'}")
-
-
-def is_placeholder_account(name: str, profile: ClusterProfile) -> bool:
-    """An account left as the guide printed it (def-someuser, <project>, MY_ACCOUNT)."""
-    return (name.lower() in {p.lower() for p in profile.account_placeholders}
-            or ACCOUNT_PLACEHOLDER.fullmatch(name) is not None
-            or any(re.fullmatch(p, name, re.IGNORECASE)
-                   for p in profile.account_placeholder_patterns))
 
 
 def legacy(request: ResourceRequest, profile: ClusterProfile,
@@ -274,10 +247,9 @@ def check(request: ResourceRequest, profile: ClusterProfile) -> list[Problem]:
     return problems
 
 
-# What hpc_magics cannot follow a job through yet, refused before anything is submitted:
-# (sbatch's long and short option, the variables sbatch also reads it from (sbatch(1),
-# INPUT ENVIRONMENT VARIABLES), the problem). A value naming only the cluster submitted
-# from is harmless: sbatch then answers ``ID;CLUSTER`` and the cluster is recorded.
+# What hpc_magics cannot follow a job through yet, refused before submitting: (option, its
+# short form, the variables sbatch also reads it from, the problem). Naming only the cluster
+# submitted from is harmless: sbatch answers ``ID;CLUSTER`` and the cluster is recorded.
 NOT_YET: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("clusters", "M", ("SBATCH_CLUSTERS", "SLURM_CLUSTERS"),
      "several clusters are not supported yet"),
@@ -302,17 +274,6 @@ def not_yet(pairs: Iterable[tuple[str, str]], environ: Mapping[str, str],
     return found
 
 
-def errors(problems: list[Problem]) -> list[Problem]:
-    return [p for p in problems if p.severity == ERROR]
-
-
 def refuse(problems: Iterable[Problem]) -> None:
     """Refuse the errors among ``problems`` in one line (warnings pass)."""
     refuse_lines([p.message for p in problems if p.severity == ERROR])
-
-
-def _all_gpu_types(profile: ClusterProfile) -> list[str]:
-    types: list[str] = []
-    for partition in profile.partitions.values():
-        types += [t for t in partition.gpu_types if t not in types]
-    return types

@@ -114,7 +114,7 @@ def _reach(answer: dict[str, Any]) -> str:
 def _waiting(job_id: str) -> str:
     """Why the test job waits and when Slurm expects it to start, from the queue's one view
     (its ``%R`` and ``%S``: no second squeue)."""
-    from ..core.pending_reasons import plain_reason
+    from ..core.jobs import plain_reason
     from ..scheduler.watcher import watcher
 
     job = watcher().queue_view().find(job_id)

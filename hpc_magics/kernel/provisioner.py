@@ -26,7 +26,7 @@ from tornado.web import HTTPError
 from traitlets import Dict, Float, Unicode
 
 from ..core.errors import HpcMagicsError, InvalidRequest, SubmissionError
-from ..core.pending_reasons import plain_reason
+from ..core.jobs import plain_reason
 from ..jobfolder.folder import JobFolder
 from ..node.kernel import CURVE, scancel_target
 from ..scheduler.job_status import record_submission

@@ -55,7 +55,7 @@ class JobRow:
     left: str = ""  # time left while it runs, its limit while it waits
     cost: str = ""  # so far, by its profile's billing rule
     where: str = ""  # nodes, or the pending reason
-    why: str = ""  # why Slurm ended it, with the fix (core/end_reasons.py)
+    why: str = ""  # why Slurm ended it, with the fix (core/jobs.py)
     note: str = ""  # e.g. "scheduler unreachable, retrying"
     folder: Any = None  # its job folder, when it has one
     # for the allocation section: what it asked for, and how long it has run
@@ -240,7 +240,7 @@ def _recent_jobs(interval_s: float) -> Any:
 
 def _ended_today(wanted: Callable[[str], bool], indexed: list[Any]) -> tuple[list[JobRow], str]:
     """The rows of the user's jobs that ended today and are ``wanted``, newest first."""
-    from ..core.end_reasons import end_note
+    from ..core.jobs import end_note
     from ..scheduler.job_index import folders_for
 
     recent = _recent_jobs(watcher().queue.interval_s)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.cost import cost_so_far
 from ..core.errors import HpcMagicsError
-from ..core.pending_reasons import plain_reason
+from ..core.jobs import plain_reason
 from ..scheduler import commands
 from ..scheduler.job_index import SESSION_PREFIX
 from ..scheduler.watcher import Watcher

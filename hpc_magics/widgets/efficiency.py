@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..core.efficiency import GpuSample, Usage, parse_gpu_samples
-from ..core.efficiency_report import Report, array_summary, report
+from ..core.efficiency import GpuSample, Report, Usage, array_summary, parse_gpu_samples, report
 from ..core.jobids import task_order
 from ..jobfacts import recorded_peak
 from ..jobfolder.files import read_tail

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.jobs import phase
-from ..core.pending_reasons import plain_reason
+from ..core.jobs import phase, plain_reason
 from ..core.units import format_clock, format_duration
 from ..jobfacts import end_line
 from ..jobfolder.files import SEGMENT_FILE
@@ -35,7 +34,7 @@ class JobView:
     time_limit_s: float | None = None
     node_list: str = ""
     note: str = ""  # the watcher's note, e.g. "accounting unreachable"
-    # why it ended, with the fix (core/end_reasons.py: the notebook's error says the same)
+    # why it ended, with the fix (core/jobs.py: the notebook's error says the same)
     end_note: str = ""
     log: str = ""  # the job's output log (the labextension opens it on a click)
     segment: str = ""  # a checkpointed job's "segment 2 of ≤4"

@@ -14,7 +14,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.efficiency_report import memory_text
+from ..core.efficiency import memory_text
 from ..core.node_records import GPU_SAMPLE_EVERY_S, parse_memory_samples
 from ..core.units import format_duration
 from ..jobfacts import asked_memory

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hpc_magics.core.cost import billing_units, cost_line, estimate
-from hpc_magics.core.pending_reasons import PENDING_REASONS, plain_reason
+from hpc_magics.core.jobs import PENDING_REASONS, plain_reason
 from hpc_magics.core.profiles import load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
 

@@ -9,12 +9,13 @@ import pytest
 
 from hpc_magics.core.efficiency import (
     Usage,
+    advice,
     parse_gpu_samples,
     parse_usage,
+    report,
     sacct_megabytes,
 )
-from hpc_magics.core.efficiency_report import advice, report
-from hpc_magics.core.pending_reasons import plain_reason
+from hpc_magics.core.jobs import plain_reason
 from hpc_magics.core.units import slurm_seconds
 from hpc_magics.widgets.job_view import JobView
 
@@ -159,7 +160,7 @@ def test_a_short_tasks_cpu_time_is_not_zero_beside_its_efficiency() -> None:
 
 
 def test_an_arrays_tasks_summed_up_then_the_first_ones_one_by_one() -> None:
-    from hpc_magics.core.efficiency_report import array_summary
+    from hpc_magics.core.efficiency import array_summary
     from hpc_magics.widgets.efficiency import SHOWN_TASKS, report_text
 
     # as a sweep of 8 one-second tasks that asked for 2 hours reported on the test cluster

@@ -44,7 +44,7 @@ def test_a_one_host_cluster_says_so() -> None:
 
 def test_the_refusal_names_every_path_at_once_in_one_line() -> None:
     """One round of fixes: the refusal before submitting is every problem found, in the
-    one line ``core/errors.one_line`` makes (it named only the first before)."""
+    one line ``core/errors.refuse`` makes (it named only the first before)."""
     with pytest.raises(InvalidRequest) as refused:
         login_paths.refuse(jobs_root="/tmp/nb/hpc_jobs", cwd="/var/tmp/nb", stage=(),
                            stage_back=None, cell="", environ={})

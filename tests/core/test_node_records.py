@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpc_magics.core.efficiency import Usage
-from hpc_magics.core.efficiency_report import report
+from hpc_magics.core.efficiency import Usage, report
 from hpc_magics.core.node_records import (
     bytes_value,
     explaining_step_state,

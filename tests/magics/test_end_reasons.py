@@ -1,5 +1,5 @@
 """Why a job ended, in the job widget and %hpc_jobs: the same one line the notebook's error
-says (core/end_reasons.py), and what is left of the allocation under %hpc_jobs.
+says (core/jobs.py), and what is left of the allocation under %hpc_jobs.
 
 TIMEOUT and CANCELLED come from real jobs on the host's test cluster. That cluster does not
 confine memory (no task/cgroup: tests/magics/test_cgroup_facts.py skips there), so it cannot
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hpc_magics.core.end_reasons import end_note
 from hpc_magics.core.errors import JobFailed
+from hpc_magics.core.jobs import end_note
 from hpc_magics.core.node_records import node_file
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.kernel.orphans import KERNELS_DIR_ENV

@@ -22,8 +22,7 @@ from test_monitor import lab
 
 import hpc_magics
 from hpc_magics.cell_job import oom_retry
-from hpc_magics.core.efficiency import Usage
-from hpc_magics.core.efficiency_report import advice, rerun_changes
+from hpc_magics.core.efficiency import Usage, advice, rerun_changes
 from hpc_magics.core.errors import HpcMagicsError, InvalidRequest
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.widgets.job import JobWidget
