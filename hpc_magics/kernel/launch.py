@@ -10,7 +10,6 @@ limit or ``scancel``.
 
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ from typing import Any
 
 from ..core.jobscript import JobParts, render
 from ..core.resources import to_dict
+from ..jobfolder.files import read_json, read_tail
 from ..jobfolder.folder import JobFolder
 from ..node.kernel import CONNECTION_FILE, NODE_FILE
 from ..scheduler import commands
@@ -29,6 +29,7 @@ from .spec import KernelRequest
 
 JOB_SCRIPT = "job.sh"
 LOG_NAME = "kernel.log"
+TUNNEL_LOG = "tunnel.log"
 
 
 def new_folder(kernel: KernelRequest, name: str, root: Path | None = None) -> JobFolder:
@@ -95,27 +96,21 @@ def gone_from_queue(job_id: str) -> bool:
 
 def node_info(folder: JobFolder) -> dict[str, Any] | None:
     """What the node wrote once the kernel's connection file was in place; else None."""
-    try:
-        data: dict[str, Any] = json.loads((folder.path / NODE_FILE).read_text())
-        connection: dict[str, Any] = json.loads((folder.path / CONNECTION_FILE).read_text())
-    except (OSError, ValueError):
+    data, connection = (read_json(folder.path / name) for name in (NODE_FILE, CONNECTION_FILE))
+    if not isinstance(data, dict) or not isinstance(connection, dict):
         return None
-    data["connection"] = connection
-    return data
+    return {**data, "connection": connection}
 
 
 def log_tail(folder: JobFolder, lines: int = 5) -> str:
     try:
-        text = (folder.path / LOG_NAME).read_text(errors="replace")
+        text = read_tail(folder.path / LOG_NAME, 8192)
     except OSError:
         return ""
-    return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
+    return " | ".join(line.strip() for line in text[-lines:] if line.strip())
 
 
 def forget_connection(folder: JobFolder) -> None:
     """The key and ports are of no use once the kernel ended: remove them."""
     for name in (CONNECTION_FILE, NODE_FILE):
-        try:
-            (folder.path / name).unlink()
-        except FileNotFoundError:
-            pass
+        (folder.path / name).unlink(missing_ok=True)

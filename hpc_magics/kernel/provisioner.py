@@ -40,7 +40,6 @@ T = TypeVar("T")
 FILE_CHECK_S = 0.5  # the node's files are on the local view of the shared home: cheap
 CANCEL_GONE_WITHIN_S = 15.0
 ALREADY_GONE = ("already completing or completed", "Invalid job id")
-TUNNEL_LOG = "tunnel.log"
 TUNNEL_RETRY_S = 30.0  # a tunnel that died (the node's sshd restarted) is reopened this often
 SIGNAL_NAMES = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGQUIT: "QUIT",
                 signal.SIGUSR1: "USR1", signal.SIGUSR2: "USR2", signal.SIGHUP: "HUP"}
@@ -198,7 +197,7 @@ class SlurmProvisioner(KernelProvisionerBase):
 
     def _open_tunnel(self, node: dict[str, Any], kernel: KernelRequest) -> SshTunnel:
         assert self.folder is not None
-        tunnel = for_kernel(node, kernel.profile(), self.folder.path / TUNNEL_LOG).open()
+        tunnel = for_kernel(node, kernel.profile(), self.folder.path / launch.TUNNEL_LOG).open()
         self._note_tunnel(tunnel)
         self.log.info("hpc_magics kernel: job %s reached through ssh %s: 127.0.0.1:%s",
                       self.job_id, tunnel.node, sorted(tunnel.local.values()))
@@ -363,8 +362,7 @@ class SlurmProvisioner(KernelProvisionerBase):
     async def kill(self, restart: bool = False) -> None:
         await self._cancel()
 
-    async def terminate(self, restart: bool = False) -> None:
-        await self._cancel()
+    terminate = kill
 
     async def _cancel(self) -> None:
         """scancel the job (or the step); the queue view is refreshed for the next look."""

@@ -12,20 +12,18 @@ writes a private connection file for ``jupyter console --existing`` (or a notebo
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InvalidRequest
 from ..core.profiles import load_profile
+from ..jobfolder.files import write_atomically
 from ..jobfolder.folder import JobFolder
 from ..scheduler import job_index
 from . import launch
 from .orphans import end_tunnel
 from .tunnel import SshTunnel, for_kernel
-
-TUNNEL_LOG = "tunnel.log"  # as the provisioner names it
 
 
 def kernel_folder(job_id: str) -> tuple[JobFolder, dict[str, Any]]:
@@ -42,9 +40,7 @@ def kernel_folder(job_id: str) -> tuple[JobFolder, dict[str, Any]]:
 def write_connection(folder: JobFolder, info: dict[str, Any]) -> Path:
     """A connection file only this user can read (it holds the kernel's key)."""
     path = folder.path / f"reconnect-{secrets.token_hex(4)}.json"
-    handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(handle, "w") as out:
-        json.dump(info, out)
+    write_atomically(path, json.dumps(info))
     return path
 
 
@@ -62,6 +58,6 @@ def connect(job_id: str) -> tuple[Path, SshTunnel | None]:
     if meta.get("tunnel") == "ssh":
         end_tunnel(meta)  # the one its killed server left: its ports are of no use here
         profile = load_profile(str(meta.get("profile") or "default"))
-        tunnel = for_kernel(node, profile, folder.path / TUNNEL_LOG).open()
+        tunnel = for_kernel(node, profile, folder.path / launch.TUNNEL_LOG).open()
         info = tunnel.client_info(info)
     return write_connection(folder, info), tunnel

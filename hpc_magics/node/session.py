@@ -38,16 +38,11 @@ def send(namespace: dict[str, Any], folder: str, names: list[str]) -> list[str]:
     """Pickle the cell's assigned names (those that exist and pickle) for the notebook."""
     import cloudpickle
 
-    values: dict[str, Any] = {}
-    refused: list[str] = []
-    for name in names:
-        if name not in namespace:
-            continue
-        try:
-            cloudpickle.dumps(namespace[name])
-        except Exception:
-            refused.append(name)  # a lock, an open socket: it stays in the session
-            continue
-        values[name] = namespace[name]
+    from ..shipping.stream import pickling_error
+
+    present = [name for name in names if name in namespace]
+    # a lock, an open socket: it stays in the session
+    refused = [name for name in present if pickling_error(namespace[name]) is not None]
+    values = {name: namespace[name] for name in present if name not in refused}
     write_atomically(Path(folder) / RESULTS_FILE, cloudpickle.dumps(values))
     return refused

@@ -9,6 +9,7 @@ namespace, restores a checkpoint and installs the signal handlers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -111,7 +112,7 @@ class NodeTask:
 
     # ----------------------------------------------------------------- before the cell
     def prepare(self, namespace: dict[str, Any]) -> None:
-        global _CURRENT
+        global _CURRENT, resumed
         _CURRENT = self
         self.namespace = namespace
         export_distributed(self.folder)
@@ -129,7 +130,7 @@ class NodeTask:
                     {"segment": self.segment + 1, "of_at_most": opts.chain + 1,
                      "started_at": time.time(),
                      REQUEUED_AT: read_segment(self.folder).get(REQUEUED_AT)}).encode())
-            _set_package_flag(self.resumed)
+            resumed = self.resumed
             self._install_handlers()
         if opts.stage or opts.stage_back:
             from . import staging
@@ -258,19 +259,12 @@ _CURRENT: NodeTask | None = None
 
 def _say(message: str) -> None:
     """A line in the job's log; a log already closed by Slurm's kill is no error."""
-    try:
+    with contextlib.suppress(OSError):
         print(f"[hpc_magics] {message}", file=sys.stderr, flush=True)
-    except OSError:
-        pass
 
 
 # ``hpc_magics.resumed`` (the package reads it here: the node imports nothing above it)
 resumed = False
-
-
-def _set_package_flag(value: bool) -> None:
-    global resumed
-    resumed = value
 
 
 def checkpoint() -> Path | None:

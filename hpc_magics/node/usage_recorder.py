@@ -86,11 +86,9 @@ def record_end(folder: Path) -> None:
     # ru_maxrss is in kilobytes on Linux
     rusage = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    record: dict[str, Any] = {"limit_mb": _cgroup_mb("limit"), "rusage_peak_mb": rusage}
     peak = _cgroup_mb("peak")
-    if peak is not None:
-        record["cgroup_peak_mb"] = peak
-    _write(folder, record)
+    _write(folder, {"limit_mb": _cgroup_mb("limit"), "rusage_peak_mb": rusage,
+                    **({} if peak is None else {"cgroup_peak_mb": peak})})
 
 
 def start_gpu_sampler(folder: Path, every_s: int = GPU_SAMPLE_EVERY_S) \
