@@ -269,11 +269,7 @@ class SlurmProvisioner(KernelProvisionerBase):
         view = await _off_loop(self._queue().view)
         job = view.find(str(self.job_id))
         if job is None:
-            # a view is not proof: a squeue asked before the submission may have answered
-            # after it; one direct look decides (rare: the job is gone or never was)
-            if view.error is not None or view.updated is None or \
-                    view.updated < self._submitted_at or \
-                    not await _off_loop(launch.gone_from_queue, str(self.job_id)):
+            if not await self._left_queue(view):
                 return said, False
             if self.jobid:
                 raise InvalidRequest(f"job {self.job_id} is not one of your jobs in squeue "
@@ -329,14 +325,18 @@ class SlurmProvisioner(KernelProvisionerBase):
             return None  # the scheduler is silent: the kernel is not dead for that
         job = view.find(self.job_id)
         if job is None:
-            # a view from before sbatch returned cannot know the job yet, and one answered
-            # since may have been asked before: squeue itself decides (once, as it ends)
-            if view.updated < self._submitted_at or \
-                    not await _off_loop(launch.gone_from_queue, self.job_id):
+            if not await self._left_queue(view):
                 return None
             self._ended = 0
             return 0
         return (0 if job.phase == "done" else 1) if job.final else None
+
+    async def _left_queue(self, view: Any) -> bool:
+        """The job is not in ``view`` and truly gone. A view is not proof: one asked before
+        sbatch returned may have answered after it; squeue itself decides (once, rarely)."""
+        return view.error is None and view.updated is not None and \
+            view.updated >= self._submitted_at and \
+            await _off_loop(launch.gone_from_queue, str(self.job_id))
 
     async def wait(self) -> int | None:
         while True:
