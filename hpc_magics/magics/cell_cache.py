@@ -1,19 +1,10 @@
 """``%%sbatch --cache``: a cell sent again unchanged returns the earlier job's result at
 once, with no new job.
 
-Unchanged means the same key, a hash of:
-- the cell's code (after its magics are translated);
-- its shipped inputs: the payload's pickle and its big buffers, hashed whole, and the
-  modules it imports by name;
-- the job's environment: the job script without its ``#SBATCH`` lines and its folder's
-  path (what remains is the interpreter, the module, venv and set-up lines), the backend
-  and the profile. The resources (time, memory, CPUs, GPUs, partition) are left out: they
-  decide where and how fast a cell runs, not what it computes. A cell whose result depends
-  on them (a GPU model's numerics, a thread count) should not use ``--cache``.
-
-The index (``cell-cache.json`` in the user's private jobs root, written whole under a lock)
-maps each key to the job that made it. A job whose results are there and did not fail
-answers; one still running, failed or deleted does not, and the cell runs again.
+The key hashes the cell's translated code, its shipped inputs and the job's environment
+(script without ``#SBATCH`` lines, backend, profile); resources are left out. The index,
+``cell-cache.json`` in the private jobs root, is written whole under a lock; only a job whose
+results are there and did not fail answers. Details: docs/how-it-works.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """A kernel started again takes up its notebook's running jobs by itself.
 
-After a kernel restart, or in a notebook opened again with a new kernel, ``%load_ext
-hpc_magics`` finds every job this notebook's cells sent (the job index's entries whose
-``meta.json`` names this notebook, ``JPY_SESSION_NAME``) that is still pending or running,
-and shows each in the cell that loads the extension as its own cell showed it: the job's
-widget, and a cell's output as it comes, from the start (``live_view.follow_output``, as
-``%hpc_live`` does by hand). The jobs become the session's (``%hpc_fetch`` without an id
-takes the newest). The output lands here, not in the cells that sent the jobs: a new kernel
-cannot update outputs an earlier one made; the saved notebook gets each job's outputs in its
-own cell from the server once the last tab on it closes (``server/notebook_outputs.py``).
-
-Loaded by a configuration (no cell runs at ``%load_ext``), it waits for the first cell.
-One look at the index and the job folders, then one shared poll of the watcher for the jobs
-not known to be over: nothing at all without a notebook's kernel.
+At ``%load_ext`` (or the first cell, when loaded by a configuration) every pending or running
+job whose ``meta.json`` names this notebook (``JPY_SESSION_NAME``) is shown in that cell with
+its widget and live output (``live_view.follow_output``) and becomes the session's. One look
+at the index and job folders, one shared watcher poll. Details: docs/how-it-works.md.
 """
 
 from __future__ import annotations

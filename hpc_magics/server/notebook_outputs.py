@@ -1,32 +1,11 @@
 """A ``%%sbatch`` cell's outputs land in its notebook, also when nobody has it open.
 
-At submission the kernel records in the job's ``meta.json`` which notebook and which cell
-sent it (``sent_from``: the cell's id, a hash of its source, the kernel's id;
-``magics/submission.py``). When the server's job watcher (``events.py``: no scheduler call
-of its own) has seen such a job end, this writes the job's outputs into that cell, as a
-fetch shows them (``fetching.cell_outputs``: the one renderer; a sweep's table as
-``sweep_handle`` renders it, with each failed task's error), with ``metadata.hpc_magics``
-naming the job, through the server's contents manager (its atomic write, its checkpoints
-and hooks: what JupyterLab's own save uses).
-
-The rule: the outputs are written once nobody has the notebook open, that is no client (a
-browser tab) is connected to the kernel that submitted the job, nor to the kernel of any
-session on that notebook; however long after the job's end that is. A tab open at the end
-shows the outputs itself (its live view, a fetch), and a file written under an open editor
-would make it say "the file changed on disk" or be overwritten by its next save; but what
-it shows lives only in that tab (a kernel that dies, a tab closed without saving lose it),
-so the job waits, its note file absent, until the last tab closes, then its outputs are
-written into the saved notebook (older jobs first: the cell keeps its latest job's). Only
-jobs of this server's kernels, or of a server that is over (a restarted server takes up the
-jobs its predecessor's kernels sent, also those that ended while no server ran: ``adopted``),
-and notebooks under its root. Never over an edit: when the
-cell is gone or its source changed since it was sent, the notebook is left alone, said in
-the server's log and in ``notebook-outputs.json`` in the job folder. That file records what
-was done either way: each job is written into its notebook at most once.
-
-A cell sent to a session (``%%sbatch --session``) ends while the session's job runs on: its
-notebook's kernel records its outputs and its cell in the session's folder (``CELLS_DIR``),
-and each record is written in by the same rule, its note beside it.
+The job's ``meta.json`` names the cell that sent it (``sent_from``, ``magics/submission.py``).
+Once the server's job watcher (``events.py``) has seen it end and no tab is connected to the
+notebook's kernels, this writes the outputs as a fetch shows them (``fetching.cell_outputs``)
+through the contents manager, at most once, never over an edit; ``notebook-outputs.json`` in
+the job folder says what was done. Session cells (``CELLS_DIR``) follow the same rule.
+The whole rule: docs/how-it-works.md, "Outputs land in the notebook, also with the tab closed".
 """
 
 from __future__ import annotations
