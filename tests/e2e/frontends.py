@@ -80,6 +80,22 @@ class NotebookPage:
                 continue
         pytest.fail(f"the kernel never answered in {self.frontend.name}", pytrace=False)
 
+    def wait_for_a_new_answer(self, timeout_s: float, what: str) -> None:
+        """Run cell 0 until its output changes (it prints a new value each time its kernel
+        is new, or each run): the kernel behind the page (restarted, reopened) answers."""
+        before = self.output(0).inner_text()
+
+        def answered() -> bool:
+            self.run(0)
+            try:
+                self.output(0).filter(has_not_text=before).filter(
+                    has_text="kernel ready").wait_for(timeout=5_000)
+            except Exception:
+                return False
+            return True
+
+        self.wait_until(answered, timeout_s, what)
+
     def cell(self, index: int) -> Any:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
 

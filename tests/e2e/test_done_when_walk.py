@@ -36,7 +36,7 @@ from .test_outputs_with_tab_closed import (
     kernels,
     live_view,
     save,
-    wait_for_the_server,
+    the_server_wrote_the_outputs,
 )
 from .test_rerun_click import RERUN_OFFERED, RERUN_SAID
 
@@ -115,18 +115,7 @@ def reopen(notebook: NotebookPage) -> None:
     page = notebook.page
     page.goto(JUPYTERLAB.notebook_url(notebook.lab, NOTEBOOK))
     notebook.cell(0).locator(".cm-content").wait_for(timeout=60_000)
-    before = notebook.output(0).inner_text()
-
-    def answers() -> bool:
-        notebook.run(0)
-        try:
-            notebook.output(0).filter(has_not_text=before).filter(
-                has_text="kernel ready").wait_for(timeout=5_000)
-        except Exception:
-            return False
-        return True
-
-    notebook.wait_until(answers, 120, "the reopened notebook's kernel never answered")
+    notebook.wait_for_a_new_answer(120, "the reopened notebook's kernel never answered")
 
 
 def debug(notebook: NotebookPage, command: str) -> Any:
@@ -170,9 +159,7 @@ def test_the_done_when_walk(start_local_lab: LocalLabFactory, slurm_cluster: obj
                             "the closed tab is still connected to its kernel")
     finally:
         gate.touch()
-    note = wait_for_the_server(notebook, folder)
-    assert note["written"] is True, note
-    assert sacct_state(job_id, until={"COMPLETED"}, timeout=60) == "COMPLETED"
+    the_server_wrote_the_outputs(notebook, folder, job_id, sacct_state)
 
     # ... in the saved .ipynb, in the cell that sent the job
     saved = nbformat.read(lab.root_dir / NOTEBOOK, as_version=4).cells[TRAIN]

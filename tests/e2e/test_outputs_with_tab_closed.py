@@ -146,6 +146,14 @@ def wait_for_the_server(notebook: NotebookPage, folder: Path) -> dict[str, Any]:
     return dict(json.loads(note.read_text()))
 
 
+def the_server_wrote_the_outputs(notebook: NotebookPage, folder: Path, job_id: str,
+                                 sacct_state: Any) -> None:
+    """The job ended COMPLETED and the server wrote its outputs into the notebook."""
+    note = wait_for_the_server(notebook, folder)
+    assert note["written"] is True, note
+    assert sacct_state(job_id, until={"COMPLETED"}, timeout=60) == "COMPLETED"
+
+
 @pytest.mark.parametrize("kernel", ["left-running", "shut-down"])
 def test_the_jobs_outputs_are_in_the_reopened_notebook_after_the_tab_closed(
         kernel: str, start_local_lab: LocalLabFactory, slurm_cluster: object, page: Any,
@@ -167,9 +175,7 @@ def test_the_jobs_outputs_are_in_the_reopened_notebook_after_the_tab_closed(
                                 "the closed tab is still connected to its kernel")
     finally:
         gate.touch()
-    note = wait_for_the_server(notebook, folder)
-    assert note["written"] is True, note
-    assert sacct_state(job_id, until={"COMPLETED"}, timeout=60) == "COMPLETED"
+    the_server_wrote_the_outputs(notebook, folder, job_id, sacct_state)
     assert nbformat.read(lab.root_dir / NOTEBOOK, as_version=4).cells[2].metadata[
         "hpc_magics"]["job_id"] == job_id
 
@@ -189,22 +195,12 @@ def test_after_a_kernel_restart_load_ext_follows_the_running_job_again(
     try:
         notebook, job_id, folder = open_and_submit(page, lab, gate)
         jobs_to_cancel.append(job_id)
-        before = notebook.output(0).inner_text()
         menu(page, "Kernel", "Restart Kernel…")
         dialog = page.locator(".jp-Dialog")
         dialog.locator(".jp-mod-accept").click()
         dialog.wait_for(state="detached", timeout=10_000)
-
-        def restarted() -> bool:  # the first cell run again prints the new kernel's pid
-            notebook.run(0)
-            try:
-                notebook.output(0).filter(has_not_text=before).filter(
-                    has_text="kernel ready").wait_for(timeout=5_000)
-            except Exception:
-                return False
-            return True
-
-        notebook.wait_until(restarted, 90, "the restarted kernel never answered")
+        # the first cell run again prints the new kernel's pid
+        notebook.wait_for_a_new_answer(90, "the restarted kernel never answered")
         notebook.run(1)  # %load_ext alone: the notebook's running job is taken up
         # the output made before the restart, while the job still waits at its gate
         live = notebook.wait_for_output(1, "rich from the node", 90)
