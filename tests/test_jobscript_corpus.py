@@ -67,7 +67,7 @@ def judge(entry: dict[str, Any], script: str) -> None:
     if entry["valid"]:
         assert report.ok, shown
     else:
-        named = {f.option for f in report.errors}
+        named = {f.field for f in report.errors}
         assert report.errors and set(entry["refused"]) <= named, shown
 
 

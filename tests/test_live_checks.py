@@ -45,7 +45,7 @@ def request(**values: str) -> ResourceRequest:
 
 
 def options(report: live.LiveReport) -> dict[str, str]:
-    return {f.option: f.message for f in report.findings if f.severity == "error"}
+    return {f.field: f.message for f in report.findings if f.severity == "error"}
 
 
 def test_partition_max_time_and_nodes_from_scontrol() -> None:
@@ -132,7 +132,7 @@ def test_drafted_profile_loads_and_validates_a_job(tmp_path: Path) -> None:
     good = check_script("#SBATCH -p long -t 1-00:00:00 --gres=gpu:v100:2\n", profile)
     assert good.ok
     bad = check_script("#SBATCH -p debug -t 30 --gres=gpu:v100:3 --mem=9G\n", profile)
-    assert {f.option for f in bad.errors} == {"time", "gres", "mem"}
+    assert {f.field for f in bad.errors} == {"time", "gres", "mem"}
     out = tmp_path / "site.toml"
     assert main(["profiles", "--draft", "-o", str(out)]) == 0
     assert tomllib.loads(out.read_text())["cluster_names"] == ["lab"]

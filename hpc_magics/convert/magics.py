@@ -69,7 +69,10 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
         plain: ast.Module | None = ast.parse(source)
     except SyntaxError:
         plain = None
-    if plain is not None and "get_ipython" not in source and not _maybe_automagic(plain):
+    # a one-line expression cell (``ls -la``, ``pwd``) IPython may read as an automagic
+    if plain is not None and "get_ipython" not in source and not (
+            len(plain.body) == 1 and isinstance(plain.body[0], ast.Expr)
+            and plain.body[0].end_lineno == plain.body[0].lineno):
         return source
     from IPython.core.inputtransformer2 import TransformerManager
 
@@ -98,12 +101,6 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
             needs.add(IPYTHON)
             editor.replace_node(node, "_ipython")
     return editor.result()
-
-
-def _maybe_automagic(tree: ast.Module) -> bool:
-    """A one-statement expression cell (``ls``, ``ls -la``, ``pwd``) IPython may read as a magic."""
-    return len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) and \
-        tree.body[0].end_lineno == tree.body[0].lineno
 
 
 def bound_names(tree: ast.AST) -> set[str]:

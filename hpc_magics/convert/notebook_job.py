@@ -15,7 +15,6 @@ outputs are also saved as PNG files in the job folder's ``figures/``.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jobfolder.files import write_atomically
-from .cells import SKIP_TAGS, plain_cells
+from .cells import plain_cells
 from .magic_rules import INSTALL_LINE_MAGICS, INSTALL_WHY, INSTALLERS
 from .script import helper_code, progress_cells, skip_cells, strip_cells, translate_cells
 
@@ -53,11 +52,11 @@ def _comment_installs(source: str) -> str:
     return "".join(lines)
 
 
-def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False,
-                     skip_tags: frozenset[str] = SKIP_TAGS) -> dict[str, Any]:
+def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False
+                     ) -> dict[str, Any]:
     """The notebook the job runs: no outputs, skipped cells out, installs commented out."""
     cells = plain_cells(notebook, "cell-")
-    skip_cells(cells, skip_tags)
+    skip_cells(cells)
     needs: set[str] = set()
     if strip_display:
         translate_cells(cells, needs)
@@ -147,7 +146,7 @@ def run_notebook_job(job_folder: str, workdir: str, kernel_name: str = "python3"
                 os.environ[variable] = value
     progress["finished"] = failure is None
     save()
-    figures = save_figures(json.loads(nbformat.writes(notebook)), folder)
+    figures = save_figures(notebook, folder)
     if failure is not None:
         raise RuntimeError(f"cell {progress['failed_cell']} failed; the executed notebook up to "
                            f"it is {target}\n{failure}") from None

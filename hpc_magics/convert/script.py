@@ -165,8 +165,7 @@ os.environ["BROWSER"] = "true"
 
 def helper_code(needs: Collection[str]) -> str:
     """The imports and helper functions translated magics use (see ``magics``)."""
-    order = (magics.OS, magics.SYS, magics.SUBPROCESS, magics.TIMER, magics.TIMEIT, magics.IPYTHON)
-    return "".join(_HELPERS[name] for name in order if name in needs)
+    return "".join(text for name, text in _HELPERS.items() if name in needs)
 
 
 def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collection[str], *,

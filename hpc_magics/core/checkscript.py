@@ -28,23 +28,12 @@ from .errors import InvalidRequest
 from .flags import FLAG_FIELDS
 from .profiles import ClusterProfile
 from .resources import ResourceRequest, updated
+from .validation import Problem
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
     "ok", "warning", "error", "passed", "ignored", "comment")
 _DIRECTIVE = re.compile(r"^\s*#SBATCH(\s|$)(.*)$")
 _LOOKALIKE = re.compile(r"^\s*#+\s*SBATCH\b|^\s*#sbatch\b", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: str
-    option: str  # the option named (long spelling) or "" for the script as a whole
-    message: str
-    line: int | None = None
-    rule: str = "syntax"  # "syntax": how sbatch reads the line; "limit": the profile's rules
-
-    def __str__(self) -> str:
-        return f"{f'line {self.line}: ' if self.line else ''}{self.severity}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -61,7 +50,7 @@ class ScriptReport:
     source: tuple[str, ...]  # the script's lines
     marks: Mapping[int, str]  # line → COMMENT, IGNORED or PASSED, whatever is said of it
     notes: Mapping[int, tuple[str, ...]]  # line → what is said of it, in order
-    findings: tuple[Finding, ...]
+    findings: tuple[Problem, ...]
     request: ResourceRequest
     passed_through: tuple[tuple[str, str | None], ...] = field(default=())
     option_lines: tuple[tuple[str, int], ...] = field(default=())  # option → its last line
@@ -82,7 +71,7 @@ class ScriptReport:
         return tuple(out)
 
     @property
-    def errors(self) -> list[Finding]:
+    def errors(self) -> list[Problem]:
         return [f for f in self.findings if f.severity == ERROR]
 
     @property
@@ -96,13 +85,13 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
     file given to sbatch, which refuses one that does not start with ``#!``."""
     verdicts: dict[int, str] = {}
     notes: dict[int, list[str]] = {}
-    findings: list[Finding] = []
+    findings: list[Problem] = []
     options: list[Option] = []
     lines = script.splitlines()
     in_header = True
 
     def note(number: int, severity: str, option: str, message: str) -> None:
-        findings.append(Finding(severity, option, message, number))
+        findings.append(Problem(severity, option, message, number, "syntax"))
         notes.setdefault(number, []).append(f"{severity}: {message}")
 
     if whole_file and not script.startswith("#!"):
@@ -179,8 +168,7 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
     request = request.changed(extra=tuple((k, v or "") for k, v in extra.items()))
     for problem in validation.check(request, profile):
         named = _option_for(problem.field, last_line)
-        findings.append(Finding(problem.severity, named, problem.message, last_line.get(named),
-                                "limit"))
+        findings.append(replace(problem, field=named, line=last_line.get(named)))
         if named in last_line:
             notes.setdefault(last_line[named], []).append(str(problem))
     return ScriptReport(profile.name, tuple(lines), verdicts,
@@ -189,11 +177,11 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
                         tuple(last_line.items()))
 
 
-def with_findings(report: ScriptReport, more: list[Finding] | tuple[Finding, ...]
+def with_findings(report: ScriptReport, more: list[Problem] | tuple[Problem, ...]
                   ) -> ScriptReport:
     """``report`` with more findings (live checks), each put on the line of its option."""
     lines = dict(report.option_lines)
-    placed = [replace(f, line=f.line or lines.get(_option_for(f.option, lines)))
+    placed = [replace(f, line=f.line or lines.get(_option_for(f.field, lines)))
               for f in more]
     notes = dict(report.notes)
     for finding in placed:
@@ -203,7 +191,7 @@ def with_findings(report: ScriptReport, more: list[Finding] | tuple[Finding, ...
     return replace(report, notes=notes, findings=_in_order((*report.findings, *placed)))
 
 
-def _in_order(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+def _in_order(findings: Iterable[Problem]) -> tuple[Problem, ...]:
     return tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0)))
 
 
@@ -253,11 +241,11 @@ def render(report: ScriptReport, name: str = "script") -> str:
     return "\n".join(text)
 
 
-def syntax_problems(cell: str, profile: ClusterProfile) -> list[validation.Problem]:
+def syntax_problems(cell: str, profile: ClusterProfile) -> list[Problem]:
     """What sbatch itself would say about a cell's #SBATCH lines (misspelt options, malformed
     values, lines it ignores), for ``%%sbatch``; the limits are checked on the merged request."""
     report = check_script(cell, profile)
-    return [validation.Problem(f.severity, f.option or "sbatch",
-                               f.message if f.message.startswith("#SBATCH line") or not f.line
-                               else f"#SBATCH line {f.line}: {f.message}")
+    return [replace(f, field=f.field or "sbatch", line=None,
+                    message=f.message if f.message.startswith("#SBATCH line") or not f.line
+                    else f"#SBATCH line {f.line}: {f.message}")
             for f in report.findings if f.rule == "syntax"]

@@ -32,12 +32,17 @@ ACCOUNT_PLACEHOLDER = re.compile(
 
 @dataclass(frozen=True)
 class Problem:
+    """One thing wrong with a request or a script: ``field`` names the option (long
+    spelling) or is "" for the whole; ``line``, the script's line when there is one;
+    ``rule``, "limit" for the profile's rules, "syntax" for how sbatch reads a line."""
     severity: str
     field: str
     message: str
+    line: int | None = None
+    rule: str = "limit"
 
     def __str__(self) -> str:
-        return f"{self.severity}: {self.message}"
+        return f"{f'line {self.line}: ' if self.line else ''}{self.severity}: {self.message}"
 
 
 Found = Iterator[Problem]

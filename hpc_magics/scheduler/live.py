@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..core.checkscript import ERROR, WARNING, Finding, ScriptReport, with_findings
+from ..core.checkscript import ERROR, WARNING, ScriptReport, with_findings
 from ..core.errors import HpcMagicsError
 from ..core.resources import ResourceRequest
 from ..core.units import UNLIMITED, format_time, slurm_int
+from ..core.validation import Problem
 from . import commands
 from . import submit as submission
 from .queue import login_name
@@ -167,7 +168,7 @@ def test_only(script: str) -> TestOnly | str:
 
 @dataclass(frozen=True)
 class LiveReport:
-    findings: tuple[Finding, ...]
+    findings: tuple[Problem, ...]
     start: str = ""
     billing_weights: str = ""
     asked: tuple[str, ...] = field(default=())
@@ -176,17 +177,17 @@ class LiveReport:
 def check(request: ResourceRequest, script: str | None = None,
           user: str | None = None) -> LiveReport:
     """What the cluster itself says about ``request`` (and ``script``, if given)."""
-    found: list[Finding] = []
+    found: list[Problem] = []
     user = user or login_name()
     parts = partitions()
     if not parts:
-        return LiveReport((Finding(WARNING, "", "the cluster did not answer scontrol show "
+        return LiveReport((Problem(WARNING, "", "the cluster did not answer scontrol show "
                                    "partition: live checks skipped"),))
     default = next((n for n, d in parts.items() if d.get("Default") == "YES"), None)
     name = request.partition or default
     data = parts.get(name or "")
     if request.partition and data is None:
-        found.append(Finding(ERROR, "partition", f"partition {request.partition!r} does not "
+        found.append(Problem(ERROR, "partition", f"partition {request.partition!r} does not "
                              f"exist on this cluster: use one of {', '.join(parts)}"))
     if data is not None:
         found += _partition_limits(request, name or "", data)
@@ -196,63 +197,63 @@ def check(request: ResourceRequest, script: str | None = None,
     if script is not None:
         answer = test_only(script)
         if isinstance(answer, str):
-            found.append(Finding(WARNING, "", f"sbatch --test-only could not run: {answer}"))
+            found.append(Problem(WARNING, "", f"sbatch --test-only could not run: {answer}"))
         elif answer.fits:
             start = answer.start
         else:
-            found.append(Finding(ERROR, "", f"sbatch --test-only: {answer.message}"))
+            found.append(Problem(ERROR, "", f"sbatch --test-only: {answer.message}"))
     return LiveReport(tuple(found), start, weights,
                       ("scontrol", "sinfo", "sacctmgr") + (("sbatch --test-only",)
                                                            if script is not None else ()))
 
 
 def _partition_limits(request: ResourceRequest, name: str, data: dict[str, str]
-                      ) -> list[Finding]:
+                      ) -> list[Problem]:
     found = []
     max_time = slurm_duration(data.get("MaxTime", "UNLIMITED"))
     if max_time and request.time_s and (request.time_s == UNLIMITED
                                         or request.time_s > max_time):
-        found.append(Finding(ERROR, "time", f"time {format_time(request.time_s)} exceeds "
+        found.append(Problem(ERROR, "time", f"time {format_time(request.time_s)} exceeds "
                              f"the MaxTime of partition {name!r}, {format_time(max_time)} "
                              "(scontrol)"))
     max_nodes = data.get("MaxNodes", "UNLIMITED")
     if max_nodes.isdigit() and request.node_count > int(max_nodes):
-        found.append(Finding(ERROR, "nodes", f"{request.node_count} nodes exceed the MaxNodes "
+        found.append(Problem(ERROR, "nodes", f"{request.node_count} nodes exceed the MaxNodes "
                              f"of partition {name!r}, {max_nodes} (scontrol)"))
     gpus = request.gpus()
     if gpus is not None:
         types = gpu_types(name)
         option = "gres" if request.gres and request.gpus_per_node is None else "gpus-per-node"
         if not types:
-            found.append(Finding(ERROR, option, f"partition {name!r} has no GPUs (sinfo)"))
+            found.append(Problem(ERROR, option, f"partition {name!r} has no GPUs (sinfo)"))
         elif gpus.type and gpus.type not in types:
             listed = ", ".join(sorted(t for t in types if t)) or "untyped GPUs only: drop the type"
-            found.append(Finding(ERROR, option, f"GPU type {gpus.type!r} is not in partition "
+            found.append(Problem(ERROR, option, f"GPU type {gpus.type!r} is not in partition "
                                  f"{name!r}: sinfo lists {listed}"))
         elif gpus.count > (types[gpus.type] if gpus.type else max(types.values())):
             most = types[gpus.type] if gpus.type else max(types.values())
-            found.append(Finding(ERROR, option, f"{gpus.count} GPUs per node exceed the {most} "
+            found.append(Problem(ERROR, option, f"{gpus.count} GPUs per node exceed the {most} "
                                  f"a node of partition {name!r} has (sinfo)"))
     return found
 
 
-def _accounts(request: ResourceRequest, user: str) -> list[Finding]:
+def _accounts(request: ResourceRequest, user: str) -> list[Problem]:
     assocs = associations(user)
     if assocs is None:
-        return [Finding(WARNING, "account", "sacctmgr did not answer: accounts not checked")]
+        return [Problem(WARNING, "account", "sacctmgr did not answer: accounts not checked")]
     if not assocs:
         return []  # no accounting associations here: nothing to compare with
     accounts = sorted({a.account for a in assocs})
     found = []
     if request.account and request.account not in accounts:
-        found.append(Finding(ERROR, "account", f"{user} has no association with account "
+        found.append(Problem(ERROR, "account", f"{user} has no association with account "
                              f"{request.account!r}: yours are {', '.join(accounts)}"))
     if request.qos:
         allowed = {q for a in assocs for q in a.qos
                    if not request.account or a.account == request.account}
         if allowed and request.qos not in allowed:
             with_account = f" with account {request.account!r}" if request.account else ""
-            found.append(Finding(ERROR, "qos", f"QOS {request.qos!r} is not allowed for "
+            found.append(Problem(ERROR, "qos", f"QOS {request.qos!r} is not allowed for "
                                  f"{user}{with_account}: use one of {', '.join(sorted(allowed))}"))
     return found
 
@@ -274,7 +275,7 @@ def with_live(report: ScriptReport, script: str, wanted: bool | None = None
     if wanted is None and cluster_name().lower() not in {c.lower() for c in profile.cluster_names}:
         return report, ""
     answer = check(report.request, script)
-    report = with_findings(report, [Finding(f.severity, f.option, f"{f.message} (live)", f.line)
+    report = with_findings(report, [replace(f, message=f"{f.message} (live)")
                                     for f in answer.findings])
     said = [f"live: asked {', '.join(answer.asked)} on {cluster_name()}"]
     if answer.start:

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..core.efficiency import Usage
 from ..core.jobids import same_job
-from ..core.jobs import RUNNING_STATES, is_final, normalize_state, phase
+from ..core.jobs import RUNNING_STATES, normalize_state, phase
 from ..jobfolder.files import OUTCOME_FILE, store_usage, stored_usage
 from ..jobfolder.folder import JobFolder
 from ..jobfolder.tasks import task_outcome
@@ -162,14 +162,16 @@ class Watcher:
                 self._remember(folder, job_id, result[status_key(folder, job_id)])
             return result
 
-    def _poll_slurm(self, jobs: list[tuple[str, JobFolder, Submission, JobStatus]],
+    def _poll_slurm(self, jobs: Sequence[tuple[str, JobFolder | None, Submission, JobStatus]],
                     view: QueueView, max_age_s: float | None) -> dict[str, JobStatus]:
+        """The queue, then accounting, then the folder (a job without one: ``poll_ids``)."""
         current_cluster = self.queue.cluster
         now = time.time()
         decided: dict[str, JobStatus] = {}
-        ask: list[tuple[str, JobFolder, Submission, JobStatus]] = []
+        ask: list[tuple[str, JobFolder | None, Submission, JobStatus]] = []
         silent = SCHEDULER_SILENT if view.error is not None else ""
         for key, folder, submission, previous in jobs:
+            own = folder is not None and key == status_key(folder, None)
             if not submission.on_this_cluster(current_cluster):
                 # this cluster's scheduler knows nothing of it: only the folder can tell
                 decided[key] = self._from_folder(
@@ -182,7 +184,7 @@ class Watcher:
                 self._absent.pop(key, None)
                 state = combined_state([normalize_state(e.state) for e in entries])
                 source = "squeue"
-                if phase(state) == "pending" and key == status_key(folder, None) and \
+                if phase(state) == "pending" and own and folder is not None and \
                         _finished_after(folder, view.updated):
                     state, source = "RUNNING", "results"  # the view predates the run
                 # the entry a widget describes: a running one before a pending range
@@ -192,7 +194,7 @@ class Watcher:
                 continue
             if view.error is None and (view.updated is None
                                        or view.updated < submission.seen_after) \
-                    and not (key == status_key(folder, None) and folder.has_results()):
+                    and not (own and folder is not None and folder.has_results()):
                 # squeue works but has not looked since sbatch returned: nothing new to ask
                 # (unless the folder's results prove the job ran, and left the queue since)
                 decided[key] = replace(previous, checked_at=now)
@@ -220,7 +222,7 @@ class Watcher:
             if view.updated not in seen:
                 seen.append(view.updated)
 
-    def _after_queue(self, key: str, folder: JobFolder, submission: Submission,
+    def _after_queue(self, key: str, folder: JobFolder | None, submission: Submission,
                      previous: JobStatus, records: tuple[AccountingRecord, ...] | None,
                      now: float, silent: str = "") -> JobStatus:
         """The job is not (or not yet) in the queue: accounting, then the folder decide."""
@@ -237,13 +239,13 @@ class Watcher:
                 previous = said
         absences = self._absent.get(key, [])
         if records is not None and absences and now - absences[0] < SACCT_LAG_S \
-                and not folder.has_results():
+                and not (folder is not None and folder.has_results()):
             return replace(previous, checked_at=now)  # give sacct a moment to catch up
         note = silent or (UNREACHABLE if records is None else "")
         return self._from_folder(key, folder, submission, previous, note=note,
                                  gone=len(absences) >= 2)
 
-    def _from_folder(self, key: str, folder: JobFolder, submission: Submission,
+    def _from_folder(self, key: str, folder: JobFolder | None, submission: Submission,
                      previous: JobStatus, note: str, gone: bool = False,
                      results_prove: bool = False) -> JobStatus:
         """What the folder proves, when Slurm has nothing (more) to say."""
@@ -251,10 +253,11 @@ class Watcher:
         if previous.final and previous.source == "results":
             return replace(previous, note=note, checked_at=now)  # read it once, not per poll
         # the folder's own job's outcome file, or a sweep task's (read, never unpickled)
-        if key == status_key(folder, None):
+        failed: bool | None = None
+        if folder is not None and key == status_key(folder, None):
             outcome = folder.outcome()
             failed = None if outcome is None else outcome.failed
-        else:
+        elif folder is not None:
             failed = task_outcome(folder.path, self._meta(folder), submission.job_id)
         # results prove the end once the queue no longer lists the job (it may be tidying up)
         if failed is not None and (gone or results_prove or self._absent.get(key)):
@@ -345,57 +348,30 @@ class Watcher:
     def poll_ids(self, jobs: Sequence[tuple[str, float | None]],
                  max_age_s: float | None = None) -> dict[str, JobStatus]:
         """Jobs without a folder (``sbatch`` in a terminal, other tools), by id and the
-        submit time squeue reported: the queue, then accounting decide; absent from two
-        queue views and unknown to accounting: ENDED. One squeue, at most one sacct."""
+        submit time squeue reported, decided as folders' jobs are with nothing to prove
+        an end: absent from two queue views and unknown to accounting, ENDED."""
+        keys = {job_id: f"id:{self.queue.cluster}:{job_id}" for job_id, _ in jobs}
         with self._lock:
-            view = self.queue.view(max_age_s)
-            now = time.time()
-            result: dict[str, JobStatus] = {}
-            ask: list[tuple[str, Submission, JobStatus]] = []
+            decided: dict[str, JobStatus] = {}
+            ask: list[tuple[str, JobFolder | None, Submission, JobStatus]] = []
             for job_id, submit_time in jobs:
-                key = f"id:{self.queue.cluster}:{job_id}"
-                previous = self._latest.get(key) or JobStatus(job_id, "UNKNOWN", "recorded")
-                submission = Submission(job_id, "slurm", None, submit_time, submit_time)
+                previous = self._latest.get(keys[job_id]) or JobStatus(job_id, "UNKNOWN",
+                                                                       "recorded")
                 if previous.definite:
-                    result[job_id] = previous
-                    continue
-                entries = [e for e in view.find_all(job_id) if submission.matches(e.submit_time)]
-                if entries and view.updated is not None:
-                    self._absent.pop(key, None)
-                    state = combined_state([normalize_state(e.state) for e in entries])
-                    result[job_id] = self._latest[key] = JobStatus(
-                        job_id, state, "squeue", "", now, detail_at=view.updated)
-                    continue
-                self._missed(key, view)
-                ask.append((key, submission, previous))
-            answer = self._accounting([s.job_id for _, s, _ in ask], max_age_s) if ask \
-                else ()
-            not_yet = isinstance(answer, NotYet)  # asked with the user's next sacct call
-            records = None if isinstance(answer, NotYet) else answer
-            for key, submission, previous in ask:
-                job_id = submission.job_id
-                mine = [r for r in records or () if same_job(job_id, r.job_id)
-                        and submission.matches(r.submit_time, r.name)]
-                said = combined_state([r.state for r in mine]) if mine else None
-                absences = self._absent.get(key, [])
-                if said is not None and is_final(said):
-                    status = JobStatus(job_id, said, "sacct", "", now)
-                elif not_yet:
-                    status = replace(previous, checked_at=now)
-                elif records is None:
-                    status = replace(previous, note=UNREACHABLE, checked_at=now)
-                elif len(absences) >= 2 and now - absences[0] >= SACCT_LAG_S:
-                    status = JobStatus(job_id, "ENDED", "queue", "", now)
+                    decided[keys[job_id]] = previous
                 else:
-                    status = replace(previous, checked_at=now)
+                    submission = Submission(job_id, "slurm", None, submit_time, submit_time)
+                    ask.append((keys[job_id], None, submission, previous))
+        if ask:
+            view = self.queue.view(max_age_s)  # not under the lock, as in poll_jobs
+            with self._lock:
+                decided.update(self._poll_slurm(ask, view, max_age_s))
+        with self._lock:
+            for key, status in decided.items():
                 if status.final:
                     self._absent.pop(key, None)
-                result[job_id] = self._latest[key] = status
-            for job_id, _ in jobs:
-                key = f"id:{self.queue.cluster}:{job_id}"
-                result[job_id] = self._latest[key] = \
-                    self._since_cancel(job_id, result[job_id])
-            return result
+                self._latest[key] = status
+        return {job_id: decided[key] for job_id, key in keys.items()}
 
     # ------------------------------------------------------------------ control
     def cancel(self, job_id: str, listed: bool = True) -> None:

@@ -32,7 +32,7 @@ def verdicts(report: ScriptReport) -> dict[int, str]:
 
 
 def errors_named(report: ScriptReport) -> set[str]:
-    return {f.option for f in report.errors}
+    return {f.field for f in report.errors}
 
 
 def test_sbatch_spellings_all_read_the_same() -> None:
@@ -127,7 +127,7 @@ def test_lookalike_lines_are_comments_and_unknown_options_only_warn() -> None:
     assert verdicts(report)[1] == COMMENT and verdicts(report)[2] == COMMENT
     assert verdicts(report)[3] == WARNING
     site = check("#SBATCH --uenv=prgenv-gnu/24.11:v1 --view=default -A g123\n", "daint")
-    assert site.ok and not [f for f in site.findings if "uenv" in f.option]
+    assert site.ok and not [f for f in site.findings if "uenv" in f.field]
 
 
 def test_sbatch_syntax_errors_are_errors() -> None:

@@ -49,4 +49,4 @@ def test_alps_node_takes_the_documented_450G(mem: str, ok: bool) -> None:
     report = check_script(script, load_profile("daint"), whole_file=True)
     assert report.ok is ok, render(report)
     if not ok:
-        assert {f.option for f in report.errors} == {"mem"}, render(report)
+        assert {f.field for f in report.errors} == {"mem"}, render(report)

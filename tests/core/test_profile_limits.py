@@ -79,7 +79,7 @@ def test_one_over_limit_request_per_documented_limit_is_refused(
         name: str, part_name: str, what: str, line: str, option: str) -> None:
     profile = load_profile(name)
     report = run(name, [*base_lines(profile, profile.partitions[part_name]), line])
-    assert option in {f.option for f in report.errors}, render(report, f"{name}/{part_name}")
+    assert option in {f.field for f in report.errors}, render(report, f"{name}/{part_name}")
 
 
 @pytest.mark.parametrize("name", PROFILES)
@@ -88,9 +88,9 @@ def test_required_qos_and_unknown_partitions(name: str) -> None:
     for part in profile.partitions.values():
         if part.requires_qos:
             lines = [x for x in base_lines(profile, part) if "--qos" not in x]
-            assert "qos" in {f.option for f in run(name, lines).errors}
+            assert "qos" in {f.field for f in run(name, lines).errors}
     report = run(name, ["#SBATCH --partition=nosuchpartition", "#SBATCH --time=10"])
-    named = {f.option: f.severity for f in report.findings}
+    named = {f.field: f.severity for f in report.findings}
     if not profile.partitions:  # a site's or a retired cluster's profile names none
         assert "partition" not in named
     else:
@@ -100,8 +100,8 @@ def test_required_qos_and_unknown_partitions(name: str) -> None:
 def test_site_defaults_are_warnings_not_errors() -> None:
     # the account the site fills in, the partition's default time: never refused
     narval = run("narval", ["#SBATCH --gpus-per-node=a100:1", "#SBATCH --time=3:00:00"])
-    assert narval.ok and any(f.option == "account" for f in narval.findings)
+    assert narval.ok and any(f.field == "account" for f in narval.findings)
     sdumont = run("sdumont", ["#SBATCH -p sequana_cpu", "#SBATCH -N 2"])
-    assert sdumont.ok and any(f.option == "time" for f in sdumont.findings)
+    assert sdumont.ok and any(f.field == "time" for f in sdumont.findings)
     m3 = run("m3", ["#SBATCH --partition=genomics", "#SBATCH --account=ml20"])
     assert m3.ok  # M3's partition list is not complete: a warning

@@ -23,7 +23,7 @@ def check(lines: list[str], profile: str) -> ScriptReport:
 
 
 def refused(report: ScriptReport) -> set[str]:
-    return {finding.option for finding in report.errors}
+    return {finding.field for finding in report.errors}
 
 
 @pytest.mark.parametrize(("profile", "fits", "too_much"), [
@@ -89,7 +89,7 @@ def test_trillium_partitions_and_their_limits() -> None:
     assert refused(three) == {"nodes"}
     # the archive partition is not listed: a warning to check with sinfo, not a refusal
     hpss = check([ACCOUNT, "#SBATCH -p archiveshort --time=1:00:00"], "trillium")
-    assert hpss.ok and "partition" in {f.option for f in hpss.findings}
+    assert hpss.ok and "partition" in {f.field for f in hpss.findings}
 
 
 @pytest.mark.parametrize(("partition", "fits", "too_long"), [
@@ -118,7 +118,7 @@ def test_sdumont_2nd_per_user_node_limits_and_partner_queues() -> None:
     # partner queues: known (no partition warning), their limits are the project's
     partner = check(["#SBATCH -p ict-h100 --gres=gpu:4 --time=2-00:00:00",
                      "#SBATCH --account=petro1"], "sdumont2nd")
-    assert partner.ok and "partition" not in {f.option for f in partner.findings}
+    assert partner.ok and "partition" not in {f.field for f in partner.findings}
 
 
 def test_gpu_counts_must_be_a_list_of_numbers(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ def test_every_site_has_its_current_systems() -> None:
 def test_a_placeholder_account_is_refused_in_one_line(site: str, profile: str) -> None:
     for account in PLACEHOLDERS[site]:
         report = check([f"#SBATCH --account={account}", "#SBATCH --time=10"], profile)
-        refused = [f for f in report.errors if f.option == "account"]
+        refused = [f for f in report.errors if f.field == "account"]
         assert refused, f"{profile}: {account} passed\n" + render(report, profile)
         message = refused[0].message
         assert "\n" not in message and account in message and "use your own" in message
@@ -96,7 +96,7 @@ def test_no_real_account_of_any_site_is_refused(profile: str) -> None:
     for accounts in REAL_ACCOUNTS.values():
         for account in accounts:
             report = check([f"#SBATCH --account={account}", "#SBATCH --time=10"], profile)
-            assert "account" not in {f.option for f in report.errors}, render(report, profile)
+            assert "account" not in {f.field for f in report.errors}, render(report, profile)
 
 
 @pytest.mark.parametrize(("site", "profile"),
@@ -106,7 +106,7 @@ def test_a_sites_own_accounts_pass_without_a_word(site: str, profile: str) -> No
         if site == "lncc":
             continue  # SDumont names no account pattern: any group is the user's own
         report = check([f"#SBATCH --account={account}", "#SBATCH --time=10"], profile)
-        assert "account" not in {f.option for f in report.findings}, render(report, profile)
+        assert "account" not in {f.field for f in report.findings}, render(report, profile)
 
 
 @pytest.mark.parametrize(("name", "successor"), sorted(RETIRED.items()))
@@ -114,7 +114,7 @@ def test_a_retired_cluster_says_so_in_one_line(name: str, successor: str) -> Non
     profile = load_profile(name)
     report = check([f"#SBATCH --account={profile.account_example or 'def-smith'}",
                     "#SBATCH --time=10"], name)
-    said = [f for f in report.findings if f.option == "profile"]
+    said = [f for f in report.findings if f.field == "profile"]
     assert len(said) == 1 and said[0].severity == "warning"
     assert "retired" in said[0].message and "\n" not in said[0].message
     assert successor in said[0].message
@@ -140,25 +140,25 @@ def test_todays_scripts_are_matched_to_their_own_profile(script: str, cluster: s
 def test_sdumont_2nd_partitions_are_known_and_checked() -> None:
     shared = check(["#SBATCH --partition=lncc-h100_shared", "#SBATCH --gres=gpu:1",
                     "#SBATCH --time=24:00:00"], "sdumont2nd")
-    assert shared.ok and "partition" not in {f.option for f in shared.findings}
+    assert shared.ok and "partition" not in {f.field for f in shared.findings}
     too_many = check(["#SBATCH --partition=lncc-mi300a", "#SBATCH --gres=gpu:4",
                       "#SBATCH --time=1:00:00"], "sdumont2nd")
-    assert "gres" in {f.option for f in too_many.errors}
+    assert "gres" in {f.field for f in too_many.errors}
     dev = check(["#SBATCH --partition=lncc-h100_dev", "#SBATCH --time=30:00"], "sdumont2nd")
-    assert "time" in {f.option for f in dev.errors}
+    assert "time" in {f.field for f in dev.errors}
     # queues are granted per project: one not listed is a warning, not a refusal
     other = check(["#SBATCH --partition=ufrj-h100", "#SBATCH --time=1:00:00"], "sdumont2nd")
-    assert other.ok and "partition" in {f.option for f in other.findings}
+    assert other.ok and "partition" in {f.field for f in other.findings}
 
 
 def test_a_fir_script_is_judged_by_firs_limits_not_narvals() -> None:
     h100 = ["#SBATCH --account=def-smith", "#SBATCH --gpus-per-node=h100:4",
             "#SBATCH --time=2-00:00:00"]
     assert check(h100, "fir").ok
-    assert "gpus-per-node" in {f.option for f in check(h100, "narval").errors}
+    assert "gpus-per-node" in {f.field for f in check(h100, "narval").errors}
     week = ["#SBATCH --account=def-smith", "#SBATCH --time=3-00:00:00"]
     assert check(week, "fir").ok
-    assert "time" in {f.option for f in check(week, "trillium").errors}  # 24 h there
+    assert "time" in {f.field for f in check(week, "trillium").errors}  # 24 h there
 
 
 @pytest.mark.parametrize(("host", "profile"), [
@@ -245,7 +245,7 @@ def test_another_systems_partition_names_that_system() -> None:
     """SDumont 2nd's queues under the first SDumont's profile: refused, naming the profile
     that has them, in one line."""
     report = check(["#SBATCH --partition=lncc-h100", "#SBATCH --time=1:00:00"], "sdumont")
-    refused = [f for f in report.errors if f.option == "partition"]
+    refused = [f for f in report.errors if f.field == "partition"]
     assert refused and "\n" not in refused[0].message
     assert "--profile sdumont2nd" in refused[0].message
     # a name many systems use suggests none of them
@@ -263,4 +263,4 @@ def test_mig_slices_in_every_spelling_the_alliance_takes(profile: str) -> None:
                        profile)
         assert report.ok, render(report, profile)
     wrong = check(["#SBATCH --account=def-smith", "#SBATCH --gpus-per-node=a100:1"], profile)
-    assert "gpus-per-node" in {f.option for f in wrong.errors}
+    assert "gpus-per-node" in {f.field for f in wrong.errors}

@@ -81,6 +81,10 @@ def test_wait_fetches_without_a_squeue_of_its_own(slurm_shell: Any,
         return real_run(argv, **kwargs)
 
     monkeypatch.setattr(queue, "runner", counted)
+    # An interval no run reaches: a squeue after the results is then the wait's own, never
+    # the shared view's refresh at its interval (which a loaded machine let fall just after
+    # the result file landed, and the widget's monitor thread also asks at that interval).
+    monkeypatch.setattr(queue, "interval_s", 3600.0)
     slurm_shell.run_cell_magic("sbatch", "--wait --name own-squeue", "answer = 6 * 7")
     assert slurm_shell.user_ns["answer"] == 42
     assert after_results == []
