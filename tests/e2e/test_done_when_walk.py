@@ -16,6 +16,7 @@ waits at a gate file after its last epoch, so "while it trains" is checked befor
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ def training_cell(gate: Path) -> str:
             "f'final loss {losses[-1]:.2f}'")
 
 
-FAILING = ("%%sbatch --name walk-fail\n"
+FAILING = ("%%sbatch --wait --name walk-fail\n"
            "def train_step(batch):\n"
            "    learning_rate = 1234.5 * 2\n"
            "    return batch * learning_rate / 0\n"
@@ -99,14 +100,18 @@ TRAIN, WHERE_AT, FAIL_AT, DEBUG_AT, RERUN_AT = 2, 3, 4, 5, 6
 
 
 def shows_training(area: Any) -> None:
-    """``area`` shows the whole training: each loss once, the bar as one line at 100 %,
-    one loss plot (redrawn in place, not appended)."""
+    """``area`` shows the whole training as a local cell does: each loss once; the bar's 50
+    updates (``\\r``, on stderr) as one updating line between two losses (printed on stdout,
+    which starts a new output, so a local cell also shows one bar line per epoch and the
+    closing one), never two bar lines in a row; one loss plot (redrawn in place)."""
     text = area.inner_text()
     for loss in LOSSES:
         assert text.count(loss) == 1, f"{loss!r} not shown once: {text}"
-    bars = [line for line in text.splitlines() if line.startswith("training:")]
-    assert len(bars) == 1, f"the bar is not one line: {bars}"
-    assert "100%" in bars[0], bars[0]
+    lines = [line for line in text.splitlines() if line.strip()]
+    bars = [n for n, line in enumerate(lines) if line.startswith("training:")]
+    assert 1 <= len(bars) <= EPOCHS + 1, f"the bar is not updated in place: {lines}"
+    assert all(later - earlier > 1 for earlier, later in itertools.pairwise(bars)), lines
+    assert "100%" in lines[bars[-1]], lines[bars[-1]]
     assert area.locator("img").count() == 1, "the plot was not redrawn in place"
 
 

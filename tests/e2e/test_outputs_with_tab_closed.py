@@ -124,7 +124,7 @@ def menu(page: Any, name: str, item: str) -> None:
 
 
 def close_tab(notebook: NotebookPage) -> None:
-    tab = notebook.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=NOTEBOOK)
+    tab = notebook.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=notebook.notebook)
     tab.locator(".lm-TabBar-tabCloseIcon").click()
     asked = notebook.page.locator(".jp-Dialog")
     notebook.wait_until(lambda: not tab.count() or asked.count(), 30, "the tab stayed")
