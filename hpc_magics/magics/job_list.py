@@ -246,12 +246,20 @@ def _ended_today(wanted: Callable[[str], bool], indexed: list[Any]) -> tuple[lis
     recent = _recent_jobs(watcher().queue.interval_s)
     if recent is None:
         return [], "accounting unreachable: ended jobs are not listed"
+    # the index by base id once: a look-up per record through the whole index was records x
+    # entries id parses (a user with thousands of jobs today: minutes)
+    by_base: dict[str, list[Any]] = {}
+    for entry in indexed:
+        parsed = parse_job_id(entry.job_id)
+        by_base.setdefault(parsed.base if parsed else entry.job_id, []).append(entry)
     ended = []
     for record in recent:
         if not wanted(record.job_id) or not job_states.is_final(record.state):
             continue
         usage = record.usage
-        folder = next(iter(folders_for(record.job_id, indexed)), None)
+        parsed = parse_job_id(record.job_id)
+        known = by_base.get(parsed.base if parsed else record.job_id, [])
+        folder = next(iter(folders_for(record.job_id, known)), None)
         why = end_line(folder, record.job_id, record.state) if folder is not None \
             else end_note(record.state)
         row = _row(record.job_id, record.state, None, folder, why or "")
