@@ -1,11 +1,8 @@
 """Starting a kernel's job: the private folder, the job script, sbatch, or an srun step.
 
-Every Slurm command goes through ``scheduler.commands`` (the one door: timeouts, no
-shell, a scrubbed environment), sbatch through ``scheduler.submit`` (the one submission
-door: the kernelspec's request wins over the user's ``SBATCH_*`` defaults). The one process
-that outlives a call, the ``srun`` of a step in an existing allocation, is started here with
-that same scrubbed environment; it ends with the step, which ends with the allocation's time
-limit or ``scancel``.
+Slurm commands go through ``scheduler.commands``, sbatch through ``scheduler.submit``. The
+``srun`` of a step in an existing allocation, which outlives the call, is started here with
+the same scrubbed environment; it ends with the step.
 """
 
 from __future__ import annotations

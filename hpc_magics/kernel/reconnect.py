@@ -1,12 +1,9 @@
 """Reaching a kernel job again after the Jupyter server that started it is gone.
 
-A Jupyter server does not take its kernels over after a restart (jupyter_server keeps no
-kernels across restarts; ``load_provisioner_info`` is only called by applications that
-persist kernels themselves), so a kernel job that outlived its server (``kill -9``, a lost
-login session) runs on unreached; with ``--tunnel ssh`` its tunnel ended with the server.
-``hpc-magics kernel connect JOB`` finds the job's folder, reopens the tunnel (``ssh``) and
-writes a private connection file for ``jupyter console --existing`` (or a notebook's
-"connect to existing kernel"); the tunnel lives while the command runs.
+jupyter_server keeps no kernels across restarts, so a kernel job that outlived its server
+runs on unreached (with ``--tunnel ssh``, its tunnel ended with the server). ``hpc-magics
+kernel connect JOB`` reopens the tunnel and writes a private connection file for
+``jupyter console --existing``; the tunnel lives while the command runs.
 """
 
 from __future__ import annotations

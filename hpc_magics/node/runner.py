@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib
 import linecache
 import os
 import reprlib
@@ -26,11 +25,11 @@ from typing import Any
 from ..core.scale import ScaleOptions
 from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, CellResult, load_own, write_results
 from ..jobfolder.live_stream import STREAM_FILE
-from ..shipping.buffers import open_buffers
+from ..shipping.buffers import unpack
 from ..shipping.main_guard import guard_actions
 from ..shipping.packing import Payload
 from ..shipping.sharing import come_back_together
-from ..shipping.stream import dump_results, fingerprint, load_names, pickling_error
+from ..shipping.stream import dump_results, fingerprint, pickling_error
 from . import live_display, tee
 from .postmortem import keep_frames
 from .task import NodeTask, Requeued
@@ -42,14 +41,11 @@ CELL_FILENAME = "<%%sbatch cell>"
 
 @contextlib.contextmanager
 def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
-    """Everything written to stdout and stderr, by Python, C code or child processes
-    (``!cmd``), goes to the job's logs as before and also to ``copy_path`` and, in records
-    the notebook shows live, to ``stream_path``, with the cell's displays (``display()``,
-    ``plt.show()``: ``live_display.py``) in the order made.
-
-    The copying is a separate process (``tee.py``) that owns its file descriptors: a child
-    still writing after the cell can never hit a descriptor this process closes and reuses
-    (the results file), and its late output still reaches the log and ``copy_path``."""
+    """Everything written to stdout and stderr (by Python, C code or child processes) goes
+    to the job's logs, to ``copy_path`` and, as records the notebook shows live, to
+    ``stream_path``, with the cell's displays in the order made. The copier is a separate
+    process (``tee.py``): a child still writing after the cell never hits a descriptor
+    this process reuses (the results file)."""
     sys.stdout.flush()
     sys.stderr.flush()
     pipes = {fd: os.pipe() for fd in (1, 2)}
@@ -91,10 +87,9 @@ def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
 
 
 def _wait_for(process: subprocess.Popen[bytes], timeout: float) -> None:
-    """Wait for ``process`` to end, at most ``timeout`` seconds. Told by the kernel the
-    moment it ends (a pidfd, Linux 5.3+), not found by ``Popen.wait``'s polling, whose naps
-    grow to 50 ms: every cell waited up to 30 ms after its copier had ended (15 ms more
-    than the copier's whole life on a quiet node). Elsewhere ``Popen.wait`` as before."""
+    """Wait for ``process`` to end, at most ``timeout`` seconds, told the moment it ends (a
+    pidfd, Linux 5.3+): ``Popen.wait``'s polling naps made every cell wait up to 30 ms
+    more. Elsewhere ``Popen.wait``."""
     try:
         pidfd = os.pidfd_open(process.pid)
     except (AttributeError, OSError):  # not Linux, an old kernel, or reaped already
@@ -117,19 +112,14 @@ def _reconfigure(stream: Any, **options: bool) -> None:
 
 
 class ShippedModuleMissing(ImportError):
-    """The job cannot import a module the cell's state needs: said in one line, naming it and
-    the job's interpreter (the runner's frames would only hide it)."""
+    """The job cannot import a module the cell's state needs: said in one line."""
 
 
 def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__,
                                  "display": live_display.display}
     try:
-        for name, module_name in payload.modules.items():
-            namespace[name] = importlib.import_module(module_name)
-        # unpickling imports the modules of the shipped objects' classes too
-        namespace.update(load_names(payload.state, payload.state_names,
-                                    open_buffers(payload, folder)))
+        namespace.update(unpack(payload, folder))
     except ImportError as error:
         missing = error.name or str(error)
         raise ShippedModuleMissing(
@@ -143,7 +133,7 @@ def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str
 
 def rebuild_for_worker(namespace: dict[str, Any], folder: str) -> None:
     """In a spawned worker (``worker_main.py``): the shipped names and the cell's
-    definitions into ``namespace``, never what the cell does."""
+    definitions, never what the cell does."""
     payload: Payload = load_own(Path(folder) / WORKER_PAYLOAD)
     shipped = _rebuild_namespace(payload, Path(folder))
     shipped.pop("__name__", None)  # "__mp_main__" here: the cell's actions stay undone
@@ -247,8 +237,7 @@ def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
 
 
 class StoppedBySlurm(BaseException):
-    """Slurm's SIGTERM (the time limit, a cancel) reached the cell: it stops here, and what it
-    printed and drew so far is kept (Slurm's own state says why, on fetch)."""
+    """Slurm's SIGTERM (the time limit, a cancel) stopped the cell; its output is kept."""
 
 
 def _stop_the_cell(signum: int, frame: Any) -> None:

@@ -1,8 +1,6 @@
-"""The node side's own facts about its job, recorded in the job folder (see
-``core/node_records.py``): the memory limit at the start, the peak at the end, and GPU
-samples on every node of the job (the first task on each node runs ``nvidia-smi``; the
-batch script alone would sample only the first node), and memory samples for the job
-widget's live plot (a thread of the first task on each node).
+"""The node side's own facts about its job, in the job folder (``core/node_records.py``):
+the memory limit at the start, the peak at the end, and GPU and memory samples on every
+node of the job (by the first task on each node).
 """
 
 from __future__ import annotations
@@ -91,8 +89,7 @@ def record_end(folder: Path) -> None:
                     **({} if peak is None else {"cgroup_peak_mb": peak})})
 
 
-def start_gpu_sampler(folder: Path, every_s: int = GPU_SAMPLE_EVERY_S) \
-        -> subprocess.Popen[bytes] | None:
+def start_gpu_sampler(folder: Path) -> subprocess.Popen[bytes] | None:
     """``nvidia-smi`` in the background on this node, once per node (its first task),
     when the job has GPUs here; ``None`` (and nothing run) otherwise or without it."""
     devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
@@ -100,7 +97,7 @@ def start_gpu_sampler(folder: Path, every_s: int = GPU_SAMPLE_EVERY_S) \
         return None
     target = folder / node_samples_file(attempt_id(), _node())
     argv = ["nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits",
-            "-l", str(every_s), "-i", devices]
+            "-l", str(GPU_SAMPLE_EVERY_S), "-i", devices]
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError:
@@ -129,8 +126,7 @@ def _current_mb() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / MB
 
 
-def start_memory_sampler(folder: Path, every_s: float = MEMORY_SAMPLE_EVERY_S) \
-        -> threading.Event | None:
+def start_memory_sampler(folder: Path) -> threading.Event | None:
     """A thread appending ``epoch seconds,MB now,MB peak`` to the node's memory samples until the
     returned event is set; once per node (its first task)."""
     if os.environ.get("SLURM_LOCALID", "0") != "0":
@@ -149,7 +145,7 @@ def start_memory_sampler(folder: Path, every_s: float = MEMORY_SAMPLE_EVERY_S) \
                         peak = max(peak, megabytes)
                         out.write(f"{time.time():.0f},{megabytes:.0f},{peak:.0f}\n")
                         out.flush()  # the widget reads it while the job runs
-                    if stop.wait(every_s):
+                    if stop.wait(MEMORY_SAMPLE_EVERY_S):
                         return
         except OSError:
             pass  # a plot the widget can do without; never fail the job for it

@@ -1,10 +1,6 @@
-"""Decide how each free name travels: modules by name, everything else by value.
-
-Functions and classes defined in the notebook go by value through cloudpickle; data is
-pickled.  All of them travel in ONE pickle (see ``stream``), so two names for one object
-stay one object on the node.  Things that only make sense in this process (open files,
-locks, generators, sockets) are refused with a message naming them, before anything is
-submitted.
+"""Decide how each free name travels: modules by name, everything else by value in ONE
+pickle (``stream``). What only makes sense in this process (open files, locks, generators,
+sockets) is refused with a message naming it, before anything is submitted.
 """
 
 from __future__ import annotations
@@ -238,7 +234,6 @@ def check_defined(code: str, names: CellNames, namespace: Mapping[str, Any],
     bound = _bound_anywhere(code)
     missing = [name for name in names.free
                if name not in namespace and name not in bound and name not in provided
-               and not is_builtin_name(name)
                and not hasattr(builtins, name) and name not in _SHELL_NAMES
                and not name.startswith("__") and not name.lstrip("_i").isdigit()]
     if missing:
