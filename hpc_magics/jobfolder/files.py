@@ -63,8 +63,7 @@ class CellResult:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a cell ended, in a small JSON file written after its results (``outcome.json``):
-    watchers, the server and a sweep's table learn it without unpickling anything."""
+    """How a cell ended (``outcome.json``, after its results): read unpickling nothing."""
 
     failed: bool
     error_type: str | None = None
@@ -97,8 +96,7 @@ class NodeFailure:
 
 
 def write_results(folder: Path, result: CellResult, job_id: str, elapsed: float) -> None:
-    """``results.pkl`` (on disk before it is renamed in), then ``outcome.json``: the
-    outcome file being there means the results are whole."""
+    """``results.pkl``, then ``outcome.json``: the outcome there means the results are whole."""
     write_atomically(folder / RESULTS_FILE, pickle.dumps(result), durable=True)
     message = (result.error_message or "").strip().splitlines()[:1]
     outcome = Outcome(failed=result.error_type is not None, error_type=result.error_type,
@@ -158,8 +156,7 @@ def read_tail(path: Path | str, max_bytes: int) -> list[str]:
 
 
 def move_into_place(source: Path | str, target: Path | str, dir_fd: int | None = None) -> None:
-    """Rename ``source`` over ``target`` in one step (the package's only rename; both in
-    one folder, or both names relative to the open folder ``dir_fd``)."""
+    """Rename ``source`` over ``target`` in one step (names relative to ``dir_fd`` if given)."""
     os.replace(source, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
@@ -208,10 +205,8 @@ def load_own(path: Path) -> Any:
         return pickle.load(stream)  # checked: the user's own private file
 
 
-# --------------------------------------------------------------------- notebook side
 def load_gathered(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, list[Any]], int]:
-    """Every rank's values of ``names``: name → list indexed by rank (None where a rank
-    did not write one); and how many ranks wrote theirs."""
+    """Every rank's values of ``names`` (name → list by rank), and how many ranks wrote them."""
     files = sorted((folder / GATHER_DIR).glob("rank-*.pkl"))
     by_rank: dict[int, dict[str, Any]] = {}
     world_size = 0

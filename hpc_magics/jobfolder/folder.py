@@ -51,12 +51,6 @@ WOULD_BE_STAMP, WOULD_BE_TOKEN = "YYYYMMDD-HHMMSS", "XXXX"
 SHARED_JOBS_ROOT = stat.S_ISGID | stat.S_ISVTX | 0o770
 
 
-def _is_project_folder(path: Path) -> bool:
-    """Group-writable but not world-writable (``/tmp`` is not a project folder)."""
-    mode = path.stat().st_mode
-    return bool(mode & stat.S_IWGRP) and not mode & stat.S_IWOTH
-
-
 def ensure_jobs_root(root: Path) -> Path:
     """The folder job folders go in, created private or, in a project folder, group-shared.
     One of ours loses any access for others (not its group's); one of another user's
@@ -64,7 +58,8 @@ def ensure_jobs_root(root: Path) -> Path:
     if not root.exists():
         parent = root.parent
         parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE)
-        shared = _is_project_folder(parent)
+        mode = parent.stat().st_mode  # a project folder: group-writable, not /tmp
+        shared = bool(mode & stat.S_IWGRP) and not mode & stat.S_IWOTH
         try:
             root.mkdir(mode=PRIVATE)
         except FileExistsError:
@@ -109,12 +104,10 @@ class JobFolder:
 
     @staticmethod
     def would_be(root: Path, name: str) -> Path:
-        """Where ``create`` would put the folder, its time stamp and random part spelled out
-        (for a dry run, which creates nothing)."""
+        """Where ``create`` would put the folder, stamp and random part spelled out (dry run)."""
         _check_path_text(root)
         return root / _folder_name(name, WOULD_BE_STAMP, WOULD_BE_TOKEN)
 
-    # --------------------------------------------------------------- metadata
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Replace ``meta.json`` whole (atomically: readers see the old or the new file)."""
         write_atomically(self.path / META_FILE, json.dumps(meta, indent=2, sort_keys=True))
@@ -139,14 +132,12 @@ class JobFolder:
         return {}  # pragma: no cover - the loop returns or raises
 
     def update_meta(self, **changes: Any) -> None:
-        """Read, change and write ``meta.json`` under the folder's lock: no process loses
-        another's change."""
+        """Read, change and write ``meta.json`` under the folder's lock: no change is lost."""
         with Lock(self.path / META_LOCK):
             meta = self.meta(strict=True)
             meta.update(changes)
             self.write_meta(meta)
 
-    # ----------------------------------------------------------------- results
     @property
     def results_path(self) -> Path:
         return self.path / RESULTS_FILE

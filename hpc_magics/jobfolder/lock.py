@@ -29,8 +29,7 @@ POLL_S = 0.02
 
 
 class Lock:
-    """An exclusive lock on ``path``, for ``with`` (waits as long as it takes) or for
-    ``acquire(timeout)`` / ``release()``."""
+    """An exclusive lock on ``path``, for ``with`` or ``acquire(timeout)`` / ``release()``."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -59,8 +58,7 @@ class Lock:
 
     @property
     def mode(self) -> str | None:
-        """How it is held: ``"flock"``, ``"lock file"`` (this file system has no flock),
-        None while not held (``hpc-magics doctor`` says which)."""
+        """How it is held: ``"flock"``, ``"lock file"``, or None (for the doctor)."""
         if self._fd is not None:
             return "flock"
         return "lock file" if self._held is not None else None
@@ -73,7 +71,6 @@ class Lock:
                  trace: types.TracebackType | None) -> None:
         self.release()
 
-    # ------------------------------------------------------------------ one try
     def _try(self) -> bool:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
@@ -103,8 +100,7 @@ class Lock:
 
 
 def flock(fd: int) -> None:
-    """``flock(fd, LOCK_EX | LOCK_NB)``: a name of its own, so that a test can stand in for
-    a file system that has none."""
+    """``flock(fd, LOCK_EX | LOCK_NB)``: a name of its own, for a test to stand in."""
     import fcntl
 
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

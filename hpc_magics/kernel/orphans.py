@@ -46,8 +46,7 @@ def owner(pid: int | None = None, role: str = "owner") -> dict[str, Any]:
 
 
 def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
-    """The recorded owner ran on this host and is no longer there (another host's owner
-    cannot be looked at from here: never called gone)."""
+    """The recorded owner ran on this host and is gone (another host's: never called gone)."""
     pid = meta.get("owner_pid")
     if not isinstance(pid, int) or meta.get("owner_host") != (host or socket.gethostname()):
         return False
@@ -154,8 +153,7 @@ def _note_over(root: Path, names: list[str]) -> None:
 
 
 def queued_ids(steps: bool) -> set[str]:
-    """The ids of the user's jobs squeue lists (and their JOB.STEP ids with ``steps``), with
-    a short timeout: ``%load_ext`` must not wait long for a silent scheduler."""
+    """The ids of the user's jobs in squeue (and JOB.STEP ids with ``steps``), asked briefly."""
     from ..scheduler import commands
     from ..scheduler.queue import login_name
 

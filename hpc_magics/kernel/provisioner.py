@@ -108,7 +108,6 @@ class SlurmProvisioner(KernelProvisionerBase):
     _tunnel: SshTunnel | None = None
     _tunnel_tried: float = 0.0
 
-    # ------------------------------------------------------------------ start
     def _kernel(self) -> KernelRequest:
         return KernelRequest.from_config({"request": self.request, "python": self.python,
                                           "jobid": self.jobid, "tunnel": self.tunnel})
@@ -195,8 +194,7 @@ class SlurmProvisioner(KernelProvisionerBase):
             self.folder.update_meta(**owner(tunnel.process.pid, "tunnel"))
 
     async def _keep_tunnel(self) -> None:
-        """The kernel runs but its tunnel ended (sshd restarted, network lost): reopened on
-        the same local ports, so the client's connection file stays right."""
+        """The kernel runs but its tunnel ended: reopened on the same local ports."""
         tunnel = self._tunnel
         if tunnel is None or tunnel.alive() or \
                 time.monotonic() - self._tunnel_tried < TUNNEL_RETRY_S:
@@ -211,8 +209,7 @@ class SlurmProvisioner(KernelProvisionerBase):
             self.log.warning("hpc_magics kernel: %s", error)
 
     async def post_launch(self, **kwargs: Any) -> None:
-        """A kernel whose job ended is not resubmitted behind the user's back: the
-        restarter reports it dead; the user's own restart submits a new job."""
+        """A kernel whose job ended is reported dead, never resubmitted behind the user's back."""
         await super().post_launch(**kwargs)
         restarter = getattr(self.parent, "_restarter", None)  # made by start_restarter()
         if restarter is not None:
@@ -276,7 +273,6 @@ class SlurmProvisioner(KernelProvisionerBase):
             folder.update_meta(state="PENDING", reason=job.reason, waiting=line)
         return line, False
 
-    # ------------------------------------------------------------------ life
     @property
     def has_process(self) -> bool:
         return self.job_id is not None
@@ -379,7 +375,6 @@ class SlurmProvisioner(KernelProvisionerBase):
             launch.forget_connection(self.folder)
         self.job_id, self._srun = None, None
 
-    # ------------------------------------------------------------------ persistence
     async def get_provisioner_info(self) -> dict[str, Any]:
         info: dict[str, Any] = await super().get_provisioner_info()
         info.update(job_id=self.job_id, step_id=self.step_id,

@@ -34,13 +34,6 @@ def kernel_folder(job_id: str) -> tuple[JobFolder, dict[str, Any]]:
                          "hpc-magics kernel list for the kernels left running")
 
 
-def write_connection(folder: JobFolder, info: dict[str, Any]) -> Path:
-    """A connection file only this user can read (it holds the kernel's key)."""
-    path = folder.path / f"reconnect-{secrets.token_hex(4)}.json"
-    write_atomically(path, json.dumps(info))
-    return path
-
-
 def connect(job_id: str) -> tuple[Path, SshTunnel | None]:
     """The connection file for job ``job_id``'s kernel, and the tunnel opened for it (None
     where the kernel is reached straight by TCP). Nothing is asked of a job that ended."""
@@ -57,4 +50,7 @@ def connect(job_id: str) -> tuple[Path, SshTunnel | None]:
         profile = load_profile(str(meta.get("profile") or "default"))
         tunnel = for_kernel(node, profile, folder.path / launch.TUNNEL_LOG).open()
         info = tunnel.client_info(info)
-    return write_connection(folder, info), tunnel
+    # only this user can read it (write_atomically: 0600): it holds the kernel's key
+    path = folder.path / f"reconnect-{secrets.token_hex(4)}.json"
+    write_atomically(path, json.dumps(info))
+    return path, tunnel

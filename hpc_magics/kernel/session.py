@@ -108,7 +108,6 @@ class Session:
             raise JobFailed(f"session {name}: the kernel did not answer: {error}") from None
         return cls(name, manager, client)
 
-    # ------------------------------------------------------------------ a cell
     def _execute(self, code: str, *, shown: StreamText | None = None) -> dict[str, Any]:
         """Run code in the session; with ``shown``, its output is shown in the notebook and
         kept there. While a long cell is quiet, the job is looked at (``_still_there``)."""
@@ -200,8 +199,7 @@ class Session:
 
     def run(self, code: str, namespace: dict[str, Any], sent: SentFrom | None = None
             ) -> list[str]:
-        """Run one cell here; returns the names that came back into ``namespace``.
-        ``sent``: the notebook cell, whose outputs are recorded for the server."""
+        """Run one cell; the names that came back into ``namespace`` (``sent``: its cell)."""
         from ..shipping.analysis import analyse
 
         assigned = list(analyse(code).assigned)
@@ -266,7 +264,6 @@ def _show(message: dict[str, Any], shown: StreamText) -> None:
         shown.add("display", json.dumps({"data": data, "metadata": metadata}))
 
 
-# ---------------------------------------------------------------- the notebook's sessions
 _SESSIONS: dict[str, Session] = {}
 
 

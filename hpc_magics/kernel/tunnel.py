@@ -34,9 +34,8 @@ LOCAL_ADDRESS = "127.0.0.1"  # the forwarded ports are this user's machine's onl
 READY_WITHIN_S = 30.0  # connect, authenticate, bind the forwards
 CONNECT_TIMEOUT_S = 15
 CLOSED_WITHIN_S = 5.0
-# ssh settings that are not the user's to change here: no prompt on a server's terminal, a
-# failed forward is a failed tunnel, it stays in front (its process is the tunnel's handle),
-# and a dead node ends it
+# not the user's to change: no prompt, a failed forward fails, ssh stays in front (its
+# process is the tunnel's handle), a dead node ends it
 FIXED_OPTIONS = ("BatchMode=yes", "ExitOnForwardFailure=yes", "ControlMaster=yes",
                  "ControlPersist=no", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
                  "ServerAliveInterval=15", "ServerAliveCountMax=4")

@@ -81,8 +81,7 @@ def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
         for fd, original in saved.items():
             os.dup2(original, fd)  # our end of the pipe closes
             os.close(original)  # only ever used here, never by the copier
-        # the cell's output is complete before results appear; a background child that
-        # still writes keeps the copier going without us
+        # the output is complete before the results (a child still writing keeps the copier)
         _wait_for(copier, timeout=5)
 
 
@@ -132,8 +131,7 @@ def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str
 
 
 def rebuild_for_worker(namespace: dict[str, Any], folder: str) -> None:
-    """In a spawned worker (``worker_main.py``): the shipped names and the cell's
-    definitions, never what the cell does."""
+    """In a spawned worker: the shipped names and the cell's definitions, not its actions."""
     payload: Payload = load_own(Path(folder) / WORKER_PAYLOAD)
     shipped = _rebuild_namespace(payload, Path(folder))
     shipped.pop("__name__", None)  # "__mp_main__" here: the cell's actions stay undone
@@ -250,15 +248,13 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
     started = time.time()
     job_folder = Path(folder)
-    # a job has no screen: never open a window; plt.show() shows the figures in the cell.
-    # A user's own choice stays, not the kernel's inline backend (the job inherits the
-    # kernel's environment; that backend needs the kernel).
+    # plt.show() shows the figures in the cell; a user's own backend stays, not the
+    # kernel's inline one (inherited with the kernel's environment, it needs the kernel)
     if "matplotlib_inline" in os.environ.get("MPLBACKEND", "matplotlib_inline"):
         os.environ["MPLBACKEND"] = live_display.FIGURE_BACKEND
     hostname = os.uname().nodename
-    # In a job with several tasks every task runs the cell (torch.distributed, mpi4py);
-    # task 0 speaks for the job: its output and results come back, the others only log
-    # (and write their --gather names).
+    # every task of the job runs the cell; task 0's output and results come back, the
+    # others only log (and write their --gather names)
     task = NodeTask(job_folder, options)
     lead_task = task.lead
     if not (options is not None and options.checkpoint):  # a checkpointing cell has its own
@@ -314,16 +310,9 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         task.write_gathered(namespace)
         if not lead_task:
             return {"names": [], "figures": []}
-        modules: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        for name in (*payload.result_names, *changed):
-            if name not in namespace:
-                continue
-            value = namespace[name]
-            if isinstance(value, types.ModuleType):
-                modules[name] = value.__name__
-            else:
-                values[name] = value
+        picked = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
+        modules = {n: v.__name__ for n, v in picked.items() if isinstance(v, types.ModuleType)}
+        values = {n: v for n, v in picked.items() if n not in modules}
         last_repr = repr(last_value)[:10000] if has_last and last_value is not None else None
         state, referenced, last_value, skipped = _pickle_results(
             values, last_value if has_last else None, unchanged)

@@ -33,8 +33,7 @@ from ..jobfolder.files import (
 
 
 class Requeued(BaseException):
-    """Unwinds the cell after its checkpoint was saved and the job requeued (not an error
-    of the cell: nothing is reported, the next segment carries on)."""
+    """Unwinds the cell after its checkpoint was saved and the job requeued (not an error)."""
 
 
 def _dumps(value: Any) -> bytes:
@@ -107,7 +106,6 @@ class NodeTask:
     def lead(self) -> bool:
         return self.rank == 0
 
-    # ----------------------------------------------------------------- before the cell
     def prepare(self, namespace: dict[str, Any]) -> None:
         global _CURRENT, resumed
         _CURRENT = self
@@ -147,7 +145,6 @@ class NodeTask:
              f"({', '.join(saved['values']) or 'nothing'}): segment {self.segment + 1}")
         return True
 
-    # ----------------------------------------------------------------- checkpoints
     def save_checkpoint(self) -> Path | None:
         """The named variables as they are now, in one pickle (atomic); rank 0 only.
         Names not defined yet keep their value from the previous checkpoint."""
@@ -207,8 +204,7 @@ class NodeTask:
         _say("SIGTERM while the results are written: the job ends once they are whole")
 
     def results_written(self) -> None:
-        """The results (or the error) are whole: a SIGTERM that came meanwhile ends the
-        job now."""
+        """The results (or error) are whole: a SIGTERM that came meanwhile ends the job now."""
         if threading.current_thread() is not threading.main_thread():
             return
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -239,7 +235,6 @@ class NodeTask:
         write_atomically(self.folder / SEGMENT_FILE, json.dumps(
             {**old, REQUEUED_AT: old.get(REQUEUED_AT), **values}).encode())
 
-    # ----------------------------------------------------------------- after the cell
     def write_gathered(self, namespace: Mapping[str, Any]) -> None:
         if not self.options.gather:
             return

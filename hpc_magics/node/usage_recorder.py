@@ -46,16 +46,11 @@ def _node() -> str:
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
-def _cgroup() -> tuple[str, str] | None:
+def _cgroup_mb(which: str) -> float | None:
     try:
-        text = Path("/proc/self/cgroup").read_text()
+        found = memory_cgroup_dir(Path("/proc/self/cgroup").read_text(), os.path.isdir)
     except OSError:
         return None
-    return memory_cgroup_dir(text, os.path.isdir)
-
-
-def _cgroup_mb(which: str) -> float | None:
-    found = _cgroup()
     if found is None:
         return None
     directory, version = found
@@ -90,8 +85,7 @@ def record_end(folder: Path) -> None:
 
 
 def start_gpu_sampler(folder: Path) -> subprocess.Popen[bytes] | None:
-    """``nvidia-smi`` in the background on this node, once per node (its first task),
-    when the job has GPUs here; ``None`` (and nothing run) otherwise or without it."""
+    """``nvidia-smi`` in the background, by the first task of a node with GPUs; else None."""
     devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     if not devices or os.environ.get("SLURM_LOCALID", "0") != "0":
         return None
@@ -114,8 +108,7 @@ def start_gpu_sampler(folder: Path) -> subprocess.Popen[bytes] | None:
 
 
 def _current_mb() -> float | None:
-    """The job's memory on this node now: its cgroup's usage, else this task's resident
-    size (a node without memory cgroups: the test host's, say)."""
+    """The job's memory on this node now: its cgroup's usage, else this task's resident size."""
     current = _cgroup_mb("current")
     if current is not None:
         return current
@@ -127,8 +120,7 @@ def _current_mb() -> float | None:
 
 
 def start_memory_sampler(folder: Path) -> threading.Event | None:
-    """A thread appending ``epoch seconds,MB now,MB peak`` to the node's memory samples until the
-    returned event is set; once per node (its first task)."""
+    """A thread appending ``epoch s,MB now,MB peak`` lines until the event returned is set."""
     if os.environ.get("SLURM_LOCALID", "0") != "0":
         return None
     target = folder / memory_samples_file(attempt_id(), _node())

@@ -36,8 +36,7 @@ def cache_dir(jobs_root: Path) -> Path:
 
 
 def write_buffers(payload: Payload, folder: Path) -> Payload:
-    """Write the payload's out-of-band buffers into ``folder``; the payload to submit names
-    the files by absolute path and holds no buffer."""
+    """Write the out-of-band buffers into ``folder``; the payload then names their files."""
     if not payload.buffers:
         return payload
     target = folder / BUFFERS_DIR
@@ -51,7 +50,9 @@ def write_buffers(payload: Payload, folder: Path) -> Payload:
                 cached = f"{_key(view)}.bin"
                 if not (cache is not None and same_bytes(view, cached, cache)
                         and _link(cached, path, cache)):
-                    _write(path, view)
+                    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                                   "wb") as stream:
+                        stream.write(view)
                     if cache is not None:
                         _remember(path, cached, cache)
             names.append(str(path.absolute()))  # a sweep's tasks run in folders below
@@ -151,12 +152,6 @@ def _link(name: str, path: Path, cache: int) -> bool:
     except OSError:  # another file system, or links not allowed: write it instead
         return False
     return True
-
-
-def _write(path: Path, view: memoryview) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as stream:
-        stream.write(view)
 
 
 def _remember(path: Path, name: str, cache: int) -> None:

@@ -104,8 +104,7 @@ def is_definition(statement: ast.stmt, known: set[str]) -> bool:
 
 
 def _string_lines(text: str) -> set[int]:
-    """Line numbers (1-based) that begin inside a multi-line string: indenting them would
-    change the string."""
+    """Line numbers that begin inside a multi-line string (indenting them changes it)."""
     inside: set[int] = set()
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):

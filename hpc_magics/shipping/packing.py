@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ShippingError
-from .analysis import CellNames, is_builtin_name
+from .analysis import CellNames
 from .sharing import companions
 from .stream import dump_names, fingerprint, pickling_error
 
@@ -57,9 +57,8 @@ class Payload:
     fingerprints: Mapping[str, str] = field(default_factory=dict)
     result_names: tuple[str, ...] = ()
     capture_last_expression: bool = False
-    # big arrays go beside the pickle (``stream.dump_names``): in the kernel, the buffers
-    # themselves (no copy); once submitted, the raw files in the job folder that hold them
-    # (``buffers.write_buffers``), which the job maps back into memory
+    # big arrays beside the pickle: the buffers themselves in the kernel; once submitted,
+    # the files in the job folder that hold them (``buffers.write_buffers``)
     buffers: tuple[Any, ...] = field(default=(), repr=False, compare=False)
     buffer_files: tuple[str, ...] = ()
     out_of_band_bytes: int = 0
@@ -124,7 +123,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         if name not in namespace:
             continue  # a builtin, or a NameError the job will report like Python would
         value = namespace[name]
-        if is_builtin_name(name) and value is getattr(builtins, name, object()):
+        if value is getattr(builtins, name, object()):  # a builtin: the job has it
             continue
         if isinstance(value, types.ModuleType):
             if value.__name__ == "__main__":
@@ -190,9 +189,8 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         partner = next((m for g in groups if name in g for m in g if m in read), None)
         manifest.append(ShippedName(name, "data", type(extra[name]).__name__, sizes[name],
                                     shares_with=partner))
-    # each data name pickled once more, hashed only, its big buffers apart (the job folder
-    # keeps those): what lets a fetch notice a change made in the notebook meanwhile (set
-    # order and the like differ between processes: never compared with the node's own)
+    # each data name hashed, big buffers apart (the job folder keeps those): a fetch notices
+    # a change made in the notebook meanwhile (never compared with the node's hashes)
     marks = {item.name: fingerprint(values[item.name], apart=[])
              for item in manifest if item.how == "data"}
     return Payload(code=code, modules=modules, state=state, state_names=tuple(values),

@@ -44,8 +44,7 @@ def dump_names(values: Iterable[tuple[str, Any]], on_size: Callable[[str, int], 
 
 def _kept_apart(out_of_band: list[pickle.PickleBuffer], counted: Callable[[int], None]
                 ) -> Callable[[pickle.PickleBuffer], bool]:
-    """A ``buffer_callback`` that hands big buffers over (``counted(size)`` each) and keeps
-    the small ones in the pickle."""
+    """A ``buffer_callback`` handing big buffers over (``counted(size)`` each)."""
     def keep_apart(buffer: pickle.PickleBuffer) -> bool:
         with buffer.raw() as view:
             size = view.nbytes
@@ -60,8 +59,7 @@ def _kept_apart(out_of_band: list[pickle.PickleBuffer], counted: Callable[[int],
 
 def load_names(data: bytes, names: Iterable[str],
                buffers: Iterable[Any] | None = None) -> dict[str, Any]:
-    """The inverse of ``dump_names``: one unpickler, its memo kept from name to name;
-    ``buffers`` are the out-of-band buffers, in order."""
+    """The inverse of ``dump_names`` (``buffers``: the out-of-band buffers, in order)."""
     unpickler = pickle.Unpickler(io.BytesIO(data), buffers=buffers)
     return {name: unpickler.load() for name in names}
 
@@ -154,5 +152,4 @@ class _ResultUnpickler(pickle.Unpickler):
 
 def load_results(data: bytes, resolve: Callable[[str], Any]) -> tuple[dict[str, Any], Any]:
     """The inverse of ``dump_results``: ``resolve(name)`` gives the notebook's object."""
-    values, last = _ResultUnpickler(io.BytesIO(data), resolve).load()
-    return values, last
+    return _ResultUnpickler(io.BytesIO(data), resolve).load()
