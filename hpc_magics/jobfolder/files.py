@@ -63,8 +63,7 @@ class CellResult:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a cell ended, in a small JSON file written after its results (``outcome.json``):
-    watchers, the server and a sweep's table learn it without unpickling anything."""
+    """How a cell ended (``outcome.json``, after its results): read unpickling nothing."""
 
     failed: bool
     error_type: str | None = None
@@ -97,8 +96,7 @@ class NodeFailure:
 
 
 def write_results(folder: Path, result: CellResult, job_id: str, elapsed: float) -> None:
-    """``results.pkl`` (on disk before it is renamed in), then ``outcome.json``: the
-    outcome file being there means the results are whole."""
+    """``results.pkl``, then ``outcome.json``: the outcome there means the results are whole."""
     write_atomically(folder / RESULTS_FILE, pickle.dumps(result), durable=True)
     message = (result.error_message or "").strip().splitlines()[:1]
     outcome = Outcome(failed=result.error_type is not None, error_type=result.error_type,
@@ -127,12 +125,10 @@ def read_outcome(folder: Path) -> Outcome | None:
 def write_atomically(path: Path, data: bytes | str, durable: bool = False) -> None:
     """Replace ``path`` whole: the one way the package writes a file others read.
 
-    The bytes go to a temporary file beside it under an unpredictable name (created
-    exclusively, never through a link, mode 0600 whatever the umask), which is then
-    renamed over ``path``: a reader sees the old file or the new one, never half of one,
-    and several writers never share a temporary file. ``durable``: the bytes reach the
-    disk before the rename, for what only a job can make (results, checkpoints): a node
-    that crashes later leaves the old file or the whole new one, never an empty one.
+    The bytes go to a temporary file beside it (an unpredictable name, created exclusively,
+    never through a link, mode 0600), renamed over ``path``: a reader sees the old file or
+    the new one. ``durable``: the bytes reach the disk before the rename, for what only a
+    job can make (results, checkpoints): a crash never leaves an empty file.
     """
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
@@ -150,9 +146,8 @@ def write_atomically(path: Path, data: bytes | str, durable: bool = False) -> No
 
 
 def read_tail(path: Path | str, max_bytes: int) -> list[str]:
-    """The whole lines of the last ``max_bytes`` of a file that keeps growing (a log,
-    samples): what the widget reads every few seconds, whatever the file's size. Raises
-    ``OSError`` when it cannot be read."""
+    """The whole lines of the last ``max_bytes`` of a growing file (a log, samples), whatever
+    its size. Raises ``OSError`` when it cannot be read."""
     with open(path, "rb") as stream:
         size = stream.seek(0, os.SEEK_END)
         stream.seek(max(0, size - max_bytes))
@@ -161,8 +156,7 @@ def read_tail(path: Path | str, max_bytes: int) -> list[str]:
 
 
 def move_into_place(source: Path | str, target: Path | str, dir_fd: int | None = None) -> None:
-    """Rename ``source`` over ``target`` in one step (the package's only rename; both in
-    one folder, or both names relative to the open folder ``dir_fd``)."""
+    """Rename ``source`` over ``target`` in one step (names relative to ``dir_fd`` if given)."""
     os.replace(source, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
@@ -201,11 +195,9 @@ def _refusal(path: Path, info: os.stat_result) -> str | None:
 def load_own(path: Path) -> Any:
     """Unpickle a file only if this user owns it and nobody else may write it: the one
     unpickler of files in the package (unpickling runs whatever code the file names).
-
-    The file checked is the file read (its open descriptor's owner and mode): one swapped
-    in between a check and the read is never loaded. Raises ``HpcMagicsError`` for a file
-    not the user's alone, ``OSError`` for one that cannot be read, and what unpickling
-    raises for a damaged one."""
+    The open descriptor is checked: a file swapped in after a check is never loaded.
+    Raises ``HpcMagicsError`` for a file not the user's alone, ``OSError`` for one that
+    cannot be read, and what unpickling raises for a damaged one."""
     with path.open("rb") as stream:
         refusal = _refusal(path, os.fstat(stream.fileno()))
         if refusal is not None:
@@ -213,10 +205,8 @@ def load_own(path: Path) -> Any:
         return pickle.load(stream)  # checked: the user's own private file
 
 
-# --------------------------------------------------------------------- notebook side
 def load_gathered(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, list[Any]], int]:
-    """Every rank's values of ``names``: name → list indexed by rank (None where a rank
-    did not write one); and how many ranks wrote theirs."""
+    """Every rank's values of ``names`` (name → list by rank), and how many ranks wrote them."""
     files = sorted((folder / GATHER_DIR).glob("rank-*.pkl"))
     by_rank: dict[int, dict[str, Any]] = {}
     world_size = 0
@@ -243,8 +233,7 @@ def stored_usage(folder: Path, job_id: str | None) -> tuple[Usage, ...] | None:
 
 
 def store_usage(folder: Path, usages: tuple[Usage, ...]) -> None:
-    """Keep a job's final accounting figures (a temporary file of its own, then renamed:
-    several kernels may store them at once)."""
+    """Keep a job's final accounting figures (several kernels may store them at once)."""
     try:
         write_atomically(folder / USAGE_FILE,
                          json.dumps([u.to_dict() for u in usages], indent=1).encode())

@@ -1,15 +1,13 @@
 """A job's folder: everything a job needs and leaves behind, private to the user.
 
-Layout: ``job.py`` (the cell, readable), ``job.sh`` (the exact script submitted),
-``meta.json`` (id, backend, request, what was shipped), submitit's pickles and logs,
-``output.txt`` (the cell's printed output), ``results.pkl``, ``outcome.json`` (how the cell
-ended, written after the results) and ``figures/``.
+Layout: ``job.py`` (the cell), ``job.sh`` (the exact script submitted), ``meta.json`` (id,
+backend, request, what was shipped), submitit's pickles and logs, ``output.txt``,
+``results.pkl``, ``outcome.json`` (written after the results) and ``figures/``.
 
-Each job folder is private to its owner (0700). The jobs root holding them is private too,
-unless it is made inside a shared project folder (group-writable, not world-writable): then
-it is shared with that folder's group (mode 3770: setgid keeps the group, sticky stops
-members renaming or deleting each other's job folders), so the members of a project keep
-their jobs side by side. Only the user's own job folders are ever listed or loaded.
+Each job folder is private (0700). The jobs root is private too, unless made inside a
+project folder (group-writable, not world-writable): then it is shared with that folder's
+group (3770: setgid keeps the group, sticky stops members removing each other's folders).
+Only the user's own job folders are ever listed or loaded.
 """
 
 from __future__ import annotations
@@ -53,22 +51,15 @@ WOULD_BE_STAMP, WOULD_BE_TOKEN = "YYYYMMDD-HHMMSS", "XXXX"
 SHARED_JOBS_ROOT = stat.S_ISGID | stat.S_ISVTX | 0o770
 
 
-def _is_project_folder(path: Path) -> bool:
-    """Group-writable but not world-writable (``/tmp`` is not a project folder)."""
-    mode = path.stat().st_mode
-    return bool(mode & stat.S_IWGRP) and not mode & stat.S_IWOTH
-
-
 def ensure_jobs_root(root: Path) -> Path:
     """The folder job folders go in, created private or, in a project folder, group-shared.
-
-    An existing one of ours loses any access for others; its group access (a shared
-    root) stays. One of another user's must let us create folders in it.
-    """
+    One of ours loses any access for others (not its group's); one of another user's
+    must let us create folders in it."""
     if not root.exists():
         parent = root.parent
         parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE)
-        shared = _is_project_folder(parent)
+        mode = parent.stat().st_mode  # a project folder: group-writable, not /tmp
+        shared = bool(mode & stat.S_IWGRP) and not mode & stat.S_IWOTH
         try:
             root.mkdir(mode=PRIVATE)
         except FileExistsError:
@@ -113,25 +104,23 @@ class JobFolder:
 
     @staticmethod
     def would_be(root: Path, name: str) -> Path:
-        """Where ``create`` would put the folder, its time stamp and random part spelled out
-        (for a dry run, which creates nothing)."""
+        """Where ``create`` would put the folder, stamp and random part spelled out (dry run)."""
         _check_path_text(root)
         return root / _folder_name(name, WOULD_BE_STAMP, WOULD_BE_TOKEN)
 
-    # --------------------------------------------------------------- metadata
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Replace ``meta.json`` whole (atomically: readers see the old or the new file)."""
         write_atomically(self.path / META_FILE, json.dumps(meta, indent=2, sort_keys=True))
 
     def meta(self, strict: bool = False) -> dict[str, Any]:
         """``meta.json``, or ``{}`` when there is none yet. A file that does not parse is
-        read again (a writer elsewhere, on a file system without atomic rename); one that
-        stays damaged is ``{}`` to a reader and an error to a writer (``strict``), which
-        must not replace it with its own few keys."""
+        read again (a writer on a file system without atomic rename); one that stays
+        damaged is ``{}`` to a reader and an error to a writer (``strict``)."""
         path = self.path / META_FILE
         for attempt in range(META_READ_TRIES):
             try:
                 data = json.loads(path.read_text())
+                return data if isinstance(data, dict) else {}
             except FileNotFoundError:
                 return {}
             except (OSError, ValueError) as error:
@@ -140,19 +129,15 @@ class JobFolder:
                         raise damaged(path, error) from None
                     return {}
                 time.sleep(META_RETRY_S)
-                continue
-            return data if isinstance(data, dict) else {}
         return {}  # pragma: no cover - the loop returns or raises
 
     def update_meta(self, **changes: Any) -> None:
-        """Read, change and write ``meta.json`` under the folder's lock: kernels, the node
-        and the server update one job's file at once, and none loses another's change."""
+        """Read, change and write ``meta.json`` under the folder's lock: no change is lost."""
         with Lock(self.path / META_LOCK):
             meta = self.meta(strict=True)
             meta.update(changes)
             self.write_meta(meta)
 
-    # ----------------------------------------------------------------- results
     @property
     def results_path(self) -> Path:
         return self.path / RESULTS_FILE
@@ -178,8 +163,7 @@ class JobFolder:
         return result
 
     def shown_output(self, limit: int = OUTPUT_SHOWN_BYTES) -> str:
-        """The cell's output as the notebook shows it: all of it, or (a huge one) its last
-        ``limit`` bytes after a line saying where the whole of it is."""
+        """The cell's output: all of it, or its last ``limit`` bytes and where the rest is."""
         path = self.path / OUTPUT_FILE
         try:
             size = path.stat().st_size
@@ -205,8 +189,8 @@ def damaged(path: Path, error: BaseException) -> HpcMagicsError:
 
 
 def check_free_space(root: Path, need_bytes: int) -> None:
-    """Refuse a jobs folder on a file system that cannot take the job (full, read-only):
-    better now than a job that cannot write its results after hours in the queue."""
+    """Refuse a jobs folder on a file system that cannot take the job (full, read-only), not
+    a job that cannot write its results after hours in the queue."""
     probe = root
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -239,11 +223,7 @@ def _folder_name(name: str, stamp: str, token: str) -> str:
 
 
 def find_job_folders(root: Path) -> Iterator[JobFolder]:
-    """The user's own job folders under ``root``, newest first.
-
-    In a shared jobs root the other members' folders are skipped: they are private to
-    them, and a folder another user made is never taken for one of ours.
-    """
+    """The user's own job folders under ``root``, newest first (others' are skipped)."""
     if not root.is_dir():
         return
     found = [(info.st_mtime, path) for path in root.iterdir()

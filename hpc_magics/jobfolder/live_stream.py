@@ -1,16 +1,11 @@
-"""The cell's live output: what the job writes to stdout and stderr, in order, as records
-in ``output.stream`` in the job folder. The kernel reads it while the job runs (with
-back-off, never asking Slurm), and the fetch shows the same text afterwards: one door.
+"""The cell's live output: its stdout, stderr and displays, in order, as records in
+``output.stream`` in the job folder, read by the kernel while the job runs and by the fetch.
 
 A record is a header line ``<kind><length>\\n`` then ``length`` bytes; kind ``o`` is stdout,
 ``e`` stderr, ``d`` a display (JSON: ``data``, ``metadata``, ``display_id``, ``update``).
-One process appends (``node/tee.py``, which loads this file by its path: so standard
-library only, no package imports). A reader takes whole records only: a record
-half written (or half visible through a network file system) waits for the next look.
-
-``StreamText`` renders the records as a notebook shows a local cell's output: consecutive
-text of one stream is one output entry, and a carriage return starts its line again, so a
-progress bar of 10,000 steps ends as one line, not 10,000.
+One process appends (``node/tee.py``, which loads this file by its path: standard library
+only). A reader takes whole records only. ``StreamText`` renders them as a notebook shows
+a local cell's output (a carriage return starts its line again: a progress bar is one line).
 """
 
 from __future__ import annotations
@@ -56,8 +51,7 @@ def parse_records(data: bytes) -> tuple[list[tuple[str, bytes]], int, bool]:
 
 
 class StreamReader:
-    """Reads a job's stream file from where it left off: ``(stream name, text)`` pieces,
-    decoded per stream (a character split between two records comes out whole)."""
+    """Reads a job's stream file from where it left off: ``(stream name, text)`` pieces."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
@@ -100,8 +94,7 @@ class StreamReader:
 
 
 class _Entry:
-    """One output entry: a stream's finished lines (in chunks, so that adding is cheap
-    however long the output) and its current line as written so far; or a display."""
+    """One output entry: a stream's finished lines (in chunks) and current line; or a display."""
 
     def __init__(self, name: str, display: dict[str, Any] | None = None, size: int = 0,
                  display_id: str | None = None) -> None:
@@ -114,12 +107,10 @@ class _Entry:
 
 
 class StreamText:
-    """A cell's output entries as a notebook shows them, built piece by piece.
-
-    Consecutive text of one stream is one entry; its current line keeps only what follows
-    its last carriage return (as Jupyter renders it), and a carriage return at its very end
-    is kept until the next piece says whether a newline follows. Past ``limit`` characters
-    the oldest lines are left out, and a first line says where the whole output is."""
+    """A cell's output entries as a notebook shows them, built piece by piece: consecutive
+    text of one stream is one entry, its current line only what follows its last carriage
+    return (one at its very end waits for the next piece). Past ``limit`` characters the
+    oldest lines are left out, and a first line says where the whole output is."""
 
     def __init__(self, limit: int = SHOWN_CHARACTERS, whole: str = "output.txt") -> None:
         self.entries: deque[_Entry] = deque()
@@ -141,7 +132,8 @@ class StreamText:
             line = line.replace("\r\n", "\n")
         finished, newline, line = line.rpartition("\n")
         if newline:
-            done = "".join(_last_segment(each) + "\n" for each in finished.split("\n"))
+            # each line as shown: what its last carriage return left
+            done = "".join(each[each.rfind("\r") + 1:] + "\n" for each in finished.split("\n"))
             entry.done.append(done)
             self._size += len(done)
         kept = line.rstrip("\r")
@@ -150,8 +142,8 @@ class StreamText:
         self._trim()
 
     def _add_display(self, text: str) -> None:
-        """A display: a new entry; with a ``display_id`` shown before, that entry shows the
-        new content too (only that, for an ``update``), as IPython does."""
+        """A display: a new entry; one with a ``display_id`` shown before updates that entry
+        too (only that, for an ``update``), as IPython does."""
         import json  # the kernel's reader only: the node's copier never loads it
 
         try:
@@ -202,6 +194,3 @@ class StreamText:
                 f"{self.limit / 1e6:g} MB; all of it is in {self.whole}\n")})
         return shown
 
-
-def _last_segment(line: str) -> str:
-    return line[line.rfind("\r") + 1:]

@@ -1,18 +1,12 @@
 """The one lock between processes: ``flock`` on a lock file, or a lock file of our own
-where the file system has no ``flock``.
+where the file system has no ``flock`` (around a job folder's ``meta.json`` update and the
+user's shared queue and accounting caches).
 
-Kernels, the server and the watcher's threads take it around a job folder's
-``meta.json`` update and around the user's shared queue and accounting caches.
-
-Some file systems refuse ``flock`` (Lustre mounted ``-o noflock``, some NFS): the call
-fails with ENOSYS, ENOLCK or EOPNOTSUPP. There the lock is a second file,
-``<lock>.held``, created exclusively (``O_EXCL``) and removed on release; it names its
-holder (host, pid and the process's start time), so a holder that died is seen and its
-lock taken over: on this host when that process is gone (a reused pid has another start
-time), from another host once the file is ``FOREIGN_STALE_S`` old (no lock here is held
-for more than a scheduler command's time-out). Nothing is printed either way: the
-fallback is the file system's answer, not the user's problem. Every process on one mount
-gets the same answer from it, so they all lock the same way.
+Where ``flock`` fails with ENOSYS, ENOLCK or EOPNOTSUPP (Lustre ``-o noflock``, some NFS),
+the lock is a second file, ``<lock>.held``, created exclusively and removed on release. It
+names its holder (host, pid, start time): a holder that died is taken over, on this host
+when that process is gone, from another host once the file is ``FOREIGN_STALE_S`` old.
+Nothing is printed: every process on one mount gets the same answer, so all lock alike.
 """
 
 from __future__ import annotations
@@ -35,8 +29,7 @@ POLL_S = 0.02
 
 
 class Lock:
-    """An exclusive lock on ``path``, for ``with`` (waits as long as it takes) or for
-    ``acquire(timeout)`` / ``release()``."""
+    """An exclusive lock on ``path``, for ``with`` or ``acquire(timeout)`` / ``release()``."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -44,9 +37,8 @@ class Lock:
         self._held: Path | None = None  # our own lock file (no flock here)
 
     def acquire(self, timeout: float | None = None, poll_s: float = POLL_S) -> bool:
-        """Wait for the lock (``timeout`` seconds at most; None: as long as it takes).
-        True once held, False when the time ran out. Raises ``OSError`` for a lock file
-        that cannot be made (a folder not ours, a full disk)."""
+        """Wait for the lock (``timeout`` seconds at most; None: as long as it takes): True
+        once held. Raises ``OSError`` for a lock file that cannot be made."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self._try():
@@ -66,8 +58,7 @@ class Lock:
 
     @property
     def mode(self) -> str | None:
-        """How it is held: ``"flock"``, ``"lock file"`` (this file system has no flock),
-        None while not held (``hpc-magics doctor`` says which)."""
+        """How it is held: ``"flock"``, ``"lock file"``, or None (for the doctor)."""
         if self._fd is not None:
             return "flock"
         return "lock file" if self._held is not None else None
@@ -80,7 +71,6 @@ class Lock:
                  trace: types.TracebackType | None) -> None:
         self.release()
 
-    # ------------------------------------------------------------------ one try
     def _try(self) -> bool:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
@@ -110,8 +100,7 @@ class Lock:
 
 
 def flock(fd: int) -> None:
-    """``flock(fd, LOCK_EX | LOCK_NB)``: a name of its own, so that a test can stand in for
-    a file system that has none."""
+    """``flock(fd, LOCK_EX | LOCK_NB)``: a name of its own, for a test to stand in."""
     import fcntl
 
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -129,8 +118,7 @@ def _holder(pid: int) -> dict[str, object]:
 
 def _remove_if_stale(held: Path) -> None:
     """Remove a lock file whose holder is gone, one waiter at a time (``.break``, made
-    exclusively, left only by a waiter that died within these few lines): two waiters
-    never both take over, and one never removes the file of the holder that came next."""
+    exclusively): two waiters never both take over, nor remove the next holder's file."""
     breaker = held.with_name(held.name + ".break")
     try:
         fd = os.open(breaker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW

@@ -19,10 +19,7 @@ def task_dir(folder: Path, index: int) -> Path:
 
 def task_outcome(folder: Path, meta: dict[str, Any], job_id: str) -> bool | None:
     """Did sweep task ``job_id`` (``123_4``) fail? ``None``: that attempt left no result.
-
-    Read from its ``outcome.json`` (written after its results, with the attempt's id): a
-    retried task's earlier attempt never answers for the retry, and nothing is unpickled.
-    """
+    Its ``outcome.json`` names the attempt: an earlier one never answers for a retry."""
     array_id, _, position_text = job_id.partition("_")
     if not position_text.isdigit():
         return None

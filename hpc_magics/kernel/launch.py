@@ -1,11 +1,7 @@
 """Starting a kernel's job: the private folder, the job script, sbatch, or an srun step.
 
-Every Slurm command goes through ``scheduler.commands`` (the one door: timeouts, no
-shell, a scrubbed environment), sbatch through ``scheduler.submit`` (the one submission
-door: the kernelspec's request wins over the user's ``SBATCH_*`` defaults). The one process
-that outlives a call, the ``srun`` of a step in an existing allocation, is started here with
-that same scrubbed environment; it ends with the step, which ends with the allocation's time
-limit or ``scancel``.
+Slurm commands go through ``scheduler.commands`` (the ``srun`` of a step in an existing
+allocation too, which outlives the call), sbatch through ``scheduler.submit``.
 """
 
 from __future__ import annotations
@@ -61,8 +57,7 @@ def job_script(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],
 
 def submit(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str], name: str,
            environ: Mapping[str, str] | None = None) -> submission.Submitted:
-    """sbatch the kernel's job through the one door (blocking: a provisioner calls it in a
-    thread); ``SubmissionError`` with sbatch's reason."""
+    """sbatch the kernel's job through the one door (blocking: call it in a thread)."""
     return submission.submit(job_script(kernel, folder, argv, name),
                              folder.path / JOB_SCRIPT, environ)
 
@@ -71,12 +66,9 @@ def start_step(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],
                environ: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """The kernel as a step of the user's allocation ``kernel.jobid``, beside its others."""
     assert kernel.jobid is not None
-    srun = ["srun", f"--jobid={kernel.jobid}", "--overlap", "--nodes=1", "--ntasks=1",
-            "--unbuffered", *node_command(kernel, folder, argv)]
-    with open(folder.path / LOG_NAME, "ab") as log:
-        return subprocess.Popen(  # noqa: S603 - argv list, no shell
-            srun, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=commands.scrubbed_environment(environ), start_new_session=True)
+    return commands.start(["srun", f"--jobid={kernel.jobid}", "--overlap", "--nodes=1",
+                           "--ntasks=1", "--unbuffered", *node_command(kernel, folder, argv)],
+                          log=folder.path / LOG_NAME, environ=environ)
 
 
 def scancel(target: str, signal: str | None = None) -> commands.CommandResult:

@@ -1,16 +1,13 @@
 """Kernel jobs left behind: still in squeue, but the process that started them is gone.
 
-A Jupyter server or notebook kernel that is killed (``kill -9``, an OOM, a lost login node
-session) cannot cancel the kernel and session jobs it started; they would run, and cost,
-until their time limit. Each kernel job folder records its owner (pid, host and the
-process's start time, so a reused pid is not taken for the owner); here those whose owner
-is gone are found, to be *offered* for cancel, never cancelled without the user's word.
-A process is known by pid and start time (``scheduler/processes.py``): without a start
-time recorded, its owner is not known to live.
+A killed Jupyter server or notebook kernel cannot cancel the kernel and session jobs it
+started; they would run, and cost, until their time limit. Each kernel job folder records
+its owner (host, pid and start time: ``scheduler/processes.py``); those whose owner is
+gone are *offered* for cancel, never cancelled without the user's word.
 
-Cheap enough for ``%load_ext``: the folders of kernels known to be over are skipped by name
-(``OVER_LIST``), the owners are looked at first (psutil, no scheduler query, no heavy
-import when every owner lives), then one squeue for all candidates.
+Cheap enough for ``%load_ext``: folders known to be over are skipped by name
+(``OVER_LIST``), the owners are looked at first (no scheduler query, no heavy import when
+every owner lives), then one squeue for all candidates.
 """
 
 from __future__ import annotations
@@ -38,18 +35,18 @@ def kernels_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path(chosen).expanduser() if chosen else Path.home() / ".hpc_magics" / "kernels"
 
 
-def owner() -> dict[str, Any]:
-    """What a kernel job folder records about the process that starts the kernel."""
+def owner(pid: int | None = None, role: str = "owner") -> dict[str, Any]:
+    """What a kernel job folder records about a process: the one that starts the kernel
+    (this one), or (``role="tunnel"``) its SSH tunnel's ssh."""
     from ..scheduler import processes  # here: %load_ext imports no scheduler module
 
-    pid = os.getpid()
-    return {"owner_pid": pid, "owner_host": socket.gethostname(),
-            "owner_started": processes.started(pid)}
+    pid = os.getpid() if pid is None else pid
+    return {f"{role}_pid": pid, f"{role}_host": socket.gethostname(),
+            f"{role}_started": processes.started(pid)}
 
 
 def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
-    """The recorded owner ran on this host and is no longer there (another host's owner
-    cannot be looked at from here: never called gone)."""
+    """The recorded owner ran on this host and is gone (another host's: never called gone)."""
     pid = meta.get("owner_pid")
     if not isinstance(pid, int) or meta.get("owner_host") != (host or socket.gethostname()):
         return False
@@ -58,18 +55,9 @@ def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
     return not processes.alive(pid, meta.get("owner_started"))
 
 
-def tunnel_owner(pid: int) -> dict[str, Any]:
-    """What a kernel folder records about its SSH tunnel's ssh process."""
-    from ..scheduler import processes
-
-    return {"tunnel_pid": pid, "tunnel_host": socket.gethostname(),
-            "tunnel_started": processes.started(pid)}
-
-
 def end_tunnel(meta: dict[str, Any]) -> bool:
-    """End the ssh a killed server left forwarding the kernel's ports (it runs in its own
-    session, so it outlived the server): only that very process (pid and start time), on
-    this host, and only once its owner is gone. Whether one was ended."""
+    """End the ssh a killed server left forwarding the kernel's ports: only that very
+    process, on this host, once its owner is gone. Whether one was ended."""
     if not owner_gone(meta) or meta.get("tunnel_host") != socket.gethostname():
         return False
     from ..scheduler import processes
@@ -102,9 +90,8 @@ class LeftBehind:
 
 
 def candidates(root: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """This user's kernel job folders, not known to be over, whose owner is gone. A folder
-    found over is named in ``OVER_LIST`` and never read again: every ``%load_ext`` reads
-    only the folders of kernels that may still run, not every kernel folder ever made."""
+    """This user's kernel job folders, not known to be over, whose owner is gone (a folder
+    found over is named in ``OVER_LIST`` and never read again)."""
     found = []
     try:
         entries = list(os.scandir(root))
@@ -132,9 +119,8 @@ def candidates(root: Path) -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
-# In the kernels root: the names of the folders found over, one a line, appended (a line
-# is one small O_APPEND write: kernels appending at once do not mix their lines). Only the
-# user's own file is read; a line lost or garbled only means that folder is read again.
+# In the kernels root: the names of the folders found over, one a line (one small O_APPEND
+# write each: lines never mix). A line lost or garbled only means that folder is read again.
 OVER_LIST = ".over"
 
 
@@ -167,8 +153,7 @@ def _note_over(root: Path, names: list[str]) -> None:
 
 
 def queued_ids(steps: bool) -> set[str]:
-    """The ids of the user's jobs squeue lists (and their JOB.STEP ids with ``steps``): one
-    query each, short: ``%load_ext`` must not wait long for a silent scheduler."""
+    """The ids of the user's jobs in squeue (and JOB.STEP ids with ``steps``), asked briefly."""
     from ..scheduler import commands
     from ..scheduler.queue import login_name
 

@@ -1,13 +1,8 @@
-"""The ``jupyter_client`` kernel provisioner: the kernel runs as a Slurm job.
-
-``pre_launch`` checks the request as ``%%sbatch`` does (one line, nothing submitted when it
-is wrong); ``launch_kernel`` submits the job (or starts a step of the user's allocation),
-waits for the node to write the kernel's connection file, and reports Slurm's pending
-reason and expected start meanwhile (in the server's log and the job folder's meta.json,
-which the status bar reads); ``poll`` reads the user's shared, cached squeue view, never
-one squeue per call; shutting down cancels the job (a step only, in an allocation).
-With ``--tunnel ssh`` the client reaches the kernel through an SSH tunnel (``tunnel.py``)
-opened once the node wrote where the kernel listens, and closed with the kernel.
+"""The ``jupyter_client`` kernel provisioner: the kernel runs as a Slurm job (or a step of
+the user's allocation). While it waits, Slurm's pending reason goes to the server's log and
+to meta.json (the status bar reads it); ``poll`` reads the user's shared, cached squeue
+view, never one squeue per call; shutting down cancels the job (only the step, in an
+allocation). With ``--tunnel ssh`` the client reaches the kernel through ``tunnel.py``.
 """
 
 from __future__ import annotations
@@ -32,7 +27,7 @@ from ..node.kernel import CURVE, scancel_target
 from ..scheduler.job_status import record_submission
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from . import launch
-from .orphans import tunnel_owner
+from .orphans import owner
 from .spec import KernelRequest
 from .tunnel import SshTunnel, for_kernel
 
@@ -66,8 +61,8 @@ class StartFailed(RefusedRequest, SubmissionError):
 
 
 async def _off_loop(function: Callable[..., T], *arguments: Any) -> T:
-    """``function`` in a thread, off the event loop; in place when threads are refused (the
-    interpreter is exiting: a session's exit hook still cancels its job)."""
+    """``function`` in a thread; in place when the exiting interpreter refuses threads (a
+    session's exit hook still cancels its job)."""
     try:
         return await asyncio.to_thread(function, *arguments)
     except RuntimeError as error:
@@ -82,11 +77,9 @@ def job_name(resource_dir: str) -> str:
 
 
 def takes_curve(metadata: Any) -> bool:
-    """The kernelspec says its kernel takes CurveZMQ keys (``supported_encryption``): the
-    node gives it a pair in its connection file, whatever the server's
-    ``transport_encryption`` (off by default), because a Slurm kernel listens where other
-    users reach it (the node's address; a shared login node's 127.0.0.1 with ``ssh``) and
-    its IOPub broadcasts to whoever connects: without the keys, nothing is readable."""
+    """The kernelspec's kernel takes CurveZMQ keys (``supported_encryption``): it gets a
+    pair whatever the server's ``transport_encryption``, because a Slurm kernel listens
+    where other users reach it and its IOPub broadcasts to whoever connects."""
     import zmq
 
     declared = (metadata or {}).get("supported_encryption") or ()
@@ -115,7 +108,6 @@ class SlurmProvisioner(KernelProvisionerBase):
     _tunnel: SshTunnel | None = None
     _tunnel_tried: float = 0.0
 
-    # ------------------------------------------------------------------ start
     def _kernel(self) -> KernelRequest:
         return KernelRequest.from_config({"request": self.request, "python": self.python,
                                           "jobid": self.jobid, "tunnel": self.tunnel})
@@ -155,43 +147,36 @@ class SlurmProvisioner(KernelProvisionerBase):
         self._submitted_at = time.time()
         if kernel.jobid:  # a step of the user's allocation, once that runs
             self.job_id = kernel.jobid
-            # indexed as this server's kernel (the status bar lists it), marked in its meta
-            # as the user's allocation: nothing here ever cancels more than the step
+            # indexed as this server's kernel; its meta says allocation: only the step is ours
             await _off_loop(record_submission, folder, kernel.jobid, self._submitted_at)
             folder.update_meta(state="PENDING")
         else:
-            # sbatch (and scontrol for the cluster's name) off the Jupyter server's event
-            # loop: a slow controller must not freeze every tab
+            # off the server's event loop: a slow controller must not freeze every tab
             answer = await _off_loop(launch.submit, kernel, folder, cmd, name, env)
             self.job_id = answer.job_id
             await _off_loop(record_submission, folder, self.job_id, self._submitted_at,
                             answer.cluster)
             self.log.info("hpc_magics kernel: job %s submitted (folder %s)", self.job_id,
                           folder.path)
-        # the user just acted: the first look at the queue should see the job as it is now
-        # (made off the loop too: a new queue asks scontrol the cluster's name)
+        # the first look at the queue sees the job as it is now (off the loop: scontrol)
         await _off_loop(lambda: self._queue().invalidate())
         try:
             node = await self._wait_for_node(folder, lambda: launch.start_step(
                 kernel, folder, cmd, env) if kernel.jobid else None)
-        except BaseException:
-            await self._cancel()
-            raise
-        self.step_id = str(node.get("step_id") or "")
-        self.log.info("hpc_magics kernel: job %s runs on %s (%s)", self.job_id,
-                      node.get("host"), node.get("address"))
-        folder.update_meta(state="RUNNING", host=node.get("host"), step_id=self.step_id)
-        # jupyter_client keeps the key as bytes
-        info: dict[str, Any] = {**node["connection"],
-                                "key": str(node["connection"]["key"]).encode()}
-        if kernel.connection_route() == "ssh":
-            folder.update_meta(tunnel="ssh")  # hpc-magics kernel connect reopens it
-            try:
+            self.step_id = str(node.get("step_id") or "")
+            self.log.info("hpc_magics kernel: job %s runs on %s (%s)", self.job_id,
+                          node.get("host"), node.get("address"))
+            folder.update_meta(state="RUNNING", host=node.get("host"), step_id=self.step_id)
+            # jupyter_client keeps the key as bytes
+            info: dict[str, Any] = {**node["connection"],
+                                    "key": str(node["connection"]["key"]).encode()}
+            if kernel.connection_route() == "ssh":
+                folder.update_meta(tunnel="ssh")  # hpc-magics kernel connect reopens it
                 self._tunnel = await _off_loop(self._open_tunnel, node, kernel)
-            except BaseException:
-                await self._cancel()
-                raise
-            info = self._tunnel.client_info(info)
+                info = self._tunnel.client_info(info)
+        except BaseException:
+            await self.kill()
+            raise
         self.connection_info = cast(KernelConnectionInfo, info)
         return self.connection_info
 
@@ -204,14 +189,12 @@ class SlurmProvisioner(KernelProvisionerBase):
         return tunnel
 
     def _note_tunnel(self, tunnel: SshTunnel) -> None:
-        """Its ssh, in the folder: if this server is killed, the ssh it leaves is ended by
-        ``hpc-magics kernel cleanup`` or ``connect`` (orphans.end_tunnel)."""
+        """Its ssh, in the folder: one a killed server left is ended by ``orphans.end_tunnel``."""
         if self.folder is not None and tunnel.process is not None:
-            self.folder.update_meta(**tunnel_owner(tunnel.process.pid))
+            self.folder.update_meta(**owner(tunnel.process.pid, "tunnel"))
 
     async def _keep_tunnel(self) -> None:
-        """The kernel runs but its tunnel ended (sshd restarted, network lost): reopened on
-        the same local ports, so the client's connection file stays right."""
+        """The kernel runs but its tunnel ended: reopened on the same local ports."""
         tunnel = self._tunnel
         if tunnel is None or tunnel.alive() or \
                 time.monotonic() - self._tunnel_tried < TUNNEL_RETRY_S:
@@ -226,9 +209,7 @@ class SlurmProvisioner(KernelProvisionerBase):
             self.log.warning("hpc_magics kernel: %s", error)
 
     async def post_launch(self, **kwargs: Any) -> None:
-        """A kernel whose job ended (time limit, crash, scancel) is not resubmitted behind
-        the user's back: the server's restarter reports it dead at once instead, and the
-        user's own restart submits a new job."""
+        """A kernel whose job ended is reported dead, never resubmitted behind the user's back."""
         await super().post_launch(**kwargs)
         restarter = getattr(self.parent, "_restarter", None)  # made by start_restarter()
         if restarter is not None:
@@ -237,8 +218,8 @@ class SlurmProvisioner(KernelProvisionerBase):
     async def _wait_for_node(self, folder: JobFolder,
                              start_step: Callable[[], subprocess.Popen[bytes] | None]
                              ) -> dict[str, Any]:
-        """Until node.json is there; says why the job waits whenever Slurm's reason changes.
-        In an allocation, the step starts once the allocation runs (srun refuses before)."""
+        """Until node.json is there, saying why the job waits whenever Slurm's reason
+        changes. In an allocation, the step starts once the allocation runs."""
         said = ""
         next_look = 0.0
         while True:
@@ -249,7 +230,7 @@ class SlurmProvisioner(KernelProvisionerBase):
                 raise SubmissionError(f"the kernel's step in job {self.job_id} ended at once: "
                                       f"{launch.log_tail(folder) or 'no output'}")
             now = time.time()
-            if now >= next_look and (self._srun is None):
+            if now >= next_look and self._srun is None:
                 said, running = await self._look(folder, said)
                 # no answer since the submission yet (squeue slow): look again soon; the
                 # queue's own cache and lock keep that to one squeue at a time
@@ -292,20 +273,15 @@ class SlurmProvisioner(KernelProvisionerBase):
             folder.update_meta(state="PENDING", reason=job.reason, waiting=line)
         return line, False
 
-    # ------------------------------------------------------------------ life
     @property
     def has_process(self) -> bool:
         return self.job_id is not None
 
     def _queue(self) -> JobQueue:
-        """One per kernel: its background squeue is reused, never started twice at once."""
+        """One per kernel: its background squeue is never started twice at once."""
         if self._jobs is None:
             self._jobs = JobQueue(answer_within_s=ANSWER_WITHIN_S)
         return self._jobs
-
-    def _target(self) -> str | None:
-        """What scancel acts on (``scancel_target``: never the user's allocation)."""
-        return scancel_target(str(self.job_id), self.step_id, bool(self.jobid))
 
     async def poll(self) -> int | None:
         """None while the job runs (its tunnel, if any, kept open meanwhile)."""
@@ -332,8 +308,7 @@ class SlurmProvisioner(KernelProvisionerBase):
         return (0 if job.phase == "done" else 1) if job.final else None
 
     async def _left_queue(self, view: Any) -> bool:
-        """The job is not in ``view`` and truly gone. A view is not proof: one asked before
-        sbatch returned may have answered after it; squeue itself decides (once, rarely)."""
+        """The job, missing from ``view`` (which may predate sbatch), is gone: squeue says."""
         return view.error is None and view.updated is not None and \
             view.updated >= self._submitted_at and \
             await _off_loop(launch.gone_from_queue, str(self.job_id))
@@ -360,15 +335,11 @@ class SlurmProvisioner(KernelProvisionerBase):
                              self.job_id, step, answer.first_error_line())
 
     async def kill(self, restart: bool = False) -> None:
-        await self._cancel()
-
-    terminate = kill
-
-    async def _cancel(self) -> None:
         """scancel the job (or the step); the queue view is refreshed for the next look."""
         if self.job_id is None or self._ended is not None:
             return
-        target = self._target()
+        # never the user's allocation
+        target = scancel_target(str(self.job_id), self.step_id, bool(self.jobid))
         step_over = self._srun is not None and self._srun.poll() is not None
         if target is not None and not step_over:
             answer = await _off_loop(launch.scancel, target)
@@ -386,8 +357,7 @@ class SlurmProvisioner(KernelProvisionerBase):
         await self._close_tunnel()
         await _off_loop(self._queue().invalidate)
         if self.folder is not None:
-            # kernel_over: the watcher rewrites ``state`` from squeue, which for a step
-            # names the allocation (still running); this says the kernel itself ended
+            # kernel_over: for a step, squeue's state is the allocation's (still running)
             self.folder.update_meta(state="CANCELLED", state_source="kernel shutdown",
                                     kernel_over=True)
 
@@ -396,14 +366,15 @@ class SlurmProvisioner(KernelProvisionerBase):
             await _off_loop(self._tunnel.close)
             self._tunnel = None
 
+    terminate = kill
+
     async def cleanup(self, restart: bool = False) -> None:
-        await self._cancel()
+        await self.kill()
         await self._close_tunnel()  # the job ended by itself: its tunnel goes too
         if self.folder is not None:
             launch.forget_connection(self.folder)
         self.job_id, self._srun = None, None
 
-    # ------------------------------------------------------------------ persistence
     async def get_provisioner_info(self) -> dict[str, Any]:
         info: dict[str, Any] = await super().get_provisioner_info()
         info.update(job_id=self.job_id, step_id=self.step_id,

@@ -1,12 +1,9 @@
 """Reaching a kernel job again after the Jupyter server that started it is gone.
 
-A Jupyter server does not take its kernels over after a restart (jupyter_server keeps no
-kernels across restarts; ``load_provisioner_info`` is only called by applications that
-persist kernels themselves), so a kernel job that outlived its server (``kill -9``, a lost
-login session) runs on unreached; with ``--tunnel ssh`` its tunnel ended with the server.
-``hpc-magics kernel connect JOB`` finds the job's folder, reopens the tunnel (``ssh``) and
-writes a private connection file for ``jupyter console --existing`` (or a notebook's
-"connect to existing kernel"); the tunnel lives while the command runs.
+jupyter_server keeps no kernels across restarts, so a kernel job that outlived its server
+runs on unreached (with ``--tunnel ssh``, its tunnel ended with the server). ``hpc-magics
+kernel connect JOB`` reopens the tunnel and writes a private connection file for
+``jupyter console --existing``; the tunnel lives while the command runs.
 """
 
 from __future__ import annotations
@@ -37,13 +34,6 @@ def kernel_folder(job_id: str) -> tuple[JobFolder, dict[str, Any]]:
                          "hpc-magics kernel list for the kernels left running")
 
 
-def write_connection(folder: JobFolder, info: dict[str, Any]) -> Path:
-    """A connection file only this user can read (it holds the kernel's key)."""
-    path = folder.path / f"reconnect-{secrets.token_hex(4)}.json"
-    write_atomically(path, json.dumps(info))
-    return path
-
-
 def connect(job_id: str) -> tuple[Path, SshTunnel | None]:
     """The connection file for job ``job_id``'s kernel, and the tunnel opened for it (None
     where the kernel is reached straight by TCP). Nothing is asked of a job that ended."""
@@ -60,4 +50,7 @@ def connect(job_id: str) -> tuple[Path, SshTunnel | None]:
         profile = load_profile(str(meta.get("profile") or "default"))
         tunnel = for_kernel(node, profile, folder.path / launch.TUNNEL_LOG).open()
         info = tunnel.client_info(info)
-    return write_connection(folder, info), tunnel
+    # only this user can read it (write_atomically: 0600): it holds the kernel's key
+    path = folder.path / f"reconnect-{secrets.token_hex(4)}.json"
+    write_atomically(path, json.dumps(info))
+    return path, tunnel

@@ -1,14 +1,10 @@
 """A session: a kernel in a Slurm allocation, driven from the notebook's kernel.
 
-``%hpc_session start NAME`` starts a kernel with the Slurm provisioner (a job, or a step of
-``--jobid``), exactly as a launcher's Slurm kernel starts; ``%%sbatch --session NAME`` runs a
-cell there: the names it reads from the notebook are shipped with the package's own
-packing (once, then again only when their value changed), the cell runs in the session's
-namespace (which keeps its variables between cells), its output and figures are shown in
-the notebook, and the names it assigns come back. Once it ended, its outputs (as the cell
-shows them) and the notebook cell that sent it are recorded in the session's folder
-(``CELLS_DIR``), for the server, which writes them into that cell when nobody has the
-notebook open (``server/notebook_outputs.py``): output shown with no tab open is lost.
+``%hpc_session start NAME`` starts a kernel with the Slurm provisioner, as a launcher's
+Slurm kernel starts; ``%%sbatch --session NAME`` runs a cell there: the names it reads are
+shipped (again only when their value changed), its output is shown in the notebook, and
+the names it assigns come back. Each cell's outputs are also recorded in the session's
+folder (``CELLS_DIR``) for the server, which writes them into a notebook nobody has open.
 """
 
 from __future__ import annotations
@@ -82,7 +78,7 @@ class Session:
 
     @property
     def handle(self) -> Any:
-        """The session's job as a job handle (the job widget shows it, fed by the watcher)."""
+        """The session's job as a job handle (for the job widget)."""
         if self._handle is None:
             from ..backends import get_backend
             from ..handle import JobHandle
@@ -100,9 +96,8 @@ class Session:
     @classmethod
     def start(cls, name: str, request: ResourceRequest, python: str,
               jobid: str | None = None, tunnel: str | None = None) -> Session:
-        kernel = KernelRequest(request, python, jobid, tunnel)
-        kernel.check()  # one line, before anything is submitted
-        manager = kernel_manager(kernel, name)
+        # checked by the provisioner's pre_launch: one line, before anything is submitted
+        manager = kernel_manager(KernelRequest(request, python, jobid, tunnel), name)
         manager.start_kernel()
         client = manager.client()
         client.start_channels()
@@ -113,11 +108,9 @@ class Session:
             raise JobFailed(f"session {name}: the kernel did not answer: {error}") from None
         return cls(name, manager, client)
 
-    # ------------------------------------------------------------------ a cell
     def _execute(self, code: str, *, shown: StreamText | None = None) -> dict[str, Any]:
-        """Run code in the session; with ``shown``, its output appears in the notebook and is
-        kept there as the cell shows it. A cell may run for hours: while it is quiet, the
-        job is looked at (``_still_there``)."""
+        """Run code in the session; with ``shown``, its output is shown in the notebook and
+        kept there. While a long cell is quiet, the job is looked at (``_still_there``)."""
         msg_id = self.client.execute(code, store_history=shown is not None, allow_stdin=False)
         while True:  # its output, until the kernel is idle again
             message = self._next(self.client.get_iopub_msg, msg_id)
@@ -141,9 +134,8 @@ class Session:
                 return message
 
     def _still_there(self) -> None:
-        """The kernel's job (or its step) still runs, as the provisioner sees it: the step's
-        srun, else the user's one shared queue view (no squeue of its own per cell). Gone,
-        the session is over: said in one line, and ``%hpc_session start`` may start it anew."""
+        """The kernel's job still runs, as the provisioner sees it (the shared queue view).
+        Gone, the session is over: said in one line; ``%hpc_session start`` starts anew."""
         if self.manager.is_alive():
             return
         job_id = self.job_id  # before the shutdown below forgets it
@@ -166,8 +158,7 @@ class Session:
                             f"{content.get('ename')}: {content.get('evalue')}")
 
     def ship(self, code: str, namespace: dict[str, Any]) -> list[str]:
-        """Ship the names the cell reads that the session lacks or has an older value of,
-        packed with the package's own packing, and load them in the session."""
+        """Ship the names the cell reads that the session lacks or has an older value of."""
         from ..shipping.analysis import CellNames, analyse
         from ..shipping.buffers import write_buffers
         from ..shipping.packing import pack
@@ -208,8 +199,7 @@ class Session:
 
     def run(self, code: str, namespace: dict[str, Any], sent: SentFrom | None = None
             ) -> list[str]:
-        """Run one cell here; returns the names that came back into ``namespace``.
-        ``sent``: the notebook cell that sent it, whose outputs are recorded for the server."""
+        """Run one cell; the names that came back into ``namespace`` (``sent``: its cell)."""
         from ..shipping.analysis import analyse
 
         assigned = list(analyse(code).assigned)
@@ -233,8 +223,7 @@ class Session:
 
     def _record(self, sent: SentFrom | None, shown: StreamText, job_id: str, folder: Path,
                 reply: dict[str, Any]) -> None:
-        """The cell's outputs and the cell that sent it, in ``CELLS_DIR`` of the session's
-        ``folder`` (one file a cell, named by when it ended: the server writes older first)."""
+        """The cell's outputs in ``CELLS_DIR`` (one file a cell, named by when it ended)."""
         if sent is None:  # not a notebook's cell: nowhere to write its outputs
             return
         outputs = shown.outputs()
@@ -259,8 +248,7 @@ class Session:
 
 
 def _show(message: dict[str, Any], shown: StreamText) -> None:
-    """One output message of the session's cell, shown in the notebook as it came, and
-    added to ``shown`` (the cell's outputs, as the notebook shows them)."""
+    """One output message of the session's cell, shown in the notebook and added to ``shown``."""
     kind, content = message["msg_type"], message["content"]
     if kind == "stream":
         name = "stderr" if content.get("name") == "stderr" else "stdout"
@@ -276,7 +264,6 @@ def _show(message: dict[str, Any], shown: StreamText) -> None:
         shown.add("display", json.dumps({"data": data, "metadata": metadata}))
 
 
-# ---------------------------------------------------------------- the notebook's sessions
 _SESSIONS: dict[str, Session] = {}
 
 
@@ -290,8 +277,7 @@ def get(name: str) -> Session:
 
 
 def stop_all() -> None:
-    """At the notebook kernel's exit: no session's job outlives it (a killed kernel's do,
-    until their time limit)."""
+    """At the notebook kernel's exit: no session's job outlives it."""
     for name in list(_SESSIONS):
         try:
             stop(name)

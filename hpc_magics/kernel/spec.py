@@ -1,9 +1,6 @@
-"""What a Slurm kernel asks for, as the kernelspec's provisioner config keeps it.
-
-The config is plain JSON (``metadata.kernel_provisioner.config``): the profile, the
-request as ``core.resources.to_dict`` writes it, an existing allocation's job id, and the
-Python that runs the node-side launcher. Building the request and checking it against the
-profile are the same functions ``%%sbatch`` uses, so a kernel refuses what a cell would.
+"""What a Slurm kernel asks for, as the kernelspec's provisioner config (plain JSON) keeps
+it. The request is checked by the functions ``%%sbatch`` uses: a kernel refuses what a cell
+would.
 """
 
 from __future__ import annotations
@@ -67,9 +64,8 @@ class KernelRequest:
 
     def check(self) -> list[validation.Problem]:
         """Every problem of the request (the warnings too); raises on the first error line.
-        Asks Slurm this cluster's name (once a process: a job for another is refused).
-
-        A step of an existing allocation asks Slurm for nothing new: nothing to check."""
+        Asks Slurm this cluster's name (a job for another is refused). A step of an
+        existing allocation asks for nothing new: nothing to check."""
         from ..scheduler.submit import other_cluster
 
         self.connection_route()

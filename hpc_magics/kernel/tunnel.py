@@ -1,16 +1,13 @@
 """How the login host reaches a Slurm kernel: straight by TCP, or an SSH tunnel.
 
-``tcp`` (the common case): the client connects to the node's address, where the kernel
-listens (``node.py``: never on all interfaces). ``ssh``, for sites whose compute nodes'
-ports are closed to the login host: one ``ssh -N`` through the node's name forwards the
-kernel's five ports from ``127.0.0.1`` here to the kernel's address there, and the client's
-connection info names those local ports. ``ssh`` reads the user's ``~/.ssh/config`` (keys,
-known hosts, jump hosts) as ever; a profile's ``[kernel] ssh_options`` come first.
+``tcp``: the client connects to the node's address, where the kernel listens. ``ssh``, where
+the nodes' ports are closed to the login host: one ``ssh -N`` forwards the kernel's five
+ports from ``127.0.0.1`` here to the node (the user's ``~/.ssh/config`` applies; a
+profile's ``[kernel] ssh_options`` come first).
 
 jupyter_client's own helpers (``jupyter_client.ssh.tunnel``, pyzmq's ``zmq.ssh.tunnel``) do
-not fit: they run ssh through pexpect from a command string, one ``ssh -f`` per port that no
-one can close (it ends itself when idle), may prompt for a password on the server's
-terminal, and pick local ports by binding all interfaces.
+not fit: one ``ssh -f`` per port through pexpect that no one can close, a possible password
+prompt on the server's terminal, local ports picked by binding all interfaces.
 """
 
 from __future__ import annotations
@@ -37,9 +34,8 @@ LOCAL_ADDRESS = "127.0.0.1"  # the forwarded ports are this user's machine's onl
 READY_WITHIN_S = 30.0  # connect, authenticate, bind the forwards
 CONNECT_TIMEOUT_S = 15
 CLOSED_WITHIN_S = 5.0
-# ssh settings that are not the user's to change here: no prompt on a server's terminal, a
-# failed forward is a failed tunnel, it stays in front (its process is the tunnel's handle),
-# and a dead node ends it
+# not the user's to change: no prompt, a failed forward fails, ssh stays in front (its
+# process is the tunnel's handle), a dead node ends it
 FIXED_OPTIONS = ("BatchMode=yes", "ExitOnForwardFailure=yes", "ControlMaster=yes",
                  "ControlPersist=no", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
                  "ServerAliveInterval=15", "ServerAliveCountMax=4")
@@ -107,13 +103,10 @@ class SshTunnel:
                 self.node]
 
     def open(self) -> SshTunnel:
-        """Start ssh; returns once the forwards listen (its control socket is there: ssh
-        opens it after binding them), else ``SubmissionError`` with ssh's own reason.
-
-        Ports chosen here are free when chosen, not when ssh binds them: another program
-        may take one between (a busy login host's outgoing connections use the same
-        range). Then new ones are chosen; a reopened tunnel keeps the ports the client's
-        connection file names."""
+        """Start ssh; returns once the forwards listen (ssh opens its control socket after
+        binding them), else ``SubmissionError`` with ssh's own reason. A port taken between
+        its choice and ssh's bind is chosen again; a reopened tunnel keeps its ports (the
+        client's connection file names them)."""
         if not NODE_NAME.match(self.node):
             raise SubmissionError(f"the node's name {self.node!r} cannot be an ssh host")
         if self.local:
@@ -151,8 +144,7 @@ class SshTunnel:
         return self
 
     def _reason(self) -> str:
-        """This ssh's last line in the log; all it said is kept (a port taken is said
-        before the last line)."""
+        """This ssh's last line in the log (all it said is kept in ``_said``)."""
         try:
             with self.log.open("rb") as log:
                 log.seek(self._log_from)

@@ -1,13 +1,9 @@
 """``hpc-magics doctor``'s job on a node: ``python -m hpc_magics.node.doctor_probe FOLDER
-[--listen]``.
+[--listen]``, run by the interpreter a cell's job would run.
 
-The job script runs it with the interpreter a cell's job would run (the kernel's world: its
-venv, modules, uenv, image), so starting it at all proves that interpreter imports
-hpc_magics. It writes ``answer.json`` into the folder: this Python, the versions of what a
-cell needs on the node (the pickler, submitit's engine), or why one does not import. With
-``--listen`` it also opens a port on the address a Slurm kernel would listen on
-(``kernel.node_address``), names it in the answer and waits ``LISTEN_S`` at most for the
-doctor to connect to it: the kernel ports' check.
+It writes ``answer.json``: this Python, the versions of what a cell needs on the node, or
+why one does not import. With ``--listen`` it also opens a port where a Slurm kernel would
+listen and waits ``LISTEN_S`` at most for the doctor to connect: the kernel ports' check.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Starts submitit's engine on the node (``python -m hpc_magics.node.engine FOLDER``).
-
-submitit stays the engine: this runs ``submitit.core._submit`` as ``python -m`` would.
-It only skips submitit's eager ``import numpy`` (made "before loading the pickle", in a
-``try``, ~0.15 s of a trivial cell's start): numpy still loads, in full, the moment the
-job needs it (unpickling an array imports it; so does the cell's ``import numpy``).
+"""Starts submitit's engine on the node (``python -m hpc_magics.node.engine FOLDER``), as
+``python -m submitit.core._submit`` would, without its eager ``import numpy`` (~0.15 s of a
+trivial cell's start): numpy still loads the moment the job needs it.
 """
 
 from __future__ import annotations
@@ -26,10 +23,8 @@ def import_submitit() -> None:
 
 
 def skip_plugin_scan() -> None:
-    """The job's environment is submitit's own Slurm or local one, as it was submitted:
-    other packages' submitit plugins (found by reading every installed package's entry
-    points, ~15 ms of CPU and a walk of site-packages on a shared file system) never
-    ran a job of ours."""
+    """Other packages' submitit plugins never ran a job of ours: not looked for (a walk of
+    every installed package's entry points, on a shared file system)."""
     from submitit.core import plugins
 
     plugins._iter_submitit_entrypoints = lambda: ()

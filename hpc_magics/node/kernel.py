@@ -1,11 +1,9 @@
 """A Slurm kernel's node side: ``python -m hpc_magics.node.kernel FOLDER -- ARGV…``.
 
-It finds the node's own address (Slurm's ``NodeAddr``, never all interfaces), writes the
-kernel's connection file there (mode 0600, in the private job folder on the shared home),
-then a small ``node.json`` saying where the kernel is (job, step, host), and becomes the
-kernel (``exec``): signals sent to the step reach the kernel itself. An ipykernel gets the
-walltime warnings (``walltime.py``) as an extension, and in its environment what ends it
-and nothing else (``KERNEL_TARGET_ENV``: ``%hpc_server``'s Stop inside the kernel uses it).
+It writes the kernel's connection file (0600, listening on Slurm's ``NodeAddr`` only) and
+``node.json`` (job, step, host) into the private job folder, then becomes the kernel
+(``exec``), so signals sent to the step reach it. An ipykernel gets the walltime warnings
+(``walltime.py``) and, in ``KERNEL_TARGET_ENV``, what ends it and nothing else.
 """
 
 from __future__ import annotations
@@ -31,18 +29,16 @@ KERNEL_TARGET_ENV = "HPC_MAGICS_KERNEL_TARGET"
 
 
 def scancel_target(job_id: str, step_id: str, allocation: bool) -> str | None:
-    """What scancel acts on to end a Slurm kernel and nothing else: its step when it runs in
-    an allocation of the user's (``--jobid``: the allocation is the user's, never ours to
-    end), else its own job. None for a step not started yet."""
+    """What scancel acts on to end a Slurm kernel and nothing else: its step in the user's
+    allocation (never the allocation), else its own job. None for a step not started yet."""
     if allocation:
         return f"{job_id}.{step_id}" if step_id else None
     return job_id
 
 
 def node_address(environ: Mapping[str, str] | None = None) -> str:
-    """The address Slurm reaches this node by (``NodeAddr``), else the host name's address.
-
-    Never 0.0.0.0 or another wildcard: the kernel listens on this one address only."""
+    """The address Slurm reaches this node by (``NodeAddr``), else the host name's; never a
+    wildcard: the kernel listens on this one address only."""
     env = os.environ if environ is None else environ
     name = env.get("SLURMD_NODENAME", "")
     address = ""
@@ -77,9 +73,8 @@ def kernel_argv(template: Sequence[str], connection_file: Path) -> list[str]:
 
 
 def curve_keys(folder: Path) -> tuple[bytes, bytes] | tuple[None, None]:
-    """A CurveZMQ key pair (public, secret) when the provisioner asked for one (the kernel
-    takes them): the kernel's sockets then talk only to clients that know its public key,
-    which only the private connection file holds (IOPub too, else a broadcast to anyone)."""
+    """A CurveZMQ key pair (public, secret) when the provisioner asked for one: the kernel
+    then talks only to clients that read its private connection file (IOPub too)."""
     from ..jobfolder.folder import JobFolder
 
     if JobFolder(folder).meta().get("encryption") != CURVE:

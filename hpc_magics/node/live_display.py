@@ -67,12 +67,6 @@ def _is_figure(value: Any) -> bool:
     return type(value).__name__ == "Figure" and hasattr(value, "savefig")
 
 
-def _png(figure: Any) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=_DPI, bbox_inches="tight")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 # the rich forms a notebook shows, by the method an object offers each with (IPython's)
 _REPR_METHODS = (("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"),
                  ("image/svg+xml", "_repr_svg_"), ("image/png", "_repr_png_"),
@@ -86,7 +80,9 @@ def mime_bundle(value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     data: dict[str, Any] = {"text/plain": repr(value)}
     metadata: dict[str, Any] = {}
     if _is_figure(value):
-        data["image/png"] = _png(value)
+        png = io.BytesIO()
+        value.savefig(png, format="png", dpi=_DPI, bbox_inches="tight")
+        data["image/png"] = base64.b64encode(png.getvalue()).decode("ascii")
         return data, metadata
     if isinstance(value, type):
         return data, metadata  # a class: its methods need an instance
@@ -110,8 +106,7 @@ def mime_bundle(value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _call(value: Any, method: str, **arguments: Any) -> Any:
-    """The object's ``method(**arguments)``, or None when it has none or it fails (a
-    display that fails shows its text, as IPython's does)."""
+    """The object's ``method(**arguments)``, or None when it has none or it fails."""
     function = getattr(value, method, None)
     if not callable(function):
         return None
@@ -138,8 +133,7 @@ def _send(pipe: int, message: dict[str, Any]) -> None:
 
 
 class DisplayHandle:
-    """What ``display(..., display_id=True)`` returns: ``update`` shows new content in
-    place of the old, in the cell."""
+    """What ``display(..., display_id=True)`` returns: ``update`` replaces the content."""
 
     def __init__(self, display_id: str) -> None:
         self.display_id = display_id
@@ -158,8 +152,7 @@ def shown_figures() -> set[int]:
 
 def display(*objects: Any, display_id: Any = None, update: bool = False,
             **_: Any) -> DisplayHandle | None:
-    """The node's ``display``: each object into the cell, now (its text in the log too
-    when the cell's output is not followed: a task other than rank 0's)."""
+    """The node's ``display``: each object into the cell, now (without a copier: its text)."""
     if display_id is True:
         display_id = os.urandom(8).hex()
     pipe = _pipe
@@ -180,8 +173,7 @@ def display(*objects: Any, display_id: Any = None, update: bool = False,
 
 
 def show(*_: Any, **__: Any) -> None:
-    """``plt.show()`` on the node: every open figure into the cell, then closed (as
-    Jupyter's inline backend does), so the end of the cell does not show it again."""
+    """``plt.show()`` on the node: every open figure into the cell, then closed."""
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None or _pipe is None:
         return

@@ -1,9 +1,8 @@
 """The port where the ranks of a multi-task cell meet (``MASTER_PORT``).
 
-submitit derives it from the job id, blind to the first node: there it may be taken (a
-two-node job once waited for its time limit on EADDRINUSE). Rank 0, which runs on that node,
-asks its own host for a free port and writes it into the job folder, which every node sees;
-the other ranks wait for the file. One file per job and segment: a requeued job meets anew.
+submitit derives it from the job id, and it may be taken on the first node. Rank 0 asks its
+own host for a free port and writes it into the job folder; the other ranks wait for the
+file. One file per job and segment: a requeued job meets anew.
 """
 
 from __future__ import annotations

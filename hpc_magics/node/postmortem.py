@@ -1,9 +1,6 @@
-"""A failed cell's frames kept for ``%debug`` in the notebook (``magics/postmortem.py``).
-
-From the cell's own frame to the failing line: each frame's place and the locals that
-pickle; the others are named with their type and why, never silently missing. One file
-beside the results (``postmortem.pkl``), written before them: the outcome file being there
-means it is whole too.
+"""A failed cell's frames kept for ``%debug`` in the notebook (``magics/postmortem.py``):
+from the cell's own frame on, each frame's place and the locals that pickle (the others
+named, with why), in ``postmortem.pkl``, written before the results.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib
 import linecache
 import os
 import reprlib
@@ -26,11 +25,11 @@ from typing import Any
 from ..core.scale import ScaleOptions
 from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, CellResult, load_own, write_results
 from ..jobfolder.live_stream import STREAM_FILE
-from ..shipping.buffers import open_buffers
+from ..shipping.buffers import unpack
 from ..shipping.main_guard import guard_actions
 from ..shipping.packing import Payload
 from ..shipping.sharing import come_back_together
-from ..shipping.stream import dump_results, fingerprint, load_names, pickling_error
+from ..shipping.stream import dump_results, fingerprint, pickling_error
 from . import live_display, tee
 from .postmortem import keep_frames
 from .task import NodeTask, Requeued
@@ -42,14 +41,11 @@ CELL_FILENAME = "<%%sbatch cell>"
 
 @contextlib.contextmanager
 def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
-    """Everything written to stdout and stderr, by Python, C code or child processes
-    (``!cmd``), goes to the job's logs as before and also to ``copy_path`` and, in records
-    the notebook shows live, to ``stream_path``, with the cell's displays (``display()``,
-    ``plt.show()``: ``live_display.py``) in the order made.
-
-    The copying is a separate process (``tee.py``) that owns its file descriptors: a child
-    still writing after the cell can never hit a descriptor this process closes and reuses
-    (the results file), and its late output still reaches the log and ``copy_path``."""
+    """Everything written to stdout and stderr (by Python, C code or child processes) goes
+    to the job's logs, to ``copy_path`` and, as records the notebook shows live, to
+    ``stream_path``, with the cell's displays in the order made. The copier is a separate
+    process (``tee.py``): a child still writing after the cell never hits a descriptor
+    this process reuses (the results file)."""
     sys.stdout.flush()
     sys.stderr.flush()
     pipes = {fd: os.pipe() for fd in (1, 2)}
@@ -85,16 +81,14 @@ def _tee_output(copy_path: Path, stream_path: Path) -> Iterator[None]:
         for fd, original in saved.items():
             os.dup2(original, fd)  # our end of the pipe closes
             os.close(original)  # only ever used here, never by the copier
-        # the cell's output is complete before results appear; a background child that
-        # still writes keeps the copier going without us
+        # the output is complete before the results (a child still writing keeps the copier)
         _wait_for(copier, timeout=5)
 
 
 def _wait_for(process: subprocess.Popen[bytes], timeout: float) -> None:
-    """Wait for ``process`` to end, at most ``timeout`` seconds. Told by the kernel the
-    moment it ends (a pidfd, Linux 5.3+), not found by ``Popen.wait``'s polling, whose naps
-    grow to 50 ms: every cell waited up to 30 ms after its copier had ended (15 ms more
-    than the copier's whole life on a quiet node). Elsewhere ``Popen.wait`` as before."""
+    """Wait for ``process`` to end, at most ``timeout`` seconds, told the moment it ends (a
+    pidfd, Linux 5.3+): ``Popen.wait``'s polling naps made every cell wait up to 30 ms
+    more. Elsewhere ``Popen.wait``."""
     try:
         pidfd = os.pidfd_open(process.pid)
     except (AttributeError, OSError):  # not Linux, an old kernel, or reaped already
@@ -117,19 +111,14 @@ def _reconfigure(stream: Any, **options: bool) -> None:
 
 
 class ShippedModuleMissing(ImportError):
-    """The job cannot import a module the cell's state needs: said in one line, naming it and
-    the job's interpreter (the runner's frames would only hide it)."""
+    """The job cannot import a module the cell's state needs: said in one line."""
 
 
 def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__,
                                  "display": live_display.display}
     try:
-        for name, module_name in payload.modules.items():
-            namespace[name] = importlib.import_module(module_name)
-        # unpickling imports the modules of the shipped objects' classes too
-        namespace.update(load_names(payload.state, payload.state_names,
-                                    open_buffers(payload, folder)))
+        namespace.update(unpack(payload, folder))
     except ImportError as error:
         missing = error.name or str(error)
         raise ShippedModuleMissing(
@@ -142,8 +131,7 @@ def _rebuild_namespace(payload: Payload, folder: Path | None = None) -> dict[str
 
 
 def rebuild_for_worker(namespace: dict[str, Any], folder: str) -> None:
-    """In a spawned worker (``worker_main.py``): the shipped names and the cell's
-    definitions into ``namespace``, never what the cell does."""
+    """In a spawned worker: the shipped names and the cell's definitions, not its actions."""
     payload: Payload = load_own(Path(folder) / WORKER_PAYLOAD)
     shipped = _rebuild_namespace(payload, Path(folder))
     shipped.pop("__name__", None)  # "__mp_main__" here: the cell's actions stay undone
@@ -247,8 +235,7 @@ def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
 
 
 class StoppedBySlurm(BaseException):
-    """Slurm's SIGTERM (the time limit, a cancel) reached the cell: it stops here, and what it
-    printed and drew so far is kept (Slurm's own state says why, on fetch)."""
+    """Slurm's SIGTERM (the time limit, a cancel) stopped the cell; its output is kept."""
 
 
 def _stop_the_cell(signum: int, frame: Any) -> None:
@@ -261,15 +248,13 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
     started = time.time()
     job_folder = Path(folder)
-    # a job has no screen: never open a window; plt.show() shows the figures in the cell.
-    # A user's own choice stays, not the kernel's inline backend (the job inherits the
-    # kernel's environment; that backend needs the kernel).
+    # plt.show() shows the figures in the cell; a user's own backend stays, not the
+    # kernel's inline one (inherited with the kernel's environment, it needs the kernel)
     if "matplotlib_inline" in os.environ.get("MPLBACKEND", "matplotlib_inline"):
         os.environ["MPLBACKEND"] = live_display.FIGURE_BACKEND
     hostname = os.uname().nodename
-    # In a job with several tasks every task runs the cell (torch.distributed, mpi4py);
-    # task 0 speaks for the job: its output and results come back, the others only log
-    # (and write their --gather names).
+    # every task of the job runs the cell; task 0's output and results come back, the
+    # others only log (and write their --gather names)
     task = NodeTask(job_folder, options)
     lead_task = task.lead
     if not (options is not None and options.checkpoint):  # a checkpointing cell has its own
@@ -325,16 +310,9 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         task.write_gathered(namespace)
         if not lead_task:
             return {"names": [], "figures": []}
-        modules: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        for name in (*payload.result_names, *changed):
-            if name not in namespace:
-                continue
-            value = namespace[name]
-            if isinstance(value, types.ModuleType):
-                modules[name] = value.__name__
-            else:
-                values[name] = value
+        picked = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
+        modules = {n: v.__name__ for n, v in picked.items() if isinstance(v, types.ModuleType)}
+        values = {n: v for n, v in picked.items() if n not in modules}
         last_repr = repr(last_value)[:10000] if has_last and last_value is not None else None
         state, referenced, last_value, skipped = _pickle_results(
             values, last_value if has_last else None, unchanged)

@@ -1,8 +1,5 @@
-"""The session kernel's side of ``%%sbatch --session``: take the names the notebook
-shipped into this kernel's namespace, and hand the names a cell assigned back.
-
-Both directions go through files in the session's private job folder; a file is loaded
-only when this user owns it and nobody else may write it.
+"""The session kernel's side of ``%%sbatch --session``: the names the notebook shipped
+in, the names a cell assigned back, through files in the session's private job folder.
 """
 
 from __future__ import annotations
@@ -18,17 +15,10 @@ RESULTS_FILE = "session-out.pkl"
 
 def receive(namespace: dict[str, Any], folder: str) -> list[str]:
     """Put the shipped names into this kernel's namespace; returns them."""
-    import importlib
-
-    from ..shipping.buffers import open_buffers
-    from ..shipping.stream import load_names
+    from ..shipping.buffers import unpack
 
     path = Path(folder) / SHIPPED_FILE
-    payload = load_own(path)
-    values = dict(load_names(payload.state, payload.state_names,
-                             open_buffers(payload, Path(folder))))
-    values.update({name: importlib.import_module(module)
-                   for name, module in payload.modules.items()})
+    values = unpack(load_own(path), Path(folder))
     namespace.update(values)
     path.unlink()
     return sorted(values)

@@ -1,10 +1,8 @@
 """Node-local data for a job: ``python -m hpc_magics.node.staging in|back|clean``.
 
-The job script runs ``in`` and ``clean`` once on every node (``srun --ntasks-per-node=1``)
-and ``back`` on the first node (where rank 0 runs). The node-local root is
-``$SLURM_TMPDIR`` where the site sets it, else a private folder under the temporary
-folder, named by user, job and node (several "nodes" may share one host's /tmp).
-Standard library only: it runs on the compute node.
+The job script runs ``in`` and ``clean`` once on every node and ``back`` on the first. The
+node-local root is ``$SLURM_TMPDIR``, else a private folder under the temporary folder,
+named by user, job and node. Standard library only.
 """
 
 from __future__ import annotations

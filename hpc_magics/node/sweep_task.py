@@ -1,10 +1,7 @@
 """One task of a sweep, on the node: the cell with this task's parameters.
 
-The cell's shipped state is in the job folder ONCE (``payload.pkl``, written at
-submission); each task's own pickle (submitit's ``%A_%a_submitted.pkl``) holds only its
-index and parameters. A task writes the runner's usual files (``results.pkl`` and its
-``outcome.json``, with the attempt's id and time, ``output.txt``, ``figures/``) into
-``tasks/NNNNN/``.
+The shipped state is in the job folder once (``payload.pkl``); each task's own pickle holds
+only its index and parameters. A task writes the runner's usual files into ``tasks/NNNNN/``.
 """
 
 from __future__ import annotations

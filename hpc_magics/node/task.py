@@ -1,10 +1,8 @@
-"""One task of a cell's job: its rank, checkpoint and staged data (node side), and the
-gathered values of every rank (notebook side).
+"""One task of a cell's job on the node: its rank, checkpoint, staged data and signals.
 
-On the node, ``NodeTask.prepare`` exports the ``torch.distributed`` variables (submitit's
-``TorchDistributedEnvironment``), puts ``rank``, ``local_rank``, ``world_size`` (and with
-the options ``resumed``, ``staged``, ``stage_dir``, ``stage_out``) into the cell's
-namespace, restores a checkpoint and installs the signal handlers.
+``NodeTask.prepare`` exports the ``torch.distributed`` variables, puts ``rank``,
+``local_rank``, ``world_size`` (with the options ``resumed``, ``staged``, ``stage_dir``,
+``stage_out``) into the cell's namespace, restores a checkpoint and installs the handlers.
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ from ..jobfolder.files import (
 
 
 class Requeued(BaseException):
-    """Unwinds the cell after its checkpoint was saved and the job requeued (not an error
-    of the cell: nothing is reported, the next segment carries on)."""
+    """Unwinds the cell after its checkpoint was saved and the job requeued (not an error)."""
 
 
 def _dumps(value: Any) -> bytes:
@@ -57,9 +54,8 @@ def _master_addr(hostname: str, environ: Mapping[str, str]) -> str:
 
 def export_distributed(folder: Path, environ: MutableMapping[str, str] | None = None) -> None:
     """MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE for
-    ``init_process_group("env://")``; values already set (by the user or site) are kept.
-    The port is one rank 0 found free on its node, read from the job ``folder``
-    (``master_port.py``), not submitit's guess from the job id."""
+    ``init_process_group("env://")``, unless already set. The port is one rank 0 found
+    free on its node (``master_port.py``), not submitit's guess from the job id."""
     env = os.environ if environ is None else environ
     if "SLURM_JOB_ID" not in env or "SLURM_PROCID" not in env:
         return
@@ -110,7 +106,6 @@ class NodeTask:
     def lead(self) -> bool:
         return self.rank == 0
 
-    # ----------------------------------------------------------------- before the cell
     def prepare(self, namespace: dict[str, Any]) -> None:
         global _CURRENT, resumed
         _CURRENT = self
@@ -126,10 +121,8 @@ class NodeTask:
             self.resumed = self._restore(namespace)
             namespace["resumed"] = self.resumed
             if self.lead:  # what the widget shows ("segment 2 of ≤4"), without asking Slurm
-                write_atomically(self.folder / SEGMENT_FILE, json.dumps(
-                    {"segment": self.segment + 1, "of_at_most": opts.chain + 1,
-                     "started_at": time.time(),
-                     REQUEUED_AT: read_segment(self.folder).get(REQUEUED_AT)}).encode())
+                self._note_segment(segment=self.segment + 1, of_at_most=opts.chain + 1,
+                                   started_at=time.time())
             resumed = self.resumed
             self._install_handlers()
         if opts.stage or opts.stage_back:
@@ -152,7 +145,6 @@ class NodeTask:
              f"({', '.join(saved['values']) or 'nothing'}): segment {self.segment + 1}")
         return True
 
-    # ----------------------------------------------------------------- checkpoints
     def save_checkpoint(self) -> Path | None:
         """The named variables as they are now, in one pickle (atomic); rank 0 only.
         Names not defined yet keep their value from the previous checkpoint."""
@@ -197,13 +189,10 @@ class NodeTask:
         raise Requeued
 
     def cell_finished(self) -> None:
-        """The cell is over and its value final. A time-limit warning (USR1/USR2) finds
-        nothing left to save: Slurm sends it up to 30 s early (at its controller's periodic
-        check), so it may come while this process exits, after Python has put back the
-        default action for the signals it handled, which kills: a finished job ended
-        FAILED. Ignored from now on. A SIGTERM (a cancel, the time limit) waits until the
-        results are whole (``results_written``): a large result is written whole, never
-        lost half-way, completed work and all."""
+        """The cell is over. A time-limit warning (USR1/USR2) finds nothing left to save:
+        ignored from now on (Slurm may send it while this process exits, when the default
+        action kills: a finished job ended FAILED). A SIGTERM (a cancel, the time limit)
+        waits until the results are whole (``results_written``)."""
         self.cell_running = False
         if threading.current_thread() is threading.main_thread():
             for name in ("SIGUSR1", "SIGUSR2"):
@@ -215,8 +204,7 @@ class NodeTask:
         _say("SIGTERM while the results are written: the job ends once they are whole")
 
     def results_written(self) -> None:
-        """The results (or the error) are whole: a SIGTERM that came meanwhile ends the
-        job now, as any later one does."""
+        """The results (or error) are whole: a SIGTERM that came meanwhile ends the job now."""
         if threading.current_thread() is not threading.main_thread():
             return
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -232,18 +220,21 @@ class NodeTask:
             self.note_requeue()  # a preemption may requeue us
 
     def note_requeue(self) -> None:
-        """Rank 0 writes when the job is (or may be) requeued: Slurm gives a requeued job a
-        new submit time, and the watcher takes an entry submitted then for this job, not for
-        another one that reused its id (``scheduler/watcher.py``)."""
+        """Rank 0 writes when the job is (or may be) requeued: the watcher then takes the
+        requeued job's new submit time for this job, not another that reused its id."""
         if not self.lead:
             return
         try:
-            write_atomically(self.folder / SEGMENT_FILE, json.dumps(
-                {**read_segment(self.folder), REQUEUED_AT: time.time()}).encode())
+            self._note_segment(**{REQUEUED_AT: time.time()})
         except OSError as error:
             _say(f"could not note the requeue in {SEGMENT_FILE}: {error}")
 
-    # ----------------------------------------------------------------- after the cell
+    def _note_segment(self, **values: Any) -> None:
+        """``segment.json`` with ``values`` changed (the latest requeue's time kept)."""
+        old = read_segment(self.folder)
+        write_atomically(self.folder / SEGMENT_FILE, json.dumps(
+            {**old, REQUEUED_AT: old.get(REQUEUED_AT), **values}).encode())
+
     def write_gathered(self, namespace: Mapping[str, Any]) -> None:
         if not self.options.gather:
             return

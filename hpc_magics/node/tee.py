@@ -1,12 +1,10 @@
 """Copy the cell's stdout and stderr pipes to the job's logs, to ``output.txt`` and, as
-records that keep which stream said what, to the live stream the notebook reads while the
-job runs (``jobfolder/live_stream.py``), with the displays the runner sends in order.
+records, to the live stream the notebook reads (``jobfolder/live_stream.py``), with the
+displays the runner sends in order.
 
-Run as its own process (``tee.py COPY STREAM STDOUT_FD STDERR_FD DISPLAY_FD ACK_FD``), not as
-a thread of the runner: a child the cell leaves running (``!cmd &``, DataLoader workers)
-keeps the pipes open after the cell, and this process keeps copying its output until the
-last writer is gone, with file descriptors the runner can never close or reuse for its
-results file. Standard library only: it runs as a plain script.
+Its own process (``tee.py COPY STREAM STDOUT_FD STDERR_FD DISPLAY_FD ACK_FD``), not a
+thread: a child the cell leaves running keeps copying through it after the cell, on file
+descriptors the runner never reuses. Standard library only: it runs as a plain script.
 """
 
 from __future__ import annotations
@@ -19,10 +17,8 @@ from types import ModuleType
 
 
 def _live_stream() -> ModuleType:
-    """``jobfolder/live_stream.py``, imported from its folder: this script runs without the
-    package (and without ``site``: nothing else there can be found by that name). Not
-    ``importlib.util``: its imports were a third of this script's start, and every cell
-    waits for this process to end before its results are written."""
+    """``jobfolder/live_stream.py``, imported from its folder (this script runs without the
+    package and ``site``; not ``importlib.util``: a third of this script's start)."""
     sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                  "jobfolder"))
     module: ModuleType = __import__("live_stream")
@@ -39,10 +35,9 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class _Copier:
-    """The pipes' bytes to where they go. A display record (from the runner's display pipe)
-    goes into the stream after what the cell printed before it, read out of the pipes
-    first (the runner flushed it before it sent the display), and before what it prints
-    after: the runner waits for this process's word on ``ack_fd`` before it goes on."""
+    """The pipes' bytes to where they go. A display record goes into the stream after what
+    the cell printed before it (read out of the pipes first) and before what it prints
+    after (the runner waits for the word on ``ack_fd``)."""
 
     def __init__(self, copy: int, stream: int, stdout_fd: int, stderr_fd: int,
                  display_fd: int, ack_fd: int) -> None:

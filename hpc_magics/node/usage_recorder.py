@@ -1,8 +1,6 @@
-"""The node side's own facts about its job, recorded in the job folder (see
-``core/node_records.py``): the memory limit at the start, the peak at the end, and GPU
-samples on every node of the job (the first task on each node runs ``nvidia-smi``; the
-batch script alone would sample only the first node), and memory samples for the job
-widget's live plot (a thread of the first task on each node).
+"""The node side's own facts about its job, in the job folder (``core/node_records.py``):
+the memory limit at the start, the peak at the end, and GPU and memory samples on every
+node of the job (by the first task on each node).
 """
 
 from __future__ import annotations
@@ -48,16 +46,11 @@ def _node() -> str:
     return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
-def _cgroup() -> tuple[str, str] | None:
+def _cgroup_mb(which: str) -> float | None:
     try:
-        text = Path("/proc/self/cgroup").read_text()
+        found = memory_cgroup_dir(Path("/proc/self/cgroup").read_text(), os.path.isdir)
     except OSError:
         return None
-    return memory_cgroup_dir(text, os.path.isdir)
-
-
-def _cgroup_mb(which: str) -> float | None:
-    found = _cgroup()
     if found is None:
         return None
     directory, version = found
@@ -91,16 +84,14 @@ def record_end(folder: Path) -> None:
                     **({} if peak is None else {"cgroup_peak_mb": peak})})
 
 
-def start_gpu_sampler(folder: Path, every_s: int = GPU_SAMPLE_EVERY_S) \
-        -> subprocess.Popen[bytes] | None:
-    """``nvidia-smi`` in the background on this node, once per node (its first task),
-    when the job has GPUs here; ``None`` (and nothing run) otherwise or without it."""
+def start_gpu_sampler(folder: Path) -> subprocess.Popen[bytes] | None:
+    """``nvidia-smi`` in the background, by the first task of a node with GPUs; else None."""
     devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     if not devices or os.environ.get("SLURM_LOCALID", "0") != "0":
         return None
     target = folder / node_samples_file(attempt_id(), _node())
     argv = ["nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits",
-            "-l", str(every_s), "-i", devices]
+            "-l", str(GPU_SAMPLE_EVERY_S), "-i", devices]
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError:
@@ -117,8 +108,7 @@ def start_gpu_sampler(folder: Path, every_s: int = GPU_SAMPLE_EVERY_S) \
 
 
 def _current_mb() -> float | None:
-    """The job's memory on this node now: its cgroup's usage, else this task's resident
-    size (a node without memory cgroups: the test host's, say)."""
+    """The job's memory on this node now: its cgroup's usage, else this task's resident size."""
     current = _cgroup_mb("current")
     if current is not None:
         return current
@@ -129,10 +119,8 @@ def _current_mb() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / MB
 
 
-def start_memory_sampler(folder: Path, every_s: float = MEMORY_SAMPLE_EVERY_S) \
-        -> threading.Event | None:
-    """A thread appending ``epoch seconds,MB now,MB peak`` to the node's memory samples until the
-    returned event is set; once per node (its first task)."""
+def start_memory_sampler(folder: Path) -> threading.Event | None:
+    """A thread appending ``epoch s,MB now,MB peak`` lines until the event returned is set."""
     if os.environ.get("SLURM_LOCALID", "0") != "0":
         return None
     target = folder / memory_samples_file(attempt_id(), _node())
@@ -149,7 +137,7 @@ def start_memory_sampler(folder: Path, every_s: float = MEMORY_SAMPLE_EVERY_S) \
                         peak = max(peak, megabytes)
                         out.write(f"{time.time():.0f},{megabytes:.0f},{peak:.0f}\n")
                         out.flush()  # the widget reads it while the job runs
-                    if stop.wait(every_s):
+                    if stop.wait(MEMORY_SAMPLE_EVERY_S):
                         return
         except OSError:
             pass  # a plot the widget can do without; never fail the job for it

@@ -1,11 +1,8 @@
 """Walltime warnings inside a Python kernel that runs as a Slurm job.
 
-Slurm ends the kernel at its job's time limit, and its variables with it. Loaded into the
-node's ipykernel (``kernel.py`` adds ``--IPKernelApp.extra_extensions``), this says so in the
-notebook before it happens, at the same minutes before the end as the server's walltime
-warnings: once on stderr when the moment comes (a background thread: the front end shows
-it under the cell that ran last), and again at the top of the next cell the user runs, so
-that a notebook which missed the first still sees it before more work is started.
+Loaded into the node's ipykernel (``kernel.py``), this says in the notebook that the time
+limit is near, at the server's warning minutes: once on stderr when the moment comes (a
+background thread), and again at the top of the next cell the user runs.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The cell's namespace as the process's ``__main__``, so worker processes started with
-``spawn`` or ``forkserver`` (``ProcessPoolExecutor(mp_context=...)``, dask.distributed's
-nannies, multiprocessing on Python 3.14) find the cell's functions and classes.
+``spawn`` or ``forkserver`` find the cell's functions and classes (they import the parent's
+main module again, from its ``__file__``; submitit's has none of them).
 
-Such a worker is sent functions by name (``__main__.work``) and imports the parent's main
-module again, from its ``__file__``, to find them. On the node the main module was
-submitit's, which has neither: the pool broke (``PicklingError``, ``BrokenProcessPool``).
-While the cell runs, ``__main__`` is a module whose dictionary is the cell's namespace; the
-first time a worker asks for its ``__file__``, a small script and the payload are written to
-the job folder. In the worker that script rebuilds the shipped namespace and runs the cell's
-definitions (imports, functions, classes: ``shipping/main_guard.py``), never what the cell
-does. As in a script with a ``__main__`` guard, values the cell computed before starting the
-pool are not there: pass them as arguments.
+The first time a worker asks for ``__file__``, a small script and the payload are written
+to the job folder; in the worker it rebuilds the shipped namespace and runs the cell's
+definitions (``shipping/main_guard.py``), never what the cell does. As in a script with a
+``__main__`` guard, values the cell computed are not there: pass them as arguments.
 """
 
 from __future__ import annotations

@@ -8,13 +8,10 @@ cell reads it as a global.  Those names, when the notebook has them, are what to
 from __future__ import annotations
 
 import ast
-import builtins
 import symtable
 from dataclasses import dataclass
 
 from ..core.errors import InvalidRequest
-
-_BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass(frozen=True)
@@ -112,11 +109,9 @@ def _is_top_level_binding(statement: ast.stmt, node: ast.AST) -> bool:
     return True
 
 
-def _top_level_statements_bind(statement: ast.stmt) -> bool:
-    """True when the statement binds unconditionally (not inside if/for/while/try)."""
-    return isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom,
-                                  ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                  ast.With, ast.AsyncWith))
+# statements that bind unconditionally (not inside if/for/while/try)
+_ALWAYS_BINDS = (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.FunctionDef,
+                 ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith)
 
 
 def analyse(code: str) -> CellNames:
@@ -134,11 +129,7 @@ def analyse(code: str) -> CellNames:
         for name in names:
             if name not in assigned:
                 assigned.append(name)
-        if _top_level_statements_bind(statement):
+        if isinstance(statement, _ALWAYS_BINDS):
             bound.update(names)
     has_final = bool(module.body) and isinstance(module.body[-1], ast.Expr)
     return CellNames(tuple(free), tuple(assigned), has_final)
-
-
-def is_builtin_name(name: str) -> bool:
-    return name in _BUILTINS

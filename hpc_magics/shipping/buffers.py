@@ -1,17 +1,10 @@
 """Big arrays travel beside the pickle, as raw files in the job folder the job maps back.
 
-``pack`` keeps big contiguous buffers out of the one pickle (pickle protocol 5). At
-submission ``write_buffers`` writes each as ``buffers/N.bin`` in the job folder: one plain
-write, no pickling copy, so shipping costs what ``np.save`` costs. Shipping the same data
-again costs a comparison, not a write: every buffer written is also linked into a per-user
-cache beside the job folders (``.shipped-UID``), keyed by its size and a hash of sampled
-pages; a buffer whose key is there and whose bytes are the same (compared in full) becomes
-a hard link to that file. Files are never changed in place, so a running job's data never
-changes under it.
-
-On the node ``open_buffers`` maps the files copy-on-write: arrays are writable (the cell
-may change them in place), pages are read only when touched, and the file never changes.
-Imported on the compute node: standard library only (and the job folder's files).
+At submission ``write_buffers`` writes each out-of-band buffer as ``buffers/N.bin``: one
+plain write, as ``np.save`` costs. The same data again costs a comparison: each file is
+also linked into a per-user cache beside the job folders (``.shipped-UID``), keyed by size
+and sampled pages, and a buffer with the same bytes becomes a hard link to it. Files are
+never changed in place. On the node ``open_buffers`` maps them copy-on-write.
 """
 
 from __future__ import annotations
@@ -43,9 +36,7 @@ def cache_dir(jobs_root: Path) -> Path:
 
 
 def write_buffers(payload: Payload, folder: Path) -> Payload:
-    """Write the payload's out-of-band buffers into ``folder``; the payload to submit
-    (it names the files by absolute path and holds no buffer: it pickles with any
-    protocol)."""
+    """Write the out-of-band buffers into ``folder``; the payload then names their files."""
     if not payload.buffers:
         return payload
     target = folder / BUFFERS_DIR
@@ -59,7 +50,9 @@ def write_buffers(payload: Payload, folder: Path) -> Payload:
                 cached = f"{_key(view)}.bin"
                 if not (cache is not None and same_bytes(view, cached, cache)
                         and _link(cached, path, cache)):
-                    _write(path, view)
+                    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                                   "wb") as stream:
+                        stream.write(view)
                     if cache is not None:
                         _remember(path, cached, cache)
             names.append(str(path.absolute()))  # a sweep's tasks run in folders below
@@ -69,6 +62,18 @@ def write_buffers(payload: Payload, folder: Path) -> Payload:
         if cache is not None:
             os.close(cache)
     return replace(payload, buffers=(), buffer_files=tuple(names))
+
+
+def unpack(payload: Payload, folder: Path | None) -> dict[str, Any]:
+    """The shipped names as the job gets them: modules imported, values unpickled from the
+    one pickle and the buffer files (which imports their classes' modules too)."""
+    import importlib
+
+    from .stream import load_names
+
+    values = {name: importlib.import_module(module) for name, module in payload.modules.items()}
+    values.update(load_names(payload.state, payload.state_names, open_buffers(payload, folder)))
+    return values
 
 
 def open_buffers(payload: Payload, folder: Path | None) -> list[Any]:
@@ -100,9 +105,8 @@ def _key(view: memoryview) -> str:
 
 def _open_cache(path: Path) -> int | None:
     """The user's cache folder, open (made if missing), or ``None`` when it is not a
-    private folder of theirs. It sits in the jobs root, which a project's group may share:
-    a link put in its place is never followed, and every later step works inside the
-    folder opened here, by name (``dir_fd``), never through a path again."""
+    private folder of theirs. The jobs root may be shared: a link is never followed, and
+    every later step works inside the folder opened here (``dir_fd``)."""
     with contextlib.suppress(OSError):  # there already, or cannot be: said next
         os.mkdir(path, 0o700)
     try:
@@ -118,8 +122,7 @@ def _open_cache(path: Path) -> int | None:
 
 def same_bytes(view: memoryview, name: str | Path, folder: int | None = None) -> bool:
     """Is the file ``name`` (inside the open ``folder``, when given) a file of ours holding
-    exactly these bytes? Compared with numpy (loaded already when a buffer this big
-    exists); without it the answer is no."""
+    exactly these bytes? Compared with numpy (loaded when such a buffer exists), else no."""
     numpy = sys.modules.get("numpy")
     if numpy is None:
         return False
@@ -151,15 +154,8 @@ def _link(name: str, path: Path, cache: int) -> bool:
     return True
 
 
-def _write(path: Path, view: memoryview) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as stream:
-        stream.write(view)
-
-
 def _remember(path: Path, name: str, cache: int) -> None:
-    """Make the cache's ``name`` the file just written (a new link: the old file stays as
-    it was)."""
+    """Make the cache's ``name`` the file just written (a new link; the old file stays)."""
     temporary = f".{secrets.token_hex(8)}.tmp"
     try:
         os.link(path, temporary, dst_dir_fd=cache, follow_symlinks=False)
@@ -170,8 +166,7 @@ def _remember(path: Path, name: str, cache: int) -> None:
 
 
 def _prune(cache: int) -> None:
-    """Keep the ``CACHE_KEEP`` newest files (job folders keep their own links); a link
-    found here is removed as any entry, never followed."""
+    """Keep the ``CACHE_KEEP`` newest files (job folders keep their own links)."""
     try:
         with os.scandir(cache) as entries:
             found = [(entry.stat(follow_symlinks=False).st_mtime, entry.name)

@@ -1,19 +1,13 @@
 """A notebook's code as a script that worker processes may import again.
 
-A worker process started with ``spawn`` or ``forkserver`` (dask.distributed's nannies,
-``ProcessPoolExecutor(mp_context=spawn)``, ``multiprocessing`` on Python 3.14) runs the main
-script again, as ``__mp_main__``, to find the functions it was sent by name. A script with no
-``if __name__ == "__main__":`` guard runs the whole notebook again in each worker, which starts
-workers again: "An attempt has been made to start a new process before the current process has
-finished its bootstrapping phase", ``BrokenProcessPool``, "Nanny failed to start".
+A worker started with ``spawn`` or ``forkserver`` runs the main script again, as
+``__mp_main__``, to find the functions it was sent by name; without an
+``if __name__ == "__main__":`` guard it runs the whole notebook again, which starts workers
+again (``BrokenProcessPool``, "Nanny failed to start").
 
 So each top-level statement is either a *definition*, run in the workers too (imports,
-functions, classes, names bound to a value computed without a call, e.g. ``N = 100``), or an
-*action*, run only in the main process, under the guard. The statements keep their order,
-so the main process runs exactly what the notebook ran. A function a worker is sent by name
-exists there; the names it reads at call time exist if they are definitions (values an action
-computes do not: the same as for any guarded script). dask, which sends functions by value
-(cloudpickle), needs only the guard.
+functions, classes, names bound without a call, e.g. ``N = 100``), or an *action*, run only
+in the main process, under the guard, in the notebook's order.
 """
 
 from __future__ import annotations
@@ -110,8 +104,7 @@ def is_definition(statement: ast.stmt, known: set[str]) -> bool:
 
 
 def _string_lines(text: str) -> set[int]:
-    """Line numbers (1-based) that begin inside a multi-line string: indenting them would
-    change the string."""
+    """Line numbers that begin inside a multi-line string (indenting them changes it)."""
     inside: set[int] = set()
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -143,9 +136,8 @@ def _segments(tree: ast.Module) -> Iterable[tuple[int, int, list[ast.stmt]]]:
 
 
 def guard_actions(text: str, known: set[str]) -> str:
-    """The cell with its actions under ``if __name__ == "__main__":``; ``known`` (the
-    names earlier definitions bound) grows by this cell's definitions. A cell that is not
-    Python (kept as a comment) is returned as it is."""
+    """The cell with its actions under the guard; ``known`` (the names earlier definitions
+    bound) grows by this cell's definitions. A cell that is not Python is returned as is."""
     try:
         tree = ast.parse(text)
     except SyntaxError:

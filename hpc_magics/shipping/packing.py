@@ -1,10 +1,6 @@
-"""Decide how each free name travels: modules by name, everything else by value.
-
-Functions and classes defined in the notebook go by value through cloudpickle; data is
-pickled.  All of them travel in ONE pickle (see ``stream``), so two names for one object
-stay one object on the node.  Things that only make sense in this process (open files,
-locks, generators, sockets) are refused with a message naming them, before anything is
-submitted.
+"""Decide how each free name travels: modules by name, everything else by value in ONE
+pickle (``stream``). What only makes sense in this process (open files, locks, generators,
+sockets) is refused with a message naming it, before anything is submitted.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ShippingError
-from .analysis import CellNames, is_builtin_name
+from .analysis import CellNames
 from .sharing import companions
 from .stream import dump_names, fingerprint, pickling_error
 
@@ -61,9 +57,8 @@ class Payload:
     fingerprints: Mapping[str, str] = field(default_factory=dict)
     result_names: tuple[str, ...] = ()
     capture_last_expression: bool = False
-    # big arrays go beside the pickle (``stream.dump_names``): in the kernel, the buffers
-    # themselves (no copy); once submitted, the raw files in the job folder that hold them
-    # (``buffers.write_buffers``), which the job maps back into memory
+    # big arrays beside the pickle: the buffers themselves in the kernel; once submitted,
+    # the files in the job folder that hold them (``buffers.write_buffers``)
     buffers: tuple[Any, ...] = field(default=(), repr=False, compare=False)
     buffer_files: tuple[str, ...] = ()
     out_of_band_bytes: int = 0
@@ -128,7 +123,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         if name not in namespace:
             continue  # a builtin, or a NameError the job will report like Python would
         value = namespace[name]
-        if is_builtin_name(name) and value is getattr(builtins, name, object()):
+        if value is getattr(builtins, name, object()):  # a builtin: the job has it
             continue
         if isinstance(value, types.ModuleType):
             if value.__name__ == "__main__":
@@ -194,9 +189,8 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         partner = next((m for g in groups if name in g for m in g if m in read), None)
         manifest.append(ShippedName(name, "data", type(extra[name]).__name__, sizes[name],
                                     shares_with=partner))
-    # each data name pickled once more, hashed only, its big buffers apart (the job folder
-    # keeps those): what lets a fetch notice a change made in the notebook meanwhile (set
-    # order and the like differ between processes: never compared with the node's own)
+    # each data name hashed, big buffers apart (the job folder keeps those): a fetch notices
+    # a change made in the notebook meanwhile (never compared with the node's hashes)
     marks = {item.name: fingerprint(values[item.name], apart=[])
              for item in manifest if item.how == "data"}
     return Payload(code=code, modules=modules, state=state, state_names=tuple(values),
@@ -238,7 +232,6 @@ def check_defined(code: str, names: CellNames, namespace: Mapping[str, Any],
     bound = _bound_anywhere(code)
     missing = [name for name in names.free
                if name not in namespace and name not in bound and name not in provided
-               and not is_builtin_name(name)
                and not hasattr(builtins, name) and name not in _SHELL_NAMES
                and not name.startswith("__") and not name.lstrip("_i").isdigit()]
     if missing:

@@ -1,17 +1,14 @@
 """Every name sees one object: notebook names that share objects with what a cell ships.
 
 A cell that names only ``opt`` (an optimizer holding ``model``'s parameters) ships ``opt``;
-its parameters go with it, but ``model`` did not. Trained on the node and brought back,
-``opt`` would hold new parameters while the notebook's ``model`` kept the old ones. So the
-notebook names whose objects are reachable from the shipped ones (or share objects with
-them) travel too, in the same pickle (``stream.dump_names`` keeps one object one object),
-and on the node an unchanged name comes back too when what comes back holds objects inside
-it (:func:`come_back_together`), so the notebook rebinds every name to the one new graph.
+brought back, ``opt`` would hold new parameters while the notebook's ``model`` kept the old
+ones. So names sharing objects with the shipped ones travel too, in the same pickle, and an
+unchanged name comes back too when what comes back holds objects inside it
+(:func:`come_back_together`).
 
-The walk follows ``gc.get_referents`` (no pickling, no data copied) and stops at functions,
-classes and modules (their globals are not the value's state); objects Python shares by
-design (numbers, strings, tuples, ``None``) do not count as sharing. A walk stops after
-``MAX_OBJECTS`` objects: a huge list of small objects is not searched to its end.
+The walk follows ``gc.get_referents`` (nothing pickled), stops at functions, classes and
+modules, ignores what Python shares by design (numbers, strings, tuples, ``None``), and
+ends after ``MAX_OBJECTS`` objects.
 """
 
 from __future__ import annotations
@@ -90,12 +87,8 @@ def companions(shipped: Mapping[str, Any], namespace: Mapping[str, Any],
 def come_back_together(back: Mapping[str, Any], unchanged: Mapping[str, Any]
                        ) -> tuple[tuple[str, ...], dict[str, Any]]:
     """Unchanged shipped names that must come back with ``back`` (what comes back by value),
-    and those that stay (sent back as references to the notebook's own objects).
-
-    An unchanged name stays when what comes back reaches at most its whole object (then a
-    reference to it keeps the sharing); when something coming back reaches an object inside
-    it (``opt``'s counter changed, ``model``'s parameters did not: the new ``opt`` holds new
-    copies of them), it comes back too, or its name would see other objects than the rest.
+    and those that stay (sent back as references to the notebook's own objects): one
+    stays when what comes back reaches at most its whole object, not an object inside it.
     """
     staying = dict(unchanged)
     moved: list[str] = []

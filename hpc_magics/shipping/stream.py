@@ -1,16 +1,9 @@
 """One pickle for many names, both ways, so identity and shared references survive.
 
-Names are dumped one after another by ONE pickler on one stream: its memo is shared, so an
-object two names hold (an optimizer's parameters and the model's) is written once and
-comes back as one object; the stream offset after each name gives that name's size. An
-unpickler's memo persists across ``load()`` calls too, so loading name after name rebuilds
-the same graph.
-
-Results coming back may refer to shipped objects the cell left unchanged: those are written
-as a reference to the shipped name (``persistent_id``) and resolved in the notebook to the
-notebook's own object, so their bytes never travel back.
-
-Imported on the compute node: standard library and cloudpickle only.
+Names are dumped one after another by ONE pickler on one stream (its memo shared: an object
+two names hold is written once) and loaded by one unpickler. Results coming back refer to
+shipped objects the cell left unchanged by name (``persistent_id``): the notebook's own
+object, whose bytes never travel back. Standard library and cloudpickle only.
 """
 
 from __future__ import annotations
@@ -29,37 +22,29 @@ OUT_OF_BAND_MIN_BYTES = 1 << 20
 _SHIPPED = "hpc_magics.shipped"  # tag of a reference to a shipped name
 
 
-def dump_names(values: Iterable[tuple[str, Any]],
-               on_size: Callable[[str, int], None] | None = None,
-               out_of_band: list[pickle.PickleBuffer] | None = None) -> bytes:
+def dump_names(values: Iterable[tuple[str, Any]], on_size: Callable[[str, int], None],
+               out_of_band: list[pickle.PickleBuffer]) -> bytes:
     """Pickle the values in order into one stream; ``on_size(name, bytes)`` after each, so a
     caller can refuse an over-size name before the rest is pickled.
 
-    With ``out_of_band`` (a list), big contiguous buffers (numpy arrays, bytearrays of
-    ``OUT_OF_BAND_MIN_BYTES`` or more) are not copied into the pickle: pickle protocol 5
-    hands them over as ``PickleBuffer``s, appended in order; ``load_names`` needs them back
-    in that order. A name's size counts its buffers too."""
+    Big contiguous buffers (numpy arrays, bytearrays of ``OUT_OF_BAND_MIN_BYTES`` or more)
+    are not copied into the pickle: pickle protocol 5 hands them over as ``PickleBuffer``s,
+    appended to ``out_of_band`` in order; ``load_names`` needs them back in that order. A
+    name's size counts its buffers too."""
     stream = io.BytesIO()
-    apart = [0]  # bytes handed over so far
-
-    def counted(size: int) -> None:
-        apart[0] += size
-
-    pickler = cloudpickle.CloudPickler(
-        stream, protocol=PROTOCOL,
-        buffer_callback=None if out_of_band is None else _kept_apart(out_of_band, counted))
+    sizes: list[int] = []  # of the buffers handed over so far
+    pickler = cloudpickle.CloudPickler(stream, protocol=PROTOCOL,
+                                       buffer_callback=_kept_apart(out_of_band, sizes.append))
     for name, value in values:
-        before, before_apart = stream.tell(), apart[0]
+        before, handed = stream.tell(), len(sizes)
         pickler.dump(value)
-        if on_size is not None:
-            on_size(name, stream.tell() - before + apart[0] - before_apart)
+        on_size(name, stream.tell() - before + sum(sizes[handed:]))
     return stream.getvalue()  # BytesIO hands its buffer over without a copy
 
 
 def _kept_apart(out_of_band: list[pickle.PickleBuffer], counted: Callable[[int], None]
                 ) -> Callable[[pickle.PickleBuffer], bool]:
-    """A ``buffer_callback`` that hands big buffers over (``counted(size)`` each) and keeps
-    the small ones in the pickle."""
+    """A ``buffer_callback`` handing big buffers over (``counted(size)`` each)."""
     def keep_apart(buffer: pickle.PickleBuffer) -> bool:
         with buffer.raw() as view:
             size = view.nbytes
@@ -74,8 +59,7 @@ def _kept_apart(out_of_band: list[pickle.PickleBuffer], counted: Callable[[int],
 
 def load_names(data: bytes, names: Iterable[str],
                buffers: Iterable[Any] | None = None) -> dict[str, Any]:
-    """The inverse of ``dump_names``: one unpickler, its memo kept from name to name;
-    ``buffers`` are the out-of-band buffers, in order."""
+    """The inverse of ``dump_names`` (``buffers``: the out-of-band buffers, in order)."""
     unpickler = pickle.Unpickler(io.BytesIO(data), buffers=buffers)
     return {name: unpickler.load() for name in names}
 
@@ -112,13 +96,9 @@ def pickling_error(value: Any, max_bytes: int | None = None) -> Exception | None
 
 
 def fingerprint(value: Any, apart: list[pickle.PickleBuffer] | None = None) -> bytes | None:
-    """A hash of the value's standalone pickle (its whole state), or None if it does not
-    pickle any more (then it counts as changed).
-
-    With ``apart`` (a list), big buffers (as ``dump_names`` keeps them apart) are not hashed,
-    only their sizes: they are appended to it, for a caller to compare when it must (a
-    fetch, with the files the submission wrote): hashing a big array at every submission
-    would cost more than shipping it."""
+    """A hash of the value's standalone pickle, or None if it does not pickle (then it
+    counts as changed). With ``apart`` (a list), big buffers are appended to it, only their
+    sizes hashed: a caller compares them when it must (hashing costs more than shipping)."""
     sink = _HashSink()
 
     def counted(size: int) -> None:
@@ -172,5 +152,4 @@ class _ResultUnpickler(pickle.Unpickler):
 
 def load_results(data: bytes, resolve: Callable[[str], Any]) -> tuple[dict[str, Any], Any]:
     """The inverse of ``dump_results``: ``resolve(name)`` gives the notebook's object."""
-    values, last = _ResultUnpickler(io.BytesIO(data), resolve).load()
-    return values, last
+    return _ResultUnpickler(io.BytesIO(data), resolve).load()
