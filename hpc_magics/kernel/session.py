@@ -104,6 +104,7 @@ class Session:
         try:
             client.wait_for_ready(timeout=READY_S)
         except RuntimeError as error:
+            client.stop_channels()  # else its sockets reconnect to the dead ports forever
             manager.shutdown_kernel(now=True)
             raise JobFailed(f"session {name}: the kernel did not answer: {error}") from None
         return cls(name, manager, client)

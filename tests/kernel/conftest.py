@@ -162,21 +162,34 @@ def shell(slurm_cluster: object, provisioner_registered: None) -> Iterator[Any]:
 
 
 @pytest.fixture
-def started(slurm_cluster: object) -> Iterator[list[KernelManager]]:
-    """Kernel managers the test started; any still alive are shut down (their jobs too)."""
-    managers: list[KernelManager] = []
+def started(slurm_cluster: object) -> Iterator[Started]:
+    """Kernel managers the test started; their clients are closed (else their sockets keep
+    reconnecting to the ended kernel's ports for the rest of the worker's run, and reach
+    whatever listens there next: a job's srun logged "Insane message length"), and any
+    kernel still alive is shut down (its job too)."""
+    managers = Started()
     yield managers
+    for client in managers.clients:
+        client.stop_channels()
     for manager in managers:
         if manager.has_kernel:
             manager.shutdown_kernel(now=True)
 
 
-def start(name: str, managers: list[KernelManager]) -> tuple[KernelManager,
-                                                               BlockingKernelClient]:
+class Started(list[KernelManager]):
+    """The managers a test started, with the clients made for them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clients: list[BlockingKernelClient] = []
+
+
+def start(name: str, managers: Started) -> tuple[KernelManager, BlockingKernelClient]:
     manager = KernelManager(kernel_name=name)
     managers.append(manager)
     manager.start_kernel()
     client = manager.client()
+    managers.clients.append(client)
     client.start_channels()
     client.wait_for_ready(timeout=READY_S)
     return manager, client

@@ -6,14 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from jupyter_client import KernelManager
 
 from hpc_magics.node.kernel import KERNEL_TARGET_ENV
 from hpc_magics.scheduler import commands
 from hpc_magics.server.client import ServerControl, slurm_kernel_target
 from hpc_magics.widgets.server_view import STOP_KERNEL, STOP_NOTHING, STOP_STEP
 
-from .conftest import install, run_code, squeue_ids, start, wait_for_output, wait_until_gone
+from .conftest import (
+    Started,
+    install,
+    run_code,
+    squeue_ids,
+    start,
+    wait_for_output,
+    wait_until_gone,
+)
 
 STOP = ("from hpc_magics.server.client import ServerControl\n"
         "control = ServerControl.discover()\n"
@@ -28,7 +35,7 @@ def queue_state(job_id: str) -> str:
 
 @pytest.mark.slurm
 def test_stop_in_a_jobid_kernel_ends_its_step_and_leaves_the_allocation(
-        kernel_prefix: Path, started: list[KernelManager], user_allocation: str) -> None:
+        kernel_prefix: Path, started: Started, user_allocation: str) -> None:
     allocation = user_allocation
     assert install("lab-stop-step", kernel_prefix, "--profile", "lab", "--jobid",
                    allocation) == 0
@@ -44,7 +51,7 @@ def test_stop_in_a_jobid_kernel_ends_its_step_and_leaves_the_allocation(
 
 @pytest.mark.slurm
 def test_stop_in_a_kernel_of_its_own_job_cancels_that_job(
-        kernel_prefix: Path, started: list[KernelManager]) -> None:
+        kernel_prefix: Path, started: Started) -> None:
     assert install("lab-stop-job", kernel_prefix, "--profile", "lab", "-t", "5") == 0
     manager, client = start("lab-stop-job", started)
     job_id = str(manager.provisioner.job_id)

@@ -22,7 +22,7 @@ from hpc_magics.kernel.orphans import KERNELS_DIR_ENV
 from hpc_magics.scheduler import commands, job_index
 from hpc_magics.scheduler.cluster import cluster_name
 
-from .conftest import install, jobs_named, kernelspec_file, start
+from .conftest import Started, install, jobs_named, kernelspec_file, start
 
 pytestmark = pytest.mark.slurm
 
@@ -36,7 +36,7 @@ def kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_kernelspecs_partition_and_time_beat_the_users_sbatch_defaults(
-        kernel_prefix: Path, kernels: Path, started: list[KernelManager],
+        kernel_prefix: Path, kernels: Path, started: Started,
         monkeypatch: pytest.MonkeyPatch) -> None:
     # sbatch lets these override the script's #SBATCH lines: the door leaves them out
     monkeypatch.setenv("SBATCH_PARTITION", "debug")
@@ -57,7 +57,7 @@ def test_the_kernelspecs_partition_and_time_beat_the_users_sbatch_defaults(
 
 
 def test_a_kernel_for_another_cluster_is_refused_before_anything_is_submitted(
-        kernel_prefix: Path, kernels: Path, started: list[KernelManager],
+        kernel_prefix: Path, kernels: Path, started: Started,
         monkeypatch: pytest.MonkeyPatch) -> None:
     since = time.time()
     assert install("lab-other", kernel_prefix, "--profile", "lab", "-t", "5") == 0

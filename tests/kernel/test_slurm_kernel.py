@@ -22,6 +22,7 @@ from hpc_magics.scheduler import commands
 
 from .conftest import (
     GONE_WITHIN_S,
+    Started,
     install,
     interrupts_and_lives_on,
     jobs_named,
@@ -41,7 +42,7 @@ pytestmark = pytest.mark.slurm  # each test well under 30 s: not `slow`
 
 
 def test_a_kernel_runs_as_a_job_interrupts_and_leaves_no_job(
-        kernel_prefix: Path, started: list[KernelManager]) -> None:
+        kernel_prefix: Path, started: Started) -> None:
     assert install("lab-node", kernel_prefix, "--profile", "lab", "-t", "10") == 0
     manager, client = start("lab-node", started)
     job_id = manager.provisioner.job_id
@@ -79,7 +80,7 @@ def test_a_kernel_runs_as_a_job_interrupts_and_leaves_no_job(
 
 
 def test_a_kernel_in_an_existing_allocation_is_a_step_of_it(
-        kernel_prefix: Path, started: list[KernelManager], user_allocation: str) -> None:
+        kernel_prefix: Path, started: Started, user_allocation: str) -> None:
     allocation = user_allocation
     assert install("lab-step", kernel_prefix, "--profile", "lab", "--jobid",
                    allocation) == 0
@@ -97,7 +98,7 @@ def test_a_kernel_in_an_existing_allocation_is_a_step_of_it(
 
 
 def test_a_wrong_request_fails_at_start_with_one_line_and_no_job(
-        kernel_prefix: Path, started: list[KernelManager]) -> None:
+        kernel_prefix: Path, started: Started) -> None:
     assert install("lab-wrong", kernel_prefix, "--profile", "lab", "-t", "5") == 0
     # the profile or the kernelspec changed after install: a GPU type the lab lacks
     spec_path = kernelspec_file(kernel_prefix, "lab-wrong")
@@ -117,7 +118,7 @@ def test_a_wrong_request_fails_at_start_with_one_line_and_no_job(
 
 
 def test_a_pending_kernel_says_why_it_waits_and_is_cancelled(
-        kernel_prefix: Path, started: list[KernelManager], caplog: pytest.LogCaptureFixture,
+        kernel_prefix: Path, started: Started, caplog: pytest.LogCaptureFixture,
         monkeypatch: pytest.MonkeyPatch, sacct_state: SacctState) -> None:
     monkeypatch.setenv("HPC_MAGICS_POLL_INTERVAL", "1")
     blocker = commands.run(["sbatch", "--parsable", "-J", f"kernel-blocker-{os.getpid()}",

@@ -40,6 +40,7 @@ from hpc_magics.scheduler import commands
 
 from .conftest import (
     GONE_WITHIN_S,
+    Started,
     install,
     interrupts_and_lives_on,
     jobs_named_once_accounted,
@@ -103,7 +104,7 @@ def install_through_ssh(name: str, prefix: Path, sshd: Sshd, tmp_path: Path,
 @needs_sshd
 @pytest.mark.slurm
 def test_a_kernel_through_an_ssh_tunnel_runs_interrupts_and_closes_it(
-        kernel_prefix: Path, started: list[KernelManager], sshd: Sshd, tmp_path: Path,
+        kernel_prefix: Path, started: Started, sshd: Sshd, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     install_through_ssh("lab-tunnel", kernel_prefix, sshd, tmp_path, monkeypatch)
     config = json.loads(kernelspec_file(kernel_prefix, "lab-tunnel").read_text())
@@ -171,7 +172,7 @@ def test_a_kernel_through_an_ssh_tunnel_runs_interrupts_and_closes_it(
 @needs_sshd
 @pytest.mark.slurm
 def test_a_tunnel_that_cannot_open_fails_the_start_in_one_line_and_cancels_the_job(
-        kernel_prefix: Path, started: list[KernelManager], sshd: Sshd, tmp_path: Path,
+        kernel_prefix: Path, started: Started, sshd: Sshd, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     # the nodes' sshd does not know this key: ssh is refused, as on a site without keys set up
     stranger = tmp_path / "stranger"
@@ -282,7 +283,7 @@ def test_a_local_port_taken_before_ssh_binds_it_is_chosen_again(
 @needs_sshd
 @pytest.mark.slurm
 def test_a_kernel_whose_server_is_gone_is_reached_again_through_a_new_tunnel(
-        kernel_prefix: Path, started: list[KernelManager], sshd: Sshd, tmp_path: Path,
+        kernel_prefix: Path, started: Started, sshd: Sshd, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     install_through_ssh("lab-again", kernel_prefix, sshd, tmp_path, monkeypatch)
     manager, client = start("lab-again", started)
