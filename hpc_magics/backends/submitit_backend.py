@@ -24,13 +24,12 @@ from ..core.scale import ScaleOptions, scaled_parts, signal_directive
 from ..core.units import UNLIMITED
 from ..jobfolder.folder import JobFolder
 from ..node.runner import run_cell
-from ..scheduler import commands, local_jobs
+from ..scheduler import local_jobs
 from ..scheduler import submit as submission
+from ..scheduler.live import partitions as live_partitions
 from ..shipping.buffers import write_buffers
 from ..shipping.packing import Payload
 
-_PARTITIONS_CACHE: dict[str, tuple[float, frozenset[str]]] = {}
-_PARTITIONS_TTL_S = 300.0
 JOB_SCRIPT = "job.sh"
 
 
@@ -196,8 +195,8 @@ class SlurmBackend(Backend):
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
                   live: bool = True, submitting: bool = True) -> None:
         """Refuse a submission at once for another cluster (``-M``), or while the controller
-        is known to be away; check the partition against the live cluster (one cached
-        ``sinfo``) unless ``live`` is False."""
+        is known to be away; check the partition against the live cluster unless ``live``
+        is False."""
         settings = dict(profile.environment)
         shared_tmp = login_paths.nodes_share_tmp(os.environ)
         kernel = self.notebook_kernel
@@ -215,7 +214,7 @@ class SlurmBackend(Backend):
             self._refuse_while_away()
         if not request.partition or not live:
             return
-        partitions = self._partitions()
+        partitions = live_partitions()  # asked once a session
         if partitions and request.partition not in partitions:
             raise InvalidRequest(f"partition {request.partition!r} does not exist on this cluster:"
                                  f" use one of {', '.join(sorted(partitions))}")
@@ -237,18 +236,6 @@ class SlurmBackend(Backend):
                    else now.error)
             raise SubmissionError(f"Slurm's controller does not answer ({why}): nothing was "
                                   "submitted; run the cell again when it is back")
-
-    @staticmethod
-    def _partitions() -> frozenset[str]:
-        cached = _PARTITIONS_CACHE.get("sinfo")
-        if cached and time.monotonic() - cached[0] < _PARTITIONS_TTL_S:
-            return cached[1]
-        text = commands.output(["sinfo", "-h", "-o", "%R"], timeout=20)
-        if text is None:
-            return frozenset()
-        names = frozenset(line.strip() for line in text.splitlines() if line.strip())
-        _PARTITIONS_CACHE["sinfo"] = (time.monotonic(), names)
-        return names
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None,
