@@ -19,7 +19,7 @@ import pwd
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,18 +46,6 @@ MAX_BACKOFF_S = 300.0
 CACHE_VERSION = 4
 
 Runner = Callable[..., commands.CommandResult]
-
-
-_NOT_CACHED = ("backend", "folder")  # squeue says neither
-
-
-def _snapshot_to_dict(job: JobSnapshot) -> dict[str, Any]:
-    return {k: v for k, v in asdict(job).items() if k not in _NOT_CACHED}
-
-
-def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
-    return JobSnapshot(**{f.name: data[f.name] for f in fields(JobSnapshot)
-                          if f.name in data and f.name not in _NOT_CACHED})
 
 
 # --------------------------------------------------------------------------- the cache files
@@ -125,24 +113,21 @@ class QueueView:
 
 
 HEAD_BYTES = 4096  # the cache file's fields before its jobs fit (last_error reads only them)
-
-
 _LISTS = ("jobs", "ended")  # last in the file: JobQueue.last_error reads the fields before
 
 
 def _view_to_json(view: QueueView) -> str:
-    values = {f.name: getattr(view, f.name) for f in fields(QueueView) if f.name not in _LISTS}
-    return json.dumps({"version": CACHE_VERSION, **values, **{
-        name: [_snapshot_to_dict(job) for job in getattr(view, name)] for name in _LISTS}})
+    values = asdict(view)
+    lists = {name: values.pop(name) for name in _LISTS}
+    return json.dumps({"version": CACHE_VERSION, **values, **lists})
 
 
 def _view_from_json(data: Any) -> QueueView | None:
     try:
         if data.get("version") != CACHE_VERSION:
             return None
-        values: dict[str, Any] = {f.name: data[f.name] for f in fields(QueueView)}
-        return QueueView(**{**values, **{name: tuple(map(_snapshot_from_dict, data[name]))
-                                         for name in _LISTS}})
+        return QueueView(**{f.name: data[f.name] for f in fields(QueueView)} | {
+            name: tuple(JobSnapshot(**job) for job in data[name]) for name in _LISTS})
     except (ValueError, KeyError, TypeError, AttributeError):  # damaged, or another version's
         return None
 
@@ -231,8 +216,14 @@ class JobQueue(SharedCache):
                 return cached if cached is not None else QueueView(
                     error="the job list is being refreshed by another process; try again")
             previous = replace(cached or QueueView(), asking_since=self.clock())
-            self._write(previous)  # seen by last_error() in other processes while it hangs
+            # one write per refresh: the look goes on record (for last_error() in other
+            # processes) only when squeue has not answered within ANSWER_WITHIN_S
+            on_record = threading.Timer(ANSWER_WITHIN_S, self._write, (previous,))
+            on_record.daemon = True
+            on_record.start()
             view = self._refresh(previous)
+            on_record.cancel()
+            on_record.join()  # a write begun is over before the answer's
             self._store(view)
             return view
 
