@@ -1,11 +1,9 @@
 """What is left of the account's allocation, where Slurm knows it, beside a request's cost.
 
 Slurm knows an allocation when the site sets a ``GrpTRESMins`` limit on the account's
-association (``billing=`` or ``cpu=`` minutes); ``sshare`` gives that limit and the usage
-so far (``GrpTRESRaw``) in one answer, asked at most once in ``ALLOCATION_MAX_AGE_S`` per
-account (the dry-run and %hpc_jobs share the answer). Sites that
-keep balances elsewhere name their own command in the profile (``balance_command``): its
-first line is shown as it is. A request that would use more than is left gets one warning.
+association; ``sshare`` gives that limit and the usage so far (``GrpTRESRaw``), asked at
+most once in ``ALLOCATION_MAX_AGE_S`` per account. Sites that keep balances elsewhere name
+their own command in the profile (``balance_command``): its first line is shown as it is.
 """
 
 from __future__ import annotations

@@ -38,9 +38,8 @@ def own_job_id(environ: Mapping[str, str] | None = None) -> str | None:
 
 
 def own_job_from_environment(environ: Mapping[str, str] | None = None) -> OwnJob | None:
-    """What the job's environment says of it, asking no scheduler (``None`` outside a job):
-    all of it on releases that set ``SLURM_JOB_START_TIME``/``END_TIME`` (24.11 and later),
-    all but the times on older ones."""
+    """What the job's environment says of it (``None`` outside a job): the times only on
+    releases that set ``SLURM_JOB_START_TIME``/``END_TIME`` (24.11 and later)."""
     env = os.environ if environ is None else environ
     job_id = own_job_id(env)
     if job_id is None:
@@ -62,11 +61,8 @@ def told_everything(job: OwnJob) -> bool:
 
 def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = commands.run,
             timeout_s: float = TIMEOUT_S) -> OwnJob | None:
-    """Describe this process's Slurm job, or ``None`` outside a job.
-
-    Environment first; missing times from ``squeue -j``, then ``scontrol show job``.
-    Scheduler errors leave fields ``None`` rather than failing.
-    """
+    """This process's Slurm job (``None`` outside one): the environment, then ``squeue -j``,
+    then ``scontrol show job`` for what it lacks; what no one says stays ``None``."""
     job = own_job_from_environment(environ)
     if job is None or told_everything(job):
         return job
