@@ -295,10 +295,9 @@ class Watcher:
     # ------------------------------------------------------------------ usage
     def usage(self, jobs: Sequence[tuple[JobFolder, str | None]],
               max_age_s: float | None = None) -> dict[str, tuple[Usage, ...] | None]:
-        """What ended jobs used (one ``Usage`` per job, or per array task), keyed like
-        ``poll_jobs``: from the folder's ``usage.json`` once known for good, else from the
-        user's shared sacct call. Missing key: not ended, or accounting's figures are not
-        final yet; ``None``: accounting is unreachable."""
+        """What ended jobs used, keyed like ``poll_jobs``: the folder's ``usage.json``, else
+        the user's shared sacct call. Missing key: not ended, or the figures are not final
+        yet; ``None``: accounting is unreachable."""
         result: dict[str, tuple[Usage, ...] | None] = {}
         ask: list[tuple[str, JobFolder, Submission]] = []
         for folder, job_id in jobs:
@@ -358,17 +357,15 @@ class Watcher:
 
     def prefetch_accounting(self, job_ids: Sequence[str],
                             max_age_s: float | None = None) -> None:
-        """Ask ``sacct`` about all these jobs in one call now, so the polls that follow
-        (``poll`` for folders, ``poll_ids`` for the rest) share it instead of asking twice."""
+        """Ask ``sacct`` about all these jobs in one call now, for the polls that follow."""
         if job_ids:
             with self._lock:
                 self.accounting.records(list(job_ids), self._max_age(max_age_s))
 
     # ------------------------------------------------------------------ control
     def cancel(self, job_id: str, listed: bool = True) -> None:
-        """``scancel`` one of the user's own jobs (``JobQueue.cancel``). Remembered: until
-        Slurm answers after the scancel, the job shows as cancel sent, never as the running
-        job a squeue asked before the cancel listed."""
+        """``JobQueue.cancel``, remembered: until Slurm answers after the scancel, the job
+        shows as cancel sent (the rule: module doc)."""
         at = self.queue.cancel(job_id, listed)
         with self._lock:
             self._cancelled_at[job_id] = max(at, self._cancelled_at.get(job_id, 0.0))
@@ -419,9 +416,9 @@ def poll_targets(handle: Any) -> list[tuple[Any, str | None]]:
 
 def usage_of(handles: Sequence[Any], max_age_s: float | None = None
              ) -> dict[int, tuple[Usage, ...] | None]:
-    """Position in ``handles`` → its figures from one shared sacct call (one ``Usage`` per
-    job or task, once: tasks cancelled before they started share one record, ``123_[2-3]``),
-    for the handles whose every target has final figures; ``None``: accounting unreachable."""
+    """Position in ``handles`` → its figures from one shared sacct call (each record once:
+    tasks that never started share one, ``123_[2-3]``), for the handles whose every target
+    has final figures; ``None``: accounting unreachable."""
     targets = [poll_targets(handle) for handle in handles]
     found = watcher().usage([t for some in targets for t in some], max_age_s)
     result: dict[int, tuple[Usage, ...] | None] = {}
