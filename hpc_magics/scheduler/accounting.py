@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
@@ -101,11 +101,6 @@ def _never_started(job_id: str, started: set[tuple[str, str]]) -> str:
     throttle = parsed.tasks[1:-1].partition("%")[2]
     text = ",".join("-".join(map(str, run)) for run in runs) + (f"%{throttle}" if throttle else "")
     return f"{parsed.base}_[{text}]" if numbers else ""
-
-
-def _record_to_dict(record: AccountingRecord) -> dict[str, Any]:
-    return {"job_id": record.job_id, "state": record.state, "submit_time": record.submit_time,
-            "usage": record.usage.to_dict() if record.usage is not None else None}
 
 
 def _record_from_dict(data: dict[str, Any]) -> AccountingRecord:
@@ -231,7 +226,7 @@ class SharedAccounting(SharedCache):
         data["last_call"] = time.time()
         for base in ask:
             mine = None if records is None else [
-                _record_to_dict(r) for r in records if base_of(r.job_id) == base]
+                asdict(r) for r in records if base_of(r.job_id) == base]
             before = answers.get(base) or {}
             # final twice: settled even if a step never reports its figures
             final_before = bool(before.get("records")) and all(

@@ -15,7 +15,6 @@ from ..core.efficiency import tres
 from ..core.errors import HpcMagicsError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
-from ..core.units import UNLIMITED
 from . import commands
 from .limits import cached, default_account
 
@@ -55,10 +54,9 @@ def parse_sshare(text: str, account: str) -> Allocation | None:
 
 def requested_minutes(request: ResourceRequest) -> float | None:
     """CPU-minutes the request may use at most (billing counted as CPUs: no weights)."""
-    if request.time_s is None or request.time_s == UNLIMITED:
-        return None
+    hours = request.node_hours()
     cpus = (request.ntasks_per_node or 1) * (request.cpus_per_task or 1)
-    return request.time_s / 60 * request.node_count * cpus
+    return None if hours is None else hours * 60 * cpus
 
 
 def account_allocation(account: str) -> Allocation | None:

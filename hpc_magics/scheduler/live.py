@@ -1,10 +1,7 @@
-"""Live checks against the cluster this machine submits to, each asked once per session.
-
-``scontrol show partition`` (limits, TRESBillingWeights), ``sinfo`` (GRES per partition),
-``sacctmgr show assoc`` (the user's accounts and QOS) and ``sbatch --test-only`` (does the
-job fit, when would it start): every command through ``scheduler/commands.run``, every
-answer kept in this process (a checker run, a kernel) so one session asks each only once.
-A command that cannot be asked is said as a warning, never as a refusal.
+"""Live checks against the cluster this machine submits to: ``scontrol show partition``,
+``sinfo`` (GRES), ``sacctmgr show assoc`` and ``sbatch --test-only``, each answer kept in
+this process so one session asks each only once. A command that cannot be asked is said
+as a warning, never as a refusal.
 """
 
 from __future__ import annotations

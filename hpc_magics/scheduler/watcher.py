@@ -1,26 +1,16 @@
 """The one place that decides job states; everything else reads its snapshots.
 
-States are only ever what Slurm said or what the job folder proves:
-
-- in the user's queue view (``squeue``, shared per user and cluster): that state;
-- a final state from ``sacct``: definite, never asked again;
-- the job's result file, once the job has left the queue: COMPLETED (or FAILED when the
-  cell raised), until accounting says otherwise; before that, a queue view taken before
-  the file was written that still says pending: RUNNING (the cell ran; no squeue of its
-  own is asked for one job);
-- absent from two queue views both taken after ``sbatch`` returned, and accounting has
-  nothing to say: ENDED (over, Slurm cannot say how; not a failure), until it does;
-- cancelled by this process (``scancel`` accepted it): a started job COMPLETING, a queued
-  one its state, noted "cancel sent", until a squeue asked after the scancel, or a final
-  state, says more. A queue view asked before the scancel (or none, the scheduler being
-  slow) never shows it running again.
-
-A failing ``sacct`` is "accounting unreachable": the job keeps its last state with that
-note, never "ended" or "failed". A job is known by cluster, id and submit time: a queue or
-accounting entry with the same id but submitted outside the folder's sbatch call is some
-other job (the controller reuses ids after a reset). Polling is batched: one ``squeue``
-per interval for the user (``JobQueue``), one ``sacct`` per interval for every job that
-needs it.
+States are only ever what Slurm said or what the job folder proves (the user's side:
+docs/how-it-works.md, "Good citizen"). The queue view (one ``squeue`` per interval for the
+user, ``JobQueue``) first; then one ``sacct`` per interval for every job that has left it, a
+final state never asked again, a failing one "accounting unreachable" (never ended or
+failed); then the folder: its result file, once the job has left the queue, is COMPLETED
+(FAILED when the cell raised) until accounting says otherwise, and a view taken before that
+file was written that still says pending is RUNNING. Absent from two views taken after
+``sbatch`` returned, with nothing from accounting: ENDED. After our own ``scancel`` a
+started job is COMPLETING and a queued one keeps its state, "cancel sent", until a squeue
+asked after it, or a final state, says more. An entry with the job's id but submitted
+outside the folder's sbatch call is some other job (ids are reused after a reset).
 """
 
 from __future__ import annotations
