@@ -6,11 +6,9 @@ as a warning, never as a refusal.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from ..core.checkscript import ERROR, WARNING, ScriptReport, with_findings
 from ..core.errors import HpcMagicsError
@@ -30,15 +28,20 @@ def forget() -> None:
     _ANSWERS.clear()
 
 
-def ask(argv: list[str], timeout: float = 20.0) -> commands.CommandResult | str:
-    """The command's result, or why it could not be asked; once per session per argv."""
-    key = tuple(argv)
+def _kept(key: tuple[str, ...], asking: Callable[[], commands.CommandResult]
+          ) -> commands.CommandResult | str:
+    """``asking()``'s result, or why it could not be asked; once per session per key."""
     if key not in _ANSWERS:
         try:
-            _ANSWERS[key] = commands.run(argv, timeout=timeout)
+            _ANSWERS[key] = asking()
         except HpcMagicsError as error:
             _ANSWERS[key] = str(error)
     return _ANSWERS[key]
+
+
+def ask(argv: list[str]) -> commands.CommandResult | str:
+    """The command's result, or why it could not be asked; once per session per argv."""
+    return _kept(tuple(argv), lambda: commands.run(argv, timeout=20.0))
 
 
 def answered(argv: list[str]) -> str | None:
@@ -142,18 +145,7 @@ def test_only(script: str) -> TestOnly | str:
     """``sbatch --test-only`` on the script: submits nothing; a string says why it could not."""
     if not script.startswith("#!"):  # a pasted #SBATCH block: sbatch wants an interpreter line
         script = "#!/bin/bash\n" + script
-    key = ("test-only", script)  # a cache key (the door runs sbatch)
-    if key not in _ANSWERS:
-        handle, path = tempfile.mkstemp(suffix=".sh")  # private; the door writes the script
-        os.close(handle)
-        try:
-            # through the submission door: the same precedence as the submission
-            _ANSWERS[key] = submission.check_only(script, Path(path))
-        except HpcMagicsError as error:
-            _ANSWERS[key] = str(error)
-        finally:
-            Path(path).unlink(missing_ok=True)
-    answer = _ANSWERS[key]
+    answer = _kept(("test-only", script), lambda: submission.check_only(script))
     if isinstance(answer, str):
         return answer
     text = (answer.stderr + answer.stdout).strip()

@@ -11,6 +11,7 @@ lines over the user's ``SBATCH_*`` defaults over the profile), and reads ``--par
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,12 +86,17 @@ def submit(script: str, path: Path, environ: Mapping[str, str] | None = None, *,
     return parse_answer(result.stdout)
 
 
-def check_only(script: str, path: Path) -> commands.CommandResult:
-    """``sbatch --test-only`` on ``script`` written at ``path``: submits nothing; the same
-    precedence as a submission."""
-    path.write_text(script, encoding="utf-8")
-    return commands.run(["sbatch", "--test-only", str(path)], timeout=30,
-                        environ=for_sbatch(os.environ, script))
+def check_only(script: str) -> commands.CommandResult:
+    """``sbatch --test-only`` on ``script`` (in a private temporary file): submits nothing;
+    the same precedence as a submission."""
+    handle, name = tempfile.mkstemp(suffix=".sh")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(script)
+        return commands.run(["sbatch", "--test-only", name], timeout=30,
+                            environ=for_sbatch(os.environ, script))
+    finally:
+        Path(name).unlink(missing_ok=True)
 
 
 def release() -> str:
