@@ -59,15 +59,19 @@ def requested_minutes(request: ResourceRequest) -> float | None:
     return None if hours is None else hours * 60 * cpus
 
 
+def ask_sshare(account: str, timeout_s: float = 20.0) -> Allocation | None:
+    """What sshare says of the account now (None: nothing); ``HpcMagicsError`` when it
+    cannot be asked (a time-out)."""
+    shares = commands.run(["sshare", "-n", "-P", "-A", account, "-o",
+                           "Account,User,GrpTRESMins,GrpTRESRaw"], timeout=timeout_s)
+    return parse_sshare(shares.stdout, account) if shares.ok else None
+
+
 def account_allocation(account: str) -> Allocation | None:
     """What sshare says of the account (None: nothing), asked again after the cache ages."""
-    def ask() -> Allocation | None:
-        shares = commands.run(["sshare", "-n", "-P", "-A", account, "-o",
-                               "Account,User,GrpTRESMins,GrpTRESRaw"], timeout=20)
-        return parse_sshare(shares.stdout, account) if shares.ok else None
-
     try:
-        return cached(f"allocation:{account}", ask, ALLOCATION_MAX_AGE_S)
+        return cached(f"allocation:{account}", lambda: ask_sshare(account),
+                      ALLOCATION_MAX_AGE_S)
     except HpcMagicsError:  # the controller is busy: said as "says nothing", asked again later
         return None
 
