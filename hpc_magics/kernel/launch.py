@@ -73,10 +73,7 @@ def start_step(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],
     assert kernel.jobid is not None
     srun = ["srun", f"--jobid={kernel.jobid}", "--overlap", "--nodes=1", "--ntasks=1",
             "--unbuffered", *node_command(kernel, folder, argv)]
-    with open(folder.path / LOG_NAME, "ab") as log:
-        return subprocess.Popen(  # noqa: S603 - argv list, no shell
-            srun, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=commands.scrubbed_environment(environ), start_new_session=True)
+    return commands.start(srun, log=folder.path / LOG_NAME, environ=environ)
 
 
 def scancel(target: str, signal: str | None = None) -> commands.CommandResult:
