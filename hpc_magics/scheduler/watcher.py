@@ -115,9 +115,6 @@ class Watcher:
         with self._lock, self._one_meta_read():
             return [self.latest(folder, job_id) for folder, job_id in jobs]
 
-    def queue_view(self, max_age_s: float | None = None) -> QueueView:
-        return self.queue.view(max_age_s)
-
     # ------------------------------------------------------------------ polling
     def poll(self, folders: Iterable[JobFolder],
              max_age_s: float | None = None) -> dict[Path, JobStatus]:
