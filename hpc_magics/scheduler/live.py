@@ -39,14 +39,10 @@ def _kept(key: tuple[str, ...], asking: Callable[[], commands.CommandResult]
     return _ANSWERS[key]
 
 
-def ask(argv: list[str]) -> commands.CommandResult | str:
-    """The command's result, or why it could not be asked; once per session per argv."""
-    return _kept(tuple(argv), lambda: commands.run(argv, timeout=20.0))
-
-
 def answered(argv: list[str]) -> str | None:
-    """``ask``'s stdout; ``None`` when the command could not be asked or failed."""
-    answer = ask(argv)
+    """The command's stdout, asked once per session; ``None`` when it could not be asked
+    or failed."""
+    answer = _kept(tuple(argv), lambda: commands.run(argv, timeout=20.0))
     return None if isinstance(answer, str) or not answer.ok else answer.stdout
 
 
