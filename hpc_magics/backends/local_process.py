@@ -1,14 +1,8 @@
-"""submitit's local executor, with its controller started through the one subprocess door.
-
-submitit starts the controller with ``subprocess.Popen`` in the kernel's process group, its
-output on the kernel's own stderr, and cancels it with SIGINT: the controller's
-``KeyboardInterrupt`` traceback then landed in the notebook. Here the controller starts
-through ``scheduler/commands.start`` (own process group, output in the job folder's
-``controller.log``, the environment without leaks) and a cancel ends its group with
-SIGTERM, then SIGKILL (``commands.stop_group``): the cell stops as under Slurm's cancel.
-The controller's pid is the job's id; its start time goes in the job folder's meta.json at
-once, so a later kernel knows that very process, never another that got its pid since
-(``scheduler/processes.py``).
+"""submitit's local executor, with its controller started through the one subprocess door
+(``commands.start``: its own process group, its output in ``controller.log``, not the
+notebook) and cancelled as under Slurm (SIGTERM, then SIGKILL, to the group). The
+controller's pid is the job's id; its start time goes in meta.json at once, so a later
+kernel knows that very process (``scheduler/processes.py``).
 """
 
 from __future__ import annotations
@@ -44,7 +38,7 @@ class LocalProcessJob(LocalJob[Any]):
 
 class LocalProcessExecutor(submitit.LocalExecutor):
     """``LocalExecutor`` whose ``_submit_command`` is submitit's ``start_controller``
-    without the shell, the shared process group or the shared stderr."""
+    through ``commands.start``."""
 
     def _submit_command(self, command: str) -> Any:
         ntasks = self.parameters.get("tasks_per_node", 1)

@@ -24,13 +24,12 @@ from ..core.scale import ScaleOptions, scaled_parts, signal_directive
 from ..core.units import UNLIMITED
 from ..jobfolder.folder import JobFolder
 from ..node.runner import run_cell
-from ..scheduler import commands, local_jobs
+from ..scheduler import local_jobs
 from ..scheduler import submit as submission
+from ..scheduler.live import partitions as live_partitions
 from ..shipping.buffers import write_buffers
 from ..shipping.packing import Payload
 
-_PARTITIONS_CACHE: dict[str, tuple[float, frozenset[str]]] = {}
-_PARTITIONS_TTL_S = 300.0
 JOB_SCRIPT = "job.sh"
 
 
@@ -51,11 +50,9 @@ def _write_job_py(folder: JobFolder, payload: Payload, job_name: str, head: str 
 
 
 class ScriptedSlurmExecutor(submitit.SlurmExecutor):
-    """submitit's Slurm engine (pickled call, job environment, checkpointing) running the
-    project's script: sbatch gets ``job.sh`` as rendered, through the scheduler door.
-
-    ``array=True``: the script has an ``--array`` line; every submission of one batch is
-    one task of ONE array (submitit's array protocol: each call pickled as ``%A_%a``)."""
+    """submitit's Slurm engine (pickled call, job environment, checkpointing) running our
+    script through the submission door. ``array=True``: the script has an ``--array``
+    line, and each call of one batch is one task of that array (pickled as ``%A_%a``)."""
 
     def __init__(self, folder: Path, script: str, num_tasks: int, *, array: bool = False,
                  script_name: str = JOB_SCRIPT) -> None:
@@ -95,8 +92,7 @@ class ScriptedSlurmExecutor(submitit.SlurmExecutor):
         return jobs
 
     def _submit_command(self, command: str) -> Any:
-        # through the one door; the script file stays as the job's record
-        # the backend's preflight refused another cluster before the folder was made
+        # the preflight refused another cluster before the folder was made
         self.submitted = submission.submit(self.script, Path(self.folder) / self.script_name,
                                            cluster_checked=True)
         return self.job_class(folder=self.folder, job_id=self.submitted.job_id,
@@ -143,10 +139,7 @@ class Backend:
         executor = self._executor(folder, script, request)
         from ..scheduler.job_status import record_submission
 
-        # before sbatch: a squeue answer older than this cannot have seen the job. It is
-        # recorded with the job id after sbatch (record_submission): until then no one
-        # matches the folder to a job; the backend is in the meta its caller wrote
-        started = time.time()
+        started = time.time()  # before sbatch: a squeue answer older cannot have seen the job
         try:
             # the options travel only when given: a plain cell's call stays as it was
             extra = (options,) if options is not None and options.active else ()
@@ -155,8 +148,7 @@ class Backend:
             raise SubmissionError(f"could not submit: {error}") from None
         try:
             self._after_submit(job, folder, script)
-            # every submission records its id, cluster and window here, so no caller forgets
-            answer = getattr(executor, "submitted", None)
+            answer = getattr(executor, "submitted", None)  # sbatch's (Slurm only)
             record_submission(folder, str(job.job_id), started,
                               answer.cluster if answer is not None else None)
         except OSError as error:  # a full file system after sbatch: say the job exists
@@ -171,8 +163,6 @@ class Backend:
 
 
 class SlurmBackend(Backend):
-    name = "slurm"
-
     def __init__(self, python: str | None = None) -> None:
         self.given_python = python or os.environ.get("HPC_MAGICS_PYTHON") or None
         self.python = self.given_python or sys.executable
@@ -196,8 +186,8 @@ class SlurmBackend(Backend):
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
                   live: bool = True, submitting: bool = True) -> None:
         """Refuse a submission at once for another cluster (``-M``), or while the controller
-        is known to be away; check the partition against the live cluster (one cached
-        ``sinfo``) unless ``live`` is False."""
+        is known to be away; check the partition against the live cluster unless ``live``
+        is False."""
         settings = dict(profile.environment)
         shared_tmp = login_paths.nodes_share_tmp(os.environ)
         kernel = self.notebook_kernel
@@ -215,7 +205,7 @@ class SlurmBackend(Backend):
             self._refuse_while_away()
         if not request.partition or not live:
             return
-        partitions = self._partitions()
+        partitions = live_partitions()  # asked once a session
         if partitions and request.partition not in partitions:
             raise InvalidRequest(f"partition {request.partition!r} does not exist on this cluster:"
                                  f" use one of {', '.join(sorted(partitions))}")
@@ -237,18 +227,6 @@ class SlurmBackend(Backend):
                    else now.error)
             raise SubmissionError(f"Slurm's controller does not answer ({why}): nothing was "
                                   "submitted; run the cell again when it is back")
-
-    @staticmethod
-    def _partitions() -> frozenset[str]:
-        cached = _PARTITIONS_CACHE.get("sinfo")
-        if cached and time.monotonic() - cached[0] < _PARTITIONS_TTL_S:
-            return cached[1]
-        text = commands.output(["sinfo", "-h", "-o", "%R"], timeout=20)
-        if text is None:
-            return frozenset()
-        names = frozenset(line.strip() for line in text.splitlines() if line.strip())
-        _PARTITIONS_CACHE["sinfo"] = (time.monotonic(), names)
-        return names
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None,

@@ -1,10 +1,7 @@
-"""Submitting a sweep: ONE Slurm job array for all the cell's points.
-
-The cell's shipped state is written once (``payload.pkl``), the points once
-(``points.pkl``); each task's submitit pickle holds only its index and parameters. An
-array longer than the cluster's ``MaxArraySize`` is split into several arrays (scripts
-``job.sh``, ``job-2.sh``, ...); a retry of failed tasks is one more array in the same
-folder (``job-retry1.sh``), so the results table merges it.
+"""Submitting a sweep: ONE Slurm job array for all the cell's points, its shipped state
+and points written once (``payload.pkl``, ``points.pkl``). An array longer than
+``MaxArraySize`` is split (``job.sh``, ``job-2.sh``, ...); a retry of failed tasks is one
+more array in the same folder (``job-retry1.sh``), so the results table merges it.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def _waiting(job_id: str) -> str:
     from ..core.jobs import plain_reason
     from ..scheduler.watcher import watcher
 
-    job = watcher().queue_view().find(job_id)
+    job = watcher().queue.view().find(job_id)
     if job is None or job.phase != "pending":
         return ""
     when = "" if job.start_time is None else time.strftime(

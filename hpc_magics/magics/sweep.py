@@ -138,7 +138,7 @@ def check_limits(request: ResourceRequest, count: int) -> int:
 
     limit = limits.submit_limit(login_name(), request.account)
     if limit is not None:
-        queued = limits.queued_jobs(watcher().queue_view().jobs)
+        queued = limits.queued_jobs(watcher().queue.view().jobs)
         sweep.check_submit_limit(count, queued, limit)
     return limits.max_array_size()
 

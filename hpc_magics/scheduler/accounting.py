@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
@@ -103,11 +103,6 @@ def _never_started(job_id: str, started: set[tuple[str, str]]) -> str:
     return f"{parsed.base}_[{text}]" if numbers else ""
 
 
-def _record_to_dict(record: AccountingRecord) -> dict[str, Any]:
-    return {"job_id": record.job_id, "state": record.state, "submit_time": record.submit_time,
-            "usage": record.usage.to_dict() if record.usage is not None else None}
-
-
 def _record_from_dict(data: dict[str, Any]) -> AccountingRecord:
     usage = data.get("usage")
     return AccountingRecord(str(data["job_id"]), str(data["state"]), data.get("submit_time"),
@@ -141,7 +136,7 @@ class SharedAccounting(SharedCache):
                 ) -> tuple[AccountingRecord, ...] | NotYet | None:
         """The records of ``job_ids``, per base id, once each (a sweep's thousand tasks
         share one base). ``None``: unreachable; ``NOT_YET``: asked next interval."""
-        found = self.answers_within(job_ids, max_age)
+        found = self._answers_within(job_ids, max_age)
         if found is None:
             return None  # accounting lags (slurmdbd slow or down): unreachable for now
         answers = [found.get(base, NOT_YET) for base in dict.fromkeys(map(base_of, job_ids))]
@@ -158,7 +153,7 @@ class SharedAccounting(SharedCache):
             self._index = (records, JobIndex(records, lambda r: r.job_id))
         return self._index[1].find(job_id)
 
-    def answers_within(self, job_ids: list[str], max_age: float) -> Answers | None:
+    def _answers_within(self, job_ids: list[str], max_age: float) -> Answers | None:
         """``answers``, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a lagging
         slurmdbd) is unreachable meanwhile; its answer lands in the shared cache when it
         comes. One sacct at a time from this process."""
@@ -231,7 +226,7 @@ class SharedAccounting(SharedCache):
         data["last_call"] = time.time()
         for base in ask:
             mine = None if records is None else [
-                _record_to_dict(r) for r in records if base_of(r.job_id) == base]
+                asdict(r) for r in records if base_of(r.job_id) == base]
             before = answers.get(base) or {}
             # final twice: settled even if a step never reports its figures
             final_before = bool(before.get("records")) and all(

@@ -1,11 +1,9 @@
 """What is left of the account's allocation, where Slurm knows it, beside a request's cost.
 
 Slurm knows an allocation when the site sets a ``GrpTRESMins`` limit on the account's
-association (``billing=`` or ``cpu=`` minutes); ``sshare`` gives that limit and the usage
-so far (``GrpTRESRaw``) in one answer, asked at most once in ``ALLOCATION_MAX_AGE_S`` per
-account (the dry-run and %hpc_jobs share the answer). Sites that
-keep balances elsewhere name their own command in the profile (``balance_command``): its
-first line is shown as it is. A request that would use more than is left gets one warning.
+association; ``sshare`` gives that limit and the usage so far (``GrpTRESRaw``), asked at
+most once in ``ALLOCATION_MAX_AGE_S`` per account. Sites that keep balances elsewhere name
+their own command in the profile (``balance_command``): its first line is shown as it is.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from ..core.efficiency import tres
 from ..core.errors import HpcMagicsError
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
-from ..core.units import UNLIMITED
 from . import commands
 from .limits import cached, default_account
 
@@ -57,21 +54,24 @@ def parse_sshare(text: str, account: str) -> Allocation | None:
 
 def requested_minutes(request: ResourceRequest) -> float | None:
     """CPU-minutes the request may use at most (billing counted as CPUs: no weights)."""
-    if request.time_s is None or request.time_s == UNLIMITED:
-        return None
+    hours = request.node_hours()
     cpus = (request.ntasks_per_node or 1) * (request.cpus_per_task or 1)
-    return request.time_s / 60 * request.node_count * cpus
+    return None if hours is None else hours * 60 * cpus
+
+
+def ask_sshare(account: str, timeout_s: float = 20.0) -> Allocation | None:
+    """What sshare says of the account now (None: nothing); ``HpcMagicsError`` when it
+    cannot be asked (a time-out)."""
+    shares = commands.run(["sshare", "-n", "-P", "-A", account, "-o",
+                           "Account,User,GrpTRESMins,GrpTRESRaw"], timeout=timeout_s)
+    return parse_sshare(shares.stdout, account) if shares.ok else None
 
 
 def account_allocation(account: str) -> Allocation | None:
     """What sshare says of the account (None: nothing), asked again after the cache ages."""
-    def ask() -> Allocation | None:
-        shares = commands.run(["sshare", "-n", "-P", "-A", account, "-o",
-                               "Account,User,GrpTRESMins,GrpTRESRaw"], timeout=20)
-        return parse_sshare(shares.stdout, account) if shares.ok else None
-
     try:
-        return cached(f"allocation:{account}", ask, ALLOCATION_MAX_AGE_S)
+        return cached(f"allocation:{account}", lambda: ask_sshare(account),
+                      ALLOCATION_MAX_AGE_S)
     except HpcMagicsError:  # the controller is busy: said as "says nothing", asked again later
         return None
 

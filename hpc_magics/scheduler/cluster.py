@@ -1,11 +1,7 @@
-"""The name of the Slurm cluster this machine submits to, asked once per process, and
-whether a profile describes it.
-
-A job is known by cluster, id and submit time: the name keeps one cluster's job 42 from
-being taken for another's (a shared home seen from two clusters), and keys the queue cache.
-A profile that describes another cluster gets neither this machine's ``SBATCH_*`` defaults
-(``core/slurm_environment``) nor live checks: its request is checked statically, and one
-line says so.
+"""The name of the Slurm cluster this machine submits to, asked once per process (a job is
+known by cluster, id and submit time; the name keys the queue cache), and whether a profile
+describes it: a profile of another cluster gets neither this machine's ``SBATCH_*``
+defaults nor live checks, and one line says so.
 """
 
 from __future__ import annotations

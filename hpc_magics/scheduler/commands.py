@@ -1,12 +1,10 @@
-"""The one narrow door through which hpc_magics runs Slurm commands.
+"""The one narrow door through which hpc_magics runs Slurm commands (and starts processes).
 
 Every call has a timeout, never goes through a shell, and runs without the variables a
-surrounding Slurm job leaks to its children (``SLURM_JOB_ID``, ``SLURM_MEM_PER_NODE``,
-``PMI_*``, ...: the table is ``core/slurm_environment.LEAKED``): a Jupyter server that itself
-runs inside a job would otherwise hand its job's settings to the jobs it submits. The user's
-own defaults (``SBATCH_*``, ``SALLOC_*``, ``SLURM_ACCOUNT``, ``SLURM_CONF``) stay; the user's
-settings for what commands print (``SLURM_TIME_FORMAT``, ``SQUEUE_FORMAT``, ...) reach sbatch
-and srun (the job is the user's) but not the commands whose answers are parsed.
+surrounding Slurm job leaks to its children (``core/slurm_environment.LEAKED``): a Jupyter
+server inside a job would otherwise hand its job's settings to the jobs it submits. The
+user's settings for what commands print (``SLURM_TIME_FORMAT``, ...) reach sbatch and srun
+but not the commands whose answers are parsed.
 """
 
 from __future__ import annotations
@@ -67,7 +65,7 @@ class CommandResult:
 
 def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
         environ: Mapping[str, str] | None = None) -> CommandResult:
-    """Run a Slurm command; a missing command or a time-out becomes ``SubmissionError``."""
+    """Run a command; a missing command or a time-out becomes ``SubmissionError``."""
     args = tuple(str(a) for a in argv)
     try:
         completed = subprocess.run(  # noqa: S603 - argv list, no shell
@@ -105,10 +103,9 @@ STOP_GRACE_S = 5.0
 
 def start(argv: Sequence[str], *, log: Path, environ: Mapping[str, str] | None = None,
           ) -> subprocess.Popen[bytes]:
-    """Start a long-running process (a local job's controller): no shell, the environment
-    without leaks, its output into ``log`` (never into the notebook), and its own process
-    group, so a cancel reaches all its children and the kernel's own signals do not. Its
-    time limit is the job's, kept by the process itself (submitit's controller)."""
+    """Start a long-running process (a local job's controller, which keeps its own time
+    limit): its output into ``log``, in its own process group, so a cancel reaches all its
+    children and the kernel's own signals do not."""
     args = [str(a) for a in argv]
     try:
         with open(log, "ab") as out:

@@ -1,13 +1,8 @@
-"""A profile drafted from the cluster this runs on (``hpc-magics profiles --draft``).
-
-For admins adding their site: ``scontrol show partition`` gives each partition's limits,
-``sinfo`` the nodes behind it (CPUs, memory, GPU types and counts).  The draft is TOML the
-profile loader reads as it is; what Slurm cannot tell (account spelling, advice) is left
-for the admin, marked with comments.  Two of those are written as commented templates:
-``gpu_counts`` (the only GPU counts a node the site schedules, a policy of its job_submit
-plugin or its documentation: neither partition nor node answers show it, and a guessed
-limit would refuse jobs Slurm takes) and the ``[kernel]`` table (whether the login host
-reaches the nodes' ports, which Slurm does not know either).
+"""A profile drafted from the cluster this runs on (``hpc-magics profiles --draft``): each
+partition's limits (``scontrol show partition``) and nodes (``sinfo``), as TOML the profile
+loader reads as it is. What Slurm cannot tell (accounts, advice, the GPU counts a site
+schedules, whether the login host reaches the nodes' ports) is left for the admin, as
+comments and commented templates.
 """
 
 from __future__ import annotations

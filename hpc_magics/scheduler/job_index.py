@@ -1,18 +1,12 @@
 """The one index of the user's jobs: which folder holds which job, wherever it was submitted.
 
-Job folders live beside each notebook (``hpc_jobs/``) or under the kernels root. Every
-submission (``job_status.record_submission``: a cell, a sweep, a whole notebook, a Slurm
-kernel, a session) also writes one small JSON file here, in the user's Jupyter runtime
-directory: the job id and cluster, the folder, the kind, when it was submitted, and the id of
-the Jupyter server whose kernel submitted it (``HPC_MAGICS_SERVER_ID``, set by the server
-extension for its kernels).
-
-One writer discipline: one file per entry, written once, atomically
-(``jobfolder.files.write_atomically``), never changed afterwards, so no lock is needed. Its
-name carries the kind and the job id: a reader picks the entries it wants without opening
-the others. Entries older than ``KEEP_DAYS`` (a week's time limit after a week's wait) are
-removed whenever the index is read. Only the user's own regular files are read, never
-through a symlink. Writing an entry never fails a submission.
+Every submission (``job_status.record_submission``) writes one small JSON file here, in the
+user's Jupyter runtime directory: job id and cluster, folder, kind, submit time, and the
+Jupyter server whose kernel submitted it (``HPC_MAGICS_SERVER_ID``). Each file is written
+once, atomically, and never changed, so no lock is needed; its name carries the kind and the
+job id, so a reader opens only the entries it wants. Entries older than ``KEEP_DAYS`` are
+removed as the index is read; only the user's own regular files are read, never through a
+symlink. Writing an entry never fails a submission.
 """
 
 from __future__ import annotations

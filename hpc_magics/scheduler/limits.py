@@ -1,9 +1,6 @@
-"""The site's limits a sweep must respect: ``MaxArraySize`` and jobs per user, and the
-user's default account.
-
-Asked once per process and kept (``scontrol show config``, ``sacctmgr``), through the
-scheduler door. Anything that cannot be asked means Slurm's default array size and no
-jobs-per-user limit: never refuse what the cluster might accept.
+"""The site's limits a sweep must respect (``MaxArraySize``, jobs per user) and the user's
+default account, asked once per process and kept. What cannot be asked means Slurm's
+default array size and no jobs-per-user limit: never refuse what the cluster might accept.
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
-"""Live checks against the cluster this machine submits to, each asked once per session.
-
-``scontrol show partition`` (limits, TRESBillingWeights), ``sinfo`` (GRES per partition),
-``sacctmgr show assoc`` (the user's accounts and QOS) and ``sbatch --test-only`` (does the
-job fit, when would it start): every command through ``scheduler/commands.run``, every
-answer kept in this process (a checker run, a kernel) so one session asks each only once.
-A command that cannot be asked is said as a warning, never as a refusal.
+"""Live checks against the cluster this machine submits to: ``scontrol show partition``,
+``sinfo`` (GRES), ``sacctmgr show assoc`` and ``sbatch --test-only``, each answer kept in
+this process so one session asks each only once. A command that cannot be asked is said
+as a warning, never as a refusal.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from ..core.checkscript import ERROR, WARNING, ScriptReport, with_findings
 from ..core.errors import HpcMagicsError
@@ -33,20 +28,21 @@ def forget() -> None:
     _ANSWERS.clear()
 
 
-def ask(argv: list[str], timeout: float = 20.0) -> commands.CommandResult | str:
-    """The command's result, or why it could not be asked; once per session per argv."""
-    key = tuple(argv)
+def _kept(key: tuple[str, ...], asking: Callable[[], commands.CommandResult]
+          ) -> commands.CommandResult | str:
+    """``asking()``'s result, or why it could not be asked; once per session per key."""
     if key not in _ANSWERS:
         try:
-            _ANSWERS[key] = commands.run(argv, timeout=timeout)
+            _ANSWERS[key] = asking()
         except HpcMagicsError as error:
             _ANSWERS[key] = str(error)
     return _ANSWERS[key]
 
 
 def answered(argv: list[str]) -> str | None:
-    """``ask``'s stdout; ``None`` when the command could not be asked or failed."""
-    answer = ask(argv)
+    """The command's stdout, asked once per session; ``None`` when it could not be asked
+    or failed."""
+    answer = _kept(tuple(argv), lambda: commands.run(argv, timeout=20.0))
     return None if isinstance(answer, str) or not answer.ok else answer.stdout
 
 
@@ -145,18 +141,7 @@ def test_only(script: str) -> TestOnly | str:
     """``sbatch --test-only`` on the script: submits nothing; a string says why it could not."""
     if not script.startswith("#!"):  # a pasted #SBATCH block: sbatch wants an interpreter line
         script = "#!/bin/bash\n" + script
-    key = ("test-only", script)  # a cache key (the door runs sbatch)
-    if key not in _ANSWERS:
-        handle, path = tempfile.mkstemp(suffix=".sh")  # private; the door writes the script
-        os.close(handle)
-        try:
-            # through the submission door: the same precedence as the submission
-            _ANSWERS[key] = submission.check_only(script, Path(path))
-        except HpcMagicsError as error:
-            _ANSWERS[key] = str(error)
-        finally:
-            Path(path).unlink(missing_ok=True)
-    answer = _ANSWERS[key]
+    answer = _kept(("test-only", script), lambda: submission.check_only(script))
     if isinstance(answer, str):
         return answer
     text = (answer.stderr + answer.stdout).strip()

@@ -1,9 +1,6 @@
-"""Jobs the local backend runs on this machine, as the watcher sees them.
-
-The local backend (``backends/submitit_backend.py``) notes here the jobs this process
-started; the watcher asks here, so it never imports the backend (a layer above it). Jobs
-of an earlier process are judged by their results file and their controller, known by pid
-and start time (``processes.py``): a pid reused since is neither running nor signalled.
+"""Jobs the local backend runs on this machine, as the watcher sees them (the backend is a
+layer above it): those this process started, noted here; an earlier process's, by their
+results file and their controller, known by pid and start time (``processes.py``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..core.units import slurm_int
 from . import commands
@@ -37,9 +38,8 @@ def own_job_id(environ: Mapping[str, str] | None = None) -> str | None:
 
 
 def own_job_from_environment(environ: Mapping[str, str] | None = None) -> OwnJob | None:
-    """What the job's environment says of it, asking no scheduler (``None`` outside a job):
-    all of it on releases that set ``SLURM_JOB_START_TIME``/``END_TIME`` (24.11 and later),
-    all but the times on older ones."""
+    """What the job's environment says of it (``None`` outside a job): the times only on
+    releases that set ``SLURM_JOB_START_TIME``/``END_TIME`` (24.11 and later)."""
     env = os.environ if environ is None else environ
     job_id = own_job_id(env)
     if job_id is None:
@@ -61,11 +61,8 @@ def told_everything(job: OwnJob) -> bool:
 
 def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = commands.run,
             timeout_s: float = TIMEOUT_S) -> OwnJob | None:
-    """Describe this process's Slurm job, or ``None`` outside a job.
-
-    Environment first; missing times from ``squeue -j``, then ``scontrol show job``.
-    Scheduler errors leave fields ``None`` rather than failing.
-    """
+    """This process's Slurm job (``None`` outside one): the environment, then ``squeue -j``,
+    then ``scontrol show job`` for what it lacks; what no one says stays ``None``."""
     job = own_job_from_environment(environ)
     if job is None or told_everything(job):
         return job
@@ -75,27 +72,20 @@ def own_job(environ: Mapping[str, str] | None = None, *, runner: Runner = comman
     line = (text.strip().splitlines() or [""])[0]
     if line.count("|") >= 4:
         start, end, nodes, partition, name = line.split("|", 4)
-        job = _fill(job, start=slurm_timestamp(start), end=slurm_timestamp(end),
-                    nodes=slurm_int(nodes), partition=partition.strip(), name=name.strip())
+        job = _fill(job, start_time=slurm_timestamp(start), end_time=slurm_timestamp(end),
+                    nodes=slurm_int(nodes), partition=partition.strip(), job_name=name.strip())
     if job.end_time is None:
         shown = commands.output([*SCONTROL_SHOW_JOB, job_id], timeout=timeout_s, runner=runner)
         if shown is not None:
             info = parse_scontrol_job(shown)
-            job = _fill(job, start=slurm_timestamp(info.get("StartTime", "")),
-                        end=slurm_timestamp(info.get("EndTime", "")),
+            job = _fill(job, start_time=slurm_timestamp(info.get("StartTime", "")),
+                        end_time=slurm_timestamp(info.get("EndTime", "")),
                         nodes=slurm_int(info.get("NumNodes")),
-                        partition=info.get("Partition"), name=info.get("JobName"))
+                        partition=info.get("Partition"), job_name=info.get("JobName"))
     return job
 
 
-def _fill(job: OwnJob, *, start: float | None, end: float | None, nodes: int | None,
-          partition: str | None, name: str | None) -> OwnJob:
-    """Fill the fields the environment did not give; the environment wins."""
-    return replace(
-        job,
-        start_time=job.start_time if job.start_time is not None else start,
-        end_time=job.end_time if job.end_time is not None else end,
-        nodes=job.nodes if job.nodes is not None else nodes,
-        partition=job.partition or partition or None,
-        job_name=job.job_name or name or None,
-    )
+def _fill(job: OwnJob, **found: Any) -> OwnJob:
+    """Fill the fields the environment did not give (an empty answer fills none)."""
+    return replace(job, **{key: value for key, value in found.items()
+                           if getattr(job, key) is None and value not in (None, "")})

@@ -1,15 +1,7 @@
-"""A local process known by its pid and its start time, never by its pid alone.
-
-Pids are reused: once a process ended, its pid soon names another process, another
-user's or another program of the user's. Whatever records a process to look at it later
-(a local-backend job's controller, a kernel's owner and its SSH tunnel) records both,
-``started(pid)`` when the process starts, and asks ``alive`` or ``signal_group`` with
-both; a Jupyter server, known by its runtime file only, is asked ``started_by`` the
-file's time. A pid now held by a process that started at another time is not the one
-recorded: it is never shown as running and never signalled. The start time is psutil's
-``create_time()`` (on Linux, the boot time plus the start in clock ticks from
-``/proc/PID/stat``: the same value every time it is read for the same process).
-"""
+"""A local process known by its pid and its start time, never by its pid alone: pids are
+reused, and a pid now held by a process that started at another time is never shown as
+running nor signalled. The start time is psutil's ``create_time()`` (the same value every
+time it is read for the same process)."""
 
 from __future__ import annotations
 
@@ -17,6 +9,7 @@ import contextlib
 import math
 import os
 import signal
+from collections.abc import Callable
 
 import psutil
 
@@ -36,25 +29,26 @@ def started(pid: int) -> float | None:
 
 
 def alive(pid: object, started_at: object) -> bool:
-    """Whether the process recorded as (``pid``, ``started_at``) still runs: the pid is held
-    by a process that started then and has not ended (a zombie has ended). Without a
-    recorded start time nothing is known to run: no pid alone ever decides."""
+    """Whether the process recorded as (``pid``, ``started_at``) still runs (a zombie has
+    ended). Without a recorded start time nothing is known to run."""
     try:
-        number, recorded = int(str(pid)), float(str(started_at))
-        process = psutil.Process(number)
-        same = math.isclose(process.create_time(), recorded, rel_tol=0.0, abs_tol=SAME_START_S)
-        return same and process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
-    except (TypeError, ValueError, psutil.Error):
+        recorded = float(str(started_at))
+    except (TypeError, ValueError):
         return False
+    return _runs(pid, lambda start: math.isclose(start, recorded, rel_tol=0.0,
+                                                 abs_tol=SAME_START_S))
 
 
 def started_by(pid: object, moment: float) -> bool:
     """Whether process ``pid`` runs and had started by ``moment``: for a process known only
-    by a file it wrote (a Jupyter server's runtime file, its mtime), whose pid a process
-    that started after the file cannot be."""
+    by a file it wrote (a Jupyter server's runtime file, its mtime)."""
+    return _runs(pid, lambda start: start <= moment + FILE_CLOCK_SLACK_S)
+
+
+def _runs(pid: object, started_as: Callable[[float], bool]) -> bool:
     try:
         process = psutil.Process(int(str(pid)))
-        return process.create_time() <= moment + FILE_CLOCK_SLACK_S and \
+        return started_as(process.create_time()) and \
             process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
     except (TypeError, ValueError, psutil.Error):
         return False

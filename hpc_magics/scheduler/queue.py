@@ -2,11 +2,9 @@
 
 ``JobQueue.view()`` runs at most one ``squeue -u USER`` per interval for the whole user,
 however many browser tabs, server handlers and kernels ask: the answer is kept in a JSON
-file in the user's Jupyter runtime directory, and the process that finds it stale takes a
-file lock, checks again (another process may just have refreshed it) and only then asks
-the scheduler. Failures back off exponentially, with jitter, while the last good answer
-keeps being served with the error beside it. The cache files' lock and private write
-(below) serve the accounting's cache too.
+file in the user's Jupyter runtime directory; the process that finds it stale takes a file
+lock, checks again and only then asks. Failures back off exponentially, with jitter, while
+the last good answer is served with the error beside it.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import pwd
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,18 +44,6 @@ MAX_BACKOFF_S = 300.0
 CACHE_VERSION = 4
 
 Runner = Callable[..., commands.CommandResult]
-
-
-_NOT_CACHED = ("backend", "folder")  # squeue says neither
-
-
-def _snapshot_to_dict(job: JobSnapshot) -> dict[str, Any]:
-    return {k: v for k, v in asdict(job).items() if k not in _NOT_CACHED}
-
-
-def _snapshot_from_dict(data: Mapping[str, Any]) -> JobSnapshot:
-    return JobSnapshot(**{f.name: data[f.name] for f in fields(JobSnapshot)
-                          if f.name in data and f.name not in _NOT_CACHED})
 
 
 # --------------------------------------------------------------------------- the cache files
@@ -125,24 +111,21 @@ class QueueView:
 
 
 HEAD_BYTES = 4096  # the cache file's fields before its jobs fit (last_error reads only them)
-
-
 _LISTS = ("jobs", "ended")  # last in the file: JobQueue.last_error reads the fields before
 
 
 def _view_to_json(view: QueueView) -> str:
-    values = {f.name: getattr(view, f.name) for f in fields(QueueView) if f.name not in _LISTS}
-    return json.dumps({"version": CACHE_VERSION, **values, **{
-        name: [_snapshot_to_dict(job) for job in getattr(view, name)] for name in _LISTS}})
+    values = asdict(view)
+    lists = {name: values.pop(name) for name in _LISTS}
+    return json.dumps({"version": CACHE_VERSION, **values, **lists})
 
 
 def _view_from_json(data: Any) -> QueueView | None:
     try:
         if data.get("version") != CACHE_VERSION:
             return None
-        values: dict[str, Any] = {f.name: data[f.name] for f in fields(QueueView)}
-        return QueueView(**{**values, **{name: tuple(map(_snapshot_from_dict, data[name]))
-                                         for name in _LISTS}})
+        return QueueView(**{f.name: data[f.name] for f in fields(QueueView)} | {
+            name: tuple(JobSnapshot(**job) for job in data[name]) for name in _LISTS})
     except (ValueError, KeyError, TypeError, AttributeError):  # damaged, or another version's
         return None
 
@@ -211,12 +194,10 @@ class JobQueue(SharedCache):
     answer_within_s: float | None = None
 
     def view(self, max_age_s: float | None = None) -> QueueView:
-        """The cached view, refreshed first when older than ``max_age_s`` (default: interval).
-
-        Blocks while another thread or process refreshes, then reuses its answer.
-        """
+        """The cached view, refreshed first when older than ``max_age_s`` (default: interval);
+        a refresh under way in another thread or process is waited for and shared."""
         max_age = self.interval_s if max_age_s is None else max_age_s
-        cached = self._read()
+        cached = self.peek()
         if self._usable(cached, max_age):
             assert cached is not None
             return cached
@@ -226,13 +207,19 @@ class JobQueue(SharedCache):
 
     def _locked_refresh(self, max_age: float) -> QueueView:
         with self._thread_lock, self._file_lock() as locked:
-            cached = self._read()
+            cached = self.peek()
             if not locked or self._usable(cached, max_age):
                 return cached if cached is not None else QueueView(
                     error="the job list is being refreshed by another process; try again")
             previous = replace(cached or QueueView(), asking_since=self.clock())
-            self._write(previous)  # seen by last_error() in other processes while it hangs
+            # one write per refresh: the look goes on record (for last_error() in other
+            # processes) only when squeue has not answered within ANSWER_WITHIN_S
+            on_record = threading.Timer(ANSWER_WITHIN_S, self._write, (previous,))
+            on_record.daemon = True
+            on_record.start()
             view = self._refresh(previous)
+            on_record.cancel()
+            on_record.join()  # a write begun is over before the answer's
             self._store(view)
             return view
 
@@ -249,7 +236,7 @@ class JobQueue(SharedCache):
         asking.join(self.answer_within_s)
         if answer:
             return answer[0]
-        latest = self._read() or cached
+        latest = self.peek() or cached
         if latest is not None and self._usable(latest, max_age):
             return latest  # another caller's squeue answered meanwhile
         return replace(latest or QueueView(), error=SCHEDULER_SILENT)
@@ -261,7 +248,7 @@ class JobQueue(SharedCache):
         answer: list[QueueView] = []
 
         def ask() -> None:
-            view = self._refresh(self._read() or QueueView())
+            view = self._refresh(self.peek() or QueueView())
             answer.append(view)
             with self._thread_lock, self._file_lock() as locked:
                 if locked:
@@ -272,11 +259,7 @@ class JobQueue(SharedCache):
         asking.join(self.answer_within_s)
         if answer:
             return answer[0]
-        return replace(self._read() or QueueView(), error=SCHEDULER_SILENT)
-
-    def peek(self) -> QueueView | None:
-        """The last view any process saw, without asking the scheduler."""
-        return self._read()
+        return replace(self.peek() or QueueView(), error=SCHEDULER_SILENT)
 
     def last_error(self) -> str | None:
         """Why the last look any process took failed, or SCHEDULER_SILENT while a look has
@@ -304,19 +287,15 @@ class JobQueue(SharedCache):
         before now is stored as fresh, even one still on its way (``look_now``, another
         process's)."""
         with self._thread_lock, self._file_lock() as locked:
-            cached = self._read()
+            cached = self.peek()
             if locked and cached is not None:
                 self._write(replace(cached, updated=None, retry_at=0.0,
                                     invalidated_at=max(self.clock(), cached.invalidated_at)))
 
     def cancel(self, job_id: str, listed: bool = True) -> float:
-        """``scancel`` one of the user's jobs; returns when scancel returned (a squeue asked
-        before then may still list the job as it was).
-
-        ``job_id`` may name an array task (``123_4``), a range (``123_[1-5]``) or a het
-        component (``123+0``); ``listed``: it must match an entry of this user's
-        ``squeue -u`` (``LookupError`` otherwise); False: its job folder proves it ours.
-        """
+        """``scancel`` one of the user's jobs (also ``123_4``, ``123_[1-5]``, ``123+0``);
+        returns when scancel returned. ``listed``: it must be in this user's squeue
+        (``LookupError`` otherwise); False: its job folder proves it ours."""
         job_id = str(require_job_id(job_id))
         view = self.view()
         if listed and view.find(job_id) is None and view.error is None:  # maybe newer
@@ -363,15 +342,14 @@ class JobQueue(SharedCache):
         delay = min(self.interval_s * 2 ** failures, MAX_BACKOFF_S) * random.uniform(0.8, 1.2)
         return replace(previous, error=error, failures=failures, retry_at=now + delay)
 
-    def _read(self) -> QueueView | None:
+    def peek(self) -> QueueView | None:
+        """The last view any process saw, without asking the scheduler."""
         return _view_from_json(read_json(self.cache_path))
 
     def _store(self, view: QueueView) -> None:
-        """Write a refresh's answer, under the file lock. An answer asked before the last
-        ``invalidate()`` (squeue begun before a cancel, finished after it) lists jobs as
-        they were before: it is kept with its jobs, never as fresh, so the next view asks
-        again."""
-        cached = self._read()
+        """Write a refresh's answer, under the file lock; one asked before the last
+        ``invalidate()`` (a cancel) is kept, never as fresh."""
+        cached = self.peek()
         invalidated_at = max(view.invalidated_at, cached.invalidated_at if cached else 0.0)
         view = replace(view, invalidated_at=invalidated_at, asking_since=None)
         if view.updated is not None and view.updated < invalidated_at:

@@ -1,19 +1,17 @@
-"""The one submission door: every sbatch of hpc_magics goes through here.
+"""The one submission door: every sbatch of hpc_magics (a cell, a sweep's array, a whole
+notebook, a Slurm kernel, a session) goes through here, with the script
+``core/jobscript.render`` made.
 
-A cell, a sweep's array, a whole notebook (``backends/submitit_backend.py``), a Slurm kernel
-and a session (``kernel/launch.py``) hand in the script ``core/jobscript.render`` made; this
-module writes it where the job keeps it, refuses a job for another cluster, applies the one
-precedence (docs/slurm-environment.md, "Which value wins"): the script's own ``#SBATCH``
-lines (the explicit request) over the user's ``SBATCH_*`` defaults over what Slurm and the
-profile leave, runs sbatch through ``commands.run`` (a timeout, no shell, no leaks) and
-reads ``--parsable``'s ``ID`` or ``ID;CLUSTER``. Blocking: callers on an event loop (the
-kernel provisioner) call it in a thread. ``tests/test_one_door.py`` checks no other module
-of the package runs sbatch.
+It writes the script where the job keeps it, refuses a job for another cluster, applies the
+one precedence (docs/slurm-environment.md, "Which value wins": the script's ``#SBATCH``
+lines over the user's ``SBATCH_*`` defaults over the profile), and reads ``--parsable``'s
+``ID`` or ``ID;CLUSTER``. Blocking: callers on an event loop call it in a thread.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,9 +60,8 @@ def refusal(result: commands.CommandResult) -> str:
 
 
 def parse_answer(output: str) -> Submitted:
-    """Job id and cluster of ``sbatch --parsable``'s answer: ``123``, ``123;lab`` (with
-    ``-M``/``--clusters``); its last non-empty line (warnings come before it). A
-    heterogeneous job is answered with its leader's id."""
+    """Job id and cluster of ``sbatch --parsable``'s answer (``123``, ``123;lab``): its
+    last non-empty line (warnings come before it)."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     job_id, _, cluster = (lines[-1] if lines else "").partition(";")
     if parse_job_id(job_id) is None:
@@ -89,12 +86,17 @@ def submit(script: str, path: Path, environ: Mapping[str, str] | None = None, *,
     return parse_answer(result.stdout)
 
 
-def check_only(script: str, path: Path) -> commands.CommandResult:
-    """``sbatch --test-only`` on ``script`` written at ``path``: submits nothing; the same
-    precedence as a submission."""
-    path.write_text(script, encoding="utf-8")
-    return commands.run(["sbatch", "--test-only", str(path)], timeout=30,
-                        environ=for_sbatch(os.environ, script))
+def check_only(script: str) -> commands.CommandResult:
+    """``sbatch --test-only`` on ``script`` (in a private temporary file): submits nothing;
+    the same precedence as a submission."""
+    handle, name = tempfile.mkstemp(suffix=".sh")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(script)
+        return commands.run(["sbatch", "--test-only", name], timeout=30,
+                            environ=for_sbatch(os.environ, script))
+    finally:
+        Path(name).unlink(missing_ok=True)
 
 
 def release() -> str:

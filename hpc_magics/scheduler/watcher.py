@@ -1,26 +1,16 @@
 """The one place that decides job states; everything else reads its snapshots.
 
-States are only ever what Slurm said or what the job folder proves:
-
-- in the user's queue view (``squeue``, shared per user and cluster): that state;
-- a final state from ``sacct``: definite, never asked again;
-- the job's result file, once the job has left the queue: COMPLETED (or FAILED when the
-  cell raised), until accounting says otherwise; before that, a queue view taken before
-  the file was written that still says pending: RUNNING (the cell ran; no squeue of its
-  own is asked for one job);
-- absent from two queue views both taken after ``sbatch`` returned, and accounting has
-  nothing to say: ENDED (over, Slurm cannot say how; not a failure), until it does;
-- cancelled by this process (``scancel`` accepted it): a started job COMPLETING, a queued
-  one its state, noted "cancel sent", until a squeue asked after the scancel, or a final
-  state, says more. A queue view asked before the scancel (or none, the scheduler being
-  slow) never shows it running again.
-
-A failing ``sacct`` is "accounting unreachable": the job keeps its last state with that
-note, never "ended" or "failed". A job is known by cluster, id and submit time: a queue or
-accounting entry with the same id but submitted outside the folder's sbatch call is some
-other job (the controller reuses ids after a reset). Polling is batched: one ``squeue``
-per interval for the user (``JobQueue``), one ``sacct`` per interval for every job that
-needs it.
+States are only ever what Slurm said or what the job folder proves (the user's side:
+docs/how-it-works.md, "Good citizen"). The queue view (one ``squeue`` per interval for the
+user, ``JobQueue``) first; then one ``sacct`` per interval for every job that has left it, a
+final state never asked again, a failing one "accounting unreachable" (never ended or
+failed); then the folder: its result file, once the job has left the queue, is COMPLETED
+(FAILED when the cell raised) until accounting says otherwise, and a view taken before that
+file was written that still says pending is RUNNING. Absent from two views taken after
+``sbatch`` returned, with nothing from accounting: ENDED. After our own ``scancel`` a
+started job is COMPLETING and a queued one keeps its state, "cancel sent", until a squeue
+asked after it, or a final state, says more. An entry with the job's id but submitted
+outside the folder's sbatch call is some other job (ids are reused after a reset).
 """
 
 from __future__ import annotations
@@ -53,6 +43,8 @@ from .queue import ANSWER_WITHIN_S, SCHEDULER_SILENT, JobQueue, QueueView
 
 # a job this process cancelled, while no squeue asked since says what became of it
 CANCEL_SENT = "cancel sent; waiting for Slurm to confirm"
+# what a poll decides: (status key, the job's folder or None, how it was submitted, last state)
+Target = tuple[str, JobFolder | None, Submission, JobStatus]
 
 
 class Watcher:
@@ -123,9 +115,6 @@ class Watcher:
         with self._lock, self._one_meta_read():
             return [self.latest(folder, job_id) for folder, job_id in jobs]
 
-    def queue_view(self, max_age_s: float | None = None) -> QueueView:
-        return self.queue.view(max_age_s)
-
     # ------------------------------------------------------------------ polling
     def poll(self, folders: Iterable[JobFolder],
              max_age_s: float | None = None) -> dict[Path, JobStatus]:
@@ -137,17 +126,37 @@ class Watcher:
     def poll_jobs(self, jobs: Sequence[tuple[JobFolder, str | None]],
                   max_age_s: float | None = None) -> dict[str, JobStatus]:
         """Like ``poll``, for (folder, job id) pairs: ``job id`` names one array task of
-        the folder's job (``None``: the folder's own job). Keyed by ``_key``."""
+        the folder's job (``None``: the folder's own job). Keyed by ``status_key``."""
         with self._lock, self._one_meta_read():
+            targets = [(status_key(folder, job_id), folder,
+                        Submission.of(folder, self._meta(folder), job_id),
+                        self.latest(folder, job_id)) for folder, job_id in jobs]
+        return self._poll(targets, max_age_s)
+
+    def poll_ids(self, jobs: Sequence[tuple[str, float | None]],
+                 max_age_s: float | None = None) -> dict[str, JobStatus]:
+        """Jobs without a folder (``sbatch`` in a terminal, other tools), by id and the
+        submit time squeue reported, decided as folders' jobs are with nothing to prove
+        an end: absent from two queue views and unknown to accounting, ENDED."""
+        keys = {job_id: f"id:{self.queue.cluster}:{job_id}" for job_id, _ in jobs}
+        with self._lock:
+            targets = [(keys[job_id], None, Submission(job_id, "slurm", None, at, at),
+                        self._latest.get(keys[job_id]) or JobStatus(job_id, "UNKNOWN",
+                                                                    "recorded"))
+                       for job_id, at in jobs]
+        polled = self._poll(targets, max_age_s)
+        return {job_id: polled[key] for job_id, key in keys.items()}
+
+    def _poll(self, targets: Sequence[Target], max_age_s: float | None) -> dict[str, JobStatus]:
+        """Decide (key, folder or None, submission, last snapshot) targets: one squeue
+        and at most one sacct for all."""
+        with self._lock:
             result: dict[str, JobStatus] = {}
-            slurm: list[tuple[str, JobFolder, Submission, JobStatus]] = []
-            for folder, job_id in jobs:
-                key = status_key(folder, job_id)
-                submission = Submission.of(folder, self._meta(folder), job_id)
-                previous = self.latest(folder, job_id)
+            slurm = []
+            for key, folder, submission, previous in targets:
                 if not submission.job_id or previous.definite:
                     result[key] = previous  # not submitted, or settled for good
-                elif submission.backend == "local":
+                elif submission.backend == "local" and folder is not None:
                     result[key] = local_status(folder, submission.job_id)
                 else:
                     slurm.append((key, folder, submission, previous))
@@ -158,17 +167,17 @@ class Watcher:
             with self._lock:
                 result.update(self._poll_slurm(slurm, view, max_age_s))
         with self._lock:
-            for folder, job_id in jobs:
-                self._remember(folder, job_id, result[status_key(folder, job_id)])
+            for key, folder, _, _ in targets:
+                self._remember(key, folder, result[key])
             return result
 
-    def _poll_slurm(self, jobs: Sequence[tuple[str, JobFolder | None, Submission, JobStatus]],
-                    view: QueueView, max_age_s: float | None) -> dict[str, JobStatus]:
+    def _poll_slurm(self, jobs: Sequence[Target], view: QueueView,
+                    max_age_s: float | None) -> dict[str, JobStatus]:
         """The queue, then accounting, then the folder (a job without one: ``poll_ids``)."""
         current_cluster = self.queue.cluster
         now = time.time()
         decided: dict[str, JobStatus] = {}
-        ask: list[tuple[str, JobFolder | None, Submission, JobStatus]] = []
+        ask: list[Target] = []
         silent = SCHEDULER_SILENT if view.error is not None else ""
         for key, folder, submission, previous in jobs:
             own = folder is not None and key == status_key(folder, None)
@@ -202,7 +211,8 @@ class Watcher:
             self._missed(key, view)
             ask.append((key, folder, submission, previous))
         if ask:
-            records = self._accounting([s.job_id for _, _, s, _ in ask], max_age_s)
+            records = self.accounting.records([s.job_id for _, _, s, _ in ask],
+                                              self._max_age(max_age_s))
             for key, folder, submission, previous in ask:
                 previous = replace(previous, detail=None)  # it has left the queue
                 if isinstance(records, NotYet):  # asked with the user's next sacct call
@@ -272,10 +282,9 @@ class Watcher:
     # ------------------------------------------------------------------ usage
     def usage(self, jobs: Sequence[tuple[JobFolder, str | None]],
               max_age_s: float | None = None) -> dict[str, tuple[Usage, ...] | None]:
-        """What ended jobs used (one ``Usage`` per job, or per array task), keyed like
-        ``poll_jobs``: from the folder's ``usage.json`` once known for good, else from the
-        user's shared sacct call. Missing key: not ended, or accounting's figures are not
-        final yet; ``None``: accounting is unreachable."""
+        """What ended jobs used, keyed like ``poll_jobs``: the folder's ``usage.json``, else
+        the user's shared sacct call. Missing key: not ended, or the figures are not final
+        yet; ``None``: accounting is unreachable."""
         result: dict[str, tuple[Usage, ...] | None] = {}
         ask: list[tuple[str, JobFolder, Submission]] = []
         for folder, job_id in jobs:
@@ -310,28 +319,24 @@ class Watcher:
                 store_usage(folder.path, mine)
         return result
 
-    def _accounting(self, job_ids: list[str], max_age_s: float | None
-                    ) -> tuple[AccountingRecord, ...] | NotYet | None:
-        return self.accounting.records(job_ids, self._max_age(max_age_s))
-
     def _max_age(self, max_age_s: float | None) -> float:
         return self.queue.interval_s if max_age_s is None else max_age_s
 
-    def _remember(self, folder: JobFolder, job_id: str | None, status: JobStatus) -> None:
+    def _remember(self, key: str, folder: JobFolder | None, status: JobStatus) -> None:
         """Keep the snapshot; write meta.json when what it says (of the folder's job) changed."""
-        key = status_key(folder, job_id)
         before = self._latest.get(key)
         self._latest[key] = status
         if status.final and status.source != "recorded":
             self._absent.pop(key, None)
-        if before is not None and (before.state, before.source, before.note) == \
-                (status.state, status.source, status.note):
+        said = (status.state, status.source, status.note)
+        if folder is None or (before is not None
+                              and (before.state, before.source, before.note) == said):
             return
         meta = self._meta(folder)
         if status.job_id != str(meta.get("job_id", "")):
             return  # an array task's state: the folder records its job's own
-        if (meta.get("state"), meta.get("state_source"), meta.get("state_note", "")) != \
-                (status.state, status.source, status.note) and status.source != "recorded":
+        if (meta.get("state"), meta.get("state_source"), meta.get("state_note", "")) != said \
+                and status.source != "recorded":
             folder.update_meta(state=status.state, state_source=status.source,
                                state_note=status.note)
             if self._metas is not None:
@@ -339,45 +344,15 @@ class Watcher:
 
     def prefetch_accounting(self, job_ids: Sequence[str],
                             max_age_s: float | None = None) -> None:
-        """Ask ``sacct`` about all these jobs in one call now, so the polls that follow
-        (``poll`` for folders, ``poll_ids`` for the rest) share it instead of asking twice."""
+        """Ask ``sacct`` about all these jobs in one call now, for the polls that follow."""
         if job_ids:
             with self._lock:
-                self._accounting(list(job_ids), max_age_s)
-
-    def poll_ids(self, jobs: Sequence[tuple[str, float | None]],
-                 max_age_s: float | None = None) -> dict[str, JobStatus]:
-        """Jobs without a folder (``sbatch`` in a terminal, other tools), by id and the
-        submit time squeue reported, decided as folders' jobs are with nothing to prove
-        an end: absent from two queue views and unknown to accounting, ENDED."""
-        keys = {job_id: f"id:{self.queue.cluster}:{job_id}" for job_id, _ in jobs}
-        with self._lock:
-            decided: dict[str, JobStatus] = {}
-            ask: list[tuple[str, JobFolder | None, Submission, JobStatus]] = []
-            for job_id, submit_time in jobs:
-                previous = self._latest.get(keys[job_id]) or JobStatus(job_id, "UNKNOWN",
-                                                                       "recorded")
-                if previous.definite:
-                    decided[keys[job_id]] = previous
-                else:
-                    submission = Submission(job_id, "slurm", None, submit_time, submit_time)
-                    ask.append((keys[job_id], None, submission, previous))
-        if ask:
-            view = self.queue.view(max_age_s)  # not under the lock, as in poll_jobs
-            with self._lock:
-                decided.update(self._poll_slurm(ask, view, max_age_s))
-        with self._lock:
-            for key, status in decided.items():
-                if status.final:
-                    self._absent.pop(key, None)
-                self._latest[key] = status
-        return {job_id: decided[key] for job_id, key in keys.items()}
+                self.accounting.records(list(job_ids), self._max_age(max_age_s))
 
     # ------------------------------------------------------------------ control
     def cancel(self, job_id: str, listed: bool = True) -> None:
-        """``scancel`` one of the user's own jobs (``JobQueue.cancel``). Remembered: until
-        Slurm answers after the scancel, the job shows as cancel sent, never as the running
-        job a squeue asked before the cancel listed."""
+        """``JobQueue.cancel``, remembered: until Slurm answers after the scancel, the job
+        shows as cancel sent (the rule: module doc)."""
         at = self.queue.cancel(job_id, listed)
         with self._lock:
             self._cancelled_at[job_id] = max(at, self._cancelled_at.get(job_id, 0.0))
@@ -428,9 +403,9 @@ def poll_targets(handle: Any) -> list[tuple[Any, str | None]]:
 
 def usage_of(handles: Sequence[Any], max_age_s: float | None = None
              ) -> dict[int, tuple[Usage, ...] | None]:
-    """Position in ``handles`` → its figures from one shared sacct call (one ``Usage`` per
-    job or task, once: tasks cancelled before they started share one record, ``123_[2-3]``),
-    for the handles whose every target has final figures; ``None``: accounting unreachable."""
+    """Position in ``handles`` → its figures from one shared sacct call (each record once:
+    tasks that never started share one, ``123_[2-3]``), for the handles whose every target
+    has final figures; ``None``: accounting unreachable."""
     targets = [poll_targets(handle) for handle in handles]
     found = watcher().usage([t for some in targets for t in some], max_age_s)
     result: dict[int, tuple[Usage, ...] | None] = {}

@@ -18,7 +18,7 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
 from ..scheduler import commands
-from ..scheduler.allocation import Allocation, parse_sshare
+from ..scheduler.allocation import Allocation, ask_sshare
 from ..scheduler.limits import default_account
 
 ACCOUNT_VARIABLES = ("SBATCH_ACCOUNT", "SLURM_ACCOUNT", "SALLOC_ACCOUNT")
@@ -63,9 +63,7 @@ def read_allocation(account: str | None, profile: str, low_fraction: float,
                     "limit_h": None, "title": f"{command[0]} (the site's balance command)"}
     if not account:
         return None
-    answer = commands.run(["sshare", "-n", "-P", "-A", account, "-o",
-                           "Account,User,GrpTRESMins,GrpTRESRaw"], timeout=timeout_s)
-    found = parse_sshare(answer.stdout, account) if answer.ok else None
+    found = ask_sshare(account, timeout_s)
     return None if found is None else allocation_json(found, low_fraction)
 
 

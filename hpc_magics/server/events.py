@@ -122,7 +122,7 @@ class JobTracker:
     def cycle(self, max_age_s: float | None = None) -> None:
         """Ask the watcher about every known job; note the ones that ended."""
         with self._cycle_lock:  # only cycles change _jobs: reading it here needs no _lock
-            view = self.watcher.queue_view(max_age_s)
+            view = self.watcher.queue.view(max_age_s)
             cluster = self.watcher.queue.cluster
             now = time.time()
             found: dict[str, TrackedJob] = {}

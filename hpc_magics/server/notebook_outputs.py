@@ -130,7 +130,7 @@ async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
     each ended session cell's."""
     root = Path(serverapp.root_dir).expanduser()
     now = time.time()
-    view = tracker.watcher.queue_view()  # the cycle's, just asked: no squeue of its own
+    view = tracker.watcher.queue.view()  # the cycle's, just asked: no squeue of its own
     # however long ago it ended (a tab open for days); oldest first: of two jobs the same
     # cell sent, the later one's outputs are those left in it
     for job in sorted(tracker.jobs(keep_ended_s=math.inf), key=lambda j: j.submitted_at or 0):

@@ -93,7 +93,7 @@ def test_gpu_request_reaches_the_job(slurm_shell: Any) -> None:
 
 def test_partition_missing_on_the_live_cluster(shell: Any, slurm_cluster: Any,
                                                job_folders: Any) -> None:
-    # the generic profile knows no partitions: the live cluster's answer (sinfo) decides
+    # the generic profile knows no partitions: the live cluster's answer (scontrol) decides
     with pytest.raises(UsageError, match=r"partition 'nope' does not exist on this cluster: "
                                          r"use one of debug, long"):
         shell.run_cell_magic("sbatch", "--backend slurm -p nope -t 5", "x = 1")

@@ -48,7 +48,7 @@ def test_a_foreign_profile_gets_static_checks_only(
     with pytest.raises(UsageError, match="partition 'normal' does not exist on this cluster"):
         shell.run_cell_magic("sbatch", "--dry-run --live --profile daint -A g123 -p normal -t 10",
                              "x = 1")
-    # a profile for any cluster (generic) is live by default: sinfo refuses the partition
+    # a profile for any cluster (generic) is live by default: scontrol refuses the partition
     with pytest.raises(UsageError, match="partition 'nosuch' does not exist on this cluster"):
         shell.run_cell_magic("sbatch", "--dry-run --profile generic -p nosuch -t 5", "x = 1")
     # and --no-live asks nothing

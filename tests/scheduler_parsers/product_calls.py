@@ -52,16 +52,6 @@ def _scontrol_job(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
         parse_scontrol_job(answer.stdout)
 
 
-def _partitions(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
-    from hpc_magics.backends.submitit_backend import _PARTITIONS_CACHE, SlurmBackend
-
-    _PARTITIONS_CACHE.clear()
-    try:
-        return SlurmBackend._partitions()
-    finally:
-        _PARTITIONS_CACHE.clear()
-
-
 def _config(runner: Runner, args: dict[str, Any], scratch: Path) -> Any:
     text = config_text()  # the product's own call (cluster.py), once a process
     # the product's three readers of it (cluster.py, limits.py through core/sweep.py)
@@ -100,7 +90,6 @@ CALLS: dict[str, Callable[[Runner, dict[str, Any], Path], Any]] = {
     "scontrol_partitions": lambda runner, args, scratch: live.partitions(),
     "node_groups": lambda runner, args, scratch: {
         group.partition: live.gpu_types(group.partition) for group in live.node_groups()},
-    "sinfo_partitions": _partitions,
     "associations": lambda runner, args, scratch: live.associations(args["user"]),
     "submit_limit": lambda runner, args, scratch: limits.association_limits(args["user"],
                                                                             None),

@@ -152,7 +152,6 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], None]] = {
     "segments": check_segments,
     "scontrol_partitions": check_partitions,
     "node_groups": lambda found, facts: _equal(found, facts["gpus"]),
-    "sinfo_partitions": lambda names, facts: _equal(sorted(names), facts["partitions"]),
     "associations": lambda found, facts: _member(facts["accounts_include"],
                                                  {a.account for a in found}),
     "submit_limit": lambda limit, facts: _equal(limit, facts.get("limit")),
