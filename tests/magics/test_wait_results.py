@@ -3,7 +3,6 @@ over (its result file), not when the scheduler next says the job ended."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
@@ -69,36 +68,26 @@ def test_a_sweep_ships_a_big_array_once_beside_its_payload(slurm_shell: Any) -> 
 def test_wait_fetches_without_a_squeue_of_its_own(slurm_shell: Any,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Once the result file lands, the cell's results come in with the state the user's
-    shared queue view says: no squeue is asked for this one job (one per interval for all).
-
-    What the wait asks once it has seen the result file is told apart from the rest: a
-    look it began before (its squeue can start after the file landed, under load) and the
-    widget monitor's (another thread) are not its own; a view it asks for afterwards must
-    take the shared one as it is (no ``max_age_s`` of its own: at most the interval's
-    refresh)."""
-    from hpc_magics.jobfolder.folder import JobFolder
-
+    shared queue view says: no squeue is run for this one job (one per interval for all)."""
+    magics = slurm_shell.magics_manager.registry["HpcMagicsKernel"]
     queue = watcher().queue
-    seen: list[bool] = []  # the cell's thread has seen the result file
-    own: list[float | None] = []  # the views it asked for since
+    real_run = queue.runner
+    after_results: list[str] = []
 
-    def has_results(folder: JobFolder) -> bool:
-        found = real_has_results(folder)
-        if found and threading.current_thread() is threading.main_thread():
-            seen.append(True)
-        return found
+    def counted(argv: Any, **kwargs: Any) -> Any:
+        handle = magics.handles.get(magics.last_job)
+        if handle is not None and handle.folder.has_results():
+            after_results.append(" ".join(str(word) for word in argv[:2]))
+        return real_run(argv, **kwargs)
 
-    def view(max_age_s: float | None = None) -> Any:
-        if seen and threading.current_thread() is threading.main_thread():
-            own.append(max_age_s)
-        return real_view(max_age_s)
-
-    real_has_results, real_view = JobFolder.has_results, queue.view
-    monkeypatch.setattr(JobFolder, "has_results", has_results)
-    monkeypatch.setattr(queue, "view", view)
+    monkeypatch.setattr(queue, "runner", counted)
+    # An interval no run reaches: a squeue after the results is then the wait's own, never
+    # the shared view's refresh at its interval (which a loaded machine let fall just after
+    # the result file landed, and the widget's monitor thread also asks at that interval).
+    monkeypatch.setattr(queue, "interval_s", 3600.0)
     slurm_shell.run_cell_magic("sbatch", "--wait --name own-squeue", "answer = 6 * 7")
     assert slurm_shell.user_ns["answer"] == 42
-    assert seen and all(max_age is None for max_age in own), own
+    assert after_results == []
 
 
 @pytest.mark.timeout(120)
