@@ -136,7 +136,7 @@ class SharedAccounting(SharedCache):
                 ) -> tuple[AccountingRecord, ...] | NotYet | None:
         """The records of ``job_ids``, per base id, once each (a sweep's thousand tasks
         share one base). ``None``: unreachable; ``NOT_YET``: asked next interval."""
-        found = self._answers_within(job_ids, max_age)
+        found = self.answers_within(job_ids, max_age)
         if found is None:
             return None  # accounting lags (slurmdbd slow or down): unreachable for now
         answers = [found.get(base, NOT_YET) for base in dict.fromkeys(map(base_of, job_ids))]
@@ -153,7 +153,7 @@ class SharedAccounting(SharedCache):
             self._index = (records, JobIndex(records, lambda r: r.job_id))
         return self._index[1].find(job_id)
 
-    def _answers_within(self, job_ids: list[str], max_age: float) -> Answers | None:
+    def answers_within(self, job_ids: list[str], max_age: float) -> Answers | None:
         """``answers``, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a lagging
         slurmdbd) is unreachable meanwhile; its answer lands in the shared cache when it
         comes. One sacct at a time from this process."""

@@ -13,7 +13,6 @@ sequence number. Tabs poll ``jobs/events?since=N``.
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from collections import deque
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.jobs import JobSnapshot, phase
-from ..jobfolder.folder import JobFolder
+from ..jobfolder.folder import JobFolder, own_job_folder
 from ..scheduler import job_index
 from ..scheduler.accounting import base_of
 from ..scheduler.cluster import UNKNOWN_CLUSTER
@@ -230,11 +229,8 @@ def _folder_key(entry: job_index.Entry) -> str:
     return entry.job_id if entry.cluster is not None else f"local:{entry.folder}"
 
 
+
 def _is_own_folder(folder: JobFolder, job_id: str) -> bool:
     """The index entry still names a folder of ours holding that job (not moved/reused)."""
-    try:
-        if folder.path.lstat().st_uid != os.getuid():
-            return False
-    except OSError:
-        return False
-    return str(folder.meta().get("job_id", "")) == job_id
+    return own_job_folder(folder.path) is not None and \
+        str(folder.meta().get("job_id", "")) == job_id

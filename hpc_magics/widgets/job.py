@@ -180,8 +180,6 @@ class JobWidget(widgets.VBox):
     def render(self) -> None:
         self.rendered_key = self.key()
         view = view_of(self.handle, self.end_state)
-        self.status.value = view.status_html()
-        self.story.value = html.escape(view.story())
         fraction = view.progress
         self._show("progress", fraction is not None)
         if self._made("progress"):
@@ -203,6 +201,10 @@ class JobWidget(widgets.VBox):
         self._render_efficiency(view)
         if self.sweep is not None:
             self.sweep.render()
+        # the state last: a front end never shows it with the buttons of the state before
+        # (each part's change is a message of its own; a Cancel beside COMPLETED was seen)
+        self.status.value = view.status_html()
+        self.story.value = html.escape(view.story())
 
     def key(self) -> tuple[Any, ...]:
         """What the widget shows that can change: re-render when this differs."""

@@ -109,7 +109,9 @@ def test_slurmdbds_placeholder_record_is_not_taken_for_the_jobs_figures() -> Non
     """For ~1 s after a short job ends, sacct shows slurmdbd's placeholder (as printed on the
     test cluster): final state, but no time limit, ReqMem "16?", named "allocation". The
     figures must be asked for again, not settled (usage.json once said "of n/a asked")."""
-    from hpc_magics.scheduler.accounting import _record_to_dict, _settled, parse_accounting
+    from dataclasses import asdict
+
+    from hpc_magics.scheduler.accounting import _settled, parse_accounting
 
     placeholder = ("3614|COMPLETED|2026-11-23T21:25:24|0:0|00:00:00||00:00.548||16?|1|"
                    "billing=1,cpu=1,mem=1G,node=1|c1|allocation\n")
@@ -119,7 +121,7 @@ def test_slurmdbds_placeholder_record_is_not_taken_for_the_jobs_figures() -> Non
     assert early.provisional and not later.provisional and later.req_mem_mb == 1024
 
     def answer(text: str, final_before: bool) -> dict[str, object]:
-        return {"records": [_record_to_dict(r) for r in parse_accounting(text)],
+        return {"records": [asdict(r) for r in parse_accounting(text)],
                 "final_before": final_before}
 
     assert not _settled(answer(placeholder, False)) and not _settled(answer(placeholder, True))

@@ -94,7 +94,8 @@ def test_pending_story_and_a_confirmed_cancel(lab: Any, sacct_state: Any) -> Non
     widget = JobWidget(handle)
     assert tick_until([widget], lambda: "--begin" in widget.story.value, 30), widget.story.value
     assert widget.story.value.startswith("pending: waiting for its requested start time")
-    assert re.search(r"estimated start \d\d:\d\d \(in (9|10)m\)", widget.story.value)
+    assert re.search(r"estimated start (\d{4}-\d\d-\d\d )?\d\d:\d\d \(in (9|10)m\)",
+                     widget.story.value)  # a date when it falls on another day
     assert shown(widget.cancel_button) and not shown(widget.fetch_button)
     assert not shown(widget.progress)
     # Cancel asks first; "No" keeps the job
