@@ -2,15 +2,16 @@
 
 States are only ever what Slurm said or what the job folder proves (the user's side:
 docs/how-it-works.md, "Good citizen"). The queue view (one ``squeue`` per interval for the
-user, ``JobQueue``) first; then one ``sacct`` per interval for every job that has left it, a
-final state never asked again (while sacct fails: "accounting unreachable", and only the
+user, ``JobQueue``) first; then one ``sacct`` per interval for every job that has left it,
+a final state never asked again (while sacct fails: "accounting unreachable", and only the
 queue and the folder decide); then the folder: its result file, once the job has left the
-queue, is COMPLETED (FAILED when the cell raised) until accounting says otherwise, and a view taken before that
-file was written that still says pending is RUNNING. Absent from two views taken after
-``sbatch`` returned, with nothing from accounting: ENDED. After our own ``scancel`` a
-started job is COMPLETING and a queued one keeps its state, "cancel sent", until a squeue
-asked after it, or a final state, says more. An entry with the job's id but submitted
-outside the folder's sbatch call is some other job (ids are reused after a reset).
+queue, is COMPLETED (FAILED when the cell raised) until accounting says otherwise, and a
+view taken before that file was written that still says pending is RUNNING. Absent from two
+views taken after ``sbatch`` returned, with nothing from accounting: ENDED. After our own
+``scancel`` a started job is COMPLETING and a queued one keeps its state, "cancel sent",
+until a squeue asked after it, or a final state, says more. An entry with the job's id but
+submitted outside the folder's sbatch call is some other job (ids are reused after a
+reset).
 """
 
 from __future__ import annotations
