@@ -3,11 +3,14 @@ over (its result file), not when the scheduler next says the job ended."""
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.scheduler.watcher import watcher
 
 # The cell is over and its results written; the job's interpreter then runs its exit
@@ -65,28 +68,39 @@ def test_a_sweep_ships_a_big_array_once_beside_its_payload(slurm_shell: Any) -> 
 
 
 @pytest.mark.timeout(120)
-def test_wait_fetches_without_a_squeue_of_its_own(slurm_shell: Any,
+def test_wait_fetches_without_a_squeue_of_its_own(slurm_shell: Any, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """Once the result file lands, the cell's results come in with the state the user's
-    shared queue view says: no squeue is run for this one job (one per interval for all)."""
-    magics = slurm_shell.magics_manager.registry["HpcMagicsKernel"]
+    """Once the wait sees the result file, the cell's results come in with the state the
+    user's shared queue view says: no squeue is run for this one job (one per interval for
+    all)."""
     queue = watcher().queue
     real_run = queue.runner
+    results_seen = threading.Event()  # by the wait itself, in the cell's thread
+    real_has_results = JobFolder.has_results
     after_results: list[str] = []
 
+    def seen(folder: JobFolder) -> bool:
+        found = real_has_results(folder)
+        if found and threading.current_thread() is threading.main_thread():
+            results_seen.set()
+        return found
+
     def counted(argv: Any, **kwargs: Any) -> Any:
-        handle = magics.handles.get(magics.last_job)
-        if handle is not None and handle.folder.has_results():
+        if results_seen.is_set():
             after_results.append(" ".join(str(word) for word in argv[:2]))
         return real_run(argv, **kwargs)
 
+    monkeypatch.setattr(JobFolder, "has_results", seen)
     monkeypatch.setattr(queue, "runner", counted)
+    # This process's own view: the other test workers' cancels (same user) invalidate the
+    # user's shared one, and the next look after that rightly asks squeue.
+    monkeypatch.setattr(queue, "cache_dir", tmp_path)
     # An interval no run reaches: a squeue after the results is then the wait's own, never
-    # the shared view's refresh at its interval (which a loaded machine let fall just after
-    # the result file landed, and the widget's monitor thread also asks at that interval).
+    # the view's refresh at its interval (the widget's monitor thread asks at that interval).
     monkeypatch.setattr(queue, "interval_s", 3600.0)
     slurm_shell.run_cell_magic("sbatch", "--wait --name own-squeue", "answer = 6 * 7")
     assert slurm_shell.user_ns["answer"] == 42
+    assert results_seen.is_set()
     assert after_results == []
 
 
