@@ -53,9 +53,22 @@ def end_reason(folder: Any, job_id: str, state: str) -> str:
 
 
 def end_line(folder: Any, job_id: str, state: str) -> str:
-    """What the job widget and %hpc_jobs show beside a job that ended (``end_note``)."""
+    """What the job widget and %hpc_jobs show beside a job that ended (``end_note``); for
+    a cell that raised, its error, as a local cell's traceback ends."""
     memory = asked_memory(folder, job_id) if state == "OUT_OF_MEMORY" else (None, None)
-    return end_note(_as_said(job_id, state), *memory)
+    return end_note(_as_said(job_id, state), *memory) or _raised(folder, state)
+
+
+def _raised(folder: Any, state: str) -> str:
+    """``the cell raised ZeroDivisionError: division by zero``, from the outcome file
+    (read, never unpickled; its Fetch brings the whole traceback and %debug)."""
+    if normalize_state(state) != "FAILED":
+        return ""
+    outcome = folder.outcome()
+    if outcome is None or not outcome.failed or not outcome.error_type:
+        return ""
+    message = f": {outcome.error_message}" if outcome.error_message else ""
+    return f"the cell raised {outcome.error_type}{message}"
 
 
 def suggested_rerun(folder: Any, job_id: str, state: str,

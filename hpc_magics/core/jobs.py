@@ -206,8 +206,8 @@ def end_hint(state: str, request_mem_mb: float | None = None,
 def end_note(state: str, request_mem_mb: float | None = None,
              limit_mb: float | None = None) -> str:
     """The line a view shows beside a job that ended: why, for a failure or an end Slurm
-    cannot explain; "" for a success, a job still in the queue, or a plain FAILED (its
-    log and the notebook's error say what the cell raised)."""
+    cannot explain; "" for a success, a job still in the queue, or a plain FAILED (the
+    cell's own error says why: ``jobfacts.end_line`` adds it from the outcome file)."""
     if phase(state) in {"failed", "ended"} and normalize_state(state) in HINTS:
         return end_hint(state, request_mem_mb, limit_mb)
     return ""

@@ -14,6 +14,7 @@ from IPython.core.error import UsageError
 
 from hpc_magics.attach import attach
 from hpc_magics.core.errors import JobFailed
+from hpc_magics.widgets.job import JobWidget
 
 
 def test_cell_runs_locally_and_results_come_back_with_wait(
@@ -78,9 +79,15 @@ def test_exception_in_the_job_is_raised_with_the_remote_traceback(
     assert job.state == "FAILED"
     capsys.readouterr()
     shell.run_line_magic("hpc_jobs", "")
-    [row] = [line for line in capsys.readouterr().out.splitlines()
-             if line.split()[:1] == [job.job_id]]
-    assert row.split()[1] == "FAILED", row
+    lines = capsys.readouterr().out.splitlines()
+    [at] = [n for n, line in enumerate(lines) if line.split()[:1] == [job.job_id]]
+    assert lines[at].split()[1] == "FAILED", lines[at]
+    # why, as a local cell's traceback ends (from the outcome file, before any fetch): in
+    # the listing under its row, and in the cell's widget
+    said = "the cell raised ZeroDivisionError: integer division or modulo by zero"
+    assert lines[at + 1].strip() == said, lines
+    widget = JobWidget(job)
+    assert said in widget.status.value + widget.story.value
 
 
 def test_unpicklable_names_are_refused_before_submitting(shell: Any, tmp_path: Path,
