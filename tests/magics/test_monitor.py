@@ -201,10 +201,11 @@ def test_failed_timeout_and_efficiency_figures(lab: Any,
                       and widgets[2].usage is not None, 240), [w.handle.status for w in widgets]
     assert [w.handle.status.state for w in widgets] == ["FAILED", "TIMEOUT", "COMPLETED"]
     assert not any(shown(w.cancel_button) for w in widgets)
-    # Slurm ended the second: why, as the notebook's error says it; the cell's own error
-    # (a plain FAILED) and a success need no line
+    # why, as the notebook's error says it: what the cell raised (its outcome file), the
+    # limit Slurm ended the second at; a success needs no line
     assert [w.story.value for w in widgets] == [
-        "", "TIMEOUT: it reached its time limit: ask for more with -t", ""]
+        "FAILED: the cell raised ValueError: on purpose",
+        "TIMEOUT: it reached its time limit: ask for more with -t", ""]
     assert tick_until(widgets[1:2], lambda: widgets[1].usage is not None, 60)
     assert "hit its time limit (1m)" in widgets[1].efficiency.value
     capsys.readouterr()
