@@ -230,9 +230,10 @@ def measure(users: tuple[int, ...], interval: float, intervals: int) -> list[dic
                 works[name] = base / name
                 works[name].mkdir(mode=0o700)
                 os.chown(works[name], *(pwd.getpwnam(name)[2:4]))
-                jobs[name] = (_submit(name, works[name], "--hold",
-                                      f"--array=0-{JOBS_PER_USER - 2}"),
-                              _submit(name, works[name], "--hold"))
+                # each job kept the moment it exists: a failed submission leaks none
+                held = _submit(name, works[name], "--hold", f"--array=0-{JOBS_PER_USER - 2}")
+                jobs[name] = (held, "")
+                jobs[name] = (held, _submit(name, works[name], "--hold"))
             # the ended job is cancelled before it ran: over, with nothing run on the
             # nodes others' tests share
             ended = [ended for _, ended in jobs.values()]
@@ -253,8 +254,9 @@ def measure(users: tuple[int, ...], interval: float, intervals: int) -> list[dic
                     for daemon, counts in zip(("ctld", "dbd", "squeue", "sacct"), pair,
                                               strict=True)}})
         finally:
-            for held, _ in jobs.values():
-                subprocess.run(["scancel", held], capture_output=True, timeout=60,
+            leftover = [job for pair in jobs.values() for job in pair if job]
+            if leftover:
+                subprocess.run(["scancel", *leftover], capture_output=True, timeout=60,
                                check=False)
     return results
 

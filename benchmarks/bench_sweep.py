@@ -98,9 +98,9 @@ def submission(workdir: Path, repeat: int) -> dict[str, Any]:
 def synthetic_sweep(root: Path) -> Path:
     """A finished sweep's job folder, written in the runner's formats."""
     from hpc_magics.core.sweep import compress
-    from hpc_magics.jobfolder.files import RESULTS_FILE, CellResult
+    from hpc_magics.jobfolder.files import CellResult, write_results
     from hpc_magics.jobfolder.folder import JobFolder
-    from hpc_magics.jobfolder.tasks import POINTS_FILE, task_dir, write_task_info
+    from hpc_magics.jobfolder.tasks import POINTS_FILE, task_dir
     from hpc_magics.shipping.stream import dump_results
 
     folder = JobFolder.create(root, "synthetic-sweep")
@@ -113,9 +113,7 @@ def synthetic_sweep(root: Path) -> Path:
         state, referenced = dump_results({"loss": loss, "accuracy": 1 / (1 + loss)}, None, {})
         result = CellResult(state=state, names=("loss", "accuracy"), referenced=referenced,
                             hostname="c1")
-        (target / RESULTS_FILE).write_bytes(pickle.dumps(result))
-        write_task_info(target, {"index": index, "job_id": f"900000_{index}",
-                                 "started": 0.0, "elapsed": 1.5, "failed": False})
+        write_results(target, result, f"900000_{index}", elapsed=1.5)  # as the runner does
     folder.write_meta({
         "name": "synthetic-sweep", "backend": "slurm", "kind": "sweep", "job_id": "900000",
         "results": ["loss", "accuracy"], "cluster": "synthetic-benchmark-cluster",
@@ -129,8 +127,9 @@ def synthetic_sweep(root: Path) -> Path:
 def table(root: Path, repeat: int) -> dict[str, Any]:
     """Time SweepHandle.table() against a plain loop reading the same files."""
     from hpc_magics.backends import get_backend
+    from hpc_magics.jobfolder.files import OUTCOME_FILE
     from hpc_magics.jobfolder.folder import JobFolder
-    from hpc_magics.jobfolder.tasks import TASK_FILE, task_dir
+    from hpc_magics.jobfolder.tasks import task_dir
     from hpc_magics.shipping.stream import load_results
     from hpc_magics.sweep_handle import SweepHandle
 
@@ -143,7 +142,7 @@ def table(root: Path, repeat: int) -> dict[str, Any]:
             with (target / "results.pkl").open("rb") as stream:
                 result = pickle.load(stream)
             values, _ = load_results(result.state, lambda name: None)
-            info = json.loads((target / TASK_FILE).read_text())
+            info = json.loads((target / OUTCOME_FILE).read_text())
             rows.append({**point, **values, "elapsed": info["elapsed"]})
         return rows
 
