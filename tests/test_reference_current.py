@@ -50,14 +50,14 @@ def test_every_magic_and_its_arguments_are_on_the_page(fresh_page: str) -> None:
             for name, bound in table.items()
             if type(getattr(bound, "__self__", None)).__module__.startswith("hpc_magics.")}
     assert {"hpc_resources", "sbatch", "hpc_fetch", "hpc_jobs", "hpc_cancel",
-            "hpc_efficiency", "hpc_session"} <= set(ours)
+            "hpc_efficiency", "hpc_live", "hpc_server"} <= set(ours)
     for name, kind in ours.items():
         sign = "%%" if kind == "cell" else "%"
         assert f"`{sign}{name}`" in fresh_page, f"{sign}{name} has no section"
     sbatch = _section(fresh_page, "`%%sbatch`")
     for flag in SBATCH_FLAGS:
         assert f"--{flag.name}" in sbatch and flag.help in sbatch, flag.name
-    for option in ("--wait", "--dry-run", "--sweep", "--checkpoint", "--stage", "--session"):
+    for option in ("--wait", "--dry-run", "--sweep", "--checkpoint", "--stage", "--retry-oom"):
         assert f"`{option} " in sbatch or f"`{option}`" in sbatch, option
 
 

@@ -1,6 +1,5 @@
 """Which notebook cell sent a job, recorded in its ``meta.json`` so that the server can
-write the job's outputs into that cell when nobody has the notebook open. A session's cells
-are recorded in ``CELLS_DIR`` of its folder, with the same keys.
+write the job's outputs into that cell when nobody has the notebook open.
 """
 
 from __future__ import annotations
@@ -8,8 +7,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from typing import Any
-
-CELLS_DIR = "session-cells"  # in a session's job folder: one record a cell that ended
 
 
 @dataclass(frozen=True)

@@ -256,13 +256,16 @@ def node_python(s: Setting) -> Result:
 # ------------------------------------------------------------ the Jupyter server
 def server_extension(s: Setting) -> Result:
     try:
-        from jupyter_core.paths import jupyter_config_path
-        from jupyter_server.extension.config import ExtensionConfigManager
+        from jupyter_server.serverapp import ServerApp
     except ImportError:
         return WARN, (f"jupyter_server is not installed for {sys.executable}: run "
                       "`hpc-magics doctor` in the Jupyter server's environment to check it")
-    manager = ExtensionConfigManager(read_config_path=jupyter_config_path())
-    if manager.enabled(EXTENSION):
+    # as the server decides: its config files (a user's jupyter_server_config.json can turn
+    # off what a conf.d file of the environment or the system turns on), then conf.d
+    app = ServerApp()
+    app.load_config_file()
+    app.find_server_extensions()
+    if app.jpserver_extensions.get(EXTENSION):
         return OK, f"{EXTENSION} is enabled in jupyter_server's configuration"
     return FAIL, (f"{EXTENSION} is not enabled in jupyter_server's configuration: "
                   f"`jupyter server extension enable {EXTENSION}` (--sys-prefix for this "

@@ -1,2 +1,2 @@
-"""A kernel that runs as a Slurm job (``provisioner``), a session driven from a notebook
-(``session``), and ``hpc-magics kernel`` (``command``). An edge layer."""
+"""A kernel that runs as a Slurm job (``provisioner``) and ``hpc-magics kernel``
+(``command``). An edge layer."""

@@ -18,7 +18,7 @@ from ..core.jobids import require_job_id
 from ..core.resources import ResourceRequest, updated
 from ..core.sites import default_profile_name
 from .spec import PROVISIONER_NAME, KernelRequest, display_name
-from .tunnel_routes import TUNNELS
+from .tunnel import TUNNELS
 
 
 def add_parser(subcommands: argparse._SubParsersAction) -> None:

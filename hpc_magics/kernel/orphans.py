@@ -1,9 +1,9 @@
 """Kernel jobs left behind: still in squeue, but the process that started them is gone.
 
-A killed Jupyter server or notebook kernel cannot cancel the kernel and session jobs it
-started; they would run, and cost, until their time limit. Each kernel job folder records
-its owner (host, pid and start time: ``scheduler/processes.py``); those whose owner is
-gone are *offered* for cancel, never cancelled without the user's word.
+A killed Jupyter server cannot cancel the Slurm kernel jobs it started; they would run,
+and cost, until their time limit. Each kernel job folder records its owner (host, pid and
+start time: ``scheduler/processes.py``); those whose owner is gone are *offered* for
+cancel, never cancelled without the user's word.
 
 Cheap enough for ``%load_ext``: folders known to be over are skipped by name
 (``OVER_LIST``), the owners are looked at first (no scheduler query, no heavy import when
@@ -83,10 +83,6 @@ class LeftBehind:
         target = scancel_target(self.job_id, self.step_id, self.allocation)
         assert target is not None  # a step never started is not listed (``left_behind``)
         return target
-
-    @property
-    def kind(self) -> str:
-        return "session" if self.name.startswith("kernel-session-") else "kernel"
 
 
 def candidates(root: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -198,7 +194,7 @@ def describe(found: Iterable[LeftBehind], cancel: str) -> str:
             "hpc-magics kernel cleanup"  # a step: %hpc_cancel would end the allocation
         # a server restart does not take its kernels over: the user may reach it again
         again = "its SSH tunnel ended with the server; " if entry.tunnel else ""
-        lines.append(f"  {entry.kind} job {entry.target} ({entry.name}): cancel with "
+        lines.append(f"  kernel job {entry.target} ({entry.name}): cancel with "
                      f"{command}, or {again}reconnect with hpc-magics kernel connect "
                      f"{entry.job_id}")
     return "\n".join(lines)
@@ -212,13 +208,25 @@ def cancel(found: Iterable[LeftBehind]) -> list[str]:
     said = []
     for entry in found:
         if end_tunnel(JobFolder(entry.folder).meta()):
-            said.append(f"closed the SSH tunnel its server left to {entry.kind} job "
+            said.append(f"closed the SSH tunnel its server left to kernel job "
                         f"{entry.target}")
         answer = commands.run(["scancel", entry.target], timeout=30)
         if answer.ok:
             JobFolder(entry.folder).update_meta(state="CANCELLED",
                                                 state_source="hpc-magics kernel cleanup")
-            said.append(f"cancelled {entry.kind} job {entry.target} ({entry.name})")
+            said.append(f"cancelled kernel job {entry.target} ({entry.name})")
         else:
             said.append(f"scancel {entry.target} failed: {answer.first_error_line()}")
     return said
+
+
+def offer_left_behind() -> None:
+    """At ``%load_ext``: say which kernel jobs of this user outlived their starter."""
+    import sys
+
+    try:
+        found = left_behind()
+    except (HpcMagicsError, OSError):
+        return  # the scheduler or the home is silent: nothing to offer now
+    if found:
+        print(describe(found, "%hpc_cancel {job_id}"), file=sys.stderr)

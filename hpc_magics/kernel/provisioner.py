@@ -61,8 +61,8 @@ class StartFailed(RefusedRequest, SubmissionError):
 
 
 async def _off_loop(function: Callable[..., T], *arguments: Any) -> T:
-    """``function`` in a thread; in place when the exiting interpreter refuses threads (a
-    session's exit hook still cancels its job)."""
+    """``function`` in a thread; in place when the exiting interpreter refuses threads (an
+    exit hook still cancels its job)."""
     try:
         return await asyncio.to_thread(function, *arguments)
     except RuntimeError as error:

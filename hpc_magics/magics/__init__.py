@@ -14,13 +14,11 @@ def register(ipython: Any) -> None:
     ipython.register_magics(HpcMagicsKernel)  # first: the others find it in the registry
     ipython.register_magics(JobActionMagics)
     ipython.register_magics(DoctorMagics)
-    from ..kernel.magics import SessionMagics, offer_left_behind
-
-    ipython.register_magics(SessionMagics)  # %hpc_session: a kernel in an allocation
+    from ..kernel.orphans import offer_left_behind
     from .postmortem import catch_node_failures
 
     catch_node_failures(ipython)  # %debug and %tb on a failed cell's node frames
-    offer_left_behind()  # kernel jobs a killed server or notebook left: offered for cancel
+    offer_left_behind()  # kernel jobs a killed server left: offered for cancel
     from .reattach import reattach_when_a_cell_runs
 
     reattach_when_a_cell_runs(ipython)  # a restarted kernel takes up its running jobs

@@ -1,5 +1,5 @@
 """Magic arguments: IPython's ``@magic_arguments`` with the parser built when first used,
-the resource flags %%sbatch, %hpc_resources and %hpc_session share (a table), and
+the resource flags %%sbatch and %hpc_resources share (a table), and
 one parse that turns a bad line into one error naming it and the fix.
 
 IPython builds each magic's parser, and formats its whole help text, when the class is
@@ -76,7 +76,7 @@ class lazy_magic_arguments(magic_arguments):  # spelled as IPython's decorator
 
 
 def resource_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
-    """The resource arguments of %%sbatch, %hpc_resources and %hpc_session."""
+    """The resource arguments of %%sbatch and %hpc_resources."""
     return [
         (("--profile",), {"help": "cluster profile: " +
                           ", ".join(sorted(profiles.available_profiles()))}),

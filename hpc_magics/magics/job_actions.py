@@ -183,7 +183,7 @@ class JobActionMagics(Magics):
     @line_magic
     def hpc_jobs(self, line: str = "") -> Any:
         """The jobs in this notebook's job folder, newest first, with their states, and
-        your kernels and sessions on compute nodes."""
+        your kernels on compute nodes."""
         from .job_list import show
 
         args = parse_argstring(self.hpc_jobs, line)

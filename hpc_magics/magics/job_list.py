@@ -2,7 +2,7 @@
 
 One function (``listing``) from one source: this notebook's job folders, each in the
 watcher's state (its shared ``squeue`` view and ``sacct``); the user's one ``squeue`` view
-for the other jobs of yours that are queued or running (kernels and sessions always; with
+for the other jobs of yours that are queued or running (kernels always; with
 ``--all`` every one), each with its folder where the one job index knows it; with
 ``--all``, the user's jobs that ended today too (one ``sacct -u`` per interval). One row
 type, one table, the same in a notebook and a terminal.
@@ -48,7 +48,7 @@ class JobRow:
 
     job_id: str
     state: str
-    kind: str = ""  # cell, sweep, notebook, kernel, session; "" for another tool's job
+    kind: str = ""  # cell, sweep, notebook, kernel; "" for another tool's job
     name: str = ""
     partition: str = ""
     elapsed: str = ""
@@ -125,7 +125,7 @@ def queue_entries(fresh: bool = True) -> tuple[dict[str, JobSnapshot], str]:
 
 
 def kernel_folders(job_ids: Iterable[str]) -> dict[str, tuple[JobFolder, dict[str, Any]]]:
-    """The kernel and session folders of these jobs and their meta, by job id, found
+    """The kernel folders of these jobs and their meta, by job id, found
     through the one job index: one meta.json read per job, however many the user made."""
     from ..scheduler import job_index
 
@@ -164,7 +164,7 @@ def ended_states(folders: Iterable[Any], polled: Mapping[Path, JobStatus]) -> di
 
 def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow], str, bool]:
     """The one listing: this notebook's jobs (one row per folder, its state from the
-    watcher), then the other jobs of yours the queue lists (your kernels and sessions;
+    watcher), then the other jobs of yours the queue lists (your kernels;
     with ``everything``, every one, its folder found through the job index), then (with
     ``everything``) those that ended today. Returns the rows, a note and whether Slurm is
     away (then it asks nobody more)."""

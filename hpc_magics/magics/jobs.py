@@ -193,8 +193,6 @@ class HpcMagicsKernel(Magics):
               help="after OUT_OF_MEMORY, run the cell again (same shipped state) up to N "
                    "times, each with the memory the efficiency advice names (at most a "
                    "node's); waits and fetches as --wait does")
-    @argument("--session", metavar="NAME", default=None,
-              help="run the cell in session NAME (%%hpc_session start) instead of a new job")
     @scale_arguments
     @sweep_magic.sweep_arguments
     @cell_magic
@@ -211,10 +209,6 @@ class HpcMagicsKernel(Magics):
         from ..shipping.packing import check_defined, pack
 
         args = parsed_arguments(self.sbatch, line)
-        if args.session:
-            from ..kernel.magics import run_in_session
-
-            return run_in_session(self.shell, args.session, cell)
         points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
         parsed = directive_parser.parse(cell)
         # a --profile switch first, so the cell's own #SBATCH lines are kept

@@ -24,7 +24,7 @@ class ServerMagics(Magics):
 
         Stop reaches the Jupyter server that runs this kernel (it saves nothing itself:
         save your notebooks first), shuts it down and cancels its own Slurm job only. In a
-        Slurm kernel or session it ends that kernel only: its job, or its step in an
+        Slurm kernel it ends that kernel only: its job, or its step in an
         allocation of yours (``--jobid``), which keeps running.
         """
         import time

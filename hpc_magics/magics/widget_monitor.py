@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 from ..core.background import stop_at_exit
@@ -114,15 +113,8 @@ class Monitor:
 MONITOR = Monitor()
 
 
-def job_widget(handle: Any, session: str = "", stop: Callable[[], str] | None = None
-               ) -> JobWidget:
-    """The job's widget, kept current by the monitor; a session's (``%hpc_session``) when
-    ``session`` names it: its Stop calls ``stop``, which ends the session."""
-    if session and stop is not None:
-        from ..widgets.session import SessionWidget
-
-        widget: JobWidget = SessionWidget(handle, session, stop)
-    else:
-        widget = JobWidget(handle)
+def job_widget(handle: Any) -> JobWidget:
+    """The job's widget, kept current by the monitor."""
+    widget = JobWidget(handle)
     MONITOR.add(widget)
     return widget

@@ -84,7 +84,7 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
 # nodes' ports are open to it, so the table is a template
 _KERNEL_TEMPLATE = [
     "",
-    "# How the login host reaches a Slurm kernel (hpc-magics kernel install, %hpc_session start):",
+    "# How the login host reaches a Slurm kernel (hpc-magics kernel install):",
     "# tcp (the default) where the nodes' ports are open to it, else an SSH tunnel.",
     "# [kernel]",
     '# tunnel = "ssh"',

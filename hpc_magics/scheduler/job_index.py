@@ -29,9 +29,8 @@ from ..jobfolder.folder import JobFolder, own_job_folder
 SERVER_ID_ENV = "HPC_MAGICS_SERVER_ID"
 FOLDER_NAME = "hpc-magics-submissions"
 KEEP_DAYS = 14.0
-KINDS = ("cell", "sweep", "notebook", "kernel", "session")
-KERNEL_KINDS = frozenset({"kernel", "session"})
-SESSION_PREFIX = "kernel-session-"  # a session's kernel job is named so (kernel/session.py)
+KINDS = ("cell", "sweep", "notebook", "kernel")
+KERNEL_KINDS = frozenset({"kernel"})
 ENTRY_MAX_BYTES = 64 * 1024
 
 
@@ -51,8 +50,6 @@ def index_dir(base: Path | None = None) -> Path:
 def kind_of(meta: dict[str, Any]) -> str:
     """The kind of job a folder's meta.json describes."""
     kind = str(meta.get("kind") or "cell")
-    if kind == "kernel" and str(meta.get("name") or "").startswith(SESSION_PREFIX):
-        return "session"
     return kind if kind in KINDS else "cell"
 
 

@@ -1,5 +1,5 @@
 """The one submission door: every sbatch of hpc_magics (a cell, a sweep's array, a whole
-notebook, a Slurm kernel, a session) goes through here, with the script
+notebook, a Slurm kernel) goes through here, with the script
 ``core/jobscript.render`` made.
 
 It writes the script where the job keeps it, refuses a job for another cluster, applies the

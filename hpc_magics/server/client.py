@@ -4,7 +4,7 @@ The kernel inherits ``SLURM_JOB_ID`` from the server's job. The server is the ru
 jupyter_server (its runtime file) whose process is an ancestor of the kernel.
 Without one (or without the hpc_magics extension in it), the kernel falls back to its own
 view of the job. Stop only ever ends what it names: the server (and its job) through the
-extension; in a Slurm kernel or session, that kernel's own job, or only its step in an
+extension; in a Slurm kernel, that kernel's own job, or only its step in an
 allocation of the user's (``--jobid``), never the allocation; without the extension, the
 job of the server that runs this kernel; else nothing.
 """
@@ -69,7 +69,7 @@ def find_own_server(servers: Iterable[Mapping[str, Any]] | None = None,
 
 
 def slurm_kernel_target(environ: Mapping[str, str] | None = None) -> str | None:
-    """In a Slurm kernel or session: what ends it and nothing else (its job, or ``JOB.STEP``
+    """In a Slurm kernel: what ends it and nothing else (its job, or ``JOB.STEP``
     in the user's allocation), as its node side put it in the environment; None elsewhere.
     A job or step the kernel starts inherits the variable: it counts only where it names
     this process's own job (and step)."""
@@ -111,7 +111,7 @@ class ServerControl:
     """How this kernel reads and stops its server: through the extension, or by itself."""
 
     connection: ServerConnection | None  # a server that runs this kernel and has the extension
-    kernel_target: str | None = None  # a Slurm kernel's (or session's) job, or its step
+    kernel_target: str | None = None  # a Slurm kernel's job, or its step
     under_server: bool = False  # a server without the extension runs this kernel (its job)
 
     @classmethod

@@ -45,7 +45,7 @@ class TrackedJob:
     server_id: str | None = None  # the server whose kernel submitted it (the index's)
     ended_at: float | None = None  # when this server saw it end
     folder_in_root: str | None = None  # the folder relative to the server's root
-    kind: str = ""  # "kernel" for a kernel's or session's own job (its folder says so)
+    kind: str = ""  # "kernel" for a Slurm kernel's own job (its folder says so)
     request: dict[str, Any] | None = None  # a kernel job's resource request (for its cost)
     allocation: bool = False  # a kernel in the user's own allocation (``--jobid``)
     step_id: str = ""  # that kernel's step: the only thing of the allocation that is ours

@@ -232,7 +232,7 @@ class ServerState:
             self.config.log.warning("%s", describe(found, "hpc-magics kernel cleanup"))
 
     def kernel_jobs(self) -> list[TrackedJob]:
-        """The live kernel and session jobs started from this server (the last cycle's)."""
+        """The live kernel jobs started from this server (the last cycle's)."""
         return [job for job in self.tracker.jobs() if kernel_jobs.is_kernel_job(job)]
 
     # ------------------------------------------------------------------ activity
@@ -271,7 +271,7 @@ class ServerState:
 
     async def _end_kernel_jobs(self, jobs: list[TrackedJob]) -> None:
         """Kernel jobs whose kernels did not take them along (a kernel its manager lost,
-        a session whose notebook kernel was killed): scancel, only the user's own."""
+        one whose shutdown failed): scancel, only the user's own."""
         if not jobs:
             return
         loop = asyncio.get_running_loop()

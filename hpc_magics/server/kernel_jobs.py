@@ -1,8 +1,7 @@
 """The kernel jobs of this server, as the status bar, the stop dialog and the idle stop see them.
 
 A kernel job is one the ``hpc-magics-slurm`` provisioner submitted (its job folder says
-``kind: kernel``; sessions are kernels too) from a process of this server: the server
-itself, or one of its notebook kernels (``%hpc_session``). They come from the tracker's
+``kind: kernel``) from this server. They come from the tracker's
 last cycle (one squeue per interval for the user, whatever the number of jobs or tabs);
 nothing here asks the scheduler, except the cancel at a stop, through the watcher, which
 cancels only jobs squeue lists as the user's. A kernel attached to the user's own
@@ -20,7 +19,6 @@ from ..core.cost import cost_so_far
 from ..core.errors import HpcMagicsError
 from ..core.jobs import plain_reason
 from ..scheduler import commands
-from ..scheduler.job_index import SESSION_PREFIX
 from ..scheduler.watcher import Watcher
 from .events import TrackedJob
 
@@ -28,17 +26,15 @@ CANCEL_TIMEOUT_S = 30
 
 
 def is_kernel_job(job: TrackedJob) -> bool:
-    """A live kernel or session job started from this server (in an allocation: while the
+    """A live kernel job started from this server (in an allocation: while the
     kernel runs; the allocation itself outlives it)."""
     return job.kind == "kernel" and job.from_this_server and not job.final and \
         not (job.allocation and job.kernel_over)
 
 
-def kernel_name(job_name: str) -> tuple[str, str]:
-    """(kind, name) from the job's name: ``kernel-NAME`` or ``kernel-session-NAME``."""
-    if job_name.startswith(SESSION_PREFIX):
-        return "session", job_name[len(SESSION_PREFIX):]
-    return "kernel", job_name.removeprefix("kernel-")
+def kernel_name(job_name: str) -> str:
+    """The kernelspec's name, from the job's: ``kernel-NAME``."""
+    return job_name.removeprefix("kernel-")
 
 
 def seconds_left(job: TrackedJob, now: float) -> int | None:
@@ -58,15 +54,14 @@ def kernel_job_json(job: TrackedJob, now: float | None = None) -> dict[str, Any]
     pends, time left and cost so far (the billing rule ``%%sbatch`` uses) while it runs."""
     now = time.time() if now is None else now
     queued = job.queued
-    kind, name = kernel_name(job.name)
     pending = job.status.phase == "pending"
     reason = queued.reason if queued and pending and queued.reason else ""
     elapsed = queued.elapsed_s if queued and queued.elapsed_s is not None else 0
     cost = cost_so_far(job.request or {}, elapsed) \
         if job.request and not pending and not job.allocation else ""
     return {
-        "job_id": job.job_id, "kind": kind, "name": name, "state": job.status.state,
-        "phase": job.status.phase,
+        "job_id": job.job_id, "kind": "kernel", "name": kernel_name(job.name),
+        "state": job.status.state, "phase": job.status.phase,
         "reason": reason, "reason_text": plain_reason(reason) if reason else "",
         "expected_start": queued.start_time if queued and pending else None,
         "end_time": queued.end_time if queued and not pending else None,
@@ -86,9 +81,8 @@ def cancel_target(job: TrackedJob) -> str | None:
 
 
 def describe(jobs: Iterable[TrackedJob]) -> str:
-    """``kernel demo (job 12), session s1 (job 13)`` for a log line."""
-    return ", ".join(f"{kernel_name(job.name)[0]} {kernel_name(job.name)[1]} "
-                     f"({where(job)})" for job in jobs)
+    """``kernel demo (job 12), kernel big (job 13)`` for a log line."""
+    return ", ".join(f"kernel {kernel_name(job.name)} ({where(job)})" for job in jobs)
 
 
 def where(job: TrackedJob) -> str:

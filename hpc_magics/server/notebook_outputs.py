@@ -4,7 +4,7 @@ The job's ``meta.json`` names the cell that sent it (``sent_from``, ``magics/sub
 Once the server's job watcher (``events.py``) has seen it end and no tab is connected to the
 notebook's kernels, this writes the outputs as a fetch shows them (``fetching.cell_outputs``)
 through the contents manager, at most once, never over an edit; ``notebook-outputs.json`` in
-the job folder says what was done. Session cells (``CELLS_DIR``) follow the same rule.
+the job folder says what was done.
 The whole rule: docs/how-it-works.md, "Outputs land in the notebook, also with the tab closed".
 """
 
@@ -24,14 +24,13 @@ from typing import Any
 from jupyter_server.utils import ensure_async
 
 from ..core.jobs import SUCCESS_STATES, normalize_state
-from ..core.sent_from import CELLS_DIR, SentFrom, source_hash
+from ..core.sent_from import SentFrom, source_hash
 from ..jobfolder.files import OUTCOME_FILE, write_atomically
 from ..jobfolder.folder import JobFolder
 from .events import JobTracker, TrackedJob
 
 NOTE_FILE = "notebook-outputs.json"
-SETTLED: set[Path] = set()  # job folders and session cells written, refused, or not from a cell
-SESSION_CELLS: dict[Path, tuple[SentFrom, str] | None] = {}  # a record's cell and session
+SETTLED: set[Path] = set()  # job folders written, refused, or not sent from a cell
 FIRST_SEEN_OVER: dict[Path, float] = {}  # an adopted job with no outcome: when first seen
 SLURM_SERVER = "slurm-job-"  # a server in a Slurm job is known by it (extension.py)
 
@@ -100,7 +99,7 @@ def connections(serverapp: Any, kernel_id: str) -> int:
 
 async def someone_looking(serverapp: Any, sent: SentFrom, path: str) -> bool:
     """The rule: a client is connected to the kernel that sent the job, or to the kernel
-    of a session on the notebook (a restarted or another kernel in an open tab)."""
+    of a Jupyter session on the notebook (a restarted or another kernel in an open tab)."""
     if connections(serverapp, sent.kernel_id):
         return True
     sessions = await ensure_async(serverapp.session_manager.list_sessions())
@@ -126,21 +125,16 @@ def place(notebook: Any, sent: SentFrom, outputs: list[dict[str, Any]],
 
 
 async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
-    """Write each ended job's outputs into its notebook cell once nobody has it open, and
-    each ended session cell's."""
+    """Write each ended job's outputs into its notebook cell once nobody has it open."""
     root = Path(serverapp.root_dir).expanduser()
     now = time.time()
     view = tracker.watcher.queue.view()  # the cycle's, just asked: no squeue of its own
     # however long ago it ended (a tab open for days); oldest first: of two jobs the same
     # cell sent, the later one's outputs are those left in it
     for job in sorted(tracker.jobs(keep_ended_s=math.inf), key=lambda j: j.submitted_at or 0):
-        session = job.kind == "kernel"  # a session's cells end while its job runs on
-        if job.folder is None or job.folder in SETTLED or not (job.final or session) or \
-                not (job.from_this_server or adopted(job, view)):
-            continue
-        if session:
-            await write_session_cells(serverapp, root, job, job.folder, log)
-            continue
+        if job.folder is None or job.folder in SETTLED or not job.final or \
+                job.kind == "kernel" or not (job.from_this_server or adopted(job, view)):
+            continue  # (a Slurm kernel's job sent no cell)
         folder = JobFolder(job.folder)
         ended_at = seen_ended_at(job, folder, now)
         if not waiting(job, folder, now, ended_at):
@@ -150,36 +144,6 @@ async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
                 serverapp, root, log, sent, job, f"job {job.job_id}", folder.path / NOTE_FILE,
                 partial(rendered, tracker.watcher, job, folder, ended_at)):
             SETTLED.add(job.folder)  # (None: not sent from a notebook's cell: a script)
-
-
-async def write_session_cells(serverapp: Any, root: Path, job: TrackedJob, folder: Path,
-                              log: Any) -> None:
-    """Each ended cell the session of ``job`` ran, recorded in its ``folder`` by the
-    notebook's kernel (``kernel/session.py``), written into its cell as a job's outputs are."""
-    cells = folder / CELLS_DIR
-    for record in sorted(cells.glob("*.json")) if cells.is_dir() else []:  # by when it ended
-        note = record.with_suffix("." + NOTE_FILE)
-        if not record.stem.isdigit() or record in SETTLED or note.exists():
-            continue
-        if record not in SESSION_CELLS:  # read once: a tab may stay open for days
-            SESSION_CELLS[record] = sent_by(record, log)
-        known = SESSION_CELLS[record]
-        if known is None or await settle(
-                serverapp, root, log, known[0], job, f"session {known[1]} (job {job.job_id})",
-                note, partial(session_rendered, record, job.job_id)):
-            SETTLED.add(record)
-            SESSION_CELLS.pop(record, None)
-
-
-def sent_by(record: Path, log: Any) -> tuple[SentFrom, str] | None:
-    """The cell that sent a session cell, and the session's name, from its record."""
-    try:
-        cell = json.loads(record.read_text())
-    except (OSError, ValueError) as error:
-        log.warning("hpc_magics: session cell %s not read: %s", record, error)
-        return None
-    sent = SentFrom.from_meta(cell) if isinstance(cell, dict) else None
-    return (sent, str(cell.get("session"))) if sent is not None else None
 
 
 async def settle(serverapp: Any, root: Path, log: Any, sent: SentFrom, job: TrackedJob,
@@ -238,18 +202,6 @@ def rendered(watcher: Any, job: TrackedJob, folder: JobFolder, ended_at: float
         outputs = cell_outputs(folder, job.job_id, state)
         what = f"job {job.job_id} ended {state}"
     return [first_line(what, stamp["ended"]), *outputs], stamp
-
-
-def session_rendered(record: Path, job_id: str
-                     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A session cell's outputs as its notebook's kernel recorded them (as the cell showed
-    them), under a first line naming the session and its job, and the cell's stamp."""
-    cell = json.loads(record.read_text())
-    stamp: dict[str, Any] = {"job_id": job_id, "session": cell.get("session"),
-                             "state": cell.get("state"), "ended": _iso(float(cell["ended"])),
-                             "written_by": "server"}
-    what = f"session {stamp['session']} (job {job_id}) ran this cell, ended {stamp['state']}"
-    return [first_line(what, stamp["ended"]), *cell["outputs"]], stamp
 
 
 def first_line(what: str, ended: str) -> dict[str, Any]:

@@ -133,8 +133,8 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
             continue
         reason = _refusal(value)
         if reason:
-            raise ShippingError(f"cannot ship {name!r}: {reason} (or keep it on the node: "
-                                "%%sbatch --session)")
+            raise ShippingError(f"cannot ship {name!r}: {reason} (or run the notebook in a "
+                                "Slurm kernel, where nothing is shipped)")
         values[name] = value
     read = tuple(values)
     extra, groups = _sharing_names(values, namespace)
@@ -167,7 +167,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ShippingError(
             f"cannot ship {name!r} ({type(values[name]).__name__}): {first_line}; create it "
-            "inside the cell, or keep it on the node in a session (%%sbatch --session)"
+            "inside the cell, or run the notebook in a Slurm kernel, where nothing is shipped"
         ) from None
     apart = sum(buffer.raw().nbytes for buffer in buffers)
     if len(state) + apart > max_shipped_mb * 1e6:

@@ -66,7 +66,6 @@ class JobWidget(widgets.VBox):
     log_button = Part("button")
     fetch_button = Part("button")
     rerun_button = Part("button")
-    button_specs = BUTTONS  # a session's widget names its Cancel otherwise
     confirm = Part("confirm")
     confirm_text = Part("confirm")
     confirm_yes = Part("confirm")
@@ -119,7 +118,7 @@ class JobWidget(widgets.VBox):
 
     def _children(self) -> tuple[widgets.Widget, ...]:
         """The parts made so far, in their order (the buttons' row as its buttons)."""
-        buttons = [self._parts[name] for name in self.button_specs if name in self._parts]
+        buttons = [self._parts[name] for name in BUTTONS if name in self._parts]
         row = self._parts.get("buttons")
         if buttons and row is None:
             self._parts["buttons"] = widgets.HBox(buttons, layout=self._fixed)
@@ -153,7 +152,7 @@ class JobWidget(widgets.VBox):
             layout=widgets.Layout(width="60%", display="none"))}
 
     def _make_button(self, name: str) -> dict[str, widgets.Widget]:
-        label, icon, tooltip, action, style = self.button_specs[name]
+        label, icon, tooltip, action, style = BUTTONS[name]
         # made after a render decided it: enabled as that render said
         button = self._button(label, icon=icon, tooltip=tooltip, button_style=style,
                               disabled=not getattr(self, "_enabled", {}).get(name, True))

@@ -12,8 +12,8 @@ from ..scheduler.server_status import ServerStatus
 # How the Stop button would stop things, decided by the magic from what it found.
 STOP_SERVER = "server"  # POST /hpc-magics/server/stop to the server that runs this kernel
 STOP_JOB = "job"  # a server without the extension runs this kernel: scancel its job
-STOP_KERNEL = "kernel"  # a Slurm kernel or session in its own job: scancel that job
-STOP_STEP = "step"  # a Slurm kernel or session in the user's allocation: its step only
+STOP_KERNEL = "kernel"  # a Slurm kernel in its own job: scancel that job
+STOP_STEP = "step"  # a Slurm kernel in the user's allocation: its step only
 STOP_NOTHING = "none"
 
 

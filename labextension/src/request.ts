@@ -69,16 +69,16 @@ export interface IJob {
   /** Submitted from a kernel of this server. */
   from_this_server: boolean;
   ended_at: number | null;
-  /** `kernel` for a Slurm kernel's (or session's) own job; `cell`, `notebook`, ... */
+  /** `kernel` for a Slurm kernel's own job; `cell`, `notebook`, ... */
   kind?: string;
 }
 
 /** One of this server's Slurm kernel jobs (GET /hpc-magics/kernels). */
 export interface IKernelJob {
   job_id: string;
-  /** `kernel` or `session`. */
+  /** `kernel`. */
   kind: string;
-  /** The kernelspec's (or session's) name. */
+  /** The kernelspec's name. */
   name: string;
   state: string;
   phase: JobPhase;

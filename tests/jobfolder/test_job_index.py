@@ -1,5 +1,5 @@
 """The one index of the user's jobs (scheduler/job_index.py): written by every
-``record_submission`` (cells, sweeps, notebooks, kernels, sessions) with the job's kind and
+``record_submission`` (cells, sweeps, notebooks, kernels) with the job's kind and
 the id of the Jupyter server whose kernel submitted; old entries pruned, kernels' too; only
 the user's own files read, never through a symlink."""
 
@@ -60,20 +60,20 @@ def test_outside_a_server_the_entry_has_no_server(tmp_path: Path, runtime: Path,
 
 def test_every_kind_is_one_index_and_a_kernel_is_found_by_its_job_id(
         tmp_path: Path, runtime: Path) -> None:
-    """Kernels and sessions were a second index under the kernels root: one now."""
+    """Kernels were a second index under the kernels root: one now."""
     jobs, kernels = tmp_path / "hpc_jobs", tmp_path / "kernels"
     submitted(jobs, "a-cell", "10")
     sweep = submitted(jobs, "a-sweep", "11", kind="sweep")
     submitted(jobs, "a-notebook", "12", kind="notebook")
     kernel = submitted(kernels, "kernel-lab", "13", kind="kernel")
-    session = submitted(kernels, "kernel-session-s1", "14", kind="kernel")
+    second = submitted(kernels, "kernel-gpu", "14", kind="kernel")
 
     assert [(e.job_id, e.kind) for e in job_index.entries()] == [
         ("10", "cell"), ("11", "sweep"), ("12", "notebook"), ("13", "kernel"),
-        ("14", "session")]
+        ("14", "kernel")]
     assert job_index.any_entry(job_index.KERNEL_KINDS)
     kernels_of = job_index.entries(kinds=job_index.KERNEL_KINDS, job_ids=["13", "14", "10"])
-    assert [e.folder for e in kernels_of] == [kernel.path.absolute(), session.path.absolute()]
+    assert [e.folder for e in kernels_of] == [kernel.path.absolute(), second.path.absolute()]
     # an array task finds its array's folder (a local one here: no Slurm in this test)
     assert [f.path for f in job_index.folders_for("11_3", local=True)] == [
         sweep.path.absolute()]

@@ -12,12 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 from jupyter_client import BlockingKernelClient, KernelManager
 
 from hpc_magics.cli import main as cli_main
-from hpc_magics.core.resources import ResourceRequest
-from hpc_magics.kernel import session as sessions
 from hpc_magics.kernel.spec import PROVISIONER_NAME
 from hpc_magics.scheduler import commands
 
@@ -146,19 +143,6 @@ def wait_until_gone(job_id: str, target: str | None = None) -> float:
             return time.monotonic() - started
         time.sleep(0.5)
     pytest.fail(f"{target or job_id} still in squeue after 60 s", pytrace=False)
-
-
-@pytest.fixture
-def shell(slurm_cluster: object, provisioner_registered: None) -> Iterator[Any]:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "hpc_magics")
-    ip.magics_manager.registry["HpcMagicsKernel"].request = ResourceRequest(profile="lab")
-    saved = dict(ip.user_ns)
-    yield ip
-    for name in list(sessions._SESSIONS):  # a failed test leaves no job behind
-        sessions.stop(name)
-    ip.user_ns.clear()
-    ip.user_ns.update(saved)
 
 
 @pytest.fixture

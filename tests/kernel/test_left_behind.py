@@ -1,4 +1,4 @@
-"""A kernel job whose notebook kernel was killed is found and offered for cancel, never
+"""A kernel job whose Jupyter server was killed is found and offered for cancel, never
 cancelled silently; ``hpc-magics kernel cleanup`` cancels it. On the test cluster."""
 
 from __future__ import annotations
@@ -7,30 +7,35 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any
+from pathlib import Path
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 from hpc_magics.cli import main as cli_main
-from hpc_magics.kernel.orphans import left_behind, owner, owner_gone
+from hpc_magics.kernel.orphans import left_behind, offer_left_behind, owner, owner_gone
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.processes import started
 
-from .conftest import squeue_ids
+from .conftest import install, squeue_ids
 
-KILLED_NOTEBOOK = """
+KILLED_SERVER = """
 import os, signal
-from IPython.core.interactiveshell import InteractiveShell
-from hpc_magics.core.resources import ResourceRequest
-from hpc_magics.kernel import session
-ip = InteractiveShell.instance()
-ip.run_line_magic('load_ext', 'hpc_magics')
-ip.magics_manager.registry['HpcMagicsKernel'].request = ResourceRequest(profile='lab')
-ip.run_line_magic('hpc_session', 'start {name} -t 5')
-print('JOB', session.get('{name}').job_id, flush=True)
+from jupyter_client import KernelManager
+manager = KernelManager(kernel_name={name!r})
+manager.start_kernel()
+print('JOB', manager.provisioner.job_id, flush=True)
 os.kill(os.getpid(), signal.SIGKILL)  # no exit hook runs: the job is left behind
 """
+
+
+def killed_server(name: str) -> str:
+    """Start kernel ``name`` from a process that is then killed; the job's id."""
+    killed = subprocess.run([sys.executable, "-c", KILLED_SERVER.format(name=name)],
+                            capture_output=True, text=True, timeout=300, check=False)
+    job_id = next((line.split()[1] for line in killed.stdout.splitlines()
+                   if line.startswith("JOB ")), "")
+    assert job_id, killed.stderr
+    return job_id
 
 
 def test_an_owner_that_ended_is_gone_and_a_live_one_is_not() -> None:
@@ -50,32 +55,27 @@ def test_an_owner_that_ended_is_gone_and_a_live_one_is_not() -> None:
 
 
 @pytest.mark.slurm
-def test_a_killed_notebooks_session_job_is_offered_then_cleaned_up(
-        slurm_cluster: object, provisioner_registered: None,
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_killed_servers_kernel_job_is_offered_then_cleaned_up(
+        kernel_prefix: Path, capsys: pytest.CaptureFixture[str]) -> None:
     name = f"orphan{os.getpid()}"
-    killed = subprocess.run([sys.executable, "-c", KILLED_NOTEBOOK.format(name=name)],
-                            capture_output=True, text=True, timeout=300, check=False)
-    job_id = next(line.split()[1] for line in killed.stdout.splitlines()
-                  if line.startswith("JOB ")) if "JOB " in killed.stdout else ""
-    assert job_id, killed.stderr
+    assert install(name, kernel_prefix, "--profile", "lab", "-t", "5") == 0
+    job_id = killed_server(name)
     try:
-        assert squeue_ids(job_id) == [job_id]  # the killed kernel could not cancel it
+        assert squeue_ids(job_id) == [job_id]  # the killed server could not cancel it
         found = {entry.job_id: entry for entry in left_behind()}
-        assert found[job_id].kind == "session"
+        assert found[job_id].name == f"kernel-{name}"
 
-        ip: Any = InteractiveShell.instance()
-        ip.run_line_magic("load_ext", "hpc_magics")  # the next start offers it
-        ip.run_line_magic("hpc_session", "list")
+        capsys.readouterr()
+        offer_left_behind()  # what the next %load_ext says
         offered = capsys.readouterr().err
-        assert f"session job {job_id} (kernel-session-{name}): cancel with " \
+        assert f"kernel job {job_id} (kernel-{name}): cancel with " \
                f"%hpc_cancel {job_id}" in offered
         assert cli_main(["kernel", "list"]) == 0
         assert f"job {job_id}" in capsys.readouterr().err
         assert squeue_ids(job_id) == [job_id]  # offered, never cancelled silently
 
         assert cli_main(["kernel", "cleanup"]) == 0
-        assert f"cancelled session job {job_id}" in capsys.readouterr().out
+        assert f"cancelled kernel job {job_id}" in capsys.readouterr().out
         deadline = time.monotonic() + 15
         while squeue_ids(job_id) and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -87,33 +87,24 @@ def test_a_killed_notebooks_session_job_is_offered_then_cleaned_up(
 
 @pytest.mark.slurm
 def test_a_left_behind_step_is_cancelled_alone_never_the_users_allocation(
-        slurm_cluster: object, provisioner_registered: None,
+        kernel_prefix: Path, user_allocation: str,
         capsys: pytest.CaptureFixture[str]) -> None:
-    answer = commands.run(["sbatch", "--parsable", "-J", f"orphan-alloc-{os.getpid()}", "-t",
-                           "5", "-o", "/dev/null", "--wrap", "sleep 300"], timeout=60)
-    assert answer.ok, answer.stderr
-    allocation = answer.stdout.strip().split(";")[0]
+    allocation = user_allocation
     name = f"orphanstep{os.getpid()}"
-    script = KILLED_NOTEBOOK.format(name=name).replace(
-        f"'start {name} -t 5'", f"'start {name} --jobid {allocation}'")
-    try:
-        killed = subprocess.run([sys.executable, "-c", script], capture_output=True,
-                                text=True, timeout=300, check=False)
-        assert f"JOB {allocation}" in killed.stdout, killed.stderr
-        entry = next(e for e in left_behind() if e.job_id == allocation)
-        assert entry.allocation and entry.target == f"{allocation}.{entry.step_id}"
-        assert cli_main(["kernel", "list"]) == 0
-        assert f"job {entry.target} (kernel-session-{name}): cancel with hpc-magics kernel " \
-               "cleanup" in capsys.readouterr().err
-        assert cli_main(["kernel", "cleanup"]) == 0
-        assert f"cancelled session job {entry.target}" in capsys.readouterr().out
-        deadline = time.monotonic() + 15
-        while entry.target in step_ids(allocation) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert entry.target not in step_ids(allocation)
-        assert squeue_ids(allocation) == [allocation]  # the allocation itself stays
-    finally:
-        commands.run(["scancel", allocation], timeout=30)
+    assert install(name, kernel_prefix, "--profile", "lab", "--jobid", allocation) == 0
+    assert killed_server(name) == allocation
+    entry = next(e for e in left_behind() if e.job_id == allocation)
+    assert entry.allocation and entry.target == f"{allocation}.{entry.step_id}"
+    assert cli_main(["kernel", "list"]) == 0
+    assert f"job {entry.target} (kernel-{name}): cancel with hpc-magics kernel " \
+           "cleanup" in capsys.readouterr().err
+    assert cli_main(["kernel", "cleanup"]) == 0
+    assert f"cancelled kernel job {entry.target}" in capsys.readouterr().out
+    deadline = time.monotonic() + 15
+    while entry.target in step_ids(allocation) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert entry.target not in step_ids(allocation)
+    assert squeue_ids(allocation) == [allocation]  # the allocation itself stays
 
 
 def step_ids(job_id: str) -> list[str]:

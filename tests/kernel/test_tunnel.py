@@ -30,7 +30,6 @@ from server.conftest import StartLocal, local_server, processes_mentioning  # no
 from hpc_magics.cli import main as cli_main
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.resources import ResourceRequest
-from hpc_magics.kernel import session as sessions
 from hpc_magics.kernel import tunnel as tunnel_module
 from hpc_magics.kernel.orphans import KERNELS_DIR_ENV, LeftBehind, describe
 from hpc_magics.kernel.provisioner import StartFailed
@@ -195,33 +194,6 @@ def test_a_tunnel_that_cannot_open_fails_the_start_in_one_line_and_cancels_the_j
     job_id = manager.provisioner.job_id
     assert wait_until_gone(job_id) < GONE_WITHIN_S  # the job that ran the kernel: cancelled
     assert jobs_named_once_accounted("kernel-lab-nokey", since, job_id) == [job_id]
-
-
-@needs_sshd
-@pytest.mark.slurm
-def test_a_session_started_with_tunnel_ssh_runs_cells_through_it(
-        shell: Any, sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    profile = write_profile(tmp_path / "profiles", monkeypatch, "lab-ssh",
-                            f'ssh_options = ["-F", "{sshd.ssh_config}"]')
-    shell.magics_manager.registry["HpcMagicsKernel"].request = ResourceRequest(profile=profile)
-    name = f"t{os.getpid()}"
-    shell.run_line_magic("hpc_session", f"start {name} --tunnel ssh -t 5")
-    session = sessions.get(name)
-    tunnel = session.manager.provisioner._tunnel
-    assert tunnel is not None and tunnel.alive()
-    assert session.client.get_connection_info()["ip"] == "127.0.0.1"
-    assert session.client.shell_port == tunnel.local["shell_port"]
-
-    shell.user_ns["base"] = 40
-    shell.run_cell_magic("sbatch", f"--session {name}",
-                         "import os\nx = base + 2\njob = os.environ['SLURM_JOB_ID']")
-    assert shell.user_ns["x"] == 42
-    assert shell.user_ns["job"] == session.job_id
-
-    job_id = session.job_id
-    shell.run_line_magic("hpc_session", f"stop {name}")
-    assert wait_until_gone(job_id) < GONE_WITHIN_S
-    assert tunnel.process.poll() is not None
 
 
 def test_the_tunnel_is_the_profiles_unless_asked_and_a_wrong_one_is_one_line(

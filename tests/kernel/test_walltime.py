@@ -3,16 +3,12 @@ server's warning minutes, once when due (iopub, while idle) and at the next cell
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
-from hpc_magics.core.resources import ResourceRequest
-from hpc_magics.kernel import session as sessions
 from hpc_magics.node.kernel import kernel_argv
 from hpc_magics.node.walltime import (
     DEFAULT_WARN_MINUTES,
@@ -22,6 +18,8 @@ from hpc_magics.node.walltime import (
     warn_minutes,
     watch,
 )
+
+from .conftest import Started, install, start
 
 
 def test_each_warning_is_said_once_and_the_most_urgent_when_several_are_due() -> None:
@@ -65,32 +63,30 @@ def test_only_an_ipykernel_gets_the_extension(tmp_path: Any) -> None:
     assert EXTENSION_ARGUMENT not in other
 
 
-@pytest.fixture
-def shell(slurm_cluster: object, provisioner_registered: None,
-          monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+@pytest.mark.slurm
+def test_a_kernel_job_warns_in_the_notebook_before_its_time_limit(
+        kernel_prefix: Path, started: Started, monkeypatch: pytest.MonkeyPatch) -> None:
     # a 5-minute job warned 4.7 minutes before its end: due 18 s after it starts (a
     # kernel that took longer to start would drop it as passed: the margin)
     monkeypatch.setenv(WARN_MINUTES_ENV, "4.7")
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "hpc_magics")
-    ip.magics_manager.registry["HpcMagicsKernel"].request = ResourceRequest(profile="lab")
-    yield ip
-    for name in list(sessions._SESSIONS):
-        sessions.stop(name)
-
-
-@pytest.mark.slurm
-def test_a_kernel_job_warns_in_the_notebook_before_its_time_limit(
-        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    name = f"w{os.getpid()}"
-    shell.run_line_magic("hpc_session", f"start {name} -t 5")
-    session = sessions.get(name)
+    assert install("lab-walltime", kernel_prefix, "--profile", "lab", "-t", "5") == 0
+    manager, client = start("lab-walltime", started)
+    job_id = manager.provisioner.job_id
     deadline, heard = time.monotonic() + 60, ""
     while "time limit" not in heard and time.monotonic() < deadline:
-        message = session.client.get_iopub_msg(timeout=60)  # the kernel is idle meanwhile
+        message = client.get_iopub_msg(timeout=60)  # the kernel is idle meanwhile
         if message["msg_type"] == "stream" and message["content"]["name"] == "stderr":
             heard += message["content"]["text"]
-    assert f"job {session.job_id} reaches its time limit in 5 min" in heard
-    capsys.readouterr()
-    shell.run_cell_magic("sbatch", f"--session {name}", "x = 1")
-    assert "reaches its time limit in" in capsys.readouterr().err  # again at the next cell
+    assert f"job {job_id} reaches its time limit in 5 min" in heard
+    msg_id = client.execute("x = 1")
+    said = ""
+    while True:  # the cell's own messages, until it is done
+        message = client.get_iopub_msg(timeout=60)
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        if message["msg_type"] == "stream" and message["content"]["name"] == "stderr":
+            said += message["content"]["text"]
+        if message["msg_type"] == "status" and \
+                message["content"]["execution_state"] == "idle":
+            break
+    assert "reaches its time limit in" in said  # again at the next cell

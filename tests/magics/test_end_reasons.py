@@ -168,8 +168,7 @@ def test_hpc_jobs_warns_when_queued_and_running_jobs_would_exceed_the_allocation
     account whose allocation (GrpTRESMins) is 30 billing-minutes."""
     account = throwaway_account("hpcm_test_listing", getpass.getuser(), "billing=30")
     live.forget()  # sacctmgr's associations as they are now
-    # kernels and sessions count too (tests/kernel/test_session_widget.py): none here, so
-    # other tests' and helpers' kernels of this user do not
+    # kernels count too: none here, so other tests' and helpers' kernels of this user do not
     monkeypatch.setenv(KERNELS_DIR_ENV, str(tmp_path / "no kernels"))
     shell.run_line_magic("hpc_resources", f"--profile lab --backend slurm -A {account}")
     magics = shell.magics_manager.registry["HpcMagicsKernel"]

@@ -52,7 +52,7 @@ def _fresh_load() -> dict[str, Any]:
 def test_load_ext_imports_nothing_heavy() -> None:
     loaded = _fresh_load()
     assert "sbatch" in loaded["cell"] and {"hpc_resources", "hpc_fetch", "hpc_jobs",
-                                           "hpc_session"} <= set(loaded["line"])
+                                           "hpc_live"} <= set(loaded["line"])
     assert any(name.startswith("hpc_magics.magics") for name in loaded["new"])
     heavy = [name for name in loaded["all"]
              if any(name == h or name.startswith(h + ".") for h in HEAVY)]

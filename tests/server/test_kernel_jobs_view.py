@@ -49,12 +49,12 @@ def test_a_running_kernel_job_shows_time_left_and_cost_so_far() -> None:
 
 def test_only_live_kernel_jobs_of_this_server_count() -> None:
     mine = kernel("RUNNING", None)
-    session = kernel("PENDING", None, name="kernel-session-model", job_id="42")
+    pending = kernel("PENDING", None, name="kernel-model", job_id="42")
     others = [kernel("RUNNING", None, job_id="43", ours=False),
               kernel("COMPLETED", None, job_id="44"),
               kernel("RUNNING", None, job_id="45", kind="")]  # a %%sbatch cell's job
-    assert [job for job in [mine, session, *others] if is_kernel_job(job)] == [mine, session]
-    assert describe([mine, session]) == "kernel gpu (job 41), session model (job 42)"
+    assert [job for job in [mine, pending, *others] if is_kernel_job(job)] == [mine, pending]
+    assert describe([mine, pending]) == "kernel gpu (job 41), kernel model (job 42)"
 
 
 SSHARE = ("root|||cpu=0,mem=0,billing=0\n"
