@@ -58,6 +58,18 @@ BUTTONS = {
                      "_rerun", ""),
 }
 
+_LOOKS: tuple[widgets.Layout, HTMLStyle, ButtonStyle] | None = None
+
+
+def shared_looks() -> tuple[widgets.Layout, HTMLStyle, ButtonStyle]:
+    """The layout of the parts that never hide, the HTML parts' style and the buttons':
+    never changed, so one of each for every job widget of this kernel (three models a
+    kernel, not three a cell); made again if something closed them (``close_all``)."""
+    global _LOOKS
+    if _LOOKS is None or any(look.comm is None for look in _LOOKS):
+        _LOOKS = (widgets.Layout(), HTMLStyle(), ButtonStyle())
+    return _LOOKS
+
 
 class JobWidget(widgets.VBox):
     progress = Part("progress")
@@ -77,10 +89,7 @@ class JobWidget(widgets.VBox):
 
     def __init__(self, handle: Any) -> None:
         self.handle = handle
-        # one layout and style for the parts that never hide, one style for the buttons
-        self._fixed = widgets.Layout()
-        self._html_style = HTMLStyle()
-        self._button_style = ButtonStyle()
+        self._fixed, self._html_style, self._button_style = shared_looks()
         self._parts: dict[str, widgets.Widget] = {}
         self._making = threading.RLock()
         self.status = self._html()

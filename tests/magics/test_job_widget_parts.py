@@ -11,10 +11,10 @@ import pytest
 from ipywidgets.widgets.widget import _instances
 
 from hpc_magics.jobfolder.live_stream import STREAM_FILE
-from hpc_magics.widgets.job import ORDER, JobWidget
+from hpc_magics.widgets.job import ORDER, JobWidget, shared_looks
 from hpc_magics.widgets.live_output import LiveOutput
 
-MODELS_AT_SUBMIT = 9  # the box, status, story, Cancel and their shared layouts and styles
+MODELS_AT_SUBMIT = 6  # the box, status, story, Cancel, its layout and the buttons' row
 
 
 def shown(part: Any) -> bool:
@@ -53,6 +53,7 @@ def ended_with_its_log(shell: Any, body: str, live: bool = False) -> JobWidget:
 def test_a_running_job_gets_status_story_and_cancel_only(shell: Any) -> None:
     handle = submitted(shell, "import time\ntime.sleep(60)")
     try:
+        shared_looks()  # the kernel's first job widget makes them
         before = len(_instances)
         widget = JobWidget(handle)
         assert len(_instances) - before <= MODELS_AT_SUBMIT
@@ -106,3 +107,11 @@ def test_its_plain_text_names_the_job_without_walking_its_parts(shell: Any) -> N
     trait of every part (~3 ms of each submission), cut at 110 characters."""
     handle = submitted(shell, "x = 1")
     assert repr(JobWidget(handle)) == f"JobWidget(job {handle.job_id})"
+
+
+def test_the_looks_are_one_per_kernel_and_made_again_once_closed() -> None:
+    first = shared_looks()
+    assert shared_looks() is first  # no model of its own a cell
+    first[0].close()  # a user's ipywidgets.Widget.close_all() closes them too
+    again = shared_looks()
+    assert again is not first and all(look.comm is not None for look in again)
