@@ -25,7 +25,8 @@ from .conftest import Stopwatch, last_handle, outage, sacct_state, wait_for
 
 pytestmark = [pytest.mark.drills, pytest.mark.slurm, pytest.mark.timeout(240)]
 
-CELL = "import time\ntime.sleep(15)\nanswer = 'survived the outage'"
+CELL = ("print('the cell runs', flush=True)\nimport time\ntime.sleep(15)\n"
+        "answer = 'survived the outage'")
 SERVER_CONFIG = "c.HpcMagicsServer.jobs_poll_interval_s = 2\n"
 
 
@@ -40,6 +41,10 @@ def test_slurmctld_stopped_mid_job_and_mid_poll(
     drill_shell.run_cell_magic("sbatch", "", CELL)
     handle = last_handle(drill_shell)
     wait_for(lambda: handle.refresh(max_age_s=0) == "RUNNING", 60, "the job running")
+    # and its cell running: squeue says RUNNING once the batch script starts, before the
+    # cell's srun step exists, and an srun begun while slurmctld is away cannot confirm its
+    # allocation and fails the job (Slurm's own behaviour: a job starting during an outage)
+    wait_for(lambda: "the cell runs" in handle.log(), 60, "the cell running")
     widget = JobWidget(handle)
 
     # each poll: was the controller away when it began, and still away when it returned?
