@@ -6,6 +6,7 @@ Python API; `playwright install` cannot download browsers on these machines.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import secrets
@@ -72,6 +73,8 @@ class Lab:
             return error.code, error.read()
         except (urllib.error.URLError, OSError):
             return 0, b""
+        except http.client.HTTPException as error:  # something not HTTP answered there
+            return 0, f"not an HTTP answer: {error!r}".encode()
 
 
 def write_lab_settings(settings_dir: Path) -> Path:
@@ -122,15 +125,16 @@ def lab_argv(root_dir: Path, app: str = "jupyterlab") -> list[str]:
 def wait_for_server(lab: Lab, alive: Callable[[], bool], describe: Callable[[], str]) -> None:
     """Wait until the server answers /api/status; fail early when its process/job ended."""
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    answered = b""
     while time.monotonic() < deadline:
-        status, _ = lab.api("GET", "api/status", timeout=2.0)
+        status, answered = lab.api("GET", "api/status", timeout=2.0)
         if status == 200:
             return
         if not alive():
             pytest.fail(f"JupyterLab ended before answering:\n{describe()}", pytrace=False)
         time.sleep(0.3)
-    pytest.fail(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S:.0f}s:\n{describe()}",
-                pytrace=False)
+    pytest.fail(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S:.0f}s (last: "
+                f"{answered[:200]!r}):\n{describe()}", pytrace=False)
 
 
 def processes_mentioning(text: str) -> list[int]:
