@@ -24,8 +24,6 @@ from .core.flags import SBATCH_FLAGS
 from .core.profiles import ClusterProfile, load_profile
 from .core.resources import ResourceRequest, from_dict, to_dict, updated
 from .core.scale import ScaleOptions
-from .core.units import format_memory, parse_memory
-from .jobfacts import suggested_rerun
 from .jobfolder.files import load_own
 from .jobfolder.folder import JobFolder
 from .node.runner import run_cell
@@ -100,7 +98,7 @@ def checked(request: ResourceRequest, profile: ClusterProfile, backend: Any) -> 
     from .scheduler.cluster import live_wanted
 
     validation.refuse(validation.check(request.changed(backend=backend.name), profile))
-    backend.preflight(request, profile, live=live_wanted(profile, None)[0], submitting=True)
+    backend.preflight(request, profile, live=live_wanted(profile)[0], submitting=True)
 
 
 def rerun(folder: JobFolder, job_id: str, changes: Mapping[str, Any]) -> tuple[str, JobFolder]:
@@ -118,23 +116,3 @@ def rerun(folder: JobFolder, job_id: str, changes: Mapping[str, Any]) -> tuple[s
     return submit_cell(folder.path.parent, backend, payload, request, profile, name, options,
                        rerun_of=job_id)
 
-
-def oom_retry(folder: JobFolder, job_id: str) -> tuple[dict[str, str], str]:
-    """The next ``--retry-oom`` try's change (the memory the advice suggests, at most what
-    a node of the partition has), or {} and why there is none."""
-    from .core.validation import resolve_partition
-
-    meta = folder.meta()
-    request = from_dict(meta.get("request") or {})
-    suggested = suggested_rerun(folder, job_id, "OUT_OF_MEMORY")
-    if "mem" not in suggested:
-        return {}, (f"job {job_id} ran out of memory, and how much it had is not known: "
-                    "rerun it with --mem")
-    partition = resolve_partition(request, load_profile(meta.get("profile") or
-                                                        request.profile))
-    cap = partition.mem_per_node_mb if partition is not None else None
-    wanted = parse_memory(suggested["mem"])
-    if partition is not None and cap and request.mem_mb and request.mem_mb >= cap:
-        return {}, (f"job {job_id} ran out of memory with --mem {format_memory(request.mem_mb)},"
-                    f" all a node of partition {partition.name!r} has: no more tries")
-    return {"mem": format_memory(min(wanted, cap) if cap else wanted)}, ""

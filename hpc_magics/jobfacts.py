@@ -74,7 +74,7 @@ def _raised(folder: Any, state: str) -> str:
 def suggested_rerun(folder: Any, job_id: str, state: str,
                     usage: Usage | None = None) -> dict[str, str]:
     """The rerun the efficiency advice names for a job that ended ``state`` (``{"mem":
-    "2G"}``; the widget's button, ``--retry-oom``): from accounting's figures when given,
+    "2G"}``; the widget's Rerun button): from accounting's figures when given,
     else from what the folder knows (the request, the limit its nodes recorded)."""
     if usage is None:
         asked, limit = asked_memory(folder, job_id)

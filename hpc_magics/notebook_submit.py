@@ -38,7 +38,7 @@ def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
     from .scheduler.cluster import live_wanted, with_environment
 
     # this machine's sbatch defaults count, as sbatch will apply them
-    request = with_environment(request, live_wanted(profile, None)[0])[0]
+    request = with_environment(request, live_wanted(profile)[0])[0]
     validation.refuse(validation.check(request, profile))
     notebook = read_notebook(path)
     prepared = prepare_notebook(notebook, strip_display=strip_display)

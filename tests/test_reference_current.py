@@ -57,7 +57,7 @@ def test_every_magic_and_its_arguments_are_on_the_page(fresh_page: str) -> None:
     sbatch = _section(fresh_page, "`%%sbatch`")
     for flag in SBATCH_FLAGS:
         assert f"--{flag.name}" in sbatch and flag.help in sbatch, flag.name
-    for option in ("--wait", "--dry-run", "--sweep", "--checkpoint", "--stage", "--retry-oom"):
+    for option in ("--wait", "--dry-run", "--sweep", "--checkpoint", "--stage"):
         assert f"`{option} " in sbatch or f"`{option}`" in sbatch, option
 
 

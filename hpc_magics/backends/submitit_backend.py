@@ -107,7 +107,7 @@ class Backend:
     def preflight(self, request: ResourceRequest, profile: ClusterProfile, *,
                   live: bool = True, submitting: bool = True) -> None:
         """Raise InvalidRequest for what the live scheduler would refuse (``live`` False:
-        the profile is another cluster's, or --no-live: ask the scheduler nothing;
+        the profile is another cluster's: ask the scheduler nothing;
         ``submitting`` False: a dry run, which shows the script whether Slurm answers or not)."""
 
     def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:

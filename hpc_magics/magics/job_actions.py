@@ -13,7 +13,6 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, parse_argstring
 
 from ..core.errors import HpcMagicsError
-from ..core.units import format_memory
 from .arguments import lazy_magic_arguments as magic_arguments
 from .arguments import parsed_arguments
 
@@ -58,36 +57,6 @@ def wait_and_fetch(handle: Any, shell: Any, widget: Any = None,
             widget.render()
         if status is not None:  # never a stale "RUNNING · 1s" under a finished job
             status.update(Pretty(f"job {handle.job_id}: {handle.status.state}"))
-
-
-def _memory_said(handle: Any) -> str:
-    mem = (handle.folder.meta().get("request") or {}).get("mem_mb")
-    return f"--mem {format_memory(mem)}" if mem else "the cluster's default memory"
-
-
-def retrying_oom(handle: Any, tries: int) -> Any:
-    """``%%sbatch --retry-oom N``: wait for the job; after OUT_OF_MEMORY, run the cell
-    again with the memory the advice names (``cell_job.oom_retry``), up to ``tries``
-    times, one line per try. Returns the last try's handle (``wait_and_fetch`` follows)."""
-    from IPython.display import display
-
-    from ..cell_job import oom_retry
-
-    print(f"[hpc_magics] try 1 of {tries + 1}: job {handle.job_id} with {_memory_said(handle)}")
-    for attempt in range(2, tries + 2):
-        handle.wait()
-        if handle.end_state() != "OUT_OF_MEMORY":
-            break
-        changes, why_not = oom_retry(handle.folder, handle.job_id)
-        if not changes:
-            print(f"[hpc_magics] {why_not}")
-            break
-        handle = handle.rerun(**changes)
-        print(f"[hpc_magics] try {attempt} of {tries + 1}: job {handle.job_id} with "
-              f"{_memory_said(handle)} (the one before ran out of memory)")
-        if handle.widget is not None:
-            display(handle.widget)
-    return handle
 
 
 @magics_class

@@ -24,7 +24,7 @@ from ..core.errors import HpcMagicsError
 from . import sweep as sweep_magic
 from .arguments import lazy_magic_arguments as magic_arguments
 from .arguments import parsed_arguments, resource_arguments, values_from_args
-from .job_actions import retrying_oom, show_handle, wait_and_fetch
+from .job_actions import show_handle, wait_and_fetch
 from .lazy import lazy_module
 from .live_view import follow_output
 from .resource_view import ResourceView
@@ -139,7 +139,7 @@ class HpcMagicsKernel(Magics):
             resolved = choose_backend_name(request.backend)
             profile = profile or self._profile(request)
             # the environment's sbatch defaults count, as sbatch will apply them
-            request = with_environment(request, live_wanted(profile, None)[0])[0]
+            request = with_environment(request, live_wanted(profile)[0])[0]
         except HpcMagicsError as error:
             return [validation.Problem(validation.ERROR, "backend", str(error))]
         return validation.check(request.changed(backend=resolved), profile)
@@ -169,7 +169,7 @@ class HpcMagicsKernel(Magics):
         from ..scheduler.cluster import live_wanted, with_environment
 
         # shown and costed with the environment's sbatch defaults, as a job gets them
-        shown = with_environment(request, live_wanted(profile, None)[0])[0]
+        shown = with_environment(request, live_wanted(profile)[0])[0]
         return ResourceView(shown, profile, self._problems(request))
 
     # ------------------------------------------------------------- %%sbatch
@@ -184,15 +184,6 @@ class HpcMagicsKernel(Magics):
               help="if this cell ran before with the same code, shipped inputs and job "
                    "environment (resources aside), return that job's result instead of "
                    "submitting")
-    @argument("--live", dest="live", action="store_true", default=None,
-              help="check against this cluster's Slurm (partitions) even when the profile "
-                   "is another cluster's; default: only when the profile is this cluster's")
-    @argument("--no-live", dest="live", action="store_false", default=None,
-              help="static checks only: ask this cluster nothing before submitting")
-    @argument("--retry-oom", metavar="N", type=int, default=0,
-              help="after OUT_OF_MEMORY, run the cell again (same shipped state) up to N "
-                   "times, each with the memory the efficiency advice names (at most a "
-                   "node's); waits and fetches as --wait does")
     @scale_arguments
     @sweep_magic.sweep_arguments
     @cell_magic
@@ -221,7 +212,7 @@ class HpcMagicsKernel(Magics):
         profile = self._profile(request)
         from ..scheduler.cluster import live_wanted, with_environment
 
-        live, not_live = live_wanted(profile, args.live)
+        live, not_live = live_wanted(profile)
         request, from_environment = with_environment(request, live)
         if not_live:
             print(f"[hpc_magics] {not_live}", file=sys.stderr)
@@ -269,9 +260,6 @@ class HpcMagicsKernel(Magics):
         from ..jobfolder.folder import JobFolder
         would_be = JobFolder.would_be(self.jobs_root, job_name)
         script = backend.job_script(str(would_be), request, profile, job_name, options)
-        if points and args.retry_oom:
-            raise UsageError("--retry-oom reruns one cell's job: a sweep reruns its failed "
-                             "tasks with hpc_magics.job().rerun(mem=...)")
         if points and args.cache:
             raise UsageError("--cache does not combine with --sweep yet: drop one of them")
         if points:
@@ -301,10 +289,6 @@ class HpcMagicsKernel(Magics):
             cell_cache.remember(self.jobs_root, key, handle.job_id, handle.folder.path)
         widget = show_handle(handle)
         follow_output(handle, self.shell)
-        if args.retry_oom:
-            handle = retrying_oom(handle, args.retry_oom)
-            wait_and_fetch(handle, self.shell, handle.widget or widget)
-            return None
         if args.wait:
             wait_and_fetch(handle, self.shell, widget, results_suffice=True)
             return None

@@ -40,14 +40,12 @@ def is_foreign(cluster_names: tuple[str, ...]) -> bool:
     return cluster_name().lower() not in {c.lower() for c in cluster_names}
 
 
-def live_wanted(profile: ClusterProfile, wanted: bool | None) -> tuple[bool, str]:
-    """Whether to ask the cluster here, and the one line saying why not (or "")."""
-    if wanted is False:
-        return False, "--no-live: static checks only, nothing asked of the cluster"
-    if wanted is None and is_foreign(profile.cluster_names):
+def live_wanted(profile: ClusterProfile) -> tuple[bool, str]:
+    """Whether to ask the cluster here (the profile is this cluster's, or any cluster's),
+    and the one line saying why not (or "")."""
+    if is_foreign(profile.cluster_names):
         return False, (f"profile {profile.name} describes {', '.join(profile.cluster_names)}, "
-                       f"not this cluster ({cluster_name()}): static checks only "
-                       "(--live asks this cluster anyway)")
+                       f"not this cluster ({cluster_name()}): static checks only")
     return True, ""
 
 

@@ -1,8 +1,7 @@
 """What a confining cluster does to a cell, as the notebook sees it: a cell over its --mem
 ends OUT_OF_MEMORY and says so in one line; a cell shorter than accounting's first sample
 still gets its memory peak (the node records it); every node of a multi-node job samples
-its GPUs; an OUT_OF_MEMORY cell reruns with the memory the advice names (by its handle, and
-by itself under --retry-oom).
+its GPUs; an OUT_OF_MEMORY cell reruns with the memory the advice names (by its handle).
 
 Run on whatever cluster the tests see: the host's (Slurm 22.05, one hostname, no cgroups:
 the memory tests skip, saying so) or, through tests/sites/test_release_node_facts.py, on
@@ -80,21 +79,6 @@ def test_an_out_of_memory_cell_reruns_with_more_and_its_shipped_inputs(lab: Any)
     assert again.wait(timeout=120) == "COMPLETED"
     again.fetch(lab.user_ns, show=False)
     assert lab.user_ns["held_mb"] == 600
-
-
-def test_retry_oom_ends_completed_after_one_visible_retry(
-        lab: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    if why := why_memory_is_not_confined():
-        pytest.skip(why)
-    lab.run_cell("size = 600")
-    lab.run_cell_magic("sbatch", "--mem 200M --retry-oom 2", GREEDY)
-    tries = [line for line in capsys.readouterr().out.splitlines() if "] try " in line]
-    assert len(tries) == 2, tries
-    assert tries[0].startswith("[hpc_magics] try 1 of 3: job ") and "--mem 200M" in tries[0]
-    assert tries[1].startswith("[hpc_magics] try 2 of 3: job ") and "--mem 1G" in tries[1]
-    assert lab.user_ns["held_mb"] == 600
-    magics = lab.magics_manager.registry["HpcMagicsKernel"]
-    assert magics.handles[magics.last_job].status.state == "COMPLETED"
 
 
 def test_a_short_cells_memory_peak_comes_from_the_node(lab: Any,

@@ -1,17 +1,16 @@
 """Rerun with more: ``hpc_magics.job().rerun(time=..., mem=...)``, the job widget's Rerun
-button, and ``%%sbatch --retry-oom N``.
+button.
 
 The reruns here are real jobs on the host's test cluster. That cluster does not confine
 memory (tests/magics/test_cgroup_facts.py), so a job over its --mem cannot end
 OUT_OF_MEMORY here: the memory rerun is a cell that fails by itself when its job has less
 memory than it needs (it reads Slurm's SLURM_MEM_PER_NODE), and the OUT_OF_MEMORY reruns
-(``rerun(mem=...)`` after a real one, ``--retry-oom 2``) are in test_cgroup_facts.py, which
+(``rerun(mem=...)`` after a real one) are in test_cgroup_facts.py, which
 runs on each --release cluster, where cgroups enforce --mem.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -21,10 +20,8 @@ import pytest
 from test_monitor import lab
 
 import hpc_magics
-from hpc_magics.cell_job import oom_retry
 from hpc_magics.core.efficiency import Usage, advice, rerun_changes
 from hpc_magics.core.errors import HpcMagicsError, InvalidRequest
-from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.widgets.job import JobWidget
 
 __all__ = ["lab"]  # the fixture, shared with test_monitor.py
@@ -50,21 +47,6 @@ def test_the_rerun_is_the_number_the_advice_names() -> None:
         Usage("1", "TIMEOUT", time_limit_s=5), None)
     assert rerun_changes(Usage("1", "FAILED", req_mem_mb=200, time_limit_s=60)) == {}
     assert rerun_changes(Usage("1", "OUT_OF_MEMORY")) == {}  # how much it had: unknown
-
-
-def test_retry_oom_grows_to_the_partitions_memory_and_stops_there(tmp_path: Any) -> None:
-    """The lab profile's partitions have 8000M a node (the cluster facts validation uses)."""
-    def tried(mem: str) -> tuple[dict[str, str], str]:
-        folder = JobFolder.create(tmp_path, f"oom-{mem}")
-        folder.write_meta({"name": "oom", "profile": "lab", "backend": "slurm",
-                           "request": {"profile": "lab", "mem_mb": int(mem)}})
-        return oom_retry(folder, "7")
-
-    assert tried("200") == ({"mem": "1G"}, "")
-    assert tried("6000") == ({"mem": "8000M"}, "")  # 12G suggested, a node has 8000M
-    changes, why = tried("8000")
-    assert changes == {} and why == ("job 7 ran out of memory with --mem 8000M, all a node "
-                                     "of partition 'debug' has: no more tries")
 
 
 def test_a_rerun_is_checked_as_the_cell_was(lab: Any) -> None:
@@ -137,18 +119,3 @@ def test_after_a_timeout_the_widget_and_the_handle_rerun_with_more_time(
         handle.fetch(lab.user_ns, show=False)
         assert lab.user_ns["total"] == 45
 
-
-@pytest.mark.timeout(120)
-def test_retry_oom_leaves_other_ends_alone(lab: Any, capsys: pytest.CaptureFixture[str]
-                                           ) -> None:
-    """A cell that completes, or fails otherwise, is tried once."""
-    lab.run_cell(SHIPPED)
-    lab.run_cell_magic("sbatch", "--mem 200M --retry-oom 2", "total = sum(data)")
-    assert lab.user_ns["total"] == 45
-    out = capsys.readouterr().out
-    assert "[hpc_magics] try 1 of 3: job " in out and "try 2" not in out, out
-    with pytest.raises(Exception, match="ZeroDivisionError"):
-        lab.run_cell_magic("sbatch", "--retry-oom 2", "1 / 0")
-    assert "try 2" not in capsys.readouterr().out
-    meta = json.loads((hpc_magics.job().folder.path / "meta.json").read_text())
-    assert "rerun_of" not in meta

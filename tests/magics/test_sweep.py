@@ -227,7 +227,6 @@ def test_dependency_spellings_in_the_script(slurm_shell: Any,
     ("--sweep-from empty", "--sweep-from empty is empty"),
     ("--sweep-from ragged", "its lists have different lengths"),
     ("--sweep lr=1,2 --array-parallelism 0", "--array-parallelism '0' must be"),
-    ("--sweep lr=1,2 --retry-oom 1", r"a sweep reruns its failed tasks with .*rerun\(mem="),
 ])
 def test_bad_sweeps_are_one_line_before_submitting(slurm_shell: Any, job_folders: Any,
                                                    line: str, message: str) -> None:
