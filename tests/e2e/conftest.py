@@ -24,7 +24,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from server.conftest import port_from_runtime, server_info_in
+from server.conftest import port_from_runtime, server_info_in, server_port_option
 
 from hpc_magics.scheduler import commands
 
@@ -113,12 +113,11 @@ def notebook_sources(path: Path) -> str:
 
 def lab_argv(root_dir: Path, app: str = "jupyterlab") -> list[str]:
     """``app``: ``jupyterlab``, or ``notebook`` for Notebook 7. The token goes in the
-    environment (``JUPYTER_TOKEN``): a command line is readable by every user. ``--port=0``:
-    the server binds a free port itself (port_from_runtime reads which)."""
+    environment (``JUPYTER_TOKEN``): a command line is readable by every user. The port:
+    server_port_option (port_from_runtime reads the one the server took)."""
     return [
         sys.executable, "-m", app, "--no-browser", "--allow-root",
-        "--ip=127.0.0.1", "--port=0", "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={root_dir}",
+        "--ip=127.0.0.1", server_port_option(), f"--ServerApp.root_dir={root_dir}",
     ]
 
 

@@ -24,6 +24,7 @@ from server.conftest import (
     SERVER_CONFIG,
     StartLocal,
     port_from_runtime,
+    server_port_option,
     wait_until_answering,
 )
 from server.conftest import RunningServer as Server
@@ -61,7 +62,7 @@ def _their_jobs(intruder: Intruder, folder: Path) -> tuple[str, Server]:
         "env", f"PYTHONPATH={python_path}", f"JUPYTER_RUNTIME_DIR={folder / 'runtime'}",
         f"JUPYTER_CONFIG_DIR={folder / 'config'}", "JUPYTER_PLATFORM_DIRS=0",
         f"JUPYTER_TOKEN={token}",  # never on the server's command line
-        str(JUPYTER), "server", "--no-browser", "--ip=127.0.0.1", "--port=0",
+        str(JUPYTER), "server", "--no-browser", "--ip=127.0.0.1", server_port_option(),
         f"--ServerApp.root_dir={folder}"])
     job = intruder.run("sbatch", "--parsable", "-t", "5", f"--chdir={folder}",
                        "-o", str(folder / "server.log"), "-J", "security-their-server",

@@ -36,13 +36,14 @@ HTTP_TIMEOUT_S = 30.0
 
 
 def port_to_hand_on() -> int:
-    """A free port for a program that cannot bind port 0 itself (JupyterHub, its proxy,
-    sshd, run-lab): one below the kernel's ephemeral range, which no other process gets
-    by binding port 0 or connecting, as a port picked by binding 0 here could be before
-    the program binds it."""
+    """A free port for a program to bind (JupyterHub, its proxy, sshd, run-lab, a Jupyter
+    server): one below the kernel's ephemeral range, which no other process gets by binding
+    port 0 or connecting, as a port picked by binding 0 here could be before the program
+    binds it. A margin below the range: a Jupyter server that finds it taken tries ports
+    near it."""
     ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     for _ in range(200):
-        port = random.randrange(20000, min(ephemeral_low, 32768))
+        port = random.randrange(20000, min(ephemeral_low, 32768) - 200)
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
@@ -64,10 +65,9 @@ def server_info_in(runtime_dir: Path) -> Callable[[], str]:
 
 def port_from_runtime(server_info: Callable[[], str], alive: Callable[[], bool],
                       describe: Callable[[], str], timeout: float = START_TIMEOUT_S) -> int:
-    """The port of a server started with ``--port=0``, from the ``jpserver-PID.json`` it
-    writes once it listens (``server_info``: see server_info_in). The server's own bind
-    picks the port: one picked here and passed on can be taken by another test's kernel or
-    server before the server binds it ("port N is not available", seen under xdist)."""
+    """The port a server took (server_port_option), from the ``jpserver-PID.json`` it
+    writes as it starts (``server_info``: see server_info_in); whether it answers there is
+    wait_until_answering's."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -151,11 +151,18 @@ def root_dir_option(folder: Path) -> str:
     return f"--ServerApp.root_dir={folder / 'root'}"
 
 
+def server_port_option() -> str:
+    """Never ``--port=0``: jupyter_server 2 then binds a free port, closes it, writes it in
+    its runtime file and binds it again later, and a kernel binding port 0 in between takes
+    it (95f05b6's clean-clone run: the lab's port answered with ZeroMQ's greeting, and the
+    lab could not listen). A port below the ephemeral range is no kernel's; a taken one
+    makes the server try others near it, and port_from_runtime reads the one it took."""
+    return f"--port={port_to_hand_on()}"
+
+
 def server_argv(folder: Path, extra: Sequence[str], ip: str = "127.0.0.1") -> list[str]:
-    """``--port=0``: the server binds a free port itself (port_from_runtime reads it)."""
     return [str(JUPYTER), "server", "--no-browser", "--allow-root", f"--ip={ip}",
-            "--port=0", "--port-retries=0",
-            root_dir_option(folder), *extra]
+            server_port_option(), root_dir_option(folder), *extra]
 
 
 def server_environment(folder: Path, token: str, path_prefix: Path | None = None
