@@ -140,19 +140,18 @@ async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
         if not waiting(job, folder, now, ended_at):
             continue
         sent = SentFrom.from_meta(folder.meta())
-        if sent is None or await settle(
-                serverapp, root, log, sent, job, f"job {job.job_id}", folder.path / NOTE_FILE,
-                partial(rendered, tracker.watcher, job, folder, ended_at)):
+        if sent is None or await settle(serverapp, root, log, sent, job, folder,
+                                        partial(rendered, tracker.watcher, job, folder, ended_at)):
             SETTLED.add(job.folder)  # (None: not sent from a notebook's cell: a script)
 
 
 async def settle(serverapp: Any, root: Path, log: Any, sent: SentFrom, job: TrackedJob,
-                 what: str, note_file: Path,
+                 folder: JobFolder,
                  render: Callable[[], tuple[list[dict[str, Any]], dict[str, Any]] | None]
                  ) -> bool:
     """Write what ``render`` shows into the cell ``sent`` names once nobody has its notebook
-    open, and say what was done in ``note_file``; False: not yet (a tab open, a sweep's
-    task still running), to be looked at again."""
+    open, and say what was done in the job folder's note; False: not yet (a tab open, a
+    sweep's task still running), to be looked at again."""
     loop = asyncio.get_running_loop()
     path = api_path(sent.notebook, root)
     if path is None and not job.from_this_server:
@@ -171,13 +170,15 @@ async def settle(serverapp: Any, root: Path, log: Any, sent: SentFrom, job: Trac
             said = f"could not write it: {type(error).__name__}: {error}"
     where = f"{path or sent.notebook}, cell {sent.cell_id}"
     if said is None:
-        log.info("hpc_magics: %s's outputs written into %s", what, where)
+        log.info("hpc_magics: job %s's outputs written into %s", job.job_id, where)
     else:
-        log.warning("hpc_magics: %s's outputs not written into %s: %s", what, where, said)
+        log.warning("hpc_magics: job %s's outputs not written into %s: %s", job.job_id, where,
+                    said)
     note = {"job_id": job.job_id, "notebook": path or sent.notebook,
             "cell_id": sent.cell_id, "written": said is None, "why_not": said,
             "at": time.time()}
-    await loop.run_in_executor(None, write_atomically, note_file, json.dumps(note, indent=1))
+    await loop.run_in_executor(None, write_atomically, folder.path / NOTE_FILE,
+                               json.dumps(note, indent=1))
     return True
 
 
