@@ -56,7 +56,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     install.add_argument("--python", default=sys.executable,
                          help="the Python with hpc_magics on the node (default: this one)")
     install.set_defaults(run=run_install)
-    actions.add_parser("list", help="the Slurm kernels installed").set_defaults(run=run_list)
+    actions.add_parser("list", help="the Slurm kernels installed (`jupyter kernelspec "
+                       "remove NAME` removes one)").set_defaults(run=run_list)
     actions.add_parser("cleanup", help="cancel the kernel jobs a killed server or notebook "
                        "left behind").set_defaults(run=run_cleanup)
     connect = actions.add_parser(
@@ -65,9 +66,6 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
                     "--existing); with --tunnel ssh, reopen its tunnel until Ctrl-C.")
     connect.add_argument("job", metavar="JOB", help="the kernel's job id")
     connect.set_defaults(run=run_connect)
-    remove = actions.add_parser("remove", help="remove a Slurm kernel's kernelspec")
-    remove.add_argument("name", metavar="NAME", help="the Slurm kernel to remove")
-    remove.set_defaults(run=run_remove)
 
 
 def kernelspec(args: argparse.Namespace) -> tuple[dict[str, Any], KernelRequest, Path]:
@@ -176,13 +174,3 @@ def run_connect(args: argparse.Namespace) -> int:
         path.unlink(missing_ok=True)  # its ports are closed: of no use any more
     return 0
 
-
-def run_remove(args: argparse.Namespace) -> int:
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    if args.name not in slurm_kernels():
-        raise InvalidRequest(f"{args.name!r} is not an installed Slurm kernel: see "
-                             "hpc-magics kernel list")
-    KernelSpecManager().remove_kernel_spec(args.name)
-    print(f"removed kernel {args.name!r}")
-    return 0
