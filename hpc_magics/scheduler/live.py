@@ -6,8 +6,8 @@ as a warning, never as a refusal.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..core.checkscript import ERROR, WARNING, ScriptReport, with_findings
@@ -17,33 +17,9 @@ from ..core.units import UNLIMITED, format_time, slurm_int
 from ..core.validation import Problem
 from . import commands
 from . import submit as submission
+from .limits import answered, cached
 from .queue import login_name
 from .slurm_text import scontrol_fields, slurm_duration
-
-_ANSWERS: dict[tuple[str, ...], commands.CommandResult | str] = {}
-
-
-def forget() -> None:
-    """Drop the session's answers (the next check asks again)."""
-    _ANSWERS.clear()
-
-
-def _kept(key: tuple[str, ...], asking: Callable[[], commands.CommandResult]
-          ) -> commands.CommandResult | str:
-    """``asking()``'s result, or why it could not be asked; once per session per key."""
-    if key not in _ANSWERS:
-        try:
-            _ANSWERS[key] = asking()
-        except HpcMagicsError as error:
-            _ANSWERS[key] = str(error)
-    return _ANSWERS[key]
-
-
-def answered(argv: list[str]) -> str | None:
-    """The command's stdout, asked once per session; ``None`` when it could not be asked
-    or failed."""
-    answer = _kept(tuple(argv), lambda: commands.run(argv, timeout=20.0))
-    return None if isinstance(answer, str) or not answer.ok else answer.stdout
 
 
 def partitions() -> dict[str, dict[str, str]]:
@@ -141,9 +117,10 @@ def test_only(script: str) -> TestOnly | str:
     """``sbatch --test-only`` on the script: submits nothing; a string says why it could not."""
     if not script.startswith("#!"):  # a pasted #SBATCH block: sbatch wants an interpreter line
         script = "#!/bin/bash\n" + script
-    answer = _kept(("test-only", script), lambda: submission.check_only(script))
-    if isinstance(answer, str):
-        return answer
+    try:
+        answer = cached(("test-only", script), lambda: submission.check_only(script), math.inf)
+    except HpcMagicsError as error:
+        return str(error)
     text = (answer.stderr + answer.stdout).strip()
     start = re.search(r"to start at (\S+)", text)
     if answer.ok:
