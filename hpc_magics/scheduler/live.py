@@ -192,8 +192,7 @@ def _partition_limits(request: ResourceRequest, name: str, data: dict[str, str]
             listed = ", ".join(sorted(t for t in types if t)) or "untyped GPUs only: drop the type"
             found.append(Problem(ERROR, option, f"GPU type {gpus.type!r} is not in partition "
                                  f"{name!r}: sinfo lists {listed}"))
-        elif gpus.count > (types[gpus.type] if gpus.type else max(types.values())):
-            most = types[gpus.type] if gpus.type else max(types.values())
+        elif gpus.count > (most := types[gpus.type] if gpus.type else max(types.values())):
             found.append(Problem(ERROR, option, f"{gpus.count} GPUs per node exceed the {most} "
                                  f"a node of partition {name!r} has (sinfo)"))
     return found
