@@ -38,21 +38,19 @@ class NodeGroup:
     gres: str  # "gpu:v100:2" or "(null)"
     cpus: int
     mem_mb: int
-    nodes: int
-    default: bool
 
 
 def node_groups() -> list[NodeGroup]:
-    """``sinfo``'s node groups: partition, GRES, CPUs, memory (one line per kind of node)."""
+    """``sinfo``'s node groups: partition, GRES, CPUs, memory (one line per kind of node;
+    ``%D``, their count, is asked as the recordings have it, and not used)."""
     groups = []
     for line in (answered(["sinfo", "-h", "-o", "%P|%G|%c|%m|%D"]) or "").splitlines():
         parts = line.strip().split("|")
         if len(parts) != 5:
             continue
-        name, gres, cpus, mem, count = parts
+        name, gres, cpus, mem, _ = parts
         groups.append(NodeGroup(name.rstrip("*"), gres, slurm_int(cpus) or 0,
-                                slurm_int(mem) or 0, slurm_int(count) or 0,
-                                name.endswith("*")))
+                                slurm_int(mem) or 0))
     return groups
 
 
