@@ -22,7 +22,7 @@ from hpc_magics.core.checkscript import check_script
 from hpc_magics.core.jobs import plain_reason
 from hpc_magics.core.profiles import profile_from_mapping
 from hpc_magics.core.resources import ResourceRequest, updated
-from hpc_magics.scheduler import commands, live
+from hpc_magics.scheduler import commands, limits, live
 from hpc_magics.scheduler.draft import draft_profile
 from hpc_magics.scheduler.queue import JobQueue
 
@@ -35,9 +35,9 @@ TEST_NAME = "hpcm_test_fidelity"
 
 @pytest.fixture(autouse=True)
 def fresh_session(slurm_cluster: object) -> Iterator[None]:
-    live.forget()  # each test is its own session
+    limits.forget()  # each test is its own session
     yield
-    live.forget()
+    limits.forget()
 
 
 def request(**values: str) -> ResourceRequest:

@@ -296,8 +296,8 @@ def allocation_section(rows: Iterable[JobRow], request: ResourceRequest,
     where there is no Slurm. Starts with a blank line."""
     from ..scheduler.allocation import (
         NO_ACCOUNT,
+        account_lines,
         default_account,
-        queue_lines,
         site_balance_lines,
     )
 
@@ -320,7 +320,7 @@ def allocation_section(rows: Iterable[JobRow], request: ResourceRequest,
         wanted.setdefault(default, []).extend(wanted.pop(None))
     lines = [""]
     for account, minutes in sorted(wanted.items(), key=lambda item: str(item[0])):
-        lines += queue_lines(account, minutes) if account else [NO_ACCOUNT]
+        lines += account_lines(account, minutes) if account else [NO_ACCOUNT]
     return lines
 
 

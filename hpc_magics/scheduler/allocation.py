@@ -92,24 +92,21 @@ def allocation_lines(request: ResourceRequest, profile: ClusterProfile) -> list[
     if profile.balance_command:
         return site_balance_lines(profile)
     account = request.account or default_account()
-    if not account:
-        return [NO_ACCOUNT]
-    found = account_allocation(account)
-    if found is None:
-        return [f"allocation: sshare says nothing about account {account}"]
-    return describe(found, request)
+    return account_lines(account, (), request) if account else [NO_ACCOUNT]
 
 
 NO_ACCOUNT = "allocation: unknown (no account named, and Slurm gave no default account)"
 
 
-def queue_lines(account: str, left_in_jobs_min: Iterable[float]) -> list[str]:
-    """What is left of ``account``, and a warning when the queued and running jobs'
-    requests (``left_in_jobs_min``: CPU-minutes each may still use) add up to more."""
+def account_lines(account: str, left_in_jobs_min: Iterable[float],
+                  request: ResourceRequest | None = None) -> list[str]:
+    """What is left of ``account``, and a warning when ``request`` may use more, or when
+    the queued and running jobs' requests (``left_in_jobs_min``: CPU-minutes each may
+    still use) add up to more."""
     found = account_allocation(account)
     if found is None:
         return [f"allocation: sshare says nothing about account {account}"]
-    lines = describe(found, ResourceRequest())
+    lines = describe(found, request or ResourceRequest())
     wanted = list(left_in_jobs_min)
     if found.left_min is not None and sum(wanted) > found.left_min:
         lines.append(f"warning: your {len(wanted)} queued and running jobs on account "

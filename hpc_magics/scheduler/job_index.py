@@ -76,9 +76,7 @@ class Entry:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Entry:
-        return cls(Path(str(data["folder"])), str(data["job_id"]), data.get("cluster"),
-                   float(data["submitted_at"]), data.get("server_id"),
-                   str(data.get("name") or ""), str(data.get("kind") or "cell"))
+        return cls(**{**data, "folder": Path(data["folder"])})
 
 
 def _id_part(job_id: str) -> str:

@@ -17,8 +17,6 @@ from .cluster import UNKNOWN_CLUSTER, cluster_name
 
 # Clocks of the submitting host and the controller differ a little.
 CLOCK_SLACK_S = 60.0
-# Without a recorded end of the sbatch call (older folders), how long one may have taken.
-LEGACY_SUBMIT_WINDOW_S = 120.0
 # A queue view must postdate sbatch's return by this much before "not listed" means "gone".
 QUEUE_MARGIN_S = 1.0
 # sacct lags the scheduler by up to ~1.5 s: when it is reachable but silent, give it this
@@ -89,8 +87,7 @@ class Submission:
     @property
     def seen_after(self) -> float:
         """A queue view taken after this has had the chance to list the job."""
-        returned = self.returned_at if self.returned_at is not None else self.submitted_at
-        return (returned or 0.0) + QUEUE_MARGIN_S
+        return (self.returned_at or self.submitted_at or 0.0) + QUEUE_MARGIN_S
 
     def matches(self, submit_time: float | None, name: str | None = None) -> bool:
         """Could a scheduler entry submitted at ``submit_time`` be this folder's job?"""
@@ -98,8 +95,7 @@ class Submission:
             return True  # nothing to compare: trust the id
         if self.requeued_at is not None and abs(submit_time - self.requeued_at) <= CLOCK_SLACK_S:
             return True
-        latest = self.returned_at if self.returned_at is not None else \
-            self.submitted_at + LEGACY_SUBMIT_WINDOW_S
+        latest = self.returned_at or self.submitted_at  # record_submission notes both
         if self.submitted_at - CLOCK_SLACK_S <= submit_time <= latest + CLOCK_SLACK_S:
             return True
         return submit_time > latest and self.requeued_by_slurm(name)

@@ -5,8 +5,9 @@ default array size and no jobs-per-user limit: never refuse what the cluster mig
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
 from ..core import sweep
@@ -15,11 +16,11 @@ from .cluster import config_text
 from .queue import login_name
 
 CACHE_TTL_S = 3600.0
-_cache: dict[str, tuple[float, Any]] = {}
+_cache: dict[Hashable, tuple[float, Any]] = {}
 T = TypeVar("T")
 
 
-def cached(key: str, compute: Callable[[], T], ttl_s: float = CACHE_TTL_S) -> T:
+def cached(key: Hashable, compute: Callable[[], T], ttl_s: float = CACHE_TTL_S) -> T:
     """``compute()``'s value, kept ``ttl_s`` (what it raises is not kept: asked again)."""
     hit = _cache.get(key)
     if hit is not None and time.monotonic() - hit[0] < ttl_s:
@@ -30,14 +31,21 @@ def cached(key: str, compute: Callable[[], T], ttl_s: float = CACHE_TTL_S) -> T:
     return value
 
 
-def remember(key: str, value: object) -> None:
+def remember(key: Hashable, value: object) -> None:
     """Set a cached answer (``max_array_size``, ``submit_limit:ACCOUNT``)."""
     _cache[key] = (time.monotonic(), value)
 
 
 def forget() -> None:
+    """Drop every kept answer (the next check asks again)."""
     _cache.clear()
     config_text.cache_clear()
+
+
+def answered(argv: list[str], ttl_s: float = math.inf) -> str | None:
+    """The command's stdout, kept ``ttl_s`` (by default the session); ``None`` when it
+    could not be asked or failed."""
+    return cached(tuple(argv), lambda: commands.output(argv, timeout=20.0), ttl_s)
 
 
 def max_array_size() -> int:
@@ -46,7 +54,7 @@ def max_array_size() -> int:
 
 
 def _sacctmgr(*args: str) -> str:
-    return commands.output(["sacctmgr", "-n", "-P", "show", *args], timeout=20) or ""
+    return answered(["sacctmgr", "-n", "-P", "show", *args], CACHE_TTL_S) or ""
 
 
 def association_limits(user: str, account: str | None) -> tuple[int, str] | None:
@@ -60,9 +68,7 @@ def association_limits(user: str, account: str | None) -> tuple[int, str] | None
 
 def default_account(user: str | None = None) -> str | None:
     """The user's default account, as sacctmgr names it (None: none)."""
-    user = user or login_name()
-    return cached(f"default_account:{user}", lambda: _sacctmgr(
-        "user", user, "format=DefaultAccount").strip() or None)
+    return _sacctmgr("user", user or login_name(), "format=DefaultAccount").strip() or None
 
 
 def submit_limit(user: str, account: str | None) -> tuple[int, str] | None:

@@ -6,8 +6,8 @@ as a warning, never as a refusal.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..core.checkscript import ERROR, WARNING, ScriptReport, with_findings
@@ -17,33 +17,9 @@ from ..core.units import UNLIMITED, format_time, slurm_int
 from ..core.validation import Problem
 from . import commands
 from . import submit as submission
+from .limits import answered, cached
 from .queue import login_name
 from .slurm_text import scontrol_fields, slurm_duration
-
-_ANSWERS: dict[tuple[str, ...], commands.CommandResult | str] = {}
-
-
-def forget() -> None:
-    """Drop the session's answers (the next check asks again)."""
-    _ANSWERS.clear()
-
-
-def _kept(key: tuple[str, ...], asking: Callable[[], commands.CommandResult]
-          ) -> commands.CommandResult | str:
-    """``asking()``'s result, or why it could not be asked; once per session per key."""
-    if key not in _ANSWERS:
-        try:
-            _ANSWERS[key] = asking()
-        except HpcMagicsError as error:
-            _ANSWERS[key] = str(error)
-    return _ANSWERS[key]
-
-
-def answered(argv: list[str]) -> str | None:
-    """The command's stdout, asked once per session; ``None`` when it could not be asked
-    or failed."""
-    answer = _kept(tuple(argv), lambda: commands.run(argv, timeout=20.0))
-    return None if isinstance(answer, str) or not answer.ok else answer.stdout
 
 
 def partitions() -> dict[str, dict[str, str]]:
@@ -62,21 +38,19 @@ class NodeGroup:
     gres: str  # "gpu:v100:2" or "(null)"
     cpus: int
     mem_mb: int
-    nodes: int
-    default: bool
 
 
 def node_groups() -> list[NodeGroup]:
-    """``sinfo``'s node groups: partition, GRES, CPUs, memory (one line per kind of node)."""
+    """``sinfo``'s node groups: partition, GRES, CPUs, memory (one line per kind of node;
+    ``%D``, their count, is asked as the recordings have it, and not used)."""
     groups = []
     for line in (answered(["sinfo", "-h", "-o", "%P|%G|%c|%m|%D"]) or "").splitlines():
         parts = line.strip().split("|")
         if len(parts) != 5:
             continue
-        name, gres, cpus, mem, count = parts
+        name, gres, cpus, mem, _ = parts
         groups.append(NodeGroup(name.rstrip("*"), gres, slurm_int(cpus) or 0,
-                                slurm_int(mem) or 0, slurm_int(count) or 0,
-                                name.endswith("*")))
+                                slurm_int(mem) or 0))
     return groups
 
 
@@ -141,9 +115,10 @@ def test_only(script: str) -> TestOnly | str:
     """``sbatch --test-only`` on the script: submits nothing; a string says why it could not."""
     if not script.startswith("#!"):  # a pasted #SBATCH block: sbatch wants an interpreter line
         script = "#!/bin/bash\n" + script
-    answer = _kept(("test-only", script), lambda: submission.check_only(script))
-    if isinstance(answer, str):
-        return answer
+    try:
+        answer = cached(("test-only", script), lambda: submission.check_only(script), math.inf)
+    except HpcMagicsError as error:
+        return str(error)
     text = (answer.stderr + answer.stdout).strip()
     start = re.search(r"to start at (\S+)", text)
     if answer.ok:
@@ -215,8 +190,7 @@ def _partition_limits(request: ResourceRequest, name: str, data: dict[str, str]
             listed = ", ".join(sorted(t for t in types if t)) or "untyped GPUs only: drop the type"
             found.append(Problem(ERROR, option, f"GPU type {gpus.type!r} is not in partition "
                                  f"{name!r}: sinfo lists {listed}"))
-        elif gpus.count > (types[gpus.type] if gpus.type else max(types.values())):
-            most = types[gpus.type] if gpus.type else max(types.values())
+        elif gpus.count > (most := types[gpus.type] if gpus.type else max(types.values())):
             found.append(Problem(ERROR, option, f"{gpus.count} GPUs per node exceed the {most} "
                                  f"a node of partition {name!r} has (sinfo)"))
     return found

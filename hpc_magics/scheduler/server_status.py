@@ -35,9 +35,7 @@ class ServerStatus:
     pending: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["warn_minutes"] = list(self.warn_minutes)
-        return data
+        return asdict(self)  # json.dumps writes the tuple as a list
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ServerStatus:

@@ -16,7 +16,7 @@ import pytest
 
 from hpc_magics.core.profiles import PACKAGED_DIR
 from hpc_magics.core.resources import ResourceRequest
-from hpc_magics.scheduler import live
+from hpc_magics.scheduler import limits
 from hpc_magics.scheduler.allocation import describe, parse_sshare
 
 if TYPE_CHECKING:  # fixture types only
@@ -36,7 +36,7 @@ def test_a_limited_account_shows_what_is_left_and_warns_over_it(
         capsys: pytest.CaptureFixture[str]) -> None:
     # one billing-hour for the whole account; this user associated (validation asks)
     account = throwaway_account("hpcm_test_alloc", getpass.getuser(), "billing=60")
-    live.forget()  # sacctmgr's associations as they are now
+    limits.forget()  # sacctmgr's associations as they are now
     shell.run_cell_magic("sbatch", f"--dry-run --profile lab --backend slurm -A {account} -t 20",
                          "x = 1")
     out = capsys.readouterr().out

@@ -26,7 +26,7 @@ from hpc_magics.core.jobs import end_note
 from hpc_magics.core.node_records import node_file
 from hpc_magics.jobfolder.folder import JobFolder
 from hpc_magics.kernel.orphans import KERNELS_DIR_ENV
-from hpc_magics.scheduler import live
+from hpc_magics.scheduler import limits
 from hpc_magics.widgets.job import JobWidget
 from hpc_magics.widgets.job_view import JobView
 
@@ -167,7 +167,7 @@ def test_hpc_jobs_warns_when_queued_and_running_jobs_would_exceed_the_allocation
     """A real job held in the queue, 2 nodes for 20 minutes (40 CPU-minutes), on an
     account whose allocation (GrpTRESMins) is 30 billing-minutes."""
     account = throwaway_account("hpcm_test_listing", getpass.getuser(), "billing=30")
-    live.forget()  # sacctmgr's associations as they are now
+    limits.forget()  # sacctmgr's associations as they are now
     # kernels count too: none here, so other tests' and helpers' kernels of this user do not
     monkeypatch.setenv(KERNELS_DIR_ENV, str(tmp_path / "no kernels"))
     shell.run_line_magic("hpc_resources", f"--profile lab --backend slurm -A {account}")

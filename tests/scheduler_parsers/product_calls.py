@@ -31,13 +31,11 @@ def installed(runner: Runner) -> Iterator[None]:
     answers of live checks and limits are forgotten before and after."""
     original = commands.run
     commands.run = runner
-    live.forget()
     limits.forget()
     try:
         yield
     finally:
         commands.run = original
-        live.forget()
         limits.forget()
 
 
