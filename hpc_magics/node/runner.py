@@ -158,7 +158,7 @@ def _save_figures(folder: Path) -> tuple[str, ...]:
     saved = []
     target = folder / FIGURES_DIR
     for number in pyplot.get_fignums():
-        if number in live_display.shown_figures():
+        if number in live_display.shown_figures:
             continue  # displayed in the cell as the cell ran
         target.mkdir(exist_ok=True)
         path = target / f"figure-{number}.png"
