@@ -184,15 +184,11 @@ def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
 
 
 def written_output(folder: JobFolder) -> list[dict[str, Any]]:
-    """The cell's output as nbformat outputs: as the live view renders it, or a job folder's
-    ``output.txt`` from before the live stream."""
-    if (folder.path / STREAM_FILE).exists():
-        text = StreamText(whole=str(folder.path / OUTPUT_FILE))
-        for name, piece in StreamReader(folder.path / STREAM_FILE).read_all():
-            text.add(name, piece)
-        return text.outputs()
-    output = folder.shown_output()
-    return [{"output_type": "stream", "name": "stdout", "text": output}] if output else []
+    """The cell's output as nbformat outputs, as the live view renders it."""
+    text = StreamText(whole=str(folder.path / OUTPUT_FILE))
+    for name, piece in StreamReader(folder.path / STREAM_FILE).read_all():
+        text.add(name, piece)
+    return text.outputs()
 
 
 def cell_outputs(folder: JobFolder, job_id: str, state: str) -> list[dict[str, Any]]:
@@ -221,8 +217,7 @@ def show_output(folder: JobFolder, live: Any = None) -> None:
     """The cell's output, shown once: the live view in the cell takes the rest of it
     (``widgets/live_output.py``; in the very cell that shows it, the view gives way to
     plain output), or it is shown as that view renders it (stdout to
-    stdout, stderr to stderr, the node's displays displayed, in order); a job folder from
-    before the live stream prints its ``output.txt``."""
+    stdout, stderr to stderr, the node's displays displayed, in order)."""
     if live is not None and not live.finish():
         return
     for entry in written_output(folder):

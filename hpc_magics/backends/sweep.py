@@ -19,7 +19,7 @@ from ..core.sweep import ArrayPart, Point, array_range, compress, split
 from ..jobfolder.files import write_atomically
 from ..jobfolder.folder import JobFolder
 from ..jobfolder.tasks import PAYLOAD_FILE, POINTS_FILE
-from ..node.sweep_task import run_task
+from ..node.runner import run_task
 from ..shipping.buffers import write_buffers
 from ..shipping.packing import Payload
 from .submitit_backend import ScriptedSlurmExecutor, SlurmBackend, _write_job_py

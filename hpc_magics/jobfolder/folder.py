@@ -26,7 +26,6 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 from .files import (
     OUTCOME_FILE,
-    OUTPUT_FILE,
     RESULTS_FILE,
     CellResult,
     Outcome,
@@ -41,8 +40,6 @@ from .lock import Lock
 META_FILE = "meta.json"
 META_LOCK = ".meta.json.lock"  # one lock per job folder, around every read-modify-write
 META_READ_TRIES, META_RETRY_S = 20, 0.01
-# A notebook (and the browser showing it) chokes on more output than this.
-OUTPUT_SHOWN_BYTES = 1_000_000
 
 
 PRIVATE = 0o700
@@ -161,23 +158,6 @@ class JobFolder:
         if not isinstance(result, CellResult):
             raise HpcMagicsError(f"{self.results_path} is not an hpc_magics result file")
         return result
-
-    def shown_output(self, limit: int = OUTPUT_SHOWN_BYTES) -> str:
-        """The cell's output: all of it, or its last ``limit`` bytes and where the rest is."""
-        path = self.path / OUTPUT_FILE
-        try:
-            size = path.stat().st_size
-            with path.open("rb") as stream:
-                stream.seek(max(0, size - limit))
-                data = stream.read(limit)
-        except OSError:
-            return ""
-        text = data.decode("utf-8", errors="replace")  # a job may print any bytes
-        if size <= limit:
-            return text
-        text = text.partition("\n")[2] or text  # from the first whole line
-        return (f"[hpc_magics] the output is {size / 1e6:.0f} MB: here are its last "
-                f"{limit / 1e6:g} MB; all of it is in {path}\n{text}")
 
 
 def damaged(path: Path, error: BaseException) -> HpcMagicsError:

@@ -13,7 +13,7 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..jobfolder.files import move_into_place, write_atomically
@@ -36,11 +36,10 @@ def scancel_target(job_id: str, step_id: str, allocation: bool) -> str | None:
     return job_id
 
 
-def node_address(environ: Mapping[str, str] | None = None) -> str:
+def node_address() -> str:
     """The address Slurm reaches this node by (``NodeAddr``), else the host name's; never a
     wildcard: the kernel listens on this one address only."""
-    env = os.environ if environ is None else environ
-    name = env.get("SLURMD_NODENAME", "")
+    name = os.environ.get("SLURMD_NODENAME", "")
     address = ""
     if name:
         from ..core.errors import HpcMagicsError
@@ -84,12 +83,12 @@ def curve_keys(folder: Path) -> tuple[bytes, bytes] | tuple[None, None]:
     return zmq.curve_keypair()
 
 
-def prepare(folder: Path, environ: Mapping[str, str] | None = None) -> Path:
+def prepare(folder: Path) -> Path:
     """Write the connection file and node.json; returns the connection file's path."""
     from jupyter_client.connect import write_connection_file
 
-    env = os.environ if environ is None else environ
-    address = node_address(env)
+    env = os.environ
+    address = node_address()
     connection = folder / CONNECTION_FILE
     # jupyter_client picks free ports by binding them on this address, and writes 0600
     public, secret = curve_keys(folder)

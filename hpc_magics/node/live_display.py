@@ -25,7 +25,8 @@ _pipe: int | None = None  # the copier's display pipe while the cell runs
 _ack: int | None = None  # the copier's word that it put a display in the stream
 ACK_WAIT_S = 30.0  # a copier that says nothing for this long is stuck: the cell goes on
 _DPI = 100  # as the figures saved at the end
-_shown_figures: set[int] = set()
+# the numbers of the pyplot figures displayed in the cell: not shown again at its end
+shown_figures: set[int] = set()
 
 
 def connect(pipe: int | None, ack: int | None) -> None:
@@ -145,11 +146,6 @@ class DisplayHandle:
         display(value, display_id=self.display_id)
 
 
-def shown_figures() -> set[int]:
-    """The numbers of the pyplot figures displayed in the cell: not shown again at its end."""
-    return set(_shown_figures)
-
-
 def display(*objects: Any, display_id: Any = None, update: bool = False,
             **_: Any) -> DisplayHandle | None:
     """The node's ``display``: each object into the cell, now (without a copier: its text)."""
@@ -163,7 +159,7 @@ def display(*objects: Any, display_id: Any = None, update: bool = False,
             continue
         data, metadata = mime_bundle(value)
         if _is_figure(value) and getattr(value, "number", None) is not None:
-            _shown_figures.add(value.number)
+            shown_figures.add(value.number)
         try:
             _send(pipe, {"data": data, "metadata": metadata, "display_id": display_id,
                          "update": bool(update)})

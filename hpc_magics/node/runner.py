@@ -19,12 +19,22 @@ import time
 import traceback
 import types
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..core.scale import ScaleOptions
-from ..jobfolder.files import FIGURES_DIR, OUTPUT_FILE, CellResult, load_own, write_results
+from ..jobfolder.files import (
+    FIGURES_DIR,
+    OUTCOME_FILE,
+    OUTPUT_FILE,
+    RESULTS_FILE,
+    CellResult,
+    load_own,
+    write_results,
+)
 from ..jobfolder.live_stream import STREAM_FILE
+from ..jobfolder.tasks import PAYLOAD_FILE, task_dir
 from ..shipping.buffers import unpack
 from ..shipping.main_guard import guard_actions
 from ..shipping.packing import Payload
@@ -148,7 +158,7 @@ def _save_figures(folder: Path) -> tuple[str, ...]:
     saved = []
     target = folder / FIGURES_DIR
     for number in pyplot.get_fignums():
-        if number in live_display.shown_figures():
+        if number in live_display.shown_figures:
             continue  # displayed in the cell as the cell ran
         target.mkdir(exist_ok=True)
         path = target / f"figure-{number}.png"
@@ -257,7 +267,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
     # others only log (and write their --gather names)
     task = NodeTask(job_folder, options)
     lead_task = task.lead
-    if not (options is not None and options.checkpoint):  # a checkpointing cell has its own
+    if not task.options.checkpoint:  # a checkpointing cell has its own
         signal.signal(signal.SIGTERM, _stop_the_cell)  # submitit's would ignore it
     output, stream = ((job_folder / OUTPUT_FILE, job_folder / STREAM_FILE) if lead_task
                       else (Path(os.devnull), Path(os.devnull)))
@@ -287,8 +297,6 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             frames = None if isinstance(error, ShippedModuleMissing) else _cell_frames(error)
             remote = "" if frames is None else "".join(
                 traceback.format_exception(type(error), error, frames))
-            namespace, has_last, last_value = {}, False, None
-            changed, unchanged = (), {}
         task.cell_finished()  # from here a SIGTERM waits until the results are whole
         figures = _save_figures(job_folder) if lead_task else ()
     try:
@@ -327,3 +335,18 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         return {"names": sorted(values) + sorted(modules), "figures": list(figures)}
     finally:
         task.results_written()  # a SIGTERM that came meanwhile ends the job now
+
+
+def run_task(folder: str, index: int, parameters: dict[str, Any]) -> dict[str, Any]:
+    """Entry point of a sweep task (through submitit): the cell with this task's parameters.
+    The shipped state is in the job folder once (``payload.pkl``); the task writes the usual
+    files into ``tasks/NNNNN/``. Raises again if the cell raised."""
+    job_folder = Path(folder)
+    payload: Payload = load_own(job_folder / PAYLOAD_FILE)
+    target = task_dir(job_folder, index)
+    target.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if os.environ.get("SLURM_PROCID", "0") == "0":
+        # a retried task starts clean: no result of the failed attempt stays
+        for stale in (OUTCOME_FILE, RESULTS_FILE, OUTPUT_FILE, STREAM_FILE):
+            (target / stale).unlink(missing_ok=True)
+    return run_cell(replace(payload, parameters=parameters), str(target))

@@ -98,9 +98,8 @@ def stage_in(paths: Sequence[str], root: Path | None = None) -> dict[str, str]:
     return staged
 
 
-def staged_paths(paths: Sequence[str], root: Path | None = None) -> dict[str, str]:
+def staged_paths(paths: Sequence[str], root: Path) -> dict[str, str]:
     """Where ``stage_in`` put each path (what the cell gets as ``staged``)."""
-    root = root or local_root()
     return {staged_name(path): str(root / staged_name(path)) for path in paths}
 
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,9 @@ from ..jobfolder.files import (
     read_segment,
     write_atomically,
 )
+
+# rank 0 starts with the others (srun): a bound on the wait for its port, not an expected wait
+PORT_WAIT_S = 600.0
 
 
 class Requeued(BaseException):
@@ -52,11 +55,13 @@ def _master_addr(hostname: str, environ: Mapping[str, str]) -> str:
         return environ.get("SLURM_LAUNCH_NODE_IPADDR", hostname)
 
 
-def export_distributed(folder: Path, environ: MutableMapping[str, str] | None = None) -> None:
+def export_distributed(folder: Path) -> None:
     """MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE for
     ``init_process_group("env://")``, unless already set. The port is one rank 0 found
-    free on its node (``master_port.py``), not submitit's guess from the job id."""
-    env = os.environ if environ is None else environ
+    free on its node, not submitit's guess from the job id (it may be taken there): rank 0
+    writes it into the job folder, the other ranks wait for the file. One file per job and
+    segment: a requeued job meets anew."""
+    env = os.environ
     if "SLURM_JOB_ID" not in env or "SLURM_PROCID" not in env:
         return
     from submitit.helpers import TorchDistributedEnvironment
@@ -69,19 +74,39 @@ def export_distributed(folder: Path, environ: MutableMapping[str, str] | None = 
               "WORLD_SIZE": str(dist.world_size), "LOCAL_RANK": str(dist.local_rank),
               "LOCAL_WORLD_SIZE": str(dist.local_world_size)}
     if "MASTER_PORT" not in env:
-        from . import master_port
-
-        meeting = master_port.port_file(folder, env["SLURM_JOB_ID"],
-                                        env.get("SLURM_RESTART_COUNT", "0"))
-        if dist.world_size == 1:
-            port = master_port.free_port()  # no one to tell
-        elif dist.rank == 0:
-            port = master_port.publish(meeting)
+        meeting = folder / (f"master-port-{env['SLURM_JOB_ID']}-"
+                            f"{env.get('SLURM_RESTART_COUNT', '0')}.txt")
+        if dist.rank == 0:
+            port = _free_port()
+            if dist.world_size > 1:  # others to tell
+                write_atomically(meeting, f"{port}\n".encode())
         else:
-            port = master_port.wait_for(meeting)
+            port = _wait_for_port(meeting)
         values["MASTER_PORT"] = str(port)
     for key, value in values.items():
         env.setdefault(key, value)
+
+
+def _free_port() -> int:
+    """A port no one listens on here now (the kernel's pick among the free ones)."""
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for_port(path: Path, wait_s: float = PORT_WAIT_S) -> int:
+    """Any rank but 0: rank 0's port, once written (polled with back-off)."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.05
+    while True:
+        try:
+            return int(path.read_text().strip())
+        except (OSError, ValueError):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"rank 0 never wrote its port to {path} in {wait_s:.0f} s: "
+                                   "did it start? (its log says)") from None
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 class NodeTask:

@@ -17,7 +17,8 @@ from ..core.errors import InvalidRequest
 @dataclass(frozen=True)
 class CellNames:
     free: tuple[str, ...]  # read before bound: candidates to ship
-    assigned: tuple[str, ...]  # bound at top level: the cell's results
+    # bound in the module's namespace (also by ``global`` in a function): the cell's results
+    assigned: tuple[str, ...]
     has_final_expression: bool
 
 
@@ -41,72 +42,28 @@ def parse_cell(code: str, filename: str = "<cell>") -> ast.Module:
         ) from None
 
 
-def _global_reads(source: str) -> set[str]:
-    """Names one statement reads from the module's namespace (nested scopes included)."""
-    reads: set[str] = set()
+def _scan(source: str) -> tuple[set[str], list[str]]:
+    """Names one statement reads from the module's namespace, and the names it binds there
+    (at top level, or in a nested scope through ``global`` or a comprehension's ``:=``)."""
     table = symtable.symtable(source, "<cell>", "exec")
-    for symbol in table.get_symbols():
-        if symbol.is_referenced():
-            reads.add(symbol.get_name())
+    reads = {symbol.get_name() for symbol in table.get_symbols() if symbol.is_referenced()}
+    binds = [symbol.get_name() for symbol in table.get_symbols()
+             if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()]
 
     def visit(child: symtable.SymbolTable) -> None:
         for symbol in child.get_symbols():
-            if symbol.is_global() and symbol.is_referenced():
-                reads.add(symbol.get_name())
-            if symbol.is_free() and child.get_type() == "class" and symbol.is_referenced():
-                reads.add(symbol.get_name())
+            name = symbol.get_name()
+            if symbol.is_referenced() and (symbol.is_global() or (
+                    symbol.is_free() and child.get_type() == "class")):
+                reads.add(name)
+            if symbol.is_declared_global() and symbol.is_assigned() and name not in binds:
+                binds.append(name)
         for grandchild in child.get_children():
             visit(grandchild)
 
     for child in table.get_children():
         visit(child)
-    return reads
-
-
-def _bound_names(statement: ast.stmt) -> list[str]:
-    """Names a top-level statement binds in the module namespace."""
-    names: list[str] = []
-
-    def targets(node: ast.AST) -> None:
-        if isinstance(node, ast.Name):
-            names.append(node.id)
-        elif isinstance(node, (ast.Tuple, ast.List)):
-            for element in node.elts:
-                targets(element)
-        elif isinstance(node, ast.Starred):
-            targets(node.value)
-
-    for node in ast.walk(statement):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node is statement or _is_top_level_binding(statement, node):
-                names.append(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.name != "*":
-                    names.append(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                targets(target)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets(node.target)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            targets(node.target)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                if item.optional_vars is not None:
-                    targets(item.optional_vars)
-        elif isinstance(node, ast.NamedExpr):
-            targets(node.target)
-    return names
-
-
-def _is_top_level_binding(statement: ast.stmt, node: ast.AST) -> bool:
-    """A def/class nested in if/for/with/try at top level still binds a module name."""
-    for parent in ast.walk(statement):
-        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            if parent is not node and node in ast.walk(parent):
-                return False
-    return True
+    return reads, binds
 
 
 # statements that bind unconditionally (not inside if/for/while/try)
@@ -121,11 +78,10 @@ def analyse(code: str) -> CellNames:
     free: list[str] = []
     assigned: list[str] = []
     for statement in module.body:
-        segment = ast.unparse(statement)
-        for name in sorted(_global_reads(segment)):
+        reads, names = _scan(ast.unparse(statement))
+        for name in sorted(reads):
             if name not in bound and name not in free:
                 free.append(name)
-        names = _bound_names(statement)
         for name in names:
             if name not in assigned:
                 assigned.append(name)

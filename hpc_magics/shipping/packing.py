@@ -229,9 +229,8 @@ def check_defined(code: str, names: CellNames, namespace: Mapping[str, Any],
     # catches NameError means to read names that may not exist
     if any(marker in code for marker in ("import *", "exec(", "globals()", "NameError")):
         return
-    bound = _bound_anywhere(code)
     missing = [name for name in names.free
-               if name not in namespace and name not in bound and name not in provided
+               if name not in namespace and name not in names.assigned and name not in provided
                and not hasattr(builtins, name) and name not in _SHELL_NAMES
                and not name.startswith("__") and not name.lstrip("_i").isdigit()]
     if missing:
@@ -240,23 +239,3 @@ def check_defined(code: str, names: CellNames, namespace: Mapping[str, Any],
             f"the cell reads {listed}, which the notebook has not defined: run the cell that "
             "defines it first, or define it in this cell")
 
-
-def _bound_anywhere(code: str) -> set[str]:
-    """Every name the cell binds at module level, in any statement or nested ``global``."""
-    import symtable
-
-    bound: set[str] = set()
-
-    def visit(table: symtable.SymbolTable, top: bool) -> None:
-        for symbol in table.get_symbols():
-            binds = symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
-            if binds and (top or symbol.is_declared_global()):
-                bound.add(symbol.get_name())
-        for child in table.get_children():
-            visit(child, False)
-
-    try:
-        visit(symtable.symtable(code, "<cell>", "exec"), True)
-    except SyntaxError:
-        pass
-    return bound

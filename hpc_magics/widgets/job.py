@@ -31,7 +31,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
-from ..fetching import shell_namespace
+from ..fetching import shell_namespace, written_output
 from ..jobfacts import suggested_rerun
 from ..jobfolder.files import read_tail
 from .job_view import JobView, segment_note, view_of
@@ -377,7 +377,8 @@ class JobWidget(widgets.VBox):
             self.message.value = f"now in the notebook: <code>{html.escape(names)}</code>"
             # once: a live view in the cell has shown it already
             live = getattr(self.handle, "live", None)
-            output = "" if live is not None else self.handle.folder.shown_output()
+            output = "" if live is not None else "".join(
+                entry.get("text", "") for entry in written_output(self.handle.folder))
             if output:
                 self.message.value += f"<pre>{html.escape(output)}</pre>"
 

@@ -317,7 +317,7 @@ def test_task_files_decide_when_slurm_cannot_say(slurm_cluster: Any, tmp_path: P
     from hpc_magics.backends import get_backend
     from hpc_magics.jobfolder.folder import JobFolder
     from hpc_magics.jobfolder.tasks import PAYLOAD_FILE, POINTS_FILE
-    from hpc_magics.node.sweep_task import run_task
+    from hpc_magics.node.runner import run_task
     from hpc_magics.shipping.analysis import analyse
     from hpc_magics.shipping.packing import pack
     from hpc_magics.sweep_handle import SweepHandle
