@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase, translate
 from typing import Any
 
-from .directives import read_options
+from .directives import parse
 from .errors import InvalidRequest
 from .resources import ResourceRequest, parse_field
 
@@ -141,13 +141,8 @@ def script_options(script: str) -> set[str]:
     """The long names of the options the script's ``#SBATCH`` block sets (as sbatch reads it:
     up to the first line that is neither a comment nor blank)."""
     found: set[str] = set()
-    for line in script.splitlines()[1:]:
-        text = line.strip()
-        if text and not text.startswith("#"):
-            break
-        if text.startswith("#SBATCH"):
-            with contextlib.suppress(InvalidRequest):  # sbatch refuses the script anyway
-                found.update(o.name for o in read_options(text.removeprefix("#SBATCH")))
+    with contextlib.suppress(InvalidRequest):  # sbatch refuses the script anyway
+        found = {option.name for option in parse(script).options}
     for group in _EXCLUSIVE:
         if found & group:
             found |= group
