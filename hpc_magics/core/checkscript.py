@@ -166,23 +166,20 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
 
     request = updated(ResourceRequest(profile=profile.name, backend=backend), values)
     request = request.changed(extra=tuple((k, v or "") for k, v in extra.items()))
-    for problem in validation.check(request, profile):
-        named = _option_for(problem.field, last_line)
-        findings.append(replace(problem, field=named, line=last_line.get(named)))
-        if named in last_line:
-            notes.setdefault(last_line[named], []).append(str(problem))
-    return ScriptReport(profile.name, tuple(lines), verdicts,
-                        {number: tuple(said) for number, said in notes.items()},
-                        _in_order(findings), request, tuple(extra.items()),
-                        tuple(last_line.items()))
+    report = ScriptReport(profile.name, tuple(lines), verdicts,
+                          {number: tuple(said) for number, said in notes.items()},
+                          tuple(findings), request, tuple(extra.items()),
+                          tuple(last_line.items()))
+    return with_findings(report, validation.check(request, profile))
 
 
 def with_findings(report: ScriptReport, more: list[Problem] | tuple[Problem, ...]
                   ) -> ScriptReport:
-    """``report`` with more findings (live checks), each put on the line of its option."""
+    """``report`` with more findings (the profile's limits, live checks), each on the line
+    of its option as the script spelled it."""
     lines = dict(report.option_lines)
-    placed = [replace(f, line=f.line or lines.get(_option_for(f.field, lines)))
-              for f in more]
+    placed = [replace(f, field=(named := _option_for(f.field, lines)),
+                      line=f.line or lines.get(named)) for f in more]
     notes = dict(report.notes)
     for finding in placed:
         if finding.line:

@@ -189,9 +189,13 @@ def updated(request: ResourceRequest, values: Mapping[str, Any]) -> ResourceRequ
     return replace(request, **changes)
 
 
-_SHOWN: dict[str, Callable[[Any], str]] = {
-    "time_s": format_time,
-    "mem_mb": lambda mb: format_memory(mb) if mb else "0 (the whole node's memory)"}
+_SBATCH_FORM: dict[str, Callable[[Any], str]] = {
+    "time_s": format_time, "mem_mb": lambda mb: format_memory(mb) if mb else "0"}
+
+
+def sbatch_text(field_name: str, value: Any) -> str:
+    """A field's value as an ``#SBATCH`` line spells it."""
+    return _SBATCH_FORM.get(field_name, str)(value)
 
 
 def as_rows(request: ResourceRequest) -> list[tuple[str, str]]:
@@ -202,7 +206,8 @@ def as_rows(request: ResourceRequest) -> list[tuple[str, str]]:
         value = getattr(request, flag.field)
         if value is not None or flag.field != "dependency":
             rows.append((flag.name, "(cluster default)" if value is None
-                         else _SHOWN.get(flag.field, str)(value)))
+                         else "0 (the whole node's memory)" if flag.field == "mem_mb"
+                         and value == 0 else sbatch_text(flag.field, value)))
     return [*rows, ("setup", "; ".join(request.setup) if request.setup else "(none)")]
 
 
