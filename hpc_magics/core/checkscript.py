@@ -51,8 +51,7 @@ class ScriptReport:
     marks: Mapping[int, str]  # line → COMMENT, IGNORED or PASSED, whatever is said of it
     notes: Mapping[int, tuple[str, ...]]  # line → what is said of it, in order
     findings: tuple[Problem, ...]
-    request: ResourceRequest
-    passed_through: tuple[tuple[str, str | None], ...] = field(default=())
+    request: ResourceRequest  # its ``extra``: the options passed to sbatch as written
     option_lines: tuple[tuple[str, int], ...] = field(default=())  # option → its last line
 
     @property
@@ -121,7 +120,7 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
     has_array = any(o.name == "array" for o in options)
     last_line: dict[str, int] = {}
     values: dict[str, str] = {}
-    extra: dict[str, str | None] = {}
+    extra: dict[str, str] = {}
     for option in options:
         number, name, value = option.line, option.name, option.value
         last_line[name] = number
@@ -161,15 +160,14 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
             for text in filename_notes(value, has_array):
                 note(number, WARNING, name, f"--{name} {text}")
         if not option.modelled and name != "job-name":
-            extra[name] = value
+            extra[name] = value or ""
             verdicts.setdefault(number, PASSED)
 
-    request = updated(ResourceRequest(profile=profile.name, backend=backend), values)
-    request = request.changed(extra=tuple((k, v or "") for k, v in extra.items()))
+    request = updated(ResourceRequest(profile=profile.name, backend=backend,
+                                      extra=tuple(extra.items())), values)
     report = ScriptReport(profile.name, tuple(lines), verdicts,
                           {number: tuple(said) for number, said in notes.items()},
-                          tuple(findings), request, tuple(extra.items()),
-                          tuple(last_line.items()))
+                          tuple(findings), request, tuple(last_line.items()))
     return with_findings(report, validation.check(request, profile))
 
 
@@ -227,9 +225,9 @@ def render(report: ScriptReport, name: str = "script") -> str:
     for verdict in report.lines:
         text.append(f"  {str(verdict.number).rjust(width)}  {verdict.verdict:<8} {verdict.text}")
         text += [f"  {' ' * width}           {n}" for n in verdict.notes]
-    if report.passed_through:
+    if report.request.extra:
         text.append("passed to sbatch as written (not checked against the profile): "
-                    + ", ".join(f"--{k}" for k, _ in report.passed_through))
+                    + ", ".join(f"--{k}" for k, _ in report.request.extra))
     general = [f for f in report.findings if f.line is None]
     text += [str(f) for f in general]
     errors = len(report.errors)
