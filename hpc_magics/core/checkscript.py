@@ -195,15 +195,15 @@ _FREE_TEXT = frozenset({"account", "mail-user", "job-name", "comment"})
 
 
 def _typo(spelling: str, value: str | None) -> tuple[str, str] | None:
-    """A known option misspelt (``--ntaks-per-node``) or glued to its value with a dash
-    (``--mem-4G``): (the option meant, the fix).  sbatch refuses it, unless a well-known
-    plugin adds that very name (``--container-writable``, pyxis)."""
+    """An option sbatch does not know (nor as an abbreviation) that is a known one misspelt
+    (``--ntaks-per-node``) or glued to its value with a dash (``--mem-4G``): (the option
+    meant, the fix). sbatch refuses it, unless a well-known plugin adds that very name
+    (``--container-writable``, pyxis)."""
     if spelling in PLUGIN_OPTIONS:
         return None
     for option in OPTIONS:
         rest = spelling[len(option.name) + 1:]
-        if option.value != NONE and spelling.startswith(option.name + "-") and rest and \
-                lookup(spelling) is None and not any(o.name.startswith(spelling) for o in OPTIONS):
+        if option.value != NONE and spelling.startswith(option.name + "-") and rest:
             return option.name, f"write --{option.name}={rest}"
     close = difflib.get_close_matches(spelling, [o.name for o in OPTIONS], n=1, cutoff=0.85)
     if close:

@@ -203,10 +203,10 @@ def memory_text(megabytes: float | None) -> str:
         f"{megabytes / 1024:.1f}G" if megabytes >= 1024 else f"{megabytes:.0f}M")
 
 
-def load_advice_rules(path: Path = ADVICE_FILE) -> dict[str, Any]:
+def load_advice_rules() -> dict[str, Any]:
     from .profiles import read_toml  # not at import: the watcher imports Usage
 
-    return read_toml(path, "advice file")
+    return read_toml(ADVICE_FILE, "advice file")
 
 
 def advice(usage: Usage, gpu: GpuSummary | None,

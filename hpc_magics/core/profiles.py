@@ -328,20 +328,19 @@ def read_toml(path: Path, what: str = "profile file") -> dict[str, Any]:
                              "permissions or remove it") from None
 
 
-def loadable_profiles(paths: Iterable[Path] | None = None) -> dict[str, ClusterProfile]:
+def loadable_profiles() -> dict[str, ClusterProfile]:
     """Every profile that loads; a broken site file must not stop detection."""
     found: dict[str, ClusterProfile] = {}
-    folders = list(paths) if paths is not None else None
-    for name in available_profiles(folders):
+    for name in available_profiles():
         try:
-            found[name] = load_profile(name, folders)
+            found[name] = load_profile(name)
         except InvalidRequest:
             continue
     return found
 
 
-def profile_for_cluster(cluster_name: str, paths: Iterable[Path] | None = None) -> str | None:
+def profile_for_cluster(cluster_name: str) -> str | None:
     """The profile whose ``cluster_names`` include ``cluster_name`` (Slurm's ClusterName)."""
     wanted = cluster_name.strip().lower()
-    return next((name for name, profile in loadable_profiles(paths).items() if wanted
+    return next((name for name, profile in loadable_profiles().items() if wanted
                  and wanted in {c.lower() for c in profile.cluster_names}), None)

@@ -8,18 +8,17 @@ from __future__ import annotations
 import os
 import platform
 import re
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 
 from .profiles import loadable_profiles, profile_for_cluster
 
 
-def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str | None:
+def profile_for_script(script: str) -> str | None:
     """The cluster a script was written for, from its spellings; None when it does not say.
     A cluster's own hints beat its site's (a script naming Fir's login host is Fir's, not
     just the Alliance's); among clusters the most hints win; clusters tied on the same
     number of hints that share a site give the site's profile, whose rules they share."""
-    profiles = loadable_profiles(paths)
+    profiles = loadable_profiles()
     scores = {name: sum(bool(re.search(hint, script, re.IGNORECASE)) for hint in p.script_hints)
               for name, p in profiles.items()}
     matched = {name for name, score in scores.items() if score}
@@ -37,19 +36,19 @@ def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str 
     return leaders[0]
 
 
-def profile_for_host(hostname: str, paths: Iterable[Path] | None = None) -> str | None:
+def profile_for_host(hostname: str) -> str | None:
     """The profile whose ``hostnames`` match this host's name (a login or compute node)."""
     name = hostname.strip().lower()
-    return next((profile_name for profile_name, profile in sorted(loadable_profiles(paths).items())
+    return next((profile_name for profile_name, profile in sorted(loadable_profiles().items())
                  if name and any(re.fullmatch(p, name, re.IGNORECASE) for p in profile.hostnames)),
                 None)
 
 
-def profile_with_partition(partition: str, paths: Iterable[Path] | None = None) -> str | None:
+def profile_with_partition(partition: str) -> str | None:
     """The one current system whose profile lists this partition (lncc-h100: sdumont2nd);
     None when none or several do (debug, normal): what to suggest when a script names a
     partition its profile does not have."""
-    found = [name for name, p in loadable_profiles(paths).items()
+    found = [name for name, p in loadable_profiles().items()
              if partition in p.partitions and not p.retired]
     return found[0] if len(found) == 1 else None
 
