@@ -271,33 +271,26 @@ def _raw(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return stamp, _RAW[stamp]
 
 
-def _controlled_by_others(stat: os.stat_result, folder: bool = False) -> str | None:
-    """Who besides this user and root could have written it, or None."""
-    if stat.st_uid not in (os.getuid(), 0):
-        import pwd
-
-        try:
-            owner = pwd.getpwuid(stat.st_uid).pw_name
-        except KeyError:
-            owner = f"uid {stat.st_uid}"
-        return f"owned by {owner}"
-    # a sticky folder (/tmp) lets others add files, never replace this user's
-    if stat.st_mode & 0o022 and not (folder and stat.st_mode & 0o1000):
-        return "writable by others (group or world)"
-    return None
-
-
 def others_could_write(path: Path, stat: os.stat_result | None = None) -> str | None:
     """Why someone besides this user and root could have written ``path`` (the file or its
     folder), as ``"it is owned by bob"``; None when no one could."""
     try:
-        why = _controlled_by_others(stat or path.stat())
-        if why is not None:
-            return f"it is {why}"
-        why = _controlled_by_others(path.parent.stat(), folder=True)
+        for info, said, folder in ((stat or path.stat(), "it is", False),
+                                   (path.parent.stat(), f"its folder {path.parent} is", True)):
+            if info.st_uid not in (os.getuid(), 0):
+                import pwd
+
+                try:
+                    owner = pwd.getpwuid(info.st_uid).pw_name
+                except KeyError:
+                    owner = f"uid {info.st_uid}"
+                return f"{said} owned by {owner}"
+            # a sticky folder (/tmp) lets others add files, never replace this user's
+            if info.st_mode & 0o022 and not (folder and info.st_mode & 0o1000):
+                return f"{said} writable by others (group or world)"
     except OSError:
-        return None  # reading it says what is wrong
-    return f"its folder {path.parent} is {why}" if why is not None else None
+        pass  # reading it says what is wrong
+    return None
 
 
 def _refuse_if_others_control(path: Path, stat: os.stat_result) -> None:
