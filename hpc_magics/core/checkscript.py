@@ -78,8 +78,8 @@ class ScriptReport:
         return not self.errors
 
 
-def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
-                 whole_file: bool = False) -> ScriptReport:
+def check_script(script: str, profile: ClusterProfile, whole_file: bool = False
+                 ) -> ScriptReport:
     """Read ``script`` as sbatch does and check it against ``profile``. ``whole_file``: a
     file given to sbatch, which refuses one that does not start with ``#!``."""
     verdicts: dict[int, str] = {}
@@ -163,7 +163,7 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
             extra[name] = value or ""
             verdicts.setdefault(number, PASSED)
 
-    request = updated(ResourceRequest(profile=profile.name, backend=backend,
+    request = updated(ResourceRequest(profile=profile.name, backend="slurm",
                                       extra=tuple(extra.items())), values)
     report = ScriptReport(profile.name, tuple(lines), verdicts,
                           {number: tuple(said) for number, said in notes.items()},

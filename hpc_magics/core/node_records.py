@@ -116,7 +116,6 @@ class NodePeak:
 
     megabytes: float
     source: str
-    hosts: int
 
 
 def read_records(texts: Iterable[str]) -> list[dict[str, Any]]:
@@ -138,8 +137,7 @@ def node_peak(records: Iterable[Mapping[str, Any]]) -> NodePeak | None:
     for key, source in PEAK_SOURCES.items():
         values = [float(r[key]) for r in records if isinstance(r.get(key), (int, float))]
         if values:
-            hosts = len({r.get("host") for r in records if key in r})
-            return NodePeak(max(values), source, hosts)
+            return NodePeak(max(values), source)
     return None
 
 
