@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from . import validation
 from .directives import (
+    DIRECTIVE,
     NONE,
     OPTIONS,
     PLUGIN_OPTIONS,
@@ -32,7 +33,6 @@ from .validation import Problem
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
     "ok", "warning", "error", "passed", "ignored", "comment")
-_DIRECTIVE = re.compile(r"^\s*#SBATCH(\s|$)(.*)$")
 _LOOKALIKE = re.compile(r"^\s*#+\s*SBATCH\b|^\s*#sbatch\b", re.IGNORECASE)
 
 
@@ -60,7 +60,7 @@ class ScriptReport:
         out = []
         for number, line in enumerate(self.source, start=1):
             said = self.notes.get(number, ())
-            if not (_DIRECTIVE.match(line) or number in self.marks or said):
+            if not (DIRECTIVE.match(line) or number in self.marks or said):
                 continue
             verdict = self.marks.get(number, OK)
             if verdict in (OK, PASSED):  # the worst said of it, if anything is
@@ -99,7 +99,7 @@ def check_script(script: str, profile: ClusterProfile, whole_file: bool = False
 
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
-        match = _DIRECTIVE.match(line)
+        match = DIRECTIVE.match(line)
         if match is None:
             if _LOOKALIKE.match(line) and in_header:
                 verdicts[number] = COMMENT

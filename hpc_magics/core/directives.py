@@ -176,7 +176,8 @@ def filename_notes(text: str, has_array: bool) -> list[str]:
 
 
 # ------------------------------------------------------ reading #SBATCH lines
-_DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
+# A directive line, as sbatch knows one: "#SBATCH" first (after blanks), then its options
+DIRECTIVE = re.compile(r"^\s*#SBATCH(\s|$)(.*)$")
 
 
 @dataclass(frozen=True)
@@ -270,11 +271,11 @@ def parse(cell: str) -> Directives:
     index = 0
     while index < len(lines):
         stripped = lines[index].strip()
-        match = _DIRECTIVE.match(stripped)
+        match = DIRECTIVE.match(stripped)
         if stripped and not stripped.startswith("#"):
             break
         try:
-            options = read_options(match.group(1), index + 1) if match else []
+            options = read_options(match.group(2), index + 1) if match else []
         except InvalidRequest as error:
             raise InvalidRequest(f"#SBATCH line {index + 1}: {error}") from None
         found += options
