@@ -320,20 +320,3 @@ def read_toml(path: Path, what: str = "profile file") -> dict[str, Any]:
         raise InvalidRequest(f"{what} {path} cannot be read ({error}): fix its "
                              "permissions or remove it") from None
 
-
-def loadable_profiles() -> dict[str, ClusterProfile]:
-    """Every profile that loads; a broken site file must not stop detection."""
-    found: dict[str, ClusterProfile] = {}
-    for name in available_profiles():
-        try:
-            found[name] = load_profile(name)
-        except InvalidRequest:
-            continue
-    return found
-
-
-def profile_for_cluster(cluster_name: str) -> str | None:
-    """The profile whose ``cluster_names`` include ``cluster_name`` (Slurm's ClusterName)."""
-    wanted = cluster_name.strip().lower()
-    return next((name for name, profile in loadable_profiles().items() if wanted
-                 and wanted in {c.lower() for c in profile.cluster_names}), None)

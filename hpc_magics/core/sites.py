@@ -1,5 +1,5 @@
-"""Which cluster a job script or a host belongs to, from the profiles' ``script_hints`` and
-``hostnames``. A site's shared profile (``alliance``) holds what its clusters share, a
+"""Which cluster a job script, a host or a Slurm cluster belongs to, from the profiles'
+``script_hints``, ``hostnames`` and ``cluster_names``. A site's shared profile (``alliance``) holds what its clusters share, a
 cluster's only its own, so the most specific match wins.
 """
 
@@ -10,7 +10,26 @@ import platform
 import re
 from collections.abc import Mapping
 
-from .profiles import loadable_profiles, profile_for_cluster
+from .errors import InvalidRequest
+from .profiles import ClusterProfile, available_profiles, load_profile
+
+
+def loadable_profiles() -> dict[str, ClusterProfile]:
+    """Every profile that loads; a broken site file must not stop detection."""
+    found: dict[str, ClusterProfile] = {}
+    for name in available_profiles():
+        try:
+            found[name] = load_profile(name)
+        except InvalidRequest:
+            continue
+    return found
+
+
+def profile_for_cluster(cluster_name: str) -> str | None:
+    """The profile whose ``cluster_names`` include ``cluster_name`` (Slurm's ClusterName)."""
+    wanted = cluster_name.strip().lower()
+    return next((name for name, profile in loadable_profiles().items() if wanted
+                 and wanted in {c.lower() for c in profile.cluster_names}), None)
 
 
 def profile_for_script(script: str) -> str | None:
