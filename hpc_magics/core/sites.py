@@ -1,6 +1,6 @@
 """Which cluster a job script, a host or a Slurm cluster belongs to, from the profiles'
-``script_hints``, ``hostnames`` and ``cluster_names``. A site's shared profile (``alliance``) holds what its clusters share, a
-cluster's only its own, so the most specific match wins.
+``script_hints``, ``hostnames`` and ``cluster_names``. A site's shared profile (``alliance``)
+holds what its clusters share, a cluster's only its own, so the most specific match wins.
 """
 
 from __future__ import annotations

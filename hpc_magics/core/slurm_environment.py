@@ -86,18 +86,6 @@ FORMATTING: tuple[tuple[str, str], ...] = (
 # The commands that start a job (the user's environment travels to it): not readers.
 STARTS_JOBS = frozenset({"sbatch", "srun", "salloc"})
 
-# Kept on purpose, for the docs' table (everything not LEAKED is kept; these are the usual).
-KEPT: tuple[tuple[str, str], ...] = (
-    ("SBATCH_*", "the user's sbatch defaults (account, partition, time, export, comment, ...); "
-                 "one the job script sets itself gives way to the script's line"),
-    ("SALLOC_*", "the user's salloc defaults, for salloc in a job"),
-    ("SRUN_*", "the user's srun defaults, for srun in a job"),
-    ("SLURM_ACCOUNT", "the user's default account for srun"),
-    ("SLURM_CONF", "which cluster the commands talk to"),
-    ("SLURM_CLUSTERS", "which clusters squeue and sacct ask"),
-    ("SLURM_DEBUG_FLAGS, SLURM_EXIT_ERROR", "how the user wants the commands to behave"),
-)
-
 # SBATCH_<NAME> is --<name> with '-' for '_' except these (sbatch(1), INPUT ENVIRONMENT).
 # sbatch also reads SLURM_CLUSTERS as --clusters (a script's -M line gives way to neither).
 _OPTION_OF = {"SBATCH_TIMELIMIT": "time", "SBATCH_ARRAY_INX": "array",
