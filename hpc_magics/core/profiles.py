@@ -264,7 +264,14 @@ def _raw(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
         stat = path.stat()
     except OSError:
         return (path, None), read_toml(path)  # reading it says what is wrong
-    _refuse_if_others_control(path, stat)
+    # A profile's ``setup``, ``environment``, ``balance_command`` and ``kernel`` become
+    # commands run as this user: a site or user file (not the package's own) is used only
+    # when this user or root alone could have written it and its folder.
+    why = None if path.parent.resolve() == PACKAGED_DIR else others_could_write(path, stat)
+    if why is not None:
+        raise InvalidRequest(
+            f"profile file {path} is not used: {why}, and a profile's setup and commands "
+            "run as you: make it yours and not writable by others (chmod go-w), or remove it")
     stamp = (path, stat.st_mtime_ns, stat.st_size, stat.st_mode, stat.st_uid)
     if stamp not in _RAW:
         _RAW[stamp] = read_toml(path)
@@ -291,19 +298,6 @@ def others_could_write(path: Path, stat: os.stat_result | None = None) -> str | 
     except OSError:
         pass  # reading it says what is wrong
     return None
-
-
-def _refuse_if_others_control(path: Path, stat: os.stat_result) -> None:
-    """A profile's ``setup``, ``environment``, ``balance_command`` and ``kernel`` become
-    commands run as this user: a site or user file (not the package's own) is used only
-    when this user or root alone could have written it and its folder."""
-    if path.parent.resolve() == PACKAGED_DIR:
-        return
-    why = others_could_write(path, stat)
-    if why is not None:
-        raise InvalidRequest(
-            f"profile file {path} is not used: {why}, and a profile's setup and commands "
-            "run as you: make it yours and not writable by others (chmod go-w), or remove it")
 
 
 def read_toml(path: Path, what: str = "profile file") -> dict[str, Any]:
