@@ -16,8 +16,9 @@ import submitit
 from submitit.slurm.slurm import SlurmJobEnvironment
 
 from ..core import kernel_world, login_paths, notebook_world
-from ..core.errors import InvalidRequest, SubmissionError
+from ..core.errors import InvalidRequest, SubmissionError, refuse
 from ..core.jobscript import cell_parts, directives, render
+from ..core.kernel_world import refusals
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
 from ..core.scale import ScaleOptions, scaled_parts, signal_directive
@@ -192,13 +193,12 @@ class SlurmBackend(Backend):
         shared_tmp = login_paths.nodes_share_tmp(os.environ)
         kernel = self.notebook_kernel
         if kernel is not None:  # the notebook's kernel, and the Python that starts it
-            kernel_world.refuse(kernel.world, {**settings, **kernel.settings}, shared_tmp)
-            kernel_world.refuse(kernel_world.KernelWorld(self.python), {}, shared_tmp)
+            refuse(refusals(kernel.world, {**settings, **kernel.settings}, shared_tmp))
+            refuse(refusals(kernel_world.KernelWorld(self.python), {}, shared_tmp))
         else:
             if self.given_python:
                 settings["interpreter"] = self.given_python
-            kernel_world.refuse(kernel_world.read(os.environ, self.python), settings,
-                                shared_tmp)
+            refuse(refusals(kernel_world.read(os.environ, self.python), settings, shared_tmp))
         if submitting or live:  # the cell's, the profile's and the environment's -M
             submission.refuse_other_cluster(directives(request, profile))
         if submitting:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from . import validation
 from .directives import (
+    DIRECTIVE,
     NONE,
     OPTIONS,
     PLUGIN_OPTIONS,
@@ -32,7 +33,6 @@ from .validation import Problem
 
 OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
     "ok", "warning", "error", "passed", "ignored", "comment")
-_DIRECTIVE = re.compile(r"^\s*#SBATCH(\s|$)(.*)$")
 _LOOKALIKE = re.compile(r"^\s*#+\s*SBATCH\b|^\s*#sbatch\b", re.IGNORECASE)
 
 
@@ -51,8 +51,7 @@ class ScriptReport:
     marks: Mapping[int, str]  # line → COMMENT, IGNORED or PASSED, whatever is said of it
     notes: Mapping[int, tuple[str, ...]]  # line → what is said of it, in order
     findings: tuple[Problem, ...]
-    request: ResourceRequest
-    passed_through: tuple[tuple[str, str | None], ...] = field(default=())
+    request: ResourceRequest  # its ``extra``: the options passed to sbatch as written
     option_lines: tuple[tuple[str, int], ...] = field(default=())  # option → its last line
 
     @property
@@ -61,7 +60,7 @@ class ScriptReport:
         out = []
         for number, line in enumerate(self.source, start=1):
             said = self.notes.get(number, ())
-            if not (_DIRECTIVE.match(line) or number in self.marks or said):
+            if not (DIRECTIVE.match(line) or number in self.marks or said):
                 continue
             verdict = self.marks.get(number, OK)
             if verdict in (OK, PASSED):  # the worst said of it, if anything is
@@ -79,8 +78,8 @@ class ScriptReport:
         return not self.errors
 
 
-def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
-                 whole_file: bool = False) -> ScriptReport:
+def check_script(script: str, profile: ClusterProfile, whole_file: bool = False
+                 ) -> ScriptReport:
     """Read ``script`` as sbatch does and check it against ``profile``. ``whole_file``: a
     file given to sbatch, which refuses one that does not start with ``#!``."""
     verdicts: dict[int, str] = {}
@@ -100,7 +99,7 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
 
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
-        match = _DIRECTIVE.match(line)
+        match = DIRECTIVE.match(line)
         if match is None:
             if _LOOKALIKE.match(line) and in_header:
                 verdicts[number] = COMMENT
@@ -121,7 +120,7 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
     has_array = any(o.name == "array" for o in options)
     last_line: dict[str, int] = {}
     values: dict[str, str] = {}
-    extra: dict[str, str | None] = {}
+    extra: dict[str, str] = {}
     for option in options:
         number, name, value = option.line, option.name, option.value
         last_line[name] = number
@@ -161,28 +160,24 @@ def check_script(script: str, profile: ClusterProfile, backend: str = "slurm",
             for text in filename_notes(value, has_array):
                 note(number, WARNING, name, f"--{name} {text}")
         if not option.modelled and name != "job-name":
-            extra[name] = value
+            extra[name] = value or ""
             verdicts.setdefault(number, PASSED)
 
-    request = updated(ResourceRequest(profile=profile.name, backend=backend), values)
-    request = request.changed(extra=tuple((k, v or "") for k, v in extra.items()))
-    for problem in validation.check(request, profile):
-        named = _option_for(problem.field, last_line)
-        findings.append(replace(problem, field=named, line=last_line.get(named)))
-        if named in last_line:
-            notes.setdefault(last_line[named], []).append(str(problem))
-    return ScriptReport(profile.name, tuple(lines), verdicts,
-                        {number: tuple(said) for number, said in notes.items()},
-                        _in_order(findings), request, tuple(extra.items()),
-                        tuple(last_line.items()))
+    request = updated(ResourceRequest(profile=profile.name, backend="slurm",
+                                      extra=tuple(extra.items())), values)
+    report = ScriptReport(profile.name, tuple(lines), verdicts,
+                          {number: tuple(said) for number, said in notes.items()},
+                          tuple(findings), request, tuple(last_line.items()))
+    return with_findings(report, validation.check(request, profile))
 
 
 def with_findings(report: ScriptReport, more: list[Problem] | tuple[Problem, ...]
                   ) -> ScriptReport:
-    """``report`` with more findings (live checks), each put on the line of its option."""
+    """``report`` with more findings (the profile's limits, live checks), each on the line
+    of its option as the script spelled it."""
     lines = dict(report.option_lines)
-    placed = [replace(f, line=f.line or lines.get(_option_for(f.field, lines)))
-              for f in more]
+    placed = [replace(f, field=(named := _option_for(f.field, lines)),
+                      line=f.line or lines.get(named)) for f in more]
     notes = dict(report.notes)
     for finding in placed:
         if finding.line:
@@ -200,15 +195,15 @@ _FREE_TEXT = frozenset({"account", "mail-user", "job-name", "comment"})
 
 
 def _typo(spelling: str, value: str | None) -> tuple[str, str] | None:
-    """A known option misspelt (``--ntaks-per-node``) or glued to its value with a dash
-    (``--mem-4G``): (the option meant, the fix).  sbatch refuses it, unless a well-known
-    plugin adds that very name (``--container-writable``, pyxis)."""
+    """An option sbatch does not know (nor as an abbreviation) that is a known one misspelt
+    (``--ntaks-per-node``) or glued to its value with a dash (``--mem-4G``): (the option
+    meant, the fix). sbatch refuses it, unless a well-known plugin adds that very name
+    (``--container-writable``, pyxis)."""
     if spelling in PLUGIN_OPTIONS:
         return None
     for option in OPTIONS:
         rest = spelling[len(option.name) + 1:]
-        if option.value != NONE and spelling.startswith(option.name + "-") and rest and \
-                lookup(spelling) is None and not any(o.name.startswith(spelling) for o in OPTIONS):
+        if option.value != NONE and spelling.startswith(option.name + "-") and rest:
             return option.name, f"write --{option.name}={rest}"
     close = difflib.get_close_matches(spelling, [o.name for o in OPTIONS], n=1, cutoff=0.85)
     if close:
@@ -230,9 +225,9 @@ def render(report: ScriptReport, name: str = "script") -> str:
     for verdict in report.lines:
         text.append(f"  {str(verdict.number).rjust(width)}  {verdict.verdict:<8} {verdict.text}")
         text += [f"  {' ' * width}           {n}" for n in verdict.notes]
-    if report.passed_through:
+    if report.request.extra:
         text.append("passed to sbatch as written (not checked against the profile): "
-                    + ", ".join(f"--{k}" for k, _ in report.passed_through))
+                    + ", ".join(f"--{k}" for k, _ in report.request.extra))
     general = [f for f in report.findings if f.line is None]
     text += [str(f) for f in general]
     errors = len(report.errors)

@@ -22,7 +22,6 @@ _UNITS = {"node": "node-h", "gpu": "GPU-h", "core": "core-h"}
 
 @dataclass(frozen=True)
 class Cost:
-    hours: float | None
     node_hours: float | None
     gpu_hours: float | None
     core_hours: float | None
@@ -60,18 +59,18 @@ def estimate(request: ResourceRequest, profile: ClusterProfile | None = None,
     kind = profile.billing if profile and profile.billing in _UNITS else "node"
     weights = billing_weights or (partition.billing_weights if partition else "")
     if hours is None:
-        return Cost(None, None, None, None, None, _UNITS[kind], "no time limit")
+        return Cost(None, None, None, None, _UNITS[kind], "no time limit")
     node_h, gpu_h, core_h = nodes * hours, nodes * gpus * hours, nodes * cores * hours
     if weights:
         mem = request.mem_mb or 0
         if whole and partition and partition.mem_per_node_mb:
             mem = partition.mem_per_node_mb
         billed = billing_units(weights, cores, mem, gpus, 1) * nodes * hours
-        return Cost(hours, node_h, gpu_h, core_h, billed, "billing-h",
+        return Cost(node_h, gpu_h, core_h, billed, "billing-h",
                     f"TRESBillingWeights {weights}")
     billed = {"node": node_h, "gpu": gpu_h, "core": core_h}[kind]
     rule = ("whole nodes, " if whole else "") + f"billed by the {_UNITS[kind].removesuffix('-h')}"
-    return Cost(hours, node_h, gpu_h, core_h, billed, _UNITS[kind], rule)
+    return Cost(node_h, gpu_h, core_h, billed, _UNITS[kind], rule)
 
 
 def cost_so_far(request_data: Mapping[str, Any], elapsed_s: float) -> str:

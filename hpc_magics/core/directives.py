@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidRequest
 from .flags import FLAG_FIELDS
-from .resources import GpuRequest
+from .resources import GpuRequest, check_gres
 from .units import parse_memory, parse_time
 
 REQUIRED, OPTIONAL, NONE = "required", "optional", "none"
@@ -114,14 +114,6 @@ def _nodes(text: str) -> None:
         raise InvalidRequest(f"{text!r} must be a node count (2) or a range (1-4)")
 
 
-def _gres(text: str) -> None:
-    for item in text.split(","):
-        if item.startswith("gpu"):
-            GpuRequest.parse(item, flag="--gres")
-        elif not re.fullmatch(r"[\w.-]+(:[\w.-]+)*", item):
-            raise InvalidRequest(f"{item!r} is not NAME[:TYPE][:COUNT]")
-
-
 _ARRAY_ITEM = r"\d+(-\d+(:\d+)?)?"
 
 
@@ -162,7 +154,7 @@ def _open_mode(text: str) -> None:
 VALUE_CHECKS: dict[str, Callable[[str], object]] = {
     "time": parse_time, "memory": parse_memory, "count": _count,
     "count0": lambda text: _count(text, 0), "nodes": _nodes,
-    "gpus": lambda text: GpuRequest.parse(text, flag="--gpus"), "gres": _gres,
+    "gpus": lambda text: GpuRequest.parse(text, flag="--gpus"), "gres": check_gres,
     "array": _array, "dependency": _dependency, "mail-type": _mail_type,
     "open-mode": _open_mode,
 }
@@ -184,7 +176,8 @@ def filename_notes(text: str, has_array: bool) -> list[str]:
 
 
 # ------------------------------------------------------ reading #SBATCH lines
-_DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
+# A directive line, as sbatch knows one: "#SBATCH" first (after blanks), then its options
+DIRECTIVE = re.compile(r"^\s*#SBATCH(\s|$)(.*)$")
 
 
 @dataclass(frozen=True)
@@ -265,6 +258,7 @@ class Directives:
     extra: tuple[tuple[str, str], ...]  # flags hpc_magics passes through untouched
     job_name: str | None
     body: str  # the cell without its directive lines
+    options: tuple[Option, ...] = ()  # every option read, in order
 
 
 def parse(cell: str) -> Directives:
@@ -272,17 +266,19 @@ def parse(cell: str) -> Directives:
     values: dict[str, str] = {}
     extra: dict[str, str] = {}
     job_name: str | None = None
+    found: list[Option] = []
     lines = cell.splitlines()
     index = 0
     while index < len(lines):
         stripped = lines[index].strip()
-        match = _DIRECTIVE.match(stripped)
+        match = DIRECTIVE.match(stripped)
         if stripped and not stripped.startswith("#"):
             break
         try:
-            options = read_options(match.group(1), index + 1) if match else []
+            options = read_options(match.group(2), index + 1) if match else []
         except InvalidRequest as error:
             raise InvalidRequest(f"#SBATCH line {index + 1}: {error}") from None
+        found += options
         for option in options:
             if option.name == "job-name":
                 job_name = option.value or ""
@@ -291,4 +287,5 @@ def parse(cell: str) -> Directives:
             else:
                 extra[option.spelling] = option.value or ""
         index += 1
-    return Directives(values, tuple(extra.items()), job_name, "\n".join(lines[index:]))
+    return Directives(values, tuple(extra.items()), job_name, "\n".join(lines[index:]),
+                      tuple(found))

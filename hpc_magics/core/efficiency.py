@@ -27,19 +27,14 @@ _MB = {"": 1 / 1024 / 1024, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 **
        "P": 1024.0 ** 3}
 
 
-def sacct_megabytes(text: str, cpus: int = 1, nodes: int = 1) -> float | None:
-    """MB of ``312340K``, ``1.5G``, ``4000Mc`` (per CPU, older Slurm), ``4Gn`` (per node);
-    a bare number is bytes."""
+def sacct_megabytes(text: str, cpus: int = 1) -> float | None:
+    """MB of ``312340K``, ``1.5G``, ``4000Mc`` (per CPU, older Slurm), ``4Gn`` (per node, as
+    :class:`Usage` keeps it); a bare number is bytes."""
     match = _MEMORY.match(text.strip())
     if not match:
         return None
     number, unit, per = match.groups()
-    megabytes = float(number) * (_MB[unit.upper()] if unit else _MB[""])
-    if per.lower() == "c":
-        megabytes *= max(1, cpus)
-    elif per.lower() == "n":
-        megabytes *= max(1, nodes)
-    return megabytes
+    return float(number) * _MB[unit.upper()] * (max(1, cpus) if per.lower() == "c" else 1)
 
 
 def tres(text: str) -> dict[str, str]:
@@ -122,7 +117,7 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
             time_limit_s=slurm_seconds(row["Timelimit"]),
             total_cpu_s=slurm_seconds(row["TotalCPU"]),
             max_rss_mb=sacct_megabytes(row["MaxRSS"]),
-            req_mem_mb=sacct_megabytes(row["ReqMem"], cpus or 1, 1),
+            req_mem_mb=sacct_megabytes(row["ReqMem"], cpus or 1),
             alloc_cpus=cpus, gpus=slurm_int(allocated.get("gres/gpu", "")) or 0, nodes=nodes,
             node_list=row["NodeList"], name=row["JobName"],
             provisional=not row["Timelimit"].strip())
@@ -176,7 +171,6 @@ class GpuSummary:
     mean_utilisation: float  # percent, over all samples of all GPUs
     peak_memory_mb: float
     memory_total_mb: float
-    samples: int
 
     @classmethod
     def of(cls, samples: Iterable[GpuSample]) -> GpuSummary | None:
@@ -186,8 +180,7 @@ class GpuSummary:
         return cls(gpus=len({s.index for s in samples}),
                    mean_utilisation=sum(s.utilisation for s in samples) / len(samples),
                    peak_memory_mb=max(s.memory_used_mb for s in samples),
-                   memory_total_mb=max(s.memory_total_mb for s in samples),
-                   samples=len(samples))
+                   memory_total_mb=max(s.memory_total_mb for s in samples))
 
 
 # ------------------------------------------------------------------ the report
@@ -197,7 +190,6 @@ ADVICE_FILE = Path(__file__).with_name("efficiency_advice.toml")
 @dataclass(frozen=True)
 class Report:
     usage: Usage
-    gpu: GpuSummary | None = None
     lines: tuple[str, ...] = field(default=())
     advice: str = ""
 
@@ -211,10 +203,10 @@ def memory_text(megabytes: float | None) -> str:
         f"{megabytes / 1024:.1f}G" if megabytes >= 1024 else f"{megabytes:.0f}M")
 
 
-def load_advice_rules(path: Path = ADVICE_FILE) -> dict[str, Any]:
+def load_advice_rules() -> dict[str, Any]:
     from .profiles import read_toml  # not at import: the watcher imports Usage
 
-    return read_toml(path, "advice file")
+    return read_toml(ADVICE_FILE, "advice file")
 
 
 def advice(usage: Usage, gpu: GpuSummary | None,
@@ -373,4 +365,4 @@ def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
                      f"{memory_text(gpu.peak_memory_mb)} of {memory_text(gpu.memory_total_mb)}")
     elif usage.gpus:
         lines.append(f"{usage.gpus} GPU(s) allocated; no samples (no nvidia-smi on the node)")
-    return Report(usage, gpu, tuple(lines), advice(usage, gpu, rules))
+    return Report(usage, tuple(lines), advice(usage, gpu, rules))

@@ -9,6 +9,8 @@ import pwd
 import re
 from dataclasses import dataclass
 
+from .units import format_memory
+
 # Slurm job states (squeue/sacct long names) → coarse phase.
 # SPECIAL_EXIT is a requeue in held state ("job requeued in held state"), so it waits for a
 # release like REQUEUE_HOLD; it is not an end.
@@ -163,7 +165,8 @@ def plain_reason(reason: str) -> str:
 HINTS = {
     "TIMEOUT": "it reached its time limit: ask for more with -t",
     "CANCELLED": "it was cancelled",
-    "OUT_OF_MEMORY": "it ran out of memory: ask for more with --mem",
+    "OUT_OF_MEMORY": ("the job ran out of memory: it was limited to {limit}{flag}; ask for "
+                      "more with --mem"),
     "NODE_FAIL": "its node failed: submit it again",
     "PREEMPTED": "it was preempted: submit it again",
     "COMPLETED": ("Slurm says it COMPLETED, but its result file did not appear (a slow "
@@ -196,11 +199,16 @@ def end_hint(state: str, request_mem_mb: float | None = None,
     1000`` names who) without results; for OUT_OF_MEMORY, the memory it asked for and
     the limit its node enforced, when known."""
     said, state = state, normalize_state(state)
-    if state == "OUT_OF_MEMORY":
-        from .node_records import oom_message
-
-        return oom_message(request_mem_mb, limit_mb)
-    return HINTS.get(state, f"it ended {state}") + cancelled_by(said)
+    if state != "OUT_OF_MEMORY":
+        return HINTS.get(state, f"it ended {state}") + cancelled_by(said)
+    flag = f" (--mem={format_memory(int(request_mem_mb))})" if request_mem_mb else ""
+    if limit_mb:
+        limit = f"{limit_mb:.0f}M"
+    elif request_mem_mb:
+        limit, flag = format_memory(int(request_mem_mb)), " (its --mem)"
+    else:
+        limit, flag = "the partition's default memory", ""
+    return HINTS[state].format(limit=limit, flag=flag)
 
 
 def end_note(state: str, request_mem_mb: float | None = None,

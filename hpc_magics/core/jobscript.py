@@ -5,15 +5,13 @@ what ``--dry-run`` prints is what sbatch gets. Pure.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from .errors import InvalidRequest
 from .flags import ENGINE_FLAGS, SBATCH_FLAGS
 from .profiles import ClusterProfile
-from .resources import ResourceRequest
-from .units import format_memory, format_time
+from .resources import ResourceRequest, sbatch_text
 
 DEFAULT_SHEBANG = "#!/bin/bash"
 
@@ -38,10 +36,6 @@ def _gres(request: ResourceRequest, profile: ClusterProfile | None) -> str | Non
     return ",".join(items) or None
 
 
-_RENDERED: dict[str, Callable[[Any], str]] = {
-    "time_s": format_time, "mem_mb": lambda mb: format_memory(mb) if mb else "0"}
-
-
 def _value(field: str, request: ResourceRequest, profile: ClusterProfile | None) -> str | None:
     if field == "gres":
         return _gres(request, profile)
@@ -49,7 +43,7 @@ def _value(field: str, request: ResourceRequest, profile: ClusterProfile | None)
     if value is None or (field == "gpus_per_node" and profile is not None
                          and profile.gpu_flag == "gres"):  # said in --gres
         return None
-    return _RENDERED.get(field, str)(value)
+    return sbatch_text(field, value)
 
 
 def directives(request: ResourceRequest, profile: ClusterProfile | None = None,

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import errors
-
 # Folders a login host has for itself: a compute node does not see them.
 LOGIN_ONLY = ("/tmp", "/var/tmp", "/dev/shm")
 SETTINGS = ("interpreter", "modules", "uenv", "container")
@@ -177,8 +175,3 @@ def refusals(world: KernelWorld, settings: Mapping[str, Any],
                 found.append(f"module {name} comes from {path}, which compute nodes do not "
                              "see: put the modulefile in your home or project folder")
     return found
-
-
-def refuse(world: KernelWorld, settings: Mapping[str, Any],
-           nodes_share_tmp: bool = False) -> None:
-    errors.refuse(refusals(world, settings, nodes_share_tmp))

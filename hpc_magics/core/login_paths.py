@@ -11,7 +11,6 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-from . import errors
 from .kernel_world import LOGIN_ONLY, login_only_root
 
 SHARED_TMP_VARIABLE = "HPC_MAGICS_NODES_SHARE_TMP"
@@ -47,9 +46,3 @@ def refusals(*, jobs_root: str, cwd: str, stage: Sequence[str], stage_back: str 
                      f"compute nodes do not see: copy it to {SHARED} (or --stage it from there "
                      f"to node-local storage) and use that path")
     return found
-
-
-def refuse(*, jobs_root: str, cwd: str, stage: Sequence[str], stage_back: str | None,
-           cell: str, environ: Mapping[str, str]) -> None:
-    errors.refuse(refusals(jobs_root=jobs_root, cwd=cwd, stage=stage, stage_back=stage_back,
-                           cell=cell, environ=environ))

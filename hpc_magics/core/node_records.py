@@ -35,8 +35,6 @@ PEAK_SOURCES = {
     "cgroup_peak_mb": "the job's cgroup on the node",
     "rusage_peak_mb": "getrusage on the node (the largest process)",
 }
-# what the notebook says of a job the kernel ended for memory (handle.fetch)
-OOM_MESSAGE = "the job ran out of memory: it was limited to {limit}{flag}; ask for more with --mem"
 # A job step the kernel ended for memory leaves the job itself FAILED (its batch script
 # exits with srun's code; sacct: "123|FAILED", "123.0|OUT_OF_MEMORY"): a step's state
 # that says why the job failed, in the order they are told
@@ -116,7 +114,6 @@ class NodePeak:
 
     megabytes: float
     source: str
-    hosts: int
 
 
 def read_records(texts: Iterable[str]) -> list[dict[str, Any]]:
@@ -138,8 +135,7 @@ def node_peak(records: Iterable[Mapping[str, Any]]) -> NodePeak | None:
     for key, source in PEAK_SOURCES.items():
         values = [float(r[key]) for r in records if isinstance(r.get(key), (int, float))]
         if values:
-            hosts = len({r.get("host") for r in records if key in r})
-            return NodePeak(max(values), source, hosts)
+            return NodePeak(max(values), source)
     return None
 
 
@@ -157,16 +153,3 @@ def explaining_step_state(job_state: str, steps: str) -> str:
             if "." in line.partition("|")[0] and line.partition("|")[2].strip()}
     return next((state for state in STEP_STATES_THAT_EXPLAIN if state in said), job_state)
 
-
-def oom_message(request_mem_mb: float | None, limit_mb: float | None) -> str:
-    """One line: what the job was limited to, and the flag that changes it."""
-    from .units import format_memory
-
-    flag = f" (--mem={format_memory(int(request_mem_mb))})" if request_mem_mb else ""
-    if limit_mb:
-        limit = f"{limit_mb:.0f}M"
-    elif request_mem_mb:
-        limit, flag = format_memory(int(request_mem_mb)), " (its --mem)"
-    else:
-        limit, flag = "the partition's default memory", ""
-    return OOM_MESSAGE.format(limit=limit, flag=flag)

@@ -264,53 +264,40 @@ def _raw(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
         stat = path.stat()
     except OSError:
         return (path, None), read_toml(path)  # reading it says what is wrong
-    _refuse_if_others_control(path, stat)
+    # A profile's ``setup``, ``environment``, ``balance_command`` and ``kernel`` become
+    # commands run as this user: a site or user file (not the package's own) is used only
+    # when this user or root alone could have written it and its folder.
+    why = None if path.parent.resolve() == PACKAGED_DIR else others_could_write(path, stat)
+    if why is not None:
+        raise InvalidRequest(
+            f"profile file {path} is not used: {why}, and a profile's setup and commands "
+            "run as you: make it yours and not writable by others (chmod go-w), or remove it")
     stamp = (path, stat.st_mtime_ns, stat.st_size, stat.st_mode, stat.st_uid)
     if stamp not in _RAW:
         _RAW[stamp] = read_toml(path)
     return stamp, _RAW[stamp]
 
 
-def _controlled_by_others(stat: os.stat_result, folder: bool = False) -> str | None:
-    """Who besides this user and root could have written it, or None."""
-    if stat.st_uid not in (os.getuid(), 0):
-        import pwd
-
-        try:
-            owner = pwd.getpwuid(stat.st_uid).pw_name
-        except KeyError:
-            owner = f"uid {stat.st_uid}"
-        return f"owned by {owner}"
-    # a sticky folder (/tmp) lets others add files, never replace this user's
-    if stat.st_mode & 0o022 and not (folder and stat.st_mode & 0o1000):
-        return "writable by others (group or world)"
-    return None
-
-
 def others_could_write(path: Path, stat: os.stat_result | None = None) -> str | None:
     """Why someone besides this user and root could have written ``path`` (the file or its
     folder), as ``"it is owned by bob"``; None when no one could."""
     try:
-        why = _controlled_by_others(stat or path.stat())
-        if why is not None:
-            return f"it is {why}"
-        why = _controlled_by_others(path.parent.stat(), folder=True)
+        for info, said, folder in ((stat or path.stat(), "it is", False),
+                                   (path.parent.stat(), f"its folder {path.parent} is", True)):
+            if info.st_uid not in (os.getuid(), 0):
+                import pwd
+
+                try:
+                    owner = pwd.getpwuid(info.st_uid).pw_name
+                except KeyError:
+                    owner = f"uid {info.st_uid}"
+                return f"{said} owned by {owner}"
+            # a sticky folder (/tmp) lets others add files, never replace this user's
+            if info.st_mode & 0o022 and not (folder and info.st_mode & 0o1000):
+                return f"{said} writable by others (group or world)"
     except OSError:
-        return None  # reading it says what is wrong
-    return f"its folder {path.parent} is {why}" if why is not None else None
-
-
-def _refuse_if_others_control(path: Path, stat: os.stat_result) -> None:
-    """A profile's ``setup``, ``environment``, ``balance_command`` and ``kernel`` become
-    commands run as this user: a site or user file (not the package's own) is used only
-    when this user or root alone could have written it and its folder."""
-    if path.parent.resolve() == PACKAGED_DIR:
-        return
-    why = others_could_write(path, stat)
-    if why is not None:
-        raise InvalidRequest(
-            f"profile file {path} is not used: {why}, and a profile's setup and commands "
-            "run as you: make it yours and not writable by others (chmod go-w), or remove it")
+        pass  # reading it says what is wrong
+    return None
 
 
 def read_toml(path: Path, what: str = "profile file") -> dict[str, Any]:
@@ -327,21 +314,3 @@ def read_toml(path: Path, what: str = "profile file") -> dict[str, Any]:
         raise InvalidRequest(f"{what} {path} cannot be read ({error}): fix its "
                              "permissions or remove it") from None
 
-
-def loadable_profiles(paths: Iterable[Path] | None = None) -> dict[str, ClusterProfile]:
-    """Every profile that loads; a broken site file must not stop detection."""
-    found: dict[str, ClusterProfile] = {}
-    folders = list(paths) if paths is not None else None
-    for name in available_profiles(folders):
-        try:
-            found[name] = load_profile(name, folders)
-        except InvalidRequest:
-            continue
-    return found
-
-
-def profile_for_cluster(cluster_name: str, paths: Iterable[Path] | None = None) -> str | None:
-    """The profile whose ``cluster_names`` include ``cluster_name`` (Slurm's ClusterName)."""
-    wanted = cluster_name.strip().lower()
-    return next((name for name, profile in loadable_profiles(paths).items() if wanted
-                 and wanted in {c.lower() for c in profile.cluster_names}), None)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .errors import InvalidRequest
-from .flags import FLAG_FIELDS
+from .flags import FLAG_FIELDS, SBATCH_FLAGS
 from .units import UNLIMITED, format_memory, format_time, parse_memory, parse_time
 
 BACKENDS = ("auto", "slurm", "local")
@@ -92,13 +92,6 @@ class ResourceRequest:
             return None
         return self.node_count * self.time_s / 3600
 
-    def gpu_hours(self) -> float | None:
-        gpus = self.gpus()
-        hours = self.node_hours()
-        if gpus is None or hours is None:
-            return None
-        return hours * gpus.count
-
     def changed(self, **updates: Any) -> ResourceRequest:
         return replace(self, **updates)
 
@@ -148,16 +141,20 @@ def _unquote(text: str) -> str:
     return text
 
 
-def _gres(text: str) -> str:
+def check_gres(text: str) -> str:
+    """``--gres`` as sbatch takes it (NAME[:TYPE][:COUNT], comma separated), its GPUs read."""
     value = str(text).strip().strip("'\"")
     for item in value.split(","):
         if item.startswith("gpu"):
             GpuRequest.parse(item, flag="--gres")
+        elif not re.fullmatch(r"[\w.-]+(:[\w.-]+)*", item):
+            raise InvalidRequest(f"{item!r} is not NAME[:TYPE][:COUNT]")
     return value
 
 
 _TYPED: dict[str, Callable[[str], Any]] = {
-    "time_s": parse_time, "mem_mb": parse_memory, "gpus_per_node": GpuRequest.parse, "gres": _gres}
+    "time_s": parse_time, "mem_mb": parse_memory, "gpus_per_node": GpuRequest.parse,
+    "gres": check_gres}
 
 
 def parse_field(field_name: str, text: str) -> Any:
@@ -192,29 +189,26 @@ def updated(request: ResourceRequest, values: Mapping[str, Any]) -> ResourceRequ
     return replace(request, **changes)
 
 
-def as_rows(request: ResourceRequest) -> list[tuple[str, str]]:
-    """The request as (label, value) rows for a table; unset values say so."""
-    def show(value: Any, render: Any = str) -> str:
-        return "(cluster default)" if value is None else render(value)
+_SBATCH_FORM: dict[str, Callable[[Any], str]] = {
+    "time_s": format_time, "mem_mb": lambda mb: format_memory(mb) if mb else "0"}
 
-    return [
-        ("profile", request.profile),
-        ("backend", request.backend),
-        ("partition", show(request.partition)),
-        ("time", show(request.time_s, format_time)),
-        ("nodes", show(request.nodes)),
-        ("ntasks-per-node", show(request.ntasks_per_node)),
-        ("cpus-per-task", show(request.cpus_per_task)),
-        ("mem", "0 (the whole node's memory)" if request.mem_mb == 0
-         else show(request.mem_mb, format_memory)),
-        ("gpus-per-node", show(request.gpus_per_node)),
-        ("gres", show(request.gres)),
-        ("account", show(request.account)),
-        ("qos", show(request.qos)),
-        ("constraint", show(request.constraint)),
-        *([("dependency", request.dependency)] if request.dependency else []),
-        ("setup", "; ".join(request.setup) if request.setup else "(none)"),
-    ]
+
+def sbatch_text(field_name: str, value: Any) -> str:
+    """A field's value as an ``#SBATCH`` line spells it."""
+    return _SBATCH_FORM.get(field_name, str)(value)
+
+
+def as_rows(request: ResourceRequest) -> list[tuple[str, str]]:
+    """The request as (label, value) rows for a table, in the ``#SBATCH`` header's order;
+    unset values say so (an unset dependency is left out)."""
+    rows = [("profile", request.profile), ("backend", request.backend)]
+    for flag in SBATCH_FLAGS:
+        value = getattr(request, flag.field)
+        if value is not None or flag.field != "dependency":
+            rows.append((flag.name, "(cluster default)" if value is None
+                         else "0 (the whole node's memory)" if flag.field == "mem_mb"
+                         and value == 0 else sbatch_text(flag.field, value)))
+    return [*rows, ("setup", "; ".join(request.setup) if request.setup else "(none)")]
 
 
 def to_dict(request: ResourceRequest) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,8 +81,7 @@ def _names(text: str | None, flag: str) -> tuple[str, ...]:
 def options(*, gather: str | None = None, checkpoint: str | None = None,
             margin_s: int | None = None, chain: int | None = None,
             stage: Iterable[str] | None = None, stage_back: str | None = None,
-            time_limit_s: int | None = None,
-            exists: Callable[[str], bool] = os.path.exists) -> ScaleOptions:
+            time_limit_s: int | None = None) -> ScaleOptions:
     """The options from the magic's values; ``InvalidRequest`` names the first bad one."""
     checkpointed = _names(checkpoint, "--checkpoint")
     if margin_s is not None and margin_s < 0:
@@ -100,7 +99,7 @@ def options(*, gather: str | None = None, checkpoint: str | None = None,
             "or a longer -t")
     staged: list[str] = []
     for path in stage or ():
-        if not exists(path):
+        if not os.path.exists(path):
             raise InvalidRequest(f"--stage {path}: no such file or folder")
         staged.append(os.path.abspath(path))
     names = [staged_name(path) for path in staged]
@@ -115,7 +114,7 @@ def options(*, gather: str | None = None, checkpoint: str | None = None,
             raise InvalidRequest(f"--stage-back {stage_back}: is a file; give a folder "
                                  "(created if missing) that stage_out is copied into")
         parent = os.path.dirname(back)
-        if not exists(parent):
+        if not os.path.exists(parent):
             raise InvalidRequest(f"--stage-back {stage_back}: its parent folder {parent} "
                                  "does not exist")
     return ScaleOptions(

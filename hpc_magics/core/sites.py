@@ -1,6 +1,6 @@
-"""Which cluster a job script or a host belongs to, from the profiles' ``script_hints`` and
-``hostnames``. A site's shared profile (``alliance``) holds what its clusters share, a
-cluster's only its own, so the most specific match wins.
+"""Which cluster a job script, a host or a Slurm cluster belongs to, from the profiles'
+``script_hints``, ``hostnames`` and ``cluster_names``. A site's shared profile (``alliance``)
+holds what its clusters share, a cluster's only its own, so the most specific match wins.
 """
 
 from __future__ import annotations
@@ -8,18 +8,36 @@ from __future__ import annotations
 import os
 import platform
 import re
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 
-from .profiles import loadable_profiles, profile_for_cluster
+from .errors import InvalidRequest
+from .profiles import ClusterProfile, available_profiles, load_profile
 
 
-def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str | None:
+def loadable_profiles() -> dict[str, ClusterProfile]:
+    """Every profile that loads; a broken site file must not stop detection."""
+    found: dict[str, ClusterProfile] = {}
+    for name in available_profiles():
+        try:
+            found[name] = load_profile(name)
+        except InvalidRequest:
+            continue
+    return found
+
+
+def profile_for_cluster(cluster_name: str) -> str | None:
+    """The profile whose ``cluster_names`` include ``cluster_name`` (Slurm's ClusterName)."""
+    wanted = cluster_name.strip().lower()
+    return next((name for name, profile in loadable_profiles().items() if wanted
+                 and wanted in {c.lower() for c in profile.cluster_names}), None)
+
+
+def profile_for_script(script: str) -> str | None:
     """The cluster a script was written for, from its spellings; None when it does not say.
     A cluster's own hints beat its site's (a script naming Fir's login host is Fir's, not
     just the Alliance's); among clusters the most hints win; clusters tied on the same
     number of hints that share a site give the site's profile, whose rules they share."""
-    profiles = loadable_profiles(paths)
+    profiles = loadable_profiles()
     scores = {name: sum(bool(re.search(hint, script, re.IGNORECASE)) for hint in p.script_hints)
               for name, p in profiles.items()}
     matched = {name for name, score in scores.items() if score}
@@ -37,19 +55,19 @@ def profile_for_script(script: str, paths: Iterable[Path] | None = None) -> str 
     return leaders[0]
 
 
-def profile_for_host(hostname: str, paths: Iterable[Path] | None = None) -> str | None:
+def profile_for_host(hostname: str) -> str | None:
     """The profile whose ``hostnames`` match this host's name (a login or compute node)."""
     name = hostname.strip().lower()
-    return next((profile_name for profile_name, profile in sorted(loadable_profiles(paths).items())
+    return next((profile_name for profile_name, profile in sorted(loadable_profiles().items())
                  if name and any(re.fullmatch(p, name, re.IGNORECASE) for p in profile.hostnames)),
                 None)
 
 
-def profile_with_partition(partition: str, paths: Iterable[Path] | None = None) -> str | None:
+def profile_with_partition(partition: str) -> str | None:
     """The one current system whose profile lists this partition (lncc-h100: sdumont2nd);
     None when none or several do (debug, normal): what to suggest when a script names a
     partition its profile does not have."""
-    found = [name for name, p in loadable_profiles(paths).items()
+    found = [name for name, p in loadable_profiles().items()
              if partition in p.partitions and not p.retired]
     return found[0] if len(found) == 1 else None
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase, translate
 from typing import Any
 
-from .directives import read_options
+from .directives import parse
 from .errors import InvalidRequest
 from .resources import ResourceRequest, parse_field
 
@@ -86,18 +86,6 @@ FORMATTING: tuple[tuple[str, str], ...] = (
 # The commands that start a job (the user's environment travels to it): not readers.
 STARTS_JOBS = frozenset({"sbatch", "srun", "salloc"})
 
-# Kept on purpose, for the docs' table (everything not LEAKED is kept; these are the usual).
-KEPT: tuple[tuple[str, str], ...] = (
-    ("SBATCH_*", "the user's sbatch defaults (account, partition, time, export, comment, ...); "
-                 "one the job script sets itself gives way to the script's line"),
-    ("SALLOC_*", "the user's salloc defaults, for salloc in a job"),
-    ("SRUN_*", "the user's srun defaults, for srun in a job"),
-    ("SLURM_ACCOUNT", "the user's default account for srun"),
-    ("SLURM_CONF", "which cluster the commands talk to"),
-    ("SLURM_CLUSTERS", "which clusters squeue and sacct ask"),
-    ("SLURM_DEBUG_FLAGS, SLURM_EXIT_ERROR", "how the user wants the commands to behave"),
-)
-
 # SBATCH_<NAME> is --<name> with '-' for '_' except these (sbatch(1), INPUT ENVIRONMENT).
 # sbatch also reads SLURM_CLUSTERS as --clusters (a script's -M line gives way to neither).
 _OPTION_OF = {"SBATCH_TIMELIMIT": "time", "SBATCH_ARRAY_INX": "array",
@@ -141,13 +129,8 @@ def script_options(script: str) -> set[str]:
     """The long names of the options the script's ``#SBATCH`` block sets (as sbatch reads it:
     up to the first line that is neither a comment nor blank)."""
     found: set[str] = set()
-    for line in script.splitlines()[1:]:
-        text = line.strip()
-        if text and not text.startswith("#"):
-            break
-        if text.startswith("#SBATCH"):
-            with contextlib.suppress(InvalidRequest):  # sbatch refuses the script anyway
-                found.update(o.name for o in read_options(text.removeprefix("#SBATCH")))
+    with contextlib.suppress(InvalidRequest):  # sbatch refuses the script anyway
+        found = {option.name for option in parse(script).options}
     for group in _EXCLUSIVE:
         if found & group:
             found |= group

@@ -252,31 +252,24 @@ def check(request: ResourceRequest, profile: ClusterProfile) -> list[Problem]:
     return problems
 
 
-# What hpc_magics cannot follow a job through yet, refused before submitting: (option, its
-# short form, the variables sbatch also reads it from, the problem). Naming only the cluster
-# submitted from is harmless: sbatch answers ``ID;CLUSTER`` and the cluster is recorded.
-NOT_YET: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("clusters", "M", ("SBATCH_CLUSTERS", "SLURM_CLUSTERS"),
-     "several clusters are not supported yet"),
-)
+# What sbatch also reads --clusters from. Naming only the cluster submitted from is harmless:
+# sbatch answers ``ID;CLUSTER`` and the cluster is recorded.
+CLUSTER_VARIABLES = ("SBATCH_CLUSTERS", "SLURM_CLUSTERS")
 
 
 def not_yet(pairs: Iterable[tuple[str, str]], environ: Mapping[str, str],
             here: str) -> list[Problem]:
-    """The ``NOT_YET`` options that ``pairs`` (the job's directives, as rendered) or, where
-    they set none, the environment give a value naming another cluster than ``here``."""
-    pairs = tuple(pairs)
-    found = []
-    for name, short, variables, problem in NOT_YET:
-        given = [(f"remove -{short} {value}" if flag == short else f"remove --{name}={value}",
-                  value) for flag, value in pairs if flag in {name, short}]
-        given = given or [(f"unset {variable} (it is {environ[variable]!r})", environ[variable])
-                          for variable in variables if environ.get(variable, "").strip()][:1]
-        for fix, value in given:
-            if {part.strip().lower() for part in value.split(",")} - {here.lower()}:
-                found.append(_error(name, f"{problem}: {fix}; the job goes to {here}, the "
-                                    "cluster you submit from"))
-    return found
+    """An error for ``--clusters`` that ``pairs`` (the job's directives, as rendered) or,
+    where they set none, the environment give naming another cluster than ``here``:
+    hpc_magics cannot follow a job there yet."""
+    given = [(f"remove -M {value}" if flag == "M" else f"remove --clusters={value}", value)
+             for flag, value in pairs if flag in {"clusters", "M"}]
+    given = given or [(f"unset {variable} (it is {environ[variable]!r})", environ[variable])
+                      for variable in CLUSTER_VARIABLES if environ.get(variable, "").strip()][:1]
+    return [_error("clusters", f"several clusters are not supported yet: {fix}; the job goes "
+                   f"to {here}, the cluster you submit from")
+            for fix, value in given
+            if {part.strip().lower() for part in value.split(",")} - {here.lower()}]
 
 
 def refuse(problems: Iterable[Problem]) -> None:

@@ -231,10 +231,10 @@ class HpcMagicsKernel(Magics):
         backend.preflight(request, profile, live=live, submitting=not args.dry_run)
         options = options_from_args(args, request, backend.name)
         if backend.name == "slurm":  # nodes have their own /tmp: say so before the queue
-            from ..core import login_paths
-            login_paths.refuse(jobs_root=str(self.jobs_root), cwd=os.getcwd(),
-                               stage=options.stage, stage_back=options.stage_back,
-                               cell=parsed.body, environ=os.environ)
+            from ..core import errors, login_paths
+            errors.refuse(login_paths.refusals(
+                jobs_root=str(self.jobs_root), cwd=os.getcwd(), stage=options.stage,
+                stage_back=options.stage_back, cell=parsed.body, environ=os.environ))
         tasks = (request.nodes or 1) * (request.ntasks_per_node or 1)
         if points and (options.active or tasks > 1):
             raise UsageError("--sweep runs each point as one single-task array task: it "

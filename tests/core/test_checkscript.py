@@ -71,9 +71,9 @@ def test_unmodelled_options_pass_through_and_are_reported() -> None:
         "srun hostname",
     ]))
     assert report.ok, render(report)
-    assert dict(report.passed_through)["mem-per-cpu"] == "1G"
+    assert dict(report.request.extra)["mem-per-cpu"] == "1G"
     assert {"mail-type", "exclusive", "array", "output", "gpus"} <= set(
-        dict(report.passed_through))
+        dict(report.request.extra))
     assert set(verdicts(report).values()) <= {PASSED, "ok"}  # --dependency is modelled
     assert "passed to sbatch as written" in render(report)
 

@@ -38,7 +38,7 @@ def test_sacct_units() -> None:
     assert slurm_seconds("UNLIMITED") is None and slurm_seconds("Partition_Limit") is None
     assert sacct_megabytes("333504K") == pytest.approx(325.6875)
     assert sacct_megabytes("1.5G") == 1536 and sacct_megabytes("4000Mc", cpus=4) == 16000
-    assert sacct_megabytes("2Gn", nodes=3) == 6144 and sacct_megabytes("lots") is None
+    assert sacct_megabytes("2Gn") == 2048 and sacct_megabytes("lots") is None
 
 
 def test_parse_usage_folds_steps_into_jobs_and_tasks() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from hpc_magics.backends.submitit_backend import SlurmBackend
 from hpc_magics.core import kernel_world
-from hpc_magics.core.errors import InvalidRequest
+from hpc_magics.core.errors import InvalidRequest, refuse
 from hpc_magics.core.profiles import ClusterProfile, load_profile
 from hpc_magics.core.resources import ResourceRequest
 
@@ -102,10 +102,10 @@ def test_preflight_refuses_what_a_node_cannot_reach(
     world = kernel_world.read({"VIRTUAL_ENV": "/tmp/venv"}, "/tmp/venv/bin/python")
     with pytest.raises(InvalidRequest, match=r"^the kernel's interpreter /tmp/venv/bin/python "
                        r"is under /tmp, which compute nodes do not see: make it in your home"):
-        kernel_world.refuse(world, {})
-    kernel_world.refuse(world, {"interpreter": "/apps/bin/python"})  # the profile fixes it
+        refuse(kernel_world.refusals(world, {}))
+    assert kernel_world.refusals(world, {"interpreter": "/apps/bin/python"}) == []  # the profile's
     # a one-host cluster (HPC_MAGICS_NODES_SHARE_TMP=1): its nodes see this /tmp
-    kernel_world.refuse(world, {}, nodes_share_tmp=True)
+    assert kernel_world.refusals(world, {}, nodes_share_tmp=True) == []
     gone = kernel_world.read({"LOADEDMODULES": "old/1", "_LMFILES_": str(tmp_path / "old.lua")},
                              "/usr/bin/python3")
     assert kernel_world.refusals(gone, {}) == [

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hpc_magics.core import login_paths
-from hpc_magics.core.errors import InvalidRequest
+from hpc_magics.core.errors import InvalidRequest, refuse
 
 
 def refusals(cell: str = "", environ: dict[str, str] | None = None, **paths: object) -> list[str]:
@@ -46,8 +46,7 @@ def test_the_refusal_names_every_path_at_once_in_one_line() -> None:
     """One round of fixes: the refusal before submitting is every problem found, in the
     one line ``core/errors.refuse`` makes (it named only the first before)."""
     with pytest.raises(InvalidRequest) as refused:
-        login_paths.refuse(jobs_root="/tmp/nb/hpc_jobs", cwd="/var/tmp/nb", stage=(),
-                           stage_back=None, cell="", environ={})
+        refuse(refusals(jobs_root="/tmp/nb/hpc_jobs", cwd="/var/tmp/nb"))
     said = str(refused.value)
     assert said.startswith("2 problems: the job folder /tmp/nb/hpc_jobs") and "\n" not in said
     assert "; the working directory /var/tmp/nb is under /var/tmp" in said

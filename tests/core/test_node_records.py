@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from hpc_magics.core.efficiency import Usage, report
+from hpc_magics.core.jobs import end_hint
 from hpc_magics.core.node_records import (
     bytes_value,
     explaining_step_state,
@@ -15,7 +16,6 @@ from hpc_magics.core.node_records import (
     memory_limit_mb,
     node_file,
     node_peak,
-    oom_message,
     read_records,
 )
 from hpc_magics.jobfacts import end_reason
@@ -58,7 +58,7 @@ def test_the_cgroup_peak_is_preferred_to_getrusage_and_cut_records_are_skipped()
         '{"host": "c3", "limit_m',  # the kernel ended the task mid-write
     ])
     peak = node_peak(records)
-    assert peak is not None and (peak.megabytes, peak.hosts) == (410.0, 2)
+    assert peak is not None and peak.megabytes == 410.0
     assert peak.source == "the job's cgroup on the node"
     only_rusage = node_peak([{"host": "c1", "rusage_peak_mb": 290.0, "limit_mb": None}])
     assert only_rusage is not None and only_rusage.source.startswith("getrusage")
@@ -67,11 +67,11 @@ def test_the_cgroup_peak_is_preferred_to_getrusage_and_cut_records_are_skipped()
 
 
 def test_out_of_memory_is_one_line_naming_the_limit_and_the_flag() -> None:
-    assert oom_message(1024, 1024.0) == ("the job ran out of memory: it was limited to 1024M "
-                                         "(--mem=1G); ask for more with --mem")
-    assert oom_message(1000, None) == ("the job ran out of memory: it was limited to 1000M "
-                                       "(its --mem); ask for more with --mem")
-    assert "partition's default memory" in oom_message(None, None)
+    assert end_hint("OUT_OF_MEMORY", 1024, 1024.0) == (
+        "the job ran out of memory: it was limited to 1024M (--mem=1G); ask for more with --mem")
+    assert end_hint("OUT_OF_MEMORY", 1000, None) == (
+        "the job ran out of memory: it was limited to 1000M (its --mem); ask for more with --mem")
+    assert "partition's default memory" in end_hint("OUT_OF_MEMORY")
 
 
 def test_the_handle_reads_the_limit_the_node_recorded(tmp_path: Path) -> None:
