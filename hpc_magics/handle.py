@@ -28,6 +28,7 @@ from .fetching import (
     show_output,
 )
 from .jobfacts import end_reason, failed_because, suggested_rerun
+from .jobfolder.files import read_tail
 from .jobfolder.folder import JobFolder, damaged
 from .scheduler.job_status import UNREACHABLE, JobStatus
 from .scheduler.watcher import watcher
@@ -46,6 +47,8 @@ SETTLE_S = 5.0
 # how often --wait looks for the result file in the job folder (two stats, ~10 us; no
 # scheduler call): the cell's result is in the notebook at most this long after it lands
 FOLDER_POLL_S = 0.02
+# read at most this much of the end of each log file
+LOG_TAIL_BYTES = 256 * 1024
 # after a cancel, look again this often until the job ended (never a hot loop on squeue)
 CANCEL_LOOK_EVERY_S = 0.5
 
@@ -90,7 +93,7 @@ class JobHandle:
         self._task = None if job_id == str(folder.meta().get("job_id", job_id)) else job_id
         self._state_checked = 0.0
         self.fetched = False
-        self.live: Any = None  # the cell's live output view (``magics/live_view.py``)
+        self.live: Any = None  # the cell's live output view (``widgets/live_output.py``)
         self.widget: Any = None  # a rerun's job widget, made by the session (NEW_JOB_HOOKS)
 
     # --------------------------------------------------------------- state
@@ -312,15 +315,28 @@ class JobHandle:
         return failed_because(self.job_id, state) if self.backend.name == "slurm" else state
 
     def cancel(self, wait_s: float = 10.0) -> str:
-        """Cancel the job; returns its state once Slurm says it ended, or the state Slurm
-        shows after ``wait_s`` seconds (a magic or a button waits under a second)."""
+        """Cancel the job (a sweep: every task not yet ended, in each of its arrays);
+        returns its state once Slurm says it ended, or the state Slurm shows after
+        ``wait_s`` seconds (a magic or a button waits under a second)."""
         deadline = time.monotonic() + wait_s
-        self.backend.cancel(self.job_id, self.folder)
+        refusals = []
+        for job_id in self._cancelled_ids():
+            try:
+                self.backend.cancel(job_id, self.folder)
+            except HpcMagicsError as error:  # a sweep's array that ended long ago, say
+                refusals.append(error)
+        if refusals and len(refusals) == len(self._cancelled_ids()):
+            raise refusals[-1]
         return wait_for_end(self.refresh, deadline)
+
+    def _cancelled_ids(self) -> list[str]:
+        return [self.job_id]
 
     def log(self, tail: int = 50, rank: int = 0) -> str:
         """Last lines of the job's output and errors, submitit's own chatter left out;
-        ``rank``: that task's own log, in a job of several tasks (``JOBID_RANK_log.*``)."""
+        ``rank``: that task's own log, in a job of several tasks (``JOBID_RANK_log.*``).
+        Only the end of each file is read: logs can be huge, and the widget reads its tail
+        every few seconds."""
         lines: list[str] = []
         paths = list(self.backend.log_paths(self.job_id, self.folder))
         if rank:
@@ -328,10 +344,10 @@ class JobHandle:
                      for path in paths]
         for path in paths:
             try:
-                text = Path(path).read_text(errors="replace")
+                chunk = read_tail(path, LOG_TAIL_BYTES)
             except OSError:
                 continue
-            lines += [line for line in text.splitlines() if not line.startswith("submitit ")]
+            lines += [line for line in chunk if not line.startswith("submitit ")]
         return "\n".join(lines[-tail:])
 
     # -------------------------------------------------------------- display

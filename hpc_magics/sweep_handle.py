@@ -20,7 +20,7 @@ from .core.errors import HpcMagicsError
 from .core.jobs import SUCCESS_STATES
 from .core.sweep import Point, task_job_ids
 from .fetching import shell_namespace
-from .handle import JobHandle, wait_for_end
+from .handle import JobHandle
 from .jobfolder.files import RESULTS_FILE, CellResult, Outcome, load_own, read_outcome
 from .jobfolder.tasks import POINTS_FILE, task_dir
 from .scheduler.job_status import JobStatus, combined_state
@@ -84,19 +84,7 @@ class SweepHandle(JobHandle):
         self._state_checked = time.monotonic()
         return state
 
-    def cancel(self, wait_s: float = 10.0) -> str:
-        """Cancel the whole sweep: every task not yet ended, in every array. Returns its
-        state once every task ended, or the state after ``wait_s`` seconds."""
-        deadline = time.monotonic() + wait_s
-        refusals = []
-        for array_id in self.array_ids():  # whole arrays: every task not yet ended
-            try:
-                self.backend.cancel(array_id, self.folder)
-            except HpcMagicsError as error:  # an array that ended long ago, say
-                refusals.append(error)
-        if refusals and len(refusals) == len(self.array_ids()):
-            raise refusals[-1]
-        return wait_for_end(self.refresh, deadline)
+    _cancelled_ids = array_ids  # whole arrays: every task not yet ended
 
     # ------------------------------------------------------------ results
     def table(self, namespace: MutableMapping[str, Any] | None = None, ask: bool = True) -> Any:

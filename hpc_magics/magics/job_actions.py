@@ -93,7 +93,7 @@ class JobActionMagics(Magics):
         """Show a job's output in this cell as it comes: the live view of a running job
         again, with its widget, after a kernel restart or in a reopened notebook (an ended
         job's output is shown whole). ``%hpc_fetch`` then brings its results."""
-        from .live_view import follow_output
+        from ..widgets.live_output import follow_output
 
         args = parsed_arguments(self.hpc_live, line)
         handle = self.session.handle_for(args.job)
@@ -205,8 +205,7 @@ class JobActionMagics(Magics):
                              f"{'(unreachable)' if 0 in found else 'yet'}; try again soon")
         items = reports(handle.folder, usage)
         print(report_text(items))
-        samples = [s for _, job_samples in items for s in job_samples]
-        png = gpu_plot_png(samples, f"job {handle.job_id}")
+        png = gpu_plot_png(items, f"job {handle.job_id}")
         if png:
             from IPython.display import Image, display
 

@@ -23,12 +23,11 @@ from traitlets import Float, Unicode, default
 from ..core.errors import HpcMagicsError
 from . import sweep as sweep_magic
 from .arguments import lazy_magic_arguments as magic_arguments
-from .arguments import parsed_arguments, resource_arguments, values_from_args
+from .arguments import parsed_arguments, resource_flags, values_from_args
 from .job_actions import show_handle, wait_and_fetch
-from .lazy import lazy_module
-from .live_view import follow_output
+from .lazy import arguments_from, lazy_module
 from .resource_view import ResourceView
-from .scale import options_from_args, scale_arguments
+from .scale import options_from_args, scale_flags
 from .submission import default_job_name, print_dry_run, sending_cell, submit
 
 if TYPE_CHECKING:
@@ -146,7 +145,7 @@ class HpcMagicsKernel(Magics):
 
     # ------------------------------------------------------------- %hpc_resources
     @magic_arguments()
-    @resource_arguments
+    @arguments_from(resource_flags)
     @argument("--reset", action="store_true", help="forget the session's settings")
     @line_magic
     def hpc_resources(self, line: str = "") -> Any:
@@ -174,7 +173,7 @@ class HpcMagicsKernel(Magics):
 
     # ------------------------------------------------------------- %%sbatch
     @magic_arguments()
-    @resource_arguments
+    @arguments_from(resource_flags)
     @argument("-J", "--name", help="job name (default: from the notebook and cell)")
     @argument("--wait", action="store_true",
               help="block until the job ends, then bring its results into the notebook")
@@ -184,8 +183,8 @@ class HpcMagicsKernel(Magics):
               help="if this cell ran before with the same code, shipped inputs and job "
                    "environment (resources aside), return that job's result instead of "
                    "submitting")
-    @scale_arguments
-    @sweep_magic.sweep_arguments
+    @arguments_from(scale_flags)
+    @arguments_from(lambda: sweep_magic.SWEEP_ARGUMENTS)
     @cell_magic
     def sbatch(self, line: str, cell: str) -> Any:
         """Run this cell as a Slurm job (or locally when there is no Slurm).
@@ -287,6 +286,8 @@ class HpcMagicsKernel(Magics):
             from . import cell_cache
 
             cell_cache.remember(self.jobs_root, key, handle.job_id, handle.folder.path)
+        from ..widgets.live_output import follow_output
+
         widget = show_handle(handle)
         follow_output(handle, self.shell)
         if args.wait:
@@ -314,7 +315,7 @@ class HpcMagicsKernel(Magics):
         """A job ``handle.rerun`` submitted: the session's newest, with a watched widget
         (the handle shows it; a Rerun button puts it under its own widget) and its output
         live under it, as the first run's under the cell's."""
-        from .live_view import live_output
+        from ..widgets.live_output import live_output
         from .widget_monitor import job_widget
 
         self.remember(handle)

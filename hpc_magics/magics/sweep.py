@@ -8,7 +8,6 @@ widget's "Retry failed").
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -16,10 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ..core.errors import HpcMagicsError
 from .job_actions import show_handle, wait_and_fetch
-from .lazy import arguments_from, lazy_module
-from .submission import new_folder
+from .lazy import lazy_module
 
 if TYPE_CHECKING:
     from ..core import jobids, resources, sweep
@@ -39,10 +36,6 @@ SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--array-parallelism",), {
         "metavar": "N", "help": "at most N tasks of the sweep run at once (--array=0-K%%N)"}),
 ]
-
-
-def sweep_arguments(function: Any) -> Any:
-    return arguments_from(lambda: SWEEP_ARGUMENTS)(function)
 
 
 # ------------------------------------------------------------------ points
@@ -155,7 +148,7 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
            job_name: str, found: Sequence[sweep.Point], args: Any) -> Any:
     """Create the job folder, submit the arrays; the sweep's handle."""
     from ..backends import sweep as sweep_backend
-    from ..core import resources
+    from ..cell_job import new_folder, submitted
     from ..jobfolder.folder import JobFolder
     from ..sweep_handle import SweepHandle
     from .submission import sending_cell
@@ -169,18 +162,10 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
     sent = {"sent_from": cell.to_meta()} if cell is not None else {}
     scripts = plan(backend, str(folder.path.absolute()), request, profile, job_name, found,
                    args, max_array_size)
-    folder.write_meta({"name": job_name, "backend": backend.name, "profile": profile.name,
-                       "request": resources.to_dict(request), "shipped": payload.summary(),
-                       "results": list(payload.result_names), "kind": "sweep",
-                       "notebook": os.environ.get("JPY_SESSION_NAME", ""),
-                       "state": "SUBMITTING", **sent})
-    try:
-        job_id = sweep_backend.submit(folder, payload, request, scripts, found, job_name,
-                                      sweep.check_parallelism(args.array_parallelism))
-    except HpcMagicsError as error:
-        if not folder.meta().get("job_id"):  # else part of a split sweep was submitted
-            folder.update_meta(state="NOT_SUBMITTED", error=str(error))
-        raise
+    job_id = submitted(folder, lambda: sweep_backend.submit(
+        folder, payload, request, scripts, found, job_name,
+        sweep.check_parallelism(args.array_parallelism)), backend, request, profile,
+        job_name, payload.summary(), payload.result_names, kind="sweep", **sent)
     handle = SweepHandle(job_id, backend, JobFolder(folder.path), job_name)
     magics.remember(handle)
     return handle

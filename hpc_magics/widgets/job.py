@@ -32,8 +32,8 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
 from ..fetching import shell_namespace
+from ..handle import JobHandle
 from ..jobfacts import suggested_rerun
-from ..jobfolder.files import read_tail
 from .job_view import JobView, segment_note, view_of
 from .parts import Part, error_html, shown
 from .sweep_view import sweep_section
@@ -42,7 +42,6 @@ from .telemetry import telemetry_html
 REFRESH_INTERVAL_S = 5.0
 TAIL_LINES = 8  # the live tail
 MORE_LINES = 200  # "More"
-TAIL_BYTES = 256 * 1024  # read at most this much of the end of each log file
 # after the end, how long the widget keeps asking for the job's usage before giving up
 USAGE_PATIENCE_S = 300.0
 
@@ -234,20 +233,9 @@ class JobWidget(widgets.VBox):
                 pass
         return size
 
-    def _tail(self) -> str:
-        """The log's last lines, reading only the end of each file (logs can be huge and
-        this runs every few seconds); submitit's own chatter left out, as in ``log()``."""
-        lines: list[str] = []
-        for path in self.handle.backend.log_paths(self.handle.job_id, self.handle.folder):
-            try:
-                chunk = read_tail(path, TAIL_BYTES)
-            except OSError:
-                continue
-            lines += [line for line in chunk if not line.startswith("submitit ")]
-        return "\n".join(lines[-self.log_lines:])
-
     def _render_log(self) -> None:
-        text = self._tail()
+        # the job's own files, also a sweep's (whose log() picks one of its tasks')
+        text = JobHandle.log(self.handle, self.log_lines)
         self._show("log_button", bool(text))
         if self._made("log_button"):
             self.log_button.description = "Less" if self.log_lines > TAIL_LINES else "More"
@@ -281,8 +269,7 @@ class JobWidget(widgets.VBox):
 
         items = reports(self.handle.folder, self.usage)
         self.efficiency.value = report_html(items)
-        samples = [s for _, job_samples in items for s in job_samples]
-        png = gpu_plot_png(samples, f"job {self.handle.job_id}") if len(items) == 1 else None
+        png = gpu_plot_png(items, f"job {self.handle.job_id}") if len(items) == 1 else None
         if png:
             self.gpu_plot.value = png
         self._show("gpu_plot", bool(png))
@@ -359,7 +346,7 @@ class JobWidget(widgets.VBox):
         self._run(rerun)
 
     def show_live(self, view: widgets.Widget) -> None:
-        """The job's live output (``magics/live_view.py``) at the widget's foot: a rerun's,
+        """The job's live output (``widgets/live_output.py``) at the widget's foot: a rerun's,
         which has no cell of its own."""
         self._parts["live"] = view
         self._place()
