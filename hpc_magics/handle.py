@@ -6,7 +6,6 @@ Handles survive a kernel restart: everything they need is in the job folder, so
 
 from __future__ import annotations
 
-import html
 import importlib
 import pickle
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .core.errors import FETCHED_FAILURE_HOOKS, HpcMagicsError, JobFailed
-from .core.jobs import SLURM_ENDED_IT, SUCCESS_STATES, is_final, normalize_state, phase
+from .core.jobs import SLURM_ENDED_IT, SUCCESS_STATES, is_final, normalize_state
 from .fetching import (
     RESULTS_GRACE_S,
     await_results,
@@ -361,22 +360,6 @@ class JobHandle:
         return f"<JobHandle {self.summary()}>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """A rerun's handle shows its job's widget, as %%sbatch shows a cell's (None: the
-        table below)."""
+        """A rerun's handle shows its job's widget, as %%sbatch shows a cell's (None: its
+        one line, ``summary``)."""
         return self.widget._repr_mimebundle_(**kwargs) if self.widget is not None else None
-
-    def _repr_html_(self) -> str:
-        colour = {"done": "#2e7d32", "failed": "#c62828", "running": "#1565c0"}.get(
-            phase(self._state), "#6d4c41")
-        where = "local executor (no Slurm here)" if self.ran_locally else "Slurm"
-        return (
-            "<table class='hpc-magics-job'>"
-            f"<tr><th>job</th><td><code>{html.escape(self.job_id)}</code> "
-            f"{html.escape(self.name)}</td></tr>"
-            f"<tr><th>state</th><td style='color:{colour}'><b>{html.escape(self._state)}</b>"
-            "</td></tr>"
-            f"<tr><th>backend</th><td>{where}</td></tr>"
-            f"<tr><th>folder</th><td><code>{html.escape(str(self.folder.path))}</code></td></tr>"
-            "</table>"
-        )
-

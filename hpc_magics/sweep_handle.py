@@ -122,9 +122,9 @@ class SweepHandle(JobHandle):
         self.folder.update_meta(fetched=True)
         return {}
 
-    def failed_tasks(self) -> list[int]:
-        """Points whose latest attempt ended without success."""
-        return sorted(index for index, status in self.task_states().items()
+    def failed_tasks(self, ask: bool = True) -> list[int]:
+        """Points whose latest attempt ended without success (``ask``: a fresh poll)."""
+        return sorted(index for index, status in self.task_states(ask).items()
                       if status.final and status.state not in SUCCESS_STATES)
 
     def rerun(self, **changes: Any) -> SweepHandle:
@@ -163,8 +163,7 @@ class SweepHandle(JobHandle):
         """The log of one task: ``task`` (a point's index), else the first failed, else 0."""
         ids = self.task_ids()
         if task is None:
-            failed = [i for i, s in self.task_states(ask=False).items()
-                      if s.final and s.state not in SUCCESS_STATES]
+            failed = self.failed_tasks(ask=False)
             task = failed[0] if failed else min(ids, default=0)
         if task not in ids:
             raise HpcMagicsError(f"the sweep has no task {task}: use 0 to {len(ids) - 1}")

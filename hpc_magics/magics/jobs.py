@@ -129,16 +129,13 @@ class HpcMagicsKernel(Magics):
         return profiles.load_profile(request.profile)
 
     def _problems(self, request: ResourceRequest,
-                  profile: ClusterProfile | None = None) -> list[validation.Problem]:
-        """``profile``: the request's, when the caller has loaded it (once a cell)."""
+                  profile: ClusterProfile) -> list[validation.Problem]:
+        """The request (with the environment's sbatch defaults, as sbatch will apply them)
+        checked against its profile, as the backend it resolves to."""
         from ..backends import choose_backend_name
-        from ..scheduler.cluster import live_wanted, with_environment
 
         try:
             resolved = choose_backend_name(request.backend)
-            profile = profile or self._profile(request)
-            # the environment's sbatch defaults count, as sbatch will apply them
-            request = with_environment(request, live_wanted(profile)[0])[0]
         except HpcMagicsError as error:
             return [validation.Problem(validation.ERROR, "backend", str(error))]
         return validation.check(request.changed(backend=resolved), profile)
@@ -169,7 +166,7 @@ class HpcMagicsKernel(Magics):
 
         # shown and costed with the environment's sbatch defaults, as a job gets them
         shown = with_environment(request, live_wanted(profile)[0])[0]
-        return ResourceView(shown, profile, self._problems(request))
+        return ResourceView(shown, profile, self._problems(shown, profile))
 
     # ------------------------------------------------------------- %%sbatch
     @magic_arguments()
@@ -199,7 +196,8 @@ class HpcMagicsKernel(Magics):
         from ..shipping.packing import check_defined, pack
 
         args = parsed_arguments(self.sbatch, line)
-        points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
+        namespace = self.shell.user_ns if self.shell else {}
+        points = sweep_magic.points(args, namespace)
         parsed = directive_parser.parse(cell)
         # a --profile switch first, so the cell's own #SBATCH lines are kept
         request = resources.updated(self._switch_profile(self.request, args), parsed.values)
@@ -247,11 +245,9 @@ class HpcMagicsKernel(Magics):
         if body != parsed.body:  # names the translation made up are not the user's results
             names = replace(names, assigned=tuple(
                 n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
-        if body == parsed.body:  # translated magics read their helpers' names
-            check_defined(body, names, self.shell.user_ns if self.shell else {},
-                          provided=injected_names(options))
-        payload = pack(body, names, self.shell.user_ns if self.shell else {},
-                       self.max_shipped_mb)
+        else:  # translated magics read their helpers' names: only a plain cell is checked
+            check_defined(body, names, namespace, provided=injected_names(options))
+        payload = pack(body, names, namespace, self.max_shipped_mb)
         if helpers:  # the translated magics' helpers run first; they are not results
             payload = replace(payload, code=helpers + payload.code)
         job_name = args.name or parsed.job_name or default_job_name(self.shell)

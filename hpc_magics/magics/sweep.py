@@ -144,19 +144,29 @@ def plan(backend: Any, folder: str, request: ResourceRequest, profile: Any, job_
                               sweep.check_parallelism(args.array_parallelism), max_array_size)
 
 
-def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, profile: Any,
-           job_name: str, found: Sequence[sweep.Point], args: Any) -> Any:
-    """Create the job folder, submit the arrays; the sweep's handle."""
+def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceRequest,
+        profile: Any, job_name: str, found: list[sweep.Point], would_be: str) -> None:
+    """The sweep part of ``%%sbatch``: a dry run, or create the job folder, submit the
+    arrays, show the sweep's handle and maybe wait."""
+    max_array_size = check_limits(request, len(found))
+    # rendered where the folder would be: what cannot be submitted stops before it exists
+    scripts = plan(backend, would_be, request, profile, job_name, found, args, max_array_size)
+    if args.dry_run:
+        print(f"# dry run: nothing submitted. The job folder would be {would_be}.")
+        print(f"# a sweep of {len(found)} tasks as {len(scripts)} job "
+              f"arr{'ay' if len(scripts) == 1 else 'ays'}; first point: {found[0]}")
+        for script in scripts:
+            print(f"# ---- {script.name} (points {script.part.indices[0]}.."
+                  f"{script.part.indices[-1]})\n{script.text.rstrip()}")
+        print(f"# {payload.summary()} (once, for all tasks)")
+        return
     from ..backends import sweep as sweep_backend
     from ..cell_job import new_folder, submitted
     from ..jobfolder.folder import JobFolder
     from ..sweep_handle import SweepHandle
     from .submission import sending_cell
 
-    max_array_size = check_limits(request, len(found))
-    # rendered once where the folder would be: what cannot be submitted stops before it exists
-    plan(backend, str(JobFolder.would_be(magics.jobs_root, job_name)), request, profile, job_name,
-         found, args, max_array_size)
+    print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
     folder = new_folder(magics.jobs_root, job_name)
     cell = sending_cell(magics.shell)  # the server writes the sweep's table into it
     sent = {"sent_from": cell.to_meta()} if cell is not None else {}
@@ -166,27 +176,7 @@ def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, pr
         folder, payload, request, scripts, found, job_name,
         sweep.check_parallelism(args.array_parallelism)), backend, request, profile,
         job_name, payload.summary(), payload.result_names, kind="sweep", **sent)
-    handle = SweepHandle(job_id, backend, JobFolder(folder.path), job_name)
-    magics.remember(handle)
-    return handle
-
-
-def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceRequest,
-        profile: Any, job_name: str, found: list[sweep.Point], would_be: str) -> None:
-    """The sweep part of ``%%sbatch``: a dry run, or submit, show and maybe wait."""
-    if args.dry_run:
-        scripts = plan(backend, would_be, request, profile, job_name, found, args,
-                       check_limits(request, len(found)))
-        print(f"# dry run: nothing submitted. The job folder would be {would_be}.")
-        print(f"# a sweep of {len(found)} tasks as {len(scripts)} job "
-              f"arr{'ay' if len(scripts) == 1 else 'ays'}; first point: {found[0]}")
-        for script in scripts:
-            print(f"# ---- {script.name} (points {script.part.indices[0]}.."
-                  f"{script.part.indices[-1]})\n{script.text.rstrip()}")
-        print(f"# {payload.summary()} (once, for all tasks)")
-        return
-    print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
-    handle = submit(magics, backend, payload, request, profile, job_name, found, args)
+    handle = magics.remember(SweepHandle(job_id, backend, JobFolder(folder.path), job_name))
     widget = show_handle(handle)
     if args.wait:
         wait_and_fetch(handle, magics.shell, widget)
