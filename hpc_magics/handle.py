@@ -19,12 +19,13 @@ from .fetching import (
     RESULTS_GRACE_S,
     await_results,
     changed_meanwhile,
+    figure_outputs,
     gathered,
     kept_in_notebook,
     resolver,
     say_what_came_back,
-    show_figures,
     show_output,
+    show_outputs,
 )
 from .jobfacts import end_reason, failed_because, suggested_rerun
 from .jobfolder.files import read_tail
@@ -219,7 +220,7 @@ class JobHandle:
             figures = tuple(str(p.relative_to(self.folder.path))
                             for p in sorted((self.folder.path / "figures").glob("cell-*.png")))
         if show:
-            show_figures(self.folder.path, figures)
+            show_outputs(figure_outputs(self.folder.path, figures))
             if meta.get("executed_notebook"):
                 print(f"[hpc_magics] executed notebook: {meta['executed_notebook']}")
         if result.error_type is not None:

@@ -120,10 +120,6 @@ class JobWidget(widgets.VBox):
         # HTML, not Output: it renders without a kernel's output capture (and tests see it)
         return widgets.HTML(layout=self._fixed, style=self._html_style)
 
-    def _button(self, description: str, **options: Any) -> widgets.Button:
-        return widgets.Button(description=description, style=self._button_style,
-                              layout=widgets.Layout(display="none"), **options)
-
     def _children(self) -> tuple[widgets.Widget, ...]:
         """The parts made so far, in their order (the buttons' row as its buttons)."""
         buttons = [self._parts[name] for name in BUTTONS if name in self._parts]
@@ -162,8 +158,10 @@ class JobWidget(widgets.VBox):
     def _make_button(self, name: str) -> dict[str, widgets.Widget]:
         label, icon, tooltip, action, style = BUTTONS[name]
         # made after a render decided it: enabled as that render said
-        button = self._button(label, icon=icon, tooltip=tooltip, button_style=style,
-                              disabled=not getattr(self, "_enabled", {}).get(name, True))
+        button = widgets.Button(description=label, icon=icon, tooltip=tooltip,
+                                button_style=style, style=self._button_style,
+                                layout=widgets.Layout(display="none"),
+                                disabled=not getattr(self, "_enabled", {}).get(name, True))
         button.on_click(lambda _: getattr(self, action)())
         return {name: button}
 
@@ -296,9 +294,6 @@ class JobWidget(widgets.VBox):
         status = self.handle.status
         return (self.end_state is None and status.state in {"FAILED", "CANCELLED"}
                 and self.handle.backend.name == "slurm")
-
-    def take_end_state(self, state: str) -> None:
-        self.end_state = state
 
     def take_usage(self, usage: tuple[Any, ...] | None) -> None:
         if usage is None:
