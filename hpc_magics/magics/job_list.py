@@ -15,7 +15,6 @@ the queued and running jobs draw on, warning when their requests add up to more 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -213,21 +212,17 @@ def _base(job_id: str) -> str:
     return parsed.base if parsed is not None else job_id
 
 
-_RECENT: dict[str, tuple[float, Any]] = {}
-_RECENT_LOCK = threading.Lock()
+_RECENT: list[tuple[float, Any]] = []  # (when, answer): the last sacct -u
 
 
 def _recent_jobs(interval_s: float) -> Any:
-    """The user's jobs that ended today: one ``sacct -u`` per interval per process."""
+    """The user's jobs that ended today: one ``sacct -u`` per interval per process (the
+    kernel runs one %hpc_jobs at a time)."""
     from ..scheduler.accounting import recent_jobs
 
-    with _RECENT_LOCK:
-        cached = _RECENT.get("recent")
-        if cached is not None and time.monotonic() - cached[0] < interval_s:
-            return cached[1]
-        answer = recent_jobs()
-        _RECENT["recent"] = (time.monotonic(), answer)
-        return answer
+    if not _RECENT or time.monotonic() - _RECENT[0][0] >= interval_s:
+        _RECENT[:] = [(time.monotonic(), recent_jobs())]
+    return _RECENT[0][1]
 
 
 def _ended_today(wanted: Callable[[str], bool], indexed: list[Any]) -> tuple[list[JobRow], str]:
