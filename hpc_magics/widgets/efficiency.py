@@ -21,20 +21,29 @@ from ..jobfolder.files import read_tail
 SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers them all
 
 
-def gpu_samples(folder: Any, job_id: str, tail_bytes: int | None = None) \
-        -> tuple[GpuSample, ...]:
-    """The samples the job recorded, every node's (none without GPUs or nvidia-smi);
-    a GPU is named by its node and index when more than one node sampled. ``tail_bytes``:
-    only the end of each file (the live widget, while the job writes them)."""
-    files = sorted(folder.path.glob(glob.escape(f"gpu-{job_id}") + ".*csv"))
-    samples: list[GpuSample] = []
-    for path in files:
+def node_files(folder: Any, kind: str, job_id: str, tail_bytes: int | None = None
+               ) -> list[tuple[str, str]]:
+    """The samples each node wrote into the job folder (``KIND-JOBID.HOST.csv``) as (host,
+    text), host "" for a file that names none; ``tail_bytes``: only the end of each file
+    (the live widget, while the job writes them)."""
+    found = []
+    for path in sorted(folder.path.glob(glob.escape(f"{kind}-{job_id}") + ".*csv")):
         try:
             text = (path.read_text(errors="replace") if tail_bytes is None
                     else "\n".join(read_tail(path, tail_bytes)))
         except OSError:
             continue
-        host = path.name[len(f"gpu-{job_id}."):-len("csv")].rstrip(".")
+        found.append((path.name[len(f"{kind}-{job_id}."):-len("csv")].rstrip("."), text))
+    return found
+
+
+def gpu_samples(folder: Any, job_id: str, tail_bytes: int | None = None) \
+        -> tuple[GpuSample, ...]:
+    """The samples the job recorded, every node's (none without GPUs or nvidia-smi);
+    a GPU is named by its node and index when more than one node sampled."""
+    files = node_files(folder, "gpu", job_id, tail_bytes)
+    samples: list[GpuSample] = []
+    for host, text in files:
         found = parse_gpu_samples(text)
         if len(files) > 1 and host:
             found = tuple(replace(s, index=f"{host}:{s.index}") for s in found)
