@@ -6,7 +6,6 @@ folder's ``usage.json``) and the job's own GPU samples; nothing here asks the sc
 
 from __future__ import annotations
 
-import glob
 import html
 import io
 from collections.abc import Sequence
@@ -15,33 +14,16 @@ from typing import Any
 
 from ..core.efficiency import GpuSample, Report, Usage, array_summary, parse_gpu_samples, report
 from ..core.jobids import task_order
-from ..jobfacts import recorded_peak
-from ..jobfolder.files import read_tail
+from ..jobfacts import node_files, recorded_peak
 
 SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers them all
-
-
-def node_files(folder: Any, kind: str, job_id: str, tail_bytes: int | None = None
-               ) -> list[tuple[str, str]]:
-    """The samples each node wrote into the job folder (``KIND-JOBID.HOST.csv``) as (host,
-    text), host "" for a file that names none; ``tail_bytes``: only the end of each file
-    (the live widget, while the job writes them)."""
-    found = []
-    for path in sorted(folder.path.glob(glob.escape(f"{kind}-{job_id}") + ".*csv")):
-        try:
-            text = (path.read_text(errors="replace") if tail_bytes is None
-                    else "\n".join(read_tail(path, tail_bytes)))
-        except OSError:
-            continue
-        found.append((path.name[len(f"{kind}-{job_id}."):-len("csv")].rstrip("."), text))
-    return found
 
 
 def gpu_samples(folder: Any, job_id: str, tail_bytes: int | None = None) \
         -> tuple[GpuSample, ...]:
     """The samples the job recorded, every node's (none without GPUs or nvidia-smi);
     a GPU is named by its node and index when more than one node sampled."""
-    files = node_files(folder, "gpu", job_id, tail_bytes)
+    files = node_files(folder.path, "gpu", job_id, "csv", tail_bytes)
     samples: list[GpuSample] = []
     for host, text in files:
         found = parse_gpu_samples(text)

@@ -16,8 +16,8 @@ from typing import Any
 from ..core.efficiency import memory_text
 from ..core.node_records import GPU_SAMPLE_EVERY_S, parse_memory_samples
 from ..core.units import format_duration
-from ..jobfacts import asked_memory
-from .efficiency import gpu_samples, node_files
+from ..jobfacts import asked_memory, node_files
+from .efficiency import gpu_samples
 
 SAMPLES_TAIL_BYTES = 16 * 1024  # of each samples file: minutes of samples, whatever the job's age
 POINTS = 60  # the last samples a sparkline shows
@@ -47,7 +47,7 @@ def sparkline(values: Sequence[float], top: float, colour: str,
 def memory_lines(folder: Any, job_id: str) -> list[str]:
     """One line per node that sampled: the sparkline, now, and the peak of the request
     (the job's ``--mem``, else the limit its nodes recorded)."""
-    files = node_files(folder, "mem", job_id, SAMPLES_TAIL_BYTES)
+    files = node_files(folder.path, "mem", job_id, "csv", SAMPLES_TAIL_BYTES)
     asked, limit = asked_memory(folder, job_id)
     request = asked or limit
     lines = []
