@@ -96,14 +96,17 @@ def shipped(folder: JobFolder, job_id: str) -> tuple[Payload, ScaleOptions | Non
     return payload, options[0] if options else None
 
 
-def changed_request(request: ResourceRequest, changes: Mapping[str, Any]) -> ResourceRequest:
-    """``request`` with ``changes`` (``mem="12G"``, ``time="2h"``, ``partition="long"``) as
-    the flags of the same names would set them."""
+def changed_request(meta: Mapping[str, Any], changes: Mapping[str, Any]) -> ResourceRequest:
+    """An ended job's request (its ``meta``'s) with ``changes`` (``mem="12G"``,
+    ``time="2h"``, ``partition="long"``) as the flags of the same names would set them. The
+    jobs it depended on (-d) have ended long ago: run again, it waits for nothing."""
     unknown = sorted(set(changes) - set(_FIELDS))
     if unknown:
         raise InvalidRequest(f"rerun: no request named {', '.join(unknown)}: use sbatch's "
                              f"long names with _ for - ({', '.join(sorted(_FIELDS))})")
-    return updated(request, {_FIELDS[name]: str(value) for name, value in changes.items()})
+    request = from_dict(meta.get("request") or {})
+    return updated(request, {_FIELDS[name]: str(value) for name, value in changes.items()}
+                   ).changed(dependency=None)
 
 
 def checked(request: ResourceRequest, profile: ClusterProfile, backend: Any) -> None:
@@ -119,9 +122,7 @@ def rerun(folder: JobFolder, job_id: str, changes: Mapping[str, Any]) -> tuple[s
     job folder beside it, whose meta says which job it reruns."""
     meta = folder.meta()
     payload, options = shipped(folder, job_id)
-    # the jobs it depended on (-d) have ended long ago: the rerun waits for nothing
-    request = changed_request(from_dict(meta.get("request") or {}), changes).changed(
-        dependency=None)
+    request = changed_request(meta, changes)
     profile = load_profile(meta.get("profile") or request.profile)
     backend = get_backend(meta.get("backend") or request.backend)
     checked(request, profile, backend)

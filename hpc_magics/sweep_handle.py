@@ -135,7 +135,7 @@ class SweepHandle(JobHandle):
         from .backends import sweep as sweep_backend
         from .cell_job import changed_request, checked
         from .core.profiles import load_profile
-        from .core.resources import from_dict, to_dict
+        from .core.resources import to_dict
         from .scheduler import limits
 
         failed = self.failed_tasks()
@@ -143,9 +143,7 @@ class SweepHandle(JobHandle):
             raise HpcMagicsError(f"sweep {self.job_id} has no failed tasks to retry")
         meta = self.folder.meta()
         sweep = meta.get("sweep", {})
-        # the jobs it depended on (-d) have ended long ago: the retry waits for nothing
-        request = changed_request(from_dict(meta.get("request", {})), changes).changed(
-            dependency=None)
+        request = changed_request(meta, changes)
         if changes:
             checked(request, load_profile(request.profile), self.backend)
         attempt = 1 + max(int(a.get("attempt", 0)) for a in sweep.get("arrays", []))
