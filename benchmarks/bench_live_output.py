@@ -2,7 +2,7 @@
 
 A ``%%sbatch`` cell prints the time, after gaps of 0.5 s (text keeps coming: the kernel's
 reader looks again 0.1 s after new text) and of 3 s (a quiet spell: it has backed off to
-once a second); the live view a kernel runs (``magics/live_view.py``) notes when each line
+once a second); the live view a kernel runs (``widgets/live_output.py``) notes when each line
 reaches the cell's output. The floor: a plain process appending the same lines after the
 same gaps to a file in the same jobs folder, read by a loop that looks every millisecond.
 Target: at most 1 s (the issue's "within about a second"); the ratio says how far from the
@@ -52,7 +52,7 @@ def ours(root: Path) -> list[float]:
     """Each line's delay, in the order printed."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from hpc_magics.magics.live_view import live_output
+    from hpc_magics.widgets.live_output import live_output
 
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "hpc_magics")

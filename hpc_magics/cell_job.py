@@ -13,7 +13,7 @@ the profile, the backend's preflight) and the one renderer and submission door
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,29 +42,42 @@ def new_folder(jobs_root: Path, job_name: str, need_bytes: int = 0) -> JobFolder
                               "folder") from None
 
 
+def submitted(folder: JobFolder, submit: Callable[[], str], backend: Any,
+              request: ResourceRequest, profile: ClusterProfile, job_name: str, shipped: str,
+              results: Iterable[str], **more_meta: Any) -> str:
+    """The job's meta.json, then ``submit()`` (the backend's): the job id. A submission
+    refused says so in meta.json; one that cannot write the folder says that instead.
+    The one door of a cell's, a sweep's and a notebook's job."""
+    meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
+            "request": to_dict(request), "shipped": shipped, "results": list(results),
+            "notebook": os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING",
+            **more_meta}
+    try:
+        folder.write_meta(meta)
+        return submit()
+    except HpcMagicsError as error:
+        if not folder.meta().get("job_id"):  # else part of a split sweep was submitted
+            folder.update_meta(state="NOT_SUBMITTED", error=str(error))
+        raise
+    except OSError as error:  # the backend writes nothing after sbatch but says so
+        raise SubmissionError(f"cannot write the job folder {folder.path} ({error.strerror}),"
+                              " so nothing was submitted: free some space, or set "
+                              "HPC_MAGICS_JOBS_DIR to another folder") from None
+
+
 def submit_cell(jobs_root: Path, backend: Any, payload: Payload, request: ResourceRequest,
                 profile: ClusterProfile, job_name: str, options: ScaleOptions | None = None,
                 **more_meta: Any) -> tuple[str, JobFolder]:
     """A new job folder, its meta.json, the backend's submission: the job id and folder."""
     # room for the job's files, the state and results as big again
     folder = new_folder(jobs_root, job_name, need_bytes=1_000_000 + 2 * payload.size)
-    meta = {"name": job_name, "backend": backend.name, "profile": profile.name,
-            "request": to_dict(request), "shipped": payload.summary(),
-            "results": list(payload.result_names), "notebook":
-            os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING",
-            "fingerprints": dict(payload.fingerprints), **more_meta}  # fetching.py compares
     if options is not None and options.active:
-        meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
-    try:
-        folder.write_meta(meta)
-        job_id = backend.submit(folder, payload, request, profile, job_name, options)
-    except HpcMagicsError as error:
-        folder.update_meta(state="NOT_SUBMITTED", error=str(error))
-        raise
-    except OSError as error:  # the backend writes nothing after sbatch but says so
-        raise SubmissionError(f"cannot write the job folder {folder.path} ({error.strerror}),"
-                              " so nothing was submitted: free some space, or set "
-                              "HPC_MAGICS_JOBS_DIR to another folder") from None
+        more_meta["scale"] = options.to_dict()  # the handle reads --gather, --chain here
+    job_id = submitted(folder, lambda: backend.submit(folder, payload, request, profile,
+                                                      job_name, options),
+                       backend, request, profile, job_name, payload.summary(),
+                       payload.result_names, fingerprints=dict(payload.fingerprints),
+                       **more_meta)  # fetching.py compares the fingerprints
     return job_id, folder
 
 
@@ -83,14 +96,17 @@ def shipped(folder: JobFolder, job_id: str) -> tuple[Payload, ScaleOptions | Non
     return payload, options[0] if options else None
 
 
-def changed_request(request: ResourceRequest, changes: Mapping[str, Any]) -> ResourceRequest:
-    """``request`` with ``changes`` (``mem="12G"``, ``time="2h"``, ``partition="long"``) as
-    the flags of the same names would set them."""
+def changed_request(meta: Mapping[str, Any], changes: Mapping[str, Any]) -> ResourceRequest:
+    """An ended job's request (its ``meta``'s) with ``changes`` (``mem="12G"``,
+    ``time="2h"``, ``partition="long"``) as the flags of the same names would set them. The
+    jobs it depended on (-d) have ended long ago: run again, it waits for nothing."""
     unknown = sorted(set(changes) - set(_FIELDS))
     if unknown:
         raise InvalidRequest(f"rerun: no request named {', '.join(unknown)}: use sbatch's "
                              f"long names with _ for - ({', '.join(sorted(_FIELDS))})")
-    return updated(request, {_FIELDS[name]: str(value) for name, value in changes.items()})
+    request = from_dict(meta.get("request") or {})
+    return updated(request, {_FIELDS[name]: str(value) for name, value in changes.items()}
+                   ).changed(dependency=None)
 
 
 def checked(request: ResourceRequest, profile: ClusterProfile, backend: Any) -> None:
@@ -106,9 +122,7 @@ def rerun(folder: JobFolder, job_id: str, changes: Mapping[str, Any]) -> tuple[s
     job folder beside it, whose meta says which job it reruns."""
     meta = folder.meta()
     payload, options = shipped(folder, job_id)
-    # the jobs it depended on (-d) have ended long ago: the rerun waits for nothing
-    request = changed_request(from_dict(meta.get("request") or {}), changes).changed(
-        dependency=None)
+    request = changed_request(meta, changes)
     profile = load_profile(meta.get("profile") or request.profile)
     backend = get_backend(meta.get("backend") or request.backend)
     checked(request, profile, backend)

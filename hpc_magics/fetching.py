@@ -156,13 +156,6 @@ def say_what_came_back(job_id: str, result: CellResult, values: Mapping[str, Any
         print(f"[hpc_magics] job {job_id}: {'; '.join(said)}")
 
 
-def publish(data: dict[str, Any], metadata: dict[str, Any]) -> None:
-    """A display the node made, shown as made (its mime bundle as it is)."""
-    from IPython.display import display
-
-    display(data, raw=True, metadata=metadata)
-
-
 def figure_outputs(folder: Path, figures: tuple[str, ...]) -> list[dict[str, Any]]:
     """The job's figure files (paths relative to its folder) as nbformat outputs, each file
     checked as the user's own."""
@@ -175,12 +168,6 @@ def figure_outputs(folder: Path, figures: tuple[str, ...]) -> list[dict[str, Any
                 "image/png": base64.b64encode(path.read_bytes()).decode(),
                 "text/plain": f"<Figure {relative}>"}})
     return shown
-
-
-def show_figures(folder: Path, figures: tuple[str, ...]) -> None:
-    """Show the job's figures (paths relative to its folder), each one checked as ours."""
-    for entry in figure_outputs(folder, figures):
-        publish(entry["data"], entry["metadata"])
 
 
 def written_output(folder: JobFolder) -> list[dict[str, Any]]:
@@ -216,13 +203,20 @@ def cell_outputs(folder: JobFolder, job_id: str, state: str) -> list[dict[str, A
 def show_output(folder: JobFolder, live: Any = None) -> None:
     """The cell's output, shown once: the live view in the cell takes the rest of it
     (``widgets/live_output.py``; in the very cell that shows it, the view gives way to
-    plain output), or it is shown as that view renders it (stdout to
-    stdout, stderr to stderr, the node's displays displayed, in order)."""
-    if live is not None and not live.finish():
-        return
-    for entry in written_output(folder):
+    plain output), or it is shown as that view renders it."""
+    if live is None or live.finish():
+        show_outputs(written_output(folder))
+
+
+def show_outputs(outputs: list[dict[str, Any]]) -> None:
+    """nbformat outputs shown as a local cell shows them: stdout to stdout, stderr to
+    stderr, a display (the node's, a figure) displayed as made (its mime bundle as it is),
+    in order."""
+    from IPython.display import display
+
+    for entry in outputs:
         if entry["output_type"] == "display_data":
-            publish(entry["data"], entry["metadata"])
+            display(entry["data"], raw=True, metadata=entry["metadata"])
             continue
         stream = sys.stderr if entry["name"] == "stderr" else sys.stdout
         stream.write(entry["text"] if entry["text"].endswith("\n") else entry["text"] + "\n")

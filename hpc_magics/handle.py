@@ -6,7 +6,6 @@ Handles survive a kernel restart: everything they need is in the job folder, so
 
 from __future__ import annotations
 
-import html
 import importlib
 import pickle
 import time
@@ -15,19 +14,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .core.errors import FETCHED_FAILURE_HOOKS, HpcMagicsError, JobFailed
-from .core.jobs import SLURM_ENDED_IT, SUCCESS_STATES, is_final, normalize_state, phase
+from .core.jobs import SLURM_ENDED_IT, SUCCESS_STATES, is_final, normalize_state
 from .fetching import (
     RESULTS_GRACE_S,
     await_results,
     changed_meanwhile,
+    figure_outputs,
     gathered,
     kept_in_notebook,
     resolver,
     say_what_came_back,
-    show_figures,
     show_output,
+    show_outputs,
 )
 from .jobfacts import end_reason, failed_because, suggested_rerun
+from .jobfolder.files import read_tail
 from .jobfolder.folder import JobFolder, damaged
 from .scheduler.job_status import UNREACHABLE, JobStatus
 from .scheduler.watcher import watcher
@@ -46,6 +47,8 @@ SETTLE_S = 5.0
 # how often --wait looks for the result file in the job folder (two stats, ~10 us; no
 # scheduler call): the cell's result is in the notebook at most this long after it lands
 FOLDER_POLL_S = 0.02
+# read at most this much of the end of each log file
+LOG_TAIL_BYTES = 256 * 1024
 # after a cancel, look again this often until the job ended (never a hot loop on squeue)
 CANCEL_LOOK_EVERY_S = 0.5
 
@@ -90,7 +93,7 @@ class JobHandle:
         self._task = None if job_id == str(folder.meta().get("job_id", job_id)) else job_id
         self._state_checked = 0.0
         self.fetched = False
-        self.live: Any = None  # the cell's live output view (``magics/live_view.py``)
+        self.live: Any = None  # the cell's live output view (``widgets/live_output.py``)
         self.widget: Any = None  # a rerun's job widget, made by the session (NEW_JOB_HOOKS)
 
     # --------------------------------------------------------------- state
@@ -217,7 +220,7 @@ class JobHandle:
             figures = tuple(str(p.relative_to(self.folder.path))
                             for p in sorted((self.folder.path / "figures").glob("cell-*.png")))
         if show:
-            show_figures(self.folder.path, figures)
+            show_outputs(figure_outputs(self.folder.path, figures))
             if meta.get("executed_notebook"):
                 print(f"[hpc_magics] executed notebook: {meta['executed_notebook']}")
         if result.error_type is not None:
@@ -312,15 +315,28 @@ class JobHandle:
         return failed_because(self.job_id, state) if self.backend.name == "slurm" else state
 
     def cancel(self, wait_s: float = 10.0) -> str:
-        """Cancel the job; returns its state once Slurm says it ended, or the state Slurm
-        shows after ``wait_s`` seconds (a magic or a button waits under a second)."""
+        """Cancel the job (a sweep: every task not yet ended, in each of its arrays);
+        returns its state once Slurm says it ended, or the state Slurm shows after
+        ``wait_s`` seconds (a magic or a button waits under a second)."""
         deadline = time.monotonic() + wait_s
-        self.backend.cancel(self.job_id, self.folder)
+        refusals = []
+        for job_id in self._cancelled_ids():
+            try:
+                self.backend.cancel(job_id, self.folder)
+            except HpcMagicsError as error:  # a sweep's array that ended long ago, say
+                refusals.append(error)
+        if refusals and len(refusals) == len(self._cancelled_ids()):
+            raise refusals[-1]
         return wait_for_end(self.refresh, deadline)
+
+    def _cancelled_ids(self) -> list[str]:
+        return [self.job_id]
 
     def log(self, tail: int = 50, rank: int = 0) -> str:
         """Last lines of the job's output and errors, submitit's own chatter left out;
-        ``rank``: that task's own log, in a job of several tasks (``JOBID_RANK_log.*``)."""
+        ``rank``: that task's own log, in a job of several tasks (``JOBID_RANK_log.*``).
+        Only the end of each file is read: logs can be huge, and the widget reads its tail
+        every few seconds."""
         lines: list[str] = []
         paths = list(self.backend.log_paths(self.job_id, self.folder))
         if rank:
@@ -328,10 +344,10 @@ class JobHandle:
                      for path in paths]
         for path in paths:
             try:
-                text = Path(path).read_text(errors="replace")
+                chunk = read_tail(path, LOG_TAIL_BYTES)
             except OSError:
                 continue
-            lines += [line for line in text.splitlines() if not line.startswith("submitit ")]
+            lines += [line for line in chunk if not line.startswith("submitit ")]
         return "\n".join(lines[-tail:])
 
     # -------------------------------------------------------------- display
@@ -345,22 +361,6 @@ class JobHandle:
         return f"<JobHandle {self.summary()}>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """A rerun's handle shows its job's widget, as %%sbatch shows a cell's (None: the
-        table below)."""
+        """A rerun's handle shows its job's widget, as %%sbatch shows a cell's (None: its
+        one line, ``summary``)."""
         return self.widget._repr_mimebundle_(**kwargs) if self.widget is not None else None
-
-    def _repr_html_(self) -> str:
-        colour = {"done": "#2e7d32", "failed": "#c62828", "running": "#1565c0"}.get(
-            phase(self._state), "#6d4c41")
-        where = "local executor (no Slurm here)" if self.ran_locally else "Slurm"
-        return (
-            "<table class='hpc-magics-job'>"
-            f"<tr><th>job</th><td><code>{html.escape(self.job_id)}</code> "
-            f"{html.escape(self.name)}</td></tr>"
-            f"<tr><th>state</th><td style='color:{colour}'><b>{html.escape(self._state)}</b>"
-            "</td></tr>"
-            f"<tr><th>backend</th><td>{where}</td></tr>"
-            f"<tr><th>folder</th><td><code>{html.escape(str(self.folder.path))}</code></td></tr>"
-            "</table>"
-        )
-

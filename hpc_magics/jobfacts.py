@@ -20,18 +20,29 @@ from .core.node_records import (
     node_peak,
     read_records,
 )
+from .jobfolder.files import read_tail
 
 STEPS_TIMEOUT_S = 20
 
 
-def node_records(folder: Path, job_id: str) -> list[dict[str, Any]]:
-    texts = []
-    for path in sorted(folder.glob(glob.escape(f"node-{job_id}") + ".*.json")):
+def node_files(folder: Path, kind: str, job_id: str, suffix: str,
+               tail_bytes: int | None = None) -> list[tuple[str, str]]:
+    """What each node wrote into the job folder (``KIND-JOBID.HOST.SUFFIX``) as (host,
+    text), host "" for a file that names none; ``tail_bytes``: only the end of each file
+    (the live widget, while the job writes them)."""
+    found = []
+    for path in sorted(folder.glob(glob.escape(f"{kind}-{job_id}") + f".*{suffix}")):
         try:
-            texts.append(path.read_text(errors="replace"))
+            text = (path.read_text(errors="replace") if tail_bytes is None
+                    else "\n".join(read_tail(path, tail_bytes)))
         except OSError:
             continue
-    return read_records(texts)
+        found.append((path.name[len(f"{kind}-{job_id}."):-len(suffix)].rstrip("."), text))
+    return found
+
+
+def node_records(folder: Path, job_id: str) -> list[dict[str, Any]]:
+    return read_records([text for _, text in node_files(folder, "node", job_id, ".json")])
 
 
 def recorded_peak(folder: Path, job_id: str) -> NodePeak | None:

@@ -19,7 +19,7 @@ from .convert.script import read_notebook
 from .core import validation
 from .core.flags import SBATCH_FLAGS, flag_values
 from .core.profiles import ClusterProfile, load_profile
-from .core.resources import ResourceRequest, to_dict, updated
+from .core.resources import ResourceRequest, updated
 
 if TYPE_CHECKING:
     from .handle import JobHandle
@@ -105,6 +105,7 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
                     strip_display: bool = False) -> JobHandle:
     """Prepare the notebook in a new job folder and submit it; returns at once (the executed
     notebook will be ``NOTEBOOK_OUT`` in its folder)."""
+    from .cell_job import submitted
     from .handle import JobHandle
     from .jobfolder.folder import JobFolder
     from .shipping.packing import Payload
@@ -116,16 +117,11 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     (folder.path / NOTEBOOK_IN).write_text(json.dumps(prepared, indent=1), encoding="utf-8")
     code = _job_code(folder.path, path, kernel)
     executed = folder.path / NOTEBOOK_OUT
-    folder.write_meta({"name": name, "backend": backend.name, "profile": profile.name,
-                       "request": to_dict(request), "kind": "notebook",
-                       "shipped": _what_runs(path, prepared, kernel),
-                       "results": [], "notebook": str(path.resolve()),
-                       "executed_notebook": str(executed), "state": "SUBMITTING"})
-    try:
-        job_id = backend.submit(folder, Payload(code=code), request, profile, name)
-    except Exception as error:
-        folder.update_meta(state="NOT_SUBMITTED", error=str(error))
-        raise
+    job_id = submitted(folder, lambda: backend.submit(folder, Payload(code=code), request,
+                                                      profile, name),
+                       backend, request, profile, name, _what_runs(path, prepared, kernel), (),
+                       kind="notebook", notebook=str(path.resolve()),
+                       executed_notebook=str(executed))
     return JobHandle(job_id, backend, folder, name)
 
 

@@ -20,7 +20,7 @@ from .core.errors import HpcMagicsError
 from .core.jobs import SUCCESS_STATES
 from .core.sweep import Point, task_job_ids
 from .fetching import shell_namespace
-from .handle import JobHandle, wait_for_end
+from .handle import JobHandle
 from .jobfolder.files import RESULTS_FILE, CellResult, Outcome, load_own, read_outcome
 from .jobfolder.tasks import POINTS_FILE, task_dir
 from .scheduler.job_status import JobStatus, combined_state
@@ -84,19 +84,7 @@ class SweepHandle(JobHandle):
         self._state_checked = time.monotonic()
         return state
 
-    def cancel(self, wait_s: float = 10.0) -> str:
-        """Cancel the whole sweep: every task not yet ended, in every array. Returns its
-        state once every task ended, or the state after ``wait_s`` seconds."""
-        deadline = time.monotonic() + wait_s
-        refusals = []
-        for array_id in self.array_ids():  # whole arrays: every task not yet ended
-            try:
-                self.backend.cancel(array_id, self.folder)
-            except HpcMagicsError as error:  # an array that ended long ago, say
-                refusals.append(error)
-        if refusals and len(refusals) == len(self.array_ids()):
-            raise refusals[-1]
-        return wait_for_end(self.refresh, deadline)
+    _cancelled_ids = array_ids  # whole arrays: every task not yet ended
 
     # ------------------------------------------------------------ results
     def table(self, namespace: MutableMapping[str, Any] | None = None, ask: bool = True) -> Any:
@@ -134,9 +122,9 @@ class SweepHandle(JobHandle):
         self.folder.update_meta(fetched=True)
         return {}
 
-    def failed_tasks(self) -> list[int]:
-        """Points whose latest attempt ended without success."""
-        return sorted(index for index, status in self.task_states().items()
+    def failed_tasks(self, ask: bool = True) -> list[int]:
+        """Points whose latest attempt ended without success (``ask``: a fresh poll)."""
+        return sorted(index for index, status in self.task_states(ask).items()
                       if status.final and status.state not in SUCCESS_STATES)
 
     def rerun(self, **changes: Any) -> SweepHandle:
@@ -147,7 +135,7 @@ class SweepHandle(JobHandle):
         from .backends import sweep as sweep_backend
         from .cell_job import changed_request, checked
         from .core.profiles import load_profile
-        from .core.resources import from_dict, to_dict
+        from .core.resources import to_dict
         from .scheduler import limits
 
         failed = self.failed_tasks()
@@ -155,9 +143,7 @@ class SweepHandle(JobHandle):
             raise HpcMagicsError(f"sweep {self.job_id} has no failed tasks to retry")
         meta = self.folder.meta()
         sweep = meta.get("sweep", {})
-        # the jobs it depended on (-d) have ended long ago: the retry waits for nothing
-        request = changed_request(from_dict(meta.get("request", {})), changes).changed(
-            dependency=None)
+        request = changed_request(meta, changes)
         if changes:
             checked(request, load_profile(request.profile), self.backend)
         attempt = 1 + max(int(a.get("attempt", 0)) for a in sweep.get("arrays", []))
@@ -175,8 +161,7 @@ class SweepHandle(JobHandle):
         """The log of one task: ``task`` (a point's index), else the first failed, else 0."""
         ids = self.task_ids()
         if task is None:
-            failed = [i for i, s in self.task_states(ask=False).items()
-                      if s.final and s.state not in SUCCESS_STATES]
+            failed = self.failed_tasks(ask=False)
             task = failed[0] if failed else min(ids, default=0)
         if task not in ids:
             raise HpcMagicsError(f"the sweep has no task {task}: use 0 to {len(ids) - 1}")

@@ -19,7 +19,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import construct_parser, magic_arguments, parse_argstring
 
 from ..core.errors import HpcMagicsError, JobFailed
-from .lazy import arguments_from, lazy_module
+from .lazy import lazy_module
 
 if TYPE_CHECKING:
     from ..core import flags, profiles
@@ -87,10 +87,6 @@ def resource_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
                           "help": "slurm, local (this machine), or auto (slurm when sbatch "
                                   "exists)"}),
     ]
-
-
-def resource_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
-    return arguments_from(resource_flags)(function)
 
 
 def values_from_args(args: Any) -> dict[str, Any]:

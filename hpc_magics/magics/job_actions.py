@@ -6,18 +6,29 @@ an ended one used what it asked for (``%hpc_efficiency``)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, parse_argstring
 
-from ..core.errors import HpcMagicsError
 from .arguments import lazy_magic_arguments as magic_arguments
 from .arguments import parsed_arguments
 
 # %hpc_efficiency waits this long for accounting's final figures (it lags a job's end)
 USAGE_WAIT_S = 20.0
+
+
+def waited(look: Callable[[], Any], enough: Callable[[Any], bool]) -> Any:
+    """Look once a second until what ``look`` says is ``enough``, or USAGE_WAIT_S passed;
+    the last look."""
+    deadline = time.monotonic() + USAGE_WAIT_S
+    found = look()
+    while not enough(found) and time.monotonic() < deadline:
+        time.sleep(1.0)
+        found = look()
+    return found
 
 
 def show_handle(handle: Any) -> Any:
@@ -93,7 +104,7 @@ class JobActionMagics(Magics):
         """Show a job's output in this cell as it comes: the live view of a running job
         again, with its widget, after a kernel restart or in a reopened notebook (an ended
         job's output is shown whole). ``%hpc_fetch`` then brings its results."""
-        from .live_view import follow_output
+        from ..widgets.live_output import follow_output
 
         args = parsed_arguments(self.hpc_live, line)
         handle = self.session.handle_for(args.job)
@@ -117,11 +128,16 @@ class JobActionMagics(Magics):
         except UsageError:
             from ..core.jobids import parse_job_id
             from ..core.resources import _unquote
+            from ..scheduler.watcher import watcher
 
             wanted = _unquote(args.job) if args.job else ""
             if parse_job_id(wanted) is None:
                 raise  # not a job id at all: what handle_for said
-            self._cancel_by_id(wanted)  # a job of another tool (see %hpc_jobs --all)
+            try:  # a job of another tool (see %hpc_jobs --all), as squeue lists it as yours
+                watcher().cancel(wanted)
+            except LookupError as error:
+                raise UsageError(str(error).strip("'\"")) from None
+            print(f"[hpc_magics] job {wanted}: cancelled")
             return
         from ..core.jobs import is_final
 
@@ -133,15 +149,6 @@ class JobActionMagics(Magics):
             # PENDING, RUNNING or COMPLETING for a moment: no claim about processes
             print(f"[hpc_magics] job {handle.job_id}: cancel sent; {shows} {state} for now "
                   "(%hpc_jobs shows the end)")
-
-    def _cancel_by_id(self, job_id: str) -> None:
-        from ..scheduler.watcher import watcher
-
-        try:
-            watcher().cancel(job_id)  # only one of the user's own jobs, as squeue lists them
-        except (HpcMagicsError, LookupError) as error:
-            raise UsageError(str(error).strip("'\"")) from None
-        print(f"[hpc_magics] job {job_id}: cancelled")
 
     # ------------------------------------------------------------- %hpc_jobs
     @magic_arguments()
@@ -173,14 +180,10 @@ class JobActionMagics(Magics):
 
         args = parse_argstring(self.hpc_efficiency, line)
         handle = self.session.handle_for(args.job)
-        state = handle.refresh(max_age_s=1.0)
-        deadline = time.monotonic() + USAGE_WAIT_S
         # Slurm has not said yet (the user's shared sacct call is due next interval), or its
         # processes have ended and the node's epilog still runs (COMPLETING, seconds): wait
-        while not job_states.is_final(state) and time.monotonic() < deadline and (
-                state == "COMPLETING" or handle.status.source not in ("squeue", "sacct")):
-            time.sleep(1.0)
-            state = handle.refresh(max_age_s=1.0)
+        state = waited(lambda: handle.refresh(max_age_s=1.0), lambda state: job_states.is_final(
+            state) or (state != "COMPLETING" and handle.status.source in ("squeue", "sacct")))
         if not job_states.is_final(state):
             raise UsageError(f"job {handle.job_id} is {state}: its efficiency is known once it "
                              f"has ended (%hpc_fetch {handle.job_id} --wait waits for it)")
@@ -188,25 +191,18 @@ class JobActionMagics(Magics):
             print(f"[hpc_magics] job {handle.job_id} ran on this machine, not through Slurm: "
                   "there is no accounting to ask for its efficiency")
             return
-        deadline = time.monotonic() + USAGE_WAIT_S
-        usage: Any = None
-        while True:
-            # someone is waiting: a shared answer a second old is fresh enough; a sweep's
-            # figures are its tasks' (each point's latest attempt)
-            found = usage_of([handle], max_age_s=1.0)
-            usage = found.get(0, usage)
-            # figures come only once accounting has settled them (the steps' peaks in, or
-            # final twice): a short job's missing memory peak will not come by waiting
-            if usage or time.monotonic() > deadline:
-                break
-            time.sleep(1.0)
+        # someone is waiting: a shared answer a second old is fresh enough; a sweep's figures
+        # are its tasks' (each point's latest attempt). Figures come only once accounting has
+        # settled them (the steps' peaks in, or final twice): a short job's missing memory
+        # peak will not come by waiting
+        found = waited(lambda: usage_of([handle], max_age_s=1.0), lambda found: bool(found.get(0)))
+        usage = found.get(0)
         if not usage:
             raise UsageError(f"job {handle.job_id}: accounting has no figures for it "
                              f"{'(unreachable)' if 0 in found else 'yet'}; try again soon")
         items = reports(handle.folder, usage)
         print(report_text(items))
-        samples = [s for _, job_samples in items for s in job_samples]
-        png = gpu_plot_png(samples, f"job {handle.job_id}")
+        png = gpu_plot_png(items, f"job {handle.job_id}")
         if png:
             from IPython.display import Image, display
 

@@ -15,7 +15,6 @@ the queued and running jobs draw on, warning when their requests add up to more 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -35,7 +34,7 @@ from ..jobfolder.folder import JobFolder, find_job_folders
 from ..scheduler.commands import slurm_available
 from ..scheduler.job_index import kind_of
 from ..scheduler.job_status import JobStatus
-from ..scheduler.queue import SCHEDULER_SILENT, QueueView
+from ..scheduler.queue import SCHEDULER_SILENT
 from ..scheduler.watcher import watcher
 
 LOOK_MAX_AGE_S = 0.5  # the user asked now: a view older than this is asked again, once
@@ -72,19 +71,6 @@ def wanted_states(text: str | None) -> set[str] | None:
 
 
 # ------------------------------------------------------------------ the one source
-def _queue_view(fresh: bool) -> QueueView:
-    """The user's one squeue view: the last one when Slurm is away (asking nobody) or it
-    is a moment old, else one look now, waited for half a second at most."""
-    queue = watcher().queue
-    last = queue.peek()
-    if last is not None and (last.error is not None or not fresh):
-        return last
-    if last is not None and last.updated is not None \
-            and time.time() - last.updated <= LOOK_MAX_AGE_S:
-        return last
-    return queue.look_now()
-
-
 def _row(job_id: str, state: str, entry: JobSnapshot | None, folder: Any = None,
          why: str = "", note: str = "", now: float = 0.0,
          meta: Mapping[str, Any] | None = None) -> JobRow:
@@ -115,9 +101,14 @@ def _row(job_id: str, state: str, entry: JobSnapshot | None, folder: Any = None,
 
 
 def queue_entries(fresh: bool = True) -> tuple[dict[str, JobSnapshot], str]:
-    """The one squeue view as job id → its first entry (as ``view.find`` gives), and the
-    view's error ("" when it answered)."""
-    view = _queue_view(fresh)
+    """The user's one squeue view as job id → its first entry (as ``view.find`` gives),
+    and the view's error ("" when it answered): the last view when Slurm is away (asking
+    nobody) or it is a moment old, else one look now, waited for half a second at most."""
+    queue = watcher().queue
+    view = queue.peek()
+    if view is None or (view.error is None and fresh and (
+            view.updated is None or time.time() - view.updated > LOOK_MAX_AGE_S)):
+        view = queue.look_now()
     listed: dict[str, JobSnapshot] = {}
     for entry in view.jobs:
         listed.setdefault(entry.job_id, entry)
@@ -221,21 +212,17 @@ def _base(job_id: str) -> str:
     return parsed.base if parsed is not None else job_id
 
 
-_RECENT: dict[str, tuple[float, Any]] = {}
-_RECENT_LOCK = threading.Lock()
+_RECENT: list[tuple[float, Any]] = []  # (when, answer): the last sacct -u
 
 
 def _recent_jobs(interval_s: float) -> Any:
-    """The user's jobs that ended today: one ``sacct -u`` per interval per process."""
+    """The user's jobs that ended today: one ``sacct -u`` per interval per process (the
+    kernel runs one %hpc_jobs at a time)."""
     from ..scheduler.accounting import recent_jobs
 
-    with _RECENT_LOCK:
-        cached = _RECENT.get("recent")
-        if cached is not None and time.monotonic() - cached[0] < interval_s:
-            return cached[1]
-        answer = recent_jobs()
-        _RECENT["recent"] = (time.monotonic(), answer)
-        return answer
+    if not _RECENT or time.monotonic() - _RECENT[0][0] >= interval_s:
+        _RECENT[:] = [(time.monotonic(), recent_jobs())]
+    return _RECENT[0][1]
 
 
 def _ended_today(wanted: Callable[[str], bool], indexed: list[Any]) -> tuple[list[JobRow], str]:
@@ -250,16 +237,14 @@ def _ended_today(wanted: Callable[[str], bool], indexed: list[Any]) -> tuple[lis
     # entries id parses (a user with thousands of jobs today: minutes)
     by_base: dict[str, list[Any]] = {}
     for entry in indexed:
-        parsed = parse_job_id(entry.job_id)
-        by_base.setdefault(parsed.base if parsed else entry.job_id, []).append(entry)
+        by_base.setdefault(_base(entry.job_id), []).append(entry)
     ended = []
     for record in recent:
         if not wanted(record.job_id) or not job_states.is_final(record.state):
             continue
         usage = record.usage
-        parsed = parse_job_id(record.job_id)
-        known = by_base.get(parsed.base if parsed else record.job_id, [])
-        folder = next(iter(folders_for(record.job_id, known)), None)
+        folder = next(iter(folders_for(record.job_id, by_base.get(_base(record.job_id), []))),
+                      None)
         why = end_line(folder, record.job_id, record.state) if folder is not None \
             else end_note(record.state)
         row = _row(record.job_id, record.state, None, folder, why or "")

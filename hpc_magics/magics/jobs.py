@@ -23,12 +23,11 @@ from traitlets import Float, Unicode, default
 from ..core.errors import HpcMagicsError
 from . import sweep as sweep_magic
 from .arguments import lazy_magic_arguments as magic_arguments
-from .arguments import parsed_arguments, resource_arguments, values_from_args
+from .arguments import parsed_arguments, resource_flags, values_from_args
 from .job_actions import show_handle, wait_and_fetch
-from .lazy import lazy_module
-from .live_view import follow_output
+from .lazy import arguments_from, lazy_module
 from .resource_view import ResourceView
-from .scale import options_from_args, scale_arguments
+from .scale import options_from_args, scale_flags
 from .submission import default_job_name, print_dry_run, sending_cell, submit
 
 if TYPE_CHECKING:
@@ -130,23 +129,20 @@ class HpcMagicsKernel(Magics):
         return profiles.load_profile(request.profile)
 
     def _problems(self, request: ResourceRequest,
-                  profile: ClusterProfile | None = None) -> list[validation.Problem]:
-        """``profile``: the request's, when the caller has loaded it (once a cell)."""
+                  profile: ClusterProfile) -> list[validation.Problem]:
+        """The request (with the environment's sbatch defaults, as sbatch will apply them)
+        checked against its profile, as the backend it resolves to."""
         from ..backends import choose_backend_name
-        from ..scheduler.cluster import live_wanted, with_environment
 
         try:
             resolved = choose_backend_name(request.backend)
-            profile = profile or self._profile(request)
-            # the environment's sbatch defaults count, as sbatch will apply them
-            request = with_environment(request, live_wanted(profile)[0])[0]
         except HpcMagicsError as error:
             return [validation.Problem(validation.ERROR, "backend", str(error))]
         return validation.check(request.changed(backend=resolved), profile)
 
     # ------------------------------------------------------------- %hpc_resources
     @magic_arguments()
-    @resource_arguments
+    @arguments_from(resource_flags)
     @argument("--reset", action="store_true", help="forget the session's settings")
     @line_magic
     def hpc_resources(self, line: str = "") -> Any:
@@ -170,11 +166,11 @@ class HpcMagicsKernel(Magics):
 
         # shown and costed with the environment's sbatch defaults, as a job gets them
         shown = with_environment(request, live_wanted(profile)[0])[0]
-        return ResourceView(shown, profile, self._problems(request))
+        return ResourceView(shown, profile, self._problems(shown, profile))
 
     # ------------------------------------------------------------- %%sbatch
     @magic_arguments()
-    @resource_arguments
+    @arguments_from(resource_flags)
     @argument("-J", "--name", help="job name (default: from the notebook and cell)")
     @argument("--wait", action="store_true",
               help="block until the job ends, then bring its results into the notebook")
@@ -184,8 +180,8 @@ class HpcMagicsKernel(Magics):
               help="if this cell ran before with the same code, shipped inputs and job "
                    "environment (resources aside), return that job's result instead of "
                    "submitting")
-    @scale_arguments
-    @sweep_magic.sweep_arguments
+    @arguments_from(scale_flags)
+    @arguments_from(lambda: sweep_magic.SWEEP_ARGUMENTS)
     @cell_magic
     def sbatch(self, line: str, cell: str) -> Any:
         """Run this cell as a Slurm job (or locally when there is no Slurm).
@@ -200,7 +196,8 @@ class HpcMagicsKernel(Magics):
         from ..shipping.packing import check_defined, pack
 
         args = parsed_arguments(self.sbatch, line)
-        points = sweep_magic.points(args, self.shell.user_ns if self.shell else {})
+        namespace = self.shell.user_ns if self.shell else {}
+        points = sweep_magic.points(args, namespace)
         parsed = directive_parser.parse(cell)
         # a --profile switch first, so the cell's own #SBATCH lines are kept
         request = resources.updated(self._switch_profile(self.request, args), parsed.values)
@@ -248,11 +245,9 @@ class HpcMagicsKernel(Magics):
         if body != parsed.body:  # names the translation made up are not the user's results
             names = replace(names, assigned=tuple(
                 n for n in names.assigned if re.search(rf"\b{re.escape(n)}\b", parsed.body)))
-        if body == parsed.body:  # translated magics read their helpers' names
-            check_defined(body, names, self.shell.user_ns if self.shell else {},
-                          provided=injected_names(options))
-        payload = pack(body, names, self.shell.user_ns if self.shell else {},
-                       self.max_shipped_mb)
+        else:  # translated magics read their helpers' names: only a plain cell is checked
+            check_defined(body, names, namespace, provided=injected_names(options))
+        payload = pack(body, names, namespace, self.max_shipped_mb)
         if helpers:  # the translated magics' helpers run first; they are not results
             payload = replace(payload, code=helpers + payload.code)
         job_name = args.name or parsed.job_name or default_job_name(self.shell)
@@ -287,6 +282,8 @@ class HpcMagicsKernel(Magics):
             from . import cell_cache
 
             cell_cache.remember(self.jobs_root, key, handle.job_id, handle.folder.path)
+        from ..widgets.live_output import follow_output
+
         widget = show_handle(handle)
         follow_output(handle, self.shell)
         if args.wait:
@@ -314,7 +311,7 @@ class HpcMagicsKernel(Magics):
         """A job ``handle.rerun`` submitted: the session's newest, with a watched widget
         (the handle shows it; a Rerun button puts it under its own widget) and its output
         live under it, as the first run's under the cell's."""
-        from .live_view import live_output
+        from ..widgets.live_output import live_output
         from .widget_monitor import job_widget
 
         self.remember(handle)

@@ -2,8 +2,9 @@
 
 At ``%load_ext`` (or the first cell, when loaded by a configuration) every pending or running
 job whose ``meta.json`` names this notebook (``JPY_SESSION_NAME``) is shown in that cell with
-its widget and live output (``live_view.follow_output``) and becomes the session's. One look
-at the index and job folders, one shared watcher poll. Details: docs/how-it-works.md.
+its widget and live output (``widgets/live_output.follow_output``) and becomes the
+session's. One look at the index and job folders, one shared watcher poll. Details:
+docs/how-it-works.md.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ def reattach(shell: Any) -> list[Any]:
     """Show each of the notebook's pending or running jobs (oldest first) with its live
     output; their handles."""
     from ..core.errors import HpcMagicsError
+    from ..widgets.live_output import follow_output
     from .job_actions import show_handle
-    from .live_view import follow_output
 
     session = shell.magics_manager.registry["HpcMagicsKernel"]
     try:

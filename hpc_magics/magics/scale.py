@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from .lazy import arguments_from, lazy_module
+from .lazy import lazy_module
 
 if TYPE_CHECKING:
     from ..core import resources, scale, units
@@ -42,10 +41,6 @@ def scale_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
                              "help": "copy the node-local folder stage_out to PATH at the end, "
                                      "also when the time limit stops the job"}),
     ]
-
-
-def scale_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
-    return arguments_from(scale_flags)(function)
 
 
 def options_from_args(args: Any, request: ResourceRequest, backend: str

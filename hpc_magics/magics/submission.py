@@ -1,16 +1,17 @@
 """A cell's job, once %%sbatch has checked it: its folder, its meta.json, the backend's
-submission, and what ``--dry-run`` prints instead."""
+submission, and what ``--dry-run`` prints instead: the script, and where each of its values
+came from (the environment's sbatch defaults and the live/static choice:
+``scheduler/cluster.py``)."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.error import UsageError
-
-from ..core.errors import HpcMagicsError
 from ..core.sent_from import SentFrom, source_hash
 
 if TYPE_CHECKING:
@@ -50,15 +51,6 @@ def sending_cell(shell: Any) -> SentFrom | None:
     return SentFrom(notebook, str(cell_id), source_hash(code), kernel_id)
 
 
-def new_folder(jobs_root: Path, job_name: str, need_bytes: int = 0) -> Any:
-    from ..cell_job import new_folder as made
-
-    try:
-        return made(jobs_root, job_name, need_bytes=need_bytes)
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
-
-
 def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest,
            profile: ClusterProfile, job_name: str, options: Any = None,
            sent_from: SentFrom | None = None) -> Any:
@@ -68,11 +60,8 @@ def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest
     from ..handle import JobHandle
 
     more_meta = {"sent_from": sent_from.to_meta()} if sent_from is not None else {}
-    try:
-        job_id, folder = submit_cell(jobs_root, backend, payload, request, profile, job_name,
-                                     options, **more_meta)
-    except HpcMagicsError as error:
-        raise UsageError(str(error)) from None
+    job_id, folder = submit_cell(jobs_root, backend, payload, request, profile, job_name,
+                                 options, **more_meta)
     return JobHandle(job_id, backend, folder, job_name)
 
 
@@ -81,8 +70,6 @@ def print_dry_run(would_be: Path, script: str, backend: Any, payload: Any,
                   session_request: ResourceRequest, from_environment: Any,
                   live: bool) -> None:
     """The exact job script, where each value came from, and what would be shipped."""
-    from .job_environment import sources_text
-
     print(f"# dry run: nothing submitted. The job folder would be {would_be}"
           " (its time stamp and random part are set at submission).")
     print(script, end="")
@@ -96,3 +83,39 @@ def print_dry_run(would_be: Path, script: str, backend: Any, payload: Any,
         print("".join(f"# {line}\n" for line in allocation_lines(request, profile)),
               end="")
     print(f"# {payload.summary()}")
+
+
+def sources_text(final: ResourceRequest, session: ResourceRequest, filled: Mapping[str, str],
+                 profile: ClusterProfile, script: str,
+                 environ: Mapping[str, str] | None = None, world: Sequence[str] = ()) -> str:
+    """Comment lines: where each value of the script came from, and which variables reach
+    sbatch (or give way to the script's own lines)."""
+    from ..core import slurm_environment
+    from ..core.flags import SBATCH_FLAGS
+
+    env = os.environ if environ is None else environ
+    lines = ["# where the values come from:"]
+    for flag in SBATCH_FLAGS:
+        value = getattr(final, flag.field)
+        if value is None or value == ():
+            continue
+        if flag.field in filled:
+            source = f"environment ({filled[flag.field]})"
+        elif getattr(session, flag.field) == value:
+            source = "%hpc_resources"
+        else:
+            source = "cell"
+        lines.append(f"#   --{flag.name}: {source}")
+    lines += [f"#   --{name}: profile {profile.name}" for name, _ in profile.extra_directives]
+    if profile.balance_command:  # a command the profile's file makes run as the user
+        lines.append(f"#   allocation command: {shlex.join(profile.balance_command)} (profile "
+                     f"{profile.name}: {profile.source})")
+    kept = [n for n in slurm_environment.kept_names(env)
+            if n not in slurm_environment.overridden(env, script)]
+    given_way = slurm_environment.overridden(env, script)
+    if kept:
+        lines.append(f"# reach sbatch from the environment: {', '.join(kept)}")
+    if given_way:
+        lines.append(f"# give way to the script's own lines: {', '.join(given_way)}")
+    lines += [f"# the kernel's world: {item}" for item in world]
+    return "\n".join(lines) + "\n"

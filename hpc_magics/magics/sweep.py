@@ -8,7 +8,6 @@ widget's "Retry failed").
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -16,10 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ..core.errors import HpcMagicsError
 from .job_actions import show_handle, wait_and_fetch
-from .lazy import arguments_from, lazy_module
-from .submission import new_folder
+from .lazy import lazy_module
 
 if TYPE_CHECKING:
     from ..core import jobids, resources, sweep
@@ -39,10 +36,6 @@ SWEEP_ARGUMENTS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--array-parallelism",), {
         "metavar": "N", "help": "at most N tasks of the sweep run at once (--array=0-K%%N)"}),
 ]
-
-
-def sweep_arguments(function: Any) -> Any:
-    return arguments_from(lambda: SWEEP_ARGUMENTS)(function)
 
 
 # ------------------------------------------------------------------ points
@@ -151,47 +144,14 @@ def plan(backend: Any, folder: str, request: ResourceRequest, profile: Any, job_
                               sweep.check_parallelism(args.array_parallelism), max_array_size)
 
 
-def submit(magics: Any, backend: Any, payload: Any, request: ResourceRequest, profile: Any,
-           job_name: str, found: Sequence[sweep.Point], args: Any) -> Any:
-    """Create the job folder, submit the arrays; the sweep's handle."""
-    from ..backends import sweep as sweep_backend
-    from ..core import resources
-    from ..jobfolder.folder import JobFolder
-    from ..sweep_handle import SweepHandle
-    from .submission import sending_cell
-
-    max_array_size = check_limits(request, len(found))
-    # rendered once where the folder would be: what cannot be submitted stops before it exists
-    plan(backend, str(JobFolder.would_be(magics.jobs_root, job_name)), request, profile, job_name,
-         found, args, max_array_size)
-    folder = new_folder(magics.jobs_root, job_name)
-    cell = sending_cell(magics.shell)  # the server writes the sweep's table into it
-    sent = {"sent_from": cell.to_meta()} if cell is not None else {}
-    scripts = plan(backend, str(folder.path.absolute()), request, profile, job_name, found,
-                   args, max_array_size)
-    folder.write_meta({"name": job_name, "backend": backend.name, "profile": profile.name,
-                       "request": resources.to_dict(request), "shipped": payload.summary(),
-                       "results": list(payload.result_names), "kind": "sweep",
-                       "notebook": os.environ.get("JPY_SESSION_NAME", ""),
-                       "state": "SUBMITTING", **sent})
-    try:
-        job_id = sweep_backend.submit(folder, payload, request, scripts, found, job_name,
-                                      sweep.check_parallelism(args.array_parallelism))
-    except HpcMagicsError as error:
-        if not folder.meta().get("job_id"):  # else part of a split sweep was submitted
-            folder.update_meta(state="NOT_SUBMITTED", error=str(error))
-        raise
-    handle = SweepHandle(job_id, backend, JobFolder(folder.path), job_name)
-    magics.remember(handle)
-    return handle
-
-
 def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceRequest,
         profile: Any, job_name: str, found: list[sweep.Point], would_be: str) -> None:
-    """The sweep part of ``%%sbatch``: a dry run, or submit, show and maybe wait."""
+    """The sweep part of ``%%sbatch``: a dry run, or create the job folder, submit the
+    arrays, show the sweep's handle and maybe wait."""
+    max_array_size = check_limits(request, len(found))
+    # rendered where the folder would be: what cannot be submitted stops before it exists
+    scripts = plan(backend, would_be, request, profile, job_name, found, args, max_array_size)
     if args.dry_run:
-        scripts = plan(backend, would_be, request, profile, job_name, found, args,
-                       check_limits(request, len(found)))
         print(f"# dry run: nothing submitted. The job folder would be {would_be}.")
         print(f"# a sweep of {len(found)} tasks as {len(scripts)} job "
               f"arr{'ay' if len(scripts) == 1 else 'ays'}; first point: {found[0]}")
@@ -200,8 +160,23 @@ def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceReq
                   f"{script.part.indices[-1]})\n{script.text.rstrip()}")
         print(f"# {payload.summary()} (once, for all tasks)")
         return
+    from ..backends import sweep as sweep_backend
+    from ..cell_job import new_folder, submitted
+    from ..jobfolder.folder import JobFolder
+    from ..sweep_handle import SweepHandle
+    from .submission import sending_cell
+
     print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
-    handle = submit(magics, backend, payload, request, profile, job_name, found, args)
+    folder = new_folder(magics.jobs_root, job_name)
+    cell = sending_cell(magics.shell)  # the server writes the sweep's table into it
+    sent = {"sent_from": cell.to_meta()} if cell is not None else {}
+    scripts = plan(backend, str(folder.path.absolute()), request, profile, job_name, found,
+                   args, max_array_size)
+    job_id = submitted(folder, lambda: sweep_backend.submit(
+        folder, payload, request, scripts, found, job_name,
+        sweep.check_parallelism(args.array_parallelism)), backend, request, profile,
+        job_name, payload.summary(), payload.result_names, kind="sweep", **sent)
+    handle = magics.remember(SweepHandle(job_id, backend, JobFolder(folder.path), job_name))
     widget = show_handle(handle)
     if args.wait:
         wait_and_fetch(handle, magics.shell, widget)

@@ -92,7 +92,7 @@ class Monitor:
             said = ended_because_all({w.handle.job_id: w.handle.status.state for w in failed})
             for widget in failed:  # asked again next round when accounting could not say
                 if accounting_told(widget.handle.job_id):
-                    widget.take_end_state(said[widget.handle.job_id])
+                    widget.end_state = said[widget.handle.job_id]
         ended = [w for w in widgets_now if w.wants_usage()]
         if ended:
             try:  # their figures: the user's shared sacct call, never one per widget

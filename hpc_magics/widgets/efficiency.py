@@ -6,7 +6,6 @@ folder's ``usage.json``) and the job's own GPU samples; nothing here asks the sc
 
 from __future__ import annotations
 
-import glob
 import html
 import io
 from collections.abc import Sequence
@@ -15,8 +14,7 @@ from typing import Any
 
 from ..core.efficiency import GpuSample, Report, Usage, array_summary, parse_gpu_samples, report
 from ..core.jobids import task_order
-from ..jobfacts import recorded_peak
-from ..jobfolder.files import read_tail
+from ..jobfacts import node_files, recorded_peak
 
 SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers them all
 
@@ -24,17 +22,10 @@ SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers the
 def gpu_samples(folder: Any, job_id: str, tail_bytes: int | None = None) \
         -> tuple[GpuSample, ...]:
     """The samples the job recorded, every node's (none without GPUs or nvidia-smi);
-    a GPU is named by its node and index when more than one node sampled. ``tail_bytes``:
-    only the end of each file (the live widget, while the job writes them)."""
-    files = sorted(folder.path.glob(glob.escape(f"gpu-{job_id}") + ".*csv"))
+    a GPU is named by its node and index when more than one node sampled."""
+    files = node_files(folder.path, "gpu", job_id, "csv", tail_bytes)
     samples: list[GpuSample] = []
-    for path in files:
-        try:
-            text = (path.read_text(errors="replace") if tail_bytes is None
-                    else "\n".join(read_tail(path, tail_bytes)))
-        except OSError:
-            continue
-        host = path.name[len(f"gpu-{job_id}."):-len("csv")].rstrip(".")
+    for host, text in files:
         found = parse_gpu_samples(text)
         if len(files) > 1 and host:
             found = tuple(replace(s, index=f"{host}:{s.index}") for s in found)
@@ -78,33 +69,19 @@ def report_text(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
 
 
 def report_html(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
+    """The widget's report: ``report_text``'s lines, so the notebook and the widget say
+    the same thing the same way."""
     if not items:
         return ""
-    if len(items) == 1:
-        item = items[0][0]
-        body = "<br>".join(html.escape(line) for line in item.lines)
-        advice = (f"<br><b>advice:</b> {html.escape(item.advice)}" if item.advice else "")
-        return f"<div><b>efficiency</b><br><small>{body}{advice}</small></div>"
-    rows = "".join(
-        f"<tr><td><code>{html.escape(r.usage.job_id)}</code></td><td>{html.escape(r.usage.state)}"
-        f"</td><td>{_pct(r.usage.cpu_efficiency)}</td><td>{_pct(r.usage.memory_fraction)}</td>"
-        f"<td>{_pct(r.usage.time_fraction)}</td><td>{html.escape(r.advice)}</td></tr>"
-        for r, _ in items[:SHOWN_TASKS])
-    summary = "<br>".join(html.escape(line) for line in array_summary([r for r, _ in items]))
-    more = (f"<small>({len(items) - SHOWN_TASKS} more tasks, in the summary above)</small>"
-            if len(items) > SHOWN_TASKS else "")
-    return (f"<div><b>efficiency per task</b><br><small>{summary}</small><table><tr>"
-            "<th>task</th><th>state</th><th>CPU</th><th>memory</th><th>time</th>"
-            f"<th>advice</th></tr>{rows}</table>{more}</div>")
+    return (f"<div><b>efficiency</b><pre style='margin:0;white-space:pre-wrap'>"
+            f"{html.escape(report_text(items))}</pre></div>")
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.0f}%"
-
-
-def gpu_plot_png(samples: Sequence[GpuSample], title: str = "") -> bytes | None:
-    """Utilisation and memory of each GPU over time, as a small PNG; ``None`` without
-    samples or without matplotlib."""
+def gpu_plot_png(items: Sequence[tuple[Report, tuple[GpuSample, ...]]], title: str = ""
+                 ) -> bytes | None:
+    """Utilisation and memory of each GPU of the reports' jobs over time, as a small PNG;
+    ``None`` without samples or without matplotlib."""
+    samples = [s for _, job_samples in items for s in job_samples]
     if not samples:
         return None
     try:

@@ -32,8 +32,8 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 from ..core.errors import HpcMagicsError
 from ..core.jobs import is_final
 from ..fetching import shell_namespace, written_output
+from ..handle import JobHandle
 from ..jobfacts import suggested_rerun
-from ..jobfolder.files import read_tail
 from .job_view import JobView, segment_note, view_of
 from .parts import Part, error_html, shown
 from .sweep_view import sweep_section
@@ -42,7 +42,6 @@ from .telemetry import telemetry_html
 REFRESH_INTERVAL_S = 5.0
 TAIL_LINES = 8  # the live tail
 MORE_LINES = 200  # "More"
-TAIL_BYTES = 256 * 1024  # read at most this much of the end of each log file
 # after the end, how long the widget keeps asking for the job's usage before giving up
 USAGE_PATIENCE_S = 300.0
 
@@ -121,10 +120,6 @@ class JobWidget(widgets.VBox):
         # HTML, not Output: it renders without a kernel's output capture (and tests see it)
         return widgets.HTML(layout=self._fixed, style=self._html_style)
 
-    def _button(self, description: str, **options: Any) -> widgets.Button:
-        return widgets.Button(description=description, style=self._button_style,
-                              layout=widgets.Layout(display="none"), **options)
-
     def _children(self) -> tuple[widgets.Widget, ...]:
         """The parts made so far, in their order (the buttons' row as its buttons)."""
         buttons = [self._parts[name] for name in BUTTONS if name in self._parts]
@@ -163,8 +158,10 @@ class JobWidget(widgets.VBox):
     def _make_button(self, name: str) -> dict[str, widgets.Widget]:
         label, icon, tooltip, action, style = BUTTONS[name]
         # made after a render decided it: enabled as that render said
-        button = self._button(label, icon=icon, tooltip=tooltip, button_style=style,
-                              disabled=not getattr(self, "_enabled", {}).get(name, True))
+        button = widgets.Button(description=label, icon=icon, tooltip=tooltip,
+                                button_style=style, style=self._button_style,
+                                layout=widgets.Layout(display="none"),
+                                disabled=not getattr(self, "_enabled", {}).get(name, True))
         button.on_click(lambda _: getattr(self, action)())
         return {name: button}
 
@@ -234,20 +231,9 @@ class JobWidget(widgets.VBox):
                 pass
         return size
 
-    def _tail(self) -> str:
-        """The log's last lines, reading only the end of each file (logs can be huge and
-        this runs every few seconds); submitit's own chatter left out, as in ``log()``."""
-        lines: list[str] = []
-        for path in self.handle.backend.log_paths(self.handle.job_id, self.handle.folder):
-            try:
-                chunk = read_tail(path, TAIL_BYTES)
-            except OSError:
-                continue
-            lines += [line for line in chunk if not line.startswith("submitit ")]
-        return "\n".join(lines[-self.log_lines:])
-
     def _render_log(self) -> None:
-        text = self._tail()
+        # the job's own files, also a sweep's (whose log() picks one of its tasks')
+        text = JobHandle.log(self.handle, self.log_lines)
         self._show("log_button", bool(text))
         if self._made("log_button"):
             self.log_button.description = "Less" if self.log_lines > TAIL_LINES else "More"
@@ -281,8 +267,7 @@ class JobWidget(widgets.VBox):
 
         items = reports(self.handle.folder, self.usage)
         self.efficiency.value = report_html(items)
-        samples = [s for _, job_samples in items for s in job_samples]
-        png = gpu_plot_png(samples, f"job {self.handle.job_id}") if len(items) == 1 else None
+        png = gpu_plot_png(items, f"job {self.handle.job_id}") if len(items) == 1 else None
         if png:
             self.gpu_plot.value = png
         self._show("gpu_plot", bool(png))
@@ -309,9 +294,6 @@ class JobWidget(widgets.VBox):
         status = self.handle.status
         return (self.end_state is None and status.state in {"FAILED", "CANCELLED"}
                 and self.handle.backend.name == "slurm")
-
-    def take_end_state(self, state: str) -> None:
-        self.end_state = state
 
     def take_usage(self, usage: tuple[Any, ...] | None) -> None:
         if usage is None:
@@ -359,7 +341,7 @@ class JobWidget(widgets.VBox):
         self._run(rerun)
 
     def show_live(self, view: widgets.Widget) -> None:
-        """The job's live output (``magics/live_view.py``) at the widget's foot: a rerun's,
+        """The job's live output (``widgets/live_output.py``) at the widget's foot: a rerun's,
         which has no cell of its own."""
         self._parts["live"] = view
         self._place()

@@ -5,6 +5,9 @@ local cell shows its output: one entry per run of one stream, a progress bar one
 It reads the file, never the scheduler: every 0.1 s while text comes, backing off to once a
 second while none does. An ``Output`` widget, because its ``outputs`` may be set from any
 thread (a print from a background thread lands in whichever cell runs at that moment).
+
+The handle keeps its live view (``handle.live``): its fetch then leaves the output to it
+rather than printing it a second time.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ import contextlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import ipywidgets as widgets
 
 from ..core.background import stop_at_exit
-from ..jobfolder.live_stream import StreamReader, StreamText
+from ..jobfolder.live_stream import STREAM_FILE, StreamReader, StreamText
 
 FIRST_DELAY_S = 0.1  # after new text: the next look
 LAST_DELAY_S = 1.0  # the back-off's ceiling while nothing new comes
@@ -89,3 +93,28 @@ class LiveOutput:
         while self.pump():
             pass
         return False
+
+
+def live_output(handle: Any, shell: Any) -> Any:
+    """Follow the job's output as it comes (``handle.live``), not shown yet; None where no
+    front end renders a widget (a terminal's IPython): the fetch prints it at the end."""
+    if getattr(shell, "kernel", None) is None:
+        return None
+
+    def ended() -> bool:  # the folder and the watcher's latest snapshot: no scheduler call
+        return bool(handle.folder.has_results() or handle.status.final)
+
+    live = LiveOutput(handle.folder.path / STREAM_FILE, ended)
+    handle.live = live
+    live.start()
+    return live
+
+
+def follow_output(handle: Any, shell: Any) -> Any:
+    """Show the job's output under its widget as it comes (``live_output``)."""
+    from IPython.display import display
+
+    live = live_output(handle, shell)
+    if live is not None:
+        display(live.view)
+    return live

@@ -9,7 +9,6 @@ cost what a short one's do, and no scheduler is asked anything.
 
 from __future__ import annotations
 
-import glob
 import html
 from collections.abc import Sequence
 from typing import Any
@@ -17,8 +16,7 @@ from typing import Any
 from ..core.efficiency import memory_text
 from ..core.node_records import GPU_SAMPLE_EVERY_S, parse_memory_samples
 from ..core.units import format_duration
-from ..jobfacts import asked_memory
-from ..jobfolder.files import read_tail
+from ..jobfacts import asked_memory, node_files
 from .efficiency import gpu_samples
 
 SAMPLES_TAIL_BYTES = 16 * 1024  # of each samples file: minutes of samples, whatever the job's age
@@ -49,18 +47,14 @@ def sparkline(values: Sequence[float], top: float, colour: str,
 def memory_lines(folder: Any, job_id: str) -> list[str]:
     """One line per node that sampled: the sparkline, now, and the peak of the request
     (the job's ``--mem``, else the limit its nodes recorded)."""
-    files = sorted(folder.path.glob(glob.escape(f"mem-{job_id}") + ".*csv"))
+    files = node_files(folder.path, "mem", job_id, "csv", SAMPLES_TAIL_BYTES)
     asked, limit = asked_memory(folder, job_id)
     request = asked or limit
     lines = []
-    for path in files:
-        try:
-            samples = parse_memory_samples("\n".join(read_tail(path, SAMPLES_TAIL_BYTES)))
-        except OSError:
-            continue
+    for host, text in files:
+        samples = parse_memory_samples(text)
         if not samples:
             continue
-        host = path.name[len(f"mem-{job_id}."):-len(".csv")]
         of = f" of {memory_text(request)} {'asked' if asked else 'its limit'}" if request else ""
         where = f" on {html.escape(host)}" if len(files) > 1 else ""
         plot = sparkline([s.megabytes for s in samples[-POINTS:]], 0.0, MEMORY_COLOUR, request)

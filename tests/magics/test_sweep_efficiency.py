@@ -55,10 +55,10 @@ def test_efficiency_of_a_retried_sweep_per_point(shell: Any, slurm_cluster: Any,
         time.sleep(1)
     assert widget.usage is not None, widget.usage_note
     assert sorted(u.job_id for u in widget.usage) == [f"{handle.job_id}_0", f"{retry_id}_0"]
-    # the widget's report: the summary, then a row per point's latest attempt
+    # the widget's report: %hpc_efficiency's, the summary, then each point's latest attempt
     shown = widget.efficiency.value
     assert "2 tasks: 2 COMPLETED; CPU efficiency" in shown, shown
-    assert f"<code>{handle.job_id}_0</code>" in shown and f"<code>{retry_id}_0</code>" in shown
+    assert f"task {handle.job_id}_0:" in shown and f"task {retry_id}_0:" in shown
 
 
 @pytest.mark.timeout(300)
