@@ -72,16 +72,9 @@ def _executed(node: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _loaded(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _targets(target: ast.AST) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for element in target.elts for n in _targets(element)]
-    return _targets(target.value) if isinstance(target, ast.Starred) else []
+def _names(node: ast.AST, context: type[ast.expr_context] = ast.Load) -> set[str]:
+    """The names ``node`` reads (with ``ast.Store``: the names an assignment target binds)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, context)}
 
 
 def _inert(node: ast.AST, pure_calls: bool = False) -> bool:
@@ -137,7 +130,6 @@ class _Notebook:
         self.function_names: dict[str, str] = {}  # ``from seaborn import histplot as h``
         self.objects: dict[str, int] = {}  # name → figure group
         self.data_names: dict[str, int] = {}  # ``counts`` of ``counts, bins, _ = plt.hist(x)``
-        self.images: set[str] = set()
         self.display_functions: set[str] = set()
         self.rebound: set[str] = set()  # names the notebook binds itself (``display = print``)
         self.parent: list[int] = []  # figure groups, union-find; a group is kept once any is
@@ -199,8 +191,6 @@ class _Notebook:
             if set(attrs) & rules.SAVE_METHODS:
                 return SAVE, group
             return (SHOW if method == "show" or not attrs else DRAW), group
-        if root in self.images:
-            return (SHOW if method in rules.PIL_IMAGE.show and calls else KEEP), None
         role = self._role_of(root)
         if role is not None:
             return self._classify_library(role, root, attrs, calls, node)
@@ -210,6 +200,8 @@ class _Notebook:
         if not calls or not attrs or not (set(attrs) & rules.VISUALISER_ATTRIBUTES
                                           or attrs[-1] in rules.VISUALISER_METHODS):
             return KEEP, None
+        if attrs[-1] in rules.SHOW_METHODS:  # ``img.show()``, Spark's ``df.show()``
+            return SHOW, None
         if set(attrs) & rules.SAVE_METHODS:  # ``df.plot().get_figure().savefig(...)``
             return SAVE, self._current_group()
         if "style" in attrs:  # a pandas Styler: a rendered table of its own
@@ -271,10 +263,17 @@ class _Notebook:
             if record.kind == KEEP:
                 self._read(self._own_expressions(statement))
 
+    def _walk_new(self, bodies: Sequence[Sequence[ast.stmt]], keep_all: bool) -> list[_Record]:
+        """Walk ``bodies``; the records of the statements in them, nested ones too."""
+        before = set(self.records)
+        for body in bodies:
+            self.walk_body(body, keep_all)
+        return [r for k, r in self.records.items() if k not in before]
+
     def _read(self, nodes: Iterable[ast.AST]) -> None:
         """Computation reads these expressions: any figure they touch must be kept."""
         for node in nodes:
-            for name in _loaded(node):
+            for name in _names(node):
                 self.reads.add(name)
                 if name in self.objects:
                     self._keep(self.objects[name])
@@ -351,27 +350,25 @@ class _Notebook:
                 rules.PURE_FUNCTIONS:
             return True
         root = _chain(call)[0]
-        return root is not None and (root in self.objects or root in self.images or root in
+        return root is not None and (root in self.objects or root in
                                      self.display_functions or self._role_of(root) is not None)
 
     def _loop(self, node: ast.For | ast.AsyncFor, keep_all: bool) -> _Record:
         """A loop over axes or figures draws; it stays (with its figure) if it computes too."""
         kind, group = self.classify(node.iter)
-        iter_names = _loaded(node.iter)
+        iter_names = _names(node.iter)
         if kind != DRAW and not (iter_names & set(self.objects)):
-            self._forget(_targets(node.target))
+            self._forget(_names(node.target, ast.Store))
             self.walk_body(node.body, keep_all)
             self.walk_body(node.orelse, keep_all)
             return _Record(KEEP)
         if group is None:
             group = next(self.objects[n] for n in iter_names if n in self.objects)
-        for name in _targets(node.target):
+        for name in _names(node.target, ast.Store):
             if self._derived_from_display(node, name):
                 self.objects[name] = group
-        before = set(self.records)
-        self.walk_body(node.body, keep_all)
-        self.walk_body(node.orelse, keep_all)
-        if any(r.kind == KEEP or r.effects for k, r in self.records.items() if k not in before):
+        inner = self._walk_new([node.body, node.orelse], keep_all)
+        if any(r.kind == KEEP or r.effects for r in inner):
             self._keep(group)  # the loop stays for its computation: so do its axes
         return _Record(DRAW, group)
 
@@ -383,21 +380,19 @@ class _Notebook:
             return True
         if iterator.func.id == "zip" and len(iterator.args) == len(target.elts):
             for argument, element in zip(iterator.args, target.elts, strict=False):
-                if name in _targets(element):
-                    return bool(_loaded(argument) & set(self.objects)) or \
+                if name in _names(element, ast.Store):
+                    return bool(_names(argument) & set(self.objects)) or \
                         self.classify(argument)[0] == DRAW
         if iterator.func.id == "enumerate" and len(target.elts) == 2:
-            return name in _targets(target.elts[1])
+            return name in _names(target.elts[1], ast.Store)
         return True
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, keep_all: bool) -> _Record:
         """A function whose every statement displays is a display function: calls to it go."""
         saved, self.current = self.current, None
         self._forget([node.name])
-        before = set(self.records)
-        self.walk_body(node.body, keep_all)
+        inner = self._walk_new([node.body], keep_all)
         self.current = saved
-        inner = [r for k, r in self.records.items() if k not in before]
         kinds = {r.kind for r in inner} | ({KEEP} if any(r.effects for r in inner) else set())
         docstring_only = all(isinstance(s, ast.Pass) or (
             isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) for s in node.body)
@@ -409,13 +404,13 @@ class _Notebook:
 
     def _join(self, expression: ast.AST, group: int) -> None:
         """Figures a drawing call mentions belong together (``fig.colorbar(im, ax=ax)``)."""
-        for name in _loaded(expression):
+        for name in _names(expression):
             if name in self.objects or name in self.data_names:
                 self._union(group, self.objects.get(name, self.data_names.get(name, group)))
 
     def _assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> _Record:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        names = tuple(n for t in targets for n in _targets(t))
+        names = tuple(n for t in targets for n in _names(t, ast.Store))
         value = node.value
         # into a figure or a display module: ``ax.title.text = ...``, ``plt.rcParams[..] = ..``
         for target in targets:
@@ -444,15 +439,10 @@ class _Notebook:
                 return _Record(DATA, group, names, effects=self._effects(value))
             for name in names:
                 self.objects[name] = group
-                self.images.discard(name)
             return _Record(DRAW, group, names, effects=self._effects(value))
         if kind == STYLE:
             return _Record(STYLE)
         self._forget(names)
-        root = _chain(value)[0]
-        if root is not None and (root in self.images or (self.roles.get(root) or "")
-                                 .removeprefix("fn:") == rules.PIL_IMAGE.name):
-            self.images.update(names)
         return _Record(KEEP)
 
     def _forget(self, names: Iterable[str]) -> None:
@@ -460,7 +450,6 @@ class _Notebook:
             self.rebound.add(name)
             for meaning in (self.objects, self.data_names, self.roles):
                 meaning.pop(name, None)
-            self.images.discard(name)
             self.display_functions.discard(name)
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> _Record:
@@ -490,9 +479,7 @@ class _Notebook:
     # ---------------------------------------------------------------------- pass 2
     def _goes(self, statement: ast.stmt) -> bool:
         """The statement is display; it may still hold computation (its effects)."""
-        record = self.records.get(id(statement))
-        if record is None:
-            return False
+        record = self.records[id(statement)]
         if record.kind in {SHOW, ECHO}:
             return True
         if record.kind == DRAW:
@@ -520,26 +507,22 @@ class _Notebook:
         if not all(self._computes_nothing(p) for p in self._own_expressions(statement)):
             return False
         if isinstance(statement, (ast.For, ast.AsyncFor)):
-            return not (set(_targets(statement.target)) & self.reads)
+            return not (_names(statement.target, ast.Store) & self.reads)
         return True
 
     def _dropped(self, statement: ast.stmt) -> bool:
         """The statement goes entirely (display only, nothing in it computes)."""
-        return self._goes(statement) and not self._record_effects(statement)
-
-    def _record_effects(self, statement: ast.stmt) -> tuple[ast.expr, ...]:
-        record = self.records.get(id(statement))
-        return record.effects if record is not None else ()
+        return self._goes(statement) and not self.records[id(statement)].effects
 
     def _all_dropped(self, body: Sequence[ast.stmt]) -> bool:
         return all(self._dropped(s) for s in body)
 
     def collect_kept_reads(self, body: Sequence[ast.stmt]) -> None:
         for statement in body:
-            record = self.records.get(id(statement))
-            if (record is not None and record.kind == IMPORT) or self._dropped(statement):
+            record = self.records[id(statement)]
+            if record.kind == IMPORT or self._dropped(statement):
                 continue
-            parts = self._record_effects(statement) if self._goes(statement) else ()
+            parts = record.effects if self._goes(statement) else ()
             for part in parts or self._own_expressions(statement):
                 self.kept_reads |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)}
             for child in _bodies(statement):
@@ -555,7 +538,7 @@ class _Notebook:
                 needs_pass = index == 0 and all(decisions) and body[0].col_offset != 0
                 editor.remove_statement(statement, marker, pass_if_empty=needs_pass)
                 removed.append(ast.get_source_segment(editor.text, statement) or "")
-            elif self._record_effects(statement) and self._goes(statement):
+            elif self.records[id(statement)].effects and self._goes(statement):
                 self._keep_effects(editor, statement, removed, comment)
             else:
                 for decorator in getattr(statement, "decorator_list", []):
@@ -574,7 +557,7 @@ class _Notebook:
                       comment: bool) -> None:
         """``display(next(it))`` → ``next(it)``: the display goes, what it computed stays."""
         parts = [ast.get_source_segment(editor.text, e) or ""
-                 for e in self._record_effects(statement)]
+                 for e in self.records[id(statement)].effects]
         if not editor.alone_on_lines(statement) or any("\n" in p for p in parts):
             return  # shares its line, or a multi-line argument: left as written
         source = ast.get_source_segment(editor.text, statement) or ""

@@ -132,6 +132,8 @@ SAFE_BACKENDS = _names("agg pdf svg ps cairo pgf template") | {
 #: that computation reads keeps its figure.
 VISUALISER_ATTRIBUTES = _names("plot plotting hvplot style visualize")
 VISUALISER_METHODS = _names("hist boxplot show display")
+#: of those, the ones that only show: ``img.show()`` (PIL), ``df.show()`` (Spark)
+SHOW_METHODS = _names("show display")
 #: methods that write a figure to a file: a chain holding one is kept
 SAVE_METHODS = _FIGURE_FILES
 

@@ -116,7 +116,7 @@ def run_notebook_job(job_folder: str, workdir: str, kernel_name: str = "python3"
     client = NotebookClient(notebook, kernel_name=kernel_name, timeout=None,
                             resources={"metadata": {"path": workdir}})
     # The runner forces Agg for itself; the kernel draws inline so figures land in outputs.
-    saved = {k: os.environ.get(k) for k in ("MPLBACKEND", "DISPLAY", "WAYLAND_DISPLAY")}
+    saved = dict(os.environ)
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     for variable in ("DISPLAY", "WAYLAND_DISPLAY"):  # no window, no image viewer
         os.environ.pop(variable, None)
@@ -139,11 +139,8 @@ def run_notebook_job(job_folder: str, workdir: str, kernel_name: str = "python3"
                       f"({progress['cells_done']}/{code_cells})", flush=True)
                 save()
     finally:
-        for variable, value in saved.items():
-            if value is None:
-                os.environ.pop(variable, None)
-            else:
-                os.environ[variable] = value
+        os.environ.clear()
+        os.environ.update(saved)
     progress["finished"] = failure is None
     save()
     figures = save_figures(notebook, folder)

@@ -66,10 +66,7 @@ def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = Tr
             continue
         cell["source"] = translated.source
         needs.update(translated.needs)
-        try:
-            bound |= magics.bound_names(ast.parse(translated.source))
-        except SyntaxError:  # pragma: no cover - translate_magics returns Python
-            pass
+        bound |= magics.bound_names(ast.parse(translated.source))  # it is Python now
 
 
 def progress_cells(cells: Iterable[Cell]) -> None:
