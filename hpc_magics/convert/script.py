@@ -20,7 +20,7 @@ from ..core.errors import HpcMagicsError
 from ..shipping.main_guard import guard_actions
 from . import magics
 from ._source import SourceEditor, comment_block
-from .cells import KEEP_TAGS, RUN_AS_IS, SKIP, SKIP_TAGS, cell_policy, plain_cells, tags
+from .cells import RUN_AS_IS, SKIP, SKIP_TAGS, cell_policy, plain_cells, tags
 from .display import strip_display
 from .progress import plain_progress_bars
 
@@ -32,11 +32,11 @@ class ConversionError(HpcMagicsError):
 
 
 # ---------------------------------------------------------------------- the steps
-def skip_cells(cells: list[Cell], skip_tags: Collection[str] = SKIP_TAGS) -> None:
+def skip_cells(cells: list[Cell]) -> None:
     """Tagged cells become empty raw cells that remember why."""
     for index, cell in enumerate(cells):
-        if cell_policy(cell, skip_tags, ()) == SKIP:
-            tag = next(t for t in tags(cell) if t in skip_tags)
+        if cell_policy(cell) == SKIP:
+            tag = next(t for t in tags(cell) if t in SKIP_TAGS)
             cells[index] = {"cell_type": "raw", "source": "", "id": cell.get("id", f"c{index}"),
                             "metadata": {"hpc_magics": {"skipped": tag}}}
 
@@ -75,11 +75,10 @@ def progress_cells(cells: Iterable[Cell]) -> None:
             cell["source"] = plain_progress_bars(cell["source"])
 
 
-def strip_cells(cells: Sequence[Cell], keep_tags: Collection[str] = KEEP_TAGS,
-                comment_removed: bool = True) -> list[list[str]]:
+def strip_cells(cells: Sequence[Cell], comment_removed: bool = True) -> list[list[str]]:
     """Strip display code from all code cells at once; returns what went, per code cell."""
     code = [c for c in cells if c.get("cell_type") == "code"]
-    result = strip_display([(c["source"], cell_policy(c, (), keep_tags) == RUN_AS_IS)
+    result = strip_display([(c["source"], cell_policy(c) == RUN_AS_IS)
                             for c in code], comment_removed=comment_removed)
     for cell, source in zip(code, result.sources, strict=False):
         cell["source"] = source
@@ -165,8 +164,7 @@ def helper_code(needs: Collection[str]) -> str:
     return "".join(text for name, text in _HELPERS.items() if name in needs)
 
 
-def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collection[str], *,
-                  markdown_as_comments: bool = True) -> str:
+def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collection[str]) -> str:
     """The batch script: header, headless set-up, helpers, then one ``# %%`` block per cell."""
     body: list[str] = []
     futures: list[str] = []
@@ -183,7 +181,7 @@ def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collecti
                         else f"# %% cell {number} (empty)\n")
         elif isinstance(note, Mapping) and note.get("skipped"):
             body.append(f"# %% cell {number} left out (tag {note['skipped']})\n")
-        elif markdown_as_comments and text.strip():
+        elif text.strip():
             label = "markdown" if kind == "markdown" else "raw"
             lines = "".join(f"# {line}".rstrip() + "\n" for line in text.rstrip().splitlines())
             body.append(f"# %% [{label}]\n{lines}")
@@ -210,23 +208,20 @@ class Conversion:
     warnings: tuple[str, ...] = ()  # cells kept as comments, one line each
 
 
-def convert_notebook(
-    notebook: Mapping[str, Any], name: str, *, skip_tags: Collection[str] = SKIP_TAGS,
-    keep_tags: Collection[str] = KEEP_TAGS, comment_removed: bool = True,
-    markdown_as_comments: bool = True, strict: bool = False,
-) -> Conversion:
+def convert_notebook(notebook: Mapping[str, Any], name: str, *, comment_removed: bool = True,
+                     strict: bool = False) -> Conversion:
     """Run every step on a notebook (a dict as read from JSON; outputs are ignored).
 
     A cell that is not Python is kept as a comment with a warning; ``strict`` refuses it.
     """
     cells: list[Cell] = plain_cells(notebook)
     needs: set[str] = set()
-    skip_cells(cells, skip_tags)
+    skip_cells(cells)
     warnings: list[str] = []
     translate_cells(cells, needs, strict=strict, warnings=warnings)
     progress_cells(cells)
-    removed = strip_cells(cells, keep_tags, comment_removed)
-    script = render_script(name, cells, needs, markdown_as_comments=markdown_as_comments)
+    removed = strip_cells(cells, comment_removed)
+    script = render_script(name, cells, needs)
     return Conversion(script, tuple(tuple(r) for r in removed), tuple(warnings))
 
 
