@@ -23,24 +23,18 @@ libraries are data in ``display_rules.py``; nothing here names one.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from . import display_rules as rules
 from ._source import SourceEditor, comment_block
+from .cells import RUN_AS_IS, cell_policy
 from .display_rules import DATA, DRAW, ECHO, IMPORT, KEEP, SAVE, SHOW, STYLE
 
 _BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _MARKERS = {ECHO: "[output]", IMPORT: "[display import]"}  # any other kind: "[display]"
-
-
-@dataclass
-class StripResult:
-    """The cells' new sources, and for each cell what was removed (for reports and tests)."""
-
-    sources: list[str]
-    removed: list[list[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -568,18 +562,19 @@ class _Notebook:
         removed.append(source)
 
 
-def strip_display(cells: Sequence[tuple[str, bool]], *, comment_removed: bool = True
-                  ) -> StripResult:
-    """Strip display code from code cells given as ``(source, keep_all)`` in notebook order.
+def strip_cells(cells: Sequence[MutableMapping[str, Any]], comment_removed: bool = True
+                ) -> list[list[str]]:
+    """Strip display code from the code cells (dicts, changed in place); what went, per cell.
 
-    ``keep_all`` (the ``hpc-keep`` tag) keeps a cell as it is; its reads still keep the
-    figures it uses.  Sources that do not parse are returned unchanged.
+    An ``hpc-keep`` cell stays as it is; its reads still keep the figures it uses.  A cell
+    that does not parse is left as it is.
     """
+    code = [(c, cell_policy(c) == RUN_AS_IS) for c in cells if c.get("cell_type") == "code"]
     notebook = _Notebook()
     trees: list[ast.Module | None] = []
-    for source, keep_all in cells:
+    for cell, keep_all in code:
         try:
-            tree: ast.Module | None = ast.parse(source)
+            tree: ast.Module | None = ast.parse(cell["source"])
         except SyntaxError:
             tree = None
         trees.append(tree)
@@ -589,14 +584,12 @@ def strip_display(cells: Sequence[tuple[str, bool]], *, comment_removed: bool = 
     for tree in trees:
         if tree is not None:
             notebook.collect_kept_reads(tree.body)
-    result = StripResult([])
-    for (source, keep_all), tree in zip(cells, trees, strict=True):
+    removed_per_cell: list[list[str]] = []
+    for (cell, keep_all), tree in zip(code, trees, strict=True):
         removed: list[str] = []
-        if tree is None or keep_all:
-            result.sources.append(source)
-        else:
-            editor = SourceEditor(source)
+        if tree is not None and not keep_all:
+            editor = SourceEditor(cell["source"])
             notebook.edit(editor, tree.body, removed, comment_removed)
-            result.sources.append(editor.result())
-        result.removed.append(removed)
-    return result
+            cell["source"] = editor.result()
+        removed_per_cell.append(removed)
+    return removed_per_cell

@@ -81,23 +81,23 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
         text = prefilter_line(text, bound) + "\n"
     tree = ast.parse(text)
     editor = SourceEditor(text)
-    handled: list[ast.AST] = []  # calls translated whole: their ``get_ipython`` is gone too
+    # ast.walk reaches a node before what is in it: what a translated statement or call held
+    # (its ``get_ipython``) is skipped
+    inside: set[int] = set()
     for node in ast.walk(tree):
+        if id(node) in inside:
+            continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                 and _ipython_call(node.value):
             replacement = _line_statement(node.value, editor.indentation(node), needs)
             if replacement is not None:
-                handled.append(node.value)
+                inside |= {id(n) for n in ast.walk(node)}
                 editor.replace_lines(node.lineno, node.end_lineno or node.lineno, replacement)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _ipython_call(node) == "getoutput" \
+        elif isinstance(node, ast.Call) and _ipython_call(node) == "getoutput" \
                 and _string_args(node):  # ``files = !ls``
-            if not any(node is done for done in handled):
-                editor.replace_node(node, _captured_command(_string_args(node)[0], needs))
-            handled.append(node)
-    inside = {id(n) for call in handled for n in ast.walk(call)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == "get_ipython" and id(node) not in inside:
+            inside |= {id(n) for n in ast.walk(node)}
+            editor.replace_node(node, _captured_command(_string_args(node)[0], needs))
+        elif isinstance(node, ast.Name) and node.id == "get_ipython":
             needs.add(IPYTHON)
             editor.replace_node(node, "_ipython")
     return editor.result()

@@ -24,8 +24,9 @@ from typing import Any
 
 from ..jobfolder.files import write_atomically
 from .cells import plain_cells
+from .display import strip_cells
 from .magic_rules import INSTALL_LINE_MAGICS, INSTALL_WHY, INSTALLERS
-from .script import helper_code, progress_cells, skip_cells, strip_cells, translate_cells
+from .script import helper_code, progress_cells, skip_cells, translate_cells
 
 NOTEBOOK_IN = "notebook.ipynb"
 NOTEBOOK_OUT = "executed.ipynb"

@@ -20,8 +20,8 @@ from ..core.errors import HpcMagicsError
 from ..shipping.main_guard import guard_actions
 from . import magics
 from ._source import SourceEditor, comment_block
-from .cells import RUN_AS_IS, SKIP, SKIP_TAGS, cell_policy, plain_cells, tags
-from .display import strip_display
+from .cells import SKIP, SKIP_TAGS, cell_policy, plain_cells, tags
+from .display import strip_cells
 from .progress import plain_progress_bars
 
 Cell = MutableMapping[str, Any]
@@ -73,16 +73,6 @@ def progress_cells(cells: Iterable[Cell]) -> None:
     for cell in cells:
         if cell.get("cell_type") == "code":
             cell["source"] = plain_progress_bars(cell["source"])
-
-
-def strip_cells(cells: Sequence[Cell], comment_removed: bool = True) -> list[list[str]]:
-    """Strip display code from all code cells at once; returns what went, per code cell."""
-    code = [c for c in cells if c.get("cell_type") == "code"]
-    result = strip_display([(c["source"], cell_policy(c) == RUN_AS_IS)
-                            for c in code], comment_removed=comment_removed)
-    for cell, source in zip(code, result.sources, strict=False):
-        cell["source"] = source
-    return result.removed
 
 
 # ---------------------------------------------------------------------- the script
