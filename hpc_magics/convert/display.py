@@ -47,9 +47,9 @@ class _Record:
 
 
 # ---------------------------------------------------------------------- syntax questions
-def _library_of(module: str) -> str | None:
-    """The library a module belongs to (its most specific table), by name."""
-    matches = [(len(prefix), library.name) for library in rules.LIBRARIES
+def _library_of(module: str) -> rules.Library | None:
+    """The library a module belongs to (its most specific table)."""
+    matches = [(len(prefix), library) for library in rules.LIBRARIES
                for prefix in library.modules
                if module == prefix or module.startswith(prefix + ".")]
     return max(matches, key=lambda m: m[0])[1] if matches else None
@@ -120,8 +120,9 @@ class _Notebook:
     """What every statement of the notebook is, and (pass 2) what of it goes."""
 
     def __init__(self) -> None:
-        self.roles: dict[str, str] = {}  # name → library, or "fn:<library>" for functions
-        self.function_names: dict[str, str] = {}  # ``from seaborn import histplot as h``
+        # name → its library, and the function's own name for an imported function
+        # (``from seaborn import histplot as h``: ``h`` → seaborn, ``histplot``)
+        self.roles: dict[str, tuple[rules.Library, str | None]] = {}
         self.objects: dict[str, int] = {}  # name → figure group
         self.data_names: dict[str, int] = {}  # ``counts`` of ``counts, bins, _ = plt.hist(x)``
         self.display_functions: set[str] = set()
@@ -163,13 +164,13 @@ class _Notebook:
         return self.current
 
     # ------------------------------------------------------------- one expression
-    def _role_of(self, root: str | None) -> str | None:
-        """The library ``root`` names (``"fn:"`` + it for an imported function), if any."""
+    def _role_of(self, root: str | None) -> tuple[rules.Library, str | None] | None:
+        """The library ``root`` names (and the function it is), if any."""
         if root is None:
             return None
         role = self.roles.get(root)
         if role is None and root == "display" and "display" not in self.rebound:
-            return "fn:" + rules.IPYTHON_DISPLAY.name  # the notebook's built-in display()
+            return rules.IPYTHON_DISPLAY, "display"  # the notebook's built-in display()
         return role
 
     def classify(self, node: ast.AST) -> tuple[str, int | None]:
@@ -187,7 +188,7 @@ class _Notebook:
             return (SHOW if method == "show" or not attrs else DRAW), group
         role = self._role_of(root)
         if role is not None:
-            return self._classify_library(role, root, attrs, calls, node)
+            return self._classify_library(*role, attrs, calls, node)
         if root in self.display_functions and calls:
             return SHOW, None
         # any object's own plotting methods: ``df.plot.bar()``, ``x.visualize()``...
@@ -202,12 +203,10 @@ class _Notebook:
             return DRAW, self._new()
         return DRAW, self._current_group()
 
-    def _classify_library(self, role: str, root: str, attrs: list[str], calls: int,
-                          node: ast.AST) -> tuple[str, int | None]:
+    def _classify_library(self, library: rules.Library, function_name: str | None,
+                          attrs: list[str], calls: int, node: ast.AST) -> tuple[str, int | None]:
         """A use of a display library, by the library's table in ``display_rules``."""
-        library = rules.BY_NAME[role.removeprefix("fn:")]
-        names = [self.function_names.get(root, root), *attrs] if role.startswith("fn:") \
-            else list(attrs)
+        names = [function_name, *attrs] if function_name else list(attrs)
         if library is rules.MATPLOTLIB and names[:1] == ["pyplot"]:
             library, names = rules.PYPLOT, names[1:]
         if library is rules.MATPLOTLIB and names[:1] == ["use"]:
@@ -415,16 +414,17 @@ class _Notebook:
                         self._join(value, self.objects[root])
                     return _Record(DRAW, self.objects[root])
                 role = self._role_of(root)
-                if role is not None and rules.BY_NAME[role.removeprefix("fn:")].settings:
+                if role is not None and role[0].settings:
                     return _Record(STYLE)
         if value is None:
             return _Record(KEEP)
         kind, group = self.classify(value)
         if kind in {DRAW, SHOW} and isinstance(value, ast.Call):
             root, attrs, _ = _chain(value)
-            function = attrs[-1] if attrs else self.function_names.get(root or "")
-            matplotlib = root in self.objects or (self._role_of(root) or "").removeprefix(
-                "fn:") in {rules.PYPLOT.name, rules.MATPLOTLIB.name}
+            role = self._role_of(root)
+            function = attrs[-1] if attrs else (role[1] if role else None)
+            matplotlib = root in self.objects or (role is not None and role[0] in {
+                rules.PYPLOT, rules.MATPLOTLIB})
             group = group if group is not None else self._new()
             self._join(value, group)
             if function in rules.PYPLOT.data_returning and matplotlib:
@@ -450,23 +450,21 @@ class _Notebook:
         bound: list[str] = []
         display_only = True
         for alias in node.names:
+            function: str | None = None
             if isinstance(node, ast.Import):
                 name = alias.asname or alias.name.split(".")[0]
-                role = _library_of(alias.name if alias.asname else name)
-                self._forget([name])
+                library = _library_of(alias.name if alias.asname else name)
             else:
                 name = alias.asname or alias.name
-                self._forget([name])
-                module_role = _library_of(node.module or "")
-                role = _library_of(f"{node.module or ''}.{alias.name}")
-                if role is None or role == module_role:
-                    role = None if module_role is None else f"fn:{module_role}"
-                    if role is not None:
-                        self.function_names[name] = alias.name
-            if role is None:
+                library = _library_of(f"{node.module or ''}.{alias.name}")
+                module_library = _library_of(node.module or "")
+                if library is None or library is module_library:  # not a submodule: a function
+                    library, function = module_library, alias.name
+            self._forget([name])
+            if library is None:
                 display_only = False
             else:
-                self.roles[name] = role
+                self.roles[name] = library, function
             bound.append(name)
         return _Record(IMPORT if display_only else KEEP, bound=tuple(bound))
 

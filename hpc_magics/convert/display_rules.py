@@ -118,7 +118,6 @@ PIL_IMAGE = Library("PIL", ("PIL.Image",), pick=LAST, show=_names("show"), other
 
 LIBRARIES = (PYPLOT, MATPLOTLIB, SEABORN, PANDAS_PLOTTING, PLOTLY, ALTAIR, BOKEH, HOLOVIEWS,
              PLOTNINE, IPYTHON_DISPLAY, IPYWIDGETS, PIL_IMAGE)
-BY_NAME = {library.name: library for library in LIBRARIES}
 
 #: matplotlib backends that draw off-screen: ``matplotlib.use('Agg')`` stays
 SAFE_BACKENDS = _names("agg pdf svg ps cairo pgf template") | {
