@@ -29,7 +29,7 @@ class SourceEditor:
     def line_text(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
 
-    def indentation(self, node: ast.stmt) -> str:
+    def indentation(self, node: ast.stmt | ast.expr) -> str:
         line = self.line_text(node.lineno)
         return line[: len(line) - len(line.lstrip())]
 

@@ -180,12 +180,11 @@ class _Notebook:
         root, attrs, calls = _chain(node)
         if root is None:
             return KEEP, None
-        method = attrs[-1] if attrs else root
         if root in self.objects:
             group = self.objects[root]
             if set(attrs) & rules.SAVE_METHODS:
                 return SAVE, group
-            return (SHOW if method == "show" or not attrs else DRAW), group
+            return (SHOW if attrs[-1:] in ([], ["show"]) else DRAW), group
         role = self._role_of(root)
         if role is not None:
             return self._classify_library(*role, attrs, calls, node)
@@ -239,7 +238,7 @@ class _Notebook:
             group = self._current_group()
             self.current = None
             return DRAW, group
-        if function in library.style or function.endswith(library.style_suffixes or ("\0",)):
+        if function in library.style:
             return STYLE, None
         if library.otherwise == rules.COMPUTE:
             return KEEP, None
@@ -536,10 +535,10 @@ class _Notebook:
                 for decorator in getattr(statement, "decorator_list", []):
                     if id(decorator) in self.display_decorators:
                         line = editor.line_text(decorator.lineno)
-                        indent = line[: len(line) - len(line.lstrip())]
                         editor.replace_lines(decorator.lineno, decorator.end_lineno or
                                              decorator.lineno, comment_block(
-                                                 line, indent, "[display]") if comment else "")
+                                                 line, editor.indentation(decorator),
+                                                 "[display]") if comment else "")
                         removed.append("@" + (ast.get_source_segment(editor.text, decorator)
                                               or ""))
                 for child in _bodies(statement):

@@ -40,7 +40,6 @@ class Library:
     create: frozenset[str] = frozenset()  # start a new figure (and make it current)
     close: frozenset[str] = frozenset()  # end the current figure
     style: frozenset[str] = frozenset()
-    style_suffixes: tuple[str, ...] = ()
     data: frozenset[str] = frozenset()  # load or compute data: always kept
     data_returning: frozenset[str] = frozenset()  # draw, and return data others may read
     otherwise: str = DRAW_CURRENT  # any other call
@@ -84,7 +83,7 @@ SEABORN = Library(
     "seaborn", ("seaborn",),
     create=_names("relplot displot catplot lmplot pairplot jointplot clustermap FacetGrid "
                   "PairGrid JointGrid"),
-    style=_MPL_STYLE, style_suffixes=("_style",),
+    style=_MPL_STYLE | _names("axes_style"),
     data=_names("load_dataset get_dataset_names color_palette"), bare=DRAW_CURRENT)
 PANDAS_PLOTTING = Library("pandas.plotting", ("pandas.plotting",), bare=DRAW_CURRENT)
 _CHART_SHOW = _names("show output_notebook output_file display")
