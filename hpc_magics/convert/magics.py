@@ -63,7 +63,7 @@ def translate_magics(source: str, bound: Collection[str] = ()) -> Translated:
 
 def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str:
     stripped = source.lstrip()
-    if stripped.startswith("%%"):
+    if stripped.startswith("%%"):  # the only place IPython reads a cell magic
         return _cell_magic(stripped, needs)
     try:
         plain: ast.Module | None = ast.parse(source)
@@ -140,9 +140,6 @@ def _line_statement(call: ast.Call, indent: str, needs: set[str]) -> str | None:
         return None
     if method == "system":
         return _system(args[0], indent, needs)
-    if method == "run_cell_magic" and len(args) == 3:
-        body = _cell_magic(f"%%{args[0]} {args[1]}\n{args[2]}", needs)
-        return "".join(indent + line + "\n" for line in body.splitlines())
     if method != "run_line_magic" or len(args) != 2:
         return None
     return _line_magic(args[0], args[1], indent, needs)
