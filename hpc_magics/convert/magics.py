@@ -4,8 +4,9 @@ Why translate rather than run the script under ``ipython``: the job then runs wi
 ``python`` (no IPython start-up files, no history database written to a shared file
 system by hundreds of jobs, no extra start-up time), and the script reads as ordinary
 Python a student can learn from: ``!ls`` becomes ``subprocess.run(...)``.  Magics with no
-plain-Python form (``%run``, ``%store``, unknown ones) still work: they go to IPython's own
-shell bound to the script's globals (``_ipython()``), created only if such a magic is used.
+plain-Python form (``%run``, ``%store``, unknown ones), and ``%timeit``, whose report is
+IPython's own, still work: they go to IPython's own shell bound to the script's globals
+(``_ipython()``), created only if such a magic is used.
 
 IPython's own input transformer parses the special syntax, so continuation lines,
 indentation and assignments (``files = !ls``) are understood exactly as IPython does; a
@@ -19,7 +20,6 @@ from __future__ import annotations
 import ast
 import atexit
 import builtins
-import getopt
 import re
 import shlex
 import sys
@@ -39,8 +39,7 @@ from .magic_rules import (
 )
 
 #: helper names a translated cell may need in the script's prelude
-SUBPROCESS, TIMER, TIMEIT, IPYTHON, OS, SYS = "subprocess", "timer", "timeit", "ipython", "os", \
-    "sys"
+SUBPROCESS, TIMER, IPYTHON, OS, SYS = "subprocess", "timer", "ipython", "os", "sys"
 
 
 @dataclass(frozen=True)
@@ -171,11 +170,6 @@ def _time(line: str, indent: str, shown: str, needs: set[str]) -> str:
             f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n')
 
 
-def _timeit_magic(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
-    call = _timeit_call(line, None, needs)
-    return None if call is None else f"{indent}{call}  # {shown}\n"
-
-
 def _cd(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
     if not line or line.strip() == "-":
         return None  # ``%cd`` alone or ``%cd -`` use IPython's directory history
@@ -224,35 +218,11 @@ def _env(line: str, indent: str, shown: str, needs: set[str]) -> str:
 
 #: ``%name line`` → plain Python lines (None: IPython's shell runs it)
 _LINE_MAGICS: dict[str, Callable[[str, str, str, set[str]], str | None]] = {
-    "time": _time, "timeit": _timeit_magic, "cd": _cd, "env": _env, "set_env": _env,
+    "time": _time, "cd": _cd, "env": _env, "set_env": _env,
     "system": lambda line, indent, _, needs: _system(line, indent, needs) if line else None,
     "sx": lambda line, indent, _, needs: (indent + _captured_command(line, needs) + "\n"
                                           if line else None),
 }
-
-
-def _timeit_call(line: str, body: str | None, needs: set[str]) -> str | None:
-    """``_timeit(...)`` for ``%timeit`` with IPython's options; None: IPython's shell runs it
-    (``-o`` returns a result object only IPython has; an option this does not read)."""
-    try:
-        options, rest = getopt.getopt(shlex.split(line, posix=False), "n:r:tcp:qo")
-        counts = {flag: int(value) for flag, value in options if flag in ("-n", "-r")}
-    except (ValueError, getopt.GetoptError):
-        return None
-    if any(flag == "-o" for flag, _ in options):
-        return None
-    number, repeat = counts.get("-n", 0), counts.get("-r", 7)
-    code = " ".join(rest) if body is None else body
-    setup = "" if body is None else " ".join(rest)
-    needs.add(TIMEIT)
-    arguments = [string_literal(code)]
-    if setup:
-        arguments.append(f"setup={setup!r}")
-    if number:
-        arguments.append(f"number={number}")
-    if repeat != 7:
-        arguments.append(f"repeat={repeat}")
-    return f"_timeit({', '.join(arguments)})"
 
 
 # ---------------------------------------------------------------------- cell level
@@ -263,10 +233,6 @@ def _cell_magic(text: str, needs: set[str]) -> str:
     shown = f"%%{name} {line}".strip()
     if name == "time":
         return _time(body.rstrip(), "", shown, needs)
-    if name == "timeit":
-        call = _timeit_call(line, body, needs)
-        if call is not None:
-            return f"# {shown}\n{call}\n"
     if name == "capture" and not [w for w in line.split() if not w.startswith("-")]:
         return f"# {shown}: dropped, the output goes to the job's log\n" + _translate(body, needs)
     if name == "sbatch":

@@ -100,28 +100,6 @@ _HELPERS = {
     magics.SYS: "import sys\n",
     magics.SUBPROCESS: "import subprocess\n",
     magics.TIMER: "from time import perf_counter as _perf_counter\n",
-    magics.TIMEIT: '''
-
-def _timeit(statement, setup="pass", number=0, repeat=7):
-    """What %timeit printed in the notebook: mean and spread of `repeat` timed runs."""
-    import timeit
-
-    timer = timeit.Timer(statement, setup, globals=globals())
-    if not number:
-        number = timer.autorange()[0]
-    runs = [total / number for total in timer.repeat(repeat, number)]
-    mean = sum(runs) / len(runs)
-    spread = (sum((run - mean) ** 2 for run in runs) / len(runs)) ** 0.5
-
-    def text(seconds):
-        for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-            if seconds >= scale:
-                return f"{seconds / scale:.3g} {unit}"
-        return f"{seconds / 1e-9:.3g} ns"
-
-    print(f"{text(mean)} +- {text(spread)} per loop "
-          f"(mean +- std. dev. of {repeat} runs, {number} loops each)")
-''',
     magics.IPYTHON: '''
 
 def _ipython():
