@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 from ..jobfolder.files import write_atomically
 from .cells import plain_cells
 from .display import strip_cells
-from .magic_rules import INSTALL_LINE_MAGICS, INSTALL_WHY, INSTALLERS
+from .magic_rules import INSTALL_WHY, INSTALLERS
 from .script import helper_code, progress_cells, skip_cells, translate_cells
 
 NOTEBOOK_IN = "notebook.ipynb"
@@ -33,23 +32,15 @@ NOTEBOOK_OUT = "executed.ipynb"
 FIGURES_DIR = "figures"
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
-_INSTALL_LINE = re.compile(
-    r"^(?P<indent>\s*)(?:%(?P<magic>\w+)\s+(?:install|uninstall)\b|!(?P<command>.*))")
-
-
 def _comment_installs(source: str) -> str:
+    """``%pip install``, ``!conda install`` and the like, commented out with the reason."""
     lines = []
     for line in source.splitlines(keepends=True):
-        match = _INSTALL_LINE.match(line)
-        installs = match is not None and (
-            (match.group("magic") in INSTALL_LINE_MAGICS)
-            or (match.group("command") is not None and INSTALLERS.match(match.group("command"))))
-        if match is not None and installs:
-            ending = "\n" if line.endswith("\n") else ""
-            note = f"# {line.strip()}: dropped, {INSTALL_WHY}"
-            lines.append(f"{match.group('indent')}{note}{ending}")
-        else:
-            lines.append(line)
+        text = line.strip()
+        if text[:1] in ("%", "!") and INSTALLERS.match(text[1:]):
+            indent, ending = line[: len(line) - len(line.lstrip())], line[len(line.rstrip("\n")):]
+            line = f"{indent}# {text}: dropped, {INSTALL_WHY}{ending}"
+        lines.append(line)
     return "".join(lines)
 
 
