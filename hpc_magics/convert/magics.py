@@ -73,11 +73,7 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
             len(plain.body) == 1 and isinstance(plain.body[0], ast.Expr)
             and plain.body[0].end_lineno == plain.body[0].lineno):
         return source
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    text = TransformerManager().transform_cell(source)
-    if len(text.splitlines()) == 1:  # IPython's prefilter reads one-line cells only
-        text = prefilter_line(text, bound) + "\n"
+    text = transform_cell(source, bound)
     tree = ast.parse(text)
     editor = SourceEditor(text)
     # ast.walk reaches a node before what is in it: what a translated statement or call held
@@ -304,8 +300,9 @@ def _shell() -> Any:
     return shell
 
 
-def prefilter_line(line: str, bound: Collection[str] = ()) -> str:
-    """One line as IPython runs it as a whole cell: ``cd data`` → a ``%cd`` magic call.
+def transform_cell(source: str, bound: Collection[str] = ()) -> str:
+    """A cell as IPython runs it: its input transformer, and for a one-line cell its prefilter
+    (automagics and aliases: ``cd data`` → a ``%cd`` magic call).
 
     ``bound``: the names the notebook has defined so far; they hide magics of the same name,
     as in IPython (``ls = [1]`` then ``ls`` shows the list).
@@ -315,7 +312,7 @@ def prefilter_line(line: str, bound: Collection[str] = ()) -> str:
     added = [name for name in bound if name not in namespace]
     namespace.update(dict.fromkeys(added))
     try:
-        return str(shell.prefilter_manager.prefilter_lines(line.rstrip("\n")))
+        return str(shell.transform_cell(source))
     finally:
         for name in added:
             namespace.pop(name, None)
