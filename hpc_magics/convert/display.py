@@ -41,8 +41,7 @@ _MARKERS = {ECHO: "[output]", IMPORT: "[display import]"}  # any other kind: "[d
 class _Record:
     kind: str
     group: int | None = None
-    targets: tuple[str, ...] = ()
-    bound: tuple[str, ...] = ()  # names an import binds
+    names: tuple[str, ...] = ()  # what it binds: an assignment's targets, an import's names
     effects: tuple[ast.expr, ...] = ()  # parts of a display call that compute something
 
 
@@ -465,7 +464,7 @@ class _Notebook:
             else:
                 self.roles[name] = library, function
             bound.append(name)
-        return _Record(IMPORT if display_only else KEEP, bound=tuple(bound))
+        return _Record(IMPORT if display_only else KEEP, names=tuple(bound))
 
     # ---------------------------------------------------------------------- pass 2
     def _goes(self, statement: ast.stmt) -> bool:
@@ -478,13 +477,13 @@ class _Notebook:
                 return self._block_goes(statement)
             return not self._is_kept(record.group)
         if record.kind == DATA:
-            return not self._is_kept(record.group) and not (set(record.targets) & self.reads)
+            return not self._is_kept(record.group) and not (set(record.names) & self.reads)
         if record.kind == STYLE:
             if isinstance(statement, (ast.With, ast.AsyncWith)):  # its body decides
                 return self._all_dropped(statement.body)
             return not self.kept
         if record.kind == IMPORT:
-            return not (set(record.bound) & self.kept_reads)
+            return not (set(record.names) & self.kept_reads)
         return isinstance(statement, _BLOCKS) and self._block_goes(statement)
 
     def _block_goes(self, statement: ast.stmt) -> bool:
@@ -551,12 +550,10 @@ class _Notebook:
                  for e in self.records[id(statement)].effects]
         if not editor.alone_on_lines(statement) or any("\n" in p for p in parts):
             return  # shares its line, or a multi-line argument: left as written
-        source = ast.get_source_segment(editor.text, statement) or ""
         indent = editor.indentation(statement)
-        text = comment_block(source, indent, "[display]") if comment else ""
-        text += "".join(f"{indent}{part}\n" for part in parts)
-        editor.replace_lines(statement.lineno, statement.end_lineno or statement.lineno, text)
-        removed.append(source)
+        editor.remove_statement(statement, "[display]" if comment else None,
+                                then="".join(f"{indent}{part}\n" for part in parts))
+        removed.append(ast.get_source_segment(editor.text, statement) or "")
 
 
 def strip_cells(cells: Sequence[MutableMapping[str, Any]], comment_removed: bool = True
