@@ -385,11 +385,9 @@ class _Notebook:
         inner = self._walk_new([node.body], keep_all)
         self.current = saved
         kinds = {r.kind for r in inner} | ({KEEP} if any(r.effects for r in inner) else set())
-        docstring_only = all(isinstance(s, ast.Pass) or (
-            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) for s in node.body)
-        if kinds and not docstring_only and kinds <= {SHOW, DRAW, STYLE, ECHO}:
+        if kinds <= {SHOW, DRAW, STYLE, ECHO}:  # a docstring or ``pass`` is KEEP
             self.display_functions.add(node.name)
-        else:
+        else:  # a function of the same name defined inside it may have said otherwise
             self.display_functions.discard(node.name)
         return _Record(KEEP)
 
