@@ -41,14 +41,15 @@ def skip_cells(cells: list[Cell]) -> None:
                             "metadata": {"hpc_magics": {"skipped": tag}}}
 
 
-def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True,
-                    warnings: list[str] | None = None) -> None:
+def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True
+                    ) -> list[str]:
     """IPython syntax → plain Python in every code cell; ``needs`` gets the helpers used.
 
     A cell that is not Python even as IPython input raises ``ConversionError`` when
-    ``strict``; otherwise it is kept as a comment and ``warnings`` gets a line naming it.
+    ``strict``; otherwise it is kept as a comment, with a warning naming it (returned).
     """
     bound: set[str] = set()
+    warnings: list[str] = []
     for number, cell in enumerate(cells, start=1):
         if cell.get("cell_type") != "code":
             continue
@@ -59,14 +60,14 @@ def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = Tr
             problem = f"cell {number} is not valid Python (line {error.lineno}: {error.msg})"
             if strict:
                 raise ConversionError(f"{problem}: fix it or tag the cell hpc-skip") from None
-            if warnings is not None:
-                warnings.append(f"{problem}: kept as a comment; fix it or tag it hpc-skip")
+            warnings.append(f"{problem}: kept as a comment; fix it or tag it hpc-skip")
             cell["source"] = (f"# [not python] {problem}, kept as a comment:\n"
                               + comment_block(source, "", "[not python]"))
             continue
         cell["source"] = translated.source
         needs.update(translated.needs)
         bound |= magics.bound_names(ast.parse(translated.source))  # it is Python now
+    return warnings
 
 
 def progress_cells(cells: Iterable[Cell]) -> None:
@@ -185,8 +186,7 @@ def convert_notebook(notebook: Mapping[str, Any], name: str, *, comment_removed:
     cells: list[Cell] = plain_cells(notebook)
     needs: set[str] = set()
     skip_cells(cells)
-    warnings: list[str] = []
-    translate_cells(cells, needs, strict=strict, warnings=warnings)
+    warnings = translate_cells(cells, needs, strict=strict)
     progress_cells(cells)
     removed = strip_cells(cells, comment_removed)
     script = render_script(name, cells, needs)
