@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .convert.batch import job_for_notebook, job_name
-from .convert.kernelspec import checked_kernel, kernel_world_of, notebook_kernel
+from .convert.kernelspec import kernel_world_of
 from .convert.notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
 from .convert.script import read_notebook
 from .core import validation
@@ -45,11 +45,11 @@ def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
     backend = get_backend(request.backend)  # the interpreter: HPC_MAGICS_PYTHON, as for a cell
     # the kernel the notebook names, found here and (on Slurm) reachable from a node; the
     # job carries its world, not this process's modules (core/notebook_world.py)
-    kernel = checked_kernel(notebook_kernel(notebook), on_a_cluster=backend.name == "slurm")
+    kernel = kernel_world_of(notebook, os.environ, on_a_cluster=backend.name == "slurm")
     if isinstance(backend, SlurmBackend):
-        backend.notebook_kernel = kernel_world_of(notebook, os.environ)
+        backend.notebook_kernel = kernel
     backend.preflight(request, profile, submitting=submitting)
-    return request, backend, prepared, kernel
+    return request, backend, prepared, kernel.name
 
 
 def _what_runs(path: Path, prepared: dict[str, Any], kernel: str) -> str:

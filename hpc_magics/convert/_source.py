@@ -29,7 +29,7 @@ class SourceEditor:
     def line_text(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
 
-    def indentation(self, node: ast.stmt) -> str:
+    def indentation(self, node: ast.stmt | ast.expr) -> str:
         line = self.line_text(node.lineno)
         return line[: len(line) - len(line.lstrip())]
 
@@ -58,8 +58,9 @@ class SourceEditor:
             (self._line_starts[first - 1], self._line_starts[min(last, len(self.lines))], text))
 
     def remove_statement(self, node: ast.stmt, marker: str | None, *,
-                         pass_if_empty: bool = False) -> None:
-        """Comment out (``marker`` given) or delete a statement; ``pass`` keeps a block valid."""
+                         pass_if_empty: bool = False, then: str = "") -> None:
+        """Comment out (``marker`` given) or delete a statement; ``pass`` keeps a block valid;
+        ``then``: lines to put in its place (when alone on its lines)."""
         if not self.alone_on_lines(node):
             # Shares its line with other code (``a = 1; plt.show()``, ``for x in y: f(x)``):
             # ``pass`` keeps every such line valid whatever else on it goes or stays.
@@ -70,7 +71,7 @@ class SourceEditor:
         last = node.end_lineno or node.lineno
         body = "".join(self.lines[first - 1 : last])
         self.replace_lines(first, last, (f"{indent}pass\n" if pass_if_empty else "") + (
-            comment_block(body, indent, marker) if marker is not None else ""))
+            comment_block(body, indent, marker) if marker is not None else "") + then)
 
     def result(self) -> str:
         pieces: list[str] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 SKIP_TAGS = frozenset({"hpc-skip", "remove_cell", "skip-execution"})
@@ -15,11 +15,7 @@ def tags(cell: Mapping[str, Any]) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []) or [])
 
 
-def cell_policy(
-    cell: Mapping[str, Any],
-    skip_tags: Collection[str] = SKIP_TAGS,
-    keep_tags: Collection[str] = KEEP_TAGS,
-) -> str:
+def cell_policy(cell: Mapping[str, Any]) -> str:
     """``run`` (stripped), ``run-as-is`` (``hpc-keep``), ``skip``, or ``text`` (never runs).
 
     A skip tag wins over a keep tag: leaving a cell out is the safer reading of both.
@@ -27,9 +23,9 @@ def cell_policy(
     if cell.get("cell_type") != "code":
         return TEXT
     cell_tags = set(tags(cell))
-    if cell_tags & set(skip_tags):
+    if cell_tags & SKIP_TAGS:
         return SKIP
-    if cell_tags & set(keep_tags):
+    if cell_tags & KEEP_TAGS:
         return RUN_AS_IS
     return RUN
 

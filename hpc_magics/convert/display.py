@@ -23,11 +23,13 @@ libraries are data in ``display_rules.py``; nothing here names one.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from . import display_rules as rules
 from ._source import SourceEditor, comment_block
+from .cells import RUN_AS_IS, cell_policy
 from .display_rules import DATA, DRAW, ECHO, IMPORT, KEEP, SAVE, SHOW, STYLE
 
 _BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)
@@ -36,26 +38,17 @@ _MARKERS = {ECHO: "[output]", IMPORT: "[display import]"}  # any other kind: "[d
 
 
 @dataclass
-class StripResult:
-    """The cells' new sources, and for each cell what was removed (for reports and tests)."""
-
-    sources: list[str]
-    removed: list[list[str]] = field(default_factory=list)
-
-
-@dataclass
 class _Record:
     kind: str
     group: int | None = None
-    targets: tuple[str, ...] = ()
-    bound: tuple[str, ...] = ()  # names an import binds
+    names: tuple[str, ...] = ()  # what it binds: an assignment's targets, an import's names
     effects: tuple[ast.expr, ...] = ()  # parts of a display call that compute something
 
 
 # ---------------------------------------------------------------------- syntax questions
-def _library_of(module: str) -> str | None:
-    """The library a module belongs to (its most specific table), by name."""
-    matches = [(len(prefix), library.name) for library in rules.LIBRARIES
+def _library_of(module: str) -> rules.Library | None:
+    """The library a module belongs to (its most specific table)."""
+    matches = [(len(prefix), library) for library in rules.LIBRARIES
                for prefix in library.modules
                if module == prefix or module.startswith(prefix + ".")]
     return max(matches, key=lambda m: m[0])[1] if matches else None
@@ -72,16 +65,9 @@ def _executed(node: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _loaded(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _targets(target: ast.AST) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for element in target.elts for n in _targets(element)]
-    return _targets(target.value) if isinstance(target, ast.Starred) else []
+def _names(node: ast.AST, context: type[ast.expr_context] = ast.Load) -> set[str]:
+    """The names ``node`` reads (with ``ast.Store``: the names an assignment target binds)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, context)}
 
 
 def _inert(node: ast.AST, pure_calls: bool = False) -> bool:
@@ -133,11 +119,11 @@ class _Notebook:
     """What every statement of the notebook is, and (pass 2) what of it goes."""
 
     def __init__(self) -> None:
-        self.roles: dict[str, str] = {}  # name → library, or "fn:<library>" for functions
-        self.function_names: dict[str, str] = {}  # ``from seaborn import histplot as h``
+        # name → its library, and the function's own name for an imported function
+        # (``from seaborn import histplot as h``: ``h`` → seaborn, ``histplot``)
+        self.roles: dict[str, tuple[rules.Library, str | None]] = {}
         self.objects: dict[str, int] = {}  # name → figure group
         self.data_names: dict[str, int] = {}  # ``counts`` of ``counts, bins, _ = plt.hist(x)``
-        self.images: set[str] = set()
         self.display_functions: set[str] = set()
         self.rebound: set[str] = set()  # names the notebook binds itself (``display = print``)
         self.parent: list[int] = []  # figure groups, union-find; a group is kept once any is
@@ -177,13 +163,13 @@ class _Notebook:
         return self.current
 
     # ------------------------------------------------------------- one expression
-    def _role_of(self, root: str | None) -> str | None:
-        """The library ``root`` names (``"fn:"`` + it for an imported function), if any."""
+    def _role_of(self, root: str | None) -> tuple[rules.Library, str | None] | None:
+        """The library ``root`` names (and the function it is), if any."""
         if root is None:
             return None
         role = self.roles.get(root)
         if role is None and root == "display" and "display" not in self.rebound:
-            return "fn:" + rules.IPYTHON_DISPLAY.name  # the notebook's built-in display()
+            return rules.IPYTHON_DISPLAY, "display"  # the notebook's built-in display()
         return role
 
     def classify(self, node: ast.AST) -> tuple[str, int | None]:
@@ -193,35 +179,32 @@ class _Notebook:
         root, attrs, calls = _chain(node)
         if root is None:
             return KEEP, None
-        method = attrs[-1] if attrs else root
         if root in self.objects:
             group = self.objects[root]
             if set(attrs) & rules.SAVE_METHODS:
                 return SAVE, group
-            return (SHOW if method == "show" or not attrs else DRAW), group
-        if root in self.images:
-            return (SHOW if method in rules.PIL_IMAGE.show and calls else KEEP), None
+            return (SHOW if attrs[-1:] in ([], ["show"]) else DRAW), group
         role = self._role_of(root)
         if role is not None:
-            return self._classify_library(role, root, attrs, calls, node)
+            return self._classify_library(*role, attrs, calls, node)
         if root in self.display_functions and calls:
             return SHOW, None
         # any object's own plotting methods: ``df.plot.bar()``, ``x.visualize()``...
         if not calls or not attrs or not (set(attrs) & rules.VISUALISER_ATTRIBUTES
                                           or attrs[-1] in rules.VISUALISER_METHODS):
             return KEEP, None
+        if attrs[-1] in rules.SHOW_METHODS:  # ``img.show()``, Spark's ``df.show()``
+            return SHOW, None
         if set(attrs) & rules.SAVE_METHODS:  # ``df.plot().get_figure().savefig(...)``
             return SAVE, self._current_group()
         if "style" in attrs:  # a pandas Styler: a rendered table of its own
             return DRAW, self._new()
         return DRAW, self._current_group()
 
-    def _classify_library(self, role: str, root: str, attrs: list[str], calls: int,
-                          node: ast.AST) -> tuple[str, int | None]:
+    def _classify_library(self, library: rules.Library, function_name: str | None,
+                          attrs: list[str], calls: int, node: ast.AST) -> tuple[str, int | None]:
         """A use of a display library, by the library's table in ``display_rules``."""
-        library = rules.BY_NAME[role.removeprefix("fn:")]
-        names = [self.function_names.get(root, root), *attrs] if role.startswith("fn:") \
-            else list(attrs)
+        names = [function_name, *attrs] if function_name else list(attrs)
         if library is rules.MATPLOTLIB and names[:1] == ["pyplot"]:
             library, names = rules.PYPLOT, names[1:]
         if library is rules.MATPLOTLIB and names[:1] == ["use"]:
@@ -254,7 +237,7 @@ class _Notebook:
             group = self._current_group()
             self.current = None
             return DRAW, group
-        if function in library.style or function.endswith(library.style_suffixes or ("\0",)):
+        if function in library.style:
             return STYLE, None
         if library.otherwise == rules.COMPUTE:
             return KEEP, None
@@ -271,10 +254,17 @@ class _Notebook:
             if record.kind == KEEP:
                 self._read(self._own_expressions(statement))
 
+    def _walk_new(self, bodies: Sequence[Sequence[ast.stmt]], keep_all: bool) -> list[_Record]:
+        """Walk ``bodies``; the records of the statements in them, nested ones too."""
+        before = set(self.records)
+        for body in bodies:
+            self.walk_body(body, keep_all)
+        return [r for k, r in self.records.items() if k not in before]
+
     def _read(self, nodes: Iterable[ast.AST]) -> None:
         """Computation reads these expressions: any figure they touch must be kept."""
         for node in nodes:
-            for name in _loaded(node):
+            for name in _names(node):
                 self.reads.add(name)
                 if name in self.objects:
                     self._keep(self.objects[name])
@@ -351,27 +341,25 @@ class _Notebook:
                 rules.PURE_FUNCTIONS:
             return True
         root = _chain(call)[0]
-        return root is not None and (root in self.objects or root in self.images or root in
+        return root is not None and (root in self.objects or root in
                                      self.display_functions or self._role_of(root) is not None)
 
     def _loop(self, node: ast.For | ast.AsyncFor, keep_all: bool) -> _Record:
         """A loop over axes or figures draws; it stays (with its figure) if it computes too."""
         kind, group = self.classify(node.iter)
-        iter_names = _loaded(node.iter)
+        iter_names = _names(node.iter)
         if kind != DRAW and not (iter_names & set(self.objects)):
-            self._forget(_targets(node.target))
+            self._forget(_names(node.target, ast.Store))
             self.walk_body(node.body, keep_all)
             self.walk_body(node.orelse, keep_all)
             return _Record(KEEP)
         if group is None:
             group = next(self.objects[n] for n in iter_names if n in self.objects)
-        for name in _targets(node.target):
+        for name in _names(node.target, ast.Store):
             if self._derived_from_display(node, name):
                 self.objects[name] = group
-        before = set(self.records)
-        self.walk_body(node.body, keep_all)
-        self.walk_body(node.orelse, keep_all)
-        if any(r.kind == KEEP or r.effects for k, r in self.records.items() if k not in before):
+        inner = self._walk_new([node.body, node.orelse], keep_all)
+        if any(r.kind == KEEP or r.effects for r in inner):
             self._keep(group)  # the loop stays for its computation: so do its axes
         return _Record(DRAW, group)
 
@@ -383,39 +371,35 @@ class _Notebook:
             return True
         if iterator.func.id == "zip" and len(iterator.args) == len(target.elts):
             for argument, element in zip(iterator.args, target.elts, strict=False):
-                if name in _targets(element):
-                    return bool(_loaded(argument) & set(self.objects)) or \
+                if name in _names(element, ast.Store):
+                    return bool(_names(argument) & set(self.objects)) or \
                         self.classify(argument)[0] == DRAW
         if iterator.func.id == "enumerate" and len(target.elts) == 2:
-            return name in _targets(target.elts[1])
+            return name in _names(target.elts[1], ast.Store)
         return True
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, keep_all: bool) -> _Record:
         """A function whose every statement displays is a display function: calls to it go."""
         saved, self.current = self.current, None
         self._forget([node.name])
-        before = set(self.records)
-        self.walk_body(node.body, keep_all)
+        inner = self._walk_new([node.body], keep_all)
         self.current = saved
-        inner = [r for k, r in self.records.items() if k not in before]
         kinds = {r.kind for r in inner} | ({KEEP} if any(r.effects for r in inner) else set())
-        docstring_only = all(isinstance(s, ast.Pass) or (
-            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) for s in node.body)
-        if kinds and not docstring_only and kinds <= {SHOW, DRAW, STYLE, ECHO}:
+        if kinds <= {SHOW, DRAW, STYLE, ECHO}:  # a docstring or ``pass`` is KEEP
             self.display_functions.add(node.name)
-        else:
+        else:  # a function of the same name defined inside it may have said otherwise
             self.display_functions.discard(node.name)
         return _Record(KEEP)
 
     def _join(self, expression: ast.AST, group: int) -> None:
         """Figures a drawing call mentions belong together (``fig.colorbar(im, ax=ax)``)."""
-        for name in _loaded(expression):
+        for name in _names(expression):
             if name in self.objects or name in self.data_names:
                 self._union(group, self.objects.get(name, self.data_names.get(name, group)))
 
     def _assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> _Record:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        names = tuple(n for t in targets for n in _targets(t))
+        names = tuple(n for t in targets for n in _names(t, ast.Store))
         value = node.value
         # into a figure or a display module: ``ax.title.text = ...``, ``plt.rcParams[..] = ..``
         for target in targets:
@@ -426,16 +410,17 @@ class _Notebook:
                         self._join(value, self.objects[root])
                     return _Record(DRAW, self.objects[root])
                 role = self._role_of(root)
-                if role is not None and rules.BY_NAME[role.removeprefix("fn:")].settings:
+                if role is not None and role[0].settings:
                     return _Record(STYLE)
         if value is None:
             return _Record(KEEP)
         kind, group = self.classify(value)
         if kind in {DRAW, SHOW} and isinstance(value, ast.Call):
             root, attrs, _ = _chain(value)
-            function = attrs[-1] if attrs else self.function_names.get(root or "")
-            matplotlib = root in self.objects or (self._role_of(root) or "").removeprefix(
-                "fn:") in {rules.PYPLOT.name, rules.MATPLOTLIB.name}
+            role = self._role_of(root)
+            function = attrs[-1] if attrs else (role[1] if role else None)
+            matplotlib = root in self.objects or (role is not None and role[0] in {
+                rules.PYPLOT, rules.MATPLOTLIB})
             group = group if group is not None else self._new()
             self._join(value, group)
             if function in rules.PYPLOT.data_returning and matplotlib:
@@ -444,15 +429,10 @@ class _Notebook:
                 return _Record(DATA, group, names, effects=self._effects(value))
             for name in names:
                 self.objects[name] = group
-                self.images.discard(name)
             return _Record(DRAW, group, names, effects=self._effects(value))
         if kind == STYLE:
             return _Record(STYLE)
         self._forget(names)
-        root = _chain(value)[0]
-        if root is not None and (root in self.images or (self.roles.get(root) or "")
-                                 .removeprefix("fn:") == rules.PIL_IMAGE.name):
-            self.images.update(names)
         return _Record(KEEP)
 
     def _forget(self, names: Iterable[str]) -> None:
@@ -460,39 +440,34 @@ class _Notebook:
             self.rebound.add(name)
             for meaning in (self.objects, self.data_names, self.roles):
                 meaning.pop(name, None)
-            self.images.discard(name)
             self.display_functions.discard(name)
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> _Record:
         bound: list[str] = []
         display_only = True
         for alias in node.names:
+            function: str | None = None
             if isinstance(node, ast.Import):
                 name = alias.asname or alias.name.split(".")[0]
-                role = _library_of(alias.name if alias.asname else name)
-                self._forget([name])
+                library = _library_of(alias.name if alias.asname else name)
             else:
                 name = alias.asname or alias.name
-                self._forget([name])
-                module_role = _library_of(node.module or "")
-                role = _library_of(f"{node.module or ''}.{alias.name}")
-                if role is None or role == module_role:
-                    role = None if module_role is None else f"fn:{module_role}"
-                    if role is not None:
-                        self.function_names[name] = alias.name
-            if role is None:
+                library = _library_of(f"{node.module or ''}.{alias.name}")
+                module_library = _library_of(node.module or "")
+                if library is None or library is module_library:  # not a submodule: a function
+                    library, function = module_library, alias.name
+            self._forget([name])
+            if library is None:
                 display_only = False
             else:
-                self.roles[name] = role
+                self.roles[name] = library, function
             bound.append(name)
-        return _Record(IMPORT if display_only else KEEP, bound=tuple(bound))
+        return _Record(IMPORT if display_only else KEEP, names=tuple(bound))
 
     # ---------------------------------------------------------------------- pass 2
     def _goes(self, statement: ast.stmt) -> bool:
         """The statement is display; it may still hold computation (its effects)."""
-        record = self.records.get(id(statement))
-        if record is None:
-            return False
+        record = self.records[id(statement)]
         if record.kind in {SHOW, ECHO}:
             return True
         if record.kind == DRAW:
@@ -500,13 +475,13 @@ class _Notebook:
                 return self._block_goes(statement)
             return not self._is_kept(record.group)
         if record.kind == DATA:
-            return not self._is_kept(record.group) and not (set(record.targets) & self.reads)
+            return not self._is_kept(record.group) and not (set(record.names) & self.reads)
         if record.kind == STYLE:
             if isinstance(statement, (ast.With, ast.AsyncWith)):  # its body decides
                 return self._all_dropped(statement.body)
             return not self.kept
         if record.kind == IMPORT:
-            return not (set(record.bound) & self.kept_reads)
+            return not (set(record.names) & self.kept_reads)
         return isinstance(statement, _BLOCKS) and self._block_goes(statement)
 
     def _block_goes(self, statement: ast.stmt) -> bool:
@@ -520,26 +495,22 @@ class _Notebook:
         if not all(self._computes_nothing(p) for p in self._own_expressions(statement)):
             return False
         if isinstance(statement, (ast.For, ast.AsyncFor)):
-            return not (set(_targets(statement.target)) & self.reads)
+            return not (_names(statement.target, ast.Store) & self.reads)
         return True
 
     def _dropped(self, statement: ast.stmt) -> bool:
         """The statement goes entirely (display only, nothing in it computes)."""
-        return self._goes(statement) and not self._record_effects(statement)
-
-    def _record_effects(self, statement: ast.stmt) -> tuple[ast.expr, ...]:
-        record = self.records.get(id(statement))
-        return record.effects if record is not None else ()
+        return self._goes(statement) and not self.records[id(statement)].effects
 
     def _all_dropped(self, body: Sequence[ast.stmt]) -> bool:
         return all(self._dropped(s) for s in body)
 
     def collect_kept_reads(self, body: Sequence[ast.stmt]) -> None:
         for statement in body:
-            record = self.records.get(id(statement))
-            if (record is not None and record.kind == IMPORT) or self._dropped(statement):
+            record = self.records[id(statement)]
+            if record.kind == IMPORT or self._dropped(statement):
                 continue
-            parts = self._record_effects(statement) if self._goes(statement) else ()
+            parts = record.effects if self._goes(statement) else ()
             for part in parts or self._own_expressions(statement):
                 self.kept_reads |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)}
             for child in _bodies(statement):
@@ -555,16 +526,16 @@ class _Notebook:
                 needs_pass = index == 0 and all(decisions) and body[0].col_offset != 0
                 editor.remove_statement(statement, marker, pass_if_empty=needs_pass)
                 removed.append(ast.get_source_segment(editor.text, statement) or "")
-            elif self._record_effects(statement) and self._goes(statement):
+            elif self.records[id(statement)].effects and self._goes(statement):
                 self._keep_effects(editor, statement, removed, comment)
             else:
                 for decorator in getattr(statement, "decorator_list", []):
                     if id(decorator) in self.display_decorators:
                         line = editor.line_text(decorator.lineno)
-                        indent = line[: len(line) - len(line.lstrip())]
                         editor.replace_lines(decorator.lineno, decorator.end_lineno or
                                              decorator.lineno, comment_block(
-                                                 line, indent, "[display]") if comment else "")
+                                                 line, editor.indentation(decorator),
+                                                 "[display]") if comment else "")
                         removed.append("@" + (ast.get_source_segment(editor.text, decorator)
                                               or ""))
                 for child in _bodies(statement):
@@ -574,29 +545,28 @@ class _Notebook:
                       comment: bool) -> None:
         """``display(next(it))`` → ``next(it)``: the display goes, what it computed stays."""
         parts = [ast.get_source_segment(editor.text, e) or ""
-                 for e in self._record_effects(statement)]
+                 for e in self.records[id(statement)].effects]
         if not editor.alone_on_lines(statement) or any("\n" in p for p in parts):
             return  # shares its line, or a multi-line argument: left as written
-        source = ast.get_source_segment(editor.text, statement) or ""
         indent = editor.indentation(statement)
-        text = comment_block(source, indent, "[display]") if comment else ""
-        text += "".join(f"{indent}{part}\n" for part in parts)
-        editor.replace_lines(statement.lineno, statement.end_lineno or statement.lineno, text)
-        removed.append(source)
+        editor.remove_statement(statement, "[display]" if comment else None,
+                                then="".join(f"{indent}{part}\n" for part in parts))
+        removed.append(ast.get_source_segment(editor.text, statement) or "")
 
 
-def strip_display(cells: Sequence[tuple[str, bool]], *, comment_removed: bool = True
-                  ) -> StripResult:
-    """Strip display code from code cells given as ``(source, keep_all)`` in notebook order.
+def strip_cells(cells: Sequence[MutableMapping[str, Any]], comment_removed: bool = True
+                ) -> list[list[str]]:
+    """Strip display code from the code cells (dicts, changed in place); what went, per cell.
 
-    ``keep_all`` (the ``hpc-keep`` tag) keeps a cell as it is; its reads still keep the
-    figures it uses.  Sources that do not parse are returned unchanged.
+    An ``hpc-keep`` cell stays as it is; its reads still keep the figures it uses.  A cell
+    that does not parse is left as it is.
     """
+    code = [(c, cell_policy(c) == RUN_AS_IS) for c in cells if c.get("cell_type") == "code"]
     notebook = _Notebook()
     trees: list[ast.Module | None] = []
-    for source, keep_all in cells:
+    for cell, keep_all in code:
         try:
-            tree: ast.Module | None = ast.parse(source)
+            tree: ast.Module | None = ast.parse(cell["source"])
         except SyntaxError:
             tree = None
         trees.append(tree)
@@ -606,14 +576,12 @@ def strip_display(cells: Sequence[tuple[str, bool]], *, comment_removed: bool = 
     for tree in trees:
         if tree is not None:
             notebook.collect_kept_reads(tree.body)
-    result = StripResult([])
-    for (source, keep_all), tree in zip(cells, trees, strict=True):
+    removed_per_cell: list[list[str]] = []
+    for (cell, keep_all), tree in zip(code, trees, strict=True):
         removed: list[str] = []
-        if tree is None or keep_all:
-            result.sources.append(source)
-        else:
-            editor = SourceEditor(source)
+        if tree is not None and not keep_all:
+            editor = SourceEditor(cell["source"])
             notebook.edit(editor, tree.body, removed, comment_removed)
-            result.sources.append(editor.result())
-        result.removed.append(removed)
-    return result
+            cell["source"] = editor.result()
+        removed_per_cell.append(removed)
+    return removed_per_cell

@@ -40,7 +40,6 @@ class Library:
     create: frozenset[str] = frozenset()  # start a new figure (and make it current)
     close: frozenset[str] = frozenset()  # end the current figure
     style: frozenset[str] = frozenset()
-    style_suffixes: tuple[str, ...] = ()
     data: frozenset[str] = frozenset()  # load or compute data: always kept
     data_returning: frozenset[str] = frozenset()  # draw, and return data others may read
     otherwise: str = DRAW_CURRENT  # any other call
@@ -84,7 +83,7 @@ SEABORN = Library(
     "seaborn", ("seaborn",),
     create=_names("relplot displot catplot lmplot pairplot jointplot clustermap FacetGrid "
                   "PairGrid JointGrid"),
-    style=_MPL_STYLE, style_suffixes=("_style",),
+    style=_MPL_STYLE | _names("axes_style"),
     data=_names("load_dataset get_dataset_names color_palette"), bare=DRAW_CURRENT)
 PANDAS_PLOTTING = Library("pandas.plotting", ("pandas.plotting",), bare=DRAW_CURRENT)
 _CHART_SHOW = _names("show output_notebook output_file display")
@@ -118,7 +117,6 @@ PIL_IMAGE = Library("PIL", ("PIL.Image",), pick=LAST, show=_names("show"), other
 
 LIBRARIES = (PYPLOT, MATPLOTLIB, SEABORN, PANDAS_PLOTTING, PLOTLY, ALTAIR, BOKEH, HOLOVIEWS,
              PLOTNINE, IPYTHON_DISPLAY, IPYWIDGETS, PIL_IMAGE)
-BY_NAME = {library.name: library for library in LIBRARIES}
 
 #: matplotlib backends that draw off-screen: ``matplotlib.use('Agg')`` stays
 SAFE_BACKENDS = _names("agg pdf svg ps cairo pgf template") | {
@@ -132,6 +130,8 @@ SAFE_BACKENDS = _names("agg pdf svg ps cairo pgf template") | {
 #: that computation reads keeps its figure.
 VISUALISER_ATTRIBUTES = _names("plot plotting hvplot style visualize")
 VISUALISER_METHODS = _names("hist boxplot show display")
+#: of those, the ones that only show: ``img.show()`` (PIL), ``df.show()`` (Spark)
+SHOW_METHODS = _names("show display")
 #: methods that write a figure to a file: a chain holding one is kept
 SAVE_METHODS = _FIGURE_FILES
 

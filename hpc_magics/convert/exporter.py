@@ -10,9 +10,8 @@ from typing import Any
 
 from nbconvert.exporters import Exporter
 from nbformat import NotebookNode
-from traitlets import Bool, Set, Unicode, default
+from traitlets import Bool, default
 
-from .cells import KEEP_TAGS, SKIP_TAGS
 from .script import ConversionError, convert_notebook
 
 
@@ -22,16 +21,11 @@ class HpcScriptExporter(Exporter):
 
     export_from_notebook = "HPC batch script"
     output_mimetype = "text/x-python"
-    markdown_as_comments = Bool(True, help="Keep markdown cells as comments.").tag(config=True)
     strict = Bool(
         False,
         help="Refuse a notebook with a cell that is not Python (else: keep it as a comment, "
         "with a warning naming the cell).",
     ).tag(config=True)
-    skip_tags = Set(Unicode(), default_value=set(SKIP_TAGS),
-                    help="Tags of code cells the batch job leaves out.").tag(config=True)
-    keep_tags = Set(Unicode(), default_value=set(KEEP_TAGS),
-                    help="Tags of code cells kept exactly as written.").tag(config=True)
     comment_removed = Bool(
         True, help="Comment removed statements out (# [display] ...) instead of deleting them."
     ).tag(config=True)
@@ -46,14 +40,10 @@ class HpcScriptExporter(Exporter):
         resources = self._init_resources(resources)
         name = resources.get("metadata", {}).get("name") or "notebook"
         try:
-            conversion = convert_notebook(
-                nb, name, skip_tags=self.skip_tags, keep_tags=self.keep_tags,
-                comment_removed=self.comment_removed,
-                markdown_as_comments=self.markdown_as_comments, strict=self.strict)
+            conversion = convert_notebook(nb, name, comment_removed=self.comment_removed,
+                                          strict=self.strict)
         except ConversionError as error:
             raise ConversionError(f"{name}.ipynb: {error}") from None
         for warning in conversion.warnings:
             self.log.warning("%s", warning)
-        resources["hpc_magics"] = {"removed": conversion.removed,
-                                   "warnings": conversion.warnings}
         return conversion.script, resources

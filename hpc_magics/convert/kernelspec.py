@@ -40,25 +40,20 @@ def _spec(name: str) -> Any:
             f"{name}) or choose another kernel in the notebook") from None
 
 
-def checked_kernel(name: str, on_a_cluster: bool = True) -> str:
-    """``name``, once its kernelspec is found here and (``on_a_cluster``) its interpreter is
-    one a compute node sees."""
+def kernel_world_of(notebook: Mapping[str, Any], here: Mapping[str, str],
+                    on_a_cluster: bool = False) -> NotebookKernel:
+    """The world of the kernel the notebook names (core/notebook_world.py): its kernelspec's
+    argv and env, the notebook's ``hpc_magics.environment``; ``here``: this process's
+    environment, for what the kernel shares with it (its module system, image, uenv).
+    ``on_a_cluster``: its interpreter must be one a compute node sees."""
+    name = notebook_kernel(notebook)
     spec = _spec(name)
     program = spec.argv[0] if spec.argv else ""
-    root = login_only_root(program) if on_a_cluster and not nodes_share_tmp(os.environ) else None
+    root = login_only_root(program) if on_a_cluster and not nodes_share_tmp(here) else None
     if root:
         raise InvalidRequest(f"the notebook's kernel {name!r} runs {program}, under {root}, "
                              "which compute nodes do not see: install that environment in your "
                              "home or project folder")
-    return name
-
-
-def kernel_world_of(notebook: Mapping[str, Any], here: Mapping[str, str]) -> NotebookKernel:
-    """The world of the kernel the notebook names (core/notebook_world.py): its kernelspec's
-    argv and env, the notebook's ``hpc_magics.environment``; ``here``: this process's
-    environment, for what the kernel shares with it (its module system, image, uenv)."""
-    name = notebook_kernel(notebook)
-    spec = _spec(name)
     return kernel_of(name, list(spec.argv), dict(spec.env or {}), here,
                      notebook.get("metadata", {}))
 

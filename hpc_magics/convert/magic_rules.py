@@ -26,7 +26,6 @@ _INTERACTIVE_LINE_MAGICS = set("""
 #: ``line_profiler``) defines magics later cells use, so it is loaded in the job too
 _INTERACTIVE_EXTENSIONS = {"autoreload", "tensorboard", "watermark", "jupyter_black", "nb_black"}
 _HELP_LINE_MAGICS = {"pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pfile"}
-INSTALL_LINE_MAGICS = {"pip", "conda", "mamba", "micromamba", "uv"}
 _HPC_LINE_MAGICS = re.compile(r"^(?:hpc_\w+|sbatch\w*|jobs?)$")
 
 INSTALL_WHY = (
@@ -42,7 +41,7 @@ def why_dropped(name: str, line: str, shown: str) -> str | None:
             f"{shown}: dropped, a batch job has no display "
             "(figures render off-screen with MPLBACKEND=Agg)"
         )
-    if name in INSTALL_LINE_MAGICS:
+    if INSTALLERS.match(f"{name} {line}"):  # ``%pip install``: the rule ``!pip install`` meets
         return f"{shown}: dropped, {INSTALL_WHY}"
     if name in _HELP_LINE_MAGICS:
         asked = {"pinfo": f"{line}?", "pinfo2": f"{line}??"}.get(name, shown)

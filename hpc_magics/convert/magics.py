@@ -4,8 +4,9 @@ Why translate rather than run the script under ``ipython``: the job then runs wi
 ``python`` (no IPython start-up files, no history database written to a shared file
 system by hundreds of jobs, no extra start-up time), and the script reads as ordinary
 Python a student can learn from: ``!ls`` becomes ``subprocess.run(...)``.  Magics with no
-plain-Python form (``%run``, ``%store``, unknown ones) still work: they go to IPython's own
-shell bound to the script's globals (``_ipython()``), created only if such a magic is used.
+plain-Python form (``%run``, ``%store``, unknown ones), and ``%timeit``, whose report is
+IPython's own, still work: they go to IPython's own shell bound to the script's globals
+(``_ipython()``), created only if such a magic is used.
 
 IPython's own input transformer parses the special syntax, so continuation lines,
 indentation and assignments (``files = !ls``) are understood exactly as IPython does; a
@@ -19,7 +20,6 @@ from __future__ import annotations
 import ast
 import atexit
 import builtins
-import getopt
 import re
 import shlex
 import sys
@@ -39,8 +39,7 @@ from .magic_rules import (
 )
 
 #: helper names a translated cell may need in the script's prelude
-SUBPROCESS, TIMER, TIMEIT, IPYTHON, OS, SYS = "subprocess", "timer", "timeit", "ipython", "os", \
-    "sys"
+SUBPROCESS, TIMER, IPYTHON, OS, SYS = "subprocess", "timer", "ipython", "os", "sys"
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ def translate_magics(source: str, bound: Collection[str] = ()) -> Translated:
 
 def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str:
     stripped = source.lstrip()
-    if stripped.startswith("%%"):
+    if stripped.startswith("%%"):  # the only place IPython reads a cell magic
         return _cell_magic(stripped, needs)
     try:
         plain: ast.Module | None = ast.parse(source)
@@ -74,30 +73,26 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
             len(plain.body) == 1 and isinstance(plain.body[0], ast.Expr)
             and plain.body[0].end_lineno == plain.body[0].lineno):
         return source
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    text = TransformerManager().transform_cell(source)
-    if len(text.splitlines()) == 1:  # IPython's prefilter reads one-line cells only
-        text = prefilter_line(text, bound) + "\n"
+    text = transform_cell(source, bound)
     tree = ast.parse(text)
     editor = SourceEditor(text)
-    handled: list[ast.AST] = []  # calls translated whole: their ``get_ipython`` is gone too
+    # ast.walk reaches a node before what is in it: what a translated statement or call held
+    # (its ``get_ipython``) is skipped
+    inside: set[int] = set()
     for node in ast.walk(tree):
+        if id(node) in inside:
+            continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                 and _ipython_call(node.value):
             replacement = _line_statement(node.value, editor.indentation(node), needs)
             if replacement is not None:
-                handled.append(node.value)
+                inside |= {id(n) for n in ast.walk(node)}
                 editor.replace_lines(node.lineno, node.end_lineno or node.lineno, replacement)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _ipython_call(node) == "getoutput" \
+        elif isinstance(node, ast.Call) and _ipython_call(node) == "getoutput" \
                 and _string_args(node):  # ``files = !ls``
-            if not any(node is done for done in handled):
-                editor.replace_node(node, _captured_command(_string_args(node)[0], needs))
-            handled.append(node)
-    inside = {id(n) for call in handled for n in ast.walk(call)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == "get_ipython" and id(node) not in inside:
+            inside |= {id(n) for n in ast.walk(node)}
+            editor.replace_node(node, _captured_command(_string_args(node)[0], needs))
+        elif isinstance(node, ast.Name) and node.id == "get_ipython":
             needs.add(IPYTHON)
             editor.replace_node(node, "_ipython")
     return editor.result()
@@ -140,9 +135,6 @@ def _line_statement(call: ast.Call, indent: str, needs: set[str]) -> str | None:
         return None
     if method == "system":
         return _system(args[0], indent, needs)
-    if method == "run_cell_magic" and len(args) == 3:
-        body = _cell_magic(f"%%{args[0]} {args[1]}\n{args[2]}", needs)
-        return "".join(indent + line + "\n" for line in body.splitlines())
     if method != "run_line_magic" or len(args) != 2:
         return None
     return _line_magic(args[0], args[1], indent, needs)
@@ -172,11 +164,6 @@ def _time(line: str, indent: str, shown: str, needs: set[str]) -> str:
     inner_lines = "".join(f"{indent}{text}\n" for text in inner.splitlines())
     return (f"{indent}_started = _perf_counter()  # {shown}\n{inner_lines}"
             f'{indent}print(f"Wall time: {{_perf_counter() - _started:.3f}} s")\n')
-
-
-def _timeit_magic(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
-    call = _timeit_call(line, None, needs)
-    return None if call is None else f"{indent}{call}  # {shown}\n"
 
 
 def _cd(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
@@ -227,35 +214,11 @@ def _env(line: str, indent: str, shown: str, needs: set[str]) -> str:
 
 #: ``%name line`` → plain Python lines (None: IPython's shell runs it)
 _LINE_MAGICS: dict[str, Callable[[str, str, str, set[str]], str | None]] = {
-    "time": _time, "timeit": _timeit_magic, "cd": _cd, "env": _env, "set_env": _env,
+    "time": _time, "cd": _cd, "env": _env, "set_env": _env,
     "system": lambda line, indent, _, needs: _system(line, indent, needs) if line else None,
     "sx": lambda line, indent, _, needs: (indent + _captured_command(line, needs) + "\n"
                                           if line else None),
 }
-
-
-def _timeit_call(line: str, body: str | None, needs: set[str]) -> str | None:
-    """``_timeit(...)`` for ``%timeit`` with IPython's options; None: IPython's shell runs it
-    (``-o`` returns a result object only IPython has; an option this does not read)."""
-    try:
-        options, rest = getopt.getopt(shlex.split(line, posix=False), "n:r:tcp:qo")
-        counts = {flag: int(value) for flag, value in options if flag in ("-n", "-r")}
-    except (ValueError, getopt.GetoptError):
-        return None
-    if any(flag == "-o" for flag, _ in options):
-        return None
-    number, repeat = counts.get("-n", 0), counts.get("-r", 7)
-    code = " ".join(rest) if body is None else body
-    setup = "" if body is None else " ".join(rest)
-    needs.add(TIMEIT)
-    arguments = [string_literal(code)]
-    if setup:
-        arguments.append(f"setup={setup!r}")
-    if number:
-        arguments.append(f"number={number}")
-    if repeat != 7:
-        arguments.append(f"repeat={repeat}")
-    return f"_timeit({', '.join(arguments)})"
 
 
 # ---------------------------------------------------------------------- cell level
@@ -266,10 +229,6 @@ def _cell_magic(text: str, needs: set[str]) -> str:
     shown = f"%%{name} {line}".strip()
     if name == "time":
         return _time(body.rstrip(), "", shown, needs)
-    if name == "timeit":
-        call = _timeit_call(line, body, needs)
-        if call is not None:
-            return f"# {shown}\n{call}\n"
     if name == "capture" and not [w for w in line.split() if not w.startswith("-")]:
         return f"# {shown}: dropped, the output goes to the job's log\n" + _translate(body, needs)
     if name == "sbatch":
@@ -341,8 +300,9 @@ def _shell() -> Any:
     return shell
 
 
-def prefilter_line(line: str, bound: Collection[str] = ()) -> str:
-    """One line as IPython runs it as a whole cell: ``cd data`` → a ``%cd`` magic call.
+def transform_cell(source: str, bound: Collection[str] = ()) -> str:
+    """A cell as IPython runs it: its input transformer, and for a one-line cell its prefilter
+    (automagics and aliases: ``cd data`` → a ``%cd`` magic call).
 
     ``bound``: the names the notebook has defined so far; they hide magics of the same name,
     as in IPython (``ls = [1]`` then ``ls`` shows the list).
@@ -352,7 +312,7 @@ def prefilter_line(line: str, bound: Collection[str] = ()) -> str:
     added = [name for name in bound if name not in namespace]
     namespace.update(dict.fromkeys(added))
     try:
-        return str(shell.prefilter_manager.prefilter_lines(line.rstrip("\n")))
+        return str(shell.transform_cell(source))
     finally:
         for name in added:
             namespace.pop(name, None)

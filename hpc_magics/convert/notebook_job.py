@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,31 +23,24 @@ from typing import Any
 
 from ..jobfolder.files import write_atomically
 from .cells import plain_cells
-from .magic_rules import INSTALL_LINE_MAGICS, INSTALL_WHY, INSTALLERS
-from .script import helper_code, progress_cells, skip_cells, strip_cells, translate_cells
+from .display import strip_cells
+from .magic_rules import INSTALL_WHY, INSTALLERS
+from .script import helper_code, progress_cells, skip_cells, translate_cells
 
 NOTEBOOK_IN = "notebook.ipynb"
 NOTEBOOK_OUT = "executed.ipynb"
 FIGURES_DIR = "figures"
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
-_INSTALL_LINE = re.compile(
-    r"^(?P<indent>\s*)(?:%(?P<magic>\w+)\s+(?:install|uninstall)\b|!(?P<command>.*))")
-
-
 def _comment_installs(source: str) -> str:
+    """``%pip install``, ``!conda install`` and the like, commented out with the reason."""
     lines = []
     for line in source.splitlines(keepends=True):
-        match = _INSTALL_LINE.match(line)
-        installs = match is not None and (
-            (match.group("magic") in INSTALL_LINE_MAGICS)
-            or (match.group("command") is not None and INSTALLERS.match(match.group("command"))))
-        if match is not None and installs:
-            ending = "\n" if line.endswith("\n") else ""
-            note = f"# {line.strip()}: dropped, {INSTALL_WHY}"
-            lines.append(f"{match.group('indent')}{note}{ending}")
-        else:
-            lines.append(line)
+        text = line.strip()
+        if text[:1] in ("%", "!") and INSTALLERS.match(text[1:]):
+            indent, ending = line[: len(line) - len(line.lstrip())], line[len(line.rstrip("\n")):]
+            line = f"{indent}# {text}: dropped, {INSTALL_WHY}{ending}"
+        lines.append(line)
     return "".join(lines)
 
 
@@ -116,7 +108,7 @@ def run_notebook_job(job_folder: str, workdir: str, kernel_name: str = "python3"
     client = NotebookClient(notebook, kernel_name=kernel_name, timeout=None,
                             resources={"metadata": {"path": workdir}})
     # The runner forces Agg for itself; the kernel draws inline so figures land in outputs.
-    saved = {k: os.environ.get(k) for k in ("MPLBACKEND", "DISPLAY", "WAYLAND_DISPLAY")}
+    saved = dict(os.environ)
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     for variable in ("DISPLAY", "WAYLAND_DISPLAY"):  # no window, no image viewer
         os.environ.pop(variable, None)
@@ -139,11 +131,8 @@ def run_notebook_job(job_folder: str, workdir: str, kernel_name: str = "python3"
                       f"({progress['cells_done']}/{code_cells})", flush=True)
                 save()
     finally:
-        for variable, value in saved.items():
-            if value is None:
-                os.environ.pop(variable, None)
-            else:
-                os.environ[variable] = value
+        os.environ.clear()
+        os.environ.update(saved)
     progress["finished"] = failure is None
     save()
     figures = save_figures(notebook, folder)

@@ -17,8 +17,11 @@ def plain_progress_bars(source: str) -> str:
         return source
     try:
         nodes = list(ast.walk(ast.parse(source)))
-    except SyntaxError:  # IPython syntax left in (a notebook job): its one-line imports
-        return "".join(_plain_line(line) for line in source.splitlines(keepends=True))
+    except SyntaxError:  # IPython syntax left in (a notebook job): line by line, if lines
+        lines = source.splitlines(keepends=True)
+        return source if len(lines) == 1 else "".join(
+            line[: len(line) - len(line.lstrip())] + plain_progress_bars(line.lstrip())
+            for line in lines)
     editor = SourceEditor(source)
     for node in nodes:
         replacement = _replacement(node)
@@ -42,15 +45,3 @@ def _replacement(node: ast.AST) -> str | None:
         return "tqdm"
     return None
 
-
-def _plain_line(line: str) -> str:
-    """One line of a cell that is not plain Python (``%matplotlib`` beside an import)."""
-    try:
-        statements = ast.parse(line.strip()).body if "tqdm" in line else []
-    except SyntaxError:
-        return line
-    replacement = _replacement(statements[0]) if len(statements) == 1 else None
-    if replacement is None:
-        return line
-    indent = line[: len(line) - len(line.lstrip())]
-    return indent + replacement + ("\n" if line.endswith("\n") else "")

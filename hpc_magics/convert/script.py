@@ -20,8 +20,8 @@ from ..core.errors import HpcMagicsError
 from ..shipping.main_guard import guard_actions
 from . import magics
 from ._source import SourceEditor, comment_block
-from .cells import KEEP_TAGS, RUN_AS_IS, SKIP, SKIP_TAGS, cell_policy, plain_cells, tags
-from .display import strip_display
+from .cells import SKIP, SKIP_TAGS, cell_policy, plain_cells, tags
+from .display import strip_cells
 from .progress import plain_progress_bars
 
 Cell = MutableMapping[str, Any]
@@ -32,23 +32,24 @@ class ConversionError(HpcMagicsError):
 
 
 # ---------------------------------------------------------------------- the steps
-def skip_cells(cells: list[Cell], skip_tags: Collection[str] = SKIP_TAGS) -> None:
+def skip_cells(cells: list[Cell]) -> None:
     """Tagged cells become empty raw cells that remember why."""
     for index, cell in enumerate(cells):
-        if cell_policy(cell, skip_tags, ()) == SKIP:
-            tag = next(t for t in tags(cell) if t in skip_tags)
+        if cell_policy(cell) == SKIP:
+            tag = next(t for t in tags(cell) if t in SKIP_TAGS)
             cells[index] = {"cell_type": "raw", "source": "", "id": cell.get("id", f"c{index}"),
                             "metadata": {"hpc_magics": {"skipped": tag}}}
 
 
-def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True,
-                    warnings: list[str] | None = None) -> None:
+def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True
+                    ) -> list[str]:
     """IPython syntax → plain Python in every code cell; ``needs`` gets the helpers used.
 
     A cell that is not Python even as IPython input raises ``ConversionError`` when
-    ``strict``; otherwise it is kept as a comment and ``warnings`` gets a line naming it.
+    ``strict``; otherwise it is kept as a comment, with a warning naming it (returned).
     """
     bound: set[str] = set()
+    warnings: list[str] = []
     for number, cell in enumerate(cells, start=1):
         if cell.get("cell_type") != "code":
             continue
@@ -59,34 +60,20 @@ def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = Tr
             problem = f"cell {number} is not valid Python (line {error.lineno}: {error.msg})"
             if strict:
                 raise ConversionError(f"{problem}: fix it or tag the cell hpc-skip") from None
-            if warnings is not None:
-                warnings.append(f"{problem}: kept as a comment; fix it or tag it hpc-skip")
+            warnings.append(f"{problem}: kept as a comment; fix it or tag it hpc-skip")
             cell["source"] = (f"# [not python] {problem}, kept as a comment:\n"
                               + comment_block(source, "", "[not python]"))
             continue
         cell["source"] = translated.source
         needs.update(translated.needs)
-        try:
-            bound |= magics.bound_names(ast.parse(translated.source))
-        except SyntaxError:  # pragma: no cover - translate_magics returns Python
-            pass
+        bound |= magics.bound_names(ast.parse(translated.source))  # it is Python now
+    return warnings
 
 
 def progress_cells(cells: Iterable[Cell]) -> None:
     for cell in cells:
         if cell.get("cell_type") == "code":
             cell["source"] = plain_progress_bars(cell["source"])
-
-
-def strip_cells(cells: Sequence[Cell], keep_tags: Collection[str] = KEEP_TAGS,
-                comment_removed: bool = True) -> list[list[str]]:
-    """Strip display code from all code cells at once; returns what went, per code cell."""
-    code = [c for c in cells if c.get("cell_type") == "code"]
-    result = strip_display([(c["source"], cell_policy(c, (), keep_tags) == RUN_AS_IS)
-                            for c in code], comment_removed=comment_removed)
-    for cell, source in zip(code, result.sources, strict=False):
-        cell["source"] = source
-    return result.removed
 
 
 # ---------------------------------------------------------------------- the script
@@ -114,28 +101,6 @@ _HELPERS = {
     magics.SYS: "import sys\n",
     magics.SUBPROCESS: "import subprocess\n",
     magics.TIMER: "from time import perf_counter as _perf_counter\n",
-    magics.TIMEIT: '''
-
-def _timeit(statement, setup="pass", number=0, repeat=7):
-    """What %timeit printed in the notebook: mean and spread of `repeat` timed runs."""
-    import timeit
-
-    timer = timeit.Timer(statement, setup, globals=globals())
-    if not number:
-        number = timer.autorange()[0]
-    runs = [total / number for total in timer.repeat(repeat, number)]
-    mean = sum(runs) / len(runs)
-    spread = (sum((run - mean) ** 2 for run in runs) / len(runs)) ** 0.5
-
-    def text(seconds):
-        for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-            if seconds >= scale:
-                return f"{seconds / scale:.3g} {unit}"
-        return f"{seconds / 1e-9:.3g} ns"
-
-    print(f"{text(mean)} +- {text(spread)} per loop "
-          f"(mean +- std. dev. of {repeat} runs, {number} loops each)")
-''',
     magics.IPYTHON: '''
 
 def _ipython():
@@ -168,8 +133,7 @@ def helper_code(needs: Collection[str]) -> str:
     return "".join(text for name, text in _HELPERS.items() if name in needs)
 
 
-def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collection[str], *,
-                  markdown_as_comments: bool = True) -> str:
+def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collection[str]) -> str:
     """The batch script: header, headless set-up, helpers, then one ``# %%`` block per cell."""
     body: list[str] = []
     futures: list[str] = []
@@ -186,7 +150,7 @@ def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collecti
                         else f"# %% cell {number} (empty)\n")
         elif isinstance(note, Mapping) and note.get("skipped"):
             body.append(f"# %% cell {number} left out (tag {note['skipped']})\n")
-        elif markdown_as_comments and text.strip():
+        elif text.strip():
             label = "markdown" if kind == "markdown" else "raw"
             lines = "".join(f"# {line}".rstrip() + "\n" for line in text.rstrip().splitlines())
             body.append(f"# %% [{label}]\n{lines}")
@@ -213,23 +177,19 @@ class Conversion:
     warnings: tuple[str, ...] = ()  # cells kept as comments, one line each
 
 
-def convert_notebook(
-    notebook: Mapping[str, Any], name: str, *, skip_tags: Collection[str] = SKIP_TAGS,
-    keep_tags: Collection[str] = KEEP_TAGS, comment_removed: bool = True,
-    markdown_as_comments: bool = True, strict: bool = False,
-) -> Conversion:
+def convert_notebook(notebook: Mapping[str, Any], name: str, *, comment_removed: bool = True,
+                     strict: bool = False) -> Conversion:
     """Run every step on a notebook (a dict as read from JSON; outputs are ignored).
 
     A cell that is not Python is kept as a comment with a warning; ``strict`` refuses it.
     """
     cells: list[Cell] = plain_cells(notebook)
     needs: set[str] = set()
-    skip_cells(cells, skip_tags)
-    warnings: list[str] = []
-    translate_cells(cells, needs, strict=strict, warnings=warnings)
+    skip_cells(cells)
+    warnings = translate_cells(cells, needs, strict=strict)
     progress_cells(cells)
-    removed = strip_cells(cells, keep_tags, comment_removed)
-    script = render_script(name, cells, needs, markdown_as_comments=markdown_as_comments)
+    removed = strip_cells(cells, comment_removed)
+    script = render_script(name, cells, needs)
     return Conversion(script, tuple(tuple(r) for r in removed), tuple(warnings))
 
 
