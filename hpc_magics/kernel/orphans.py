@@ -200,23 +200,25 @@ def describe(found: Iterable[LeftBehind], cancel: str) -> str:
     return "\n".join(lines)
 
 
-def cancel(found: Iterable[LeftBehind]) -> list[str]:
-    """scancel each (the user asked for it); returns the lines to print."""
+def cancel(found: Iterable[LeftBehind], why: str = "hpc-magics kernel cleanup") -> list[str]:
+    """scancel each, its job or only its step (the user asked for it, or the server that
+    started them stops); returns the lines to print."""
     from ..jobfolder.folder import JobFolder
-    from ..scheduler import commands
+    from .launch import scancel
 
     said = []
     for entry in found:
         if end_tunnel(JobFolder(entry.folder).meta()):
             said.append(f"closed the SSH tunnel its server left to kernel job "
                         f"{entry.target}")
-        answer = commands.run(["scancel", entry.target], timeout=30)
-        if answer.ok:
-            JobFolder(entry.folder).update_meta(state="CANCELLED",
-                                                state_source="hpc-magics kernel cleanup")
-            said.append(f"cancelled kernel job {entry.target} ({entry.name})")
-        else:
-            said.append(f"scancel {entry.target} failed: {answer.first_error_line()}")
+        failed = scancel(entry.target)
+        if failed:
+            said.append(f"scancel {entry.target} failed: {failed}")
+            continue
+        JobFolder(entry.folder).update_meta(state="CANCELLED", state_source=why)
+        said.append(f"ended kernel step {entry.target}; your allocation {entry.job_id} left "
+                    "running" if entry.allocation else
+                    f"cancelled kernel job {entry.target} ({entry.name})")
     return said
 
 

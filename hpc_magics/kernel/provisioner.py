@@ -34,10 +34,7 @@ from .tunnel import SshTunnel, for_kernel
 T = TypeVar("T")
 FILE_CHECK_S = 0.5  # the node's files are on the local view of the shared home: cheap
 CANCEL_GONE_WITHIN_S = 15.0
-ALREADY_GONE = ("already completing or completed", "Invalid job id")
 TUNNEL_RETRY_S = 30.0  # a tunnel that died (the node's sshd restarted) is reopened this often
-SIGNAL_NAMES = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGQUIT: "QUIT",
-                signal.SIGUSR1: "USR1", signal.SIGUSR2: "USR2", signal.SIGHUP: "HUP"}
 
 
 class RefusedRequest(HTTPError, InvalidRequest):
@@ -328,11 +325,11 @@ class SlurmProvisioner(KernelProvisionerBase):
             await self.kill()
             return
         step = self.step_id or "0"
-        name = SIGNAL_NAMES.get(signal.Signals(signum), str(signum))
-        answer = await _off_loop(launch.scancel, f"{self.job_id}.{step}", name)
-        if not answer.ok:
+        name = signal.Signals(signum).name.removeprefix("SIG")
+        failed = await _off_loop(launch.scancel, f"{self.job_id}.{step}", name)
+        if failed:
             self.log.warning("hpc_magics kernel: scancel --signal=%s %s.%s: %s", name,
-                             self.job_id, step, answer.first_error_line())
+                             self.job_id, step, failed)
 
     async def kill(self, restart: bool = False) -> None:
         """scancel the job (or the step); the queue view is refreshed for the next look."""
@@ -342,11 +339,9 @@ class SlurmProvisioner(KernelProvisionerBase):
         target = scancel_target(str(self.job_id), self.step_id, bool(self.jobid))
         step_over = self._srun is not None and self._srun.poll() is not None
         if target is not None and not step_over:
-            answer = await _off_loop(launch.scancel, target)
-            # a kernel that shut itself down took its job along: nothing to cancel
-            if not answer.ok and not any(gone in answer.stderr for gone in ALREADY_GONE):
-                self.log.warning("hpc_magics kernel: scancel %s: %s", target,
-                                 answer.first_error_line())
+            failed = await _off_loop(launch.scancel, target)
+            if failed:
+                self.log.warning("hpc_magics kernel: scancel %s: %s", target, failed)
         if self._srun is not None:
             self._srun.terminate()  # srun ends the step it started
             try:

@@ -26,7 +26,7 @@ import psutil
 
 from ..core.errors import HpcMagicsError
 from ..node.kernel import KERNEL_TARGET_ENV
-from ..scheduler import commands, processes
+from ..scheduler import processes
 from ..scheduler.own_job import own_job, own_job_id
 from ..scheduler.server_status import ServerStatus, server_status
 from ..widgets.server_view import STOP_JOB, STOP_KERNEL, STOP_NOTHING, STOP_SERVER, STOP_STEP
@@ -171,12 +171,14 @@ class ServerControl:
         if target == STOP_NOTHING:
             raise HpcMagicsError("no Jupyter server runs this kernel and it is not a Slurm "
                                  "kernel: stop the server from where you started it")
+        from ..kernel.launch import scancel
+
         cancel = self.kernel_target or own_job_id()
         assert cancel is not None
         # the answer may never be seen: the kernel saying it ends with what it cancels
-        result = commands.run(["scancel", cancel], timeout=30)
-        if not result.ok:
-            raise HpcMagicsError(f"scancel {cancel} failed: {result.first_error_line()}")
+        failed = scancel(cancel)
+        if failed:
+            raise HpcMagicsError(f"scancel {cancel} failed: {failed}")
         if target == STOP_STEP:
             job = cancel.split(".")[0]
             return (f"This kernel's step {cancel} is being cancelled; your allocation {job} "
