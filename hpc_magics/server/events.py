@@ -110,13 +110,6 @@ class JobTracker:
                 j.ended_at is not None and now - j.ended_at < keep)]
         return sorted(shown, key=lambda j: -(j.submitted_at or 0.0))
 
-    def _in_root(self, folder: Path) -> str | None:
-        """The job folder relative to the server's root, for the file browser."""
-        try:
-            return folder.resolve().relative_to(self.root_dir.resolve()).as_posix()
-        except (ValueError, OSError):
-            return None
-
     # ------------------------------------------------------------------ the cycle
     def cycle(self, max_age_s: float | None = None) -> None:
         """Ask the watcher about every known job; note the ones that ended."""
@@ -174,7 +167,7 @@ class JobTracker:
                     entry.job_id, entry.name or (queued.name if queued else ""),
                     polled[folder.path], queued, folder.path, entry.submitted_at,
                     entry.server_id == self.server_id, entry.server_id,
-                    folder_in_root=self._in_root(folder.path),
+                    folder_in_root=in_root(folder.path, self.root_dir),
                     kind=str(meta.get("kind") or ""), request=meta.get("request"),
                     allocation=bool(meta.get("allocation")),
                     step_id=str(meta.get("step_id") or ""),
@@ -234,3 +227,14 @@ def _is_own_folder(folder: JobFolder, job_id: str) -> bool:
     """The index entry still names a folder of ours holding that job (not moved/reused)."""
     return own_job_folder(folder.path) is not None and \
         str(folder.meta().get("job_id", "")) == job_id
+
+
+def in_root(path: Path | str, root: Path) -> str | None:
+    """``path`` (relative: to the root) relative to the server's root, as the file browser
+    and the contents manager name it (jupyter_server gives a kernel its notebook's absolute
+    path); None outside the root."""
+    path = root / path  # an absolute path stays as it is
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return None

@@ -6,6 +6,8 @@ looking is ``read``, keeping the server alive ``write``, stopping it and cancell
 ``execute`` (the stop also needs jupyter_server's own ``write`` on ``server``, what its
 ``/api/shutdown`` asks). Tests enumerate the routes and fail on one that is not both.
 Polling GETs set ``_track_activity = False`` so they never keep an idle server alive.
+``load`` installs them, the state they read (``extension.py``) and the request hook that
+counts activity into a ``ServerApp``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from tornado.ioloop import IOLoop
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import parse_job_id
+from . import idle
 from .events import TrackedJob
-from .extension import SETTINGS_KEY, ServerState
+from .extension import SETTINGS_KEY, HpcMagicsServer, ServerState
 from .kernel_jobs import kernel_job_json
 
 PREFIX = "hpc-magics"
@@ -214,3 +217,34 @@ def route_table(base_url: str) -> list[tuple[str, type[HpcMagicsHandler]]]:
         (route("kernels"), KernelJobsHandler),
         (route(f"jobs/({JOB_ID_PATTERN})/cancel"), JobCancelHandler),
     ]
+
+
+def _observe_requests(state: ServerState, web_app: Any) -> None:
+    """Count a person's requests as activity by wrapping tornado's per-request log hook."""
+    original = web_app.settings.get("log_function")
+
+    def log_and_observe(handler: Any) -> None:
+        if idle.counts_as_activity(handler):
+            state.note_user_activity()
+        if original is not None:
+            original(handler)
+        else:
+            type(web_app).log_request(web_app, handler)
+
+    web_app.settings["log_function"] = log_and_observe
+
+
+def load(serverapp: Any) -> ServerState:
+    """Install handlers and the idle watcher into a jupyter_server ``ServerApp``."""
+    config = HpcMagicsServer(parent=serverapp)
+    state = ServerState(serverapp, config)
+    web_app = serverapp.web_app
+    web_app.settings[SETTINGS_KEY] = state
+    web_app.add_handlers(".*$", route_table(web_app.settings["base_url"]))
+    _observe_requests(state, web_app)
+    IOLoop.current().add_callback(state.start_idle_watch)
+    IOLoop.current().add_callback(state.start_job_events)
+    IOLoop.current().add_callback(state.say_left_behind)
+    serverapp.log.info("hpc_magics: server extension loaded (%s)",
+                       f"Slurm job {state.job_id}" if state.job_id else "not in a Slurm job")
+    return state

@@ -27,24 +27,12 @@ from ..core.jobs import SUCCESS_STATES, normalize_state
 from ..core.sent_from import SentFrom, source_hash
 from ..jobfolder.files import OUTCOME_FILE, write_atomically
 from ..jobfolder.folder import JobFolder
-from .events import JobTracker, TrackedJob
+from .events import JobTracker, TrackedJob, in_root
 
 NOTE_FILE = "notebook-outputs.json"
 SETTLED: set[Path] = set()  # job folders written, refused, or not sent from a cell
 FIRST_SEEN_OVER: dict[Path, float] = {}  # an adopted job with no outcome: when first seen
 SLURM_SERVER = "slurm-job-"  # a server in a Slurm job is known by it (extension.py)
-
-
-def api_path(notebook: str, root: Path) -> str | None:
-    """The notebook's path relative to the server's root (jupyter_server gives a kernel its
-    absolute path), or None outside the root."""
-    path = Path(notebook)
-    if not path.is_absolute():
-        path = root / path
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return None
 
 
 def waiting(job: TrackedJob, folder: JobFolder, now: float, ended_at: float) -> bool:
@@ -153,7 +141,7 @@ async def settle(serverapp: Any, root: Path, log: Any, sent: SentFrom, job: Trac
     open, and say what was done in the job folder's note; False: not yet (a tab open, a
     sweep's task still running), to be looked at again."""
     loop = asyncio.get_running_loop()
-    path = api_path(sent.notebook, root)
+    path = in_root(sent.notebook, root)
     if path is None and not job.from_this_server:
         return True  # left for a server whose root holds its notebook
     if path is not None and await someone_looking(serverapp, sent, path):
