@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -101,7 +102,6 @@ class SlurmProvisioner(KernelProvisionerBase):
     _srun: subprocess.Popen[bytes] | None = None
     _submitted_at: float = 0.0
     _ended: int | None = None
-    _jobs: JobQueue | None = None
     _tunnel: SshTunnel | None = None
     _tunnel_tried: float = 0.0
 
@@ -156,7 +156,7 @@ class SlurmProvisioner(KernelProvisionerBase):
             self.log.info("hpc_magics kernel: job %s submitted (folder %s)", self.job_id,
                           folder.path)
         # the first look at the queue sees the job as it is now (off the loop: scontrol)
-        await _off_loop(lambda: self._queue().invalidate())
+        await _off_loop(lambda: self.queue.invalidate())
         try:
             node = await self._wait_for_node(folder, lambda: launch.start_step(
                 kernel, folder, cmd, env) if kernel.jobid else None)
@@ -231,10 +231,10 @@ class SlurmProvisioner(KernelProvisionerBase):
                 said, running = await self._look(folder, said)
                 # no answer since the submission yet (squeue slow): look again soon; the
                 # queue's own cache and lock keep that to one squeue at a time
-                answered = self._queue().peek()
+                answered = self.queue.peek()
                 fresh = answered is not None and answered.updated is not None and \
                     answered.updated >= self._submitted_at
-                next_look = now + (self._queue().interval_s if fresh else 1.0)
+                next_look = now + (self.queue.interval_s if fresh else 1.0)
                 if running:
                     self._srun = start_step()
             if self.start_timeout and now - self._submitted_at > self.start_timeout:
@@ -244,7 +244,7 @@ class SlurmProvisioner(KernelProvisionerBase):
 
     async def _look(self, folder: JobFolder, said: str) -> tuple[str, bool]:
         """One look at the shared queue view: (what was said, whether the job runs)."""
-        view = await _off_loop(self._queue().view)
+        view = await _off_loop(self.queue.view)
         job = view.find(str(self.job_id))
         if job is None:
             if not await self._left_queue(view):
@@ -274,11 +274,10 @@ class SlurmProvisioner(KernelProvisionerBase):
     def has_process(self) -> bool:
         return self.job_id is not None
 
-    def _queue(self) -> JobQueue:
+    @cached_property
+    def queue(self) -> JobQueue:
         """One per kernel: its background squeue is never started twice at once."""
-        if self._jobs is None:
-            self._jobs = JobQueue(answer_within_s=ANSWER_WITHIN_S)
-        return self._jobs
+        return JobQueue(answer_within_s=ANSWER_WITHIN_S)
 
     async def poll(self) -> int | None:
         """None while the job runs (its tunnel, if any, kept open meanwhile)."""
@@ -293,7 +292,7 @@ class SlurmProvisioner(KernelProvisionerBase):
             return self._ended if self.job_id is not None else 0
         if self._srun is not None:
             return self._srun.poll()
-        view = await _off_loop(self._queue().view)
+        view = await _off_loop(self.queue.view)
         if view.error is not None or view.updated is None:
             return None  # the scheduler is silent: the kernel is not dead for that
         job = view.find(self.job_id)
@@ -350,7 +349,7 @@ class SlurmProvisioner(KernelProvisionerBase):
                 self._srun.kill()
         self._ended = -signal.SIGTERM
         await self._close_tunnel()
-        await _off_loop(self._queue().invalidate)
+        await _off_loop(self.queue.invalidate)
         if self.folder is not None:
             # kernel_over: for a step, squeue's state is the allocation's (still running)
             self.folder.update_meta(state="CANCELLED", state_source="kernel shutdown",

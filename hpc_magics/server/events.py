@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.jobs import JobSnapshot, phase
+from ..core.jobs import JobSnapshot
 from ..jobfolder.folder import JobFolder, own_job_folder
 from ..scheduler import job_index
 from ..scheduler.accounting import base_of
@@ -56,22 +56,6 @@ class TrackedJob:
         return self.status.final
 
 
-@dataclass(frozen=True)
-class EndEvent:
-    seq: int
-    job_id: str
-    name: str
-    state: str
-    folder: str | None  # relative to the server's root (for the file browser), or None
-    from_this_server: bool
-    at: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "job_id": self.job_id, "name": self.name,
-                "state": self.state, "phase": phase(self.state), "folder": self.folder,
-                "from_this_server": self.from_this_server, "at": self.at}
-
-
 @dataclass
 class JobTracker:
     watcher: Watcher
@@ -85,20 +69,21 @@ class JobTracker:
     _cycle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _jobs: dict[str, TrackedJob] = field(default_factory=dict, repr=False)
-    _events: deque[EndEvent] = field(default_factory=lambda: deque(maxlen=MAX_EVENTS),
-                                     repr=False)
+    # (sequence number, the job as it was seen ending)
+    _events: deque[tuple[int, TrackedJob]] = field(
+        default_factory=lambda: deque(maxlen=MAX_EVENTS), repr=False)
     _seq: int = 0
     error: str | None = None
     updated: float | None = None
 
     # ------------------------------------------------------------------ reading
-    def events_since(self, since: int | None) -> tuple[list[EndEvent], int]:
+    def events_since(self, since: int | None) -> tuple[list[tuple[int, TrackedJob]], int]:
         """The events after ``since`` and the last number, read together (``since``
         ``None``: no events, only where the list is)."""
         with self._lock:
             if since is None:
                 return [], self._seq
-            return [e for e in self._events if e.seq > since], self._seq
+            return [(seq, job) for seq, job in self._events if seq > since], self._seq
 
     def jobs(self, keep_ended_s: float | None = None) -> list[TrackedJob]:
         """Live jobs, and those that ended within ``keep_ended_s`` (the list's), newest
@@ -212,8 +197,7 @@ class JobTracker:
         self._jobs[key] = job
         if ended:
             self._seq += 1
-            self._events.append(EndEvent(self._seq, job.job_id, job.name, job.status.state,
-                                         job.folder_in_root, job.from_this_server, now))
+            self._events.append((self._seq, job))
 
 
 def _folder_key(entry: job_index.Entry) -> str:

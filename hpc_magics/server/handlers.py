@@ -169,7 +169,9 @@ class JobEventsHandler(HpcMagicsHandler):
                                      "'last' of the previous answer") from None
         events, last = tracker.events_since(since)
         self.write_json({
-            "events": [event.to_json() for event in events], "last": last,
+            # each as the job list shows it, with its number and when it ended
+            "events": [{**job_json(job, state), "seq": seq, "at": job.ended_at}
+                       for seq, job in events], "last": last,
             "server_id": state.server_id,
             "interval_s": state.config.events_interval_s, "now": time.time(),
         })
