@@ -39,7 +39,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
                          "(default: K's, with the request: 'Python 3 (Slurm: debug, 1h)')")
     install.add_argument("--jobid", default=None, metavar="ID", help="start the kernel as a "
                          "step of this allocation of yours (salloc, sbatch) instead of a job")
-    install.add_argument("--tunnel", choices=list(TUNNELS), default=None,
+    install.add_argument("--tunnel", choices=TUNNELS, default=None,
                          help="how this host reaches the kernel: tcp to the node's address, "
                          "or ssh: its ports forwarded through `ssh NODE` (where the nodes' "
                          "ports are closed; default: the profile's [kernel] tunnel, else tcp)")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import HpcMagicsError
@@ -28,8 +27,8 @@ LOG_NAME = "kernel.log"
 TUNNEL_LOG = "tunnel.log"
 
 
-def new_folder(kernel: KernelRequest, name: str, root: Path | None = None) -> JobFolder:
-    folder = JobFolder.create(root or kernels_root(), name)
+def new_folder(kernel: KernelRequest, name: str) -> JobFolder:
+    folder = JobFolder.create(kernels_root(), name)
     folder.write_meta({"name": name, "kind": "kernel", "backend": "slurm",
                        "profile": kernel.request.profile, "request": to_dict(kernel.request),
                        "allocation": kernel.jobid, "state": "SUBMITTING", "results": [],

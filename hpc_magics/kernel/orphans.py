@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,9 @@ QUEUE_TIMEOUT_S = 10
 OVER = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "ENDED"}
 
 
-def kernels_root(environ: Mapping[str, str] | None = None) -> Path:
+def kernels_root() -> Path:
     """Where kernel job folders go: on the home, which the compute nodes share."""
-    env = os.environ if environ is None else environ
-    chosen = env.get(KERNELS_DIR_ENV, "").strip()
+    chosen = os.environ.get(KERNELS_DIR_ENV, "").strip()
     return Path(chosen).expanduser() if chosen else Path.home() / ".hpc_magics" / "kernels"
 
 
@@ -45,10 +44,10 @@ def owner(pid: int | None = None, role: str = "owner") -> dict[str, Any]:
             f"{role}_started": processes.started(pid)}
 
 
-def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
+def owner_gone(meta: dict[str, Any]) -> bool:
     """The recorded owner ran on this host and is gone (another host's: never called gone)."""
     pid = meta.get("owner_pid")
-    if not isinstance(pid, int) or meta.get("owner_host") != (host or socket.gethostname()):
+    if not isinstance(pid, int) or meta.get("owner_host") != socket.gethostname():
         return False
     from ..scheduler import processes
 
@@ -164,8 +163,8 @@ def queued_ids(steps: bool) -> set[str]:
     return found
 
 
-def left_behind(root: Path | None = None) -> list[LeftBehind]:
-    found = candidates(root or kernels_root())
+def left_behind() -> list[LeftBehind]:
+    found = candidates(kernels_root())
     if not found:
         return []
     from ..jobfolder.folder import JobFolder

@@ -56,13 +56,10 @@ def running_servers() -> list[dict[str, Any]]:
     return servers
 
 
-def find_own_server(servers: Iterable[Mapping[str, Any]] | None = None,
-                    pid: int | None = None) -> Mapping[str, Any] | None:
-    """The running server whose process is an ancestor of ``pid`` (this kernel)."""
-    if servers is None:
-        servers = running_servers()
+def find_own_server(servers: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The running server whose process is an ancestor of this kernel."""
     try:
-        lineage = {parent.pid for parent in psutil.Process(pid).parents()}
+        lineage = {parent.pid for parent in psutil.Process().parents()}
     except psutil.Error:  # gone already
         return None
     return next((info for info in servers if info.get("pid") in lineage), None)
@@ -116,7 +113,7 @@ class ServerControl:
 
     @classmethod
     def discover(cls) -> ServerControl:
-        info = find_own_server()
+        info = find_own_server(running_servers())
         if info is not None:
             connection = ServerConnection.from_info(info)
             try:

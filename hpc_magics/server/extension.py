@@ -194,11 +194,11 @@ class ServerState:
 
     async def status(self) -> ServerStatus:
         job, pending = await self.own_job()
-        idle_on = self.config.idle_seconds > 0
+        stop_at = self.idle_stop_at()
         return server_status(
             job, time.time(),
-            idle_stop_minutes=round(self.config.idle_seconds / 60.0, 3) if idle_on else None,
-            idle_stop_at=self.idle_stop_at() if idle_on else None,
+            idle_stop_minutes=None if stop_at is None else round(self.config.idle_seconds / 60, 3),
+            idle_stop_at=stop_at,
             idle_warning_minutes=self.config.idle_warning_minutes,
             warn_minutes=tuple(int(m) for m in self.config.warn_minutes), pending=pending,
         )
@@ -255,8 +255,11 @@ class ServerState:
     def note_user_activity(self) -> None:
         self.last_user_activity = time.time()
 
-    def idle_stop_at(self) -> float:
-        """Epoch second at which the server counts as idle for ``idle_seconds``."""
+    def idle_stop_at(self) -> float | None:
+        """Epoch second at which the server counts as idle for ``idle_seconds`` (None: no
+        idle auto-stop)."""
+        if self.config.idle_seconds <= 0:
+            return None
         return idle.last_activity(self.serverapp, self.last_user_activity, time.time()) + \
             self.config.idle_seconds
 
@@ -270,7 +273,8 @@ class ServerState:
                              self.config.idle_seconds)
 
     def _check_idle(self) -> None:
-        if self.stopping or time.time() < self.idle_stop_at():
+        stop_at = self.idle_stop_at()
+        if self.stopping or stop_at is None or time.time() < stop_at:
             return
         kernels = kernel_jobs.describe(self.kernel_jobs())
         self.config.log.warning("hpc_magics: no activity for %.0f s, stopping the server%s%s",

@@ -84,8 +84,7 @@ class KeepAliveHandler(HpcMagicsHandler):
     async def post(self) -> None:
         state = self.state
         state.note_user_activity()
-        idle_on = state.config.idle_seconds > 0
-        self.write_json({"idle_stop_at": state.idle_stop_at() if idle_on else None})
+        self.write_json({"idle_stop_at": state.idle_stop_at()})
 
 
 def job_json(job: TrackedJob, state: ServerState) -> dict[str, Any]:
@@ -112,11 +111,11 @@ def job_json(job: TrackedJob, state: ServerState) -> dict[str, Any]:
 LIST_WAIT_S = 0.6
 
 
-async def fresh_enough(state: ServerState) -> str | None:
-    """One cycle (cheap while the queue view is fresh), waited for briefly; why the list is
-    not fresh, or None."""
+async def fresh_enough(state: ServerState, wait_s: float = LIST_WAIT_S) -> str | None:
+    """One cycle (cheap while the queue view is fresh), waited for ``wait_s`` at most; why
+    the list is not fresh, or None."""
     try:  # never keep the page waiting on a silent scheduler: the cycle goes on alone
-        await asyncio.wait_for(state.refresh_jobs(), timeout=LIST_WAIT_S)
+        await asyncio.wait_for(state.refresh_jobs(), timeout=wait_s)
     except asyncio.TimeoutError:
         return "the scheduler is slow to answer: this is the last list, retrying"
     except Exception as exc:  # the last list still helps; say why it is not fresh
@@ -197,12 +196,9 @@ class JobCancelHandler(HpcMagicsHandler):
         except HpcMagicsError as exc:
             raise web.HTTPError(502, str(exc)) from None
         # the list (which GET /jobs serves while a cycle is slow) shows the cancel before
-        # this answers: one cycle now, after any cycle begun before the scancel
-        try:
-            await asyncio.wait_for(state.refresh_jobs(),
-                                   timeout=state.config.scheduler_timeout_s)
-        except Exception as exc:  # cancelled all the same; the next cycle shows it
-            state.config.log.warning("hpc_magics: looking at jobs after a cancel: %s", exc)
+        # this answers: one cycle now, after any cycle begun before the scancel (cancelled
+        # all the same when it fails: the next cycle shows it)
+        await fresh_enough(state, state.config.scheduler_timeout_s)
         self.write_json({"cancelled": job_id})
 
 

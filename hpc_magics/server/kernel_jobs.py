@@ -18,6 +18,7 @@ from typing import Any
 from ..core.cost import cost_so_far
 from ..core.jobs import plain_reason
 from ..kernel.orphans import LeftBehind
+from ..node.kernel import scancel_target
 from .events import TrackedJob
 
 
@@ -71,9 +72,7 @@ def kernel_job_json(job: TrackedJob, now: float | None = None) -> dict[str, Any]
 def cancel_target(job: TrackedJob) -> str | None:
     """What a stop cancels: the kernel's job, or in the user's allocation only its step
     (None before the step started: nothing of the kernel's runs)."""
-    if not job.allocation:
-        return job.job_id
-    return f"{job.job_id}.{job.step_id}" if job.step_id else None
+    return scancel_target(job.job_id, job.step_id, job.allocation)
 
 
 def describe(jobs: Iterable[TrackedJob]) -> str:

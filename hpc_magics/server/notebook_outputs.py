@@ -16,8 +16,6 @@ import math
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -129,17 +127,15 @@ async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
             continue
         sent = SentFrom.from_meta(folder.meta())
         if sent is None or await settle(serverapp, root, log, sent, job, folder,
-                                        partial(rendered, tracker.watcher, job, folder, ended_at)):
+                                        tracker.watcher, ended_at):
             SETTLED.add(job.folder)  # (None: not sent from a notebook's cell: a script)
 
 
 async def settle(serverapp: Any, root: Path, log: Any, sent: SentFrom, job: TrackedJob,
-                 folder: JobFolder,
-                 render: Callable[[], tuple[list[dict[str, Any]], dict[str, Any]] | None]
-                 ) -> bool:
-    """Write what ``render`` shows into the cell ``sent`` names once nobody has its notebook
-    open, and say what was done in the job folder's note; False: not yet (a tab open, a
-    sweep's task still running), to be looked at again."""
+                 folder: JobFolder, watcher: Any, ended_at: float) -> bool:
+    """Write what a fetch shows (``rendered``) into the cell ``sent`` names once nobody has
+    its notebook open, and say what was done in the job folder's note; False: not yet (a tab
+    open, a sweep's task still running), to be looked at again."""
     loop = asyncio.get_running_loop()
     path = in_root(sent.notebook, root)
     if path is None and not job.from_this_server:
@@ -150,7 +146,7 @@ async def settle(serverapp: Any, root: Path, log: Any, sent: SentFrom, job: Trac
         said: str | None = "the notebook is not under this server's root"
     else:
         try:
-            shown = await loop.run_in_executor(None, render)
+            shown = await loop.run_in_executor(None, rendered, watcher, job, folder, ended_at)
             if shown is None:
                 return False  # a sweep with tasks still running (a retry): a later look
             said = await _write(serverapp, path, sent, *shown)
