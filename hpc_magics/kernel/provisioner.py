@@ -22,7 +22,7 @@ from tornado.web import HTTPError
 from traitlets import Dict, Float, Unicode
 
 from ..core.errors import HpcMagicsError, InvalidRequest, SubmissionError
-from ..core.jobs import plain_reason
+from ..core.jobs import JobSnapshot, plain_reason
 from ..jobfolder.folder import JobFolder
 from ..node.kernel import CURVE, scancel_target
 from ..scheduler.job_status import record_submission
@@ -244,10 +244,9 @@ class SlurmProvisioner(KernelProvisionerBase):
 
     async def _look(self, folder: JobFolder, said: str) -> tuple[str, bool]:
         """One look at the shared queue view: (what was said, whether the job runs)."""
-        view = await _off_loop(self.queue.view)
-        job = view.find(str(self.job_id))
+        job, gone = await self._in_queue()
         if job is None:
-            if not await self._left_queue(view):
+            if not gone:
                 return said, False
             if self.jobid:
                 raise InvalidRequest(f"job {self.job_id} is not one of your jobs in squeue "
@@ -292,22 +291,22 @@ class SlurmProvisioner(KernelProvisionerBase):
             return self._ended if self.job_id is not None else 0
         if self._srun is not None:
             return self._srun.poll()
-        view = await _off_loop(self.queue.view)
-        if view.error is not None or view.updated is None:
-            return None  # the scheduler is silent: the kernel is not dead for that
-        job = view.find(self.job_id)
-        if job is None:
-            if not await self._left_queue(view):
-                return None
+        job, gone = await self._in_queue()
+        if gone:
             self._ended = 0
             return 0
-        return (0 if job.phase == "done" else 1) if job.final else None
+        # a silent scheduler (its last view kept): the kernel is not dead for that
+        return (0 if job.phase == "done" else 1) if job is not None and job.final else None
 
-    async def _left_queue(self, view: Any) -> bool:
-        """The job, missing from ``view`` (which may predate sbatch), is gone: squeue says."""
-        return view.error is None and view.updated is not None and \
+    async def _in_queue(self) -> tuple[JobSnapshot | None, bool]:
+        """The job in the shared queue view, and whether it is gone: missing from a view
+        answered since sbatch (an older one may not list it yet), and squeue says so."""
+        view = await _off_loop(self.queue.view)
+        job = view.find(str(self.job_id))
+        gone = job is None and view.error is None and view.updated is not None and \
             view.updated >= self._submitted_at and \
             await _off_loop(launch.gone_from_queue, str(self.job_id))
+        return job, gone
 
     async def wait(self) -> int | None:
         while True:

@@ -62,7 +62,6 @@ class JobTracker:
     server_id: str
     own_job_id: str | None
     root_dir: Path
-    registry_base: Path | None = None  # the runtime dir; None: the default
     keep_ended_s: float = 3600.0  # ended jobs stay listed this long
     started_at: float = field(default_factory=time.time)
     # cycles one at a time (they ask the scheduler, slowly); _lock only guards the data
@@ -106,7 +105,7 @@ class JobTracker:
 
             # jobs submitted through hpc_magics, from any kernel: their folders decide too
             folders: list[tuple[job_index.Entry, JobFolder]] = []
-            for entry in job_index.entries(self.registry_base):
+            for entry in job_index.entries():
                 if entry.cluster not in (None, UNKNOWN_CLUSTER, cluster) and \
                         cluster != UNKNOWN_CLUSTER:
                     continue
