@@ -136,11 +136,9 @@ def run_list(args: argparse.Namespace) -> int:
         print("no Slurm kernels installed: hpc-magics kernel install NAME [sbatch options]")
     for name, entry in sorted(kernels.items()):
         print(f"{name}  {entry['spec']['display_name']}  ({entry['resource_dir']})")
-    from .orphans import describe, left_behind
+    from .orphans import offer_left_behind
 
-    found = left_behind()
-    if found:
-        print(describe(found, "hpc-magics kernel cleanup"), file=sys.stderr)
+    offer_left_behind("hpc-magics kernel cleanup")
     return 0
 
 

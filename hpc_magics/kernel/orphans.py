@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,13 +222,18 @@ def cancel(found: Iterable[LeftBehind], why: str = "hpc-magics kernel cleanup") 
     return said
 
 
-def offer_left_behind() -> None:
-    """At ``%load_ext``: say which kernel jobs of this user outlived their starter."""
-    import sys
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr)
 
+
+def offer_left_behind(cancel: str = "%hpc_cancel {job_id}",
+                      say: Callable[[str], None] = _to_stderr) -> None:
+    """Say which kernel jobs of this user outlived their starter, offering them for cancel
+    with ``cancel`` (``describe``): at ``%load_ext`` (on stderr), in ``hpc-magics kernel
+    list``, in the log of a restarted server."""
     try:
         found = left_behind()
     except (HpcMagicsError, OSError):
         return  # the scheduler or the home is silent: nothing to offer now
     if found:
-        print(describe(found, "%hpc_cancel {job_id}"), file=sys.stderr)
+        say(describe(found, cancel))

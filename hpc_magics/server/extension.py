@@ -236,15 +236,10 @@ class ServerState:
         """Kernel jobs a killed server left running: a restarted server does not take them
         over (jupyter_server keeps no kernels across restarts), so say, once, how to reach
         them again or cancel them (one squeue, only if some owner is gone)."""
-        from ..kernel.orphans import describe, left_behind
+        from ..kernel.orphans import offer_left_behind
 
-        try:
-            found = await asyncio.get_running_loop().run_in_executor(None, left_behind)
-        except HpcMagicsError as exc:
-            self.config.log.info("hpc_magics: no look at kernel jobs left behind: %s", exc)
-            return
-        if found:
-            self.config.log.warning("%s", describe(found, "hpc-magics kernel cleanup"))
+        await asyncio.get_running_loop().run_in_executor(
+            None, offer_left_behind, "hpc-magics kernel cleanup", self.config.log.warning)
 
     def kernel_jobs(self) -> list[TrackedJob]:
         """The live kernel jobs started from this server (the last cycle's)."""
