@@ -216,9 +216,11 @@ def cancel(found: Iterable[LeftBehind], why: str = "hpc-magics kernel cleanup") 
             said.append(f"scancel {entry.target} failed: {failed}")
             continue
         JobFolder(entry.folder).update_meta(state="CANCELLED", state_source=why)
-        said.append(f"ended kernel step {entry.target}; your allocation {entry.job_id} left "
-                    "running" if entry.allocation else
-                    f"cancelled kernel job {entry.target} ({entry.name})")
+        if entry.allocation:
+            said.append(f"ended kernel step {entry.target}; your allocation {entry.job_id} "
+                        "left running")
+        else:
+            said.append(f"cancelled kernel job {entry.target} ({entry.name})")
     return said
 
 
