@@ -8,11 +8,11 @@ command line (``command.py``) and the magic (``magics/doctor.py``) only build th
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict, dataclass
 
 from ..core.errors import HpcMagicsError
 from .checks import CHECKS, FAIL, OK, Setting
-from .probe import clean_up
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def run(setting: Setting) -> list[Finding]:
         if ran.job_id and any(f.status == FAIL for f in found):
             setting.say(f"hpc-magics doctor: the test job's files are kept in {ran.folder}")
         else:
-            clean_up(ran)
+            shutil.rmtree(ran.folder, ignore_errors=True)
     return found
 
 

@@ -15,7 +15,6 @@ import contextlib
 import json
 import secrets
 import shlex
-import shutil
 import socket
 import tempfile
 import time
@@ -175,9 +174,3 @@ def run(request: ResourceRequest, profile: ClusterProfile, jobs_root: Path, *,
     return replace(result, answer=answer, seen=copy == token, seen_on=node,
                    error_line=errors[-1] if errors else "",
                    reached=_reach(answer) if answer and "port" in answer else None)
-
-
-def clean_up(result: ProbeResult) -> None:
-    """Remove the job's folder (when everything held: else its logs are the evidence)."""
-    if result.folder is not None:
-        shutil.rmtree(result.folder, ignore_errors=True)

@@ -39,7 +39,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
                          "(default: K's, with the request: 'Python 3 (Slurm: debug, 1h)')")
     install.add_argument("--jobid", default=None, metavar="ID", help="start the kernel as a "
                          "step of this allocation of yours (salloc, sbatch) instead of a job")
-    install.add_argument("--tunnel", choices=list(TUNNELS), default=None,
+    install.add_argument("--tunnel", choices=TUNNELS, default=None,
                          help="how this host reaches the kernel: tcp to the node's address, "
                          "or ssh: its ports forwarded through `ssh NODE` (where the nodes' "
                          "ports are closed; default: the profile's [kernel] tunnel, else tcp)")
@@ -136,11 +136,9 @@ def run_list(args: argparse.Namespace) -> int:
         print("no Slurm kernels installed: hpc-magics kernel install NAME [sbatch options]")
     for name, entry in sorted(kernels.items()):
         print(f"{name}  {entry['spec']['display_name']}  ({entry['resource_dir']})")
-    from .orphans import describe, left_behind
+    from .orphans import offer_left_behind
 
-    found = left_behind()
-    if found:
-        print(describe(found, "hpc-magics kernel cleanup"), file=sys.stderr)
+    offer_left_behind("hpc-magics kernel cleanup")
     return 0
 
 

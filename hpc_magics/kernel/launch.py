@@ -9,9 +9,9 @@ from __future__ import annotations
 import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from ..core.errors import HpcMagicsError
 from ..core.jobscript import JobParts, render
 from ..core.resources import to_dict
 from ..jobfolder.files import read_json, read_tail
@@ -19,8 +19,7 @@ from ..jobfolder.folder import JobFolder
 from ..node.kernel import CONNECTION_FILE, NODE_FILE
 from ..scheduler import commands
 from ..scheduler import submit as submission
-from ..scheduler.queue import login_name
-from .orphans import kernels_root, owner
+from .orphans import kernels_root, owner, queued_ids
 from .spec import KernelRequest
 
 JOB_SCRIPT = "job.sh"
@@ -28,8 +27,8 @@ LOG_NAME = "kernel.log"
 TUNNEL_LOG = "tunnel.log"
 
 
-def new_folder(kernel: KernelRequest, name: str, root: Path | None = None) -> JobFolder:
-    folder = JobFolder.create(root or kernels_root(), name)
+def new_folder(kernel: KernelRequest, name: str) -> JobFolder:
+    folder = JobFolder.create(kernels_root(), name)
     folder.write_meta({"name": name, "kind": "kernel", "backend": "slurm",
                        "profile": kernel.request.profile, "request": to_dict(kernel.request),
                        "allocation": kernel.jobid, "state": "SUBMITTING", "results": [],
@@ -71,19 +70,28 @@ def start_step(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],
                           log=folder.path / LOG_NAME, environ=environ)
 
 
-def scancel(target: str, signal: str | None = None) -> commands.CommandResult:
-    """Cancel (or signal) a job or a step ``JOB.STEP``; ``scancel`` answers at once."""
+# scancel's words for a job or step already over (a kernel that shut itself down took its
+# job along): nothing left to cancel, no error
+ALREADY_GONE = ("already completing or completed", "Invalid job id")
+
+
+def scancel(target: str, signal: str | None = None, timeout_s: float = 30) -> str | None:
+    """Cancel (or signal) a job or a step ``JOB.STEP``, exactly that (``scancel`` answers at
+    once); why it failed, or None (also when it was over already)."""
     argv = ["scancel", *([f"--signal={signal}"] if signal else []), target]
-    return commands.run(argv, timeout=30)
+    answer = commands.run(argv, timeout=timeout_s)
+    if answer.ok or any(gone in answer.stderr for gone in ALREADY_GONE):
+        return None
+    return answer.first_error_line()
 
 
 def gone_from_queue(job_id: str) -> bool:
-    """squeue itself, asked once, does not list the user's job (an unknown id counts)."""
-    answer = commands.run(["squeue", "-h", "-u", login_name(), "-j", job_id, "-o", "%i"],
-                          timeout=30)
-    if not answer.ok:
-        return "Invalid job id" in answer.stderr
-    return not answer.stdout.strip()
+    """squeue itself, asked once, does not list the user's job (an unknown id counts; an
+    unanswered squeue never does)."""
+    try:
+        return job_id not in queued_ids(steps=False)
+    except HpcMagicsError:
+        return False
 
 
 def node_info(folder: JobFolder) -> dict[str, Any] | None:

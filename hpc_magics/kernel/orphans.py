@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,9 @@ QUEUE_TIMEOUT_S = 10
 OVER = {"CANCELLED", "COMPLETED", "FAILED", "TIMEOUT", "ENDED"}
 
 
-def kernels_root(environ: Mapping[str, str] | None = None) -> Path:
+def kernels_root() -> Path:
     """Where kernel job folders go: on the home, which the compute nodes share."""
-    env = os.environ if environ is None else environ
-    chosen = env.get(KERNELS_DIR_ENV, "").strip()
+    chosen = os.environ.get(KERNELS_DIR_ENV, "").strip()
     return Path(chosen).expanduser() if chosen else Path.home() / ".hpc_magics" / "kernels"
 
 
@@ -45,10 +45,10 @@ def owner(pid: int | None = None, role: str = "owner") -> dict[str, Any]:
             f"{role}_started": processes.started(pid)}
 
 
-def owner_gone(meta: dict[str, Any], host: str | None = None) -> bool:
+def owner_gone(meta: dict[str, Any]) -> bool:
     """The recorded owner ran on this host and is gone (another host's: never called gone)."""
     pid = meta.get("owner_pid")
-    if not isinstance(pid, int) or meta.get("owner_host") != (host or socket.gethostname()):
+    if not isinstance(pid, int) or meta.get("owner_host") != socket.gethostname():
         return False
     from ..scheduler import processes
 
@@ -164,8 +164,8 @@ def queued_ids(steps: bool) -> set[str]:
     return found
 
 
-def left_behind(root: Path | None = None) -> list[LeftBehind]:
-    found = candidates(root or kernels_root())
+def left_behind() -> list[LeftBehind]:
+    found = candidates(kernels_root())
     if not found:
         return []
     from ..jobfolder.folder import JobFolder
@@ -200,33 +200,42 @@ def describe(found: Iterable[LeftBehind], cancel: str) -> str:
     return "\n".join(lines)
 
 
-def cancel(found: Iterable[LeftBehind]) -> list[str]:
-    """scancel each (the user asked for it); returns the lines to print."""
+def cancel(found: Iterable[LeftBehind], why: str = "hpc-magics kernel cleanup") -> list[str]:
+    """scancel each, its job or only its step (the user asked for it, or the server that
+    started them stops); returns the lines to print."""
     from ..jobfolder.folder import JobFolder
-    from ..scheduler import commands
+    from .launch import scancel
 
     said = []
     for entry in found:
         if end_tunnel(JobFolder(entry.folder).meta()):
             said.append(f"closed the SSH tunnel its server left to kernel job "
                         f"{entry.target}")
-        answer = commands.run(["scancel", entry.target], timeout=30)
-        if answer.ok:
-            JobFolder(entry.folder).update_meta(state="CANCELLED",
-                                                state_source="hpc-magics kernel cleanup")
-            said.append(f"cancelled kernel job {entry.target} ({entry.name})")
+        failed = scancel(entry.target)
+        if failed:
+            said.append(f"scancel {entry.target} failed: {failed}")
+            continue
+        JobFolder(entry.folder).update_meta(state="CANCELLED", state_source=why)
+        if entry.allocation:
+            said.append(f"ended kernel step {entry.target}; your allocation {entry.job_id} "
+                        "left running")
         else:
-            said.append(f"scancel {entry.target} failed: {answer.first_error_line()}")
+            said.append(f"cancelled kernel job {entry.target} ({entry.name})")
     return said
 
 
-def offer_left_behind() -> None:
-    """At ``%load_ext``: say which kernel jobs of this user outlived their starter."""
-    import sys
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr)
 
+
+def offer_left_behind(cancel: str = "%hpc_cancel {job_id}",
+                      say: Callable[[str], None] = _to_stderr) -> None:
+    """Say which kernel jobs of this user outlived their starter, offering them for cancel
+    with ``cancel`` (``describe``): at ``%load_ext`` (on stderr), in ``hpc-magics kernel
+    list``, in the log of a restarted server."""
     try:
         found = left_behind()
     except (HpcMagicsError, OSError):
         return  # the scheduler or the home is silent: nothing to offer now
     if found:
-        print(describe(found, "%hpc_cancel {job_id}"), file=sys.stderr)
+        say(describe(found, cancel))

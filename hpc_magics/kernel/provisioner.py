@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -21,7 +22,7 @@ from tornado.web import HTTPError
 from traitlets import Dict, Float, Unicode
 
 from ..core.errors import HpcMagicsError, InvalidRequest, SubmissionError
-from ..core.jobs import plain_reason
+from ..core.jobs import JobSnapshot, plain_reason
 from ..jobfolder.folder import JobFolder
 from ..node.kernel import CURVE, scancel_target
 from ..scheduler.job_status import record_submission
@@ -34,10 +35,7 @@ from .tunnel import SshTunnel, for_kernel
 T = TypeVar("T")
 FILE_CHECK_S = 0.5  # the node's files are on the local view of the shared home: cheap
 CANCEL_GONE_WITHIN_S = 15.0
-ALREADY_GONE = ("already completing or completed", "Invalid job id")
 TUNNEL_RETRY_S = 30.0  # a tunnel that died (the node's sshd restarted) is reopened this often
-SIGNAL_NAMES = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGQUIT: "QUIT",
-                signal.SIGUSR1: "USR1", signal.SIGUSR2: "USR2", signal.SIGHUP: "HUP"}
 
 
 class RefusedRequest(HTTPError, InvalidRequest):
@@ -104,7 +102,6 @@ class SlurmProvisioner(KernelProvisionerBase):
     _srun: subprocess.Popen[bytes] | None = None
     _submitted_at: float = 0.0
     _ended: int | None = None
-    _jobs: JobQueue | None = None
     _tunnel: SshTunnel | None = None
     _tunnel_tried: float = 0.0
 
@@ -159,7 +156,7 @@ class SlurmProvisioner(KernelProvisionerBase):
             self.log.info("hpc_magics kernel: job %s submitted (folder %s)", self.job_id,
                           folder.path)
         # the first look at the queue sees the job as it is now (off the loop: scontrol)
-        await _off_loop(lambda: self._queue().invalidate())
+        await _off_loop(lambda: self.queue.invalidate())
         try:
             node = await self._wait_for_node(folder, lambda: launch.start_step(
                 kernel, folder, cmd, env) if kernel.jobid else None)
@@ -234,10 +231,10 @@ class SlurmProvisioner(KernelProvisionerBase):
                 said, running = await self._look(folder, said)
                 # no answer since the submission yet (squeue slow): look again soon; the
                 # queue's own cache and lock keep that to one squeue at a time
-                answered = self._queue().peek()
+                answered = self.queue.peek()
                 fresh = answered is not None and answered.updated is not None and \
                     answered.updated >= self._submitted_at
-                next_look = now + (self._queue().interval_s if fresh else 1.0)
+                next_look = now + (self.queue.interval_s if fresh else 1.0)
                 if running:
                     self._srun = start_step()
             if self.start_timeout and now - self._submitted_at > self.start_timeout:
@@ -247,10 +244,9 @@ class SlurmProvisioner(KernelProvisionerBase):
 
     async def _look(self, folder: JobFolder, said: str) -> tuple[str, bool]:
         """One look at the shared queue view: (what was said, whether the job runs)."""
-        view = await _off_loop(self._queue().view)
-        job = view.find(str(self.job_id))
+        job, gone = await self._in_queue()
         if job is None:
-            if not await self._left_queue(view):
+            if not gone:
                 return said, False
             if self.jobid:
                 raise InvalidRequest(f"job {self.job_id} is not one of your jobs in squeue "
@@ -277,11 +273,10 @@ class SlurmProvisioner(KernelProvisionerBase):
     def has_process(self) -> bool:
         return self.job_id is not None
 
-    def _queue(self) -> JobQueue:
+    @cached_property
+    def queue(self) -> JobQueue:
         """One per kernel: its background squeue is never started twice at once."""
-        if self._jobs is None:
-            self._jobs = JobQueue(answer_within_s=ANSWER_WITHIN_S)
-        return self._jobs
+        return JobQueue(answer_within_s=ANSWER_WITHIN_S)
 
     async def poll(self) -> int | None:
         """None while the job runs (its tunnel, if any, kept open meanwhile)."""
@@ -296,22 +291,22 @@ class SlurmProvisioner(KernelProvisionerBase):
             return self._ended if self.job_id is not None else 0
         if self._srun is not None:
             return self._srun.poll()
-        view = await _off_loop(self._queue().view)
-        if view.error is not None or view.updated is None:
-            return None  # the scheduler is silent: the kernel is not dead for that
-        job = view.find(self.job_id)
-        if job is None:
-            if not await self._left_queue(view):
-                return None
+        job, gone = await self._in_queue()
+        if gone:
             self._ended = 0
             return 0
-        return (0 if job.phase == "done" else 1) if job.final else None
+        # a silent scheduler (its last view kept): the kernel is not dead for that
+        return (0 if job.phase == "done" else 1) if job is not None and job.final else None
 
-    async def _left_queue(self, view: Any) -> bool:
-        """The job, missing from ``view`` (which may predate sbatch), is gone: squeue says."""
-        return view.error is None and view.updated is not None and \
+    async def _in_queue(self) -> tuple[JobSnapshot | None, bool]:
+        """The job in the shared queue view, and whether it is gone: missing from a view
+        answered since sbatch (an older one may not list it yet), and squeue says so."""
+        view = await _off_loop(self.queue.view)
+        job = view.find(str(self.job_id))
+        gone = job is None and view.error is None and view.updated is not None and \
             view.updated >= self._submitted_at and \
             await _off_loop(launch.gone_from_queue, str(self.job_id))
+        return job, gone
 
     async def wait(self) -> int | None:
         while True:
@@ -328,11 +323,11 @@ class SlurmProvisioner(KernelProvisionerBase):
             await self.kill()
             return
         step = self.step_id or "0"
-        name = SIGNAL_NAMES.get(signal.Signals(signum), str(signum))
-        answer = await _off_loop(launch.scancel, f"{self.job_id}.{step}", name)
-        if not answer.ok:
+        name = signal.Signals(signum).name.removeprefix("SIG")
+        failed = await _off_loop(launch.scancel, f"{self.job_id}.{step}", name)
+        if failed:
             self.log.warning("hpc_magics kernel: scancel --signal=%s %s.%s: %s", name,
-                             self.job_id, step, answer.first_error_line())
+                             self.job_id, step, failed)
 
     async def kill(self, restart: bool = False) -> None:
         """scancel the job (or the step); the queue view is refreshed for the next look."""
@@ -342,11 +337,9 @@ class SlurmProvisioner(KernelProvisionerBase):
         target = scancel_target(str(self.job_id), self.step_id, bool(self.jobid))
         step_over = self._srun is not None and self._srun.poll() is not None
         if target is not None and not step_over:
-            answer = await _off_loop(launch.scancel, target)
-            # a kernel that shut itself down took its job along: nothing to cancel
-            if not answer.ok and not any(gone in answer.stderr for gone in ALREADY_GONE):
-                self.log.warning("hpc_magics kernel: scancel %s: %s", target,
-                                 answer.first_error_line())
+            failed = await _off_loop(launch.scancel, target)
+            if failed:
+                self.log.warning("hpc_magics kernel: scancel %s: %s", target, failed)
         if self._srun is not None:
             self._srun.terminate()  # srun ends the step it started
             try:
@@ -355,7 +348,7 @@ class SlurmProvisioner(KernelProvisionerBase):
                 self._srun.kill()
         self._ended = -signal.SIGTERM
         await self._close_tunnel()
-        await _off_loop(self._queue().invalidate)
+        await _off_loop(self.queue.invalidate)
         if self.folder is not None:
             # kernel_over: for a step, squeue's state is the allocation's (still running)
             self.folder.update_meta(state="CANCELLED", state_source="kernel shutdown",

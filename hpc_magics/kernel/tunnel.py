@@ -28,8 +28,7 @@ from ..core.errors import InvalidRequest, SubmissionError
 from ..core.profiles import ClusterProfile
 from ..scheduler import commands
 
-TUNNELS = {"tcp": "connect to the node's address directly (the default)",
-           "ssh": "forward the kernel's ports through `ssh NODE` (nodes' ports closed)"}
+TUNNELS = ("tcp", "ssh")  # the node's address directly; the ports forwarded through ssh
 PORT_NAMES = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 LOCAL_ADDRESS = "127.0.0.1"  # the forwarded ports are this user's machine's only
 READY_WITHIN_S = 30.0  # connect, authenticate, bind the forwards

@@ -1,6 +1,6 @@
 """The jupyter_server extension: the server's own Slurm job, stopping it, idle auto-stop.
 
-Importing this package is cheap; tornado and jupyter_server load in ``app``.
+Importing this package is cheap; tornado and jupyter_server load in ``handlers``.
 """
 
 from __future__ import annotations
@@ -9,6 +9,6 @@ from typing import Any
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
-    from .app import load
+    from .handlers import load
 
     load(serverapp)

@@ -2,27 +2,21 @@
 
 Slurm knows it where the site sets ``GrpTRESMins`` on the account (``sshare``: limit and
 usage in one answer); a profile may name the site's own ``balance_command`` instead (its
-first line is shown as it is). One question per ``refresh_s`` (10 minutes by default) in a
-worker thread, whatever the number of tabs; requests get the last answer at once.
+first line is shown as it is). Asked through the server's ``AskedRarely`` (``extension.py``):
+one question per ``allocation_refresh_minutes`` (10 by default), whatever the number of tabs.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import HpcMagicsError
 from ..core.profiles import load_profile
 from ..scheduler import commands
 from ..scheduler.allocation import Allocation, ask_sshare
 from ..scheduler.limits import default_account
 
 ACCOUNT_VARIABLES = ("SBATCH_ACCOUNT", "SLURM_ACCOUNT", "SALLOC_ACCOUNT")
-FIRST_ANSWER_WAIT_S = 0.5
 
 
 def chosen_account(configured: str, environ: dict[str, str] | None = None) -> str | None:
@@ -65,34 +59,3 @@ def read_allocation(account: str | None, profile: str, low_fraction: float,
         return None
     found = ask_sshare(account, timeout_s)
     return None if found is None else allocation_json(found, low_fraction)
-
-
-@dataclass
-class AllocationWatch:
-    """The last answer, and at most one question at a time, no more often than ``refresh_s``."""
-
-    read: Callable[[], dict[str, Any] | None]
-    refresh_s: float = 600.0
-    log: Any = None
-    answer: dict[str, Any] | None = None
-    asked_at: float = field(default=-1e18)
-    _asking: asyncio.Future[dict[str, Any] | None] | None = None
-
-    async def current(self) -> dict[str, Any] | None:
-        if time.time() - self.asked_at >= self.refresh_s and \
-                (self._asking is None or self._asking.done()):
-            self.asked_at = time.time()
-            self._asking = asyncio.get_running_loop().run_in_executor(None, self._read)
-            try:  # the first answer is worth half a second; later ones arrive by themselves
-                await asyncio.wait_for(asyncio.shield(self._asking), FIRST_ANSWER_WAIT_S)
-            except asyncio.TimeoutError:
-                pass
-        return self.answer
-
-    def _read(self) -> dict[str, Any] | None:
-        try:
-            self.answer = self.read()
-        except HpcMagicsError as error:  # keep the last answer; say why in the server log
-            if self.log is not None:
-                self.log.warning("hpc_magics: reading the allocation failed: %s", error)
-        return self.answer

@@ -26,7 +26,7 @@ import psutil
 
 from ..core.errors import HpcMagicsError
 from ..node.kernel import KERNEL_TARGET_ENV
-from ..scheduler import commands, processes
+from ..scheduler import processes
 from ..scheduler.own_job import own_job, own_job_id
 from ..scheduler.server_status import ServerStatus, server_status
 from ..widgets.server_view import STOP_JOB, STOP_KERNEL, STOP_NOTHING, STOP_SERVER, STOP_STEP
@@ -56,13 +56,10 @@ def running_servers() -> list[dict[str, Any]]:
     return servers
 
 
-def find_own_server(servers: Iterable[Mapping[str, Any]] | None = None,
-                    pid: int | None = None) -> Mapping[str, Any] | None:
-    """The running server whose process is an ancestor of ``pid`` (this kernel)."""
-    if servers is None:
-        servers = running_servers()
+def find_own_server(servers: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The running server whose process is an ancestor of this kernel."""
     try:
-        lineage = {parent.pid for parent in psutil.Process(pid).parents()}
+        lineage = {parent.pid for parent in psutil.Process().parents()}
     except psutil.Error:  # gone already
         return None
     return next((info for info in servers if info.get("pid") in lineage), None)
@@ -116,7 +113,7 @@ class ServerControl:
 
     @classmethod
     def discover(cls) -> ServerControl:
-        info = find_own_server()
+        info = find_own_server(running_servers())
         if info is not None:
             connection = ServerConnection.from_info(info)
             try:
@@ -171,12 +168,14 @@ class ServerControl:
         if target == STOP_NOTHING:
             raise HpcMagicsError("no Jupyter server runs this kernel and it is not a Slurm "
                                  "kernel: stop the server from where you started it")
+        from ..kernel.launch import scancel
+
         cancel = self.kernel_target or own_job_id()
         assert cancel is not None
         # the answer may never be seen: the kernel saying it ends with what it cancels
-        result = commands.run(["scancel", cancel], timeout=30)
-        if not result.ok:
-            raise HpcMagicsError(f"scancel {cancel} failed: {result.first_error_line()}")
+        failed = scancel(cancel)
+        if failed:
+            raise HpcMagicsError(f"scancel {cancel} failed: {failed}")
         if target == STOP_STEP:
             job = cancel.split(".")[0]
             return (f"This kernel's step {cancel} is being cancelled; your allocation {job} "

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.jobs import JobSnapshot, phase
+from ..core.jobs import JobSnapshot
 from ..jobfolder.folder import JobFolder, own_job_folder
 from ..scheduler import job_index
 from ..scheduler.accounting import base_of
@@ -56,49 +56,33 @@ class TrackedJob:
         return self.status.final
 
 
-@dataclass(frozen=True)
-class EndEvent:
-    seq: int
-    job_id: str
-    name: str
-    state: str
-    folder: str | None  # relative to the server's root (for the file browser), or None
-    from_this_server: bool
-    at: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "job_id": self.job_id, "name": self.name,
-                "state": self.state, "phase": phase(self.state), "folder": self.folder,
-                "from_this_server": self.from_this_server, "at": self.at}
-
-
 @dataclass
 class JobTracker:
     watcher: Watcher
     server_id: str
     own_job_id: str | None
     root_dir: Path
-    registry_base: Path | None = None  # the runtime dir; None: the default
     keep_ended_s: float = 3600.0  # ended jobs stay listed this long
     started_at: float = field(default_factory=time.time)
     # cycles one at a time (they ask the scheduler, slowly); _lock only guards the data
     _cycle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _jobs: dict[str, TrackedJob] = field(default_factory=dict, repr=False)
-    _events: deque[EndEvent] = field(default_factory=lambda: deque(maxlen=MAX_EVENTS),
-                                     repr=False)
+    # (sequence number, the job as it was seen ending)
+    _events: deque[tuple[int, TrackedJob]] = field(
+        default_factory=lambda: deque(maxlen=MAX_EVENTS), repr=False)
     _seq: int = 0
     error: str | None = None
     updated: float | None = None
 
     # ------------------------------------------------------------------ reading
-    def events_since(self, since: int | None) -> tuple[list[EndEvent], int]:
+    def events_since(self, since: int | None) -> tuple[list[tuple[int, TrackedJob]], int]:
         """The events after ``since`` and the last number, read together (``since``
         ``None``: no events, only where the list is)."""
         with self._lock:
             if since is None:
                 return [], self._seq
-            return [e for e in self._events if e.seq > since], self._seq
+            return [(seq, job) for seq, job in self._events if seq > since], self._seq
 
     def jobs(self, keep_ended_s: float | None = None) -> list[TrackedJob]:
         """Live jobs, and those that ended within ``keep_ended_s`` (the list's), newest
@@ -109,13 +93,6 @@ class JobTracker:
             shown = [j for j in self._jobs.values() if not j.final or math.isinf(keep) or (
                 j.ended_at is not None and now - j.ended_at < keep)]
         return sorted(shown, key=lambda j: -(j.submitted_at or 0.0))
-
-    def _in_root(self, folder: Path) -> str | None:
-        """The job folder relative to the server's root, for the file browser."""
-        try:
-            return folder.resolve().relative_to(self.root_dir.resolve()).as_posix()
-        except (ValueError, OSError):
-            return None
 
     # ------------------------------------------------------------------ the cycle
     def cycle(self, max_age_s: float | None = None) -> None:
@@ -128,7 +105,7 @@ class JobTracker:
 
             # jobs submitted through hpc_magics, from any kernel: their folders decide too
             folders: list[tuple[job_index.Entry, JobFolder]] = []
-            for entry in job_index.entries(self.registry_base):
+            for entry in job_index.entries():
                 if entry.cluster not in (None, UNKNOWN_CLUSTER, cluster) and \
                         cluster != UNKNOWN_CLUSTER:
                     continue
@@ -174,7 +151,7 @@ class JobTracker:
                     entry.job_id, entry.name or (queued.name if queued else ""),
                     polled[folder.path], queued, folder.path, entry.submitted_at,
                     entry.server_id == self.server_id, entry.server_id,
-                    folder_in_root=self._in_root(folder.path),
+                    folder_in_root=in_root(folder.path, self.root_dir),
                     kind=str(meta.get("kind") or ""), request=meta.get("request"),
                     allocation=bool(meta.get("allocation")),
                     step_id=str(meta.get("step_id") or ""),
@@ -219,8 +196,7 @@ class JobTracker:
         self._jobs[key] = job
         if ended:
             self._seq += 1
-            self._events.append(EndEvent(self._seq, job.job_id, job.name, job.status.state,
-                                         job.folder_in_root, job.from_this_server, now))
+            self._events.append((self._seq, job))
 
 
 def _folder_key(entry: job_index.Entry) -> str:
@@ -234,3 +210,14 @@ def _is_own_folder(folder: JobFolder, job_id: str) -> bool:
     """The index entry still names a folder of ours holding that job (not moved/reused)."""
     return own_job_folder(folder.path) is not None and \
         str(folder.meta().get("job_id", "")) == job_id
+
+
+def in_root(path: Path | str, root: Path) -> str | None:
+    """``path`` (relative: to the root) relative to the server's root, as the file browser
+    and the contents manager name it (jupyter_server gives a kernel its notebook's absolute
+    path); None outside the root."""
+    path = root / path  # an absolute path stays as it is
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return None

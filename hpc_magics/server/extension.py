@@ -8,10 +8,14 @@ Configure it like any Jupyter class, e.g. in ``jupyter_server_config.py``::
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import os
 import secrets
 import socket
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,7 @@ from traitlets import Float, List, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from ..core.errors import HpcMagicsError
-from ..scheduler import commands, job_index
+from ..scheduler import job_index
 from ..scheduler.own_job import (
     OwnJob,
     own_job,
@@ -32,10 +36,45 @@ from ..scheduler.queue import ANSWER_WITHIN_S, POLL_INTERVAL_ENV, JobQueue, poll
 from ..scheduler.server_status import ServerStatus, server_status
 from ..scheduler.watcher import Watcher
 from . import idle, kernel_jobs, notebook_outputs
-from .allocation_view import AllocationWatch, chosen_account, read_allocation
+from .allocation_view import chosen_account, read_allocation
 from .events import JobTracker, TrackedJob
 
 SETTINGS_KEY = "hpc_magics"
+FIRST_ANSWER_WAIT_S = 0.5  # the allocation: worth half a second, later answers come by themselves
+
+
+@dataclass
+class AskedRarely:
+    """A slow question (a scheduler command) for the status bar, asked in a worker thread:
+    one at a time and no more often than ``refresh_s``, however many tabs ask. A request
+    waits ``wait_s`` at most for the answer being asked, else gets the last one (None
+    before the first): a silent scheduler never keeps a page waiting."""
+
+    read: Callable[[], Any]
+    refresh_s: float
+    wait_s: float
+    log: Any
+    answer: Any = None
+    asked_at: float = -math.inf
+    _asking: asyncio.Future[Any] | None = None
+
+    async def current(self) -> Any:
+        if (self._asking is None or self._asking.done()) and \
+                time.time() - self.asked_at >= self.refresh_s:
+            self.asked_at = time.time()
+            self._asking = asyncio.get_running_loop().run_in_executor(None, self._read)
+        if self._asking is not None and not self._asking.done():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._asking), self.wait_s)
+        return self.answer
+
+    def _read(self) -> None:
+        try:  # set here, in the worker: a request sees it once the thread is done
+            self.answer = self.read()
+        except Exception as error:  # keep the last answer; say why in the server log
+            self.log.warning("hpc_magics: asking the scheduler failed: %s", error)
+
+
 class HpcMagicsServer(LoggingConfigurable):
     """Settings of the hpc_magics server extension (``c.HpcMagicsServer.<name>``)."""
 
@@ -128,13 +167,13 @@ class ServerState:
         self._events_callback: PeriodicCallback | None = None
         self.last_user_activity = time.time()
         self.stopping = False
-        self._own_job: OwnJob | None = None
-        self._own_job_read_at = 0.0
-        self._own_job_asking: asyncio.Future[OwnJob | None] | None = None
-        self._own_job_taken_from: asyncio.Future[OwnJob | None] | None = None
         self._idle_callback: PeriodicCallback | None = None
-        self.allocation = AllocationWatch(self._read_allocation,
-                                          config.allocation_refresh_minutes * 60.0, config.log)
+        timeout = config.scheduler_timeout_s
+        self.own_job_asked = AskedRarely(lambda: own_job(timeout_s=timeout),
+                                         config.own_job_refresh_s, ANSWER_WITHIN_S, config.log)
+        self.allocation = AskedRarely(self._read_allocation,
+                                      config.allocation_refresh_minutes * 60.0,
+                                      FIRST_ANSWER_WAIT_S, config.log)
 
     def _read_allocation(self) -> dict[str, Any] | None:
         config = self.config
@@ -150,40 +189,16 @@ class ServerState:
         told = own_job_from_environment()
         if told is None or told_everything(told):
             return told, False
-        asking = self._own_job_asking
-        if asking is not None and asking.done() and asking is not self._own_job_taken_from:
-            # done, its callback not run yet: another request must not ask again
-            self._own_job_answered(asking)
-        if self._own_job is None or time.time() - self._own_job_read_at > \
-                self.config.own_job_refresh_s:
-            # many tabs asking at once: one scheduler query, which they all wait for
-            if self._own_job_asking is None or self._own_job_asking.done():
-                loop = asyncio.get_running_loop()
-                timeout = self.config.scheduler_timeout_s
-                self._own_job_asking = loop.run_in_executor(
-                    None, lambda: own_job(timeout_s=timeout))
-                self._own_job_asking.add_done_callback(self._own_job_answered)
-            try:  # a silent scheduler: answer from what we know while it keeps asking
-                await asyncio.wait_for(asyncio.shield(self._own_job_asking), ANSWER_WITHIN_S)
-            except asyncio.TimeoutError:
-                pass
-        return (told, True) if self._own_job is None else (self._own_job, False)
-
-    def _own_job_answered(self, asking: asyncio.Future[OwnJob | None]) -> None:
-        if asking is self._own_job_taken_from:
-            return
-        self._own_job_taken_from = asking
-        if not asking.cancelled() and asking.exception() is None:
-            self._own_job = asking.result()
-            self._own_job_read_at = time.time()
+        asked = await self.own_job_asked.current()
+        return (told, True) if asked is None else (asked, False)
 
     async def status(self) -> ServerStatus:
         job, pending = await self.own_job()
-        idle_on = self.config.idle_seconds > 0
+        stop_at = self.idle_stop_at()
         return server_status(
             job, time.time(),
-            idle_stop_minutes=round(self.config.idle_seconds / 60.0, 3) if idle_on else None,
-            idle_stop_at=self.idle_stop_at() if idle_on else None,
+            idle_stop_minutes=None if stop_at is None else round(self.config.idle_seconds / 60, 3),
+            idle_stop_at=stop_at,
             idle_warning_minutes=self.config.idle_warning_minutes,
             warn_minutes=tuple(int(m) for m in self.config.warn_minutes), pending=pending,
         )
@@ -221,15 +236,10 @@ class ServerState:
         """Kernel jobs a killed server left running: a restarted server does not take them
         over (jupyter_server keeps no kernels across restarts), so say, once, how to reach
         them again or cancel them (one squeue, only if some owner is gone)."""
-        from ..kernel.orphans import describe, left_behind
+        from ..kernel.orphans import offer_left_behind
 
-        try:
-            found = await asyncio.get_running_loop().run_in_executor(None, left_behind)
-        except HpcMagicsError as exc:
-            self.config.log.info("hpc_magics: no look at kernel jobs left behind: %s", exc)
-            return
-        if found:
-            self.config.log.warning("%s", describe(found, "hpc-magics kernel cleanup"))
+        await asyncio.get_running_loop().run_in_executor(
+            None, offer_left_behind, "hpc-magics kernel cleanup", self.config.log.warning)
 
     def kernel_jobs(self) -> list[TrackedJob]:
         """The live kernel jobs started from this server (the last cycle's)."""
@@ -240,13 +250,13 @@ class ServerState:
     def note_user_activity(self) -> None:
         self.last_user_activity = time.time()
 
-    def idle_stop_at(self) -> float:
-        return idle.idle_stop_at(
-            last_user_activity=self.last_user_activity,
-            kernels=idle.server_kernels(self.serverapp),
-            other_activity=idle.other_activity(self.serverapp),
-            idle_seconds=self.config.idle_seconds, now=time.time(),
-        )
+    def idle_stop_at(self) -> float | None:
+        """Epoch second at which the server counts as idle for ``idle_seconds`` (None: no
+        idle auto-stop)."""
+        if self.config.idle_seconds <= 0:
+            return None
+        return idle.last_activity(self.serverapp, self.last_user_activity, time.time()) + \
+            self.config.idle_seconds
 
     def start_idle_watch(self) -> None:
         if self.config.idle_seconds <= 0:
@@ -258,7 +268,8 @@ class ServerState:
                              self.config.idle_seconds)
 
     def _check_idle(self) -> None:
-        if self.stopping or time.time() < self.idle_stop_at():
+        stop_at = self.idle_stop_at()
+        if self.stopping or stop_at is None or time.time() < stop_at:
             return
         kernels = kernel_jobs.describe(self.kernel_jobs())
         self.config.log.warning("hpc_magics: no activity for %.0f s, stopping the server%s%s",
@@ -271,13 +282,11 @@ class ServerState:
 
     async def _end_kernel_jobs(self, jobs: list[TrackedJob]) -> None:
         """Kernel jobs whose kernels did not take them along (a kernel its manager lost,
-        one whose shutdown failed): scancel, only the user's own."""
-        if not jobs:
-            return
-        loop = asyncio.get_running_loop()
-        watcher = self.watcher
-        await loop.run_in_executor(None, self.watcher.queue.invalidate)
-        said = await loop.run_in_executor(None, kernel_jobs.cancel_all, watcher, jobs)
+        one whose shutdown failed): scancel, only the kernel's job or step."""
+        from ..kernel.orphans import cancel
+
+        said = await asyncio.get_running_loop().run_in_executor(
+            None, cancel, kernel_jobs.left_behind(jobs), "server stopped")
         for line in said:
             self.config.log.info("hpc_magics: %s", line)
 
@@ -304,16 +313,15 @@ class ServerState:
             log.warning("hpc_magics: cleanup before stopping failed: %s", exc)
         await self._end_kernel_jobs(kernel_jobs_before)
         if self.job_id is not None:
-            job_id, timeout = self.job_id, self.config.scheduler_timeout_s
-            loop = asyncio.get_running_loop()
+            from ..kernel.launch import scancel
+
             try:
-                result = await loop.run_in_executor(
-                    None, lambda: commands.run(["scancel", job_id], timeout=timeout))
-                if not result.ok:
-                    log.warning("hpc_magics: scancel %s failed: %s", job_id,
-                                result.first_error_line())
+                failed = await asyncio.get_running_loop().run_in_executor(
+                    None, scancel, self.job_id, None, self.config.scheduler_timeout_s)
             except HpcMagicsError as exc:
-                log.warning("hpc_magics: scancel %s failed: %s", job_id, exc)
+                failed = str(exc)
+            if failed:
+                log.warning("hpc_magics: scancel %s failed: %s", self.job_id, failed)
         http_server = getattr(app, "http_server", None)
         if http_server is not None:
             http_server.stop()

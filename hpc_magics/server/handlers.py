@@ -6,6 +6,8 @@ looking is ``read``, keeping the server alive ``write``, stopping it and cancell
 ``execute`` (the stop also needs jupyter_server's own ``write`` on ``server``, what its
 ``/api/shutdown`` asks). Tests enumerate the routes and fail on one that is not both.
 Polling GETs set ``_track_activity = False`` so they never keep an idle server alive.
+``load`` installs them, the state they read (``extension.py``) and the request hook that
+counts activity into a ``ServerApp``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from tornado.ioloop import IOLoop
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import parse_job_id
+from . import idle
 from .events import TrackedJob
-from .extension import SETTINGS_KEY, ServerState
+from .extension import SETTINGS_KEY, HpcMagicsServer, ServerState
 from .kernel_jobs import kernel_job_json
 
 PREFIX = "hpc-magics"
@@ -81,8 +84,7 @@ class KeepAliveHandler(HpcMagicsHandler):
     async def post(self) -> None:
         state = self.state
         state.note_user_activity()
-        idle_on = state.config.idle_seconds > 0
-        self.write_json({"idle_stop_at": state.idle_stop_at() if idle_on else None})
+        self.write_json({"idle_stop_at": state.idle_stop_at()})
 
 
 def job_json(job: TrackedJob, state: ServerState) -> dict[str, Any]:
@@ -109,11 +111,11 @@ def job_json(job: TrackedJob, state: ServerState) -> dict[str, Any]:
 LIST_WAIT_S = 0.6
 
 
-async def fresh_enough(state: ServerState) -> str | None:
-    """One cycle (cheap while the queue view is fresh), waited for briefly; why the list is
-    not fresh, or None."""
+async def fresh_enough(state: ServerState, wait_s: float = LIST_WAIT_S) -> str | None:
+    """One cycle (cheap while the queue view is fresh), waited for ``wait_s`` at most; why
+    the list is not fresh, or None."""
     try:  # never keep the page waiting on a silent scheduler: the cycle goes on alone
-        await asyncio.wait_for(state.refresh_jobs(), timeout=LIST_WAIT_S)
+        await asyncio.wait_for(state.refresh_jobs(), timeout=wait_s)
     except asyncio.TimeoutError:
         return "the scheduler is slow to answer: this is the last list, retrying"
     except Exception as exc:  # the last list still helps; say why it is not fresh
@@ -166,7 +168,9 @@ class JobEventsHandler(HpcMagicsHandler):
                                      "'last' of the previous answer") from None
         events, last = tracker.events_since(since)
         self.write_json({
-            "events": [event.to_json() for event in events], "last": last,
+            # each as the job list shows it, with its number and when it ended
+            "events": [{**job_json(job, state), "seq": seq, "at": job.ended_at}
+                       for seq, job in events], "last": last,
             "server_id": state.server_id,
             "interval_s": state.config.events_interval_s, "now": time.time(),
         })
@@ -192,12 +196,9 @@ class JobCancelHandler(HpcMagicsHandler):
         except HpcMagicsError as exc:
             raise web.HTTPError(502, str(exc)) from None
         # the list (which GET /jobs serves while a cycle is slow) shows the cancel before
-        # this answers: one cycle now, after any cycle begun before the scancel
-        try:
-            await asyncio.wait_for(state.refresh_jobs(),
-                                   timeout=state.config.scheduler_timeout_s)
-        except Exception as exc:  # cancelled all the same; the next cycle shows it
-            state.config.log.warning("hpc_magics: looking at jobs after a cancel: %s", exc)
+        # this answers: one cycle now, after any cycle begun before the scancel (cancelled
+        # all the same when it fails: the next cycle shows it)
+        await fresh_enough(state, state.config.scheduler_timeout_s)
         self.write_json({"cancelled": job_id})
 
 
@@ -214,3 +215,34 @@ def route_table(base_url: str) -> list[tuple[str, type[HpcMagicsHandler]]]:
         (route("kernels"), KernelJobsHandler),
         (route(f"jobs/({JOB_ID_PATTERN})/cancel"), JobCancelHandler),
     ]
+
+
+def _observe_requests(state: ServerState, web_app: Any) -> None:
+    """Count a person's requests as activity by wrapping tornado's per-request log hook."""
+    original = web_app.settings.get("log_function")
+
+    def log_and_observe(handler: Any) -> None:
+        if idle.counts_as_activity(handler):
+            state.note_user_activity()
+        if original is not None:
+            original(handler)
+        else:
+            type(web_app).log_request(web_app, handler)
+
+    web_app.settings["log_function"] = log_and_observe
+
+
+def load(serverapp: Any) -> ServerState:
+    """Install handlers and the idle watcher into a jupyter_server ``ServerApp``."""
+    config = HpcMagicsServer(parent=serverapp)
+    state = ServerState(serverapp, config)
+    web_app = serverapp.web_app
+    web_app.settings[SETTINGS_KEY] = state
+    web_app.add_handlers(".*$", route_table(web_app.settings["base_url"]))
+    _observe_requests(state, web_app)
+    IOLoop.current().add_callback(state.start_idle_watch)
+    IOLoop.current().add_callback(state.start_job_events)
+    IOLoop.current().add_callback(state.say_left_behind)
+    serverapp.log.info("hpc_magics: server extension loaded (%s)",
+                       f"Slurm job {state.job_id}" if state.job_id else "not in a Slurm job")
+    return state

@@ -10,31 +10,9 @@ server.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 PASSIVE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-@dataclass(frozen=True)
-class KernelActivity:
-    execution_state: str
-    last_activity: float | None
-
-
-def idle_stop_at(*, last_user_activity: float, kernels: Iterable[KernelActivity],
-                 other_activity: Iterable[float], idle_seconds: float, now: float) -> float:
-    """Epoch second at which the server counts as idle for ``idle_seconds``."""
-    latest = last_user_activity
-    for kernel in kernels:
-        if kernel.execution_state == "busy":
-            latest = max(latest, now)
-        elif kernel.last_activity is not None:
-            latest = max(latest, kernel.last_activity)
-    for moment in other_activity:
-        latest = max(latest, moment)
-    return latest + idle_seconds
 
 
 # Requests a browser tab makes on its own, with nobody at the keyboard: JupyterLab saves
@@ -62,30 +40,19 @@ def _epoch(value: Any) -> float | None:
     return None
 
 
-def server_kernels(serverapp: Any) -> list[KernelActivity]:
-    """Execution state and last activity of every kernel the server runs."""
+def last_activity(serverapp: Any, last_user_activity: float, now: float) -> float:
+    """The latest activity: a person's last request, ``now`` while a kernel is busy (a long
+    cell may print nothing), the kernel, terminal and extension activity the server records
+    (``last_kernel_activity``, the ``*_last_activity`` settings, as jupyter_server's own
+    ``last_activity`` reads them). ``api_last_activity`` is left out: every polling GET
+    updates it."""
     manager = serverapp.kernel_manager
-    found = []
-    for kernel_id in list(manager.list_kernel_ids()):
-        try:
-            kernel = manager.get_kernel(kernel_id)
-        except KeyError:
-            continue
-        found.append(KernelActivity(
-            execution_state=str(getattr(kernel, "execution_state", "unknown")),
-            last_activity=_epoch(getattr(kernel, "last_activity", None)),
-        ))
-    return found
-
-
-def other_activity(serverapp: Any) -> list[float]:
-    """Terminal and extension activity the server records (``*_last_activity`` settings).
-
-    ``api_last_activity`` is left out: every polling GET updates it.
-    """
+    if any(getattr(manager.get_kernel(kernel_id), "execution_state", "") == "busy"
+           for kernel_id in manager.list_kernel_ids()):
+        return now
     settings = serverapp.web_app.settings
-    moments = [_epoch(v) for k, v in settings.items()
+    moments = [v for k, v in settings.items()
                if k.endswith("_last_activity") and k != "api_last_activity"]
-    moments += [_epoch(v) for v in settings.get("last_activity_times", {}).values()]
-    moments.append(_epoch(getattr(serverapp.kernel_manager, "last_kernel_activity", None)))
-    return [m for m in moments if m is not None]
+    moments += [*settings.get("last_activity_times", {}).values(),
+                getattr(manager, "last_kernel_activity", None)]
+    return max([last_user_activity, *filter(None, map(_epoch, moments))])

@@ -3,10 +3,10 @@
 A kernel job is one the ``hpc-magics-slurm`` provisioner submitted (its job folder says
 ``kind: kernel``) from this server. They come from the tracker's
 last cycle (one squeue per interval for the user, whatever the number of jobs or tabs);
-nothing here asks the scheduler, except the cancel at a stop, through the watcher, which
-cancels only jobs squeue lists as the user's. A kernel attached to the user's own
-allocation (``--jobid``) is listed, marked so, and at a stop only its step is cancelled:
-never the allocation, which hpc_magics did not create.
+nothing here asks the scheduler; at a stop, the kernel jobs whose kernels did not take them
+along are cancelled as ``hpc-magics kernel cleanup`` cancels them (``kernel/orphans.py``).
+A kernel attached to the user's own allocation (``--jobid``) is listed, marked so, and at a
+stop only its step is cancelled: never the allocation, which hpc_magics did not create.
 """
 
 from __future__ import annotations
@@ -16,13 +16,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..core.cost import cost_so_far
-from ..core.errors import HpcMagicsError
 from ..core.jobs import plain_reason
-from ..scheduler import commands
-from ..scheduler.watcher import Watcher
+from ..kernel.orphans import LeftBehind
+from ..node.kernel import scancel_target
 from .events import TrackedJob
-
-CANCEL_TIMEOUT_S = 30
 
 
 def is_kernel_job(job: TrackedJob) -> bool:
@@ -75,9 +72,7 @@ def kernel_job_json(job: TrackedJob, now: float | None = None) -> dict[str, Any]
 def cancel_target(job: TrackedJob) -> str | None:
     """What a stop cancels: the kernel's job, or in the user's allocation only its step
     (None before the step started: nothing of the kernel's runs)."""
-    if not job.allocation:
-        return job.job_id
-    return f"{job.job_id}.{job.step_id}" if job.step_id else None
+    return scancel_target(job.job_id, job.step_id, job.allocation)
 
 
 def describe(jobs: Iterable[TrackedJob]) -> str:
@@ -91,30 +86,8 @@ def where(job: TrackedJob) -> str:
     return f"job {job.job_id}"
 
 
-def cancel_all(watcher: Watcher, jobs: Iterable[TrackedJob]) -> list[str]:
-    """scancel each job squeue still lists as the user's; the lines to log. A kernel whose
-    manager shut it down already took its job along: "not one of your jobs" is no error."""
-    said = []
-    for job in jobs:
-        if job.allocation:
-            said.append(cancel_step(job))
-            continue
-        try:
-            watcher.cancel(job.job_id)
-            said.append(f"cancelled kernel job {job.job_id}")
-        except LookupError:
-            said.append(f"kernel job {job.job_id} had ended already")
-        except HpcMagicsError as error:
-            said.append(f"could not cancel kernel job {job.job_id}: {error}")
-    return said
-
-
-def cancel_step(job: TrackedJob) -> str:
-    """A kernel in the user's allocation: scancel its step alone; the allocation runs on."""
-    target = cancel_target(job)
-    if target is None:
-        return f"kernel in your allocation {job.job_id} never started: allocation left running"
-    answer = commands.run(["scancel", target], timeout=CANCEL_TIMEOUT_S)
-    if answer.ok or "Invalid job id" in answer.stderr:  # the kernel took its step along
-        return f"ended kernel step {target}; your allocation {job.job_id} left running"
-    return f"could not cancel kernel step {target}: {answer.first_error_line()}"
+def left_behind(jobs: Iterable[TrackedJob]) -> list[LeftBehind]:
+    """The kernel jobs to cancel at a stop, as ``orphans.cancel`` takes them (a kernel whose
+    step in the user's allocation never started: nothing of it runs, nothing to cancel)."""
+    return [LeftBehind(job.job_id, job.step_id, job.name, job.folder, job.allocation)
+            for job in jobs if job.folder is not None and cancel_target(job) is not None]

@@ -16,8 +16,6 @@ import math
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +25,12 @@ from ..core.jobs import SUCCESS_STATES, normalize_state
 from ..core.sent_from import SentFrom, source_hash
 from ..jobfolder.files import OUTCOME_FILE, write_atomically
 from ..jobfolder.folder import JobFolder
-from .events import JobTracker, TrackedJob
+from .events import JobTracker, TrackedJob, in_root
 
 NOTE_FILE = "notebook-outputs.json"
 SETTLED: set[Path] = set()  # job folders written, refused, or not sent from a cell
 FIRST_SEEN_OVER: dict[Path, float] = {}  # an adopted job with no outcome: when first seen
 SLURM_SERVER = "slurm-job-"  # a server in a Slurm job is known by it (extension.py)
-
-
-def api_path(notebook: str, root: Path) -> str | None:
-    """The notebook's path relative to the server's root (jupyter_server gives a kernel its
-    absolute path), or None outside the root."""
-    path = Path(notebook)
-    if not path.is_absolute():
-        path = root / path
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return None
 
 
 def waiting(job: TrackedJob, folder: JobFolder, now: float, ended_at: float) -> bool:
@@ -141,19 +127,17 @@ async def write_outputs(serverapp: Any, tracker: JobTracker, log: Any) -> None:
             continue
         sent = SentFrom.from_meta(folder.meta())
         if sent is None or await settle(serverapp, root, log, sent, job, folder,
-                                        partial(rendered, tracker.watcher, job, folder, ended_at)):
+                                        tracker.watcher, ended_at):
             SETTLED.add(job.folder)  # (None: not sent from a notebook's cell: a script)
 
 
 async def settle(serverapp: Any, root: Path, log: Any, sent: SentFrom, job: TrackedJob,
-                 folder: JobFolder,
-                 render: Callable[[], tuple[list[dict[str, Any]], dict[str, Any]] | None]
-                 ) -> bool:
-    """Write what ``render`` shows into the cell ``sent`` names once nobody has its notebook
-    open, and say what was done in the job folder's note; False: not yet (a tab open, a
-    sweep's task still running), to be looked at again."""
+                 folder: JobFolder, watcher: Any, ended_at: float) -> bool:
+    """Write what a fetch shows (``rendered``) into the cell ``sent`` names once nobody has
+    its notebook open, and say what was done in the job folder's note; False: not yet (a tab
+    open, a sweep's task still running), to be looked at again."""
     loop = asyncio.get_running_loop()
-    path = api_path(sent.notebook, root)
+    path = in_root(sent.notebook, root)
     if path is None and not job.from_this_server:
         return True  # left for a server whose root holds its notebook
     if path is not None and await someone_looking(serverapp, sent, path):
@@ -162,7 +146,7 @@ async def settle(serverapp: Any, root: Path, log: Any, sent: SentFrom, job: Trac
         said: str | None = "the notebook is not under this server's root"
     else:
         try:
-            shown = await loop.run_in_executor(None, render)
+            shown = await loop.run_in_executor(None, rendered, watcher, job, folder, ended_at)
             if shown is None:
                 return False  # a sweep with tasks still running (a retry): a later look
             said = await _write(serverapp, path, sent, *shown)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,7 +15,7 @@ from hpc_magics.scheduler.slurm_text import (
     slurm_duration,
     slurm_timestamp,
 )
-from hpc_magics.server.idle import KernelActivity, idle_stop_at
+from hpc_magics.server.idle import last_activity
 from hpc_magics.widgets.server_view import STOP_JOB, STOP_NOTHING, STOP_SERVER, server_view
 
 
@@ -92,14 +93,19 @@ def test_server_status_in_and_out_of_a_job() -> None:
     assert ended.seconds_left == 0 and ended.node_hours_used is None
 
 
-def test_idle_stop_at_counts_busy_kernels_and_the_latest_activity() -> None:
+def test_last_activity_counts_busy_kernels_and_the_latest_activity() -> None:
     now = 10_000.0
-    quiet = [KernelActivity("idle", 9_000.0), KernelActivity("idle", None)]
-    assert idle_stop_at(last_user_activity=8_000, kernels=quiet, other_activity=[8_500],
-                        idle_seconds=600, now=now) == 9_600
-    busy = [*quiet, KernelActivity("busy", 1.0)]
-    assert idle_stop_at(last_user_activity=8_000, kernels=busy, other_activity=[],
-                        idle_seconds=600, now=now) == now + 600
+    kernels = {"a": SimpleNamespace(execution_state="idle")}
+    manager = SimpleNamespace(list_kernel_ids=lambda: list(kernels), get_kernel=kernels.get,
+                              last_kernel_activity=dt.datetime.fromtimestamp(9_000.0))
+    settings = {"terminal_last_activity": 8_500.0, "api_last_activity": 9_900.0,
+                "last_activity_times": {"x": 7_000.0}}
+    app = SimpleNamespace(kernel_manager=manager, web_app=SimpleNamespace(settings=settings))
+    assert last_activity(app, 8_000, now) == 9_000  # polling GETs (api_...) left out
+    manager.last_kernel_activity = None
+    assert last_activity(app, 8_000, now) == 8_500
+    kernels["b"] = SimpleNamespace(execution_state="busy")
+    assert last_activity(app, 8_000, now) == now
 
 
 def test_server_view_counts_down_and_warns() -> None:

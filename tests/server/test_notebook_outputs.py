@@ -26,8 +26,8 @@ from hpc_magics.core.jobs import JobSnapshot
 from hpc_magics.core.sent_from import SentFrom, source_hash
 from hpc_magics.scheduler.job_status import JobStatus
 from hpc_magics.scheduler.queue import QueueView
-from hpc_magics.server.events import TrackedJob
-from hpc_magics.server.notebook_outputs import NOTE_FILE, adopted, api_path, place
+from hpc_magics.server.events import TrackedJob, in_root
+from hpc_magics.server.notebook_outputs import NOTE_FILE, adopted, place
 
 from .conftest import RunningServer, StartLocal, execute, squeue_state
 from .test_job_events import listed
@@ -313,10 +313,10 @@ def test_outputs_go_only_into_the_very_cell_that_sent_them_as_it_was_sent() -> N
 def test_a_notebook_outside_the_servers_root_has_no_path_there(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
-    assert api_path(str(root / "sub" / "nb.ipynb"), root) == "sub/nb.ipynb"
-    assert api_path("sub/nb.ipynb", root) == "sub/nb.ipynb"
-    assert api_path(str(tmp_path / "elsewhere.ipynb"), root) is None
-    assert api_path("../elsewhere.ipynb", root) is None
+    assert in_root(str(root / "sub" / "nb.ipynb"), root) == "sub/nb.ipynb"
+    assert in_root("sub/nb.ipynb", root) == "sub/nb.ipynb"
+    assert in_root(str(tmp_path / "elsewhere.ipynb"), root) is None
+    assert in_root("../elsewhere.ipynb", root) is None
 
 
 def test_a_job_is_taken_up_only_from_a_server_known_to_be_over() -> None:
