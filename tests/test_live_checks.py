@@ -119,6 +119,21 @@ def test_cli_check_live_on_this_cluster(tmp_path: Path,
     assert "(live)" in capsys.readouterr().out
 
 
+def test_cli_check_asks_by_the_rule_a_cell_is_asked_by(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """No --live/--no-live: the cluster is asked when the profile is this cluster's or any
+    cluster's (generic), as for a %%sbatch cell, and another cluster's profile says why not."""
+    job = tmp_path / "job.sh"
+    job.write_text("#!/bin/bash\n#SBATCH -p long -t 3-00:00:00\nhostname\n")
+    assert main(["check", "--profile", "generic", str(job)]) == 1  # long allows 2 days here
+    said = capsys.readouterr().out
+    assert "live: asked" in said and "(live)" in said
+    job.write_text("#!/bin/bash\n#SBATCH -p alvis -t 1:00:00 -A na2026-1-1\nhostname\n")
+    main(["check", "--profile", "alvis", str(job)])
+    said = capsys.readouterr().out
+    assert "live: asked" not in said and "not this cluster" in said
+
+
 def test_drafted_profile_loads_and_validates_a_job(tmp_path: Path) -> None:
     text = draft_profile("lab")
     profile = profile_from_mapping("drafted", tomllib.loads(text))

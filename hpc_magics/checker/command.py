@@ -28,7 +28,8 @@ def add_parser(subcommands: Any) -> None:
     live = parser.add_mutually_exclusive_group()
     live.add_argument("--live", action="store_true", default=None,
                       help="also ask the cluster (scontrol, sinfo, sacctmgr, sbatch "
-                           "--test-only); default: when the profile is this cluster's")
+                           "--test-only); default: when the profile is this cluster's or any "
+                           "cluster's (generic), as for a %%%%sbatch cell")
     live.add_argument("--no-live", dest="live", action="store_false",
                       help="only read the script: ask the cluster nothing")
     parser.set_defaults(run=run)

@@ -33,7 +33,7 @@ class BatchJob:
 
 def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = None,
                      source: Path | None = None) -> BatchJob:
-    """The request from ``metadata.hpc_magics.resources`` over the profile's defaults.
+    """The request from ``metadata.hpc_magics.resources``, checked against the profile.
 
     ``profile_name`` (``--profile``) wins over the profile named in the metadata.
     ``source``: the notebook file; its metadata's setup lines (shell, run as this user)
@@ -59,10 +59,7 @@ def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = Non
             "read them, or remove them")
     name = profile_name or (notebook_request.profile if notebook_request else DEFAULT_PROFILE)
     profile = load_profile(name)
-    request = updated(
-        ResourceRequest(profile=profile.name),
-        {FLAG_FIELDS.get(k, k).replace("-", "_"): v for k, v in profile.defaults.items()},
-    )
+    request = ResourceRequest(profile=profile.name)
     if notebook_request is not None:
         overrides = {
             field: value
@@ -72,7 +69,7 @@ def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = Non
         request = request.changed(**overrides)
         origin = f"the notebook's metadata (hpc_magics.resources) over profile {profile.name!r}"
     else:
-        origin = f"profile {profile.name!r} defaults"
+        origin = f"profile {profile.name!r}"
     return BatchJob(request, profile, origin)
 
 

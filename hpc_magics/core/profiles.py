@@ -9,6 +9,7 @@ only when no one but the user or root could have written it.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -59,7 +60,6 @@ class ClusterProfile:
     time_required: bool = False
     shebang: str = "#!/bin/bash"
     setup: tuple[str, ...] = ()
-    defaults: Mapping[str, str] = field(default_factory=dict)
     extra_directives: tuple[tuple[str, str], ...] = ()
     billing: str = "node"  # what a node-hour counts: "node" or "core"
     cluster_names: tuple[str, ...] = ()  # Slurm ClusterName values this profile describes
@@ -145,9 +145,21 @@ _SPECIAL: dict[str, tuple[str, Any, Callable[[Any], Any]]] = {
 }
 
 
+def toml_keys(cls: Any) -> set[str]:
+    """The keys a profile's table of this kind takes (``name`` and ``source`` are given)."""
+    return {(_SPECIAL.get(spec.name) or (spec.name,))[0] for spec in fields(cls)} - {
+        "name", "source"}
+
+
 def _from_toml(cls: Any, data: Mapping[str, Any], where: str, **given: Any) -> Any:
     """A ``cls`` from a TOML table; a value of the wrong type is refused, naming its key."""
     values = dict(given)
+    keys = toml_keys(cls) - set(given)
+    for key in sorted(set(data) - keys):  # a misspelt key would be ignored silently
+        near = difflib.get_close_matches(key, keys, n=1)
+        raise InvalidRequest(f"{where}{key} is not a profile key"
+                             + (f": did you mean {where}{near[0]}?" if near else
+                                ": the keys are listed in docs/admin/site-profile.md"))
     for spec in fields(cls):
         key, wanted, read = _SPECIAL.get(spec.name) or (
             spec.name, *_FORMS[re.match(r"\w+", str(spec.type)).group()])  # type: ignore[union-attr]

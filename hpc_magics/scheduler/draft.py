@@ -49,7 +49,8 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
             lines.append(f"max_time = {_q(format_time(max_time))}")
         default_time = slurm_duration(data.get("DefaultTime", "NONE"))
         if default_time:
-            lines.append(f"default_time = {_q(format_time(default_time))}")
+            lines.append(f"# partition default time: {format_time(default_time)} "
+                         "(Slurm's, for a job that asks none)")
         if data.get("MaxNodes", "").isdigit():
             lines.append(f"max_nodes = {int(data['MaxNodes'])}")
         mine = [g for g in groups if g.partition == part]

@@ -221,18 +221,21 @@ def with_live(report: ScriptReport, script: str, wanted: bool | None = None
               ) -> tuple[ScriptReport, str]:
     """``report`` with what the cluster says, and lines saying what was asked.
 
-    ``wanted`` None: only when Slurm is here and the profile describes this cluster (checking
-    an Alvis script on a laptop asks nothing); True: whenever Slurm is here; False: never.
+    ``wanted`` None: when Slurm is here and the profile is this cluster's or any cluster's,
+    as for a cell (``cluster.live_wanted``; checking an Alvis script on a laptop asks
+    nothing); True: whenever Slurm is here; False: never.
     """
     from ..core.cost import cost_line
     from ..core.profiles import load_profile
-    from .cluster import cluster_name
+    from .cluster import cluster_name, live_wanted
 
     if wanted is False or not commands.slurm_available():
         return report, ""
     profile = load_profile(report.profile)
-    if wanted is None and cluster_name().lower() not in {c.lower() for c in profile.cluster_names}:
-        return report, ""
+    if wanted is None:
+        wanted, why_not = live_wanted(profile)
+        if not wanted:
+            return report, why_not
     answer = check(report.request, script)
     report = with_findings(report, [replace(f, message=f"{f.message} (live)")
                                     for f in answer.findings])

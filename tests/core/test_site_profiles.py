@@ -15,8 +15,12 @@ from hpc_magics.core.checkscript import ScriptReport, check_script, render
 from hpc_magics.core.errors import InvalidRequest
 from hpc_magics.core.profiles import (
     PACKAGED_DIR,
+    ClusterProfile,
+    Partition,
     available_profiles,
     load_profile,
+    profile_from_mapping,
+    toml_keys,
 )
 from hpc_magics.core.sites import default_profile_name, detected_profile, profile_for_host
 from hpc_magics.core.sites import profile_for_script as guess_profile
@@ -264,3 +268,21 @@ def test_mig_slices_in_every_spelling_the_alliance_takes(profile: str) -> None:
         assert report.ok, render(report, profile)
     wrong = check(["#SBATCH --account=def-smith", "#SBATCH --gpus-per-node=a100:1"], profile)
     assert "gpus-per-node" in {f.field for f in wrong.errors}
+
+
+def test_a_misspelt_profile_key_is_refused_naming_the_one_meant() -> None:
+    with pytest.raises(InvalidRequest, match="default_partiton is not a profile key: "
+                                             "did you mean default_partition"):
+        profile_from_mapping("mine", {"default_partiton": "cpu"})
+    with pytest.raises(InvalidRequest, match=r"partitions\.cpu\.max_tim is not a profile key"):
+        profile_from_mapping("mine", {"partitions": {"cpu": {"max_tim": "1:00:00"}}})
+    with pytest.raises(InvalidRequest, match="defaults is not a profile key"):  # never applied
+        profile_from_mapping("mine", {"defaults": {"time": "1:00:00"}})
+
+
+def test_the_admin_guide_lists_every_profile_key() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "admin" / "site-profile.md").read_text()
+    listed = {row.split("|")[1].strip(): set(re.findall(r"`(\w+)`", row.split("|")[2]))
+              for row in page.splitlines() if row.startswith(("| top", "| `[partitions"))}
+    assert listed == {"top": toml_keys(ClusterProfile),
+                      "`[partitions.NAME]`": toml_keys(Partition)}
