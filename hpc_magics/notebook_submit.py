@@ -17,7 +17,7 @@ from .convert.kernelspec import kernel_world_of
 from .convert.notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
 from .convert.script import read_notebook
 from .core import validation
-from .core.flags import SBATCH_FLAGS, flag_values
+from .core.flags import add_flag_arguments, flag_values
 from .core.profiles import ClusterProfile, load_profile
 from .core.resources import ResourceRequest, updated
 
@@ -134,10 +134,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument("notebook", type=Path, help="the .ipynb file")
     parser.add_argument("--profile", default=None, help="cluster profile (default: the "
                         "notebook's metadata, else 'generic')")
-    for flag in SBATCH_FLAGS:
-        parser.add_argument(*flag.spellings, default=None, help=flag.help)
-    parser.add_argument("--setup", action="append", metavar="COMMAND",
-                        help="shell line run before the job (repeatable)")
+    add_flag_arguments(parser, "shell line run before the job (repeatable)")
     parser.add_argument("--backend", choices=["auto", "slurm", "local"], default=None,
                         help="slurm, local (this machine), or auto (slurm when sbatch exists)")
     parser.add_argument("-J", "--name", default=None, help="job name (default: the notebook's)")

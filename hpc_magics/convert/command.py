@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.flags import SBATCH_FLAGS
+from ..core.flags import add_flag_arguments, flag_values
 from ..core.resources import updated
 from ..core.validation import ERROR, check
 from .batch import job_for_notebook, render_sbatch
@@ -90,11 +90,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
                         help="cluster profile for the sbatch header (default: the notebook's "
                         "metadata, else 'generic')")
     # The same flags as %%sbatch and `hpc-magics submit`, from the one table.
-    for flag in SBATCH_FLAGS:
-        parser.add_argument(*flag.spellings, default=None, help=flag.help)
-    parser.add_argument("--setup", action="append", metavar="COMMAND",
-                        help="shell line run before the script, e.g. 'module load X' "
-                        "(repeatable)")
+    add_flag_arguments(parser, "shell line run before the script, e.g. 'module load X' "
+                               "(repeatable)")
     parser.add_argument("--python", dest="interpreter", default=None,
                         help="interpreter command in the run line (default: the interpreter "
                         "of the notebook's kernel, else python)")
@@ -113,8 +110,7 @@ def run(args: argparse.Namespace) -> int:
     written = convert_file(
         args.notebook, args.output_dir, args.profile, args.interpreter,
         comment_removed=not args.delete_removed, strict=args.strict, force=args.force,
-        flags={flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS}
-        | {"setup": args.setup})
+        flags=flag_values(args))
     for warning in written.warnings:
         print(f"warning: {args.notebook}: {warning}", file=sys.stderr)
     print(f"wrote {written.script} ({written.removed_statements} display statements removed)")

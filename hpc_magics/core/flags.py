@@ -48,6 +48,14 @@ SBATCH_FLAGS: tuple[SbatchFlag, ...] = (
 
 
 
+def add_flag_arguments(parser: Any, setup_help: str) -> None:
+    """The modelled sbatch flags and ``--setup``, as every command that makes a request
+    takes them (the magics take the same through ``magics/arguments.py``)."""
+    for flag in SBATCH_FLAGS:
+        parser.add_argument(*flag.spellings, default=None, help=flag.help)
+    parser.add_argument("--setup", action="append", metavar="COMMAND", help=setup_help)
+
+
 def flag_values(args: Any) -> dict[str, Any]:
     """Parsed arguments' resource flags and ``--setup``, keyed by request field, as
     ``resources.updated`` takes them."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.cost import cost_line
 from ..core.errors import InvalidRequest
-from ..core.flags import SBATCH_FLAGS, flag_values
+from ..core.flags import add_flag_arguments, flag_values
 from ..core.jobids import require_job_id
 from ..core.resources import ResourceRequest, updated
 from ..core.sites import default_profile_name
@@ -49,10 +49,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
                        help="in this Python's environment (sys.prefix)")
     where.add_argument("--prefix", type=Path, default=None, metavar="DIR",
                        help="under DIR/share/jupyter/kernels")
-    for flag in SBATCH_FLAGS:
-        install.add_argument(*flag.spellings, default=None, help=flag.help)
-    install.add_argument("--setup", action="append", metavar="COMMAND",
-                         help="shell line run in the job before the kernel (repeatable)")
+    add_flag_arguments(install, "shell line run in the job before the kernel (repeatable)")
     install.add_argument("--python", default=sys.executable,
                          help="the Python with hpc_magics on the node (default: this one)")
     install.set_defaults(run=run_install)
