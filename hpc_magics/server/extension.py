@@ -255,7 +255,9 @@ class ServerState:
         idle auto-stop)."""
         if self.config.idle_seconds <= 0:
             return None
-        return idle.last_activity(self.serverapp, self.last_user_activity, time.time()) + \
+        busy, recorded = idle.server_activity(self.serverapp)
+        now = time.time()
+        return idle.last_activity(self.last_user_activity, now, busy, recorded) + \
             self.config.idle_seconds
 
     def start_idle_watch(self) -> None:

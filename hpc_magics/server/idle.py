@@ -10,6 +10,7 @@ server.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Iterable
 from typing import Any
 
 PASSIVE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -40,19 +41,24 @@ def _epoch(value: Any) -> float | None:
     return None
 
 
-def last_activity(serverapp: Any, last_user_activity: float, now: float) -> float:
+def last_activity(last_user_activity: float, now: float, kernel_busy: bool,
+                  recorded: Iterable[float]) -> float:
     """The latest activity: a person's last request, ``now`` while a kernel is busy (a long
-    cell may print nothing), the kernel, terminal and extension activity the server records
-    (``last_kernel_activity``, the ``*_last_activity`` settings, as jupyter_server's own
-    ``last_activity`` reads them). ``api_last_activity`` is left out: every polling GET
+    cell may print nothing), or the latest of the ``recorded`` activity."""
+    return now if kernel_busy else max([last_user_activity, *recorded])
+
+
+def server_activity(serverapp: Any) -> tuple[bool, list[float]]:
+    """Whether a kernel is busy, and the kernel, terminal and extension activity the server
+    records (``last_kernel_activity``, the ``*_last_activity`` settings, as jupyter_server's
+    own ``last_activity`` reads them). ``api_last_activity`` is left out: every polling GET
     updates it."""
     manager = serverapp.kernel_manager
-    if any(getattr(manager.get_kernel(kernel_id), "execution_state", "") == "busy"
-           for kernel_id in manager.list_kernel_ids()):
-        return now
+    busy = any(getattr(manager.get_kernel(kernel_id), "execution_state", "") == "busy"
+               for kernel_id in manager.list_kernel_ids())
     settings = serverapp.web_app.settings
     moments = [v for k, v in settings.items()
                if k.endswith("_last_activity") and k != "api_last_activity"]
     moments += [*settings.get("last_activity_times", {}).values(),
                 getattr(manager, "last_kernel_activity", None)]
-    return max([last_user_activity, *filter(None, map(_epoch, moments))])
+    return busy, [moment for moment in map(_epoch, moments) if moment is not None]

@@ -15,7 +15,7 @@ from hpc_magics.scheduler.slurm_text import (
     slurm_duration,
     slurm_timestamp,
 )
-from hpc_magics.server.idle import last_activity
+from hpc_magics.server.idle import last_activity, server_activity
 from hpc_magics.widgets.server_view import STOP_JOB, STOP_NOTHING, STOP_SERVER, server_view
 
 
@@ -101,11 +101,15 @@ def test_last_activity_counts_busy_kernels_and_the_latest_activity() -> None:
     settings = {"terminal_last_activity": 8_500.0, "api_last_activity": 9_900.0,
                 "last_activity_times": {"x": 7_000.0}}
     app = SimpleNamespace(kernel_manager=manager, web_app=SimpleNamespace(settings=settings))
-    assert last_activity(app, 8_000, now) == 9_000  # polling GETs (api_...) left out
+
+    def latest() -> float:
+        return last_activity(8_000, now, *server_activity(app))
+
+    assert latest() == 9_000  # polling GETs (api_...) left out
     manager.last_kernel_activity = None
-    assert last_activity(app, 8_000, now) == 8_500
+    assert latest() == 8_500
     kernels["b"] = SimpleNamespace(execution_state="busy")
-    assert last_activity(app, 8_000, now) == now
+    assert latest() == now
 
 
 def test_server_view_counts_down_and_warns() -> None:
