@@ -71,21 +71,6 @@ def start_step(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],
                           log=folder.path / LOG_NAME, environ=environ)
 
 
-# scancel's words for a job or step already over (a kernel that shut itself down took its
-# job along): nothing left to cancel, no error
-ALREADY_GONE = ("already completing or completed", "Invalid job id")
-
-
-def scancel(target: str, signal: str | None = None, timeout_s: float = 30) -> str | None:
-    """Cancel (or signal) a job or a step ``JOB.STEP``, exactly that (``scancel`` answers at
-    once); why it failed, or None (also when it was over already)."""
-    argv = ["scancel", *([f"--signal={signal}"] if signal else []), target]
-    answer = commands.run(argv, timeout=timeout_s)
-    if answer.ok or any(gone in answer.stderr for gone in ALREADY_GONE):
-        return None
-    return answer.first_error_line()
-
-
 def gone_from_queue(job_id: str) -> bool:
     """squeue itself, asked once, does not list the user's job (an unknown id counts; an
     unanswered squeue never does)."""

@@ -164,6 +164,23 @@ def queued_ids(steps: bool) -> set[str]:
     return found
 
 
+# scancel's words for a job or step already over (a kernel that shut itself down took its
+# job along): nothing left to cancel, no error
+ALREADY_GONE = ("already completing or completed", "Invalid job id")
+
+
+def scancel(target: str, signal: str | None = None, timeout_s: float = 30) -> str | None:
+    """Cancel (or signal) a job or a step ``JOB.STEP``, exactly that (``scancel`` answers at
+    once); why it failed, or None (also when it was over already)."""
+    argv = ["scancel", *([f"--signal={signal}"] if signal else []), target]
+    from ..scheduler import commands
+
+    answer = commands.run(argv, timeout=timeout_s)
+    if answer.ok or any(gone in answer.stderr for gone in ALREADY_GONE):
+        return None
+    return answer.first_error_line()
+
+
 def left_behind() -> list[LeftBehind]:
     found = candidates(kernels_root())
     if not found:
@@ -204,7 +221,6 @@ def cancel(found: Iterable[LeftBehind], why: str = "hpc-magics kernel cleanup") 
     """scancel each, its job or only its step (the user asked for it, or the server that
     started them stops); returns the lines to print."""
     from ..jobfolder.folder import JobFolder
-    from .launch import scancel
 
     said = []
     for entry in found:

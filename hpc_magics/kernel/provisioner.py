@@ -28,7 +28,7 @@ from ..node.kernel import CURVE, scancel_target
 from ..scheduler.job_status import record_submission
 from ..scheduler.queue import ANSWER_WITHIN_S, JobQueue
 from . import launch
-from .orphans import owner
+from .orphans import owner, scancel
 from .spec import KernelRequest
 from .tunnel import SshTunnel, for_kernel
 
@@ -324,7 +324,7 @@ class SlurmProvisioner(KernelProvisionerBase):
             return
         step = self.step_id or "0"
         name = signal.Signals(signum).name.removeprefix("SIG")
-        failed = await _off_loop(launch.scancel, f"{self.job_id}.{step}", name)
+        failed = await _off_loop(scancel, f"{self.job_id}.{step}", name)
         if failed:
             self.log.warning("hpc_magics kernel: scancel --signal=%s %s.%s: %s", name,
                              self.job_id, step, failed)
@@ -337,7 +337,7 @@ class SlurmProvisioner(KernelProvisionerBase):
         target = scancel_target(str(self.job_id), self.step_id, bool(self.jobid))
         step_over = self._srun is not None and self._srun.poll() is not None
         if target is not None and not step_over:
-            failed = await _off_loop(launch.scancel, target)
+            failed = await _off_loop(scancel, target)
             if failed:
                 self.log.warning("hpc_magics kernel: scancel %s: %s", target, failed)
         if self._srun is not None:

@@ -168,7 +168,7 @@ class ServerControl:
         if target == STOP_NOTHING:
             raise HpcMagicsError("no Jupyter server runs this kernel and it is not a Slurm "
                                  "kernel: stop the server from where you started it")
-        from ..kernel.launch import scancel
+        from ..kernel.orphans import scancel
 
         cancel = self.kernel_target or own_job_id()
         assert cancel is not None

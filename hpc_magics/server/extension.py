@@ -315,7 +315,7 @@ class ServerState:
             log.warning("hpc_magics: cleanup before stopping failed: %s", exc)
         await self._end_kernel_jobs(kernel_jobs_before)
         if self.job_id is not None:
-            from ..kernel.launch import scancel
+            from ..kernel.orphans import scancel
 
             try:
                 failed = await asyncio.get_running_loop().run_in_executor(
