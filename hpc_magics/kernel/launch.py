@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.errors import HpcMagicsError
-from ..core.jobscript import JobParts, render, step_again_while_unreachable
+from ..core.jobscript import JobParts, render
 from ..core.resources import to_dict
 from ..jobfolder.files import read_json, read_tail
 from ..jobfolder.folder import JobFolder
@@ -50,8 +50,7 @@ def job_script(kernel: KernelRequest, folder: JobFolder, argv: Sequence[str],
         job_name=name, engine=(("output", log), ("error", log)),
         notes=("hpc_magics: a Jupyter kernel on the node; its connection file is written",
                "to this private folder; shutting the kernel down cancels this job."),
-        prologue=("umask 077",),
-        run=tuple(step_again_while_unreachable(shlex.join(step), str(folder.path))))
+        prologue=("umask 077",), run=(shlex.join(step),))
     return render(kernel.request, kernel.profile(), parts)
 
 

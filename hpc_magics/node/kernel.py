@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..jobfolder.files import move_into_place, write_atomically
-from .engine import mark_step_began
 from .walltime import EXTENSION_ARGUMENT
 
 CONNECTION_FILE = "connection.json"
@@ -113,7 +112,6 @@ def main(argv: Sequence[str]) -> None:
         raise SystemExit("usage: python -m hpc_magics.node.kernel FOLDER -- KERNEL ARGV…")
     os.umask(0o077)
     folder = Path(argv[0])
-    mark_step_began(str(folder))  # the job script's srun retry: this step began
     connection = prepare(folder)
     command = kernel_argv(argv[2:], connection)
     from ..jobfolder.folder import JobFolder
