@@ -137,42 +137,5 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
                "results.pkl and output.txt come back to the notebook."),
         # the job's files stay private to the user, like its folder
         prologue=("umask 077",),
-        run=("export SUBMITIT_EXECUTOR=slurm", *step_again_while_unreachable(cell, folder)),
+        run=("export SUBMITIT_EXECUTOR=slurm", cell),
     )
-
-
-# Waits before srun is tried again (about 10 minutes in all): a slurmctld restart or failover
-STEP_RETRY_WAITS_S = (10, 20, 30, 60, 120, 180, 180)
-
-
-def step_again_while_unreachable(step: str, folder: str) -> list[str]:
-    """Run lines that start ``step`` (an srun line) and start it again only when it never
-    began because slurmctld could not be reached (srun asks it to confirm the allocation
-    and to make the step: during a controller restart a job that just started would fail).
-    A step whose program began (``node/engine.py`` marks it in the job folder) is never run
-    twice, and srun's other failures (a missing interpreter) end the job at once. The last
-    line runs it (``core/scale.py`` wraps that line)."""
-    began = shlex.quote(f"{folder}/{STEP_BEGAN_PREFIX}") + "$SLURM_JOB_ID"
-    return [
-        "# srun again only if the step never began and slurmctld is unreachable (a restart)",
-        f"began={began}",
-        'rm -f "$began"',
-        "hpc_magics_step() {",
-        f"  for pause in {' '.join(map(str, STEP_RETRY_WAITS_S))} last; do",
-        f"    {step} && return 0",
-        "    status=$?",
-        '    if [ "$pause" = last ] || [ -e "$began" ] ||',
-        '        timeout 30 scontrol ping 2>/dev/null | grep -q " is UP"; then',
-        '      return "$status"',
-        "    fi",
-        '    echo "hpc_magics: slurmctld unreachable, the step never began: srun again in'
-        ' ${pause} s" >&2',
-        '    sleep "$pause"',
-        "  done",
-        "}",
-        "hpc_magics_step",
-    ]
-
-
-STEP_BEGAN_PREFIX = ".step-began-"  # + the job id: node/engine.py writes it as the step begins
-# (the same name there: the node imports no renderer, tests/core/test_jobscript.py compares)

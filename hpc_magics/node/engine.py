@@ -30,27 +30,11 @@ def skip_plugin_scan() -> None:
     plugins._iter_submitit_entrypoints = lambda: ()
 
 
-# the job script's srun retry (core/jobscript.py) runs a step again only without this mark
-STEP_BEGAN_PREFIX = ".step-began-"
-
-
-def mark_step_began(folder: str) -> None:
-    """Say in the job folder that this job's step began (its first act: a step that fails
-    later is never run again)."""
-    import os
-
-    job = os.environ.get("SLURM_JOB_ID")
-    if job:
-        with open(os.path.join(folder, STEP_BEGAN_PREFIX + job), "a"):
-            pass
-
-
 def main() -> None:
     from pathlib import Path
 
     from .usage_recorder import recorded
 
-    mark_step_began(sys.argv[1])
     import_submitit()
     skip_plugin_scan()
     # the node's own memory peak and GPU samples, for %hpc_efficiency (core/node_records.py)

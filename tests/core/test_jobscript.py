@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from hpc_magics.core.flags import FLAG_FIELDS, SBATCH_FLAGS
 from hpc_magics.core.profiles import PACKAGED_DIR, ClusterProfile, load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
 from hpc_magics.magics.arguments import resource_flags, values_from_args
-from hpc_magics.node import engine
 from hpc_magics.scheduler.submit import parse_answer
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "job_sh"
@@ -94,9 +92,8 @@ def test_what_submitit_would_have_added_is_not_there(profile_name: str) -> None:
     # what the engine needs on the node
     engine = f"{PYTHON} -u -m hpc_magics.node.engine {FOLDER}"
     # always an srun step: the time limit's signals reach a step, not the shell's children
-    assert f"\n    srun --unbuffered --output {FOLDER}/%j_%t_log.out " \
-           f"--error {FOLDER}/%j_%t_log.err {engine} && return 0\n" in script
-    assert script.endswith("\nhpc_magics_step\n")
+    assert f"\nsrun --unbuffered --output {FOLDER}/%j_%t_log.out " \
+           f"--error {FOLDER}/%j_%t_log.err {engine}\n" in script
     assert "export SUBMITIT_EXECUTOR=slurm\n" in script and "\numask 077\n" in script
 
 
@@ -165,24 +162,6 @@ def test_the_engine_runs_in_an_srun_step(signal: str) -> None:
     """Slurm's signals (the limit's, --signal's) reach job steps, not the batch shell's
     children: a plain cell too keeps its step, or its output at the limit is lost."""
     parts = jobscript.cell_parts(FOLDER, PYTHON, "train", signal=signal)
-    assert parts.run[-1] == "hpc_magics_step"  # the step, started again only if it never began
-    step = next(line.strip() for line in parts.run if line.strip().startswith("srun "))
-    assert step == (f"srun --unbuffered --output {FOLDER}/%j_%t_log.out --error "
-                    f"{FOLDER}/%j_%t_log.err {PYTHON} -u -m hpc_magics.node.engine "
-                    f"{FOLDER} && return 0")
-
-
-def test_the_node_marks_its_step_where_the_job_script_looks(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The job script runs srun again only while the step's mark is missing: the node writes
-    it under the name the script reads (two spellings: the node imports no renderer)."""
-    folder = tmp_path / "a b %j"
-    folder.mkdir()
-    monkeypatch.setenv("SLURM_JOB_ID", "4242")
-    engine.mark_step_began(str(folder))
-    began = next(line for line in jobscript.cell_parts(str(folder), PYTHON, "train",
-                                                       signal="USR2@0").run
-                 if line.startswith("began="))
-    said = subprocess.run(["bash", "-c", f'{began}; printf %s "$began"'], capture_output=True,
-                          text=True, timeout=30, env={"SLURM_JOB_ID": "4242"}, check=True)
-    assert Path(said.stdout).is_file() and Path(said.stdout).parent == folder
+    assert parts.run[-1] == (f"srun --unbuffered --output {FOLDER}/%j_%t_log.out --error "
+                             f"{FOLDER}/%j_%t_log.err {PYTHON} -u -m hpc_magics.node.engine "
+                             f"{FOLDER}")

@@ -46,8 +46,8 @@ def test_stage_and_stage_back_lines(tmp_path: Path) -> None:
     assert stage_in.startswith(scale.EVERY_NODE)
     assert stage_in.endswith(str(tmp_path / "data.tar.gz"))
     # the cell runs in the background so the TERM trap copies back at once
-    cell = lines.index("hpc_magics_step &")  # the step (core/jobscript.py), in the background
-    assert lines[cell - 1] == "trap hpc_magics_stop TERM"
+    cell = next(i for i, line in enumerate(lines) if "hpc_magics.node.engine" in line)
+    assert lines[cell].endswith(" &") and lines[cell - 1] == "trap hpc_magics_stop TERM"
     assert lines[-1] == "exit $status"
     assert any(line.endswith(f"staging back {tmp_path / 'out'}") for line in lines[cell:])
 

@@ -151,25 +151,3 @@ def sacct_named(name: str) -> str:
                            "-o", "JobID"], timeout=30)
     assert answer.ok, answer.stderr
     return answer.stdout.strip()
-
-
-@pytest.mark.timeout(360)
-def test_a_step_that_could_not_start_while_slurmctld_was_away_starts_when_it_is_back(
-        drill_shell: Any) -> None:
-    """A job whose batch script reaches srun while slurmctld is away (a restart): srun
-    cannot confirm the allocation and fails before the step begins. The job script runs it
-    again once the controller answers, and the cell completes, its results intact; it says
-    so in the job's error log."""
-    # the batch script waits in its setup: slurmctld goes away before its srun
-    drill_shell.run_cell_magic("sbatch", "--setup 'sleep 10'", "answer = 'ran after all'")
-    handle = last_handle(drill_shell)
-    wait_for(lambda: handle.refresh(max_age_s=0) == "RUNNING", 60, "the batch script running")
-    errors = handle.folder.path / f"{handle.job_id}_0_log.err"
-    retried = "slurmctld unreachable, the step never began: srun again"
-    with outage("slurmctld"):
-        wait_for(lambda: errors.exists() and retried in errors.read_text(), 120,
-                 "srun failing while slurmctld is away, and the script waiting for it")
-    assert handle.wait(timeout=180) == "COMPLETED"
-    drill_shell.run_line_magic("hpc_fetch", handle.job_id)
-    assert drill_shell.user_ns["answer"] == "ran after all"
-    assert (handle.folder.path / f".step-began-{handle.job_id}").exists()
