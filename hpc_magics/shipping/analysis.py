@@ -82,6 +82,8 @@ def analyse(code: str) -> CellNames:
         for name in sorted(reads):
             if name not in bound and name not in free:
                 free.append(name)
+        if isinstance(statement, ast.Delete):  # symtable counts ``del x`` as binding x
+            names = []
         for name in names:
             if name not in assigned:
                 assigned.append(name)
