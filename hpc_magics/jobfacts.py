@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.efficiency import Usage, rerun_changes
+from .core.errors import HpcMagicsError
 from .core.jobs import end_hint, end_note, normalize_state
 from .core.node_records import (
     STEP_STATES_THAT_EXPLAIN,
@@ -20,6 +21,9 @@ from .core.node_records import (
     node_peak,
     read_records,
 )
+from .core.profiles import Partition, load_profile
+from .core.resources import from_dict
+from .core.validation import resolve_partition
 from .jobfolder.files import read_tail
 
 STEPS_TIMEOUT_S = 20
@@ -82,6 +86,17 @@ def _raised(folder: Any, state: str) -> str:
     return f"the cell raised {outcome.error_type}{message}"
 
 
+def partition_ran_in(folder: Any) -> Partition | None:
+    """The partition the job's request landed in, as its profile describes it (its node
+    memory and time limit bound a rerun); None when the folder or profile cannot say."""
+    meta = folder.meta()
+    try:
+        request = from_dict(meta.get("request") or {})
+        return resolve_partition(request, load_profile(str(meta.get("profile") or "default")))
+    except (HpcMagicsError, TypeError, ValueError):
+        return None  # a profile since removed or renamed: no bound, as before profiles
+
+
 def suggested_rerun(folder: Any, job_id: str, state: str,
                     usage: Usage | None = None) -> dict[str, str]:
     """The rerun the efficiency advice names for a job that ended ``state`` (``{"mem":
@@ -92,7 +107,8 @@ def suggested_rerun(folder: Any, job_id: str, state: str,
         time_s = (folder.meta().get("request") or {}).get("time_s")
         usage = Usage(job_id, state, req_mem_mb=asked or limit,
                       time_limit_s=time_s if isinstance(time_s, (int, float)) else None)
-    return rerun_changes(Usage.from_dict({**usage.to_dict(), "state": state}))
+    return rerun_changes(Usage.from_dict({**usage.to_dict(), "state": state}),
+                         partition=partition_ran_in(folder))
 
 
 # What accounting says of an ended job beyond its state: the step that ended a FAILED job

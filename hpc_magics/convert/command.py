@@ -13,6 +13,7 @@ from typing import Any
 from ..core.flags import add_flag_arguments, flag_values
 from ..core.resources import updated
 from ..core.validation import ERROR, check
+from ..jobfolder.files import write_atomically
 from .batch import job_for_notebook, render_sbatch
 from .kernelspec import script_world
 from .script import ConversionError, convert_notebook, read_notebook
@@ -62,7 +63,9 @@ def convert_file(
                 raise ConversionError(f"{path} exists and differs from this conversion: "
                                       "nothing was written (--force replaces it)")
     for path, text in texts.items():
-        path.write_text(text, encoding="utf-8")
+        # whole or not at all (an interrupted run never leaves half a script); a user's
+        # file, so their umask decides who reads it, as for any file they make
+        write_atomically(path, text, mode=0o666)
     problems = check(job.request, job.profile)
     return Written(script, sbatch, sum(len(r) for r in conversion.removed), conversion.warnings,
                    tuple(str(p) for p in problems), any(p.severity == ERROR for p in problems))

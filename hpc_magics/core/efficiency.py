@@ -11,10 +11,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .jobs import is_final, normalize_state
 from .units import format_duration, format_memory, slurm_int, slurm_seconds
+
+if TYPE_CHECKING:
+    from .profiles import Partition
 
 # One sacct call (``sacct -n -P -o USAGE_FIELDS -j IDS``, steps included: MaxRSS is a
 # step's figure) gives states and usage alike.
@@ -209,30 +212,40 @@ def load_advice_rules() -> dict[str, Any]:
     return read_toml(ADVICE_FILE, "advice file")
 
 
-def advice(usage: Usage, gpu: GpuSummary | None,
-           rules: Mapping[str, Any] | None = None) -> str:
-    """The first rule (in the data's ``order``) that applies, as one line; "" when none."""
+def advice(usage: Usage, gpu: GpuSummary | None, rules: Mapping[str, Any] | None = None,
+           partition: Partition | None = None) -> str:
+    """The first rule (in the data's ``order``) that applies, as one line; "" when none.
+    ``partition``: where the job ran, when known (a rerun is never offered more than it has)."""
     rules = load_advice_rules() if rules is None else rules
     for name in rules.get("order", ()):
         rule = rules.get(name, {})
-        text = _RULES[name](usage, gpu, rule) if name in _RULES else None
+        text = _RULES[name](usage, gpu, rule, partition) if name in _RULES else None
         if text:
             return text
     return ""
 
 
-def rerun_changes(usage: Usage, rules: Mapping[str, Any] | None = None) -> dict[str, str]:
+def rerun_changes(usage: Usage, rules: Mapping[str, Any] | None = None,
+                  partition: Partition | None = None) -> dict[str, str]:
     """The rerun a job that ended OUT_OF_MEMORY or TIMEOUT needs, as ``rerun`` takes it
     (``{"mem": "2G"}``, ``{"time": "2h"}``): the numbers the advice names, from the same
-    rules; {} for any other end, or when the job's request is not known."""
+    rules, at most what ``partition`` has (a node's memory, its time limit: more would be
+    refused); {} for any other end, when the job's request is not known, or when it
+    already had the most the partition gives."""
     rules = load_advice_rules() if rules is None else rules
     if usage.state == "OUT_OF_MEMORY" and usage.req_mem_mb:
-        grown = usage.req_mem_mb * float(rules["oom"]["factor"])
-        return {"mem": format_memory(_round_up_gb(grown))}
+        grown = _round_up_gb(usage.req_mem_mb * float(rules["oom"]["factor"]))
+        most = partition.mem_per_node_mb if partition else None
+        if most and grown > most:
+            return {} if usage.req_mem_mb >= most else {"mem": format_memory(most)}
+        return {"mem": format_memory(grown)}
     if usage.state == "TIMEOUT" and usage.time_limit_s and usage.time_limit_s > 0:
         # a rerun with 1m after `-t 0:00:05` (run a minute) would end the same way
         minutes = math.ceil(slurm_given_s(usage.time_limit_s)
                             * float(rules["timeout"]["factor"]) / 60)  # whole hours from 1h
+        longest = partition.max_time_s if partition else None
+        if longest and minutes * 60 > longest:
+            return {} if usage.time_limit_s >= longest else {"time": f"{longest // 60}m"}
         return {"time": f"{minutes}m" if minutes < 60 else f"{math.ceil(minutes / 60)}h"}
     return {}
 
@@ -243,26 +256,34 @@ def slurm_given_s(limit_s: float) -> float:
     return math.ceil(limit_s / 60) * 60
 
 
-def _rule_timeout(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+def _rule_timeout(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any],
+                  partition: Partition | None) -> str | None:
     if usage.state != "TIMEOUT":
         return None
     asked = format_duration(slurm_given_s(usage.time_limit_s or 0))
-    suggest = rerun_changes(usage, {"timeout": rule}).get("time", "more")
-    return str(rule["message"]).format(asked=asked, suggest=suggest)
+    suggest = rerun_changes(usage, {"timeout": rule}, partition).get("time")
+    if suggest is None and partition and usage.time_limit_s:
+        return str(rule["at_limit"]).format(asked=asked, partition=partition.name)
+    return str(rule["message"]).format(asked=asked, suggest=suggest or "more")
 
 
-def _rule_oom(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+def _rule_oom(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any],
+              partition: Partition | None) -> str | None:
     if usage.state != "OUT_OF_MEMORY" or not usage.req_mem_mb:
         return None
-    suggest = rerun_changes(usage, {"oom": rule})["mem"]
-    return str(rule["message"]).format(asked=memory_text(usage.req_mem_mb), suggest=suggest)
+    asked = memory_text(usage.req_mem_mb)
+    suggest = rerun_changes(usage, {"oom": rule}, partition).get("mem")
+    if suggest is None and partition:
+        return str(rule["at_limit"]).format(asked=asked, partition=partition.name)
+    return str(rule["message"]).format(asked=asked, suggest=suggest)
 
 
 def _round_up_gb(megabytes: float) -> int:
     return max(1024, math.ceil(megabytes / 1024) * 1024)
 
 
-def _rule_memory(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+def _rule_memory(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any],
+                 partition: Partition | None) -> str | None:
     fraction = usage.memory_fraction
     if (fraction is None or usage.req_mem_mb is None or usage.max_rss_mb is None
             or fraction > float(rule["max_used_fraction"])
@@ -274,7 +295,8 @@ def _rule_memory(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) 
         suggest=format_memory(suggest))
 
 
-def _rule_cpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+def _rule_cpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any],
+              partition: Partition | None) -> str | None:
     efficiency = usage.cpu_efficiency
     cpus = usage.alloc_cpus or 0
     if (efficiency is None or cpus < int(rule["min_cpus"])
@@ -286,13 +308,15 @@ def _rule_cpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> 
         cpus=cpus, efficiency=_percent(efficiency), suggest=suggest)
 
 
-def _rule_gpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+def _rule_gpu(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any],
+              partition: Partition | None) -> str | None:
     if gpu is None or gpu.mean_utilisation / 100 > float(rule["max_mean_utilisation"]):
         return None
     return str(rule["message"]).format(gpus=gpu.gpus, util=f"{gpu.mean_utilisation:.0f}%")
 
 
-def _rule_time(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any]) -> str | None:
+def _rule_time(usage: Usage, gpu: GpuSummary | None, rule: Mapping[str, Any],
+               partition: Partition | None) -> str | None:
     fraction = usage.time_fraction
     if (fraction is None or usage.time_limit_s is None or usage.elapsed_s is None
             or usage.state != "COMPLETED" or fraction > float(rule["max_used_fraction"])
@@ -338,9 +362,11 @@ def _span(values: Iterable[float | None], show: Callable[[float], str]) -> str:
 
 
 def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
-           rules: Mapping[str, Any] | None = None, memory_source: str = "") -> Report:
+           rules: Mapping[str, Any] | None = None, memory_source: str = "",
+           partition: Partition | None = None) -> Report:
     """The figures as short lines, and the advice. ``memory_source``: where the memory
-    peak comes from when not from accounting (the node's own record)."""
+    peak comes from when not from accounting (the node's own record); ``partition``: where
+    the job ran (the advice never offers more than it has)."""
     gpu = GpuSummary.of(gpu_samples)
     lines = [f"state {usage.state}" + (f" (exit {usage.exit_code})"
                                        if usage.exit_code not in ("", "0:0") else "")]
@@ -365,4 +391,4 @@ def report(usage: Usage, gpu_samples: Iterable[GpuSample] = (),
                      f"{memory_text(gpu.peak_memory_mb)} of {memory_text(gpu.memory_total_mb)}")
     elif usage.gpus:
         lines.append(f"{usage.gpus} GPU(s) allocated; no samples (no nvidia-smi on the node)")
-    return Report(usage, tuple(lines), advice(usage, gpu, rules))
+    return Report(usage, tuple(lines), advice(usage, gpu, rules, partition))

@@ -122,17 +122,19 @@ def read_outcome(folder: Path) -> Outcome | None:
         return None
 
 
-def write_atomically(path: Path, data: bytes | str, durable: bool = False) -> None:
+def write_atomically(path: Path, data: bytes | str, durable: bool = False,
+                     mode: int = 0o600) -> None:
     """Replace ``path`` whole: the one way the package writes a file others read.
 
     The bytes go to a temporary file beside it (an unpredictable name, created exclusively,
-    never through a link, mode 0600), renamed over ``path``: a reader sees the old file or
-    the new one. ``durable``: the bytes reach the disk before the rename, for what only a
-    job can make (results, checkpoints): a crash never leaves an empty file.
+    never through a link, ``mode`` less the umask: private unless asked), renamed over
+    ``path``: a reader sees the old file or the new one. ``durable``: the bytes reach the
+    disk before the rename, for what only a job can make (results, checkpoints): a crash
+    never leaves an empty file.
     """
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o600)
+                         | os.O_CLOEXEC, mode)
     try:
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(data.encode() if isinstance(data, str) else data)

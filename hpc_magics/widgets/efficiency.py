@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.efficiency import GpuSample, Report, Usage, array_summary, parse_gpu_samples, report
 from ..core.jobids import task_order
-from ..jobfacts import node_files, recorded_peak
+from ..jobfacts import node_files, partition_ran_in, recorded_peak
 
 SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers them all
 
@@ -38,6 +38,7 @@ def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[Gp
     the nodes recorded when larger: sacct samples every 30 s or so, so a short job has no
     sample, or one taken before the job grew; the node's record is its exact peak."""
     out = []
+    partition = partition_ran_in(folder)
     for usage in sorted(usages, key=lambda usage: task_order(usage.job_id)):
         samples = gpu_samples(folder, usage.job_id)
         source = ""
@@ -47,7 +48,8 @@ def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[Gp
             source = (f"{peak.source}; accounting " + ("had no sample" if sampled is None
                                                        else f"sampled {sampled:.0f}M"))
             usage = replace(usage, max_rss_mb=peak.megabytes)
-        out.append((report(usage, samples, memory_source=source), samples))
+        out.append((report(usage, samples, memory_source=source, partition=partition),
+                    samples))
     return out
 
 

@@ -192,6 +192,6 @@ def test_tasks_in_index_order_a_range_of_those_never_started_by_its_first(tmp_pa
     from hpc_magics.widgets.efficiency import reports
 
     ids = ["5000_[2-3%1]", "5000_1", "5000_0", "5000_10"]
-    found = reports(SimpleNamespace(path=tmp_path), [Usage(i, "CANCELLED") for i in ids])
+    found = reports(SimpleNamespace(path=tmp_path, meta=dict), [Usage(i, "CANCELLED") for i in ids])
     assert [item.usage.job_id for item, _ in found] == ["5000_0", "5000_1", "5000_[2-3%1]",
                                                         "5000_10"]

@@ -12,6 +12,7 @@ runs on each --release cluster, where cgroups enforce --mem.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ from test_monitor import lab
 import hpc_magics
 from hpc_magics.core.efficiency import Usage, advice, rerun_changes
 from hpc_magics.core.errors import HpcMagicsError, InvalidRequest
+from hpc_magics.core.profiles import Partition
+from hpc_magics.jobfacts import partition_ran_in, suggested_rerun
 from hpc_magics.widgets.job import JobWidget
 
 __all__ = ["lab"]  # the fixture, shared with test_monitor.py
@@ -47,6 +50,47 @@ def test_the_rerun_is_the_number_the_advice_names() -> None:
         Usage("1", "TIMEOUT", time_limit_s=5), None)
     assert rerun_changes(Usage("1", "FAILED", req_mem_mb=200, time_limit_s=60)) == {}
     assert rerun_changes(Usage("1", "OUT_OF_MEMORY")) == {}  # how much it had: unknown
+
+
+def test_the_rerun_never_asks_more_than_the_partition_has() -> None:
+    """Twice the memory or time is offered only up to a node's memory and the partition's
+    time limit (more would be refused); a job that had the most gets advice, no Rerun."""
+    debug = Partition("debug", max_time_s=3600, mem_per_node_mb=8000)
+    assert rerun_changes(Usage("1", "OUT_OF_MEMORY", req_mem_mb=6144), partition=debug) \
+        == {"mem": "8000M"}
+    assert rerun_changes(Usage("1", "OUT_OF_MEMORY", req_mem_mb=2048), partition=debug) \
+        == {"mem": "4G"}
+    whole = Usage("1", "OUT_OF_MEMORY", req_mem_mb=8000)
+    assert rerun_changes(whole, partition=debug) == {}
+    said = advice(whole, None, partition=debug)
+    assert "all a node of partition debug has" in said and "--mem" not in said
+    assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=2400), partition=debug) \
+        == {"time": "60m"}
+    longest = Usage("1", "TIMEOUT", time_limit_s=3600)
+    assert rerun_changes(longest, partition=debug) == {}
+    assert "the most partition debug gives: %%sbatch --checkpoint" in advice(
+        longest, None, partition=debug)
+
+
+def test_the_rerun_is_bounded_by_the_partition_the_job_asked_for() -> None:
+    """The widget's and the handle's suggestion read the partition from the job folder's
+    request and profile (the test cluster's debug nodes have 8000M)."""
+    class Folder:
+        def __init__(self, meta: dict[str, Any]) -> None:
+            self._meta = meta
+
+        def meta(self) -> dict[str, Any]:
+            return self._meta
+
+        path = Path("/nonexistent")  # no node records: the request's figures
+
+    asked = Folder({"profile": "lab", "request": {"partition": "debug", "mem_mb": 6144}})
+    partition = partition_ran_in(asked)
+    assert partition is not None and partition.mem_per_node_mb == 8000
+    assert suggested_rerun(asked, "1", "OUT_OF_MEMORY") == {"mem": "8000M"}
+    assert partition_ran_in(Folder({"profile": "no-such-profile", "request": {}})) is None
+    assert suggested_rerun(Folder({"profile": "no-such-profile", "request": {"mem_mb": 6144}}),
+                           "1", "OUT_OF_MEMORY") == {"mem": "12G"}
 
 
 def test_a_rerun_is_checked_as_the_cell_was(lab: Any) -> None:
