@@ -5,11 +5,11 @@ without its results: one table each, which every view takes its words from); job
 from __future__ import annotations
 
 import os
-import pwd
 import re
 from dataclasses import dataclass
 
 from .units import format_memory
+from .users import user_name
 
 # Slurm job states (squeue/sacct long names) → coarse phase.
 # SPECIAL_EXIT is a requeue in held state ("job requeued in held state"), so it waits for a
@@ -187,10 +187,7 @@ def cancelled_by(said: str) -> str:
     uid = int(words[2])
     if uid == os.getuid():
         return " by you"
-    try:
-        return f" by {pwd.getpwuid(uid).pw_name}"
-    except KeyError:  # a user this host does not know
-        return f" by uid {uid}"
+    return f" by {user_name(uid)}"
 
 
 def end_hint(state: str, request_mem_mb: float | None = None,

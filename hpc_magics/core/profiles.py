@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from .errors import InvalidRequest
 from .units import parse_memory, parse_time
+from .users import user_name
 
 PACKAGED_DIR = Path(__file__).resolve().parent.parent / "profiles"
 
@@ -297,13 +298,7 @@ def others_could_write(path: Path, stat: os.stat_result | None = None) -> str | 
         for info, said, folder in ((stat or path.stat(), "it is", False),
                                    (path.parent.stat(), f"its folder {path.parent} is", True)):
             if info.st_uid not in (os.getuid(), 0):
-                import pwd
-
-                try:
-                    owner = pwd.getpwuid(info.st_uid).pw_name
-                except KeyError:
-                    owner = f"uid {info.st_uid}"
-                return f"{said} owned by {owner}"
+                return f"{said} owned by {user_name(info.st_uid)}"
             # a sticky folder (/tmp) lets others add files, never replace this user's
             if info.st_mode & 0o022 and not (folder and info.st_mode & 0o1000):
                 return f"{said} writable by others (group or world)"

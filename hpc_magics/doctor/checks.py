@@ -25,7 +25,7 @@ from ..core.kernel_world import login_only_root
 from ..core.profiles import ClusterProfile, load_profile
 from ..core.resources import ResourceRequest
 from ..core.sites import profile_for_cluster
-from ..jobfolder.files import user_name
+from ..core.users import user_name
 from ..jobfolder.folder import SHARED_JOBS_ROOT, JobFolder, ensure_jobs_root
 from ..jobfolder.lock import Lock
 from ..scheduler import commands

@@ -6,11 +6,9 @@ results, output, figures, the requeue segment, checkpoints and gathered values.
 
 from __future__ import annotations
 
-import grp
 import json
 import os
 import pickle
-import pwd
 import secrets
 import stat
 from dataclasses import asdict, dataclass, field
@@ -19,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import HpcMagicsError
 from ..core.jobids import same_job
+from ..core.users import user_name
 
 if TYPE_CHECKING:  # the kernel's accounting figures: the node never loads their module
     from ..core.efficiency import Usage
@@ -166,14 +165,6 @@ def read_segment(folder: Path) -> dict[str, Any]:
     """The job folder's ``segment.json`` (``{}`` when absent or unreadable)."""
     data = read_json(folder / SEGMENT_FILE)
     return data if isinstance(data, dict) else {}
-
-
-def user_name(uid: int, group: bool = False) -> str:
-    """The name of user ``uid`` (of group ``uid``, with ``group``), else its number."""
-    try:
-        return grp.getgrgid(uid).gr_name if group else pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"{'gid' if group else 'uid'} {uid}"
 
 
 def check_owned(path: Path) -> None:

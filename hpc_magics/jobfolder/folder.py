@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import HpcMagicsError
+from ..core.users import user_name
 from .files import (
     OUTCOME_FILE,
     RESULTS_FILE,
@@ -32,7 +33,6 @@ from .files import (
     check_owned,
     load_own,
     read_outcome,
-    user_name,
     write_atomically,
 )
 from .lock import Lock

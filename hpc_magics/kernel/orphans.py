@@ -150,8 +150,8 @@ def _note_over(root: Path, names: list[str]) -> None:
 
 def queued_ids(steps: bool) -> set[str]:
     """The ids of the user's jobs in squeue (and JOB.STEP ids with ``steps``), asked briefly."""
+    from ..core.users import login_name
     from ..scheduler import commands
-    from ..scheduler.queue import login_name
 
     found: set[str] = set()
     queries: list[list[str]] = [[], ["-s"]] if steps else [[]]

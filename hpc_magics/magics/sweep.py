@@ -125,8 +125,8 @@ def resolved_dependency(magics: Any, text: str | None) -> str | None:
 # ------------------------------------------------------------------ submission
 def check_limits(request: ResourceRequest, count: int) -> int:
     """The cluster's MaxArraySize; refuses a sweep over the jobs-per-user limit."""
+    from ..core.users import login_name
     from ..scheduler import limits
-    from ..scheduler.queue import login_name
     from ..scheduler.watcher import watcher
 
     limit = limits.submit_limit(login_name(), request.account)

@@ -18,18 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..core.scale import STAGE_TOKEN_VARIABLE, is_archive, staged_name
+from ..core.users import login_name
 
 OUT_DIR = "out"  # stage_out: what --stage-back copies back
 PRIVATE_PREFIX = "hpc_magics-"
-
-
-def _user() -> str:
-    try:
-        import pwd
-
-        return pwd.getpwuid(os.getuid()).pw_name
-    except (ImportError, KeyError):
-        return str(os.getuid())
 
 
 def local_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -46,7 +38,7 @@ def local_root(environ: Mapping[str, str] | None = None) -> Path:
     # script) the name is guessable, and private_dir's owner and symlink checks guard it
     token = env.get(STAGE_TOKEN_VARIABLE, "")
     suffix = f"-{token}" if re.fullmatch(r"[0-9a-f]{16,64}", token) else ""
-    return Path(tempfile.gettempdir()) / f"{PRIVATE_PREFIX}{_user()}-{job}-{node}{suffix}"
+    return Path(tempfile.gettempdir()) / f"{PRIVATE_PREFIX}{login_name()}-{job}-{node}{suffix}"
 
 
 def private_dir(path: Path) -> Path:

@@ -22,9 +22,10 @@ from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
 from ..core.errors import report_bug
 from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
+from ..core.users import login_name
 from ..jobfolder.files import read_json
 from . import commands
-from .queue import ANSWER_WITHIN_S, SharedCache, file_lock, login_name, write_private_json
+from .queue import ANSWER_WITHIN_S, SharedCache, file_lock, write_private_json
 from .slurm_text import slurm_timestamp
 
 SACCT_TIMEOUT_S = 20.0

@@ -11,9 +11,9 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
 from ..core import sweep
+from ..core.users import login_name
 from . import commands
 from .cluster import config_text
-from .queue import login_name
 
 CACHE_TTL_S = 3600.0
 _cache: dict[Hashable, tuple[float, Any]] = {}

@@ -14,11 +14,11 @@ from ..core.checkscript import ERROR, WARNING, ScriptReport, with_findings
 from ..core.errors import HpcMagicsError
 from ..core.resources import ResourceRequest
 from ..core.units import UNLIMITED, format_time, slurm_int
+from ..core.users import login_name
 from ..core.validation import Problem
 from . import commands
 from . import submit as submission
 from .limits import answered, cached
-from .queue import login_name
 from .slurm_text import scontrol_fields, slurm_duration
 
 

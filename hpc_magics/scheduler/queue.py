@@ -13,7 +13,6 @@ import contextlib
 import functools
 import json
 import os
-import pwd
 import random
 import threading
 import time
@@ -25,6 +24,7 @@ from typing import Any, ClassVar
 from ..core.errors import HpcMagicsError
 from ..core.jobids import JobIndex, require_job_id
 from ..core.jobs import JobSnapshot, is_final
+from ..core.users import login_name
 from ..jobfolder.files import read_json, write_atomically
 from ..jobfolder.lock import Lock
 from . import commands
@@ -135,14 +135,6 @@ def default_cache_dir() -> Path:
     from jupyter_core.paths import jupyter_runtime_dir
 
     return Path(jupyter_runtime_dir())
-
-
-def login_name() -> str:
-    """The account this process runs as; ``$USER`` can be stale (``sudo``, ``su`` without -l)."""
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:  # no passwd entry (some containers): the environment is all there is
-        return os.environ.get("USER") or os.environ.get("LOGNAME") or str(os.getuid())
 
 
 POLL_INTERVAL_ENV = "HPC_MAGICS_POLL_INTERVAL"

@@ -36,9 +36,9 @@ import pytest
 import requests
 from server.conftest import RunningServer, execute, port_to_hand_on
 
+from hpc_magics.core.users import login_name
 from hpc_magics.doctor.checks import CHECKS
 from hpc_magics.scheduler import commands
-from hpc_magics.scheduler.queue import login_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CONFIG = REPO_ROOT / "docs" / "admin" / "jupyterhub_config-batchspawner.py"

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from hpc_magics.core.users import login_name
 from hpc_magics.scheduler import commands
 from hpc_magics.scheduler.cluster import cluster_name
-from hpc_magics.scheduler.queue import login_name
 
 from .conftest import RunningServer, StartLocal, execute
 
