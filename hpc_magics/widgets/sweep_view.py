@@ -46,6 +46,7 @@ class SweepSection(widgets.VBox):
         self.counts = widgets.HTML()
         self.failures = widgets.HTML()
         self.table = widgets.HTML()  # the results table, once every task has ended
+        self.table_states: dict[int, str] = {}  # the states the table was made from
         super().__init__([self.counts, self.failures, self.table])
         self.render()
 
@@ -63,7 +64,10 @@ class SweepSection(widgets.VBox):
         points = self.handle.points() if failed else []
         self.failures.value = failures_html([(i, repr(points[i])) for i in failed])
         live = any(phase(s) in {"pending", "running"} for s in states.values())
-        if states and not live and not self.table.value:
+        # again whenever the states change (a view that knew fewer tasks, or an earlier
+        # state of one, made a table the final states would not)
+        if states and not live and states != self.table_states:
+            self.table_states = states
             try:
                 self.table.value = table_html(self.handle.table(ask=False))
             except HpcMagicsError as error:
