@@ -57,6 +57,7 @@ class Watcher:
         self._accounting_cache = accounting
         self._lock = threading.RLock()
         self._latest: dict[str, JobStatus] = {}
+        self._as_of: dict[str, float] = {}  # key → when the queue view its snapshot used began
         self._absent: dict[str, list[float]] = {}  # folder → queue views that missed it
         # meta.json per folder during one poll: a sweep's thousand tasks share one read
         self._metas: dict[Path, dict[str, Any]] | None = None
@@ -161,14 +162,27 @@ class Watcher:
                     result[key] = local_status(folder, submission.job_id)
                 else:
                     slurm.append((key, folder, submission, previous))
+        as_of = 0.0
         if slurm:
             # not under the lock: the view may wait for a slow squeue, and the widget's
             # monitor thread must not make the kernel's own poll wait twice
             view = self.queue.view(max_age_s)
+            # a silent controller's stand-in view says nothing new: its notes are stored
+            as_of = view.updated if view.updated is not None and view.error is None else 0.0
             with self._lock:
                 result.update(self._poll_slurm(slurm, view, max_age_s))
         with self._lock:
+            by_view = {key for key, _, _, _ in slurm}
             for key, folder, _, _ in targets:
+                # a poll that overlapped this one (the widget's monitor thread and the
+                # kernel's own) stored what a newer view said: never undone by an older
+                # one (a FAILED task shown RUNNING again); our own scancel is newer than
+                # any view (``_since_cancel`` already set aside the views before it)
+                if key in by_view and as_of and result[key].source != "scancel":
+                    if self._as_of.get(key, 0.0) > as_of:
+                        result[key] = self._latest[key]
+                        continue
+                    self._as_of[key] = as_of
                 self._remember(key, folder, result[key])
             return result
 

@@ -11,7 +11,8 @@ tests make the two timings behind that happen on demand:
 
 The scheduler here is a FAKE runner on purpose, and only for this timing: a real squeue
 cannot be held between its start and its answer, nor made slow, on demand on the shared
-cluster. The real cancel is tested in test_server_in_job.py.
+cluster. The real cancel is tested in test_server_in_job.py. So is the queue view that two
+overlapping polls of one watcher see (``HeldViews``).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import pytest
 
 from hpc_magics.scheduler.accounting import SharedAccounting
 from hpc_magics.scheduler.commands import CommandResult
-from hpc_magics.scheduler.queue import JobQueue
-from hpc_magics.scheduler.slurm_text import slurm_timestamp
+from hpc_magics.scheduler.queue import JobQueue, QueueView
+from hpc_magics.scheduler.slurm_text import parse_squeue, slurm_timestamp
 from hpc_magics.scheduler.watcher import CANCEL_SENT, Watcher
 
 pytestmark = pytest.mark.timeout(60)
@@ -118,3 +119,41 @@ def test_a_cancelled_job_never_shows_running_from_before_the_cancel(tmp_path: Pa
     scheduler.listed = RUNNING.replace("|RUNNING|", "|CG|")
     status = watcher.poll_ids([("501", submitted)], max_age_s=0)["501"]
     assert (status.state, status.source) == ("COMPLETING", "squeue")
+
+
+class HeldViews:
+    """A stand-in for the user's queue view whose first look is held until ``release()``
+    (a slow squeue the widget's monitor thread began) while later looks answer at once
+    with what the controller says by then."""
+
+    cluster, interval_s = "test", 30.0
+
+    def __init__(self, older: QueueView, newer: QueueView) -> None:
+        self.older, self.newer = older, newer
+        self.began, self.released = threading.Event(), threading.Event()
+
+    def view(self, max_age_s: float | None = None) -> QueueView:
+        if not self.began.is_set():
+            self.began.set()
+            assert self.released.wait(30)
+            return self.older
+        return self.newer
+
+
+def test_an_older_view_never_undoes_what_a_newer_one_said(tmp_path: Path) -> None:
+    """Two polls of one watcher overlap (the job widget's monitor thread, the kernel's own
+    wait): the one that looked at the queue first, and decides last, must not store its
+    older state over the newer one (a sweep's FAILED task was RUNNING again, and its
+    widget made no table)."""
+    completing = RUNNING.replace("|RUNNING|", "|COMPLETING|")
+    views = HeldViews(QueueView(jobs=parse_squeue(RUNNING), updated=100.0),
+                      QueueView(jobs=parse_squeue(completing), updated=200.0))
+    watcher = Watcher(views)  # type: ignore[arg-type]
+    submitted = slurm_timestamp(SUBMITTED)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        monitor = pool.submit(watcher.poll_ids, [("501", submitted)])
+        assert views.began.wait(10)
+        assert watcher.poll_ids([("501", submitted)])["501"].state == "COMPLETING"
+        views.released.set()
+        assert monitor.result(10)["501"].state == "COMPLETING"
+    assert watcher.poll_ids([("501", submitted)])["501"].state == "COMPLETING"
