@@ -74,6 +74,10 @@ def test_a_node_failure(drill_shell: Any, stopwatch: Stopwatch) -> None:
         assert "#SBATCH --no-requeue" in (lost.folder.path / "job.sh").read_text()
         wait_for(lambda: {requeued.refresh(max_age_s=0), lost.refresh(max_age_s=0)}
                  == {"RUNNING"}, 60, "both jobs running")
+        # and its cell's step too: a node killed while a step launches (the job RUNNING
+        # for a second) let 26.05 end the job FAILED before the node was seen down
+        wait_for(lambda: f"{lost.job_id}.0" in _squeue("-s", "-j", lost.job_id, "-o", "%i"),
+                 60, "its step running")
         assert _squeue("-j", requeued.job_id, "-o", "%N") == failing
     finally:
         commands.run(["scancel", hold], timeout=30)
