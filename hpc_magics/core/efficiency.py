@@ -245,7 +245,10 @@ def rerun_changes(usage: Usage, rules: Mapping[str, Any] | None = None,
                             * float(rules["timeout"]["factor"]) / 60)  # whole hours from 1h
         longest = partition.max_time_s if partition else None
         if longest and minutes * 60 > longest:
-            return {} if usage.time_limit_s >= longest else {"time": f"{longest // 60}m"}
+            if usage.time_limit_s >= longest:
+                return {}
+            minutes = longest // 60  # the partition's limit, as whole hours where it is
+            return {"time": f"{minutes // 60}h" if minutes % 60 == 0 else f"{minutes}m"}
         return {"time": f"{minutes}m" if minutes < 60 else f"{math.ceil(minutes / 60)}h"}
     return {}
 

@@ -65,7 +65,13 @@ def test_the_rerun_never_asks_more_than_the_partition_has() -> None:
     said = advice(whole, None, partition=debug)
     assert "all a node of partition debug has" in said and "--mem" not in said
     assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=2400), partition=debug) \
-        == {"time": "60m"}
+        == {"time": "1h"}
+    two_days = Partition("long", max_time_s=2 * 86400)
+    assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=86400 + 60), partition=two_days) \
+        == {"time": "48h"}  # not 2880m
+    odd = Partition("short", max_time_s=90 * 60)
+    assert rerun_changes(Usage("1", "TIMEOUT", time_limit_s=3600), partition=odd) \
+        == {"time": "90m"}  # not 2h, over the limit
     longest = Usage("1", "TIMEOUT", time_limit_s=3600)
     assert rerun_changes(longest, partition=debug) == {}
     assert "the most partition debug gives: %%sbatch --checkpoint" in advice(
