@@ -67,6 +67,7 @@ class Usage:
     nodes: int = 1
     node_list: str = ""
     name: str = ""
+    submitted: str = ""  # sacct's Submit, as it wrote it
     # slurmdbd's placeholder for a job whose start it has not recorded yet (named
     # "allocation", no time limit, ReqMem garbage), seen for ~1 s after a short job ends
     provisional: bool = False
@@ -122,7 +123,7 @@ def parse_usage(text: str) -> tuple[Usage, ...]:
             max_rss_mb=sacct_megabytes(row["MaxRSS"]),
             req_mem_mb=sacct_megabytes(row["ReqMem"], cpus or 1),
             alloc_cpus=cpus, gpus=slurm_int(allocated.get("gres/gpu", "")) or 0, nodes=nodes,
-            node_list=row["NodeList"], name=row["JobName"],
+            node_list=row["NodeList"], name=row["JobName"], submitted=row["Submit"],
             provisional=not row["Timelimit"].strip())
     rss_at, cpu_at = USAGE_FIELDS.index("MaxRSS"), USAGE_FIELDS.index("TotalCPU")
     for job_id, rows in steps.items():

@@ -283,13 +283,13 @@ def allocation_section(rows: Iterable[JobRow], request: ResourceRequest,
         NO_ACCOUNT,
         account_lines,
         default_account,
-        site_balance_lines,
+        site_balance_line,
     )
 
     if request.backend == "local" or not slurm_available():
         return []
     if profile.balance_command:  # the site keeps balances in its own tool
-        return ["", *site_balance_lines(profile)]
+        return ["", site_balance_line(profile)]
     wanted: dict[str | None, list[float]] = {}
     for row in rows:
         if job_states.is_final(row.state) or not row.request or row.allocation \

@@ -58,20 +58,14 @@ Answers = dict[str, tuple[AccountingRecord, ...] | None]
 
 def parse_accounting(text: str) -> tuple[AccountingRecord, ...]:
     """``sacct -n -P -o USAGE_FIELDS`` (steps included) as records that carry their usage."""
-    submit_at = USAGE_FIELDS.index("Submit")
-    submits = {}
-    for line in text.splitlines():
-        parts = line.strip().split("|", len(USAGE_FIELDS) - 1)
-        if len(parts) == len(USAGE_FIELDS) and parts[0] and "." not in parts[0]:
-            submits[parts[0]] = slurm_timestamp(parts[submit_at])
     usages = parse_usage(text)
     parsed = [parse_job_id(u.job_id) for u in usages]
     started = {(p.base, p.tasks) for p in parsed if p and p.tasks and p.tasks.isdigit()}
     records = []
     for usage in usages:
-        submit_time, job_id = submits.get(usage.job_id), _never_started(usage.job_id, started)
+        job_id = _never_started(usage.job_id, started)
         if job_id:
-            usage = replace(usage, job_id=job_id)
+            submit_time, usage = slurm_timestamp(usage.submitted), replace(usage, job_id=job_id)
             # slurmdbd's stand-in for a job whose own record has not arrived yet (``provisional``:
             # seen for jobs that end within a second or two, and for a running array's last task,
             # under the array's own id): its state is the job's, its figures are not (kept

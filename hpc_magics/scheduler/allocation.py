@@ -76,21 +76,25 @@ def account_allocation(account: str) -> Allocation | None:
         return None
 
 
-def site_balance_lines(profile: ClusterProfile) -> list[str]:
-    """The first line of the site's own balance command (the profile names it)."""
+def site_balance(profile: ClusterProfile, timeout_s: float = 20.0) -> tuple[bool, str]:
+    """Whether the site's own balance command (the profile names it) answered, and its
+    first line (else why not). The site's tool missing is said, never refused."""
     try:
-        answer = commands.run(list(profile.balance_command), timeout=20)
-    except HpcMagicsError as error:  # the site's tool is missing: say so, never refuse
-        return [f"allocation: {profile.balance_command[0]} could not run ({error})"]
-    first = next((line.strip() for line in answer.stdout.splitlines() if line.strip()),
-                 answer.first_error_line())
-    return [f"allocation ({profile.balance_command[0]}): {first}"]
+        answer = commands.run(list(profile.balance_command), timeout=timeout_s)
+    except HpcMagicsError as error:
+        return False, f"could not run ({error})"
+    first = next((line.strip() for line in answer.stdout.splitlines() if line.strip()), "")
+    return (True, first) if answer.ok and first else (False, answer.first_error_line())
+
+
+def site_balance_line(profile: ClusterProfile) -> str:
+    return f"allocation ({profile.balance_command[0]}): {site_balance(profile)[1]}"
 
 
 def allocation_lines(request: ResourceRequest, profile: ClusterProfile) -> list[str]:
     """One line on what is left (and a warning line when the request needs more)."""
     if profile.balance_command:
-        return site_balance_lines(profile)
+        return [site_balance_line(profile)]
     account = request.account or default_account()
     return account_lines(account, (), request) if account else [NO_ACCOUNT]
 

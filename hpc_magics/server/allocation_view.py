@@ -12,8 +12,7 @@ import os
 from typing import Any
 
 from ..core.profiles import load_profile
-from ..scheduler import commands
-from ..scheduler.allocation import Allocation, ask_sshare
+from ..scheduler.allocation import Allocation, ask_sshare, site_balance
 from ..scheduler.limits import default_account
 
 ACCOUNT_VARIABLES = ("SBATCH_ACCOUNT", "SLURM_ACCOUNT", "SALLOC_ACCOUNT")
@@ -45,16 +44,12 @@ def allocation_json(found: Allocation, low_fraction: float) -> dict[str, Any]:
 def read_allocation(account: str | None, profile: str, low_fraction: float,
                     timeout_s: float) -> dict[str, Any] | None:
     """The status bar's allocation entry, or None where nothing is known."""
-    if profile:
-        command = load_profile(profile).balance_command
-        if command:
-            answer = commands.run(list(command), timeout=timeout_s)
-            first = next((line.strip() for line in answer.stdout.splitlines() if line.strip()),
-                         "")
-            if not answer.ok or not first:
-                return None
-            return {"account": account, "text": first, "low": False, "left_h": None,
-                    "limit_h": None, "title": f"{command[0]} (the site's balance command)"}
+    site = load_profile(profile) if profile else None
+    if site is not None and site.balance_command:
+        answered, said = site_balance(site, timeout_s)
+        return {"account": account, "text": said, "low": False, "left_h": None,
+                "limit_h": None, "title": f"{site.balance_command[0]} (the site's balance "
+                                          "command)"} if answered else None
     if not account:
         return None
     found = ask_sshare(account, timeout_s)

@@ -95,3 +95,23 @@ def test_a_sites_balance_command_is_shown_as_it_says(tmp_path: Path,
     shown = read_allocation("hpcproj", "site", 0.1, timeout_s=20)
     assert shown is not None and shown["text"] == "812 of 1000 core-h left"
     assert shown["title"] == "printf (the site's balance command)"
+
+
+def test_a_sites_balance_command_that_fails_is_said_in_the_dry_run_and_not_in_the_bar(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpc_magics.core.profiles import load_profile
+    from hpc_magics.core.resources import ResourceRequest
+    from hpc_magics.scheduler.allocation import allocation_lines
+
+    # one door for the site's tool: the status bar shows nothing, the dry run says why
+    (tmp_path / "fails.toml").write_text(
+        'extends = "lab"\nbalance_command = ["sh", "-c", "echo no such project >&2; exit 3"]\n')
+    (tmp_path / "absent.toml").write_text(
+        'extends = "lab"\nbalance_command = ["/nonexistent/projinfo"]\n')
+    monkeypatch.setenv("HPC_MAGICS_PROFILE_PATH", str(tmp_path))
+    assert read_allocation("hpcproj", "fails", 0.1, timeout_s=20) is None
+    assert allocation_lines(ResourceRequest(), load_profile("fails")) == [
+        "allocation (sh): no such project"]
+    assert read_allocation("hpcproj", "absent", 0.1, timeout_s=20) is None
+    [line] = allocation_lines(ResourceRequest(), load_profile("absent"))
+    assert line.startswith("allocation (/nonexistent/projinfo): could not run ("), line
