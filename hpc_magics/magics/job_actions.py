@@ -181,9 +181,13 @@ class JobActionMagics(Magics):
         args = parse_argstring(self.hpc_efficiency, line)
         handle = self.session.handle_for(args.job)
         # Slurm has not said yet (the user's shared sacct call is due next interval), or its
-        # processes have ended and the node's epilog still runs (COMPLETING, seconds): wait
-        state = waited(lambda: handle.refresh(max_age_s=1.0), lambda state: job_states.is_final(
-            state) or (state != "COMPLETING" and handle.status.source in ("squeue", "sacct")))
+        # processes have ended and the node's epilog still runs (COMPLETING, seconds): wait.
+        # The first look is the queue's now: a shared view a second old may predate an end
+        # accounting already shows, and its RUNNING is not Slurm's word of now
+        ages = iter([0.0])
+        state = waited(lambda: handle.refresh(max_age_s=next(ages, 1.0)),
+                       lambda state: job_states.is_final(state) or (
+                           state != "COMPLETING" and handle.status.source in ("squeue", "sacct")))
         if not job_states.is_final(state):
             raise UsageError(f"job {handle.job_id} is {state}: its efficiency is known once it "
                              f"has ended (%hpc_fetch {handle.job_id} --wait waits for it)")

@@ -364,3 +364,43 @@ def test_efficiency_per_task_of_an_array(lab: Any, tmp_path: Path, sacct_state: 
     assert [line for line in out.splitlines() if line.startswith("task ")] == [
         f"task {job_id}_{task}:" for task in range(3)], out
     assert out.count("  state COMPLETED") == 3 and out.count("  time ") == 3
+
+
+def test_efficiency_right_after_the_end_looks_at_the_queue_itself(
+        lab: Any, tmp_path: Path, sacct_state: Any, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The user's shared queue view, a second old, can predate a job's end that accounting
+    already shows (another process's squeue began just before it): ``%hpc_efficiency``
+    looked no further and said "job is RUNNING" (seen in a clean-clone run, on an array
+    whose tasks sacct listed COMPLETED). The view is put in this test's own queue cache by
+    hand: a real squeue cannot be held across a job's end on demand."""
+    from dataclasses import replace
+
+    from hpc_magics.jobfolder.folder import JobFolder
+    from hpc_magics.scheduler.cluster import cluster_name
+
+    queue = watcher_module.watcher().queue
+    monkeypatch.setattr(queue, "cache_dir", tmp_path)  # this test's view, no other's
+    started = time.time()
+    answer = commands.run(["sbatch", "--parsable", "-t", "2", "-o", str(tmp_path / "j.out"),
+                           "--wrap", "sleep 2"], timeout=30)
+    assert answer.ok, answer.stderr
+    job_id = answer.stdout.strip().split(";")[0]
+    magics = lab.magics_manager.registry["HpcMagicsKernel"]
+    folder = JobFolder.create(magics.jobs_root, "ended")
+    folder.write_meta({"name": "ended", "backend": "slurm", "job_id": job_id,
+                       "state": "SUBMITTED", "submitted_at": started,
+                       "submit_returned_at": time.time(), "cluster": cluster_name()})
+    deadline = time.monotonic() + 60
+    while True:
+        running = queue.view(0)
+        if any(e.state == "RUNNING" for e in running.find_all(job_id)):
+            break
+        assert time.monotonic() < deadline, running
+        time.sleep(0.2)
+    sacct_state(job_id, until={"COMPLETED"}, timeout=60)
+    queue._write(replace(running, updated=time.time()))  # a view "a moment ago", from before
+    capsys.readouterr()
+    lab.run_line_magic("hpc_efficiency", job_id)
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "state COMPLETED", out
