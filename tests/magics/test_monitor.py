@@ -340,22 +340,29 @@ def test_all_jobs_of_other_notebooks_and_tools_filtered_and_cancelled_by_id(
         commands.run(["scancel", other_id], timeout=30)
 
 
-def test_efficiency_per_task_of_an_array(lab: Any, tmp_path: Path, sacct_state: Any,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """An array job (submitted with sbatch, as a sweep does) gets one report per task."""
+def _job_in_a_folder(lab: Any, name: str, *sbatch_args: str) -> str:
+    """A job submitted with plain sbatch (as a sweep does), given a job folder of the
+    notebook's as the product would write it; its id."""
     from hpc_magics.jobfolder.folder import JobFolder
     from hpc_magics.scheduler.cluster import cluster_name
 
     started = time.time()
-    answer = commands.run(["sbatch", "--parsable", "--array=0-2", "-t", "2", "-o",
-                           str(tmp_path / "a-%A_%a.out"), "--wrap", "sleep 1"], timeout=30)
+    answer = commands.run(["sbatch", "--parsable", "-t", "2", *sbatch_args], timeout=30)
     assert answer.ok, answer.stderr
-    job_id = answer.stdout.strip().split(";")[0]
+    job_id: str = answer.stdout.strip().split(";")[0]
     magics = lab.magics_manager.registry["HpcMagicsKernel"]
-    folder = JobFolder.create(magics.jobs_root, "array")
-    folder.write_meta({"name": "array", "backend": "slurm", "job_id": job_id,
-                       "state": "SUBMITTED", "submitted_at": started,
-                       "submit_returned_at": time.time(), "cluster": cluster_name()})
+    JobFolder.create(magics.jobs_root, name).write_meta(
+        {"name": name, "backend": "slurm", "job_id": job_id, "state": "SUBMITTED",
+         "submitted_at": started, "submit_returned_at": time.time(),
+         "cluster": cluster_name()})
+    return job_id
+
+
+def test_efficiency_per_task_of_an_array(lab: Any, tmp_path: Path, sacct_state: Any,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """An array job (submitted with sbatch, as a sweep does) gets one report per task."""
+    job_id = _job_in_a_folder(lab, "array", "--array=0-2", "-o", str(tmp_path / "a-%A_%a.out"),
+                              "--wrap", "sleep 1")
     for task in range(3):
         sacct_state(f"{job_id}_{task}", until={"COMPLETED"}, timeout=60)
     capsys.readouterr()
@@ -376,21 +383,9 @@ def test_efficiency_right_after_the_end_looks_at_the_queue_itself(
     hand: a real squeue cannot be held across a job's end on demand."""
     from dataclasses import replace
 
-    from hpc_magics.jobfolder.folder import JobFolder
-    from hpc_magics.scheduler.cluster import cluster_name
-
     queue = watcher_module.watcher().queue
     monkeypatch.setattr(queue, "cache_dir", tmp_path)  # this test's view, no other's
-    started = time.time()
-    answer = commands.run(["sbatch", "--parsable", "-t", "2", "-o", str(tmp_path / "j.out"),
-                           "--wrap", "sleep 2"], timeout=30)
-    assert answer.ok, answer.stderr
-    job_id = answer.stdout.strip().split(";")[0]
-    magics = lab.magics_manager.registry["HpcMagicsKernel"]
-    folder = JobFolder.create(magics.jobs_root, "ended")
-    folder.write_meta({"name": "ended", "backend": "slurm", "job_id": job_id,
-                       "state": "SUBMITTED", "submitted_at": started,
-                       "submit_returned_at": time.time(), "cluster": cluster_name()})
+    job_id = _job_in_a_folder(lab, "ended", "-o", str(tmp_path / "j.out"), "--wrap", "sleep 2")
     deadline = time.monotonic() + 60
     while True:
         running = queue.view(0)
