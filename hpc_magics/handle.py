@@ -338,11 +338,7 @@ class JobHandle:
         Only the end of each file is read: logs can be huge, and the widget reads its tail
         every few seconds."""
         lines: list[str] = []
-        paths = list(self.backend.log_paths(self.job_id, self.folder))
-        if rank:
-            paths = [path.replace(f"{self.job_id}_0_log.", f"{self.job_id}_{rank}_log.")
-                     for path in paths]
-        for path in paths:
+        for path in self.backend.log_paths(self.job_id, self.folder, rank):
             try:
                 chunk = read_tail(path, LOG_TAIL_BYTES)
             except OSError:

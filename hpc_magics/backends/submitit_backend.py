@@ -17,7 +17,7 @@ from submitit.slurm.slurm import SlurmJobEnvironment
 
 from ..core import kernel_world, login_paths, notebook_world
 from ..core.errors import InvalidRequest, SubmissionError, refuse
-from ..core.jobscript import cell_parts, directives, render
+from ..core.jobscript import cell_parts, directives, log_name, render
 from ..core.kernel_world import refusals
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
@@ -111,10 +111,10 @@ class Backend:
         the profile is another cluster's: ask the scheduler nothing;
         ``submitting`` False: a dry run, which shows the script whether Slurm answers or not)."""
 
-    def log_paths(self, job_id: str, folder: JobFolder) -> Sequence[str]:
-        """The job's stdout/stderr files, in that order."""
-        paths = submitit.core.utils.JobPaths(folder.path, job_id=job_id, task_id=0)
-        return [str(paths.stdout), str(paths.stderr)]
+    def log_paths(self, job_id: str, folder: JobFolder, task: int = 0) -> Sequence[str]:
+        """Task ``task``'s stdout/stderr files, in that order."""
+        where = folder.path.expanduser().absolute()
+        return [str(where / log_name(job_id, task, kind)) for kind in ("out", "err")]
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:

@@ -239,6 +239,8 @@ def render(report: ScriptReport, name: str = "script") -> str:
 def syntax_problems(cell: str, profile: ClusterProfile) -> list[Problem]:
     """What sbatch itself would say about a cell's #SBATCH lines (misspelt options, malformed
     values, lines it ignores), for ``%%sbatch``; the limits are checked on the merged request."""
+    if "sbatch" not in cell.lower():  # no directive, nor one misspelt: nothing to say
+        return []
     report = check_script(cell, profile)
     return [replace(f, field=f.field or "sbatch", line=None,
                     message=f.message if f.message.startswith("#SBATCH line") or not f.line

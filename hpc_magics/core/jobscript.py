@@ -110,6 +110,13 @@ def render(request: ResourceRequest, profile: ClusterProfile, parts: JobParts) -
 
 
 # ----------------------------------------------------------------- a %%sbatch cell's job
+def log_name(job: str, task: str | int, kind: str) -> str:
+    """A task's log file name (``kind``: out or err), as the job script gives it to sbatch
+    and srun (``%j`` or ``%A_%a``, ``%t``) and as the notebook reads it (an id, a rank):
+    submitit's ``JobPaths`` naming, without its ``Path`` work on every widget refresh."""
+    return f"{job}_{task}_log.{kind}"
+
+
 def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
                array: str | None = None) -> JobParts:
     """The parts submitit's engine needs on the node. Always an srun step, one task too:
@@ -118,7 +125,7 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
     literal = folder.replace("%", "%%")  # sbatch and srun expand %j, %x, ... in file names
 
     def log(task: str, kind: str) -> str:
-        return f"{literal}/{job}_{task}_log.{kind}"
+        return f"{literal}/{log_name(job, task, kind)}"
 
     stdout, stderr = log("%t", "out"), log("%t", "err")
     engine: list[tuple[str, str]] = []

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.jobs import FAILED_STATES, RUNNING_STATES, SUCCESS_STATES, JobSnapshot, is_final, phase
+from ..core.jobscript import log_name
 from ..jobfolder.files import REQUEUED_AT, read_segment
 from ..jobfolder.folder import JobFolder
 from . import job_index
@@ -107,7 +108,7 @@ class Submission:
         reset would need the same name too; a job not yet started cannot have been requeued."""
         if not name or name != self.name or self.folder is None:
             return False
-        return any(self.folder.glob(f"{self.job_id}_*_log.out"))
+        return any(self.folder.glob(log_name(self.job_id, "*", "out")))
 
     def on_this_cluster(self, current: str) -> bool:
         return (self.cluster in (None, UNKNOWN_CLUSTER) or current == UNKNOWN_CLUSTER

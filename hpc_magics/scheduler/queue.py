@@ -132,6 +132,16 @@ def _view_from_json(data: Any) -> QueueView | None:
 
 def default_cache_dir() -> Path:
     """The user's Jupyter runtime dir: private to the user, shared by server and kernels."""
+    return _runtime_dir(tuple(os.environ.get(name) for name in _RUNTIME_DIR_FROM))
+
+
+# what jupyter_runtime_dir() reads; it resolves the home folder's real path every call
+_RUNTIME_DIR_FROM = ("JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR", "JUPYTER_PLATFORM_DIRS",
+                     "XDG_DATA_HOME", "HOME")
+
+
+@functools.lru_cache(maxsize=8)
+def _runtime_dir(environment: tuple[str | None, ...]) -> Path:
     from jupyter_core.paths import jupyter_runtime_dir
 
     return Path(jupyter_runtime_dir())
