@@ -165,3 +165,21 @@ def test_the_engine_runs_in_an_srun_step(signal: str) -> None:
     assert parts.run[-1] == (f"srun --unbuffered --output {FOLDER}/%j_%t_log.out --error "
                              f"{FOLDER}/%j_%t_log.err {PYTHON} -u -m hpc_magics.node.engine "
                              f"{FOLDER}")
+
+
+@pytest.mark.parametrize(("job_id", "task"), [("4242", 0), ("4242_7", 0), ("4242", 3)])
+def test_the_logs_read_are_the_files_submitit_names(job_id: str, task: int,
+                                                    tmp_path: Path) -> None:
+    """The job script's patterns (%j or %A_%a, %t), the widget's and ``log()``'s paths and
+    submitit's own (its local executor writes the files): one name for each file."""
+    from submitit.core.utils import JobPaths
+
+    from hpc_magics.jobfolder.folder import JobFolder
+
+    expected = JobPaths(tmp_path, job_id=job_id, task_id=task)
+    assert SlurmBackend().log_paths(job_id, JobFolder(tmp_path), task) == [
+        str(expected.stdout), str(expected.stderr)]
+    sbatch_name = jobscript.log_name("%A_%a" if "_" in job_id else "%j", "%t", "out")
+    base, _, index = job_id.partition("_")
+    assert sbatch_name.replace("%A", base).replace("%a", index).replace(
+        "%j", job_id).replace("%t", str(task)) == expected.stdout.name
