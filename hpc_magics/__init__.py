@@ -43,14 +43,21 @@ def load_ipython_extension(ipython: Any) -> None:
     register(ipython)
 
 
-def job(job_id: str | None = None) -> Any:
-    """The handle of a job of this notebook (the last one when no id is given).
+def job(job_id: str | int | None = None) -> Any:
+    """The handle of a job of this notebook (the last one when no id is given): its id as
+    ``%hpc_jobs`` lists it, a string or a number.
 
     ``job().state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``, ``.rerun(mem="12G",
     time="2h")``; it works after a kernel restart too, from the job folder.
     """
     from IPython import get_ipython
 
+    # bool is an int, but True is nobody's job id
+    if isinstance(job_id, int) and not isinstance(job_id, bool):
+        job_id = str(job_id)
+    elif job_id is not None and not isinstance(job_id, str):
+        raise TypeError(f"job id {job_id!r} ({type(job_id).__name__}): give it as 12345 or "
+                        "'12345' (an array task as '12345_7'), or nothing for the last job")
     shell = get_ipython()
     magics = shell.magics_manager.registry.get("HpcMagicsKernel") if shell is not None else None
     if magics is None:

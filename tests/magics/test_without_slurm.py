@@ -53,3 +53,16 @@ def test_all_is_this_notebooks_listing_and_more_a_local_job_included(
         rows = capsys.readouterr().out.splitlines()
         assert any(row.split()[:3] == [job_id, state, "cell"] for row in rows), rows
         assert not rows[-1].startswith("("), rows  # no Slurm here: nobody asked, no note
+
+
+def test_job_takes_the_id_as_a_number_too(shell: Any) -> None:
+    """``hpc_magics.job(12292)`` is the job the listing shows as 12292 (an int used to
+    raise AttributeError from deep inside); other types are refused in one line."""
+    import hpc_magics
+
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "x = 1\n")
+    job_id = shell.magics_manager.registry["HpcMagicsKernel"].last_job
+    assert hpc_magics.job(int(job_id)).job_id == job_id
+    for wrong in (12.0, [job_id], True):
+        with pytest.raises(TypeError, match=r"job id .*: give it as 12345 or '12345'"):
+            hpc_magics.job(wrong)  # type: ignore[arg-type]
