@@ -31,7 +31,13 @@ SHORT_CODES = {"PD": "PENDING", "R": "RUNNING", "CG": "COMPLETING", "CD": "COMPL
                "PR": "PREEMPTED", "OOM": "OUT_OF_MEMORY", "S": "SUSPENDED", "ST": "STOPPED",
                "CF": "CONFIGURING", "RQ": "REQUEUED", "BF": "BOOT_FAIL", "DL": "DEADLINE",
                "RS": "RESIZING", "SE": "SPECIAL_EXIT", "RD": "RESV_DEL_HOLD",
-               "RH": "REQUEUE_HOLD", "RF": "REQUEUE_FED", "SI": "SIGNALING", "SO": "STAGE_OUT"}
+               "RH": "REQUEUE_HOLD", "RF": "REQUEUE_FED", "SI": "SIGNALING", "SO": "STAGE_OUT",
+               "RV": "REVOKED"}
+# What a listing's state filter takes: squeue's --states (both forms, any case: the man
+# page's JOB STATE CODES) and the states this tool shows of its own (a local job's, ENDED).
+OWN_STATES = ("ENDED", "FINISHED", "INTERRUPTED", "UNKNOWN")
+LISTED_STATES = frozenset(SHORT_CODES.values()) | FINAL_STATES | RUNNING_STATES | {
+    *OWN_STATES}
 
 
 def normalize_state(raw: str) -> str:

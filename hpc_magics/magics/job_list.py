@@ -23,11 +23,11 @@ from typing import Any
 
 from ..core import jobs as job_states
 from ..core.cost import cost_so_far
-from ..core.errors import HpcMagicsError
+from ..core.errors import HpcMagicsError, InvalidRequest
 from ..core.jobids import parse_job_id, same_job, task_order
 from ..core.jobs import JobSnapshot
 from ..core.profiles import ClusterProfile
-from ..core.resources import ResourceRequest, from_dict
+from ..core.resources import ResourceRequest, _unquote, from_dict
 from ..core.units import format_duration
 from ..jobfacts import ASKED_ABOUT, end_line, ended_because_all
 from ..jobfolder.folder import JobFolder, find_job_folders
@@ -64,10 +64,18 @@ class JobRow:
 
 
 def wanted_states(text: str | None) -> set[str] | None:
-    """``R,PD`` → {RUNNING, PENDING}; ``None`` for all."""
-    if not text:
+    """``R,PD`` → {RUNNING, PENDING}; ``None`` for all (no filter, or squeue's ``all``).
+    A name squeue would refuse is refused here: a typo must not read as "no such jobs"."""
+    parts = [part.strip() for part in _unquote(text or "").split(",") if part.strip()]
+    if not parts or any(part.lower() == "all" for part in parts):
         return None
-    return {job_states.normalize_state(part) for part in text.split(",") if part.strip()}
+    for part in parts:
+        if job_states.normalize_state(part) not in job_states.LISTED_STATES:
+            codes = ", ".join(f"{name} ({code})" for code, name in job_states.SHORT_CODES.items())
+            raise InvalidRequest(
+                f"--state {part!r} is not a job state: use squeue's names or codes, comma "
+                f"separated: {codes}; {', '.join(job_states.OWN_STATES)}; or all")
+    return {job_states.normalize_state(part) for part in parts}
 
 
 # ------------------------------------------------------------------ the one source
@@ -332,9 +340,14 @@ def show(magics: Any, everything: bool, state: str | None) -> None:
     wanted = wanted_states(state)
     folders = [f for f in find_job_folders(magics.jobs_root) if "job_id" in f.meta()]
     rows, note, away = listing(folders, everything)
+    empty = "(no jobs)" if everything else f"(no jobs under {magics.jobs_root})"
     if wanted is not None:
-        rows = [r for r in rows if job_states.normalize_state(r.state) in wanted]
-    lines = rows_text(rows, "(no jobs)" if everything else f"(no jobs under {magics.jobs_root})")
+        kept = [r for r in rows if job_states.normalize_state(r.state) in wanted]
+        if rows and not kept:  # the folder is not empty: the filter kept none
+            named = _unquote(str(state)).upper()
+            empty = f"(no jobs in state {named}: {len(rows)} in other states)"
+        rows = kept
+    lines = rows_text(rows, empty)
     lines += [f"({note})"] if note else []
     if not away:  # the allocation, where Slurm is here and knows it
         lines += allocation_section(rows, magics.request, magics._profile(magics.request))

@@ -66,3 +66,29 @@ def test_job_takes_the_id_as_a_number_too(shell: Any) -> None:
     for wrong in (12.0, [job_id], True):
         with pytest.raises(TypeError, match=r"job id .*: give it as 12345 or '12345'"):
             hpc_magics.job(wrong)  # type: ignore[arg-type]
+
+
+def test_state_takes_what_squeue_takes_and_an_empty_filter_says_so(
+        shell: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``%hpc_jobs --state BOGUS`` is refused, naming the states squeue takes (it used to
+    list nothing and say the job folder was empty); a filter that keeps no job says which
+    states it wanted and that the folder has others."""
+    from IPython.core.error import UsageError
+
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "x = 1\n")
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    magics.handles[magics.last_job].wait(timeout=60)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch here: a laptop
+    capsys.readouterr()
+    with pytest.raises(UsageError, match=r"--state 'BOGUS' is not a job state: .*PENDING "
+                                         r"\(PD\).*RUNNING \(R\).*REVOKED \(RV\).* or all$"):
+        shell.run_line_magic("hpc_jobs", "--state R,BOGUS")
+    for line in ("--state R,PD", "--state pd,cg,RV,requeue_hold"):
+        shell.run_line_magic("hpc_jobs", line)
+        said = capsys.readouterr().out
+        assert "no jobs under" not in said
+        wanted = line.split()[-1].upper()
+        assert f"(no jobs in state {wanted}: 1 in other states)" in said
+    shell.run_line_magic("hpc_jobs", "--state all")
+    assert magics.last_job in capsys.readouterr().out
