@@ -102,23 +102,30 @@ SITE_SPECIFIC = (("partition", "-p"), ("account", "-A"), ("qos", "-q"), ("constr
                  ("gres", "--gres"))
 
 
-def for_profile(request: ResourceRequest, profile: str) -> tuple[ResourceRequest, list[str]]:
+def for_profile(request: ResourceRequest, profile: str,
+                given: Mapping[str, Any] | None = None) -> tuple[ResourceRequest, list[str]]:
     """The request moved to another cluster's profile, and what of it was dropped (as flags):
-    portable figures (time, nodes, tasks, CPUs, memory, a GPU count) stay."""
+    portable figures (time, nodes, tasks, CPUs, memory, a GPU count) stay. ``given``: the
+    values (by field, as ``updated`` takes them) given with the switch: those replace the
+    old ones rather than dropping them, so they are not named."""
     if profile == request.profile:
         return request, []
+    given = {name: value for name, value in (given or {}).items() if value is not None}
     dropped: list[str] = []
     changes: dict[str, Any] = {"profile": profile}
     for name, flag in SITE_SPECIFIC:
         value = getattr(request, name)
         if value is not None:
-            dropped.append(f"{flag} {value}")
+            dropped += [] if name in given else [f"{flag} {value}"]
             changes[name] = None
     if request.gpus_per_node is not None and request.gpus_per_node.type:
-        dropped.append(f"the GPU type {request.gpus_per_node.type}")
+        if "gpus_per_node" not in given:
+            dropped.append(f"the GPU type {request.gpus_per_node.type}")
         changes["gpus_per_node"] = GpuRequest(request.gpus_per_node.count)
     if request.setup:
-        dropped.append("--setup " + "; ".join(request.setup))
+        again = {_unquote(line) for line in given.get("setup", ())}
+        gone = [line for line in request.setup if line not in again]
+        dropped += ["--setup " + "; ".join(gone)] if gone else []
         changes["setup"] = ()
     return request.changed(**changes), dropped
 

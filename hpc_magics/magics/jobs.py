@@ -11,6 +11,7 @@ import ast
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,12 +112,16 @@ class HpcMagicsKernel(Magics):
     def jobs_root(self) -> Path:
         return Path(self.jobs_dir).expanduser().resolve()
 
-    def _switch_profile(self, request: ResourceRequest, args: Any) -> ResourceRequest:
-        """The request under ``--profile``, without what named the cluster before."""
+    def _switch_profile(self, request: ResourceRequest, args: Any,
+                        cell_values: Mapping[str, Any] | None = None) -> ResourceRequest:
+        """The request under ``--profile``, without what named the cluster before; what
+        the line (or the cell's #SBATCH lines) gives again replaces it and is not named."""
         if not getattr(args, "profile", None):
             return request
         profiles.load_profile(args.profile)  # fail now on an unknown name
-        request, dropped = resources.for_profile(request, args.profile)
+        given = {**(cell_values or {}),
+                 **{k: v for k, v in values_from_args(args).items() if v is not None}}
+        request, dropped = resources.for_profile(request, args.profile, given)
         if dropped:
             print(f"[hpc_magics] profile {args.profile}: dropped {', '.join(dropped)} "
                   "(named for the cluster before; give them again if they apply)")
@@ -200,7 +205,8 @@ class HpcMagicsKernel(Magics):
         points = sweep_magic.points(args, namespace)
         parsed = directive_parser.parse(cell)
         # a --profile switch first, so the cell's own #SBATCH lines are kept
-        request = resources.updated(self._switch_profile(self.request, args), parsed.values)
+        request = resources.updated(self._switch_profile(self.request, args, parsed.values),
+                                    parsed.values)
         # -d afterok:prep: this notebook's job folder names and handle variables are job ids
         args.dependency = sweep_magic.resolved_dependency(self, args.dependency)
         request = self.apply(request, args)

@@ -41,3 +41,25 @@ def test_hpc_resources_switch_then_cell_lines(shell: Any,
                          "#SBATCH -A NAISS2024-5-1\n#SBATCH --gpus-per-node A40:1\npass")
     script = capsys.readouterr().out
     assert "#SBATCH --account=NAISS2024-5-1" in script and "dropped -p debug" in script
+
+
+def test_a_switch_names_only_what_the_line_does_not_give_again(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--profile lab -p nosuchpart`` used to say it dropped ``-p nosuchpart``, the value
+    just given (the old values were dropped by name before the new ones were applied)."""
+    shell.run_line_magic("hpc_resources", "--profile alvis -p alvis -A NAISS2024-5-1 "
+                                          "--gpus-per-node A40:1 --setup 'module load X'")
+    capsys.readouterr()
+    shell.run_line_magic("hpc_resources", "--profile lab -p nosuchpart --gpus-per-node V100:1")
+    said = capsys.readouterr().out
+    assert "profile lab: dropped -A NAISS2024-5-1, --setup module load X (" in said
+    assert "nosuchpart (" not in said and "-p alvis" not in said and "A40" not in said
+    request = shell.magics_manager.registry["HpcMagicsKernel"].request
+    assert (request.partition, request.account, str(request.gpus_per_node)) == (
+        "nosuchpart", None, "V100:1")
+    # everything given again: nothing to say
+    shell.run_line_magic("hpc_resources", "--profile generic -p other --gpus-per-node 1")
+    assert "dropped" not in capsys.readouterr().out
+    # a cell's own #SBATCH line gives it again too
+    shell.run_cell_magic("sbatch", "--profile lab --dry-run", "#SBATCH -p debug\npass")
+    assert "dropped" not in capsys.readouterr().out
