@@ -135,8 +135,17 @@ def cpus_per_node(request: ResourceRequest, profile: ClusterProfile,
                      f"{partition.cpus_per_node} a node (more nodes for more CPUs)")
 
 
+# Less than the Python interpreter, submitit and the unpickled cell need: such a job dies
+# of OOM at its start. Written mostly by users meaning GB, where a plain number is MB.
+TOO_LITTLE_FOR_PYTHON_MB = 64
+
+
 def memory(request: ResourceRequest, profile: ClusterProfile,
            partition: Partition | None) -> Found:
+    if request.mem_mb and request.mem_mb < TOO_LITTLE_FOR_PYTHON_MB:  # sbatch takes it
+        yield _warn("mem", f"--mem {request.mem_mb}M is {request.mem_mb} MB (sbatch's unit "
+                    f"for a plain number), too little for Python: write {request.mem_mb}G "
+                    "for gigabytes")
     if not (partition and partition.mem_per_node_mb):
         return
     limit = partition.mem_per_node_mb

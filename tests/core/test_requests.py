@@ -177,3 +177,13 @@ def test_every_short_option_sbatch_gives_a_value_takes_the_next_word() -> None:
     hand-kept list missed -b, -i, -L, -m, -S, -B and -F: ``-b now+1hour`` was refused)."""
     parsed = directives.parse("#SBATCH -b now+1hour -L matlab:1 -m block -k\nx = 1")
     assert parsed.extra == (("b", "now+1hour"), ("L", "matlab:1"), ("m", "block"), ("k", ""))
+
+
+def test_a_memory_too_small_for_python_is_warned_not_refused() -> None:
+    """``--mem 4`` is 4 MB to sbatch (its unit without a suffix): sbatch takes it, the job
+    then dies of OOM; said where the request's problems are, with the fix."""
+    found = messages("lab", partition="long", mem_mb="4")
+    assert found == ["warning: --mem 4M is 4 MB (sbatch's unit for a plain number), too "
+                     "little for Python: write 4G for gigabytes"]
+    assert messages("lab", partition="long", mem_mb="100M") == []
+    assert messages("lab", partition="long", mem_mb="0") == []  # the whole node's memory
