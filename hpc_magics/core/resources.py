@@ -184,7 +184,9 @@ def updated(request: ResourceRequest, values: Mapping[str, Any]) -> ResourceRequ
         if raw is None:
             continue
         if name == "setup":
-            changes["setup"] = tuple(request.setup) + tuple(_unquote(line) for line in raw)
+            # an empty line (--setup "") sets nothing up: it is not kept as one
+            lines = (_unquote(line).strip() for line in raw)
+            changes["setup"] = tuple(request.setup) + tuple(line for line in lines if line)
         elif name == "backend":
             if raw not in BACKENDS:
                 raise InvalidRequest(f"--backend {raw!r}: use one of {', '.join(BACKENDS)}")

@@ -187,3 +187,9 @@ def test_a_memory_too_small_for_python_is_warned_not_refused() -> None:
                      "little for Python: write 4G for gigabytes"]
     assert messages("lab", partition="long", mem_mb="100M") == []
     assert messages("lab", partition="long", mem_mb="0") == []  # the whole node's memory
+
+
+def test_an_empty_setup_line_adds_nothing() -> None:
+    """``--setup ""`` used to add an empty line, named later as ``dropped --setup  (``."""
+    request = updated(ResourceRequest(), {"setup": ['""', "", "  ", "'module load X'"]})
+    assert request.setup == ("module load X",)
