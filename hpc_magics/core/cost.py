@@ -91,6 +91,9 @@ def cost_line(request: ResourceRequest, profile: ClusterProfile | None = None,
     """``≈ 2 GPU-h (2 node-h) at most``; with a profile, also what its billing rule
     charges."""
     cost = estimate(request, profile, billing_weights)
+    if cost.node_hours is None and request.time_s == UNLIMITED:  # -t 0, as the script says
+        return ("no time limit (--time=UNLIMITED: the partition's maximum applies): cost "
+                "unknown (-t 2h bounds it)")
     if cost.node_hours is None:
         return "no time limit set: cost unknown (add -t)"
     line = f"≈ {_short(cost.node_hours)} node-h at most"

@@ -6,6 +6,7 @@ import pytest
 
 from hpc_magics.core.cost import billing_units, cost_line, estimate
 from hpc_magics.core.jobs import PENDING_REASONS, plain_reason
+from hpc_magics.core.jobscript import header_lines
 from hpc_magics.core.profiles import load_profile
 from hpc_magics.core.resources import ResourceRequest, updated
 
@@ -55,3 +56,12 @@ def test_pending_reasons_in_plain_words() -> None:
     assert plain_reason("QOSMaxMemoryPerUser") == "you already use your quota under this QOS"
     assert plain_reason("SomethingNew") == "SomethingNew"  # unknown codes as Slurm says them
     assert all(text and text[0].islower() for text in PENDING_REASONS.values())
+
+
+def test_no_time_limit_is_said_as_the_script_says_it() -> None:
+    """``-t 0`` is sbatch's no limit (``--time=UNLIMITED`` in the script): the cost line
+    said "no time limit set ... (add -t)", as if -t had not been given."""
+    unlimited = updated(ResourceRequest(), {"time_s": "0"})
+    assert "#SBATCH --time=UNLIMITED" in header_lines(unlimited, load_profile("generic"))
+    assert cost_line(unlimited) == ("no time limit (--time=UNLIMITED: the partition's "
+                                    "maximum applies): cost unknown (-t 2h bounds it)")
