@@ -90,6 +90,9 @@ def parse_memory(text: str | int) -> int:
     """Megabytes, as sbatch reads ``--mem`` (no suffix: MB; ``0``: all of the node's)."""
     value = str(text).strip().strip("'\"")
     match = _MEMORY.match(value)
+    if not match and _MEMORY.match(value[1:]) and value.startswith("-"):
+        raise InvalidRequest(f"memory {value!r} must be positive, e.g. '4G' (0: all of "
+                             "the node's)")
     if not match:
         raise InvalidRequest(
             f"memory {value!r} is not understood: use a number of megabytes or a unit "

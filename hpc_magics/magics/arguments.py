@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import construct_parser, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import construct_parser, magic_arguments
+from IPython.utils.process import arg_split
 
 from ..core.errors import HpcMagicsError, JobFailed
 from .lazy import lazy_module
@@ -94,6 +95,26 @@ def values_from_args(args: Any) -> dict[str, Any]:
     return flags.flag_values(args) | {"backend": args.backend}
 
 
+def values_as_given(parser: Any, argv: list[str]) -> list[str]:
+    """``--mem -1G`` as ``--mem=-1G``: a word starting with '-' after a flag that takes a
+    value is that value, as sbatch takes it, unless it is one of the magic's flags (``-J
+    --wait`` still says -J wants a value). argparse read it as an unknown flag and said
+    "expected one argument", naming no value; now the value's own check names it."""
+    flags = parser._option_string_actions  # argparse has no public table of its options
+    takes_value = {spelling for spelling, action in flags.items() if action.nargs is None}
+    out: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word in takes_value and (value := next(words, None)) is not None:
+            if value.startswith("-") and value.split("=")[0] not in flags:
+                word = f"{word}={value}" if word.startswith("--") else word + value
+            else:
+                out.append(word)
+                word = value
+        out.append(word)
+    return out
+
+
 def parsed_arguments(magic: Callable[..., Any], line: str) -> Any:
     """The magic's parsed arguments; a bad line is one error naming it and the fix."""
     name = magic.__name__
@@ -102,7 +123,7 @@ def parsed_arguments(magic: Callable[..., Any], line: str) -> Any:
     parser = parser.built() if hasattr(parser, "built") else parser  # a lazy one: build it
     parser.allow_abbrev = False  # sbatch's --gpus is not our --gpus-per-node
     try:
-        return parse_argstring(magic, line)
+        return parser.parse_args(values_as_given(parser, arg_split(line, strict=True)))
     except ValueError as error:  # shlex: an unclosed quote
         raise UsageError(f"{sign}{name} {line.strip()}: {error}: check the quotes") from None
     except UsageError as error:
