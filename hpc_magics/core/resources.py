@@ -167,6 +167,8 @@ _TYPED: dict[str, Callable[[str], Any]] = {
 def parse_field(field_name: str, text: str) -> Any:
     """Turn the text of one flag into the typed value of its field."""
     flag = next(k for k, v in FLAG_FIELDS.items() if v == field_name and len(k) > 1)
+    if field_name == "gpus_per_node" and GpuRequest.parse(text).count == 0:
+        return None  # Slurm reads a count of 0 as no GPUs: a gres of 0 is not rendered
     if field_name in _TYPED:
         return _TYPED[field_name](text)
     if field_name in {"nodes", "ntasks_per_node", "cpus_per_task"}:

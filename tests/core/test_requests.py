@@ -193,3 +193,16 @@ def test_an_empty_setup_line_adds_nothing() -> None:
     """``--setup ""`` used to add an empty line, named later as ``dropped --setup  (``."""
     request = updated(ResourceRequest(), {"setup": ['""', "", "  ", "'module load X'"]})
     assert request.setup == ("module load X",)
+
+
+def test_zero_gpus_is_no_gpu_request() -> None:
+    """``--gpus-per-node 0`` (or ``a100:0``): Slurm reads a zero count as no GPUs; it
+    rendered ``--gres=gpu:0`` and had a type checked against the partition. Now it clears
+    the session's GPUs (a CPU cell after GPU ones) and renders nothing."""
+    gpu = ResourceRequest(profile="lab", partition="debug", gpus_per_node=GpuRequest(1, "v100"))
+    for zero in ("0", "a100:0"):
+        request = updated(gpu, {"gpus_per_node": zero})
+        assert request.gpus_per_node is None
+        assert not any("gpu" in line for line in jobscript.header_lines(
+            request, load_profile("lab")))
+        assert messages("lab", partition="debug", gpus_per_node=zero) == []
