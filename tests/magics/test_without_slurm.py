@@ -53,3 +53,18 @@ def test_all_is_this_notebooks_listing_and_more_a_local_job_included(
         rows = capsys.readouterr().out.splitlines()
         assert any(row.split()[:3] == [job_id, state, "cell"] for row in rows), rows
         assert not rows[-1].startswith("("), rows  # no Slurm here: nobody asked, no note
+
+
+def test_a_local_jobs_segments_say_it_ran_here(shell: Any) -> None:
+    """Segments are accounting's (sacct): a local job has none to ask, and that is no
+    "try again later" (the line %hpc_efficiency says for it)."""
+    from hpc_magics.core.errors import HpcMagicsError
+
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "x = 1\n")
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    handle = magics.handles[magics.last_job]
+    with pytest.raises(HpcMagicsError) as refused:
+        handle.segments()
+    said = str(refused.value)
+    assert f"job {handle.job_id} ran on this machine, not through Slurm" in said, said
+    assert "try again" not in said and "\n" not in said, said
