@@ -80,6 +80,13 @@ class RemoteError(JobFailed):
         return [*self.remote_traceback.rstrip().splitlines(), "", f"(raised in {self})"]
 
 
+def no_accounting_here(job_id: str, about: str) -> str:
+    """The line for asking Slurm's accounting ``about`` a job that ran on this machine:
+    there is none (nothing failed: no "try again")."""
+    return (f"job {job_id} ran on this machine, not through Slurm: there is no accounting "
+            f"to ask for its {about}")
+
+
 class JobHandle:
     """One job: ``handle.state``, ``.wait()``, ``.fetch()``, ``.cancel()``, ``.log()``,
     ``.rerun(mem=..., time=...)``."""
@@ -269,6 +276,8 @@ class JobHandle:
         ``sacct --duplicates``; raises when accounting cannot be asked."""
         from .scheduler.accounting import job_segments
 
+        if self.ran_locally:  # its id is a pid: sacct would answer of another job, or not
+            raise HpcMagicsError(no_accounting_here(self.job_id, "segments (it ran once)"))
         found = job_segments(self.job_id)
         if found is None:
             raise HpcMagicsError(f"could not ask sacct about job {self.job_id}'s segments "

@@ -42,12 +42,15 @@ def test_the_private_submitit_internals_used_are_there() -> None:
     import importlib.util
 
     from submitit.core import plugins
+    from submitit.local.local import Controller
     from submitit.slurm.slurm import SlurmExecutor
 
     for name in ("_internal_process_submissions", "_submit_command", "_submitit_command_str",
                  "_num_tasks"):
         assert hasattr(SlurmExecutor, name), name
     assert hasattr(plugins, "_iter_submitit_entrypoints")
+    for name in ("wait", "run", "kill_tasks", "_forward_signal"):  # local_controller.py's
+        assert hasattr(Controller, name), name
     for module in ("submitit.core._submit", "submitit.local._local"):
         assert importlib.util.find_spec(module) is not None, module
 

@@ -1,8 +1,9 @@
-"""submitit's local executor, with its controller started through the one subprocess door
-(``commands.start``: its own process group, its output in ``controller.log``, not the
-notebook) and cancelled as under Slurm (SIGTERM, then SIGKILL, to the group). The
-controller's pid is the job's id; its start time goes in meta.json at once, so a later
-kernel knows that very process (``scheduler/processes.py``).
+"""submitit's local executor, with its controller (``local_controller.py``: the time limit
+ends a job TIMEOUT) started through the one subprocess door (``commands.start``: its own
+process group, its output in ``controller.log``, not the notebook) and cancelled as under
+Slurm (SIGTERM, then SIGKILL, to the group). The controller's pid is the job's id; its
+start time goes in meta.json at once, so a later kernel knows that very process
+(``scheduler/processes.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..scheduler import commands, processes
 from ..scheduler.local_jobs import PROCESS_STARTED
 
 CONTROLLER_LOG = "controller.log"
+CONTROLLER = "hpc_magics.backends.local_controller"  # submitit's, ending a job TIMEOUT
 
 
 class LocalProcessJob(LocalJob[Any]):
@@ -38,7 +40,7 @@ class LocalProcessJob(LocalJob[Any]):
 
 class LocalProcessExecutor(submitit.LocalExecutor):
     """``LocalExecutor`` whose ``_submit_command`` is submitit's ``start_controller``
-    through ``commands.start``."""
+    through ``commands.start``, starting ``CONTROLLER``."""
 
     def _submit_command(self, command: str) -> Any:
         ntasks = self.parameters.get("tasks_per_node", 1)
@@ -51,8 +53,7 @@ class LocalProcessExecutor(submitit.LocalExecutor):
             SUBMITIT_STDERR_TO_STDOUT="", SUBMITIT_EXECUTOR="local",
             CUDA_VISIBLE_DEVICES="", SUBMITIT_LOCAL_WITH_SHELL="")
         self.folder.mkdir(parents=True, exist_ok=True)
-        process = commands.start([sys.executable, "-m", "submitit.local._local",
-                                  str(self.folder)],
+        process = commands.start([sys.executable, "-m", CONTROLLER, str(self.folder)],
                                  log=self.folder / CONTROLLER_LOG, environ=environ)
         # not yet reaped (this process waits for it): its start time is readable even if
         # it has ended already

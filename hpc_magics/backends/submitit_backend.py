@@ -269,13 +269,15 @@ class LocalBackend(Backend):
 
     def job_script(self, folder: str, request: ResourceRequest, profile: ClusterProfile,
                    job_name: str, options: ScaleOptions | None = None) -> str:
-        controller = shlex.join([sys.executable, "-m", "submitit.local._local", folder])
+        from .local_process import CONTROLLER
+
+        controller = shlex.join([sys.executable, "-m", CONTROLLER, folder])
         task = shlex.join([sys.executable, "-u", "-m", "submitit.core._submit", folder])
         return "\n".join([
             "#!/bin/bash",
             "# Ran on this machine through submitit's local executor (no Slurm here): no",
             "# #SBATCH line applies; the executor stops the job after "
-            f"{_timeout_min(request)} min.",
+            f"{_timeout_min(request)} min (TIMEOUT).",
             "# It started its controller, with SUBMITIT_EXECUTOR=local and its SUBMITIT_LOCAL_*",
             "# variables:",
             f"#   {controller}",

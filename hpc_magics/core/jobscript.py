@@ -61,6 +61,29 @@ def directives(request: ResourceRequest, profile: ClusterProfile | None = None,
     return pairs
 
 
+# What only Slurm gives a job: tasks and nodes beyond one, GPUs, a memory limit, waiting for
+# other jobs. The local executor runs one process with no GPU (CUDA_VISIBLE_DEVICES=""),
+# no limit but the time, at once.
+SLURM_ONLY = frozenset({"nodes", "N", "ntasks-per-node", "ntasks", "n", "gpus-per-node",
+                        "gpus", "G", "gpus-per-task", "mem", "mem-per-cpu", "mem-per-gpu",
+                        "dependency", "d"})
+ONE = frozenset({"nodes", "N", "ntasks-per-node", "ntasks", "n"})  # "1" is what runs here
+
+
+def slurm_only(request: ResourceRequest) -> list[str]:
+    """The request's flags a local run cannot honour, as typed (``--nodes 2``, ``-d ...``),
+    in the header's order; a GPU in ``--gres`` too."""
+    named = []
+    for flag, value in directives(request):
+        if flag == "gres":
+            value = ",".join(item for item in value.split(",") if item.startswith("gpu"))
+        elif flag not in SLURM_ONLY or (flag in ONE and value == "1"):
+            continue
+        if value:
+            named.append(f"{'-' if len(flag) == 1 else '--'}{flag} {value}")
+    return named
+
+
 def _line(flag: str, value: str) -> str:
     short = len(flag) == 1
     # sbatch reads directive values with shell-like quoting; an unquoted '#' starts a comment

@@ -192,8 +192,9 @@ class JobActionMagics(Magics):
             raise UsageError(f"job {handle.job_id} is {state}: its efficiency is known once it "
                              f"has ended (%hpc_fetch {handle.job_id} --wait waits for it)")
         if handle.backend.name != "slurm":  # nothing wrong: say so, and let Run All go on
-            print(f"[hpc_magics] job {handle.job_id} ran on this machine, not through Slurm: "
-                  "there is no accounting to ask for its efficiency")
+            from ..handle import no_accounting_here
+
+            print(f"[hpc_magics] {no_accounting_here(handle.job_id, 'efficiency')}")
             return
         # someone is waiting: a shared answer a second old is fresh enough; a sweep's figures
         # are its tasks' (each point's latest attempt). Figures come only once accounting has

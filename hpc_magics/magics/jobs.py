@@ -281,6 +281,13 @@ class HpcMagicsKernel(Magics):
                           session_request=self.request, from_environment=from_environment,
                           live=live)
             return None
+        if backend.name == "local":  # tried out here: run it, but never as if on Slurm
+            from ..core.jobscript import slurm_only
+
+            ignored = slurm_only(request)
+            if ignored:
+                print(f"[hpc_magics] runs on this machine as one process: {', '.join(ignored)}"
+                      " apply on Slurm only", file=sys.stderr)
         print(f"[hpc_magics] {payload.summary()}")
         handle = self.remember(submit(self.jobs_root, backend, payload, request, profile,
                                       job_name, options, sending_cell(self.shell)))

@@ -63,6 +63,12 @@ class CommandResult:
         return f"exit status {self.returncode}"
 
 
+def not_found(command: str) -> str:
+    """What ``run`` says of a Slurm command missing from PATH: a definite answer (no Slurm
+    here), which no "try again" fixes."""
+    return f"{command} was not found: is Slurm installed on this machine?"
+
+
 def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
         environ: Mapping[str, str] | None = None) -> CommandResult:
     """Run a command; a missing command or a time-out becomes ``SubmissionError``."""
@@ -76,8 +82,7 @@ def run(argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT_S,
             check=False,
         )
     except FileNotFoundError:
-        raise SubmissionError(f"{args[0]} was not found: is Slurm installed on this machine?") \
-            from None
+        raise SubmissionError(not_found(args[0])) from None
     except subprocess.TimeoutExpired:
         raise SubmissionError(
             f"{args[0]} did not answer within {timeout:.0f}s: the scheduler may be busy, "

@@ -16,6 +16,8 @@ from .job_status import JobStatus
 
 # in meta.json: when the controller started (processes.started), beside its pid, the job id
 PROCESS_STARTED = "process_started"
+# in meta.json: when the controller stopped the job at its time limit (local_controller.py)
+TIME_LIMIT_REACHED = "time_limit_reached"
 
 
 _started_here: dict[str, Any] = {}  # submitit's local jobs: their .state, .cancel()
@@ -29,20 +31,24 @@ def note_started(job_id: str, job: Any) -> None:
 def local_status(folder: JobFolder, job_id: str) -> JobStatus:
     """A local job's snapshot for the watcher: its results' outcome once they are whole
     (the folder proves how the cell ended, also while its process exits: a failed cell is
-    FAILED, not the controller's normal end), else its process."""
+    FAILED, not the controller's normal end), else its process. A job its controller
+    stopped at the time limit is TIMEOUT once that process ended, as under Slurm."""
     job = _started_here.get(job_id)
     state = normalize_state(job.state) if job is not None else None
     source = "local"
     outcome = folder.outcome()
+    timed_out = TIME_LIMIT_REACHED in folder.meta()
     if job_id in _cancelled and state not in (None, "RUNNING"):
         state = "CANCELLED"  # the controller ends normally once its cell stopped
+    elif timed_out and state not in (None, "RUNNING"):
+        state = "TIMEOUT"
     elif outcome is not None:
         state, source = ("FAILED" if outcome.failed else "COMPLETED"), "results"
     elif state is None:
         # a local job's id is its controller's pid: that very process (the start time its
         # folder recorded) still runs; a pid reused since does not
         alive = processes.alive(job_id, folder.meta().get(PROCESS_STARTED))
-        state = "RUNNING" if alive else "UNKNOWN"
+        state = "RUNNING" if alive else "TIMEOUT" if timed_out else "UNKNOWN"
     return JobStatus(job_id, state, source, "", time.time())
 
 

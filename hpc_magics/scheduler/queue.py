@@ -304,6 +304,8 @@ class JobQueue(SharedCache):
             # the user's own ask, off any event loop: wait for squeue's answer (up to its
             # timeout), not answer_within_s, so a slow squeue is no "not answering"
             view = self._locked_refresh(0.0)
+        if view.error == commands.not_found("squeue"):  # no Slurm here: waiting will not help
+            raise HpcMagicsError(f"cannot cancel job {job_id} ({view.error})")
         if view.error is not None:  # scancel would hang as long as squeue did
             raise HpcMagicsError(f"cannot cancel job {job_id} now ({view.error}): the "
                                  "scheduler is not answering; try again in a minute")

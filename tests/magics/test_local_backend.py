@@ -300,3 +300,23 @@ def test_cancel_a_local_job(shell: Any, capsys: pytest.CaptureFixture[str]) -> N
     assert f"job {handle.job_id}: " in said and "Slurm" not in said, said
     assert handle.wait(timeout=30) == "CANCELLED"  # as Slurm says it
     assert "started" in handle.log()
+
+
+def test_a_local_job_stopped_by_its_time_limit_ends_timeout(
+        shell: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local executor's time limit ends a job TIMEOUT, told as Slurm's is (it used to
+    reach the cell as SIGINT: a KeyboardInterrupt, FAILED, and no longer time suggested).
+    The limit the backend gives the executor is made 3 s: ``-t`` counts whole minutes."""
+    from hpc_magics.backends import submitit_backend
+
+    monkeypatch.setattr(submitit_backend, "_timeout_min", lambda request: 0.05)
+    with pytest.raises(JobFailed, match="it reached its time limit: ask for more with -t"):
+        shell.run_cell_magic("sbatch", "--backend local --wait -t 1",
+                             "import time\ntime.sleep(100)\n")
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    handle = magics.handles[magics.last_job]
+    assert handle.wait(timeout=30) == "TIMEOUT"
+    assert handle.end_state() == "TIMEOUT"
+    assert "time" in handle.suggested_rerun()
+    assert "KeyboardInterrupt" not in capsys.readouterr().out
+    assert "time limit" in handle.log()

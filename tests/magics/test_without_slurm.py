@@ -92,3 +92,40 @@ def test_state_takes_what_squeue_takes_and_an_empty_filter_says_so(
         assert f"(no jobs in state {wanted}: 1 in other states)" in said
     shell.run_line_magic("hpc_jobs", "--state all")
     assert magics.last_job in capsys.readouterr().out
+
+
+def test_a_local_jobs_segments_say_it_ran_here(shell: Any) -> None:
+    """Segments are accounting's (sacct): a local job has none to ask, and that is no
+    "try again later" (the line %hpc_efficiency says for it)."""
+    from hpc_magics.core.errors import HpcMagicsError
+
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "x = 1\n")
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    handle = magics.handles[magics.last_job]
+    with pytest.raises(HpcMagicsError) as refused:
+        handle.segments()
+    said = str(refused.value)
+    assert f"job {handle.job_id} ran on this machine, not through Slurm" in said, said
+    assert "try again" not in said and "\n" not in said, said
+
+
+@pytest.mark.parametrize(("line", "named"), [
+    ("-N 2 --ntasks-per-node 2", "--nodes 2, --ntasks-per-node 2"),
+    ("--gpus-per-node 2 --mem 1M", "--mem 1M, --gpus-per-node 2"),
+    ("-d afterok:99999999", "--dependency afterok:99999999"),
+])
+def test_a_local_job_names_the_requests_only_slurm_gives(
+        shell: Any, capsys: pytest.CaptureFixture[str], line: str, named: str) -> None:
+    """Tried out on a laptop, the cell runs (no refusal), but never silently as if it had
+    its nodes, tasks, GPUs, memory limit or dependency: one line names them."""
+    shell.run_cell_magic("sbatch", f"--backend local --wait -t 5 {line}", "x = 1\n")
+    assert shell.user_ns["x"] == 1
+    said = [row for row in capsys.readouterr().err.splitlines() if "Slurm only" in row]
+    assert said == [f"[hpc_magics] runs on this machine as one process: {named} apply on "
+                    "Slurm only"], said
+
+
+def test_a_plain_local_job_says_nothing_of_slurm(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5 -N 1 -c 2", "x = 1\n")
+    assert "Slurm only" not in capsys.readouterr().err

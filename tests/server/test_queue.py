@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from hpc_magics.core.errors import HpcMagicsError
 from hpc_magics.scheduler.queue import JobQueue
 
 pytestmark = pytest.mark.timeout(120)
@@ -167,3 +168,16 @@ def test_cancel_waits_for_a_slow_squeue_rather_than_calling_it_silent(
     fake_squeue.behave("ok", delay_s=3.0)  # then squeue slows down
     with pytest.raises(LookupError, match="job 999 is not one of gus's jobs"):
         queue.cancel("999")
+
+
+def test_cancel_without_slurm_says_so_and_no_try_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No squeue on PATH is a definite answer (no Slurm here), not a scheduler that is
+    not answering: a "try again in a minute" would send the user waiting for nothing."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # a laptop: no Slurm commands
+    queue = JobQueue(user="hal", cache_dir=tmp_path / "runtime", interval_s=30)
+    with pytest.raises(HpcMagicsError) as refused:
+        queue.cancel("999999")
+    said = str(refused.value)
+    assert "cannot cancel job 999999" in said and "squeue was not found" in said, said
+    assert "try again" not in said and "not answering" not in said, said
