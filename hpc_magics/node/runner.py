@@ -288,8 +288,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             back = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
             if has_last:
                 back["_"] = last_value
-            moved, unchanged = come_back_together(back, unchanged)
-            changed += moved
+            moved, unchanged = come_back_together(back, unchanged)  # unchanged: not said so
         except Requeued:
             failure = Requeued()
         except BaseException as error:  # the user's error, reported on fetch
@@ -318,13 +317,15 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         task.write_gathered(namespace)
         if not lead_task:
             return {"names": [], "figures": []}
-        picked = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
+        picked = {n: namespace[n] for n in (*payload.result_names, *changed, *moved)
+                  if n in namespace}
         modules = {n: v.__name__ for n, v in picked.items() if isinstance(v, types.ModuleType)}
         values = {n: v for n, v in picked.items() if n not in modules}
         last_repr = repr(last_value)[:10000] if has_last and last_value is not None else None
         state, referenced, last_value, skipped = _pickle_results(
             values, last_value if has_last else None, unchanged)
         result = CellResult(state=state, names=tuple(values), changed_in_place=changed,
+                            came_back_with=moved,
                             referenced=referenced, notebook_ids=dict(payload.notebook_ids),
                             modules=modules, has_last_value=last_value is not None,
                             last_value_repr=last_repr, skipped=skipped, figures=figures,
