@@ -68,6 +68,8 @@ class RemoteError(JobFailed):
     """The cell raised on the node; IPython shows the node's traceback, not ours (with the
     node's frames for ``%debug``, when the job kept them: ``magics/postmortem.py``)."""
 
+    shows_node_traceback = True
+
     def __init__(self, message: str, remote_traceback: str = "", job_id: str = "",
                  folder: Path | None = None) -> None:
         super().__init__(message, remote_traceback)

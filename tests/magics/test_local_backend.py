@@ -300,3 +300,15 @@ def test_cancel_a_local_job(shell: Any, capsys: pytest.CaptureFixture[str]) -> N
     assert f"job {handle.job_id}: " in said and "Slurm" not in said, said
     assert handle.wait(timeout=30) == "CANCELLED"  # as Slurm says it
     assert "started" in handle.log()
+    # no results: one line from the magic, and from a fetch in a cell no traceback through
+    # hpc_magics' own code (the exception is still raised, for code that catches it)
+    with pytest.raises(UsageError, match=f"^job {handle.job_id} has no results: it was "
+                                         "cancelled") as raised:
+        shell.run_line_magic("hpc_fetch", handle.job_id)
+    assert "\n" not in str(raised.value)
+    capsys.readouterr()
+    outcome = shell.run_cell(f"import hpc_magics\nhpc_magics.job({handle.job_id!r}).fetch()")
+    assert isinstance(outcome.error_in_exec, JobFailed)
+    shown = capsys.readouterr()
+    [line] = [line for line in (shown.out + shown.err).splitlines() if line.strip()]
+    assert line.startswith(f"JobFailed: job {handle.job_id} has no results: it was cancelled")
