@@ -244,6 +244,20 @@ def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
     return state, referenced, last, skipped
 
 
+def _said_already(failure: BaseException) -> None:
+    """The log has the cell's own traceback now; raised on through submitit, the
+    interpreter would print it again at exit through the engine's frames (runpy, submitit,
+    this runner): not for this exception. The job still exits 1; any other error prints."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], value: BaseException,
+             trace: types.TracebackType | None) -> None:
+        if value is not failure:
+            previous(kind, value, trace)
+
+    sys.excepthook = hook
+
+
 class StoppedBySlurm(BaseException):
     """Slurm's SIGTERM (the time limit, a cancel) stopped the cell; its output is kept."""
 
@@ -304,6 +318,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         if failure is not None:
             # into the job's log, not into the cell's output
             sys.stderr.write(remote or f"{type(failure).__name__}: {failure}\n")
+            _said_already(failure)
             # stopped by Slurm: its state says why; a result file would claim a failure
             if not lead_task or isinstance(failure, StoppedBySlurm):
                 raise failure

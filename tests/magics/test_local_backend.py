@@ -90,6 +90,21 @@ def test_exception_in_the_job_is_raised_with_the_remote_traceback(
     assert said in widget.status.value + widget.story.value
 
 
+def test_a_failed_jobs_log_has_the_cells_lines_and_traceback_not_the_engines(
+        shell: Any, cells: Any) -> None:
+    shell.run_cell(cells.SETUP)
+    shell.run_cell_magic("sbatch", "--backend local -t 5",
+                         "print('submitit says hi, as my own line')\n" + cells.FAILING)
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    handle = magics.handles[magics.last_job]
+    handle.wait(timeout=60)
+    log = handle.log()
+    assert "submitit says hi, as my own line" in log
+    assert log.count("Traceback (most recent call last):") == 1, log
+    assert "return int(x) // 0" in log and "ZeroDivisionError" in log
+    assert "runpy" not in log and "submitit/core" not in log and "runner.py" not in log, log
+
+
 def test_unpicklable_names_are_refused_before_submitting(shell: Any, tmp_path: Path,
                                                         job_folders: Any) -> None:
     handle = open(tmp_path / "data.txt", "w")
