@@ -61,7 +61,8 @@ def changed_meanwhile(result: CellResult, namespace: Mapping[str, Any] | None,
     if namespace is None:
         namespace = shell_namespace()
     found = set()
-    for name in {*result.referenced, *result.changed_in_place} & set(shipped):
+    for name in {*result.referenced, *result.changed_in_place, *result.came_back_with} \
+            & set(shipped):
         if namespace is None or name not in namespace or \
                 id(namespace[name]) != result.notebook_ids.get(name):
             continue  # gone or rebound: the resolver says so
@@ -87,12 +88,19 @@ def _as_sent(big: list[pickle.PickleBuffer], folder: Path) -> bool:
 
 def kept_in_notebook(job_id: str, result: CellResult, values: Mapping[str, Any],
                      meanwhile: Collection[str], notes: list[str]) -> dict[str, Any]:
-    """The values to put in the notebook: a name the job changed in place that the notebook
-    changed too keeps the notebook's object (said, with where the job's value is)."""
-    kept = [name for name in result.changed_in_place if name in meanwhile and name in values]
-    notes.extend(f"{name} was changed in the notebook while job {job_id} ran, and by the job: "
-                 f"the notebook's {name} is kept; the job's is "
-                 f"hpc_magics.job({job_id!r}).fetch(show=False)[{name!r}]" for name in kept)
+    """The values to put in the notebook: a name that comes back by value (changed in place
+    by the job, or holding what comes back) that the notebook changed meanwhile keeps the
+    notebook's object (said, with where the job's value is)."""
+    kept = []
+    for name in (*result.changed_in_place, *result.came_back_with):
+        if name not in meanwhile or name not in values:
+            continue
+        kept.append(name)
+        how = (", and by the job" if name in result.changed_in_place
+               else " (the job left it unchanged)")
+        notes.append(f"{name} was changed in the notebook while job {job_id} ran{how}: the "
+                     f"notebook's {name} is kept; the job's is "
+                     f"hpc_magics.job({job_id!r}).fetch(show=False)[{name!r}]")
     return {name: value for name, value in values.items() if name not in kept}
 
 
@@ -148,11 +156,15 @@ def say_what_came_back(job_id: str, result: CellResult, values: Mapping[str, Any
         print(f"[hpc_magics] {note}")
     if values:
         changed = [n for n in result.changed_in_place if n in values]
-        assigned = sorted(n for n in values if n not in changed)
+        along = [n for n in result.came_back_with if n in values]
+        assigned = sorted(n for n in values if n not in changed and n not in along)
         said = [f"{', '.join(assigned)} {'is' if len(assigned) == 1 else 'are'} now "
                 "in the notebook"] if assigned else []
         if changed:
             said.append(f"{', '.join(changed)} came back changed in place")
+        if along:  # by value though unchanged, so that they still share objects with it
+            said.append(f"{', '.join(along)} came back unchanged, sharing objects with what "
+                        "came back")
         print(f"[hpc_magics] job {job_id}: {'; '.join(said)}")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pickle
+import re
 import time
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
@@ -51,6 +52,10 @@ FOLDER_POLL_S = 0.02
 LOG_TAIL_BYTES = 256 * 1024
 # after a cancel, look again this often until the job ended (never a hot loop on squeue)
 CANCEL_LOOK_EVERY_S = 0.5
+# a line of submitit's own logger ("%(name)s %(levelname)s (%(asctime)s) - %(message)s",
+# submitit/core/logger.py), not a line of the cell's that starts with the word
+SUBMITIT_LOG_LINE = re.compile(
+    r"submitit [A-Z]+ \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\) - ")
 
 
 def wait_for_end(refresh: Callable[..., str], deadline: float) -> str:
@@ -67,6 +72,8 @@ def wait_for_end(refresh: Callable[..., str], deadline: float) -> str:
 class RemoteError(JobFailed):
     """The cell raised on the node; IPython shows the node's traceback, not ours (with the
     node's frames for ``%debug``, when the job kept them: ``magics/postmortem.py``)."""
+
+    shows_node_traceback = True
 
     def __init__(self, message: str, remote_traceback: str = "", job_id: str = "",
                  folder: Path | None = None) -> None:
@@ -352,7 +359,7 @@ class JobHandle:
                 chunk = read_tail(path, LOG_TAIL_BYTES)
             except OSError:
                 continue
-            lines += [line for line in chunk if not line.startswith("submitit ")]
+            lines += [line for line in chunk if not SUBMITIT_LOG_LINE.match(line)]
         return "\n".join(lines[-tail:])
 
     # -------------------------------------------------------------- display

@@ -30,11 +30,20 @@ class SubmissionError(HpcMagicsError):
 
 
 class JobFailed(HpcMagicsError):
-    """The job ended without results; carries the remote traceback when there is one."""
+    """The job ended without results; carries the remote traceback when there is one.
+
+    IPython shows it as its one line: a traceback through hpc_magics' own fetch says
+    nothing about the job. A magic makes it a ``UsageError``, but for a failure that shows
+    the node's traceback (``handle.RemoteError``: the cell raised)."""
+
+    shows_node_traceback = False
 
     def __init__(self, message: str, remote_traceback: str = "") -> None:
         super().__init__(message)
         self.remote_traceback = remote_traceback
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 # called with each failure a fetch brings back from the node, before it is raised, however

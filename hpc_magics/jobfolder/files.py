@@ -44,6 +44,9 @@ class CellResult:
     state: bytes = field(default=b"", repr=False)
     names: tuple[str, ...] = ()  # the names in ``state``
     changed_in_place: tuple[str, ...] = ()  # shipped names the cell changed without assigning
+    # shipped names the cell left unchanged, back by value all the same: what comes back
+    # holds objects inside them (``sharing.come_back_together``)
+    came_back_with: tuple[str, ...] = ()
     referenced: tuple[str, ...] = ()  # unchanged shipped names ``state`` refers to
     notebook_ids: dict[str, int] = field(default_factory=dict)  # see Payload.notebook_ids
     modules: dict[str, str] = field(default_factory=dict)  # name → module to import

@@ -47,17 +47,17 @@ class _LazyParser:
 
 class lazy_magic_arguments(magic_arguments):  # spelled as IPython's decorator
     """Also the one place a magic's error becomes what the user reads: an ``HpcMagicsError``
-    is IPython's one-line ``UsageError`` (but a failed job's ``JobFailed``: it shows the
-    node's traceback)."""
+    is IPython's one-line ``UsageError`` (but the failure of a cell that raised on the node:
+    it shows the node's traceback)."""
 
     def __call__(self, magic: Any) -> Any:
         @functools.wraps(magic)  # its name, its arguments (the parser is built from them)
         def func(*args: Any, **kwargs: Any) -> Any:
             try:
                 return magic(*args, **kwargs)
-            except JobFailed:
-                raise
             except HpcMagicsError as error:
+                if isinstance(error, JobFailed) and error.shows_node_traceback:
+                    raise
                 raise UsageError(str(error)) from None
 
         if not getattr(func, "has_arguments", False):

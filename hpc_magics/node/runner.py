@@ -244,6 +244,20 @@ def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
     return state, referenced, last, skipped
 
 
+def _said_already(failure: BaseException) -> None:
+    """The log has the cell's own traceback now; raised on through submitit, the
+    interpreter would print it again at exit through the engine's frames (runpy, submitit,
+    this runner): not for this exception. The job still exits 1; any other error prints."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], value: BaseException,
+             trace: types.TracebackType | None) -> None:
+        if value is not failure:
+            previous(kind, value, trace)
+
+    sys.excepthook = hook
+
+
 class StoppedBySlurm(BaseException):
     """Slurm's SIGTERM (the time limit, a cancel) stopped the cell; its output is kept."""
 
@@ -288,8 +302,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             back = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
             if has_last:
                 back["_"] = last_value
-            moved, unchanged = come_back_together(back, unchanged)
-            changed += moved
+            moved, unchanged = come_back_together(back, unchanged)  # unchanged: not said so
         except Requeued:
             failure = Requeued()
         except BaseException as error:  # the user's error, reported on fetch
@@ -305,6 +318,7 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         if failure is not None:
             # into the job's log, not into the cell's output
             sys.stderr.write(remote or f"{type(failure).__name__}: {failure}\n")
+            _said_already(failure)
             # stopped by Slurm: its state says why; a result file would claim a failure
             if not lead_task or isinstance(failure, StoppedBySlurm):
                 raise failure
@@ -318,13 +332,15 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
         task.write_gathered(namespace)
         if not lead_task:
             return {"names": [], "figures": []}
-        picked = {n: namespace[n] for n in (*payload.result_names, *changed) if n in namespace}
+        picked = {n: namespace[n] for n in (*payload.result_names, *changed, *moved)
+                  if n in namespace}
         modules = {n: v.__name__ for n, v in picked.items() if isinstance(v, types.ModuleType)}
         values = {n: v for n, v in picked.items() if n not in modules}
         last_repr = repr(last_value)[:10000] if has_last and last_value is not None else None
         state, referenced, last_value, skipped = _pickle_results(
             values, last_value if has_last else None, unchanged)
         result = CellResult(state=state, names=tuple(values), changed_in_place=changed,
+                            came_back_with=moved,
                             referenced=referenced, notebook_ids=dict(payload.notebook_ids),
                             modules=modules, has_last_value=last_value is not None,
                             last_value_repr=last_repr, skipped=skipped, figures=figures,

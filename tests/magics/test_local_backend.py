@@ -90,6 +90,21 @@ def test_exception_in_the_job_is_raised_with_the_remote_traceback(
     assert said in widget.status.value + widget.story.value
 
 
+def test_a_failed_jobs_log_has_the_cells_lines_and_traceback_not_the_engines(
+        shell: Any, cells: Any) -> None:
+    shell.run_cell(cells.SETUP)
+    shell.run_cell_magic("sbatch", "--backend local -t 5",
+                         "print('submitit says hi, as my own line')\n" + cells.FAILING)
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    handle = magics.handles[magics.last_job]
+    handle.wait(timeout=60)
+    log = handle.log()
+    assert "submitit says hi, as my own line" in log
+    assert log.count("Traceback (most recent call last):") == 1, log
+    assert "return int(x) // 0" in log and "ZeroDivisionError" in log
+    assert "runpy" not in log and "submitit/core" not in log and "runner.py" not in log, log
+
+
 def test_unpicklable_names_are_refused_before_submitting(shell: Any, tmp_path: Path,
                                                         job_folders: Any) -> None:
     handle = open(tmp_path / "data.txt", "w")
@@ -300,6 +315,18 @@ def test_cancel_a_local_job(shell: Any, capsys: pytest.CaptureFixture[str]) -> N
     assert f"job {handle.job_id}: " in said and "Slurm" not in said, said
     assert handle.wait(timeout=30) == "CANCELLED"  # as Slurm says it
     assert "started" in handle.log()
+    # no results: one line from the magic, and from a fetch in a cell no traceback through
+    # hpc_magics' own code (the exception is still raised, for code that catches it)
+    with pytest.raises(UsageError, match=f"^job {handle.job_id} has no results: it was "
+                                         "cancelled") as raised:
+        shell.run_line_magic("hpc_fetch", handle.job_id)
+    assert "\n" not in str(raised.value)
+    capsys.readouterr()
+    outcome = shell.run_cell(f"import hpc_magics\nhpc_magics.job({handle.job_id!r}).fetch()")
+    assert isinstance(outcome.error_in_exec, JobFailed)
+    shown = capsys.readouterr()
+    [line] = [line for line in (shown.out + shown.err).splitlines() if line.strip()]
+    assert line.startswith(f"JobFailed: job {handle.job_id} has no results: it was cancelled")
 
 
 def test_a_local_job_stopped_by_its_time_limit_ends_timeout(
@@ -310,7 +337,7 @@ def test_a_local_job_stopped_by_its_time_limit_ends_timeout(
     from hpc_magics.backends import submitit_backend
 
     monkeypatch.setattr(submitit_backend, "_timeout_min", lambda request: 0.05)
-    with pytest.raises(JobFailed, match="it reached its time limit: ask for more with -t"):
+    with pytest.raises(UsageError, match="it reached its time limit: ask for more with -t"):
         shell.run_cell_magic("sbatch", "--backend local --wait -t 1",
                              "import time\ntime.sleep(100)\n")
     magics = shell.magics_manager.registry["HpcMagicsKernel"]

@@ -143,3 +143,39 @@ def test_singletons_python_shares_do_not_make_names_travel(shell: Any) -> None:
     code = "shipped.name = 'changed'"
     payload = pack(code, analyse(code), shell.user_ns)
     assert payload.state_names == ("shipped",)  # same enum member, logger, string: not shared
+
+
+SHARED_INSIDES = "holder = {'inner': [1, 2]}\nalias = holder"
+READS_ONLY = "view = holder['inner']\nsize = len(view)"  # holds an object inside holder
+
+
+def test_an_unchanged_name_that_comes_back_with_a_result_is_not_said_changed(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell(SHARED_INSIDES)
+    capsys.readouterr()
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", READS_ONLY)
+    out = capsys.readouterr().out
+    ns = shell.user_ns
+    assert ns["view"] is ns["holder"]["inner"] and ns["alias"] is ns["holder"]  # still one
+    assert ns["holder"] == {"inner": [1, 2]}
+    [said] = [line for line in out.splitlines() if line.startswith("[hpc_magics] job ")]
+    assert "changed in place" not in said
+    assert "size, view are now in the notebook; holder, alias came back unchanged" in said
+
+
+def test_an_unchanged_name_the_notebook_changed_meanwhile_is_not_said_changed_by_the_job(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell(SHARED_INSIDES)
+    shell.run_cell_magic("sbatch", "--backend local -t 5", READS_ONLY)
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    job_id = magics.last_job
+    magics.handles[job_id].wait(timeout=60)
+    holder = shell.user_ns["holder"]
+    holder["n"] = 3  # the notebook goes on while the job ran
+    capsys.readouterr()
+    shell.run_line_magic("hpc_fetch", job_id)
+    out = capsys.readouterr().out
+    assert shell.user_ns["holder"] is holder and holder["n"] == 3  # the notebook's is kept
+    assert "by the job" not in out and "changed in place" not in out
+    assert f"holder was changed in the notebook while job {job_id} ran (the job left it " \
+           "unchanged): the notebook's holder is kept" in out
