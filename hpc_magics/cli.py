@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -43,10 +44,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(arguments).parse_args(arguments)
     try:
-        return int(args.run(args))
+        status = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe is found here, not at exit
+        return status
     except HpcMagicsError as error:
         print(f"hpc-magics {args.command}: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went (``| head``): stop quietly, as the Python documentation's recipe
+        # (signal module, "Note on SIGPIPE"); stdout to devnull, so exiting flushes nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -82,6 +82,8 @@ def _raised(folder: Any, state: str) -> str:
     outcome = folder.outcome()
     if outcome is None or not outcome.failed or not outcome.error_type:
         return ""
+    if folder.meta().get("kind") == "notebook" and outcome.error_message:
+        return str(outcome.error_message)  # the runner's own: which cell failed, and where
     message = f": {outcome.error_message}" if outcome.error_message else ""
     return f"the cell raised {outcome.error_type}{message}"
 

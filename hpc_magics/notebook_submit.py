@@ -18,13 +18,12 @@ from .convert.notebook_job import NOTEBOOK_IN, NOTEBOOK_OUT, prepare_notebook
 from .convert.script import read_notebook
 from .core import validation
 from .core.flags import add_flag_arguments, flag_values
+from .core.jobs_root import jobs_root as notebook_jobs_root
 from .core.profiles import ClusterProfile, load_profile
 from .core.resources import ResourceRequest, updated
 
 if TYPE_CHECKING:
     from .handle import JobHandle
-
-DEFAULT_JOBS_DIR = "hpc_jobs"  # beside the notebook
 
 
 def _prepare(path: Path, request: ResourceRequest, profile: ClusterProfile,
@@ -139,7 +138,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> None:
                         help="slurm, local (this machine), or auto (slurm when sbatch exists)")
     parser.add_argument("-J", "--name", default=None, help="job name (default: the notebook's)")
     parser.add_argument("--jobs-dir", type=Path, default=None, metavar="DIR",
-                        help="folder for job folders (default: hpc_jobs beside the notebook)")
+                        help="folder for job folders (default: $HPC_MAGICS_JOBS_DIR, else "
+                             "hpc_jobs; beside the notebook, as for its kernel)")
     parser.add_argument("--strip-display", action="store_true",
                         help="remove display code first, as hpc-magics convert does")
     parser.add_argument("--wait", action="store_true", help="wait for the job to end")
@@ -154,7 +154,9 @@ def run(args: argparse.Namespace) -> int:
                              source=args.notebook)
     request = updated(asked.request, flag_values(args) | {"backend": args.backend})
     profile = load_profile(request.profile)
-    jobs_root = (args.jobs_dir or args.notebook.resolve().parent / DEFAULT_JOBS_DIR).resolve()
+    # where the notebook's kernel puts its jobs (%hpc_jobs lists them), unless --jobs-dir
+    jobs_root = (args.jobs_dir.expanduser().resolve() if args.jobs_dir
+                 else notebook_jobs_root(args.notebook.resolve().parent))
     if args.dry_run:
         print(dry_run(args.notebook, request, profile, jobs_root=jobs_root,
                       name=args.name, strip_display=args.strip_display).text(), end="")
@@ -165,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"executed notebook (saved after every cell): {handle.folder.path / NOTEBOOK_OUT}")
     if not args.wait:
         return 0
+    from .jobfacts import end_line
+
     state = handle.wait()
-    print(f"job {handle.job_id}: {state}")
+    why = end_line(handle.folder, handle.job_id, state)  # as %hpc_jobs says it
+    print(f"job {handle.job_id}: {state}" + (f": {why}" if why else ""))
     return 0 if state in {"COMPLETED", "FINISHED"} else 1

@@ -273,15 +273,18 @@ class LocalBackend(Backend):
 
         controller = shlex.join([sys.executable, "-m", CONTROLLER, folder])
         task = shlex.join([sys.executable, "-u", "-m", "submitit.core._submit", folder])
+        # present tense: the same text is a dry run's preview and the job's job.sh, for a
+        # cell or a whole notebook
+        limit = (f"the executor stops the job after {_timeout_min(request)} min (TIMEOUT)"
+                 if _has_time_limit(request) else "no time limit (-t sets one)")
         return "\n".join([
             "#!/bin/bash",
-            "# Ran on this machine through submitit's local executor (no Slurm here): no",
-            "# #SBATCH line applies; the executor stops the job after "
-            f"{_timeout_min(request)} min (TIMEOUT).",
-            "# It started its controller, with SUBMITIT_EXECUTOR=local and its SUBMITIT_LOCAL_*",
-            "# variables:",
+            "# Runs on this machine through submitit's local executor (no Slurm here): no",
+            f"# #SBATCH line applies; {limit}.",
+            "# The executor starts its controller, with SUBMITIT_EXECUTOR=local and its",
+            "# SUBMITIT_LOCAL_* variables:",
             f"#   {controller}",
-            "# which ran the cell as:",
+            "# which runs the job as:",
             f"#   {task}",
             ""])
 
@@ -300,7 +303,12 @@ class LocalBackend(Backend):
         local_jobs.cancel(job_id, folder)
 
 
+def _has_time_limit(request: ResourceRequest) -> bool:
+    return request.time_s is not None and request.time_s != UNLIMITED
+
+
 def _timeout_min(request: ResourceRequest) -> int:
-    if request.time_s is not None and request.time_s != UNLIMITED:
+    """The local executor's limit: the request's, else a year (it needs one)."""
+    if request.time_s is not None and _has_time_limit(request):
         return max(1, math.ceil(request.time_s / 60))
     return 60 * 24 * 365

@@ -4,10 +4,11 @@ profile, or print every profile's source and date as the table in docs/profiles.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InvalidRequest
+from ..core.errors import InvalidRequest, SubmissionError
 from ..core.profiles import available_profiles, load_profile
 from ..core.units import format_memory, format_time
 
@@ -76,7 +77,11 @@ def run(args: argparse.Namespace) -> int:
     if args.draft:
         from ..scheduler.draft import draft_profile
 
-        text = draft_profile()
+        try:
+            text = draft_profile()
+        except SubmissionError as error:  # no Slurm here: a problem, not a usage error
+            print(f"hpc-magics profiles: {error}", file=sys.stderr)
+            return 1
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")
             print(f"wrote {args.output}: review it, then put it in "

@@ -282,6 +282,7 @@ _SENTINEL = object()
 @cache
 def _shell() -> Any:
     from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.shellapp import InteractiveShellApp
     from traitlets.config import Config
 
     config = Config()
@@ -292,6 +293,9 @@ def _shell() -> Any:
         config=config, user_module=types.ModuleType("_hpc_magics_prefilter_namespace")
     )
     atexit.unregister(shell.atexit_operations)
+    # the extensions a kernel loads (storemagic: %store), as the script's shell does
+    for extension in InteractiveShellApp.default_extensions.default() or ():
+        shell.run_line_magic("load_ext", extension)
     for space, key, value in saved:  # what the constructor set for an interactive session
         if value is _SENTINEL:
             space.pop(key, None)

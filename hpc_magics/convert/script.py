@@ -104,15 +104,22 @@ _HELPERS = {
     magics.IPYTHON: '''
 
 def _ipython():
-    """IPython's shell on this script's globals, for the magics with no plain-Python form."""
+    """IPython's shell on this script's globals, for the magics with no plain-Python form,
+    with the extensions a kernel loads by default (storemagic: %store)."""
     import sys
 
     from IPython.core.interactiveshell import InteractiveShell
+    from IPython.core.shellapp import InteractiveShellApp
     from traitlets.config import Config
 
+    if InteractiveShell.initialized():
+        return InteractiveShell.instance()
     config = Config()
     config.HistoryManager.enabled = False  # no history database on a shared file system
-    return InteractiveShell.instance(config=config, user_module=sys.modules[__name__])
+    shell = InteractiveShell.instance(config=config, user_module=sys.modules[__name__])
+    for extension in InteractiveShellApp.default_extensions.default():
+        shell.extension_manager.load_extension(extension)
+    return shell
 ''',
 }
 

@@ -89,13 +89,16 @@ def check_script(script: str, profile: ClusterProfile, whole_file: bool = False
     lines = script.splitlines()
     in_header = True
 
-    def note(number: int, severity: str, option: str, message: str) -> None:
+    def note(number: int | None, severity: str, option: str, message: str) -> None:
         findings.append(Problem(severity, option, message, number, "syntax"))
-        notes.setdefault(number, []).append(f"{severity}: {message}")
+        if number is not None:
+            notes.setdefault(number, []).append(f"{severity}: {message}")
 
     if whole_file and not script.startswith("#!"):
-        note(1, ERROR, "", "sbatch refuses a script whose first line is not an interpreter "
-             "line: add #!/bin/bash as line 1")
+        # an empty file has no line 1 to say it of: said of the whole file
+        note(1 if lines else None, ERROR, "", "sbatch refuses a script whose first line is "
+             f"not an interpreter line{'' if lines else ' (the file is empty)'}: "
+             "add #!/bin/bash as line 1")
 
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
@@ -228,7 +231,8 @@ def render(report: ScriptReport, name: str = "script") -> str:
     if report.request.extra:
         text.append("passed to sbatch as written (not checked against the profile): "
                     + ", ".join(f"--{k}" for k, _ in report.request.extra))
-    general = [f for f in report.findings if f.line is None]
+    shown = {verdict.number for verdict in report.lines}  # every finding counted is printed
+    general = [f for f in report.findings if f.line not in shown]
     text += [str(f) for f in general]
     errors = len(report.errors)
     warnings = sum(f.severity == WARNING for f in report.findings)

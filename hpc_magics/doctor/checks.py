@@ -87,10 +87,17 @@ Result = tuple[str, str]
 
 
 # ------------------------------------------------------------------------- Slurm
+def _no_slurm() -> bool:
+    """No Slurm command at all here: no cluster to check, cells run on this machine."""
+    return all(shutil.which(name) is None for name in (*SLURM_COMMANDS, "scontrol"))
+
+
 def slurm_commands(s: Setting) -> Result:
     missing = [name for name in SLURM_COMMANDS if shutil.which(name) is None]
     if missing:
-        return FAIL, (f"{', '.join(missing)} not found on PATH: install Slurm's client "
+        here = ("cells run on this machine (the local backend); to submit to a cluster, "
+                if _no_slurm() else "")
+        return FAIL, (f"{', '.join(missing)} not found on PATH: {here}install Slurm's client "
                       "commands on this host, or put their folder on PATH (`module load slurm`)")
     from ..scheduler.submit import release
 
@@ -101,6 +108,8 @@ def slurm_commands(s: Setting) -> Result:
 def controller(s: Setting) -> Result:
     from ..scheduler.cluster import cluster_name
 
+    if _no_slurm():  # the Slurm commands line says it
+        return WARN, "not checked: no Slurm here"
     answer = commands.run(["scontrol", "ping"], timeout=20)
     said = "; ".join(line.strip() for line in answer.stdout.splitlines() if line.strip())
     if answer.ok and " UP" in said and "DOWN" not in said:
@@ -126,6 +135,8 @@ def profile(s: Setting) -> Result:
     if known:
         return WARN, (f"{said}, but profile {known} describes this cluster ({here}): "
                       f"set HPC_MAGICS_PROFILE={known}")
+    if _no_slurm():  # no cluster here to add, nor to draft a profile from
+        return WARN, f"{said}: requests are checked against no site's limits"
     return WARN, (f"{said}: requests are checked against no site's limits; an administrator "
                   "adds this cluster's profile to /etc/hpc_magics/profiles "
                   "(`hpc-magics profiles --draft` drafts one from this cluster)")

@@ -6,10 +6,10 @@ Exit status 0 when every line holds or only warns, 1 when one fails (2: bad argu
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from ..core.flags import SBATCH_FLAGS
+from ..core.jobs_root import jobs_root
 from ..core.profiles import load_profile
 from ..core.resources import ResourceRequest, updated
 from ..core.sites import detected_profile
@@ -17,7 +17,6 @@ from .checks import Setting
 
 # what the test job shares with the user's jobs: where it may run and who pays
 JOB_FLAGS = ("account", "partition", "qos")
-DEFAULT_JOBS_DIR = "hpc_jobs"  # beside the notebook, as the kernel's jobs_dir
 
 
 def _seconds(text: str) -> float:
@@ -63,9 +62,9 @@ def setting_from_args(args: argparse.Namespace) -> Setting:
     request = updated(ResourceRequest(profile=name, backend="slurm"),
                       {flag.field: getattr(args, flag.dest) for flag in SBATCH_FLAGS
                        if flag.field in JOB_FLAGS})
-    root = args.jobs_dir or Path(os.environ.get("HPC_MAGICS_JOBS_DIR") or DEFAULT_JOBS_DIR)
-    return Setting(request, reason, root.expanduser().resolve(), run_job=not args.no_job,
-                   timeout_s=args.timeout)
+    # a notebook's kernel here would put its jobs there
+    root = args.jobs_dir.expanduser().resolve() if args.jobs_dir else jobs_root(Path.cwd())
+    return Setting(request, reason, root, run_job=not args.no_job, timeout_s=args.timeout)
 
 
 def run(args: argparse.Namespace) -> int:

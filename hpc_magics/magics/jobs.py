@@ -22,6 +22,7 @@ from IPython.core.magic_arguments import argument
 from traitlets import Float, Unicode, default
 
 from ..core.errors import HpcMagicsError
+from ..core.jobs_root import jobs_dir_setting, jobs_root
 from . import sweep as sweep_magic
 from .arguments import lazy_magic_arguments as magic_arguments
 from .arguments import parsed_arguments, resource_flags, values_from_args
@@ -71,7 +72,7 @@ class HpcMagicsKernel(Magics):
     and the magics that submit: ``%hpc_resources``, ``%%sbatch``."""
 
     jobs_dir = Unicode(
-        os.environ.get("HPC_MAGICS_JOBS_DIR", "hpc_jobs"),
+        jobs_dir_setting(),
         help="Folder for job folders, relative to the kernel's working directory "
              "(beside the notebook).").tag(config=True)
     default_profile = Unicode(
@@ -110,7 +111,7 @@ class HpcMagicsKernel(Magics):
     # ------------------------------------------------------------- helpers
     @property
     def jobs_root(self) -> Path:
-        return Path(self.jobs_dir).expanduser().resolve()
+        return jobs_root(Path.cwd(), self.jobs_dir)
 
     def _switch_profile(self, request: ResourceRequest, args: Any,
                         cell_values: Mapping[str, Any] | None = None) -> ResourceRequest:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import shutil
 
+from ..core.errors import SubmissionError
 from ..core.units import format_time
 from . import live
 from .cluster import cluster_name
@@ -20,11 +22,26 @@ def _q(text: str) -> str:
     return json.dumps(text)  # a TOML basic string is a JSON string
 
 
+def _partitions() -> dict[str, dict[str, str]]:
+    """This cluster's partitions; none is no draft (a profile listing no partition, with
+    ``partitions_complete``, would refuse every one)."""
+    parts = live.partitions()
+    if parts:
+        return parts
+    if shutil.which("scontrol") is None:
+        raise SubmissionError("scontrol is not on PATH: --draft reads the partitions from "
+                              "scontrol and sinfo; run it on the cluster's login node (after "
+                              "`module load slurm` where the site needs it); nothing written")
+    raise SubmissionError("scontrol show partition lists no partition (or failed): nothing "
+                          "to draft a profile from; nothing written")
+
+
 def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str:
-    """The TOML text of a profile for this cluster; raises nothing, says what it lacks."""
+    """The TOML text of a profile for this cluster, saying as comments what it lacks;
+    ``SubmissionError`` when Slurm lists no partition to draft from."""
+    parts = _partitions()
     cluster = name or cluster_name()
     day = (today or _dt.date.today()).isoformat()
-    parts = live.partitions()
     groups = live.node_groups()
     default = next((n for n, d in parts.items() if d.get("Default") == "YES"), None)
     lines = [
@@ -42,6 +59,9 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
     ]
     if default:
         lines.append(f"default_partition = {_q(default)}")
+    if not groups:
+        lines.append("# sinfo listed no nodes: add each partition's cpus_per_node, "
+                     "mem_per_node and GPUs")
     for part, data in parts.items():
         lines += ["", f"[partitions.{_q(part)}]"]
         max_time = slurm_duration(data.get("MaxTime", "UNLIMITED"))

@@ -85,6 +85,20 @@ def test_magics_without_a_plain_python_form_use_ipythons_shell(tmp_path: Path) -
     assert not (tmp_path / ".ipython").exists()
 
 
+def test_the_script_has_the_extensions_a_kernel_loads(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel loads IPython's default extensions (storemagic: ``%store``); so does the
+    script's shell, storing where a kernel of the same IPython directory would."""
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    nb = notebook("r = 42", "%store r", "del r\n%store -r r\nprint('restored', r)")
+    _, result = run_converted(nb, tmp_path / "run")
+    assert "restored 42" in result.stdout
+    assert (tmp_path / "ipython" / "profile_default" / "db" / "autorestore" / "r").exists()
+    # and the converter reads a cell as that kernel would: ``store r`` is %store (automagic)
+    assert runs(convert(notebook("r = 1", "store r")).script,
+                "_ipython().run_line_magic('store', 'r')")
+
+
 def test_display_cell_magics_go_and_sbatch_cells_run_in_place(tmp_path: Path) -> None:
     nb = notebook("%%html\n<b>bold</b>", "%%javascript\nalert(1)",
                   "%%sbatch -t 10\nresult = 6 * 7", "print('result', result)")

@@ -80,6 +80,24 @@ def test_submit_command_runs_the_notebook_and_keeps_outputs_and_figures(tmp_path
     assert "cell-6-1.png" in figures and "cell-9-1.png" in figures
 
 
+def test_submit_puts_jobs_where_the_kernel_would_and_says_why_it_failed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HPC_MAGICS_JOBS_DIR, relative to the notebook's folder as for its kernel there (so
+    %hpc_jobs lists the job); a failure ends with the outcome's reason, not FAILED alone."""
+    (tmp_path / "work").mkdir()
+    nbformat.write(notebook("x = 1", "raise ValueError('on purpose')", "print('never')"),
+                   tmp_path / "work" / "fails.ipynb")
+    monkeypatch.setenv("HPC_MAGICS_JOBS_DIR", "scratch/jobs")
+    done = hpc_magics("submit", "work/fails.ipynb", "--backend", "local", "--wait",
+                      cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    [job] = (tmp_path / "work" / "scratch" / "jobs").iterdir()
+    assert not (tmp_path / "work" / "hpc_jobs").exists()
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.endswith(f"FAILED: cell 2 failed; the executed notebook up to it is "
+                         f"{job / NOTEBOOK_OUT}"), last
+
+
 @pytest.mark.slow  # a time limit of one minute runs out
 def test_time_limit_keeps_the_outputs_of_finished_cells(slurm_cluster: SlurmCluster,
                                                         tmp_path: Path) -> None:

@@ -175,6 +175,19 @@ def test_cli_exit_status_for_ci(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["check", "--no-live", "--profile", "nope", str(good)]) == 2
 
 
+def test_every_error_counted_is_printed(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty file has no line 1 to hang its missing '#!' on: the error is still shown."""
+    empty = tmp_path / "empty.sh"
+    empty.write_text("")
+    assert main(["check", "--no-live", "--profile", "lab", str(empty)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: 1 error(s)" in out and "empty" in out and "#!/bin/bash" in out
+    # and whatever a finding's line, the rendered text names every error counted
+    report = check_script("", load_profile("lab"), whole_file=True)
+    assert all(f.message in render(report) for f in report.findings)
+
+
 @pytest.mark.parametrize(("script", "cluster"), [
     ("#SBATCH -A NAISS2024-22-219 -p alvis\n", "alvis"),
     # an Alliance script that names no cluster: the site's rules, not one cluster's limits

@@ -286,3 +286,21 @@ def test_the_admin_guide_lists_every_profile_key() -> None:
               for row in page.splitlines() if row.startswith(("| top", "| `[partitions"))}
     assert listed == {"top": toml_keys(ClusterProfile),
                       "`[partitions.NAME]`": toml_keys(Partition)}
+
+
+def test_a_closed_pipe_ends_the_command_quietly() -> None:
+    """``hpc-magics profiles | head -1``: the reader went, so the command stops, with no
+    BrokenPipeError traceback (and exit status 1, as the Python documentation's recipe)."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run([sys.executable, "-m", "hpc_magics.cli", "profiles"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=60, check=False)
+    finally:
+        os.close(write_end)
+    assert done.stderr == "" and done.returncode == 1

@@ -283,7 +283,7 @@ def test_dry_run_prints_the_script_and_shipping_and_submits_nothing(
     out = capsys.readouterr().out
     assert out.startswith("# dry run: nothing submitted. The job folder would be ")
     assert "/preview-YYYYMMDD-HHMMSS-XXXX" in out
-    assert "#!/bin/bash\n# Ran on this machine through submitit's local executor" in out
+    assert "#!/bin/bash\n# Runs on this machine through submitit's local executor" in out
     assert "stops the job after 5 min" in out
     assert out.rstrip().splitlines()[-1].startswith("# shipping") and "data (ndarray" in out
     assert "sum on the node" not in out and "scaled" not in shell.user_ns

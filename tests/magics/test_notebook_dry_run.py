@@ -79,7 +79,7 @@ def test_local_dry_run_shows_the_submissions_job_sh_and_creates_nothing(
            f"--jobs-dir {shlex.quote(str(jobs_root))}"
     out, would_be = _dry_run(line, capsys)
     assert would_be == f"{jobs_root}/preview-YYYYMMDD-HHMMSS-XXXX"
-    assert "#!/bin/bash\n# Ran on this machine through submitit's local executor" in out
+    assert "#!/bin/bash\n# Runs on this machine through submitit's local executor" in out
     assert "stops the job after 5 min" in out
     assert "# the job runs the notebook look.ipynb (2 cells, kernel python3)" in out
     assert f"as {would_be}/executed.ipynb" in out
@@ -88,6 +88,18 @@ def test_local_dry_run_shows_the_submissions_job_sh_and_creates_nothing(
     handle = _matches_a_real_submission(line, jobs_root, out, would_be, capsys)
     handle.cancel()
     assert handle.wait(timeout=60) in {"CANCELLED", "COMPLETED", "FINISHED"}
+
+
+def test_local_dry_run_says_what_will_run_and_no_time_limit_when_none_is_asked(
+        jobs_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing has run yet, a notebook is not a cell, and without -t there is no limit
+    (not the executor's year of minutes)."""
+    path = _notebook(tmp_path)
+    out, _ = _dry_run(f"{shlex.quote(str(path))} --backend local "
+                      f"--jobs-dir {shlex.quote(str(jobs_root))}", capsys)
+    header = out[out.index("#!/bin/bash"):out.index("# the job runs the notebook")]
+    assert "no time limit" in header and "525600" not in header
+    assert not re.search(r"\b(ran|started)\b|the cell", header), header
 
 
 def test_slurm_dry_run_shows_the_submissions_job_sh(

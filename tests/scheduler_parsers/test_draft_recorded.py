@@ -81,3 +81,29 @@ def test_the_draft_of_each_release_loads_as_a_profile(
     for name in facts["partitions"]:
         most = max(gpus[name].values())
         assert edited.partitions[name].gpu_counts == (1, most), name
+
+
+def test_without_slurm_nothing_is_drafted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """No scontrol on PATH, or one that lists no partition: one line saying so, exit 1, and
+    no file (a profile of no partitions, installed, would refuse every partition)."""
+    from hpc_magics.cli import main
+    from hpc_magics.scheduler import commands
+
+    out = tmp_path / "site.toml"
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Slurm command at all
+    with installed(commands.run):
+        assert main(["profiles", "--draft", "-o", str(out)]) == 1
+    said = capsys.readouterr()
+    assert not out.exists() and said.out == ""
+    assert said.err.count("\n") == 1 and "scontrol is not on PATH" in said.err
+
+    def no_partitions(argv: Any, **_: Any) -> commands.CommandResult:
+        return commands.CommandResult(tuple(argv), 0, "", "")
+
+    (tmp_path / "scontrol").write_text("")  # on PATH, answered by no_partitions
+    (tmp_path / "scontrol").chmod(0o755)
+    with installed(no_partitions):
+        assert main(["profiles", "--draft"]) == 1
+    said = capsys.readouterr()
+    assert said.out == "" and "scontrol show partition lists no partition" in said.err

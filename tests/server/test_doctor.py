@@ -103,6 +103,13 @@ def test_without_slurm_on_path_the_slurm_line_fails(tmp_path: Path) -> None:
     assert found["Slurm commands"]["status"] == "fail"
     assert "squeue, sacct, scancel, sbatch not found on PATH" in found["Slurm commands"]["line"]
     assert "module load slurm" in found["Slurm commands"]["line"]
+    # no cluster here: cells run on this machine, said once, and no profile to draft from it
+    lines = [item["line"] for item in found.values()]
+    assert sum("cells run on this machine (the local backend)" in line for line in lines) == 1
+    assert "cells run on this machine" in found["Slurm commands"]["line"]
+    assert not any("--draft" in line for line in lines)
+    assert found["controller"] == {"check": "controller", "topic": "controller",
+                                   "status": "warn", "line": "not checked: no Slurm here"}
     assert found["jobs folder on the nodes"] == {
         "check": "jobs_folder_shared", "topic": "jobs folder on the nodes", "status": "warn",
         "line": "not checked (--no-job)"}
