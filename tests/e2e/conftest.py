@@ -61,11 +61,12 @@ class Lab:
     def lab_url(self, path: str = "lab") -> str:
         return f"{self.url}/{path}?token={self.token}"
 
-    def api(self, method: str, path: str, timeout: float = 10.0) -> tuple[int, bytes]:
+    def api(self, method: str, path: str, timeout: float = 10.0,
+            body: dict[str, Any] | None = None) -> tuple[int, bytes]:
         request = urllib.request.Request(
             f"{self.url}/{path}", method=method,
             headers={"Authorization": f"token {self.token}"},
-            data=b"{}" if method == "POST" else None)
+            data=json.dumps(body or {}).encode() if method == "POST" else None)
         try:
             with urllib.request.urlopen(request, timeout=timeout) as answer:
                 return answer.status, answer.read()

@@ -64,6 +64,14 @@ class NotebookPage:
         self.notebook = notebook
 
     def open(self) -> NotebookPage:
+        # The notebook's kernel is started (or found) before the page asks for one, as for a
+        # notebook reopened while its kernel runs. Left to the page, JupyterLab under load
+        # could also ask which kernel to start; choosing then, after the first kernel had
+        # answered cell 0, swapped the kernel under the cells run next, and they never ran.
+        status, body = self.lab.api("POST", "api/sessions", body={
+            "path": self.notebook, "name": self.notebook, "type": "notebook",
+            "kernel": {"name": "python3"}}, timeout=60.0)
+        assert status in (200, 201), (status, body)
         self.page.goto(self.frontend.notebook_url(self.lab, self.notebook))
         first = self.cell(0).locator(".cm-content")
         first.wait_for(timeout=APP_READY_TIMEOUT_MS)
