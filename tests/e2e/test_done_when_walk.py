@@ -124,12 +124,22 @@ def reopen(notebook: NotebookPage) -> None:
 
 
 def debug(notebook: NotebookPage, command: str) -> Any:
-    """Type ``command`` at the ``%debug`` prompt, as a user does; the prompt's locator."""
+    """Type ``command`` at the ``%debug`` prompt, as a user does; the prompt's locator.
+    Enter makes JupyterLab replace the prompt by its echo at once: a prompt still there
+    had its keys lost (the output area redrawn under them, seen under load), so again."""
     prompt = notebook.output(DEBUG_AT).locator("input.jp-Stdin-input")
-    prompt.last.wait_for(timeout=60_000)
-    prompt.last.fill(command)
-    prompt.last.press("Enter")
-    return prompt
+    typed = notebook.output(DEBUG_AT).locator("input.jp-Stdin-input[data-hm-typed]")
+    for _ in range(5):
+        prompt.last.wait_for(timeout=60_000)
+        prompt.last.evaluate("input => { input.dataset.hmTyped = '1'; }")
+        typed.last.fill(command)
+        typed.last.press("Enter")
+        try:
+            typed.first.wait_for(state="detached", timeout=10_000)
+            return prompt
+        except Exception:
+            continue
+    pytest.fail(f"%debug never took {command!r}", pytrace=False)
 
 
 def test_the_done_when_walk(start_local_lab: LocalLabFactory, slurm_cluster: object,
