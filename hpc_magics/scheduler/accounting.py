@@ -12,14 +12,12 @@ alike) and writes the answers for all.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..core.efficiency import USAGE_FIELDS, Usage, parse_usage
-from ..core.errors import report_bug
 from ..core.jobids import JobIndex, parse_job_id
 from ..core.jobs import is_final, normalize_state
 from ..core.users import login_name
@@ -152,28 +150,7 @@ class SharedAccounting(SharedCache):
         """``answers``, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a lagging
         slurmdbd) is unreachable meanwhile; its answer lands in the shared cache when it
         comes. One sacct at a time from this process."""
-        found: Answers = {}
-        failed: list[BaseException] = []
-
-        def ask() -> None:  # not under the lock: the caller holds it while it waits
-            try:
-                found.update(self.answers(job_ids, max_age))
-            except Exception as error:  # sacct's failures are None answers: this is a bug
-                failed.append(error)
-
-        deadline = time.monotonic() + ANSWER_WITHIN_S  # one budget for both waits below
-        in_flight = self._asking
-        if in_flight is not None and in_flight.is_alive():
-            in_flight.join(ANSWER_WITHIN_S)  # its answer may be the one we need
-            if in_flight.is_alive():
-                return None
-        asking = threading.Thread(target=ask, name="hpc-magics-sacct", daemon=True)
-        self._asking = asking
-        asking.start()
-        asking.join(max(0.0, deadline - time.monotonic()))
-        if failed:
-            raise report_bug("reading sacct's answer", failed[0])
-        return None if asking.is_alive() else dict(found)
+        return self._within(lambda: self.answers(job_ids, max_age), ANSWER_WITHIN_S)
 
     def answers(self, job_ids: Iterable[str], max_age_s: float | None = None
                 ) -> dict[str, tuple[AccountingRecord, ...] | None]:

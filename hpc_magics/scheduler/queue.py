@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from ..core.errors import HpcMagicsError
+from ..core.errors import HpcMagicsError, report_bug
 from ..core.jobids import JobIndex, require_job_id
 from ..core.jobs import JobSnapshot, is_final
 from ..core.users import login_name
@@ -44,6 +44,7 @@ MAX_BACKOFF_S = 300.0
 CACHE_VERSION = 4
 
 Runner = Callable[..., commands.CommandResult]
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------- the cache files
@@ -183,6 +184,41 @@ class SharedCache:
         folder = default_cache_dir() if self.cache_dir is None else self.cache_dir
         return folder / f"hpc_magics-{self.KIND}-{safe(self.user)}-{safe(self.cluster)}.json"
 
+    def _within(self, ask: Callable[[], T], wait_s: float | None, *, shared: bool = True,
+                then: Callable[[T], None] | None = None) -> T | None:
+        """``ask()`` (a blocking call to the scheduler) in a daemon thread, waited for
+        ``wait_s`` at most (None: until it answers); ``None`` when it has not answered by
+        then (``then(answer)``, in that thread once the answer is handed over: it lands in
+        the shared cache when it comes). ``shared``: one such call at a time from this
+        process; one still in flight is waited for first, in the same ``wait_s`` (its answer
+        may be the one needed). A failure of ``ask`` is a bug (the command's own failures
+        are answers), logged even when no one waits any more."""
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        in_flight = self._asking
+        if shared and in_flight is not None and in_flight.is_alive():
+            in_flight.join(wait_s)
+            if in_flight.is_alive():
+                return None
+        answer: list[T] = []
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                answer.append(ask())
+                if then is not None:
+                    then(answer[0])
+            except Exception as error:
+                failed.append(report_bug(f"reading {self.KIND}'s answer", error))
+
+        asking = threading.Thread(target=run, name=f"hpc-magics-{self.KIND}", daemon=True)
+        if shared:
+            self._asking = asking
+        asking.start()
+        asking.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if failed:
+            raise failed[0]
+        return answer[0] if answer else None
+
 
 @dataclass
 class JobQueue(SharedCache):
@@ -203,9 +239,16 @@ class JobQueue(SharedCache):
         if self._usable(cached, max_age):
             assert cached is not None
             return cached
-        if self.answer_within_s is not None:
-            return self._view_within(max_age, cached)
-        return self._locked_refresh(max_age)
+        if self.answer_within_s is None:
+            return self._locked_refresh(max_age)
+        view = self._within(lambda: self._locked_refresh(max_age), self.answer_within_s)
+        if view is not None:
+            return view
+        # squeue has not answered in time: it goes on in the background
+        latest = self.peek() or cached
+        if latest is not None and self._usable(latest, max_age):
+            return latest  # another caller's squeue answered meanwhile
+        return replace(latest or QueueView(), error=SCHEDULER_SILENT)
 
     def _locked_refresh(self, max_age: float) -> QueueView:
         with self._thread_lock, self._file_lock() as locked:
@@ -225,43 +268,19 @@ class JobQueue(SharedCache):
             self._store(view)
             return view
 
-    def _view_within(self, max_age: float, cached: QueueView | None) -> QueueView:
-        """Ask squeue in a background thread; wait ``answer_within_s`` for it, else serve
-        the last view with the scheduler's silence as its error (its jobs kept)."""
-        answer: list[QueueView] = []
-        asking = self._asking
-        if asking is None or not asking.is_alive():
-            asking = threading.Thread(target=lambda: answer.append(self._locked_refresh(max_age)),
-                                      name="hpc-magics-squeue", daemon=True)
-            self._asking = asking
-            asking.start()
-        asking.join(self.answer_within_s)
-        if answer:
-            return answer[0]
-        latest = self.peek() or cached
-        if latest is not None and self._usable(latest, max_age):
-            return latest  # another caller's squeue answered meanwhile
-        return replace(latest or QueueView(), error=SCHEDULER_SILENT)
-
     def look_now(self) -> QueueView:
         """One squeue now, past any back-off, for the user's own action (a submission after
         an outage). Waits ``answer_within_s`` at most, never for a lock another refresh
         holds; its answer still fills the shared cache when it comes."""
-        answer: list[QueueView] = []
-
-        def ask() -> None:
-            view = self._refresh(self.peek() or QueueView())
-            answer.append(view)
+        def store(view: QueueView) -> None:
             with self._thread_lock, self._file_lock() as locked:
                 if locked:
                     self._store(view)
 
-        asking = threading.Thread(target=ask, name="hpc-magics-squeue-now", daemon=True)
-        asking.start()
-        asking.join(self.answer_within_s)
-        if answer:
-            return answer[0]
-        return replace(self.peek() or QueueView(), error=SCHEDULER_SILENT)
+        view = self._within(lambda: self._refresh(self.peek() or QueueView()),
+                            self.answer_within_s, shared=False, then=store)
+        return view if view is not None else replace(self.peek() or QueueView(),
+                                                     error=SCHEDULER_SILENT)
 
     def last_error(self) -> str | None:
         """Why the last look any process took failed, or SCHEDULER_SILENT while a look has
