@@ -15,7 +15,7 @@ from typing import Any
 import submitit
 from submitit.slurm.slurm import SlurmJobEnvironment
 
-from ..core import kernel_world, login_paths, notebook_world
+from ..core import kernel_world, login_paths, notebook_world, validation
 from ..core.errors import InvalidRequest, SubmissionError, refuse
 from ..core.jobscript import cell_parts, directives, log_name, render
 from ..core.kernel_world import refusals
@@ -200,7 +200,7 @@ class SlurmBackend(Backend):
                 settings["interpreter"] = self.given_python
             refuse(refusals(kernel_world.read(os.environ, self.python), settings, shared_tmp))
         if submitting or live:  # the cell's, the profile's and the environment's -M
-            submission.refuse_other_cluster(directives(request, profile))
+            validation.refuse(submission.other_cluster(directives(request, profile)))
         if submitting:
             self._refuse_while_away()
         if not request.partition or not live:

@@ -148,12 +148,10 @@ class SharedAccounting(SharedCache):
 
     def answers_within(self, job_ids: list[str], max_age: float) -> Answers | None:
         """``answers``, waited for at most ``ANSWER_WITHIN_S``: a slow sacct (a lagging
-        slurmdbd) is unreachable meanwhile; its answer lands in the shared cache when it
-        comes. One sacct at a time from this process."""
+        slurmdbd) is unreachable meanwhile; one at a time from this process."""
         return self._within(lambda: self.answers(job_ids, max_age), ANSWER_WITHIN_S)
 
-    def answers(self, job_ids: Iterable[str], max_age_s: float | None = None
-                ) -> dict[str, tuple[AccountingRecord, ...] | None]:
+    def answers(self, job_ids: Iterable[str], max_age_s: float | None = None) -> Answers:
         """Records per base id of ``job_ids``, answered within ``max_age_s`` (default: the
         interval). A base missing from the result has not been asked yet (someone else's
         call is fresh): it is wanted now and comes with the next call. ``None``: that call
@@ -192,7 +190,7 @@ class SharedAccounting(SharedCache):
         answers: dict[str, Any] = data["answers"]
         ask = sorted(b for b, t in data["wanted"].items() if now - t < FORGET_AFTER_S
                      and not _settled(answers.get(b)))
-        records = sacct_usage(ask, self.runner) if ask else ()
+        records = sacct_usage(ask, self.runner)
         # the answers are as of the ask; the next call waits an interval from the answer,
         # so a slurmdbd slower than the interval is never asked back to back
         data["last_call"] = time.time()
@@ -206,26 +204,21 @@ class SharedAccounting(SharedCache):
             answers[base] = {"at": now, "records": mine, "final_before": final_before}
 
     @staticmethod
-    def _fresh(data: dict[str, Any], bases: list[str], max_age: float
-               ) -> dict[str, tuple[AccountingRecord, ...] | None]:
+    def _fresh(data: dict[str, Any], bases: list[str], max_age: float) -> Answers:
         now = time.time()
-        found: dict[str, tuple[AccountingRecord, ...] | None] = {}
+        found: Answers = {}
         for base in bases:
             answer = data["answers"].get(base)
-            if answer is None or not (_settled(answer) or now - answer["at"] < max_age):
-                continue
-            records = answer["records"]
-            found[base] = None if records is None else tuple(
-                _record_from_dict(r) for r in records)
+            if answer is not None and (_settled(answer) or now - answer["at"] < max_age):
+                records = answer["records"]
+                found[base] = None if records is None else tuple(map(_record_from_dict, records))
         return found
 
     def _read(self) -> dict[str, Any]:
-        empty: dict[str, Any] = {"version": CACHE_VERSION, "last_call": 0.0, "wanted": {},
-                                 "answers": {}}
         data = read_json(self.cache_path)
-        if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-            return empty
-        return data
+        if isinstance(data, dict) and data.get("version") == CACHE_VERSION:
+            return data
+        return {"version": CACHE_VERSION, "last_call": 0.0, "wanted": {}, "answers": {}}
 
     def _write(self, data: dict[str, Any]) -> None:
         now = time.time()
@@ -259,11 +252,9 @@ def _settled(answer: dict[str, Any] | None) -> bool:
     if answer is None or not answer.get("records") or answer.get("missing"):
         return False
     for record in answer["records"]:
-        if record.get("usage") is None or record["usage"].get("provisional"):
-            return False  # slurmdbd's stand-in (provisional): the job's own record is due
-        usage = record["usage"]
-        if not is_final(record["state"]):
-            return False
+        usage = record.get("usage")
+        if usage is None or usage.get("provisional") or not is_final(record["state"]):
+            return False  # a stand-in (provisional): the job's own record is due
         if usage.get("max_rss_mb") is None and (usage.get("elapsed_s") or 0) > 0 \
                 and not answer.get("final_before"):
             return False  # the steps' figures can lag the job's end a moment

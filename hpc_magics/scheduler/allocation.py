@@ -67,15 +67,6 @@ def ask_sshare(account: str, timeout_s: float = 20.0) -> Allocation | None:
     return parse_sshare(shares.stdout, account) if shares.ok else None
 
 
-def account_allocation(account: str) -> Allocation | None:
-    """What sshare says of the account (None: nothing), asked again after the cache ages."""
-    try:
-        return cached(f"allocation:{account}", lambda: ask_sshare(account),
-                      ALLOCATION_MAX_AGE_S)
-    except HpcMagicsError:  # the controller is busy: said as "says nothing", asked again later
-        return None
-
-
 def site_balance(profile: ClusterProfile, timeout_s: float = 20.0) -> tuple[bool, str]:
     """Whether the site's own balance command (the profile names it) answered, and its
     first line (else why not). The site's tool missing is said, never refused."""
@@ -107,7 +98,11 @@ def account_lines(account: str, left_in_jobs_min: Iterable[float],
     """What is left of ``account``, and a warning when ``request`` may use more, or when
     the queued and running jobs' requests (``left_in_jobs_min``: CPU-minutes each may
     still use) add up to more."""
-    found = account_allocation(account)
+    try:  # sshare's answer, asked again after the cache ages
+        found = cached(f"allocation:{account}", lambda: ask_sshare(account),
+                       ALLOCATION_MAX_AGE_S)
+    except HpcMagicsError:  # the controller is busy: said as "says nothing", asked again later
+        found = None
     if found is None:
         return [f"allocation: sshare says nothing about account {account}"]
     lines = describe(found, request or ResourceRequest())

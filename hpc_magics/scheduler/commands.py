@@ -57,10 +57,8 @@ class CommandResult:
         return self.returncode == 0
 
     def first_error_line(self) -> str:
-        for line in (self.stderr or self.stdout).splitlines():
-            if line.strip():
-                return line.strip()
-        return f"exit status {self.returncode}"
+        lines = (line.strip() for line in (self.stderr or self.stdout).splitlines())
+        return next(filter(None, lines), f"exit status {self.returncode}")
 
 
 def not_found(command: str) -> str:

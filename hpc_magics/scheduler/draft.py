@@ -22,24 +22,19 @@ def _q(text: str) -> str:
     return json.dumps(text)  # a TOML basic string is a JSON string
 
 
-def _partitions() -> dict[str, dict[str, str]]:
-    """This cluster's partitions; none is no draft (a profile listing no partition, with
-    ``partitions_complete``, would refuse every one)."""
-    parts = live.partitions()
-    if parts:
-        return parts
-    if shutil.which("scontrol") is None:
-        raise SubmissionError("scontrol is not on PATH: --draft reads the partitions from "
-                              "scontrol and sinfo; run it on the cluster's login node (after "
-                              "`module load slurm` where the site needs it); nothing written")
-    raise SubmissionError("scontrol show partition lists no partition (or failed): nothing "
-                          "to draft a profile from; nothing written")
-
-
 def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str:
     """The TOML text of a profile for this cluster, saying as comments what it lacks;
     ``SubmissionError`` when Slurm lists no partition to draft from."""
-    parts = _partitions()
+    parts = live.partitions()
+    # none is no draft (a profile listing no partition, with ``partitions_complete``, would
+    # refuse every one)
+    if not parts and shutil.which("scontrol") is None:
+        raise SubmissionError("scontrol is not on PATH: --draft reads the partitions from "
+                              "scontrol and sinfo; run it on the cluster's login node (after "
+                              "`module load slurm` where the site needs it); nothing written")
+    if not parts:
+        raise SubmissionError("scontrol show partition lists no partition (or failed): nothing "
+                              "to draft a profile from; nothing written")
     cluster = name or cluster_name()
     day = (today or _dt.date.today()).isoformat()
     groups = live.node_groups()
@@ -75,8 +70,8 @@ def draft_profile(name: str | None = None, today: _dt.date | None = None) -> str
             lines.append(f"max_nodes = {int(data['MaxNodes'])}")
         mine = [g for g in groups if g.partition == part]
         if mine:
-            lines.append(f"cpus_per_node = {max(g.cpus for g in mine)}")
-            lines.append(f"mem_per_node = {_q(f'{max(g.mem_mb for g in mine)}M')}")
+            lines += [f"cpus_per_node = {max(g.cpus for g in mine)}",
+                      f"mem_per_node = {_q(f'{max(g.mem_mb for g in mine)}M')}"]
         types = live.gpu_types(part)
         if types:
             most = max(types.values())

@@ -34,11 +34,6 @@ KERNEL_KINDS = frozenset({"kernel"})
 ENTRY_MAX_BYTES = 64 * 1024
 
 
-def current_server_id() -> str | None:
-    """The id of the Jupyter server whose kernel this process is (``None`` elsewhere)."""
-    return os.environ.get(SERVER_ID_ENV) or None
-
-
 def index_dir(base: Path | None = None) -> Path:
     if base is None:
         from .queue import default_cache_dir
@@ -100,14 +95,10 @@ def entries(base: Path | None = None, kinds: Collection[str] | None = None,
             job_ids: Collection[str] | None = None) -> list[Entry]:
     """The recent submissions, oldest first: of these ``kinds`` only, and of a job
     ``same_job`` matches with one of ``job_ids`` only, when given."""
-    found = []
-    for path in _chosen(base, kinds, job_ids):
-        entry = _read(path)
-        if entry is not None and (job_ids is None or any(
-                same_job(entry.job_id, job_id) for job_id in job_ids)):
-            found.append(entry)
-    found.sort(key=lambda e: e.submitted_at)
-    return found
+    found = [entry for entry in map(_read, _chosen(base, kinds, job_ids))
+             if entry is not None and (job_ids is None or any(
+                 same_job(entry.job_id, job_id) for job_id in job_ids))]
+    return sorted(found, key=lambda e: e.submitted_at)
 
 
 def any_entry(kinds: Collection[str], base: Path | None = None) -> bool:

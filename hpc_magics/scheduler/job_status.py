@@ -3,6 +3,7 @@ job folder) and the rules that combine states; the watcher (``watcher.py``) deci
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -129,12 +130,8 @@ def combined_state(states: Sequence[str]) -> str:
     live = [s for s in states if not is_final(s)]
     if live:
         return next((s for s in live if s in RUNNING_STATES), live[0])
-    failed = [s for s in states if s in FAILED_STATES]
-    if failed:
-        return failed[0]
-    if all(s in SUCCESS_STATES for s in states):
-        return "COMPLETED"
-    return next(s for s in states if s not in SUCCESS_STATES)
+    failed = next((s for s in states if s in FAILED_STATES), None)
+    return failed or next((s for s in states if s not in SUCCESS_STATES), "COMPLETED")
 
 
 def record_submission(folder: JobFolder, job_id: str, started_at: float,
@@ -144,7 +141,7 @@ def record_submission(folder: JobFolder, job_id: str, started_at: float,
     meta = folder.meta()
     backend = str(meta.get("backend", "slurm"))
     submitted = as_float(meta.get("submitted_at"))
-    server_id = job_index.current_server_id()  # the Jupyter server whose kernel this is
+    server_id = os.environ.get(job_index.SERVER_ID_ENV) or None  # whose kernel this is
     submitted_at = min(submitted, started_at) if submitted is not None else started_at
     if backend == "slurm":
         cluster = cluster or cluster_name()

@@ -23,11 +23,9 @@ T = TypeVar("T")
 def cached(key: Hashable, compute: Callable[[], T], ttl_s: float = CACHE_TTL_S) -> T:
     """``compute()``'s value, kept ``ttl_s`` (what it raises is not kept: asked again)."""
     hit = _cache.get(key)
-    if hit is not None and time.monotonic() - hit[0] < ttl_s:
-        value: T = hit[1]
-        return value
-    value = compute()
-    _cache[key] = (time.monotonic(), value)
+    if hit is None or time.monotonic() - hit[0] >= ttl_s:
+        hit = _cache[key] = (time.monotonic(), compute())
+    value: T = hit[1]
     return value
 
 

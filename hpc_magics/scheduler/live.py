@@ -24,12 +24,9 @@ from .slurm_text import scontrol_fields, slurm_duration
 
 def partitions() -> dict[str, dict[str, str]]:
     """Partition name → its ``scontrol show partition`` fields."""
-    found = {}
-    for line in (answered(["scontrol", "show", "partition", "--oneliner"]) or "").splitlines():
-        data = scontrol_fields(line)
-        if "PartitionName" in data:
-            found[data["PartitionName"]] = data
-    return found
+    text = answered(["scontrol", "show", "partition", "--oneliner"]) or ""
+    records = map(scontrol_fields, text.splitlines())
+    return {data["PartitionName"]: data for data in records if "PartitionName" in data}
 
 
 @dataclass(frozen=True)
@@ -74,9 +71,7 @@ def gpu_types(partition: str) -> dict[str, int]:
     """GPU type (``UNTYPED`` where nodes name none) → most GPUs of that type on one node of
     ``partition`` (from sinfo)."""
     found: dict[str, int] = {}
-    for group in node_groups():
-        if group.partition != partition:
-            continue
+    for group in (g for g in node_groups() if g.partition == partition):
         for kind, count in gres_gpus(group.gres).items():
             found[kind] = max(found.get(kind, 0), count)
     return found

@@ -187,12 +187,11 @@ class SharedCache:
     def _within(self, ask: Callable[[], T], wait_s: float | None, *, shared: bool = True,
                 then: Callable[[T], None] | None = None) -> T | None:
         """``ask()`` (a blocking call to the scheduler) in a daemon thread, waited for
-        ``wait_s`` at most (None: until it answers); ``None`` when it has not answered by
-        then (``then(answer)``, in that thread once the answer is handed over: it lands in
-        the shared cache when it comes). ``shared``: one such call at a time from this
-        process; one still in flight is waited for first, in the same ``wait_s`` (its answer
-        may be the one needed). A failure of ``ask`` is a bug (the command's own failures
-        are answers), logged even when no one waits any more."""
+        ``wait_s`` at most (None: no limit); ``None`` if it has not answered by then: it goes
+        on, and ``then(answer)`` runs in the thread once the answer is handed over.
+        ``shared``: one call at a time from this process, one in flight waited for first,
+        in the same ``wait_s``. An exception of ``ask`` is a bug (a command's failures are
+        answers), logged even when no one waits any more."""
         deadline = None if wait_s is None else time.monotonic() + wait_s
         in_flight = self._asking
         if shared and in_flight is not None and in_flight.is_alive():

@@ -45,12 +45,6 @@ def other_cluster(pairs: Iterable[tuple[str, str]],
                               cluster_name())
 
 
-def refuse_other_cluster(pairs: Iterable[tuple[str, str]],
-                         environ: Mapping[str, str] | None = None) -> None:
-    """:func:`other_cluster` as one line, before anything is submitted."""
-    validation.refuse(other_cluster(pairs, environ))
-
-
 def refusal(result: commands.CommandResult) -> str:
     """sbatch's reason in one line."""
     for line in (result.stderr + "\n" + result.stdout).splitlines():
@@ -73,10 +67,10 @@ def parse_answer(output: str) -> Submitted:
 def submit(script: str, path: Path, environ: Mapping[str, str] | None = None, *,
            cluster_checked: bool = False) -> Submitted:
     """Write ``script`` to ``path`` (the job's record of what ran) and sbatch it.
-    ``cluster_checked``: the caller ran :func:`refuse_other_cluster` on the same request
+    ``cluster_checked``: the caller refused :func:`other_cluster` on the same request
     before it made anything (a backend's preflight, ``KernelRequest.check``): not twice."""
     if not cluster_checked:
-        refuse_other_cluster(directives.parse(script).extra, environ)
+        validation.refuse(other_cluster(directives.parse(script).extra, environ))
     path.write_text(script, encoding="utf-8")
     # the user's SBATCH_* defaults, but none the script's own lines set (they would win)
     result = commands.run([*SBATCH_SUBMIT, str(path)], timeout=SBATCH_TIMEOUT_S,

@@ -75,11 +75,9 @@ class Watcher:
 
     def _meta(self, folder: JobFolder) -> dict[str, Any]:
         metas = self._metas
-        if metas is None:
-            return folder.meta()
-        if folder.path not in metas:
+        if metas is not None and folder.path not in metas:
             metas[folder.path] = folder.meta()
-        return metas[folder.path]
+        return folder.meta() if metas is None else metas[folder.path]
 
     @property
     def queue(self) -> JobQueue:
@@ -89,8 +87,7 @@ class Watcher:
 
     @property
     def accounting(self) -> SharedAccounting:
-        """The user's shared sacct cache: one call per interval for all their processes."""
-        if self._accounting_cache is None:
+        if self._accounting_cache is None:  # the user's, as the queue's
             queue = self.queue
             self._accounting_cache = SharedAccounting(
                 user=queue.user, cluster=queue.cluster, interval_s=queue.interval_s,
