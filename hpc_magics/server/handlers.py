@@ -202,19 +202,15 @@ class JobCancelHandler(HpcMagicsHandler):
         self.write_json({"cancelled": job_id})
 
 
-def route_table(base_url: str) -> list[tuple[str, type[HpcMagicsHandler]]]:
-    def route(path: str) -> str:
-        return url_path_join(base_url, PREFIX, path)
+ROUTES: dict[str, type[HpcMagicsHandler]] = {
+    "server": ServerInfoHandler, "server/stop": ServerStopHandler,
+    "server/keep-alive": KeepAliveHandler, "jobs": JobsHandler, "jobs/events": JobEventsHandler,
+    "kernels": KernelJobsHandler, f"jobs/({JOB_ID_PATTERN})/cancel": JobCancelHandler,
+}
 
-    return [
-        (route("server"), ServerInfoHandler),
-        (route("server/stop"), ServerStopHandler),
-        (route("server/keep-alive"), KeepAliveHandler),
-        (route("jobs"), JobsHandler),
-        (route("jobs/events"), JobEventsHandler),
-        (route("kernels"), KernelJobsHandler),
-        (route(f"jobs/({JOB_ID_PATTERN})/cancel"), JobCancelHandler),
-    ]
+
+def route_table(base_url: str) -> list[tuple[str, type[HpcMagicsHandler]]]:
+    return [(url_path_join(base_url, PREFIX, path), handler) for path, handler in ROUTES.items()]
 
 
 def _observe_requests(state: ServerState, web_app: Any) -> None:
