@@ -157,18 +157,12 @@ class ServerState:
         timeout = config.scheduler_timeout_s
         self.own_job_asked = AskedRarely(lambda: own_job(timeout_s=timeout),
                                          config.own_job_refresh_s, ANSWER_WITHIN_S, config.log)
-        self.allocation = AskedRarely(self._read_allocation,
-                                      config.allocation_refresh_minutes * 60.0,
-                                      FIRST_ANSWER_WAIT_S, config.log)
-
-    def _read_allocation(self) -> dict[str, Any] | None:
-        config = self.config
-        return read_allocation(chosen_account(config.allocation_account),
-                               config.allocation_profile, config.allocation_low_percent / 100,
-                               config.scheduler_timeout_s)
+        self.allocation = AskedRarely(lambda: read_allocation(
+            chosen_account(config.allocation_account), config.allocation_profile,
+            config.allocation_low_percent / 100, timeout),
+            config.allocation_refresh_minutes * 60.0, FIRST_ANSWER_WAIT_S, config.log)
 
     # ------------------------------------------------------------------ own job
-
     async def own_job(self) -> tuple[OwnJob | None, bool]:
         """Our job, and whether the scheduler's answer is still pending (a later look says
         more). The environment answers at once, all of it on 24.11 and later."""
@@ -190,7 +184,6 @@ class ServerState:
         )
 
     # ------------------------------------------------------------------ jobs
-
     async def refresh_jobs(self, max_age_s: float | None = None) -> None:
         """One watcher cycle in a worker thread (cheap while the queue view is fresh)."""
         max_age = self.config.jobs_poll_interval_s if max_age_s is None else max_age_s
@@ -232,7 +225,6 @@ class ServerState:
         return [job for job in self.tracker.jobs() if kernel_jobs.is_kernel_job(job)]
 
     # ------------------------------------------------------------------ activity
-
     def note_user_activity(self) -> None:
         self.last_user_activity = time.time()
 
@@ -267,7 +259,6 @@ class ServerState:
         IOLoop.current().add_callback(self.shutdown, "idle")
 
     # ------------------------------------------------------------------ stopping
-
     async def shutdown(self, reason: str) -> None:
         """Shut kernels down, cancel our own job (only ``SLURM_JOB_ID``), stop the loop."""
         from ..kernel.orphans import cancel, scancel
