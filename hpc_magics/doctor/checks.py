@@ -143,18 +143,14 @@ def profile(s: Setting) -> Result:
 
 
 # -------------------------------------------------------------------- jobs folder
-def _existing_parent(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
 def jobs_folder(s: Setting) -> Result:
     root = s.jobs_root
     JobFolder.would_be(root, "doctor")  # a path sbatch cannot take fails with the fix
     made = ""
     if not root.exists():
-        parent = _existing_parent(root)
+        parent = root.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
         if not os.access(parent, os.W_OK | os.X_OK):
             return FAIL, (f"{root} does not exist and {parent} is not writable: set "
                           "HPC_MAGICS_JOBS_DIR to a folder of yours")
@@ -231,14 +227,11 @@ def jobs_folder_lock(s: Setting) -> Result:
 
 
 # ------------------------------------------------------------------- node Python
-def _version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def node_python(s: Setting) -> Result:
+    try:
+        here = metadata.version("hpc_magics")
+    except metadata.PackageNotFoundError:
+        here = "unknown"
     found = s.probe()
     if found.problem:
         return WARN, found.skipped
@@ -248,17 +241,17 @@ def node_python(s: Setting) -> Result:
             return WARN, "not checked: the test job's files did not reach this host"
         return FAIL, (f"the job's Python did not start hpc_magics on node {found.node} "
                       f"({found.error_line or found.state}): install hpc_magics (version "
-                      f"{_version('hpc_magics')}) where the nodes see it, or set "
+                      f"{here}) where the nodes see it, or set "
                       "HPC_MAGICS_PYTHON to a Python that has it")
     python = f"{answer.get('python')} (Python {answer.get('python_version')})"
     errors = dict(answer.get("import_errors") or {})
     if errors:
         name, why = next(iter(errors.items()))
         return FAIL, (f"{python} on node {found.node} cannot import {name} ({why}): install "
-                      f"hpc_magics {_version('hpc_magics')} with its dependencies there")
+                      f"hpc_magics {here} with its dependencies there")
     versions = dict(answer.get("versions") or {})
     imports = ", ".join(f"{name} {version}" for name, version in versions.items())
-    there, here = versions.get("hpc_magics"), _version("hpc_magics")
+    there = versions.get("hpc_magics")
     if there != here:
         return WARN, (f"{python} on node {found.node} has hpc_magics {there}, this host "
                       f"{here}: install the same version in both")

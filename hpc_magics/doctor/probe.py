@@ -12,7 +12,6 @@ its logs, when something did not.
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 import shlex
 import socket
@@ -27,7 +26,7 @@ from ..core.errors import HpcMagicsError
 from ..core.jobscript import JobParts, render
 from ..core.profiles import ClusterProfile
 from ..core.resources import ResourceRequest
-from ..jobfolder.files import write_atomically
+from ..jobfolder.files import read_json, write_atomically
 from ..jobfolder.folder import ensure_jobs_root
 from ..node.doctor_probe import ANSWER_FILE
 
@@ -94,10 +93,7 @@ def _read(path: Path) -> str:
 
 
 def _answer(folder: Path) -> dict[str, Any] | None:
-    try:
-        found = json.loads(_read(folder / ANSWER_FILE) or "null")
-    except ValueError:
-        return None
+    found = read_json(folder / ANSWER_FILE)
     return found if isinstance(found, dict) else None
 
 

@@ -118,23 +118,18 @@ def run_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def slurm_kernels() -> dict[str, Any]:
+def run_list(args: argparse.Namespace) -> int:
     from jupyter_client.kernelspec import KernelSpecManager
 
-    found = KernelSpecManager().get_all_specs()
-    return {name: entry for name, entry in found.items()
-            if entry["spec"].get("metadata", {}).get("kernel_provisioner", {})
-            .get("provisioner_name") == PROVISIONER_NAME}
+    from .orphans import offer_left_behind
 
-
-def run_list(args: argparse.Namespace) -> int:
-    kernels = slurm_kernels()
+    kernels = {name: entry for name, entry in KernelSpecManager().get_all_specs().items()
+               if entry["spec"].get("metadata", {}).get("kernel_provisioner", {})
+               .get("provisioner_name") == PROVISIONER_NAME}
     if not kernels:
         print("no Slurm kernels installed: hpc-magics kernel install NAME [sbatch options]")
     for name, entry in sorted(kernels.items()):
         print(f"{name}  {entry['spec']['display_name']}  ({entry['resource_dir']})")
-    from .orphans import offer_left_behind
-
     offer_left_behind("hpc-magics kernel cleanup")
     return 0
 

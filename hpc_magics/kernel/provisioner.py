@@ -69,11 +69,6 @@ async def _off_loop(function: Callable[..., T], *arguments: Any) -> T:
         return function(*arguments)
 
 
-def job_name(resource_dir: str) -> str:
-    """``kernel-NAME``, NAME the kernelspec's (its folder's name): squeue tells them apart."""
-    return f"kernel-{Path(resource_dir).name or 'slurm'}"[:60]
-
-
 def takes_curve(metadata: Any) -> bool:
     """The kernelspec's kernel takes CurveZMQ keys (``supported_encryption``): it gets a
     pair whatever the server's ``transport_encryption``, because a Slurm kernel listens
@@ -136,7 +131,8 @@ class SlurmProvisioner(KernelProvisionerBase):
     async def _launch(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
         kernel = self._kernel()
         env = kwargs.get("env")
-        name = job_name(self.kernel_spec.resource_dir)
+        # kernel-NAME, NAME the kernelspec's (its folder's name): squeue tells them apart
+        name = f"kernel-{Path(self.kernel_spec.resource_dir).name or 'slurm'}"[:60]
         self.folder = folder = launch.new_folder(kernel, name)
         if takes_curve(self.kernel_spec.metadata):  # the node then makes its keys
             folder.update_meta(encryption=CURVE)

@@ -96,8 +96,7 @@ class ServerConnection:
         )
         try:
             with _LOCAL_OPENER.open(request, timeout=HTTP_TIMEOUT_S) as answer:
-                data: dict[str, Any] = json.loads(answer.read().decode())
-                return data
+                return json.loads(answer.read().decode())
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise HpcMagicsError(f"the Jupyter server at {self.url} did not answer "
                                  f"{method} {path}: {exc}") from None
@@ -176,10 +175,8 @@ class ServerControl:
         failed = scancel(cancel)
         if failed:
             raise HpcMagicsError(f"scancel {cancel} failed: {failed}")
-        if target == STOP_STEP:
-            job = cancel.split(".")[0]
-            return (f"This kernel's step {cancel} is being cancelled; your allocation {job} "
-                    "keeps running.")
-        if target == STOP_KERNEL:
-            return f"This kernel's job {cancel} is being cancelled (nothing else is)."
-        return f"Job {cancel}, which runs this Jupyter server, is being cancelled."
+        return {STOP_STEP: f"This kernel's step {cancel} is being cancelled; your allocation "
+                           f"{cancel.split('.')[0]} keeps running.",
+                STOP_KERNEL: f"This kernel's job {cancel} is being cancelled (nothing else is).",
+                STOP_JOB: f"Job {cancel}, which runs this Jupyter server, is being cancelled."
+                }[target]

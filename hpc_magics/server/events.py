@@ -110,7 +110,9 @@ class JobTracker:
                         cluster != UNKNOWN_CLUSTER:
                     continue
                 folder = JobFolder(entry.folder)
-                if _is_own_folder(folder, entry.job_id):
+                # the entry still names a folder of ours holding that job (not moved, reused)
+                if own_job_folder(folder.path) is not None and \
+                        str(folder.meta().get("job_id", "")) == entry.job_id:
                     folders.append((entry, folder))
             # a local-backend job (no cluster) has a process id, not a Slurm id
             slurm = {entry.job_id for entry, _ in folders if entry.cluster is not None}
@@ -145,8 +147,11 @@ class JobTracker:
             for entry, folder in folders:
                 queued = in_queue(entry)
                 meta = folder.meta()
-                # kernels in one allocation of the user's share its id: one entry each
-                key = f"step:{folder.path}" if meta.get("allocation") else _folder_key(entry)
+                # kernels in one allocation of the user's share its id: one entry each; Slurm
+                # jobs are known by id (a queue entry and its folder are one job), local ones
+                # by their folder, as their ids are process ids
+                key = f"step:{folder.path}" if meta.get("allocation") else \
+                    entry.job_id if entry.cluster is not None else f"local:{entry.folder}"
                 found[key] = TrackedJob(
                     entry.job_id, entry.name or (queued.name if queued else ""),
                     polled[folder.path], queued, folder.path, entry.submitted_at,
@@ -197,19 +202,6 @@ class JobTracker:
         if ended:
             self._seq += 1
             self._events.append((self._seq, job))
-
-
-def _folder_key(entry: job_index.Entry) -> str:
-    """Slurm jobs are known by id (a queue entry and its folder are one job); local ones
-    by their folder, as their ids are process ids."""
-    return entry.job_id if entry.cluster is not None else f"local:{entry.folder}"
-
-
-
-def _is_own_folder(folder: JobFolder, job_id: str) -> bool:
-    """The index entry still names a folder of ours holding that job (not moved/reused)."""
-    return own_job_folder(folder.path) is not None and \
-        str(folder.meta().get("job_id", "")) == job_id
 
 
 def in_root(path: Path | str, root: Path) -> str | None:

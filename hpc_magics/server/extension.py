@@ -81,58 +81,44 @@ class HpcMagicsServer(LoggingConfigurable):
     idle_stop_minutes = Float(
         0.0, config=True,
         help="Stop the server (and cancel its Slurm job) after this many idle minutes "
-             "(a fraction is fine: 0.5); 0 = off.",
-    )
+             "(a fraction is fine: 0.5); 0 = off.")
     idle_warning_minutes = Float(
         5.0, config=True,
-        help="Minutes before an idle stop at which the front end offers 'keep working'.",
-    )
+        help="Minutes before an idle stop at which the front end offers 'keep working'.")
     idle_check_interval_s = Float(
-        15.0, config=True, help="How often the idle watcher looks at the server's activity.",
-    )
+        15.0, config=True, help="How often the idle watcher looks at the server's activity.")
     warn_minutes = List(
         [15, 5], config=True,
-        help="Minutes before the walltime ends at which the front end warns.",
-    )
+        help="Minutes before the walltime ends at which the front end warns.")
     jobs_poll_interval_s = Float(
         config=True,
         help="At most one squeue (and one sacct) per this many seconds for the user, across "
              "the server, its kernels and every tab; kernels started by the server follow it. "
-             "Default: HPC_MAGICS_POLL_INTERVAL, else 10.",
-    )
+             "Default: HPC_MAGICS_POLL_INTERVAL, else 10.")
     own_job_refresh_s = Float(
         60.0, config=True,
-        help="How long the server's own job record (end time, nodes) is reused.",
-    )
+        help="How long the server's own job record (end time, nodes) is reused.")
     events_interval_s = Float(
         15.0, config=True,
         help="How often the server looks at the user's jobs to notice the ones that ended "
-             "(one squeue per interval for the user, whatever the number of tabs).",
-    )
+             "(one squeue per interval for the user, whatever the number of tabs).")
     ended_jobs_shown_minutes = Float(
-        60.0, config=True, help="How long an ended job stays in the jobs list.",
-    )
+        60.0, config=True, help="How long an ended job stays in the jobs list.")
     scheduler_timeout_s = Float(
-        20.0, config=True, help="Time-out for each squeue/scontrol/scancel call.",
-    )
+        20.0, config=True, help="Time-out for each squeue/scontrol/scancel call.")
     allocation_account = Unicode(
         "", config=True,
         help="The account whose allocation the status bar shows; empty: SBATCH_ACCOUNT, "
-             "SLURM_ACCOUNT, else Slurm's default account of the user.",
-    )
+             "SLURM_ACCOUNT, else Slurm's default account of the user.")
     allocation_profile = Unicode(
         "", config=True,
-        help="A profile whose balance_command tells the allocation (else sshare is asked).",
-    )
+        help="A profile whose balance_command tells the allocation (else sshare is asked).")
     allocation_refresh_minutes = Float(
-        10.0, config=True, help="How often the allocation is asked about (sshare).",
-    )
+        10.0, config=True, help="How often the allocation is asked about (sshare).")
     allocation_low_percent = Float(
-        10.0, config=True, help="Below this share of the limit, the allocation shows as low.",
-    )
+        10.0, config=True, help="Below this share of the limit, the allocation shows as low.")
     shutdown_grace_s = Float(
-        0.3, config=True, help="Pause after answering a stop request before shutting down.",
-    )
+        0.3, config=True, help="Pause after answering a stop request before shutting down.")
 
     @default("jobs_poll_interval_s")
     def _default_jobs_poll_interval_s(self) -> float:
@@ -171,18 +157,12 @@ class ServerState:
         timeout = config.scheduler_timeout_s
         self.own_job_asked = AskedRarely(lambda: own_job(timeout_s=timeout),
                                          config.own_job_refresh_s, ANSWER_WITHIN_S, config.log)
-        self.allocation = AskedRarely(self._read_allocation,
-                                      config.allocation_refresh_minutes * 60.0,
-                                      FIRST_ANSWER_WAIT_S, config.log)
-
-    def _read_allocation(self) -> dict[str, Any] | None:
-        config = self.config
-        return read_allocation(chosen_account(config.allocation_account),
-                               config.allocation_profile, config.allocation_low_percent / 100,
-                               config.scheduler_timeout_s)
+        self.allocation = AskedRarely(lambda: read_allocation(
+            chosen_account(config.allocation_account), config.allocation_profile,
+            config.allocation_low_percent / 100, timeout),
+            config.allocation_refresh_minutes * 60.0, FIRST_ANSWER_WAIT_S, config.log)
 
     # ------------------------------------------------------------------ own job
-
     async def own_job(self) -> tuple[OwnJob | None, bool]:
         """Our job, and whether the scheduler's answer is still pending (a later look says
         more). The environment answers at once, all of it on 24.11 and later."""
@@ -204,7 +184,6 @@ class ServerState:
         )
 
     # ------------------------------------------------------------------ jobs
-
     async def refresh_jobs(self, max_age_s: float | None = None) -> None:
         """One watcher cycle in a worker thread (cheap while the queue view is fresh)."""
         max_age = self.config.jobs_poll_interval_s if max_age_s is None else max_age_s
@@ -246,7 +225,6 @@ class ServerState:
         return [job for job in self.tracker.jobs() if kernel_jobs.is_kernel_job(job)]
 
     # ------------------------------------------------------------------ activity
-
     def note_user_activity(self) -> None:
         self.last_user_activity = time.time()
 
@@ -281,19 +259,10 @@ class ServerState:
         IOLoop.current().add_callback(self.shutdown, "idle")
 
     # ------------------------------------------------------------------ stopping
-
-    async def _end_kernel_jobs(self, jobs: list[TrackedJob]) -> None:
-        """Kernel jobs whose kernels did not take them along (a kernel its manager lost,
-        one whose shutdown failed): scancel, only the kernel's job or step."""
-        from ..kernel.orphans import cancel
-
-        said = await asyncio.get_running_loop().run_in_executor(
-            None, cancel, kernel_jobs.left_behind(jobs), "server stopped")
-        for line in said:
-            self.config.log.info("hpc_magics: %s", line)
-
     async def shutdown(self, reason: str) -> None:
         """Shut kernels down, cancel our own job (only ``SLURM_JOB_ID``), stop the loop."""
+        from ..kernel.orphans import cancel, scancel
+
         if self.stopping:
             return
         self.stopping = True
@@ -313,12 +282,15 @@ class ServerState:
             await app._cleanup()  # kernels, terminals, server info file; as /api/shutdown does
         except Exception as exc:  # keep going: the job must still end
             log.warning("hpc_magics: cleanup before stopping failed: %s", exc)
-        await self._end_kernel_jobs(kernel_jobs_before)
+        # kernel jobs whose kernels did not take them along (a kernel its manager lost, one
+        # whose shutdown failed): scancel, only the kernel's job or step
+        loop = asyncio.get_running_loop()
+        for line in await loop.run_in_executor(None, cancel, kernel_jobs.left_behind(
+                kernel_jobs_before), "server stopped"):
+            log.info("hpc_magics: %s", line)
         if self.job_id is not None:
-            from ..kernel.orphans import scancel
-
             try:
-                failed = await asyncio.get_running_loop().run_in_executor(
+                failed = await loop.run_in_executor(
                     None, scancel, self.job_id, None, self.config.scheduler_timeout_s)
             except HpcMagicsError as exc:
                 failed = str(exc)

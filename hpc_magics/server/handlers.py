@@ -41,8 +41,7 @@ class HpcMagicsHandler(APIHandler):
 
     @property
     def state(self) -> ServerState:
-        state: ServerState = self.settings[SETTINGS_KEY]
-        return state
+        return self.settings[SETTINGS_KEY]
 
     def write_json(self, payload: dict[str, Any]) -> None:
         self.set_header("Cache-Control", "no-store")
@@ -159,14 +158,13 @@ class JobEventsHandler(HpcMagicsHandler):
     @authorized("read")
     async def get(self) -> None:
         state = self.state
-        tracker = state.tracker
         since_text = self.get_query_argument("since", None)
         try:
             since = int(since_text) if since_text is not None else None
         except ValueError:
             raise web.HTTPError(400, f"since={since_text!r} is not a number: use the "
                                      "'last' of the previous answer") from None
-        events, last = tracker.events_since(since)
+        events, last = state.tracker.events_since(since)
         self.write_json({
             # each as the job list shows it, with its number and when it ended
             "events": [{**job_json(job, state), "seq": seq, "at": job.ended_at}
@@ -202,19 +200,15 @@ class JobCancelHandler(HpcMagicsHandler):
         self.write_json({"cancelled": job_id})
 
 
-def route_table(base_url: str) -> list[tuple[str, type[HpcMagicsHandler]]]:
-    def route(path: str) -> str:
-        return url_path_join(base_url, PREFIX, path)
+ROUTES: dict[str, type[HpcMagicsHandler]] = {
+    "server": ServerInfoHandler, "server/stop": ServerStopHandler,
+    "server/keep-alive": KeepAliveHandler, "jobs": JobsHandler, "jobs/events": JobEventsHandler,
+    "kernels": KernelJobsHandler, f"jobs/({JOB_ID_PATTERN})/cancel": JobCancelHandler,
+}
 
-    return [
-        (route("server"), ServerInfoHandler),
-        (route("server/stop"), ServerStopHandler),
-        (route("server/keep-alive"), KeepAliveHandler),
-        (route("jobs"), JobsHandler),
-        (route("jobs/events"), JobEventsHandler),
-        (route("kernels"), KernelJobsHandler),
-        (route(f"jobs/({JOB_ID_PATTERN})/cancel"), JobCancelHandler),
-    ]
+
+def route_table(base_url: str) -> list[tuple[str, type[HpcMagicsHandler]]]:
+    return [(url_path_join(base_url, PREFIX, path), handler) for path, handler in ROUTES.items()]
 
 
 def _observe_requests(state: ServerState, web_app: Any) -> None:

@@ -11,7 +11,6 @@ stop only its step is cancelled: never the allocation, which hpc_magics did not 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,10 +45,9 @@ def seconds_left(job: TrackedJob, now: float) -> int | None:
     return None
 
 
-def kernel_job_json(job: TrackedJob, now: float | None = None) -> dict[str, Any]:
+def kernel_job_json(job: TrackedJob, now: float) -> dict[str, Any]:
     """One kernel job for the front end: state, Slurm's reason and expected start while it
     pends, time left and cost so far (the billing rule ``%%sbatch`` uses) while it runs."""
-    now = time.time() if now is None else now
     queued = job.queued
     pending = job.status.phase == "pending"
     reason = queued.reason if queued and pending and queued.reason else ""

@@ -174,8 +174,9 @@ def rendered(watcher: Any, job: TrackedJob, folder: JobFolder, ended_at: float
     from ..fetching import cell_outputs
 
     state = job.status.state
-    stamp: dict[str, Any] = {"job_id": job.job_id, "state": state,
-                             "ended": _iso(ended_at), "written_by": "server"}
+    ended = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ended_at))
+    stamp: dict[str, Any] = {"job_id": job.job_id, "state": state, "ended": ended,
+                             "written_by": "server"}
     if job.kind == "sweep":
         swept = sweep_outputs(watcher, folder)
         if swept is None:
@@ -186,13 +187,9 @@ def rendered(watcher: Any, job: TrackedJob, folder: JobFolder, ended_at: float
     else:
         outputs = cell_outputs(folder, job.job_id, state)
         what = f"job {job.job_id} ended {state}"
-    return [first_line(what, stamp["ended"]), *outputs], stamp
-
-
-def first_line(what: str, ended: str) -> dict[str, Any]:
-    return {"output_type": "stream", "name": "stdout", "text": (
-        f"[hpc_magics] {what} at {ended}: its outputs below were written in by the server, "
-        "with no tab open on the notebook\n")}
+    first = (f"[hpc_magics] {what} at {ended}: its outputs below were written in by the "
+             "server, with no tab open on the notebook\n")
+    return [{"output_type": "stream", "name": "stdout", "text": first}, *outputs], stamp
 
 
 def sweep_outputs(watcher: Any, folder: JobFolder
@@ -200,14 +197,7 @@ def sweep_outputs(watcher: Any, folder: JobFolder
     """A sweep's tasks per state, then its table as a fetch shows it (its values as the
     node wrote them as text: nothing is unpickled here) and each failed task's error in
     short; None while a task has not ended."""
-    from ..sweep_handle import (
-        ERROR,
-        SHOWN_ROWS,
-        STATE,
-        asked_task_states,
-        sweep_table,
-        table_html,
-    )
+    from ..sweep_handle import ERROR, SHOWN_ROWS, STATE, asked_task_states, sweep_table, table_html
 
     states = asked_task_states(watcher, folder)
     if not all(status.final for status in states.values()):
@@ -241,7 +231,3 @@ async def _write(serverapp: Any, path: str, sent: SentFrom, outputs: list[dict[s
         await ensure_async(contents.save(
             {"type": "notebook", "format": "json", "content": model["content"]}, path))
     return said
-
-
-def _iso(moment: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(moment))
