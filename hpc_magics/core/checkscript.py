@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from . import validation
@@ -186,11 +186,8 @@ def with_findings(report: ScriptReport, more: list[Problem] | tuple[Problem, ...
         if finding.line:
             notes[finding.line] = (*notes.get(finding.line, ()),
                                    f"{finding.severity}: {finding.message}")
-    return replace(report, notes=notes, findings=_in_order((*report.findings, *placed)))
-
-
-def _in_order(findings: Iterable[Problem]) -> tuple[Problem, ...]:
-    return tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0)))
+    return replace(report, notes=notes, findings=tuple(sorted(
+        (*report.findings, *placed), key=lambda f: (f.severity != ERROR, f.line or 0))))
 
 
 # Options whose text never stops a job (the account has its own placeholder rule).

@@ -218,9 +218,7 @@ def available_profiles(paths: Iterable[Path] | None = None) -> dict[str, Path]:
 def load_profile(name: str, paths: Iterable[Path] | None = None) -> ClusterProfile:
     files = available_profiles(paths)
     if name not in files:
-        raise InvalidRequest(
-            f"profile {name!r} is unknown: use one of {', '.join(sorted(files))}"
-        )
+        raise InvalidRequest(f"profile {name!r} is unknown: use one of {', '.join(sorted(files))}")
     chain = _chain(name, files)
     key = (name, tuple(stamp for _, stamp, _ in chain))
     if key in _PARSED:

@@ -49,10 +49,8 @@ def parse_time(text: str | int) -> int:
         human = sum(float(number) * _HUMAN_UNITS[unit.lower()] for number, unit in parts)
         if human > 0:
             return round(human)
-    raise InvalidRequest(
-        f"time {value!r} is not understood: use minutes ('90'), 'HH:MM:SS', "
-        "'D-HH:MM:SS' or a duration like '2h' or '90min'"
-    )
+    raise InvalidRequest(f"time {value!r} is not understood: use minutes ('90'), 'HH:MM:SS', "
+                         "'D-HH:MM:SS' or a duration like '2h' or '90min'")
 
 
 def format_time(seconds: int) -> str:
@@ -94,10 +92,8 @@ def parse_memory(text: str | int) -> int:
         raise InvalidRequest(f"memory {value!r} must be positive, e.g. '4G' (0: all of "
                              "the node's)")
     if not match:
-        raise InvalidRequest(
-            f"memory {value!r} is not understood: use a number of megabytes or a unit "
-            "like '4G', '500M', '1T'"
-        )
+        raise InvalidRequest(f"memory {value!r} is not understood: use a number of megabytes "
+                             "or a unit like '4G', '500M', '1T'")
     number, unit = match.groups()
     megabytes = float(number) * _MEMORY_FACTOR_MB[unit.upper()]
     return 0 if megabytes == 0 else max(1, math.ceil(megabytes))
