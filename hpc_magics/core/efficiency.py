@@ -9,7 +9,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +90,7 @@ class Usage:
         return _ratio(self.elapsed_s, self.time_limit_s)
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
@@ -194,7 +194,7 @@ ADVICE_FILE = Path(__file__).with_name("efficiency_advice.toml")
 @dataclass(frozen=True)
 class Report:
     usage: Usage
-    lines: tuple[str, ...] = field(default=())
+    lines: tuple[str, ...] = ()
     advice: str = ""
 
 

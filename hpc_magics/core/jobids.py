@@ -54,9 +54,7 @@ class JobId:
 def parse_job_id(text: str) -> JobId | None:
     """A ``JobId``, or ``None`` when ``text`` is not a Slurm job id."""
     match = _JOB_ID.match(str(text).strip())
-    if match is None:
-        return None
-    return JobId(match.group(1), match.group(2), match.group(3))
+    return JobId(*match.groups()) if match else None
 
 
 def require_job_id(text: str) -> JobId:

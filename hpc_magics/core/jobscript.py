@@ -151,9 +151,7 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
         return f"{literal}/{log_name(job, task, kind)}"
 
     stdout, stderr = log("%t", "out"), log("%t", "err")
-    engine: list[tuple[str, str]] = []
-    if array:
-        engine.append(("array", array))
+    engine: list[tuple[str, str]] = [("array", array)] if array else []
     engine += [("output", log("0", "out")), ("error", log("0", "err")),
                ("signal", signal), ("open-mode", "append")]
     srun = shlex.join(["srun", "--unbuffered", "--output", stdout, "--error", stderr])
