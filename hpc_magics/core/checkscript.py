@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from . import validation
 from .directives import (
@@ -29,10 +29,9 @@ from .errors import InvalidRequest
 from .flags import FLAG_FIELDS
 from .profiles import ClusterProfile
 from .resources import ResourceRequest, updated
-from .validation import Problem
+from .validation import ERROR, WARNING, Problem
 
-OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
-    "ok", "warning", "error", "passed", "ignored", "comment")
+OK, PASSED, IGNORED, COMMENT = "ok", "passed", "ignored", "comment"
 _LOOKALIKE = re.compile(r"^\s*#+\s*SBATCH\b|^\s*#sbatch\b", re.IGNORECASE)
 
 
@@ -52,7 +51,7 @@ class ScriptReport:
     notes: Mapping[int, tuple[str, ...]]  # line → what is said of it, in order
     findings: tuple[Problem, ...]
     request: ResourceRequest  # its ``extra``: the options passed to sbatch as written
-    option_lines: tuple[tuple[str, int], ...] = field(default=())  # option → its last line
+    option_lines: tuple[tuple[str, int], ...] = ()  # option → its last line
 
     @property
     def lines(self) -> tuple[LineVerdict, ...]:
