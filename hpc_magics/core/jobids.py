@@ -69,9 +69,7 @@ def require_job_id(text: str) -> JobId:
 def same_job(wanted: str, listed: str) -> bool:
     """Does the scheduler entry ``listed`` belong to the job ``wanted``?"""
     mine, theirs = parse_job_id(wanted), parse_job_id(listed)
-    if mine is None or theirs is None:
-        return wanted == listed
-    return mine.covers(theirs)
+    return mine.covers(theirs) if mine and theirs else wanted == listed
 
 
 def task_order(job_id: str) -> tuple[int, int]:

@@ -210,6 +210,5 @@ def end_note(state: str, request_mem_mb: float | None = None,
     """The line a view shows beside a job that ended: why, for a failure or an end Slurm
     cannot explain; "" for a success, a job still in the queue, or a plain FAILED (the
     cell's own error says why: ``jobfacts.end_line`` adds it from the outcome file)."""
-    if phase(state) in {"failed", "ended"} and normalize_state(state) in HINTS:
-        return end_hint(state, request_mem_mb, limit_mb)
-    return ""
+    ended = phase(state) in {"failed", "ended"} and normalize_state(state) in HINTS
+    return end_hint(state, request_mem_mb, limit_mb) if ended else ""
