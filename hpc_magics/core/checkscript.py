@@ -228,8 +228,7 @@ def render(report: ScriptReport, name: str = "script") -> str:
         text.append("passed to sbatch as written (not checked against the profile): "
                     + ", ".join(f"--{k}" for k, _ in report.request.extra))
     shown = {verdict.number for verdict in report.lines}  # every finding counted is printed
-    general = [f for f in report.findings if f.line not in shown]
-    text += [str(f) for f in general]
+    text += [str(f) for f in report.findings if f.line not in shown]
     errors = len(report.errors)
     warnings = sum(f.severity == WARNING for f in report.findings)
     text.append(f"{'FAIL' if errors else 'OK'}: {errors} error(s), {warnings} warning(s)")

@@ -16,12 +16,9 @@ from .errors import InvalidRequest
 
 UNLIMITED = -1  # seconds value meaning "no limit"
 
-_HUMAN_UNITS = {
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-}
+_HUMAN_UNITS = {unit: seconds for seconds, units in (
+    (1, "s sec secs second seconds"), (60, "m min mins minute minutes"),
+    (3600, "h hr hrs hour hours"), (86400, "d day days")) for unit in units.split()}
 _HUMAN_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
 _SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
