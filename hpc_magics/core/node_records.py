@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
@@ -104,8 +103,7 @@ def bytes_value(text: str) -> int | None:
     return int(value) if value.isdigit() and int(value) < NO_LIMIT_BYTES else None
 
 
-@dataclass(frozen=True)
-class NodePeak:
+class NodePeak(NamedTuple):
     """The best peak the node records give for one job: megabytes and where it is from."""
 
     megabytes: float
