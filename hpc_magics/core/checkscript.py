@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from . import validation
 from .directives import (
@@ -29,10 +29,9 @@ from .errors import InvalidRequest
 from .flags import FLAG_FIELDS
 from .profiles import ClusterProfile
 from .resources import ResourceRequest, updated
-from .validation import Problem
+from .validation import ERROR, WARNING, Problem
 
-OK, WARNING, ERROR, PASSED, IGNORED, COMMENT = (
-    "ok", "warning", "error", "passed", "ignored", "comment")
+OK, PASSED, IGNORED, COMMENT = "ok", "passed", "ignored", "comment"
 _LOOKALIKE = re.compile(r"^\s*#+\s*SBATCH\b|^\s*#sbatch\b", re.IGNORECASE)
 
 
@@ -52,7 +51,7 @@ class ScriptReport:
     notes: Mapping[int, tuple[str, ...]]  # line → what is said of it, in order
     findings: tuple[Problem, ...]
     request: ResourceRequest  # its ``extra``: the options passed to sbatch as written
-    option_lines: tuple[tuple[str, int], ...] = field(default=())  # option → its last line
+    option_lines: tuple[tuple[str, int], ...] = ()  # option → its last line
 
     @property
     def lines(self) -> tuple[LineVerdict, ...]:
@@ -186,11 +185,8 @@ def with_findings(report: ScriptReport, more: list[Problem] | tuple[Problem, ...
         if finding.line:
             notes[finding.line] = (*notes.get(finding.line, ()),
                                    f"{finding.severity}: {finding.message}")
-    return replace(report, notes=notes, findings=_in_order((*report.findings, *placed)))
-
-
-def _in_order(findings: Iterable[Problem]) -> tuple[Problem, ...]:
-    return tuple(sorted(findings, key=lambda f: (f.severity != ERROR, f.line or 0)))
+    return replace(report, notes=notes, findings=tuple(sorted(
+        (*report.findings, *placed), key=lambda f: (f.severity != ERROR, f.line or 0))))
 
 
 # Options whose text never stops a job (the account has its own placeholder rule).
@@ -232,8 +228,7 @@ def render(report: ScriptReport, name: str = "script") -> str:
         text.append("passed to sbatch as written (not checked against the profile): "
                     + ", ".join(f"--{k}" for k, _ in report.request.extra))
     shown = {verdict.number for verdict in report.lines}  # every finding counted is printed
-    general = [f for f in report.findings if f.line not in shown]
-    text += [str(f) for f in general]
+    text += [str(f) for f in report.findings if f.line not in shown]
     errors = len(report.errors)
     warnings = sum(f.severity == WARNING for f in report.findings)
     text.append(f"{'FAIL' if errors else 'OK'}: {errors} error(s), {warnings} warning(s)")

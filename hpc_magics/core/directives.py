@@ -27,11 +27,7 @@ class SbatchOption:
     kind: str = "text"  # how the value is checked: VALUE_CHECKS below
 
 
-def _o(name: str, short: str | None = None, value: str = REQUIRED, kind: str = "text"
-       ) -> SbatchOption:
-    return SbatchOption(name, short, value, kind)
-
-
+_o = SbatchOption
 OPTIONS: tuple[SbatchOption, ...] = (
     _o("account", "A"), _o("acctg-freq"), _o("array", "a", kind="array"), _o("batch"),
     _o("bb"), _o("bbf"), _o("begin", "b"), _o("chdir", "D"), _o("cluster-constraint"),

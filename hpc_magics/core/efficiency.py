@@ -9,7 +9,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -194,7 +194,7 @@ ADVICE_FILE = Path(__file__).with_name("efficiency_advice.toml")
 @dataclass(frozen=True)
 class Report:
     usage: Usage
-    lines: tuple[str, ...] = field(default=())
+    lines: tuple[str, ...] = ()
     advice: str = ""
 
 

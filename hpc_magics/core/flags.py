@@ -47,7 +47,6 @@ SBATCH_FLAGS: tuple[SbatchFlag, ...] = (
 )
 
 
-
 def add_flag_arguments(parser: Any, setup_help: str) -> None:
     """The modelled sbatch flags and ``--setup``, as every command that makes a request
     takes them (the magics take the same through ``magics/arguments.py``)."""
@@ -59,17 +58,13 @@ def add_flag_arguments(parser: Any, setup_help: str) -> None:
 def flag_values(args: Any) -> dict[str, Any]:
     """Parsed arguments' resource flags and ``--setup``, keyed by request field, as
     ``resources.updated`` takes them."""
-    values: dict[str, Any] = {flag.field: getattr(args, flag.dest, None) for flag in SBATCH_FLAGS}
-    values["setup"] = args.setup
-    return values
+    return {flag.field: getattr(args, flag.dest, None) for flag in SBATCH_FLAGS} | {
+        "setup": args.setup}
 
 
 # Every spelling users may write (long and short) → request field.
-FLAG_FIELDS: dict[str, str] = {
-    spelling: flag.field
-    for flag in SBATCH_FLAGS
-    for spelling in (flag.name, *((flag.short,) if flag.short else ()))
-}
+FLAG_FIELDS: dict[str, str] = {spelling: flag.field for flag in SBATCH_FLAGS
+                               for spelling in (flag.name, flag.short) if spelling}
 
 # Flags the job script sets for the engine (submitit's logs, signal, append mode, arrays):
 # a cell's own #SBATCH line must not move them, or the job's output is lost.

@@ -54,9 +54,7 @@ class JobId:
 def parse_job_id(text: str) -> JobId | None:
     """A ``JobId``, or ``None`` when ``text`` is not a Slurm job id."""
     match = _JOB_ID.match(str(text).strip())
-    if match is None:
-        return None
-    return JobId(match.group(1), match.group(2), match.group(3))
+    return JobId(*match.groups()) if match else None
 
 
 def require_job_id(text: str) -> JobId:
@@ -71,9 +69,7 @@ def require_job_id(text: str) -> JobId:
 def same_job(wanted: str, listed: str) -> bool:
     """Does the scheduler entry ``listed`` belong to the job ``wanted``?"""
     mine, theirs = parse_job_id(wanted), parse_job_id(listed)
-    if mine is None or theirs is None:
-        return wanted == listed
-    return mine.covers(theirs)
+    return mine.covers(theirs) if mine and theirs else wanted == listed
 
 
 def task_order(job_id: str) -> tuple[int, int]:

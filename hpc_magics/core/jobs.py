@@ -36,8 +36,7 @@ SHORT_CODES = {"PD": "PENDING", "R": "RUNNING", "CG": "COMPLETING", "CD": "COMPL
 # What a listing's state filter takes: squeue's --states (both forms, any case: the man
 # page's JOB STATE CODES) and the states this tool shows of its own (a local job's, ENDED).
 OWN_STATES = ("ENDED", "FINISHED", "INTERRUPTED", "UNKNOWN")
-LISTED_STATES = frozenset(SHORT_CODES.values()) | FINAL_STATES | RUNNING_STATES | {
-    *OWN_STATES}
+LISTED_STATES = frozenset(SHORT_CODES.values()) | FINAL_STATES | RUNNING_STATES | set(OWN_STATES)
 
 
 def normalize_state(raw: str) -> str:
@@ -156,14 +155,8 @@ def plain_reason(reason: str) -> str:
     """Slurm's pending reason (``Priority``, or ``(Priority)`` as in NODELIST) in plain
     words; unknown codes come back unchanged."""
     code = reason.strip().strip("()").strip()
-    if not code:
-        return ""
-    if code in PENDING_REASONS:
-        return PENDING_REASONS[code]
-    for pattern, text in _PATTERNS:
-        if re.fullmatch(pattern, code):
-            return text
-    return code
+    return PENDING_REASONS.get(code) or next(
+        (text for pattern, text in _PATTERNS if re.fullmatch(pattern, code)), code)
 
 
 # ------------------------------------------------------------------ why it ended
@@ -191,9 +184,7 @@ def cancelled_by(said: str) -> str:
     if len(words) != 3 or words[1] != "by" or not words[2].isdigit():
         return ""
     uid = int(words[2])
-    if uid == os.getuid():
-        return " by you"
-    return f" by {user_name(uid)}"
+    return " by you" if uid == os.getuid() else f" by {user_name(uid)}"
 
 
 def end_hint(state: str, request_mem_mb: float | None = None,
@@ -219,6 +210,5 @@ def end_note(state: str, request_mem_mb: float | None = None,
     """The line a view shows beside a job that ended: why, for a failure or an end Slurm
     cannot explain; "" for a success, a job still in the queue, or a plain FAILED (the
     cell's own error says why: ``jobfacts.end_line`` adds it from the outcome file)."""
-    if phase(state) in {"failed", "ended"} and normalize_state(state) in HINTS:
-        return end_hint(state, request_mem_mb, limit_mb)
-    return ""
+    ended = phase(state) in {"failed", "ended"} and normalize_state(state) in HINTS
+    return end_hint(state, request_mem_mb, limit_mb) if ended else ""

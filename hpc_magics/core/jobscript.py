@@ -27,21 +27,17 @@ class JobParts:
     run: tuple[str, ...] = ()  # what the job runs
 
 
-def _gres(request: ResourceRequest, profile: ClusterProfile | None) -> str | None:
-    """One ``--gres`` value: the request's, with its GPUs from --gpus-per-node on a gres site."""
-    items = [item for item in (request.gres or "").split(",") if item]
-    if request.gpus_per_node is not None and profile is not None and profile.gpu_flag == "gres":
-        items = [item for item in items if not item.startswith("gpu")]
-        items.append(f"gpu:{request.gpus_per_node}")
-    return ",".join(items) or None
-
-
 def _value(field: str, request: ResourceRequest, profile: ClusterProfile | None) -> str | None:
+    """A field's ``#SBATCH`` value; on a gres site, --gpus-per-node is said in --gres."""
+    on_gres = profile is not None and profile.gpu_flag == "gres"
     if field == "gres":
-        return _gres(request, profile)
+        items = [item for item in (request.gres or "").split(",") if item]
+        if request.gpus_per_node is not None and on_gres:
+            items = [item for item in items if not item.startswith("gpu")]
+            items.append(f"gpu:{request.gpus_per_node}")
+        return ",".join(items) or None
     value = getattr(request, field)
-    if value is None or (field == "gpus_per_node" and profile is not None
-                         and profile.gpu_flag == "gres"):  # said in --gres
+    if value is None or (field == "gpus_per_node" and on_gres):
         return None
     return sbatch_text(field, value)
 
@@ -151,9 +147,7 @@ def cell_parts(folder: str, python: str, job_name: str, *, signal: str,
         return f"{literal}/{log_name(job, task, kind)}"
 
     stdout, stderr = log("%t", "out"), log("%t", "err")
-    engine: list[tuple[str, str]] = []
-    if array:
-        engine.append(("array", array))
+    engine: list[tuple[str, str]] = [("array", array)] if array else []
     engine += [("output", log("0", "out")), ("error", log("0", "err")),
                ("signal", signal), ("open-mode", "append")]
     srun = shlex.join(["srun", "--unbuffered", "--output", stdout, "--error", stderr])

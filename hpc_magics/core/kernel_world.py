@@ -143,12 +143,9 @@ def login_only_root(path: str) -> str | None:
     name, found on the node's PATH, is under none)."""
     if not path.startswith("/"):
         return None
-    resolved = str(Path(path).resolve()) if path else ""
-    for root in LOGIN_ONLY:
-        for candidate in (path, resolved):
-            if candidate == root or candidate.startswith(root + "/"):
-                return root
-    return None
+    resolved = str(Path(path).resolve())
+    return next((root for root in LOGIN_ONLY for candidate in (path, resolved)
+                 if candidate == root or candidate.startswith(root + "/")), None)
 
 
 def refusals(world: KernelWorld, settings: Mapping[str, Any],

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
@@ -72,8 +71,7 @@ def parse_memory_samples(text: str) -> tuple[MemorySample, ...]:
     return tuple(samples)
 
 
-def memory_cgroup_dir(proc_cgroup: str, exists: Callable[[str], bool],
-                      root: str = "/sys/fs/cgroup") -> tuple[str, str] | None:
+def memory_cgroup_dir(proc_cgroup: str, exists: Callable[[str], bool]) -> tuple[str, str] | None:
     """The job's (``job_N``) memory cgroup directory and version from ``/proc/self/cgroup``,
     or ``None``. A node in a container may see its hierarchy from below its root (``/outer/
     slurm_c1/.../job_5`` mounted as ``slurm_c1/...``): the longest existing tail is taken."""
@@ -81,11 +79,10 @@ def memory_cgroup_dir(proc_cgroup: str, exists: Callable[[str], bool],
         parts = line.strip().split(":", 2)
         if len(parts) != 3:
             continue
-        controllers = parts[1].split(",")
-        if "memory" in controllers:
-            version, mount = "v1", f"{root}/memory"
+        if "memory" in parts[1].split(","):
+            version, mount = "v1", "/sys/fs/cgroup/memory"
         elif parts[0] == "0" and parts[1] == "":
-            version, mount = "v2", root
+            version, mount = "v2", "/sys/fs/cgroup"
         else:
             continue
         path = PurePosixPath(parts[2]).parts[1:]
@@ -103,13 +100,10 @@ def memory_cgroup_dir(proc_cgroup: str, exists: Callable[[str], bool],
 def bytes_value(text: str) -> int | None:
     """A cgroup file's number; ``None`` for "max", a v1 "no limit" or garbage."""
     value = text.strip()
-    if not value.isdigit() or int(value) >= NO_LIMIT_BYTES:
-        return None
-    return int(value)
+    return int(value) if value.isdigit() and int(value) < NO_LIMIT_BYTES else None
 
 
-@dataclass(frozen=True)
-class NodePeak:
+class NodePeak(NamedTuple):
     """The best peak the node records give for one job: megabytes and where it is from."""
 
     megabytes: float

@@ -99,15 +99,13 @@ class ClusterProfile:
             return None
         parts = list(self.partitions.values())
 
-        def most(values: list[int | None]) -> int | None:
-            return None if any(v is None for v in values) else max(v for v in values if v)
+        def most(name: str) -> int | None:
+            values = [getattr(p, name) for p in parts]
+            return None if None in values else max(v for v in values if v)
 
         return Partition(
-            name="(any partition)",
-            max_time_s=most([p.max_time_s for p in parts]),
-            max_nodes=most([p.max_nodes for p in parts]),
-            cpus_per_node=most([p.cpus_per_node for p in parts]),
-            mem_per_node_mb=most([p.mem_per_node_mb for p in parts]),
+            name="(any partition)", max_time_s=most("max_time_s"), max_nodes=most("max_nodes"),
+            cpus_per_node=most("cpus_per_node"), mem_per_node_mb=most("mem_per_node_mb"),
             gpus_per_node=max(p.gpus_per_node for p in parts),
             gpu_types=self.gpu_types() if all(p.gpu_types or not p.gpus_per_node for p in parts)
             else (),
@@ -218,9 +216,7 @@ def available_profiles(paths: Iterable[Path] | None = None) -> dict[str, Path]:
 def load_profile(name: str, paths: Iterable[Path] | None = None) -> ClusterProfile:
     files = available_profiles(paths)
     if name not in files:
-        raise InvalidRequest(
-            f"profile {name!r} is unknown: use one of {', '.join(sorted(files))}"
-        )
+        raise InvalidRequest(f"profile {name!r} is unknown: use one of {', '.join(sorted(files))}")
     chain = _chain(name, files)
     key = (name, tuple(stamp for _, stamp, _ in chain))
     if key in _PARSED:

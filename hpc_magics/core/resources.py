@@ -35,8 +35,7 @@ class GpuRequest:
         if len(parts) == 1 and re.fullmatch(r"[A-Za-z][\w.-]*", parts[0]):
             return cls(1, parts[0])
         raise InvalidRequest(
-            f"{flag} {text!r} is not understood: use a count ('2') or TYPE:COUNT ('A40:1')"
-        )
+            f"{flag} {text!r} is not understood: use a count ('2') or TYPE:COUNT ('A40:1')")
 
     def __str__(self) -> str:
         return f"{self.type}:{self.count}" if self.type else str(self.count)
@@ -63,7 +62,6 @@ class ResourceRequest:
     profile: str = "generic"
     extra: tuple[tuple[str, str], ...] = field(default=())
 
-    # ------------------------------------------------------------ derived values
     @property
     def node_count(self) -> int:
         return self.nodes or 1
@@ -143,9 +141,7 @@ def positive_int(name: str, text: Any, why: str = "") -> int:
 def _unquote(text: str) -> str:
     """IPython keeps the quotes of magic arguments: 'module load X' → module load X."""
     text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
 
 
 def check_gres(text: str) -> str:

@@ -46,9 +46,8 @@ class ScaleOptions:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> ScaleOptions:
-        if not data:
-            return cls()
-        known = {key: value for key, value in data.items() if key in cls.__dataclass_fields__}
+        known = {key: value for key, value in (data or {}).items()
+                 if key in cls.__dataclass_fields__}
         for key in ("gather", "checkpoint", "stage"):
             known[key] = tuple(known.get(key) or ())
         return cls(**known)

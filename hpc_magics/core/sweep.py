@@ -208,7 +208,7 @@ def max_submit_jobs(association_text: str, qos_text: str,
         rows = [row for row in rows if row[0] == account]
     limits: list[tuple[int, str]] = []
     qos_names: set[str] = set()
-    for row_account, max_submit, qos in rows[:]:
+    for row_account, max_submit, qos in rows:
         if max_submit.strip().isdigit():
             limits.append((int(max_submit),
                            f"MaxSubmitJobs of your association with account {row_account}"))

@@ -16,12 +16,9 @@ from .errors import InvalidRequest
 
 UNLIMITED = -1  # seconds value meaning "no limit"
 
-_HUMAN_UNITS = {
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-}
+_HUMAN_UNITS = {unit: seconds for seconds, units in (
+    (1, "s sec secs second seconds"), (60, "m min mins minute minutes"),
+    (3600, "h hr hrs hour hours"), (86400, "d day days")) for unit in units.split()}
 _HUMAN_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
 _SLURM_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
@@ -49,10 +46,8 @@ def parse_time(text: str | int) -> int:
         human = sum(float(number) * _HUMAN_UNITS[unit.lower()] for number, unit in parts)
         if human > 0:
             return round(human)
-    raise InvalidRequest(
-        f"time {value!r} is not understood: use minutes ('90'), 'HH:MM:SS', "
-        "'D-HH:MM:SS' or a duration like '2h' or '90min'"
-    )
+    raise InvalidRequest(f"time {value!r} is not understood: use minutes ('90'), 'HH:MM:SS', "
+                         "'D-HH:MM:SS' or a duration like '2h' or '90min'")
 
 
 def format_time(seconds: int) -> str:
@@ -94,10 +89,8 @@ def parse_memory(text: str | int) -> int:
         raise InvalidRequest(f"memory {value!r} must be positive, e.g. '4G' (0: all of "
                              "the node's)")
     if not match:
-        raise InvalidRequest(
-            f"memory {value!r} is not understood: use a number of megabytes or a unit "
-            "like '4G', '500M', '1T'"
-        )
+        raise InvalidRequest(f"memory {value!r} is not understood: use a number of megabytes "
+                             "or a unit like '4G', '500M', '1T'")
     number, unit = match.groups()
     megabytes = float(number) * _MEMORY_FACTOR_MB[unit.upper()]
     return 0 if megabytes == 0 else max(1, math.ceil(megabytes))

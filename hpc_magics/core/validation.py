@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from .errors import refuse as refuse_lines
 from .profiles import ClusterProfile, Partition
@@ -46,14 +47,8 @@ class Problem:
 
 
 Found = Iterator[Problem]
-
-
-def _error(name: str, message: str) -> Problem:
-    return Problem(ERROR, name, message)
-
-
-def _warn(name: str, message: str) -> Problem:
-    return Problem(WARNING, name, message)
+Landing = Partition | None  # the partition the job lands in, as resolve_partition finds it
+_error, _warn = partial(Problem, ERROR), partial(Problem, WARNING)  # (option, message)
 
 
 def resolve_partition(request: ResourceRequest, profile: ClusterProfile) -> Partition | None:
@@ -66,7 +61,7 @@ def resolve_partition(request: ResourceRequest, profile: ClusterProfile) -> Part
 
 # ------------------------------------------------------------------ the rules
 def partition_exists(request: ResourceRequest, profile: ClusterProfile,
-                     partition: Partition | None) -> Found:
+                     partition: Landing) -> Found:
     if not (request.partition and profile.partitions
             and request.partition not in profile.partitions):
         return
@@ -86,8 +81,7 @@ def partition_exists(request: ResourceRequest, profile: ClusterProfile,
                  f"{profile.name}{fix} of {choices}{routed}")
 
 
-def time_limit(request: ResourceRequest, profile: ClusterProfile,
-               partition: Partition | None) -> Found:
+def time_limit(request: ResourceRequest, profile: ClusterProfile, partition: Landing) -> Found:
     if request.time_s is None:
         if profile.time_required:
             yield _warn("time", f"no time limit: {profile.name} gives the partition's default "
@@ -100,15 +94,13 @@ def time_limit(request: ResourceRequest, profile: ClusterProfile,
                      f"{partition.name!r}: ask for less or choose a longer partition")
 
 
-def node_count(request: ResourceRequest, profile: ClusterProfile,
-               partition: Partition | None) -> Found:
+def node_count(request: ResourceRequest, profile: ClusterProfile, partition: Landing) -> Found:
     if partition and partition.max_nodes and request.node_count > partition.max_nodes:
         yield _error("nodes", f"{request.node_count} nodes exceed the {partition.max_nodes}-node "
                      f"limit of partition {partition.name!r}")
 
 
-def qos_needed(request: ResourceRequest, profile: ClusterProfile,
-               partition: Partition | None) -> Found:
+def qos_needed(request: ResourceRequest, profile: ClusterProfile, partition: Landing) -> Found:
     if partition and partition.requires_qos and request.qos != partition.requires_qos:
         yield _error("qos", f"partition {partition.name!r} needs --qos={partition.requires_qos}")
 
@@ -123,8 +115,7 @@ def _cpus_on_a_node(request: ResourceRequest) -> int:
     return (request.cpus_per_task or 1) * (tasks or 1)
 
 
-def cpus_per_node(request: ResourceRequest, profile: ClusterProfile,
-                  partition: Partition | None) -> Found:
+def cpus_per_node(request: ResourceRequest, profile: ClusterProfile, partition: Landing) -> Found:
     if not (partition and partition.cpus_per_node):
         return
     cpus = _cpus_on_a_node(request)
@@ -140,8 +131,7 @@ def cpus_per_node(request: ResourceRequest, profile: ClusterProfile,
 TOO_LITTLE_FOR_PYTHON_MB = 64
 
 
-def memory(request: ResourceRequest, profile: ClusterProfile,
-           partition: Partition | None) -> Found:
+def memory(request: ResourceRequest, profile: ClusterProfile, partition: Landing) -> Found:
     if request.mem_mb and request.mem_mb < TOO_LITTLE_FOR_PYTHON_MB:  # sbatch takes it
         yield _warn("mem", f"--mem {request.mem_mb}M is {request.mem_mb} MB (sbatch's unit "
                     f"for a plain number), too little for Python: write {request.mem_mb}G "
@@ -163,8 +153,7 @@ def memory(request: ResourceRequest, profile: ClusterProfile,
                          f"of partition {partition.name!r} has")
 
 
-def gpu_request(request: ResourceRequest, profile: ClusterProfile,
-                partition: Partition | None) -> Found:
+def gpu_request(request: ResourceRequest, profile: ClusterProfile, partition: Landing) -> Found:
     gpus = request.all_gpus()
     if gpus is None or partition is None or not profile.partitions:
         return
@@ -196,8 +185,7 @@ def gpu_request(request: ResourceRequest, profile: ClusterProfile,
                     f"{known[gpus.type.lower()]!r} on {profile.name}")
 
 
-def gpu_typing(request: ResourceRequest, profile: ClusterProfile,
-               partition: Partition | None) -> Found:
+def gpu_typing(request: ResourceRequest, profile: ClusterProfile, partition: Landing) -> Found:
     gpus, total = request.gpus(), request.extra_value("gpus", "G")
     typed = (gpus and gpus.type) or (total and ":" in total)
     if (gpus or total) and not typed and profile.gpu_type_required:
@@ -214,8 +202,7 @@ def gpu_typing(request: ResourceRequest, profile: ClusterProfile,
                     "--gres=gpu:N the job gets no GPU")
 
 
-def account(request: ResourceRequest, profile: ClusterProfile,
-            partition: Partition | None) -> Found:
+def account(request: ResourceRequest, profile: ClusterProfile, partition: Landing) -> Found:
     name = request.account
     example = f" (like {profile.account_example})" if profile.account_example else ""
     if name:
@@ -235,8 +222,7 @@ def account(request: ResourceRequest, profile: ClusterProfile,
                     f"{profile.account_example or 'PROJECT'}")
 
 
-def legacy(request: ResourceRequest, profile: ClusterProfile,
-           partition: Partition | None) -> Found:
+def legacy(request: ResourceRequest, profile: ClusterProfile, partition: Landing) -> Found:
     for feature in re.split(r"[,&|]", request.constraint or ""):
         advice = profile.legacy_constraints.get(feature.strip().strip("[]"))
         if advice:
@@ -247,7 +233,7 @@ def legacy(request: ResourceRequest, profile: ClusterProfile,
         yield _warn("profile", f"{profile.retired}{successor}")
 
 
-RULES: tuple[Callable[[ResourceRequest, ClusterProfile, Partition | None], Found], ...] = (
+RULES: tuple[Callable[[ResourceRequest, ClusterProfile, Landing], Found], ...] = (
     partition_exists, time_limit, node_count, qos_needed, cpus_per_node, memory,
     gpu_request, gpu_typing, account, legacy,
 )
