@@ -81,7 +81,6 @@ class JobActionMagics(Magics):
         assert self.shell is not None
         return self.shell.magics_manager.registry["HpcMagicsKernel"]
 
-    # ------------------------------------------------------------- %hpc_fetch
     @magic_arguments()
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
     @argument("--wait", action="store_true", help="wait for the job to end first")
@@ -96,7 +95,6 @@ class JobActionMagics(Magics):
         # without --wait, results a network file system shows late are not waited for
         handle.fetch(self.shell.user_ns if self.shell else None, results_grace_s=0.5)
 
-    # ------------------------------------------------------------- %hpc_live
     @magic_arguments()
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
     @line_magic
@@ -113,7 +111,6 @@ class JobActionMagics(Magics):
             raise UsageError("the live view needs a Jupyter front end and ipywidgets: "
                              f"%hpc_fetch {handle.job_id} shows the output once the job ended")
 
-    # ------------------------------------------------------------- %hpc_cancel
     @magic_arguments()
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
     @line_magic
@@ -150,23 +147,20 @@ class JobActionMagics(Magics):
             print(f"[hpc_magics] job {handle.job_id}: cancel sent; {shows} {state} for now "
                   "(%hpc_jobs shows the end)")
 
-    # ------------------------------------------------------------- %hpc_jobs
     @magic_arguments()
     @argument("--all", action="store_true",
               help="every job of yours: other notebooks, kernels and tools too, and the ones "
                    "that ended today")
     @argument("--state", help="only jobs in these states, e.g. R,PD or COMPLETED")
     @line_magic
-    def hpc_jobs(self, line: str = "") -> Any:
+    def hpc_jobs(self, line: str = "") -> None:
         """The jobs in this notebook's job folder, newest first, with their states, and
         your kernels on compute nodes."""
         from .job_list import show
 
         args = parse_argstring(self.hpc_jobs, line)
         show(self.session, args.all, args.state)
-        return None
 
-    # ------------------------------------------------------------- %hpc_efficiency
     @magic_arguments()
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
     @line_magic

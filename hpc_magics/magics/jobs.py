@@ -30,7 +30,7 @@ from .job_actions import show_handle, wait_and_fetch
 from .lazy import arguments_from, lazy_module
 from .resource_view import ResourceView
 from .scale import options_from_args, scale_flags
-from .submission import default_job_name, print_dry_run, sending_cell, submit
+from .submission import default_job_name, print_dry_run, sent_from_meta
 
 if TYPE_CHECKING:
     from ..core import directives as directive_parser
@@ -108,7 +108,6 @@ class HpcMagicsKernel(Magics):
         return resources.ResourceRequest(profile=self.default_profile,
                                          backend=os.environ.get("HPC_MAGICS_BACKEND", "auto"))
 
-    # ------------------------------------------------------------- helpers
     @property
     def jobs_root(self) -> Path:
         return jobs_root(Path.cwd(), self.jobs_dir)
@@ -131,9 +130,6 @@ class HpcMagicsKernel(Magics):
     def apply(self, request: ResourceRequest, args: Any) -> ResourceRequest:
         return resources.updated(self._switch_profile(request, args), values_from_args(args))
 
-    def _profile(self, request: ResourceRequest) -> ClusterProfile:
-        return profiles.load_profile(request.profile)
-
     def _problems(self, request: ResourceRequest,
                   profile: ClusterProfile) -> list[validation.Problem]:
         """The request (with the environment's sbatch defaults, as sbatch will apply them)
@@ -146,7 +142,6 @@ class HpcMagicsKernel(Magics):
             return [validation.Problem(validation.ERROR, "backend", str(error))]
         return validation.check(request.changed(backend=resolved), profile)
 
-    # ------------------------------------------------------------- %hpc_resources
     @magic_arguments()
     @arguments_from(resource_flags)
     @argument("--reset", action="store_true", help="forget the session's settings")
@@ -167,14 +162,13 @@ class HpcMagicsKernel(Magics):
             request = self._session_start()
         request = self.apply(request, args)
         self.request = request
-        profile = self._profile(request)
+        profile = profiles.load_profile(request.profile)
         from ..scheduler.cluster import live_wanted, with_environment
 
         # shown and costed with the environment's sbatch defaults, as a job gets them
         shown = with_environment(request, live_wanted(profile)[0])[0]
         return ResourceView(shown, profile, self._problems(shown, profile))
 
-    # ------------------------------------------------------------- %%sbatch
     @magic_arguments()
     @arguments_from(resource_flags)
     @argument("-J", "--name", help="job name (default: from the notebook and cell)")
@@ -213,7 +207,7 @@ class HpcMagicsKernel(Magics):
         request = self.apply(request, args)
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
-        profile = self._profile(request)
+        profile = profiles.load_profile(request.profile)
         from ..scheduler.cluster import live_wanted, with_environment
 
         live, not_live = live_wanted(profile)
@@ -267,10 +261,10 @@ class HpcMagicsKernel(Magics):
         if points:
             return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
                                    points, str(would_be))
+        from . import cell_cache
+
         key = None
         if args.cache and not args.dry_run:
-            from . import cell_cache
-
             key = cell_cache.cache_key(payload, script, would_be, backend.name, profile.name)
             entry = cell_cache.cached_job(self.jobs_root, key)
             if entry is not None:
@@ -290,11 +284,13 @@ class HpcMagicsKernel(Magics):
                 print(f"[hpc_magics] runs on this machine as one process: {', '.join(ignored)}"
                       " apply on Slurm only", file=sys.stderr)
         print(f"[hpc_magics] {payload.summary()}")
-        handle = self.remember(submit(self.jobs_root, backend, payload, request, profile,
-                                      job_name, options, sending_cell(self.shell)))
-        if key is not None:
-            from . import cell_cache
+        from ..cell_job import submit_cell
+        from ..handle import JobHandle
 
+        job_id, folder = submit_cell(self.jobs_root, backend, payload, request, profile,
+                                     job_name, options, **sent_from_meta(self.shell))
+        handle = self.remember(JobHandle(job_id, backend, folder, job_name))
+        if key is not None:
             cell_cache.remember(self.jobs_root, key, handle.job_id, handle.folder.path)
         from ..widgets.live_output import follow_output
 
@@ -302,8 +298,8 @@ class HpcMagicsKernel(Magics):
         follow_output(handle, self.shell)
         if args.wait:
             wait_and_fetch(handle, self.shell, widget, results_suffice=True)
-            return None
-        print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
+        else:
+            print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
         return None
 
     def remember(self, handle: Any) -> Any:

@@ -1,6 +1,6 @@
-"""A cell's job, once %%sbatch has checked it: its folder, its meta.json, the backend's
-submission, and what ``--dry-run`` prints instead: the script, and where each of its values
-came from (the environment's sbatch defaults and the live/static choice:
+"""A cell's job, once %%sbatch has checked it: its name, the cell that sent it (for its
+meta.json), and what ``--dry-run`` prints instead of submitting: the script, and where each
+of its values came from (the environment's sbatch defaults and the live/static choice:
 ``scheduler/cluster.py``)."""
 
 from __future__ import annotations
@@ -27,18 +27,18 @@ def default_job_name(shell: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{count}")
 
 
-def sending_cell(shell: Any) -> SentFrom | None:
-    """The notebook cell that runs now, as the front end sent it: the notebook, the cell's
-    id (JupyterLab and Notebook 7 send ``cellId`` with each execution), a hash of its
-    source, and the id of this kernel (the server's name for it, from the connection file
-    ``kernel-ID.json``). The server extension writes the job's outputs into that cell when
-    nobody has the notebook open. None outside a notebook's kernel."""
+def sent_from_meta(shell: Any) -> dict[str, Any]:
+    """meta.json's ``sent_from``: the notebook cell that runs now, as the front end sent it:
+    the notebook, the cell's id (JupyterLab and Notebook 7 send ``cellId`` with each
+    execution), a hash of its source, and the id of this kernel (the server's name for it,
+    from the connection file ``kernel-ID.json``). The server extension writes the job's
+    outputs into that cell when nobody has the notebook open. {} outside a notebook's kernel."""
     parent = getattr(shell, "parent_header", None) or {}
     cell_id = (parent.get("metadata") or {}).get("cellId")
     code = (parent.get("content") or {}).get("code")
     notebook = os.environ.get("JPY_SESSION_NAME", "")
     if not cell_id or not isinstance(code, str) or not notebook:
-        return None
+        return {}
     kernel_id = ""
     try:
         from ipykernel.connect import get_connection_file
@@ -48,21 +48,7 @@ def sending_cell(shell: Any) -> SentFrom | None:
             kernel_id = name[len("kernel-"):-len(".json")]
     except (ImportError, RuntimeError):
         pass
-    return SentFrom(notebook, str(cell_id), source_hash(code), kernel_id)
-
-
-def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest,
-           profile: ClusterProfile, job_name: str, options: Any = None,
-           sent_from: SentFrom | None = None) -> Any:
-    """A new job folder, its meta.json, the backend's submission: the job's handle.
-    ``sent_from``: the notebook cell that sent it (``sending_cell``)."""
-    from ..cell_job import submit_cell
-    from ..handle import JobHandle
-
-    more_meta = {"sent_from": sent_from.to_meta()} if sent_from is not None else {}
-    job_id, folder = submit_cell(jobs_root, backend, payload, request, profile, job_name,
-                                 options, **more_meta)
-    return JobHandle(job_id, backend, folder, job_name)
+    return {"sent_from": SentFrom(notebook, str(cell_id), source_hash(code), kernel_id).to_meta()}
 
 
 def print_dry_run(would_be: Path, script: str, backend: Any, payload: Any,
@@ -110,9 +96,8 @@ def sources_text(final: ResourceRequest, session: ResourceRequest, filled: Mappi
     if profile.balance_command:  # a command the profile's file makes run as the user
         lines.append(f"#   allocation command: {shlex.join(profile.balance_command)} (profile "
                      f"{profile.name}: {profile.source})")
-    kept = [n for n in slurm_environment.kept_names(env)
-            if n not in slurm_environment.overridden(env, script)]
     given_way = slurm_environment.overridden(env, script)
+    kept = [n for n in slurm_environment.kept_names(env) if n not in given_way]
     if kept:
         lines.append(f"# reach sbatch from the environment: {', '.join(kept)}")
     if given_way:
