@@ -32,7 +32,6 @@ def waited(look: Callable[[], Any], enough: Callable[[Any], bool]) -> Any:
 
 
 def show_handle(handle: Any) -> Any:
-    """Display the job's widget; return it."""
     from IPython.display import display
 
     from .widget_monitor import job_widget

@@ -58,8 +58,6 @@ INDENT = " " * 14  # under the state column
 
 @dataclass(frozen=True)
 class JobRow:
-    """One job of the listing."""
-
     job_id: str
     state: str
     kind: str = ""  # cell, sweep, notebook, kernel; "" for another tool's job
@@ -169,11 +167,8 @@ def ended_states(folders: Iterable[Any], polled: Mapping[Path, JobStatus]) -> di
 
 
 def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow], str, bool]:
-    """The one listing: this notebook's jobs (one row per folder, its state from the
-    watcher), then the other jobs of yours the queue lists (your kernels;
-    with ``everything``, every one, its folder found through the job index), then (with
-    ``everything``) those that ended today. Returns the rows, a note and whether Slurm is
-    away (then it asks nobody more)."""
+    """The one listing (the module's docstring says from what; ``everything``: ``--all``):
+    the rows, a note and whether Slurm is away (then it asks nobody more)."""
     try:  # one batched poll for all of them; settled jobs are not asked again
         polled = watcher().poll(folders)
     except HpcMagicsError:
@@ -210,8 +205,7 @@ def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow],
         if folder is None and not everything:
             continue
         folder = folder or next(iter(folders_for(job_id, indexed)), None)
-        rows.append(_row(job_id, listed[job_id].state, listed[job_id], folder, now=now,
-                         meta=meta))
+        rows.append(_row(job_id, listed[job_id].state, listed[job_id], folder, now=now, meta=meta))
     if everything and here and not away:
         ended, note = _ended_today(lambda job_id: job_id not in listed and elsewhere(job_id),
                                    indexed)
@@ -251,8 +245,7 @@ def _ended_today(wanted: Callable[[str], bool], indexed: list[Any]) -> tuple[lis
         if not wanted(record.job_id) or not job_states.is_final(record.state):
             continue
         usage = record.usage
-        folder = next(iter(folders_for(record.job_id, by_base.get(_base(record.job_id), []))),
-                      None)
+        folder = next(iter(folders_for(record.job_id, by_base.get(_base(record.job_id), []))), None)
         why = end_line(folder, record.job_id, record.state) if folder is not None \
             else job_states.end_note(record.state)
         row = _row(record.job_id, record.state, None, folder, why or "")
@@ -294,8 +287,7 @@ def allocation_section(rows: Iterable[JobRow], request: ResourceRequest,
         if job_states.is_final(row.state) or not row.request or row.allocation \
                 or (row.folder is not None and row.folder.meta().get("backend") != "slurm"):
             continue
-        left = _left_minutes(row.request, job_states.phase(row.state) == "running",
-                             row.elapsed_s)
+        left = _left_minutes(row.request, job_states.phase(row.state) == "running", row.elapsed_s)
         wanted.setdefault(row.request.get("account"), []).extend([] if left is None else [left])
     if not wanted:
         wanted[request.account] = []

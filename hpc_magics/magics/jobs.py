@@ -8,6 +8,7 @@ cancels and lists them; ``plain_python`` below makes a cell's IPython syntax pla
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import sys
@@ -88,20 +89,13 @@ class HpcMagicsKernel(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self._request: ResourceRequest | None = None
         self.handles: dict[str, Any] = {}
         self.last_job: str | None = None
 
-    @property
+    @functools.cached_property
     def request(self) -> ResourceRequest:
         """The session's request (made when first used: the core loads with it)."""
-        if self._request is None:
-            self._request = self._session_start()
-        return self._request
-
-    @request.setter
-    def request(self, value: ResourceRequest) -> None:
-        self._request = value
+        return self._session_start()
 
     def _session_start(self) -> ResourceRequest:
         """The request a session starts with, and ``--reset`` goes back to."""
@@ -191,9 +185,18 @@ class HpcMagicsKernel(Magics):
         come back with ``--wait``, or later with ``%hpc_fetch``. ``#SBATCH`` lines at the
         top of the cell are read as sbatch reads them.
         """
+        from ..backends import get_backend
+        from ..cell_job import submit_cell
+        from ..core import errors, login_paths
+        from ..core.checkscript import syntax_problems
+        from ..core.jobscript import slurm_only
         from ..core.scale import injected_names
+        from ..handle import JobHandle
+        from ..jobfolder.folder import JobFolder
+        from ..scheduler.cluster import live_wanted, with_environment
         from ..shipping.analysis import analyse
         from ..shipping.packing import check_defined, pack
+        from . import cell_cache
 
         args = parsed_arguments(self.sbatch, line)
         namespace = self.shell.user_ns if self.shell else {}
@@ -208,19 +211,14 @@ class HpcMagicsKernel(Magics):
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
         profile = profiles.load_profile(request.profile)
-        from ..scheduler.cluster import live_wanted, with_environment
-
         live, not_live = live_wanted(profile)
         request, from_environment = with_environment(request, live)
         if not_live:
             print(f"[hpc_magics] {not_live}", file=sys.stderr)
-        from ..core.checkscript import syntax_problems
-
         problems = syntax_problems(cell, profile) + self._problems(request, profile)
         validation.refuse(problems)  # one line (the magic's decorator makes it a UsageError)
         for warning in problems:
             print(f"[hpc_magics] {warning}", file=sys.stderr)
-        from ..backends import get_backend
         backend = get_backend(request.backend)
         if request.backend == "auto" and backend.name == "local":  # never silently
             print("[hpc_magics] --backend auto: running on this machine, not on a cluster:"
@@ -229,7 +227,6 @@ class HpcMagicsKernel(Magics):
         backend.preflight(request, profile, live=live, submitting=not args.dry_run)
         options = options_from_args(args, request, backend.name)
         if backend.name == "slurm":  # nodes have their own /tmp: say so before the queue
-            from ..core import errors, login_paths
             errors.refuse(login_paths.refusals(
                 jobs_root=str(self.jobs_root), cwd=os.getcwd(), stage=options.stage,
                 stage_back=options.stage_back, cell=parsed.body, environ=os.environ))
@@ -253,7 +250,6 @@ class HpcMagicsKernel(Magics):
             payload = replace(payload, code=helpers + payload.code)
         job_name = args.name or parsed.job_name or default_job_name(self.shell)
         # rendered before any folder exists: a script that cannot be written stops here
-        from ..jobfolder.folder import JobFolder
         would_be = JobFolder.would_be(self.jobs_root, job_name)
         script = backend.job_script(str(would_be), request, profile, job_name, options)
         if points and args.cache:
@@ -261,8 +257,6 @@ class HpcMagicsKernel(Magics):
         if points:
             return sweep_magic.run(self, args, backend, payload, request, profile, job_name,
                                    points, str(would_be))
-        from . import cell_cache
-
         key = None
         if args.cache and not args.dry_run:
             key = cell_cache.cache_key(payload, script, would_be, backend.name, profile.name)
@@ -277,16 +271,11 @@ class HpcMagicsKernel(Magics):
                           live=live)
             return None
         if backend.name == "local":  # tried out here: run it, but never as if on Slurm
-            from ..core.jobscript import slurm_only
-
             ignored = slurm_only(request)
             if ignored:
                 print(f"[hpc_magics] runs on this machine as one process: {', '.join(ignored)}"
                       " apply on Slurm only", file=sys.stderr)
         print(f"[hpc_magics] {payload.summary()}")
-        from ..cell_job import submit_cell
-        from ..handle import JobHandle
-
         job_id, folder = submit_cell(self.jobs_root, backend, payload, request, profile,
                                      job_name, options, **sent_from_meta(self.shell))
         handle = self.remember(JobHandle(job_id, backend, folder, job_name))

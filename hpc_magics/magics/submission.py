@@ -5,6 +5,7 @@ of its values came from (the environment's sbatch defaults and the live/static c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -40,14 +41,12 @@ def sent_from_meta(shell: Any) -> dict[str, Any]:
     if not cell_id or not isinstance(code, str) or not notebook:
         return {}
     kernel_id = ""
-    try:
+    with contextlib.suppress(ImportError, RuntimeError):
         from ipykernel.connect import get_connection_file
 
         name = Path(get_connection_file()).name
         if name.startswith("kernel-") and name.endswith(".json"):
             kernel_id = name[len("kernel-"):-len(".json")]
-    except (ImportError, RuntimeError):
-        pass
     return {"sent_from": SentFrom(notebook, str(cell_id), source_hash(code), kernel_id).to_meta()}
 
 
@@ -66,38 +65,31 @@ def print_dry_run(would_be: Path, script: str, backend: Any, payload: Any,
     if live and backend.name == "slurm":
         from ..scheduler.allocation import allocation_lines
 
-        print("".join(f"# {line}\n" for line in allocation_lines(request, profile)),
-              end="")
+        print("".join(f"# {line}\n" for line in allocation_lines(request, profile)), end="")
     print(f"# {payload.summary()}")
 
 
 def sources_text(final: ResourceRequest, session: ResourceRequest, filled: Mapping[str, str],
-                 profile: ClusterProfile, script: str,
-                 environ: Mapping[str, str] | None = None, world: Sequence[str] = ()) -> str:
+                 profile: ClusterProfile, script: str, world: Sequence[str] = ()) -> str:
     """Comment lines: where each value of the script came from, and which variables reach
     sbatch (or give way to the script's own lines)."""
     from ..core import slurm_environment
     from ..core.flags import SBATCH_FLAGS
 
-    env = os.environ if environ is None else environ
     lines = ["# where the values come from:"]
     for flag in SBATCH_FLAGS:
         value = getattr(final, flag.field)
         if value is None or value == ():
             continue
-        if flag.field in filled:
-            source = f"environment ({filled[flag.field]})"
-        elif getattr(session, flag.field) == value:
-            source = "%hpc_resources"
-        else:
-            source = "cell"
+        source = (f"environment ({filled[flag.field]})" if flag.field in filled
+                  else "%hpc_resources" if getattr(session, flag.field) == value else "cell")
         lines.append(f"#   --{flag.name}: {source}")
     lines += [f"#   --{name}: profile {profile.name}" for name, _ in profile.extra_directives]
     if profile.balance_command:  # a command the profile's file makes run as the user
         lines.append(f"#   allocation command: {shlex.join(profile.balance_command)} (profile "
                      f"{profile.name}: {profile.source})")
-    given_way = slurm_environment.overridden(env, script)
-    kept = [n for n in slurm_environment.kept_names(env) if n not in given_way]
+    given_way = slurm_environment.overridden(os.environ, script)
+    kept = [n for n in slurm_environment.kept_names(os.environ) if n not in given_way]
     if kept:
         lines.append(f"# reach sbatch from the environment: {', '.join(kept)}")
     if given_way:

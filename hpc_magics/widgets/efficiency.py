@@ -19,8 +19,7 @@ from ..jobfacts import node_files, partition_ran_in, recorded_peak
 SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers them all
 
 
-def gpu_samples(folder: Any, job_id: str, tail_bytes: int | None = None) \
-        -> tuple[GpuSample, ...]:
+def gpu_samples(folder: Any, job_id: str, tail_bytes: int | None = None) -> tuple[GpuSample, ...]:
     """The samples the job recorded, every node's (none without GPUs or nvidia-smi);
     a GPU is named by its node and index when more than one node sampled."""
     files = node_files(folder.path, "gpu", job_id, "csv", tail_bytes)
@@ -48,8 +47,7 @@ def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[Gp
             source = (f"{peak.source}; accounting " + ("had no sample" if sampled is None
                                                        else f"sampled {sampled:.0f}M"))
             usage = replace(usage, max_rss_mb=peak.megabytes)
-        out.append((report(usage, samples, memory_source=source, partition=partition),
-                    samples))
+        out.append((report(usage, samples, memory_source=source, partition=partition), samples))
     return out
 
 
@@ -79,7 +77,7 @@ def report_html(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
             f"{html.escape(report_text(items))}</pre></div>")
 
 
-def gpu_plot_png(items: Sequence[tuple[Report, tuple[GpuSample, ...]]], title: str = ""
+def gpu_plot_png(items: Sequence[tuple[Report, tuple[GpuSample, ...]]], title: str
                  ) -> bytes | None:
     """Utilisation and memory of each GPU of the reports' jobs over time, as a small PNG;
     ``None`` without samples or without matplotlib."""
@@ -101,8 +99,7 @@ def gpu_plot_png(items: Sequence[tuple[Report, tuple[GpuSample, ...]]], title: s
     memory.set(title="memory GB", xlabel="minutes",
                ylim=(0, max(s.memory_total_mb for s in samples) / 1024 * 1.05))
     utilisation.legend(fontsize="small")
-    if title:
-        figure.suptitle(title, fontsize="small")
+    figure.suptitle(title, fontsize="small")
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

@@ -95,8 +95,7 @@ class JobView:
             if self.node_list:
                 parts.append(f"on {self.node_list}")
             if self.elapsed_s is not None:
-                limit = (f" of {format_duration(self.time_limit_s)}" if self.time_limit_s
-                         else "")
+                limit = f" of {format_duration(self.time_limit_s)}" if self.time_limit_s else ""
                 parts.append(f"{format_duration(self.elapsed_s)}{limit}")
                 if self.time_limit_s:
                     parts.append(f"{format_duration(self.time_limit_s - self.elapsed_s)} left")

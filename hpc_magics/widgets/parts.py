@@ -18,7 +18,6 @@ def error_html(error: object) -> str:
 
 
 def shown(widget: widgets.Widget, visible: bool) -> None:
-    """Show or hide ``widget`` (its layout's display)."""
     widget.layout.display = None if visible else "none"
 
 
