@@ -167,7 +167,10 @@ class JobActionMagics(Magics):
         """How an ended job used what it asked for: CPU efficiency, peak memory against the
         request, elapsed against the limit, GPU use over time when the job recorded it,
         and one line of advice. Per task for an array."""
+        from IPython.display import Image, display
+
         from ..core import jobs as job_states
+        from ..handle import no_accounting_here
         from ..scheduler.watcher import usage_of
         from ..widgets.efficiency import gpu_plot_png, report_text, reports
 
@@ -185,8 +188,6 @@ class JobActionMagics(Magics):
             raise UsageError(f"job {handle.job_id} is {state}: its efficiency is known once it "
                              f"has ended (%hpc_fetch {handle.job_id} --wait waits for it)")
         if handle.backend.name != "slurm":  # nothing wrong: say so, and let Run All go on
-            from ..handle import no_accounting_here
-
             print(f"[hpc_magics] {no_accounting_here(handle.job_id, 'efficiency')}")
             return
         # someone is waiting: a shared answer a second old is fresh enough; a sweep's figures
@@ -202,6 +203,4 @@ class JobActionMagics(Magics):
         print(report_text(items))
         png = gpu_plot_png(items, f"job {handle.job_id}")
         if png:
-            from IPython.display import Image, display
-
             display(Image(data=png, format="png"))

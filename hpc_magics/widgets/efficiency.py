@@ -1,4 +1,4 @@
-"""The efficiency report of an ended job, as HTML (widget), text (terminal) and a GPU plot.
+"""The efficiency report of an ended job, as text (the notebook's and the widget's) and a GPU plot.
 
 Figures come from the watcher (the user's one shared ``sacct`` per interval, then the
 folder's ``usage.json``) and the job's own GPU samples; nothing here asks the scheduler.
@@ -6,7 +6,6 @@ folder's ``usage.json``) and the job's own GPU samples; nothing here asks the sc
 
 from __future__ import annotations
 
-import html
 import io
 from collections.abc import Sequence
 from dataclasses import replace
@@ -66,15 +65,6 @@ def report_text(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
     if len(items) > SHOWN_TASKS:
         lines.append(f"({len(items) - SHOWN_TASKS} more tasks, in the summary above)")
     return "\n".join(lines)
-
-
-def report_html(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
-    """The widget's report: ``report_text``'s lines, so the notebook and the widget say
-    the same thing the same way."""
-    if not items:
-        return ""
-    return (f"<div><b>efficiency</b><pre style='margin:0;white-space:pre-wrap'>"
-            f"{html.escape(report_text(items))}</pre></div>")
 
 
 def gpu_plot_png(items: Sequence[tuple[Report, tuple[GpuSample, ...]]], title: str

@@ -88,10 +88,8 @@ class JobWidget(widgets.VBox):
     def __init__(self, handle: Any) -> None:
         self.handle = handle
         self._fixed, self._html_style, self._button_style = shared_looks()
-        self._parts: dict[str, widgets.Widget] = {}
         self._making = threading.RLock()
-        self.status = self._html()
-        self.story = self._html()
+        self.status, self.story = self._html(), self._html()
         self.log_lines = TAIL_LINES
         self.usage: tuple[Any, ...] | None = None  # the job's figures, once accounting has them
         self.usage_note = ""
@@ -102,7 +100,7 @@ class JobWidget(widgets.VBox):
         self.rerun_handle: Any = None  # the job it submitted
         is_sweep = callable(getattr(handle, "poll_targets", None))
         self.sweep = SweepSection(handle) if is_sweep else None
-        self._parts.update(status=self.status, story=self.story)
+        self._parts: dict[str, widgets.Widget] = {"status": self.status, "story": self.story}
         if self.sweep is not None:
             self._parts["sweep"] = self.sweep
         self._building = True  # parts made while rendering the first time wait for the box
@@ -258,10 +256,13 @@ class JobWidget(widgets.VBox):
                            if self.usage_note and view.can_fetch else "")
             self._show("gpu_plot", False)
             return
-        from .efficiency import gpu_plot_png, report_html, reports
+        from .efficiency import gpu_plot_png, report_text, reports
 
         items = reports(self.handle.folder, self.usage)
-        self.efficiency.value = report_html(items)
+        # report_text's lines: the notebook (%hpc_efficiency) and the widget say the same
+        self.efficiency.value = (f"<div><b>efficiency</b><pre style='margin:0;white-space:"
+                                 f"pre-wrap'>{html.escape(report_text(items))}</pre></div>"
+                                 if items else "")
         png = gpu_plot_png(items, f"job {self.handle.job_id}") if len(items) == 1 else None
         if png:
             self.gpu_plot.value = png
