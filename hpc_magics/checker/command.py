@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.checkscript import ERROR, check_script, render
+from ..core.cost import cost_line
 from ..core.errors import InvalidRequest
 from ..core.profiles import load_profile
 from ..core.sites import default_profile_name, profile_for_script
@@ -70,8 +71,6 @@ def run(args: argparse.Namespace) -> int:
         profile = load_profile(profile_name)
         report = check_script(script, profile, whole_file=True)
         report, live_text = with_live(report, script, args.live)
-        from ..core.cost import cost_line
-
         print(render(report, name))
         for line in filter(None, (guessed, live_text)):
             print(line)

@@ -6,20 +6,16 @@ from typing import Any
 
 
 def register(ipython: Any) -> None:
+    from ..kernel.orphans import offer_left_behind
     from .doctor import DoctorMagics
     from .job_actions import JobActionMagics
     from .jobs import HpcMagicsKernel
+    from .postmortem import catch_node_failures
+    from .reattach import reattach_when_a_cell_runs
     from .server import ServerMagics
 
-    ipython.register_magics(HpcMagicsKernel)  # first: the others find it in the registry
-    ipython.register_magics(JobActionMagics)
-    ipython.register_magics(DoctorMagics)
-    from ..kernel.orphans import offer_left_behind
-    from .postmortem import catch_node_failures
-
+    # HpcMagicsKernel first: the others find it in the registry
+    ipython.register_magics(HpcMagicsKernel, JobActionMagics, DoctorMagics, ServerMagics)
     catch_node_failures(ipython)  # %debug and %tb on a failed cell's node frames
     offer_left_behind()  # kernel jobs a killed server left: offered for cancel
-    from .reattach import reattach_when_a_cell_runs
-
     reattach_when_a_cell_runs(ipython)  # a restarted kernel takes up its running jobs
-    ipython.register_magics(ServerMagics)

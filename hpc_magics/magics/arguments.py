@@ -60,12 +60,7 @@ class lazy_magic_arguments(magic_arguments):  # spelled as IPython's decorator
                     raise
                 raise UsageError(str(error)) from None
 
-        if not getattr(func, "has_arguments", False):
-            func.has_arguments = True  # type: ignore[attr-defined]
-            func.decorators = []  # type: ignore[attr-defined]
-        if self.name is not None:
-            func.argcmd_name = self.name  # type: ignore[attr-defined]
-        parser = _LazyParser(func)
+        parser = _LazyParser(func)  # every magic has @argument lines: wraps copied them
         func.parser = parser  # type: ignore[attr-defined]
 
         def getdoc() -> str:
@@ -119,8 +114,7 @@ def parsed_arguments(magic: Callable[..., Any], line: str) -> Any:
     """The magic's parsed arguments; a bad line is one error naming it and the fix."""
     name = magic.__name__
     sign = "%%" if name == "sbatch" else "%"
-    parser = magic.parser  # type: ignore[attr-defined]
-    parser = parser.built() if hasattr(parser, "built") else parser  # a lazy one: build it
+    parser = magic.parser.built()  # type: ignore[attr-defined]
     parser.allow_abbrev = False  # sbatch's --gpus is not our --gpus-per-node
     try:
         return parser.parse_args(values_as_given(parser, arg_split(line, strict=True)))

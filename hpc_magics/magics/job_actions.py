@@ -32,7 +32,6 @@ def waited(look: Callable[[], Any], enough: Callable[[Any], bool]) -> Any:
 
 
 def show_handle(handle: Any) -> Any:
-    """Display the job's widget; return it."""
     from IPython.display import display
 
     from .widget_monitor import job_widget
@@ -81,7 +80,6 @@ class JobActionMagics(Magics):
         assert self.shell is not None
         return self.shell.magics_manager.registry["HpcMagicsKernel"]
 
-    # ------------------------------------------------------------- %hpc_fetch
     @magic_arguments()
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
     @argument("--wait", action="store_true", help="wait for the job to end first")
@@ -96,7 +94,6 @@ class JobActionMagics(Magics):
         # without --wait, results a network file system shows late are not waited for
         handle.fetch(self.shell.user_ns if self.shell else None, results_grace_s=0.5)
 
-    # ------------------------------------------------------------- %hpc_live
     @magic_arguments()
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
     @line_magic
@@ -113,7 +110,6 @@ class JobActionMagics(Magics):
             raise UsageError("the live view needs a Jupyter front end and ipywidgets: "
                              f"%hpc_fetch {handle.job_id} shows the output once the job ended")
 
-    # ------------------------------------------------------------- %hpc_cancel
     @magic_arguments()
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
     @line_magic
@@ -150,23 +146,20 @@ class JobActionMagics(Magics):
             print(f"[hpc_magics] job {handle.job_id}: cancel sent; {shows} {state} for now "
                   "(%hpc_jobs shows the end)")
 
-    # ------------------------------------------------------------- %hpc_jobs
     @magic_arguments()
     @argument("--all", action="store_true",
               help="every job of yours: other notebooks, kernels and tools too, and the ones "
                    "that ended today")
     @argument("--state", help="only jobs in these states, e.g. R,PD or COMPLETED")
     @line_magic
-    def hpc_jobs(self, line: str = "") -> Any:
+    def hpc_jobs(self, line: str = "") -> None:
         """The jobs in this notebook's job folder, newest first, with their states, and
         your kernels on compute nodes."""
         from .job_list import show
 
         args = parse_argstring(self.hpc_jobs, line)
         show(self.session, args.all, args.state)
-        return None
 
-    # ------------------------------------------------------------- %hpc_efficiency
     @magic_arguments()
     @argument("job", nargs="?", help="job id or folder name (default: the last job)")
     @line_magic
@@ -174,7 +167,10 @@ class JobActionMagics(Magics):
         """How an ended job used what it asked for: CPU efficiency, peak memory against the
         request, elapsed against the limit, GPU use over time when the job recorded it,
         and one line of advice. Per task for an array."""
+        from IPython.display import Image, display
+
         from ..core import jobs as job_states
+        from ..handle import no_accounting_here
         from ..scheduler.watcher import usage_of
         from ..widgets.efficiency import gpu_plot_png, report_text, reports
 
@@ -192,8 +188,6 @@ class JobActionMagics(Magics):
             raise UsageError(f"job {handle.job_id} is {state}: its efficiency is known once it "
                              f"has ended (%hpc_fetch {handle.job_id} --wait waits for it)")
         if handle.backend.name != "slurm":  # nothing wrong: say so, and let Run All go on
-            from ..handle import no_accounting_here
-
             print(f"[hpc_magics] {no_accounting_here(handle.job_id, 'efficiency')}")
             return
         # someone is waiting: a shared answer a second old is fresh enough; a sweep's figures
@@ -209,6 +203,4 @@ class JobActionMagics(Magics):
         print(report_text(items))
         png = gpu_plot_png(items, f"job {handle.job_id}")
         if png:
-            from IPython.display import Image, display
-
             display(Image(data=png, format="png"))

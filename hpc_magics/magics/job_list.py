@@ -26,13 +26,28 @@ from ..core.cost import cost_so_far
 from ..core.errors import HpcMagicsError, InvalidRequest
 from ..core.jobids import parse_job_id, same_job, task_order
 from ..core.jobs import JobSnapshot
-from ..core.profiles import ClusterProfile
+from ..core.profiles import ClusterProfile, load_profile
 from ..core.resources import ResourceRequest, _unquote, from_dict
 from ..core.units import format_duration
 from ..jobfacts import ASKED_ABOUT, end_line, ended_because_all
 from ..jobfolder.folder import JobFolder, find_job_folders
+from ..scheduler.accounting import recent_jobs
+from ..scheduler.allocation import (
+    NO_ACCOUNT,
+    account_lines,
+    default_account,
+    requested_minutes,
+    site_balance_line,
+)
 from ..scheduler.commands import slurm_available
-from ..scheduler.job_index import kind_of
+from ..scheduler.job_index import (
+    KERNEL_KINDS,
+    any_entry,
+    entries,
+    folders_for,
+    kind_of,
+    own_folders,
+)
 from ..scheduler.job_status import JobStatus
 from ..scheduler.queue import SCHEDULER_SILENT
 from ..scheduler.watcher import watcher
@@ -43,8 +58,6 @@ INDENT = " " * 14  # under the state column
 
 @dataclass(frozen=True)
 class JobRow:
-    """One job of the listing."""
-
     job_id: str
     state: str
     kind: str = ""  # cell, sweep, notebook, kernel; "" for another tool's job
@@ -126,24 +139,16 @@ def queue_entries(fresh: bool = True) -> tuple[dict[str, JobSnapshot], str]:
 def kernel_folders(job_ids: Iterable[str]) -> dict[str, tuple[JobFolder, dict[str, Any]]]:
     """The kernel folders of these jobs and their meta, by job id, found
     through the one job index: one meta.json read per job, however many the user made."""
-    from ..scheduler import job_index
-
     found: dict[str, tuple[JobFolder, dict[str, Any]]] = {}
     wanted = set(job_ids)
     if not wanted:
         return found
-    kernels = job_index.entries(kinds=job_index.KERNEL_KINDS, job_ids=wanted)
-    for folder in job_index.own_folders(reversed(kernels)):  # newest first
+    kernels = entries(kinds=KERNEL_KINDS, job_ids=wanted)
+    for folder in own_folders(reversed(kernels)):  # newest first
         meta = folder.meta()
         if meta.get("kind") == "kernel":
             found.setdefault(str(meta.get("job_id", "")), (folder, meta))
     return found
-
-
-def _any_kernel() -> bool:
-    from ..scheduler import job_index
-
-    return job_index.any_entry(job_index.KERNEL_KINDS)
 
 
 def ended_states(folders: Iterable[Any], polled: Mapping[Path, JobStatus]) -> dict[Path, str]:
@@ -162,13 +167,8 @@ def ended_states(folders: Iterable[Any], polled: Mapping[Path, JobStatus]) -> di
 
 
 def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow], str, bool]:
-    """The one listing: this notebook's jobs (one row per folder, its state from the
-    watcher), then the other jobs of yours the queue lists (your kernels;
-    with ``everything``, every one, its folder found through the job index), then (with
-    ``everything``) those that ended today. Returns the rows, a note and whether Slurm is
-    away (then it asks nobody more)."""
-    from ..scheduler.job_index import entries, folders_for
-
+    """The one listing (the module's docstring says from what; ``everything``: ``--all``):
+    the rows, a note and whether Slurm is away (then it asks nobody more)."""
     try:  # one batched poll for all of them; settled jobs are not asked again
         polled = watcher().poll(folders)
     except HpcMagicsError:
@@ -179,7 +179,7 @@ def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow],
     notes = []
     alive = any(not status.final for status in polled.values())
     here = slurm_available()  # else no squeue or sacct at all
-    if here and (everything or alive or _any_kernel()):
+    if here and (everything or alive or any_entry(KERNEL_KINDS)):
         listed, note = queue_entries(fresh=not away)
         notes += [note] if note else []
     now, rows = time.time(), []
@@ -205,8 +205,7 @@ def listing(folders: list[Any], everything: bool = False) -> tuple[list[JobRow],
         if folder is None and not everything:
             continue
         folder = folder or next(iter(folders_for(job_id, indexed)), None)
-        rows.append(_row(job_id, listed[job_id].state, listed[job_id], folder, now=now,
-                         meta=meta))
+        rows.append(_row(job_id, listed[job_id].state, listed[job_id], folder, now=now, meta=meta))
     if everything and here and not away:
         ended, note = _ended_today(lambda job_id: job_id not in listed and elsewhere(job_id),
                                    indexed)
@@ -226,8 +225,6 @@ _RECENT: list[tuple[float, Any]] = []  # (when, answer): the last sacct -u
 def _recent_jobs(interval_s: float) -> Any:
     """The user's jobs that ended today: one ``sacct -u`` per interval per process (the
     kernel runs one %hpc_jobs at a time)."""
-    from ..scheduler.accounting import recent_jobs
-
     if not _RECENT or time.monotonic() - _RECENT[0][0] >= interval_s:
         _RECENT[:] = [(time.monotonic(), recent_jobs())]
     return _RECENT[0][1]
@@ -235,9 +232,6 @@ def _recent_jobs(interval_s: float) -> Any:
 
 def _ended_today(wanted: Callable[[str], bool], indexed: list[Any]) -> tuple[list[JobRow], str]:
     """The rows of the user's jobs that ended today and are ``wanted``, newest first."""
-    from ..core.jobs import end_note
-    from ..scheduler.job_index import folders_for
-
     recent = _recent_jobs(watcher().queue.interval_s)
     if recent is None:
         return [], "accounting unreachable: ended jobs are not listed"
@@ -251,10 +245,9 @@ def _ended_today(wanted: Callable[[str], bool], indexed: list[Any]) -> tuple[lis
         if not wanted(record.job_id) or not job_states.is_final(record.state):
             continue
         usage = record.usage
-        folder = next(iter(folders_for(record.job_id, by_base.get(_base(record.job_id), []))),
-                      None)
+        folder = next(iter(folders_for(record.job_id, by_base.get(_base(record.job_id), []))), None)
         why = end_line(folder, record.job_id, record.state) if folder is not None \
-            else end_note(record.state)
+            else job_states.end_note(record.state)
         row = _row(record.job_id, record.state, None, folder, why or "")
         ended.append(replace(
             row, name=row.name or (usage.name if usage else ""),
@@ -268,8 +261,6 @@ def _left_minutes(request_data: Mapping[str, Any], running: bool,
                   elapsed_s: float | None) -> float | None:
     """CPU-minutes a job may still use: all it asked for while it waits, the rest of its
     time while it runs (what it used is in sshare's usage already)."""
-    from ..scheduler.allocation import requested_minutes
-
     try:
         request = from_dict(dict(request_data))
     except (HpcMagicsError, TypeError, ValueError):
@@ -287,13 +278,6 @@ def allocation_section(rows: Iterable[JobRow], request: ResourceRequest,
     """What is left for the accounts of the listed queued and running Slurm jobs (or, with
     none, of the notebook's request), and whether their requests would exceed it; nothing
     where there is no Slurm. Starts with a blank line."""
-    from ..scheduler.allocation import (
-        NO_ACCOUNT,
-        account_lines,
-        default_account,
-        site_balance_line,
-    )
-
     if request.backend == "local" or not slurm_available():
         return []
     if profile.balance_command:  # the site keeps balances in its own tool
@@ -303,8 +287,7 @@ def allocation_section(rows: Iterable[JobRow], request: ResourceRequest,
         if job_states.is_final(row.state) or not row.request or row.allocation \
                 or (row.folder is not None and row.folder.meta().get("backend") != "slurm"):
             continue
-        left = _left_minutes(row.request, job_states.phase(row.state) == "running",
-                             row.elapsed_s)
+        left = _left_minutes(row.request, job_states.phase(row.state) == "running", row.elapsed_s)
         wanted.setdefault(row.request.get("account"), []).extend([] if left is None else [left])
     if not wanted:
         wanted[request.account] = []
@@ -350,5 +333,5 @@ def show(magics: Any, everything: bool, state: str | None) -> None:
     lines = rows_text(rows, empty)
     lines += [f"({note})"] if note else []
     if not away:  # the allocation, where Slurm is here and knows it
-        lines += allocation_section(rows, magics.request, magics._profile(magics.request))
+        lines += allocation_section(rows, magics.request, load_profile(magics.request.profile))
     print("\n".join(lines))

@@ -8,6 +8,7 @@ cancels and lists them; ``plain_python`` below makes a cell's IPython syntax pla
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import sys
@@ -30,7 +31,7 @@ from .job_actions import show_handle, wait_and_fetch
 from .lazy import arguments_from, lazy_module
 from .resource_view import ResourceView
 from .scale import options_from_args, scale_flags
-from .submission import default_job_name, print_dry_run, sending_cell, submit
+from .submission import default_job_name, print_dry_run, sent_from_meta
 
 if TYPE_CHECKING:
     from ..core import directives as directive_parser
@@ -88,27 +89,19 @@ class HpcMagicsKernel(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self._request: ResourceRequest | None = None
         self.handles: dict[str, Any] = {}
         self.last_job: str | None = None
 
-    @property
+    @functools.cached_property
     def request(self) -> ResourceRequest:
         """The session's request (made when first used: the core loads with it)."""
-        if self._request is None:
-            self._request = self._session_start()
-        return self._request
-
-    @request.setter
-    def request(self, value: ResourceRequest) -> None:
-        self._request = value
+        return self._session_start()
 
     def _session_start(self) -> ResourceRequest:
         """The request a session starts with, and ``--reset`` goes back to."""
         return resources.ResourceRequest(profile=self.default_profile,
                                          backend=os.environ.get("HPC_MAGICS_BACKEND", "auto"))
 
-    # ------------------------------------------------------------- helpers
     @property
     def jobs_root(self) -> Path:
         return jobs_root(Path.cwd(), self.jobs_dir)
@@ -131,9 +124,6 @@ class HpcMagicsKernel(Magics):
     def apply(self, request: ResourceRequest, args: Any) -> ResourceRequest:
         return resources.updated(self._switch_profile(request, args), values_from_args(args))
 
-    def _profile(self, request: ResourceRequest) -> ClusterProfile:
-        return profiles.load_profile(request.profile)
-
     def _problems(self, request: ResourceRequest,
                   profile: ClusterProfile) -> list[validation.Problem]:
         """The request (with the environment's sbatch defaults, as sbatch will apply them)
@@ -146,7 +136,6 @@ class HpcMagicsKernel(Magics):
             return [validation.Problem(validation.ERROR, "backend", str(error))]
         return validation.check(request.changed(backend=resolved), profile)
 
-    # ------------------------------------------------------------- %hpc_resources
     @magic_arguments()
     @arguments_from(resource_flags)
     @argument("--reset", action="store_true", help="forget the session's settings")
@@ -167,14 +156,13 @@ class HpcMagicsKernel(Magics):
             request = self._session_start()
         request = self.apply(request, args)
         self.request = request
-        profile = self._profile(request)
+        profile = profiles.load_profile(request.profile)
         from ..scheduler.cluster import live_wanted, with_environment
 
         # shown and costed with the environment's sbatch defaults, as a job gets them
         shown = with_environment(request, live_wanted(profile)[0])[0]
         return ResourceView(shown, profile, self._problems(shown, profile))
 
-    # ------------------------------------------------------------- %%sbatch
     @magic_arguments()
     @arguments_from(resource_flags)
     @argument("-J", "--name", help="job name (default: from the notebook and cell)")
@@ -197,9 +185,18 @@ class HpcMagicsKernel(Magics):
         come back with ``--wait``, or later with ``%hpc_fetch``. ``#SBATCH`` lines at the
         top of the cell are read as sbatch reads them.
         """
+        from ..backends import get_backend
+        from ..cell_job import submit_cell
+        from ..core import errors, login_paths
+        from ..core.checkscript import syntax_problems
+        from ..core.jobscript import slurm_only
         from ..core.scale import injected_names
+        from ..handle import JobHandle
+        from ..jobfolder.folder import JobFolder
+        from ..scheduler.cluster import live_wanted, with_environment
         from ..shipping.analysis import analyse
         from ..shipping.packing import check_defined, pack
+        from . import cell_cache
 
         args = parsed_arguments(self.sbatch, line)
         namespace = self.shell.user_ns if self.shell else {}
@@ -213,20 +210,15 @@ class HpcMagicsKernel(Magics):
         request = self.apply(request, args)
         if parsed.extra:
             request = request.changed(extra=tuple(request.extra) + parsed.extra)
-        profile = self._profile(request)
-        from ..scheduler.cluster import live_wanted, with_environment
-
+        profile = profiles.load_profile(request.profile)
         live, not_live = live_wanted(profile)
         request, from_environment = with_environment(request, live)
         if not_live:
             print(f"[hpc_magics] {not_live}", file=sys.stderr)
-        from ..core.checkscript import syntax_problems
-
         problems = syntax_problems(cell, profile) + self._problems(request, profile)
         validation.refuse(problems)  # one line (the magic's decorator makes it a UsageError)
         for warning in problems:
             print(f"[hpc_magics] {warning}", file=sys.stderr)
-        from ..backends import get_backend
         backend = get_backend(request.backend)
         if request.backend == "auto" and backend.name == "local":  # never silently
             print("[hpc_magics] --backend auto: running on this machine, not on a cluster:"
@@ -235,7 +227,6 @@ class HpcMagicsKernel(Magics):
         backend.preflight(request, profile, live=live, submitting=not args.dry_run)
         options = options_from_args(args, request, backend.name)
         if backend.name == "slurm":  # nodes have their own /tmp: say so before the queue
-            from ..core import errors, login_paths
             errors.refuse(login_paths.refusals(
                 jobs_root=str(self.jobs_root), cwd=os.getcwd(), stage=options.stage,
                 stage_back=options.stage_back, cell=parsed.body, environ=os.environ))
@@ -259,7 +250,6 @@ class HpcMagicsKernel(Magics):
             payload = replace(payload, code=helpers + payload.code)
         job_name = args.name or parsed.job_name or default_job_name(self.shell)
         # rendered before any folder exists: a script that cannot be written stops here
-        from ..jobfolder.folder import JobFolder
         would_be = JobFolder.would_be(self.jobs_root, job_name)
         script = backend.job_script(str(would_be), request, profile, job_name, options)
         if points and args.cache:
@@ -269,8 +259,6 @@ class HpcMagicsKernel(Magics):
                                    points, str(would_be))
         key = None
         if args.cache and not args.dry_run:
-            from . import cell_cache
-
             key = cell_cache.cache_key(payload, script, would_be, backend.name, profile.name)
             entry = cell_cache.cached_job(self.jobs_root, key)
             if entry is not None:
@@ -283,18 +271,15 @@ class HpcMagicsKernel(Magics):
                           live=live)
             return None
         if backend.name == "local":  # tried out here: run it, but never as if on Slurm
-            from ..core.jobscript import slurm_only
-
             ignored = slurm_only(request)
             if ignored:
                 print(f"[hpc_magics] runs on this machine as one process: {', '.join(ignored)}"
                       " apply on Slurm only", file=sys.stderr)
         print(f"[hpc_magics] {payload.summary()}")
-        handle = self.remember(submit(self.jobs_root, backend, payload, request, profile,
-                                      job_name, options, sending_cell(self.shell)))
+        job_id, folder = submit_cell(self.jobs_root, backend, payload, request, profile,
+                                     job_name, options, **sent_from_meta(self.shell))
+        handle = self.remember(JobHandle(job_id, backend, folder, job_name))
         if key is not None:
-            from . import cell_cache
-
             cell_cache.remember(self.jobs_root, key, handle.job_id, handle.folder.path)
         from ..widgets.live_output import follow_output
 
@@ -302,8 +287,8 @@ class HpcMagicsKernel(Magics):
         follow_output(handle, self.shell)
         if args.wait:
             wait_and_fetch(handle, self.shell, widget, results_suffice=True)
-            return None
-        print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
+        else:
+            print(f"[hpc_magics] results later: %hpc_fetch {handle.job_id}")
         return None
 
     def remember(self, handle: Any) -> Any:

@@ -18,7 +18,9 @@ from IPython.core.magic_arguments import ArgDecorator
 Arguments = Sequence[tuple[tuple[str, ...], dict[str, Any]]]
 
 
-class _LazyModule:
+class lazy_module:  # spelled as the function it stands for
+    """A stand-in for module ``name`` that imports it when an attribute is first read."""
+
     def __init__(self, name: str) -> None:
         self._name = name
 
@@ -30,11 +32,6 @@ class _LazyModule:
 
     def __repr__(self) -> str:
         return f"<lazy module {self._name!r}>"
-
-
-def lazy_module(name: str) -> Any:
-    """A stand-in for module ``name`` that imports it when an attribute is first read."""
-    return _LazyModule(name)
 
 
 class arguments_from(ArgDecorator):

@@ -99,8 +99,7 @@ def _node_failure(value: BaseException) -> Any:
     except FileNotFoundError:
         return None
     except Exception as why:  # owner check, a class the notebook lacks: say, show the text
-        print(f"[hpc_magics] the node's frames are not loaded for %debug: {why}",
-              file=sys.stderr)
+        print(f"[hpc_magics] the node's frames are not loaded for %debug: {why}", file=sys.stderr)
         return None
     return failure if isinstance(failure, NodeFailure) and failure.frames else None
 

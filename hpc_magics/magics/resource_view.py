@@ -18,8 +18,6 @@ else:  # imported on first use: %load_ext stays cheap (see lazy.py)
 
 
 class ResourceView:
-    """The request as a table, its #SBATCH lines, the cost and any problems."""
-
     def __init__(self, request: ResourceRequest, profile: ClusterProfile,
                  problems: list[validation.Problem]) -> None:
         self.request, self.profile, self.problems = request, profile, problems

@@ -43,8 +43,7 @@ def scale_flags() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     ]
 
 
-def options_from_args(args: Any, request: ResourceRequest, backend: str
-                      ) -> scale.ScaleOptions:
+def options_from_args(args: Any, request: ResourceRequest, backend: str) -> scale.ScaleOptions:
     """The options, checked before submission."""
     limit = request.time_s if request.time_s not in (None, units.UNLIMITED) else None
     opts = scale.options(gather=args.gather, checkpoint=args.checkpoint,

@@ -1,10 +1,11 @@
-"""A cell's job, once %%sbatch has checked it: its folder, its meta.json, the backend's
-submission, and what ``--dry-run`` prints instead: the script, and where each of its values
-came from (the environment's sbatch defaults and the live/static choice:
+"""A cell's job, once %%sbatch has checked it: its name, the cell that sent it (for its
+meta.json), and what ``--dry-run`` prints instead of submitting: the script, and where each
+of its values came from (the environment's sbatch defaults and the live/static choice:
 ``scheduler/cluster.py``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -27,42 +28,26 @@ def default_job_name(shell: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{stem}-{count}")
 
 
-def sending_cell(shell: Any) -> SentFrom | None:
-    """The notebook cell that runs now, as the front end sent it: the notebook, the cell's
-    id (JupyterLab and Notebook 7 send ``cellId`` with each execution), a hash of its
-    source, and the id of this kernel (the server's name for it, from the connection file
-    ``kernel-ID.json``). The server extension writes the job's outputs into that cell when
-    nobody has the notebook open. None outside a notebook's kernel."""
+def sent_from_meta(shell: Any) -> dict[str, Any]:
+    """meta.json's ``sent_from``: the notebook cell that runs now, as the front end sent it:
+    the notebook, the cell's id (JupyterLab and Notebook 7 send ``cellId`` with each
+    execution), a hash of its source, and the id of this kernel (the server's name for it,
+    from the connection file ``kernel-ID.json``). The server extension writes the job's
+    outputs into that cell when nobody has the notebook open. {} outside a notebook's kernel."""
     parent = getattr(shell, "parent_header", None) or {}
     cell_id = (parent.get("metadata") or {}).get("cellId")
     code = (parent.get("content") or {}).get("code")
     notebook = os.environ.get("JPY_SESSION_NAME", "")
     if not cell_id or not isinstance(code, str) or not notebook:
-        return None
+        return {}
     kernel_id = ""
-    try:
+    with contextlib.suppress(ImportError, RuntimeError):
         from ipykernel.connect import get_connection_file
 
         name = Path(get_connection_file()).name
         if name.startswith("kernel-") and name.endswith(".json"):
             kernel_id = name[len("kernel-"):-len(".json")]
-    except (ImportError, RuntimeError):
-        pass
-    return SentFrom(notebook, str(cell_id), source_hash(code), kernel_id)
-
-
-def submit(jobs_root: Path, backend: Any, payload: Any, request: ResourceRequest,
-           profile: ClusterProfile, job_name: str, options: Any = None,
-           sent_from: SentFrom | None = None) -> Any:
-    """A new job folder, its meta.json, the backend's submission: the job's handle.
-    ``sent_from``: the notebook cell that sent it (``sending_cell``)."""
-    from ..cell_job import submit_cell
-    from ..handle import JobHandle
-
-    more_meta = {"sent_from": sent_from.to_meta()} if sent_from is not None else {}
-    job_id, folder = submit_cell(jobs_root, backend, payload, request, profile, job_name,
-                                 options, **more_meta)
-    return JobHandle(job_id, backend, folder, job_name)
+    return {"sent_from": SentFrom(notebook, str(cell_id), source_hash(code), kernel_id).to_meta()}
 
 
 def print_dry_run(would_be: Path, script: str, backend: Any, payload: Any,
@@ -80,39 +65,31 @@ def print_dry_run(would_be: Path, script: str, backend: Any, payload: Any,
     if live and backend.name == "slurm":
         from ..scheduler.allocation import allocation_lines
 
-        print("".join(f"# {line}\n" for line in allocation_lines(request, profile)),
-              end="")
+        print("".join(f"# {line}\n" for line in allocation_lines(request, profile)), end="")
     print(f"# {payload.summary()}")
 
 
 def sources_text(final: ResourceRequest, session: ResourceRequest, filled: Mapping[str, str],
-                 profile: ClusterProfile, script: str,
-                 environ: Mapping[str, str] | None = None, world: Sequence[str] = ()) -> str:
+                 profile: ClusterProfile, script: str, world: Sequence[str] = ()) -> str:
     """Comment lines: where each value of the script came from, and which variables reach
     sbatch (or give way to the script's own lines)."""
     from ..core import slurm_environment
     from ..core.flags import SBATCH_FLAGS
 
-    env = os.environ if environ is None else environ
     lines = ["# where the values come from:"]
     for flag in SBATCH_FLAGS:
         value = getattr(final, flag.field)
         if value is None or value == ():
             continue
-        if flag.field in filled:
-            source = f"environment ({filled[flag.field]})"
-        elif getattr(session, flag.field) == value:
-            source = "%hpc_resources"
-        else:
-            source = "cell"
+        source = (f"environment ({filled[flag.field]})" if flag.field in filled
+                  else "%hpc_resources" if getattr(session, flag.field) == value else "cell")
         lines.append(f"#   --{flag.name}: {source}")
     lines += [f"#   --{name}: profile {profile.name}" for name, _ in profile.extra_directives]
     if profile.balance_command:  # a command the profile's file makes run as the user
         lines.append(f"#   allocation command: {shlex.join(profile.balance_command)} (profile "
                      f"{profile.name}: {profile.source})")
-    kept = [n for n in slurm_environment.kept_names(env)
-            if n not in slurm_environment.overridden(env, script)]
-    given_way = slurm_environment.overridden(env, script)
+    given_way = slurm_environment.overridden(os.environ, script)
+    kept = [n for n in slurm_environment.kept_names(os.environ) if n not in given_way]
     if kept:
         lines.append(f"# reach sbatch from the environment: {', '.join(kept)}")
     if given_way:

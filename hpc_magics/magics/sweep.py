@@ -123,19 +123,6 @@ def resolved_dependency(magics: Any, text: str | None) -> str | None:
 
 
 # ------------------------------------------------------------------ submission
-def check_limits(request: ResourceRequest, count: int) -> int:
-    """The cluster's MaxArraySize; refuses a sweep over the jobs-per-user limit."""
-    from ..core.users import login_name
-    from ..scheduler import limits
-    from ..scheduler.watcher import watcher
-
-    limit = limits.submit_limit(login_name(), request.account)
-    if limit is not None:
-        queued = limits.queued_jobs(watcher().queue.view().jobs)
-        sweep.check_submit_limit(count, queued, limit)
-    return limits.max_array_size()
-
-
 def plan(backend: Any, folder: str, request: ResourceRequest, profile: Any, job_name: str,
          found: Sequence[sweep.Point], args: Any, max_array_size: int) -> list[Any]:
     from ..backends import sweep as sweep_backend
@@ -148,7 +135,15 @@ def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceReq
         profile: Any, job_name: str, found: list[sweep.Point], would_be: str) -> None:
     """The sweep part of ``%%sbatch``: a dry run, or create the job folder, submit the
     arrays, show the sweep's handle and maybe wait."""
-    max_array_size = check_limits(request, len(found))
+    from ..core.users import login_name
+    from ..scheduler import limits
+    from ..scheduler.watcher import watcher
+
+    limit = limits.submit_limit(login_name(), request.account)
+    if limit is not None:  # a sweep over the jobs-per-user limit is refused
+        queued = limits.queued_jobs(watcher().queue.view().jobs)
+        sweep.check_submit_limit(len(found), queued, limit)
+    max_array_size = limits.max_array_size()
     # rendered where the folder would be: what cannot be submitted stops before it exists
     scripts = plan(backend, would_be, request, profile, job_name, found, args, max_array_size)
     if args.dry_run:
@@ -164,12 +159,11 @@ def run(magics: Any, args: Any, backend: Any, payload: Any, request: ResourceReq
     from ..cell_job import new_folder, submitted
     from ..jobfolder.folder import JobFolder
     from ..sweep_handle import SweepHandle
-    from .submission import sending_cell
+    from .submission import sent_from_meta
 
     print(f"[hpc_magics] {payload.summary()} (once, for all {len(found)} tasks)")
     folder = new_folder(magics.jobs_root, job_name)
-    cell = sending_cell(magics.shell)  # the server writes the sweep's table into it
-    sent = {"sent_from": cell.to_meta()} if cell is not None else {}
+    sent = sent_from_meta(magics.shell)  # the server writes the sweep's table into its cell
     scripts = plan(backend, str(folder.path.absolute()), request, profile, job_name, found,
                    args, max_array_size)
     job_id = submitted(folder, lambda: sweep_backend.submit(

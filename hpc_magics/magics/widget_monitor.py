@@ -1,5 +1,6 @@
 """The one thread that keeps the job widgets current: each round, one batched poll of
-the watcher for every live widget, then each widget renders its handle's snapshot.
+the watcher for every live widget (after the end, their figures: the user's shared
+``sacct``), then each widget renders its handle's snapshot; it stops when all have ended.
 
 Above the widgets: they are views of snapshots and never ask the scheduler themselves.
 """
@@ -21,8 +22,6 @@ from ..widgets.parts import error_html
 
 
 class Monitor:
-    """Refreshes live widgets from a single background thread."""
-
     def __init__(self) -> None:
         self._widgets: weakref.WeakSet[JobWidget] = weakref.WeakSet()
         self._lock = threading.Lock()

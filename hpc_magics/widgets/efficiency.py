@@ -1,4 +1,4 @@
-"""The efficiency report of an ended job, as HTML (widget), text (terminal) and a GPU plot.
+"""The efficiency report of an ended job, as text (the notebook's and the widget's) and a GPU plot.
 
 Figures come from the watcher (the user's one shared ``sacct`` per interval, then the
 folder's ``usage.json``) and the job's own GPU samples; nothing here asks the scheduler.
@@ -6,7 +6,6 @@ folder's ``usage.json``) and the job's own GPU samples; nothing here asks the sc
 
 from __future__ import annotations
 
-import html
 import io
 from collections.abc import Sequence
 from dataclasses import replace
@@ -19,8 +18,7 @@ from ..jobfacts import node_files, partition_ran_in, recorded_peak
 SHOWN_TASKS = 20  # an array's tasks reported one by one; the summary covers them all
 
 
-def gpu_samples(folder: Any, job_id: str, tail_bytes: int | None = None) \
-        -> tuple[GpuSample, ...]:
+def gpu_samples(folder: Any, job_id: str, tail_bytes: int | None = None) -> tuple[GpuSample, ...]:
     """The samples the job recorded, every node's (none without GPUs or nvidia-smi);
     a GPU is named by its node and index when more than one node sampled."""
     files = node_files(folder.path, "gpu", job_id, "csv", tail_bytes)
@@ -48,8 +46,7 @@ def reports(folder: Any, usages: Sequence[Usage]) -> list[tuple[Report, tuple[Gp
             source = (f"{peak.source}; accounting " + ("had no sample" if sampled is None
                                                        else f"sampled {sampled:.0f}M"))
             usage = replace(usage, max_rss_mb=peak.megabytes)
-        out.append((report(usage, samples, memory_source=source, partition=partition),
-                    samples))
+        out.append((report(usage, samples, memory_source=source, partition=partition), samples))
     return out
 
 
@@ -70,16 +67,7 @@ def report_text(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
     return "\n".join(lines)
 
 
-def report_html(items: Sequence[tuple[Report, tuple[GpuSample, ...]]]) -> str:
-    """The widget's report: ``report_text``'s lines, so the notebook and the widget say
-    the same thing the same way."""
-    if not items:
-        return ""
-    return (f"<div><b>efficiency</b><pre style='margin:0;white-space:pre-wrap'>"
-            f"{html.escape(report_text(items))}</pre></div>")
-
-
-def gpu_plot_png(items: Sequence[tuple[Report, tuple[GpuSample, ...]]], title: str = ""
+def gpu_plot_png(items: Sequence[tuple[Report, tuple[GpuSample, ...]]], title: str
                  ) -> bytes | None:
     """Utilisation and memory of each GPU of the reports' jobs over time, as a small PNG;
     ``None`` without samples or without matplotlib."""
@@ -101,8 +89,7 @@ def gpu_plot_png(items: Sequence[tuple[Report, tuple[GpuSample, ...]]], title: s
     memory.set(title="memory GB", xlabel="minutes",
                ylim=(0, max(s.memory_total_mb for s in samples) / 1024 * 1.05))
     utilisation.legend(fontsize="small")
-    if title:
-        figure.suptitle(title, fontsize="small")
+    figure.suptitle(title, fontsize="small")
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

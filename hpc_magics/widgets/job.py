@@ -11,14 +11,13 @@ when the job recorded GPU samples) after the end. Each part is made when it firs
 something to show (a submission pays for the status, the story and Cancel only; see
 ``parts.Part``).
 
-One monitor thread per kernel asks the watcher for fresh snapshots of every live
-widget's job in one batched poll (and, after the end, their usage: the user's shared
-``sacct``), and re-renders what changed; it stops when every job has ended and its figures
-are in. It never decides a state or asks the scheduler itself.
+The monitor (``magics/widget_monitor.py``) keeps it current from the watcher's snapshots;
+the widget never decides a state or asks the scheduler itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 import threading
@@ -36,7 +35,7 @@ from ..handle import JobHandle
 from ..jobfacts import suggested_rerun
 from .job_view import JobView, segment_note, view_of
 from .parts import Part, error_html, shown
-from .sweep_view import sweep_section
+from .sweep_view import SweepSection
 from .telemetry import telemetry_html
 
 REFRESH_INTERVAL_S = 5.0
@@ -89,10 +88,8 @@ class JobWidget(widgets.VBox):
     def __init__(self, handle: Any) -> None:
         self.handle = handle
         self._fixed, self._html_style, self._button_style = shared_looks()
-        self._parts: dict[str, widgets.Widget] = {}
         self._making = threading.RLock()
-        self.status = self._html()
-        self.story = self._html()
+        self.status, self.story = self._html(), self._html()
         self.log_lines = TAIL_LINES
         self.usage: tuple[Any, ...] | None = None  # the job's figures, once accounting has them
         self.usage_note = ""
@@ -101,8 +98,9 @@ class JobWidget(widgets.VBox):
         self._ended_at: float | None = None
         self.rerun_changes: dict[str, str] = {}  # what the Rerun button changes
         self.rerun_handle: Any = None  # the job it submitted
-        self.sweep = sweep_section(handle)  # a sweep's tasks, else None
-        self._parts.update(status=self.status, story=self.story)
+        is_sweep = callable(getattr(handle, "poll_targets", None))
+        self.sweep = SweepSection(handle) if is_sweep else None
+        self._parts: dict[str, widgets.Widget] = {"status": self.status, "story": self.story}
         if self.sweep is not None:
             self._parts["sweep"] = self.sweep
         self._building = True  # parts made while rendering the first time wait for the box
@@ -137,17 +135,14 @@ class JobWidget(widgets.VBox):
         if tuple(self.children) != children:  # type: ignore[has-type]
             self.children = children
 
-    def _made(self, name: str) -> bool:
-        return name in self._parts
-
     def _show(self, name: str, visible: bool) -> None:
         """Show or hide a part; one never made is hidden already."""
-        if visible or self._made(name):
+        if visible or name in self._parts:
             shown(getattr(self, name), visible)
 
     def _set_html(self, name: str, value: str) -> None:
         """Set an HTML part's text; an empty one is not made for it."""
-        if value or self._made(name):
+        if value or name in self._parts:
             getattr(self, name).value = value
 
     def _make_progress(self, name: str) -> dict[str, widgets.Widget]:
@@ -187,14 +182,14 @@ class JobWidget(widgets.VBox):
         view = view_of(self.handle, self.end_state)
         fraction = view.progress
         self._show("progress", fraction is not None)
-        if self._made("progress"):
+        if "progress" in self._parts:
             self.progress.value = fraction or 0.0
         self._set_html("telemetry", telemetry_html(self.handle.folder, self.handle.job_id)
                        if view.phase == "running" and self.sweep is None else "")
         can_fetch = view.can_fetch or self.handle.folder.has_results()
         self._enabled = {"cancel_button": view.can_cancel, "fetch_button": can_fetch}
         for name, enabled in self._enabled.items():
-            if self._made(name):
+            if name in self._parts:
                 self._parts[name].disabled = not enabled
         self._show("cancel_button", view.can_cancel)
         if not view.can_cancel:
@@ -225,17 +220,15 @@ class JobWidget(widgets.VBox):
     def _log_size(self) -> int:
         size = 0
         for path in self.handle.backend.log_paths(self.handle.job_id, self.handle.folder):
-            try:
+            with contextlib.suppress(OSError):
                 size += os.stat(path).st_size
-            except OSError:
-                pass
         return size
 
     def _render_log(self) -> None:
         # the job's own files, also a sweep's (whose log() picks one of its tasks')
         text = JobHandle.log(self.handle, self.log_lines)
         self._show("log_button", bool(text))
-        if self._made("log_button"):
+        if "log_button" in self._parts:
             self.log_button.description = "Less" if self.log_lines > TAIL_LINES else "More"
         if getattr(self.handle, "live", None) is not None and self.log_lines <= TAIL_LINES:
             text = ""  # the cell's live view shows the output: not twice, the log on More
@@ -263,10 +256,13 @@ class JobWidget(widgets.VBox):
                            if self.usage_note and view.can_fetch else "")
             self._show("gpu_plot", False)
             return
-        from .efficiency import gpu_plot_png, report_html, reports
+        from .efficiency import gpu_plot_png, report_text, reports
 
         items = reports(self.handle.folder, self.usage)
-        self.efficiency.value = report_html(items)
+        # report_text's lines: the notebook (%hpc_efficiency) and the widget say the same
+        self.efficiency.value = (f"<div><b>efficiency</b><pre style='margin:0;white-space:"
+                                 f"pre-wrap'>{html.escape(report_text(items))}</pre></div>"
+                                 if items else "")
         png = gpu_plot_png(items, f"job {self.handle.job_id}") if len(items) == 1 else None
         if png:
             self.gpu_plot.value = png

@@ -95,8 +95,7 @@ class JobView:
             if self.node_list:
                 parts.append(f"on {self.node_list}")
             if self.elapsed_s is not None:
-                limit = (f" of {format_duration(self.time_limit_s)}" if self.time_limit_s
-                         else "")
+                limit = f" of {format_duration(self.time_limit_s)}" if self.time_limit_s else ""
                 parts.append(f"{format_duration(self.elapsed_s)}{limit}")
                 if self.time_limit_s:
                     parts.append(f"{format_duration(self.time_limit_s - self.elapsed_s)} left")
@@ -138,10 +137,9 @@ def view_of(handle: Any, end_state: str | None = None) -> JobView:
                    segment=segment_note(handle.folder.path))
 
 
-# a checkpointed job's "segment k of ≤N", from segment.json (rank 0 writes it as each
-# segment starts): no scheduler call
 def segment_note(folder: Path) -> str:
-    """``segment 2 of ≤4`` once a checkpointed job has started, else ``""``."""
+    """``segment 2 of ≤4`` once a checkpointed job has started, else ``""``: from
+    segment.json (rank 0 writes it as each segment starts), no scheduler call."""
     try:
         data = json.loads((folder / SEGMENT_FILE).read_text())
         return f"segment {int(data['segment'])} of ≤{int(data['of_at_most'])}"

@@ -18,17 +18,13 @@ def error_html(error: object) -> str:
 
 
 def shown(widget: widgets.Widget, visible: bool) -> None:
-    """Show or hide ``widget`` (its layout's display)."""
     widget.layout.display = None if visible else "none"
 
 
 class Part:
-    """A child widget made the first time anything reads it, hidden until shown.
-
-    A trivial job's widget needs its status, story and Cancel button; the bar, the other
-    buttons, the confirmation, the log and the efficiency section come when they have
-    something to show. The owner keeps ``_parts`` (name → widget made), a ``_making``
-    lock, ``_make_<group>(name)`` (the parts of its group, by name) and ``_place()``."""
+    """A child widget made the first time anything reads it, hidden until shown. The owner
+    keeps ``_parts`` (name → widget made), a ``_making`` lock, ``_make_<group>(name)`` (the
+    parts of its group, by name) and ``_place()``."""
 
     def __init__(self, group: str) -> None:
         self.group = group  # the maker (``_make_<group>``) that builds this part

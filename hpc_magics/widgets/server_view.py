@@ -54,7 +54,8 @@ def server_view(status: ServerStatus, now: float, stop_target: str) -> ServerVie
             if soon:
                 warning = (f"Less than {min(soon)} minutes left: save your work now, the job "
                            f"ends at {clock(status.end_time, now)}.")
-        used = _node_hours_used(status, now)
+        used = status.node_hours_used if status.start_time is None or status.nodes is None \
+            else status.nodes * max(0.0, now - status.start_time) / 3600.0
         if used is not None:
             total = f" of {status.node_hours_total:.1f}" if status.node_hours_total else ""
             rows.append(("Node-hours", f"{used:.1f} used{total}"))
@@ -68,12 +69,6 @@ def server_view(status: ServerStatus, now: float, stop_target: str) -> ServerVie
     can_stop, stop_label, confirm_text = _stop_texts(status, stop_target)
     return ServerView(headline=headline, rows=tuple(rows), warning=warning, can_stop=can_stop,
                       stop_label=stop_label, confirm_text=confirm_text)
-
-
-def _node_hours_used(status: ServerStatus, now: float) -> float | None:
-    if status.start_time is None or status.nodes is None:
-        return status.node_hours_used
-    return status.nodes * max(0.0, now - status.start_time) / 3600.0
 
 
 def _stop_texts(status: ServerStatus, stop_target: str) -> tuple[bool, str, str]:

@@ -72,7 +72,3 @@ class SweepSection(widgets.VBox):
                 self.table.value = table_html(self.handle.table(ask=False))
             except HpcMagicsError as error:
                 self.table.value = html.escape(str(error))
-
-
-def sweep_section(handle: Any) -> SweepSection | None:
-    return SweepSection(handle) if callable(getattr(handle, "poll_targets", None)) else None
