@@ -29,14 +29,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ._source import SourceEditor, string_literal
-from .magic_rules import (
-    DISPLAY_CELL_MAGICS,
-    INSTALL_WHY,
-    INSTALLERS,
-    SCRIPT_CELL_MAGICS,
-    why_dropped,
-)
+from . import magic_rules as rules
+from ._source import SourceEditor, parsed, string_literal
 
 #: helper names a translated cell may need in the script's prelude
 SUBPROCESS, TIMER, IPYTHON, OS, SYS = "subprocess", "timer", "ipython", "os", "sys"
@@ -64,10 +58,7 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
     stripped = source.lstrip()
     if stripped.startswith("%%"):  # the only place IPython reads a cell magic
         return _cell_magic(stripped, needs)
-    try:
-        plain: ast.Module | None = ast.parse(source)
-    except SyntaxError:
-        plain = None
+    plain = parsed(source)
     # a one-line expression cell (``ls -la``, ``pwd``) IPython may read as an automagic
     if plain is not None and "get_ipython" not in source and not (
             len(plain.body) == 1 and isinstance(plain.body[0], ast.Expr)
@@ -129,22 +120,19 @@ def _string_args(call: ast.Call) -> list[str]:
 # ---------------------------------------------------------------------- line level
 def _line_statement(call: ast.Call, indent: str, needs: set[str]) -> str | None:
     """Replacement lines for a magic used as a statement; None keeps the IPython call."""
-    method = _ipython_call(call)
-    args = _string_args(call)
-    if not args:
-        return None
-    if method == "system":
+    method, args = _ipython_call(call), _string_args(call)
+    if method == "system" and args:
         return _system(args[0], indent, needs)
-    if method != "run_line_magic" or len(args) != 2:
-        return None
-    return _line_magic(args[0], args[1], indent, needs)
+    if method == "run_line_magic" and len(args) == 2:
+        return _line_magic(args[0], args[1], indent, needs)
+    return None
 
 
 def _line_magic(name: str, line: str, indent: str, needs: set[str]) -> str:
     """``%name line`` as plain Python lines: dropped with a reason, translated, an alias's
     shell command, or else IPython's own shell in the job."""
     shown = f"%{name} {line}".strip()
-    reason = why_dropped(name, line, shown)
+    reason = rules.why_dropped(name, line, shown)
     if reason is not None:
         return f"{indent}# {reason}\n"
     translate = _LINE_MAGICS.get(name)
@@ -174,8 +162,8 @@ def _cd(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
 
 
 def _system(command: str, indent: str, needs: set[str]) -> str:
-    if INSTALLERS.match(command):
-        return f"{indent}# !{command}: dropped, {INSTALL_WHY}\n"
+    if rules.INSTALLERS.match(command):
+        return f"{indent}# !{command}: dropped, {rules.INSTALL_WHY}\n"
     needs.add(SUBPROCESS)
     return f'{indent}subprocess.run(["bash", "-c", {_command_literal(command)}], check=False)\n'
 
@@ -233,11 +221,11 @@ def _cell_magic(text: str, needs: set[str]) -> str:
         return f"# {shown}: dropped, the output goes to the job's log\n" + _translate(body, needs)
     if name == "sbatch":
         return "# %%sbatch: this cell already runs inside the batch job\n" + _translate(body, needs)
-    if name in DISPLAY_CELL_MAGICS:
+    if name in rules.DISPLAY_CELL_MAGICS:
         return f"# {shown}: cell dropped, it only displays in the notebook\n"
     if name in {"writefile", "file"}:  # ``%%file`` is IPython's old name for it
         return _writefile(line, body, shown, needs)
-    if name in SCRIPT_CELL_MAGICS or name == "script":
+    if name in rules.SCRIPT_CELL_MAGICS or name == "script":
         program = _script_program(name, line)
         if program is not None:
             needs.add(SUBPROCESS)

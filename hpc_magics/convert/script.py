@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 from ..shipping.main_guard import guard_actions
 from . import magics
-from ._source import SourceEditor, comment_block
+from ._source import SourceEditor, comment_block, parsed
 from .cells import SKIP, SKIP_TAGS, cell_policy, plain_cells, tags
 from .display import strip_cells
 from .progress import plain_progress_bars
@@ -83,11 +83,7 @@ def hoist_futures(text: str) -> tuple[list[str], str]:
     Python accepts them only at the top of a file: the script puts them there, above the
     code the converter adds, and leaves a comment where they were.
     """
-    if "__future__" not in text:
-        return [], text
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if "__future__" not in text or (tree := parsed(text)) is None:
         return [], text
     futures = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
     editor = SourceEditor(text)
