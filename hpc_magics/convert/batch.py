@@ -55,12 +55,11 @@ def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = Non
     name = profile_name or (notebook_request.profile if notebook_request else DEFAULT_PROFILE)
     profile = load_profile(name)
     request = ResourceRequest(profile=profile.name)
+    origin = f"profile {profile.name!r}"
     if notebook_request is not None:
         request = request.changed(**{field: value for field, value in vars(notebook_request).items()
                                      if value not in (None, (), "auto") and field != "profile"})
-        origin = f"the notebook's metadata (hpc_magics.resources) over profile {profile.name!r}"
-    else:
-        origin = f"profile {profile.name!r}"
+        origin = f"the notebook's metadata (hpc_magics.resources) over {origin}"
     return BatchJob(request, profile, origin)
 
 

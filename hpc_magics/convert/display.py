@@ -167,10 +167,8 @@ class _Notebook:
 
     def classify(self, node: ast.AST) -> tuple[str, int | None]:
         """(kind, group) of an expression evaluated for its effect or its value."""
-        if not isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.Name)):
-            return KEEP, None
         root, attrs, calls = _chain(node)
-        if root is None:
+        if root is None:  # not a chain of names, attributes and calls
             return KEEP, None
         if root in self.objects:
             group = self.objects[root]

@@ -29,7 +29,6 @@ DRAW_CURRENT, DRAW_NEW, COMPUTE = "draw-current", "draw-new", "compute"
 
 @dataclass(frozen=True)
 class Library:
-    name: str
     modules: tuple[str, ...]  # module names; submodules match by prefix
     pick: str = FIRST
     show: frozenset[str] = frozenset()
@@ -56,7 +55,6 @@ _MPL_STYLE = _names("rc rcdefaults rcParams style set set_theme set_style set_co
                     "set_palette set_color_codes xkcd rc_context")
 
 PYPLOT = Library(
-    "matplotlib.pyplot",
     ("matplotlib.pyplot", "matplotlib.pylab", "pylab"),
     show=_names("show pause ion ioff switch_backend install_repl_displayhook draw "
                 "draw_if_interactive ginput waitforbuttonpress"),
@@ -67,41 +65,36 @@ PYPLOT = Library(
     bare=DRAW_CURRENT,
     data_returning=_names("hist hist2d psd csd specgram cohere xcorr acorr magnitude_spectrum "
                           "angle_spectrum phase_spectrum"))
-MATPLOTLIB = Library("matplotlib", ("matplotlib",), style=_MPL_STYLE, otherwise=COMPUTE, bare=KEEP)
-SEABORN = Library(
-    "seaborn", ("seaborn",),
-    create=_names("relplot displot catplot lmplot pairplot jointplot clustermap FacetGrid "
-                  "PairGrid JointGrid"),
-    style=_MPL_STYLE | _names("axes_style"),
-    data=_names("load_dataset get_dataset_names color_palette"), bare=DRAW_CURRENT)
-PANDAS_PLOTTING = Library("pandas.plotting", ("pandas.plotting",), bare=DRAW_CURRENT)
+MATPLOTLIB = Library(("matplotlib",), style=_MPL_STYLE, otherwise=COMPUTE, bare=KEEP)
+SEABORN = Library(("seaborn",), style=_MPL_STYLE | _names("axes_style"), bare=DRAW_CURRENT,
+                  create=_names("relplot displot catplot lmplot pairplot jointplot clustermap "
+                                "FacetGrid PairGrid JointGrid"),
+                  data=_names("load_dataset get_dataset_names color_palette"))
+PANDAS_PLOTTING = Library(("pandas.plotting",), bare=DRAW_CURRENT)
 _CHART_SHOW = _names("show output_notebook output_file display")
 
 
-def _chart_library(name: str, modules: tuple[str, ...], data: str = "",
-                   show: str = "") -> Library:
+def _chart_library(modules: tuple[str, ...], data: str = "", show: str = "") -> Library:
     """A charting library: a call chain names its chart by its last attribute, any other
     call draws a new chart; ``show`` (beyond showing in a notebook or file) and ``data``
     are its own names."""
-    return Library(name, modules, pick=LAST, show=_CHART_SHOW | _names(show),
+    return Library(modules, pick=LAST, show=_CHART_SHOW | _names(show),
                    save=SAVE_METHODS, data=_names(data), otherwise=DRAW_NEW)
 
 
-PLOTLY = _chart_library("plotly", ("plotly",), data="data")
-ALTAIR = _chart_library("altair", ("altair", "vega_datasets"), data="data")
-BOKEH = _chart_library("bokeh", ("bokeh",), data="sampledata")
-HOLOVIEWS = _chart_library("holoviews/hvplot", ("holoviews", "hvplot", "panel", "geoviews"),
-                           show="extension servable")
-PLOTNINE = _chart_library("plotnine", ("plotnine",))
+PLOTLY = _chart_library(("plotly",), data="data")
+ALTAIR = _chart_library(("altair", "vega_datasets"), data="data")
+BOKEH = _chart_library(("bokeh",), data="sampledata")
+HOLOVIEWS = _chart_library(("holoviews", "hvplot", "panel", "geoviews"), show="extension servable")
+PLOTNINE = _chart_library(("plotnine",))
 IPYTHON_DISPLAY = Library(
-    "IPython.display", ("IPython.display", "IPython.core.display", "matplotlib_inline"),
+    ("IPython.display", "IPython.core.display", "matplotlib_inline"),
     show=_names("display update_display clear_output set_matplotlib_formats publish_display_data"),
     otherwise=DRAW_NEW, bare=SHOW, display_prefix=True, settings=False)
 IPYWIDGETS = Library(
-    "ipywidgets", ("ipywidgets",),
-    show=_names("interact interact_manual interactive_output display"),
+    ("ipywidgets",), show=_names("interact interact_manual interactive_output display"),
     otherwise=DRAW_NEW, bare=SHOW, display_prefix=True, settings=False)
-PIL_IMAGE = Library("PIL", ("PIL.Image",), pick=LAST, show=_names("show"), otherwise=COMPUTE,
+PIL_IMAGE = Library(("PIL.Image",), pick=LAST, show=_names("show"), otherwise=COMPUTE,
                     bare=KEEP, settings=False)
 
 LIBRARIES = (PYPLOT, MATPLOTLIB, SEABORN, PANDAS_PLOTTING, PLOTLY, ALTAIR, BOKEH, HOLOVIEWS,

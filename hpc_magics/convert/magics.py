@@ -73,8 +73,7 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
     for node in ast.walk(tree):
         if id(node) in inside:
             continue
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
-                and _ipython_call(node.value):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             replacement = _line_statement(node.value, editor.indentation(node), needs)
             if replacement is not None:
                 inside |= {id(n) for n in ast.walk(node)}
@@ -132,15 +131,14 @@ def _line_magic(name: str, line: str, indent: str, needs: set[str]) -> str:
     """``%name line`` as plain Python lines: dropped with a reason, translated, an alias's
     shell command, or else IPython's own shell in the job."""
     shown = f"%{name} {line}".strip()
-    reason = rules.why_dropped(name, line, shown)
-    if reason is not None:
+    if (reason := rules.why_dropped(name, line, shown)) is not None:
         return f"{indent}# {reason}\n"
     translate = _LINE_MAGICS.get(name)
     translated = translate(line, indent, shown, needs) if translate is not None else None
     if translated is not None:
         return translated
-    command = alias_command(name, line)
-    if command is not None:  # ``%ls``, ``cat FILE``: IPython's aliases run a shell command
+    # ``%ls``, ``cat FILE``: IPython's aliases run a shell command
+    if (command := alias_command(name, line)) is not None:
         return _system(command, indent, needs)
     needs.add(IPYTHON)
     return f"{indent}_ipython().run_line_magic({name!r}, {line!r})\n"
@@ -205,8 +203,7 @@ _LINE_MAGICS: dict[str, Callable[[str, str, str, set[str]], str | None]] = {
     "time": _time, "cd": _cd, "env": _env, "set_env": _env,
     "system": lambda line, indent, _, needs: _system(line, indent, needs) if line else None,
     "sx": lambda line, indent, _, needs: (indent + _captured_command(line, needs) + "\n"
-                                          if line else None),
-}
+                                          if line else None)}
 
 
 # ---------------------------------------------------------------------- cell level
@@ -240,10 +237,8 @@ def _cell_magic(text: str, needs: set[str]) -> str:
 
 def _script_program(name: str, line: str) -> list[str] | None:
     if name == "script":
-        words = [w for w in shlex.split(line) if not w.startswith("-")]
-        if len(words) != len(shlex.split(line)) or not words:
-            return None  # --bg, --out and friends: IPython's shell handles them
-        return words
+        words = shlex.split(line)  # --bg, --out and friends: IPython's shell handles them
+        return words if words and not any(w.startswith("-") for w in words) else None
     if line.strip() and line.strip() != "--no-raise-error":
         return None
     return ["python"] if name.startswith("python") or name == "pypy" else [name]
@@ -277,14 +272,13 @@ def _shell() -> Any:
     config.HistoryManager.enabled = False
     touched = ((vars(builtins), ("__IPYTHON__", "display")), (vars(sys), ("ps1", "ps2")))
     saved = [(space, key, space.get(key, _SENTINEL)) for space, keys in touched for key in keys]
-    shell = InteractiveShell(
-        config=config, user_module=types.ModuleType("_hpc_magics_prefilter_namespace")
-    )
+    shell = InteractiveShell(config=config,
+                             user_module=types.ModuleType("_hpc_magics_prefilter_namespace"))
     atexit.unregister(shell.atexit_operations)
     # the extensions a kernel loads (storemagic: %store), as the script's shell does
     for extension in InteractiveShellApp.default_extensions.default() or ():
         shell.run_line_magic("load_ext", extension)
-    for space, key, value in saved:  # what the constructor set for an interactive session
+    for space, key, value in saved:
         if value is _SENTINEL:
             space.pop(key, None)
         else:
@@ -294,10 +288,8 @@ def _shell() -> Any:
 
 def transform_cell(source: str, bound: Collection[str] = ()) -> str:
     """A cell as IPython runs it: its input transformer, and for a one-line cell its prefilter
-    (automagics and aliases: ``cd data`` → a ``%cd`` magic call).
-
-    ``bound``: the names the notebook has defined so far; they hide magics of the same name,
-    as in IPython (``ls = [1]`` then ``ls`` shows the list).
+    (automagics and aliases: ``cd data`` → a ``%cd`` magic call); ``bound`` hides magics of
+    the same name, as in IPython (``ls = [1]`` then ``ls`` shows the list).
     """
     shell = _shell()
     namespace = shell.user_ns

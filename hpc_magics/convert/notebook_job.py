@@ -54,8 +54,7 @@ def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False
         translate_cells(cells, needs)
     for cell in cells:
         if cell["cell_type"] == "code":
-            cell["source"] = _comment_installs(cell["source"])
-            cell.update(outputs=[], execution_count=None)
+            cell.update(source=_comment_installs(cell["source"]), outputs=[], execution_count=None)
     progress_cells(cells)
     if strip_display:
         strip_cells(cells)

@@ -165,8 +165,7 @@ def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collecti
         '"# [output]", and IPython magics are translated to plain Python.  What a cell does\n'
         'runs under `if __name__ == "__main__":`; imports, functions and classes stay outside,\n'
         'so worker processes (multiprocessing, dask) that import this script again find them\n'
-        'without running the notebook again.\n"""\n'
-    )
+        'without running the notebook again.\n"""\n')
     helpers = helper_code(set(needs) - {magics.OS})  # the headless set-up imports os
     return (header + "".join(dict.fromkeys(futures)) + _HEADLESS
             + ("\n" + helpers if helpers else "") + "\n\n" + "\n\n".join(body))
@@ -182,10 +181,7 @@ class Conversion:
 
 def convert_notebook(notebook: Mapping[str, Any], name: str, *, comment_removed: bool = True,
                      strict: bool = False) -> Conversion:
-    """Run every step on a notebook (a dict as read from JSON; outputs are ignored).
-
-    A cell that is not Python is kept as a comment with a warning; ``strict`` refuses it.
-    """
+    """Run every step on a notebook (a dict as read from JSON; outputs are ignored)."""
     cells: list[Cell] = plain_cells(notebook)
     needs: set[str] = set()
     skip_cells(cells)
@@ -199,8 +195,7 @@ def convert_notebook(notebook: Mapping[str, Any], name: str, *, comment_removed:
 def read_notebook(path: Path) -> dict[str, Any]:
     """A notebook file as a dict, without its outputs (a batch script never needs them)."""
     try:
-        with path.open("rb") as handle:
-            data = json.load(handle)
+        data = json.loads(path.read_bytes())
     except FileNotFoundError:
         raise ConversionError(f"{path}: no such notebook: check the path") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
