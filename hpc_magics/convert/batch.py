@@ -108,8 +108,7 @@ def render_sbatch(notebook_name: str, script_name: str, job: BatchJob, interpret
                   f"`srun {interpreter} {shlex.quote(script_name)}` runs one copy per task, "
                   "for a script written for that (torch.distributed, mpi4py)."]
     return render(request, job.profile, JobParts(
-        job_name=job_name(notebook_name),
-        notes=tuple(notes),
+        job_name=job_name(notebook_name), notes=tuple(notes),
         prologue=("set -e", *world),  # world: the notebook's kernel's (convert/kernelspec.py)
         run=("# Display code was stripped; Agg draws any remaining figure off-screen.",
              "export MPLBACKEND=Agg",

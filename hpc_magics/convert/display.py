@@ -48,8 +48,7 @@ class _Record:
 # ---------------------------------------------------------------------- syntax questions
 def _library_of(module: str) -> rules.Library | None:
     """The library a module belongs to (its most specific table)."""
-    matches = [(len(prefix), library) for library in rules.LIBRARIES
-               for prefix in library.modules
+    matches = [(len(prefix), library) for library in rules.LIBRARIES for prefix in library.modules
                if module == prefix or module.startswith(prefix + ".")]
     return max(matches, key=lambda m: m[0])[1] if matches else None
 
@@ -80,8 +79,7 @@ def _inert(node: ast.AST, pure_calls: bool = False) -> bool:
         return all(_inert(e, pure_calls) for e in node.elts)
     if isinstance(node, ast.UnaryOp):
         return _inert(node.operand, pure_calls)
-    if isinstance(node, ast.Call) and pure_calls and not any(k.arg == "inplace"
-                                                             for k in node.keywords):
+    if isinstance(node, ast.Call) and pure_calls and all(k.arg != "inplace" for k in node.keywords):
         args_inert = all(_inert(a) for a in [*node.args, *(k.value for k in node.keywords)])
         if isinstance(node.func, ast.Attribute) and node.func.attr in rules.PURE_METHODS:
             return args_inert and _inert(node.func.value, pure_calls)

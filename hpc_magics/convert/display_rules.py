@@ -58,11 +58,8 @@ PYPLOT = Library(
     ("matplotlib.pyplot", "matplotlib.pylab", "pylab"),
     show=_names("show pause ion ioff switch_backend install_repl_displayhook draw "
                 "draw_if_interactive ginput waitforbuttonpress"),
-    save=_names("savefig imsave"),
-    create=_names("figure subplots subplot_mosaic"),
-    close=_names("close"),
-    style=_MPL_STYLE,
-    bare=DRAW_CURRENT,
+    save=_names("savefig imsave"), create=_names("figure subplots subplot_mosaic"),
+    close=_names("close"), style=_MPL_STYLE, bare=DRAW_CURRENT,
     data_returning=_names("hist hist2d psd csd specgram cohere xcorr acorr magnitude_spectrum "
                           "angle_spectrum phase_spectrum"))
 MATPLOTLIB = Library(("matplotlib",), style=_MPL_STYLE, otherwise=COMPUTE, bare=KEEP)

@@ -214,7 +214,7 @@ def _cell_magic(text: str, needs: set[str]) -> str:
     shown = f"%%{name} {line}".strip()
     if name == "time":
         return _time(body.rstrip(), "", shown, needs)
-    if name == "capture" and not [w for w in line.split() if not w.startswith("-")]:
+    if name == "capture" and all(w.startswith("-") for w in line.split()):
         return f"# {shown}: dropped, the output goes to the job's log\n" + _translate(body, needs)
     if name == "sbatch":
         return "# %%sbatch: this cell already runs inside the batch job\n" + _translate(body, needs)
@@ -259,9 +259,6 @@ def _writefile(line: str, body: str, shown: str, needs: set[str]) -> str:
 # A private shell: not IPython's singleton, its own ``user_module`` (never ``__main__``), and
 # what its constructor sets for interactive sessions (``sys.ps1``, ``builtins.display``, the
 # exit hook) is put back, so converting inside a kernel or a Jupyter server changes nothing.
-_SENTINEL = object()
-
-
 @cache
 def _shell() -> Any:
     from IPython.core.interactiveshell import InteractiveShell
@@ -271,18 +268,18 @@ def _shell() -> Any:
     config = Config()
     config.HistoryManager.enabled = False
     touched = ((vars(builtins), ("__IPYTHON__", "display")), (vars(sys), ("ps1", "ps2")))
-    saved = [(space, key, space.get(key, _SENTINEL)) for space, keys in touched for key in keys]
+    saved = [(space, key, key in space, space.get(key)) for space, keys in touched for key in keys]
     shell = InteractiveShell(config=config,
                              user_module=types.ModuleType("_hpc_magics_prefilter_namespace"))
     atexit.unregister(shell.atexit_operations)
     # the extensions a kernel loads (storemagic: %store), as the script's shell does
     for extension in InteractiveShellApp.default_extensions.default() or ():
         shell.run_line_magic("load_ext", extension)
-    for space, key, value in saved:
-        if value is _SENTINEL:
-            space.pop(key, None)
-        else:
+    for space, key, present, value in saved:
+        if present:
             space[key] = value
+        else:
+            space.pop(key, None)
     return shell
 
 

@@ -44,8 +44,7 @@ def _comment_installs(source: str) -> str:
     return "".join(lines)
 
 
-def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False
-                     ) -> dict[str, Any]:
+def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False) -> dict[str, Any]:
     """The notebook the job runs: no outputs, skipped cells out, installs commented out."""
     cells = plain_cells(notebook, "cell-")
     skip_cells(cells)

@@ -41,8 +41,7 @@ def skip_cells(cells: list[Cell]) -> None:
                             "metadata": {"hpc_magics": {"skipped": tag}}}
 
 
-def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True
-                    ) -> list[str]:
+def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True) -> list[str]:
     """IPython syntax → plain Python in every code cell; ``needs`` gets the helpers used.
 
     A cell that is not Python even as IPython input raises ``ConversionError`` when
@@ -142,8 +141,7 @@ def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collecti
     futures: list[str] = []
     defined: set[str] = set()  # names bound outside the guard, for the cells after
     for number, cell in enumerate(cells, start=1):
-        kind = cell.get("cell_type")
-        text = cell["source"]
+        kind, text = cell.get("cell_type"), cell["source"]
         note = cell.get("metadata", {}).get("hpc_magics", {})
         if kind == "code":
             hoisted, text = hoist_futures(text)
