@@ -10,6 +10,14 @@ import ast
 from itertools import accumulate
 
 
+def parsed(text: str) -> ast.Module | None:
+    """The syntax tree of ``text``, or None when it is not Python."""
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
 class SourceEditor:
     """Collects non-overlapping replacements on ``text`` and applies them at once."""
 

@@ -39,16 +39,11 @@ def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = Non
     ``source``: the notebook file; its metadata's setup lines (shell, run as this user)
     are refused when another user could have written it.
     """
-    stored = (
-        metadata.get("hpc_magics", {}).get("resources")
-        if isinstance(metadata.get("hpc_magics"), Mapping)
-        else None
-    )
+    ours = metadata.get("hpc_magics")
+    stored = ours.get("resources") if isinstance(ours, Mapping) else None
     if stored is not None and not isinstance(stored, Mapping):
-        raise InvalidRequest(
-            "notebook metadata hpc_magics.resources must be a mapping of "
-            "resource names to values: fix it in Edit > Notebook Metadata"
-        )
+        raise InvalidRequest("notebook metadata hpc_magics.resources must be a mapping of "
+                             "resource names to values: fix it in Edit > Notebook Metadata")
     notebook_request = stored_request(stored) if stored else None
     why = others_could_write(source) if source and notebook_request and \
         notebook_request.setup else None
@@ -60,16 +55,11 @@ def job_for_notebook(metadata: Mapping[str, Any], profile_name: str | None = Non
     name = profile_name or (notebook_request.profile if notebook_request else DEFAULT_PROFILE)
     profile = load_profile(name)
     request = ResourceRequest(profile=profile.name)
+    origin = f"profile {profile.name!r}"
     if notebook_request is not None:
-        overrides = {
-            field: value
-            for field, value in vars(notebook_request).items()
-            if value not in (None, (), "auto") and field != "profile"
-        }
-        request = request.changed(**overrides)
-        origin = f"the notebook's metadata (hpc_magics.resources) over profile {profile.name!r}"
-    else:
-        origin = f"profile {profile.name!r}"
+        request = request.changed(**{field: value for field, value in vars(notebook_request).items()
+                                     if value not in (None, (), "auto") and field != "profile"})
+        origin = f"the notebook's metadata (hpc_magics.resources) over {origin}"
     return BatchJob(request, profile, origin)
 
 
@@ -86,8 +76,7 @@ def stored_request(stored: Mapping[str, Any]) -> ResourceRequest:
             raise InvalidRequest(
                 f"notebook metadata hpc_magics.resources: {key!r} is not a resource: use "
                 f"sbatch's flag names ({', '.join(sorted(k for k in FLAG_FIELDS if len(k) > 1))}), "
-                "profile or setup"
-            )
+                "profile or setup")
         if name == "setup" and isinstance(value, str):
             typed[name] = [value]
         elif isinstance(value, str) and name not in _PLAIN_TEXT_FIELDS:
@@ -105,29 +94,22 @@ def job_name(notebook_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", notebook_name).strip("_") or "notebook"
 
 
-def render_sbatch(
-    notebook_name: str, script_name: str, job: BatchJob, interpreter: str = "python",
-    world: tuple[str, ...] = (),
-) -> str:
+def render_sbatch(notebook_name: str, script_name: str, job: BatchJob, interpreter: str,
+                  world: tuple[str, ...]) -> str:
     """The ``.sbatch`` file, from the same renderer as the jobs ``%%sbatch`` submits."""
     request = job.request
-    notes = [
-        f"{notebook_name}.ipynb as a batch job, made by `hpc-magics convert`.",
-        f"Resources: {job.origin}; {cost_line(request)}.",
-        f"Submit from this folder: sbatch {shlex.quote(notebook_name + '.sbatch')}",
-        *(str(problem) for problem in check(request, job.profile)),
-    ]
+    notes = [f"{notebook_name}.ipynb as a batch job, made by `hpc-magics convert`.",
+             f"Resources: {job.origin}; {cost_line(request)}.",
+             f"Submit from this folder: sbatch {shlex.quote(notebook_name + '.sbatch')}",
+             *(str(problem) for problem in check(request, job.profile))]
     tasks = request.node_count * (request.ntasks_per_node or 1)
     if tasks > 1:  # a notebook is one process: say so rather than guess it is distributed
         notes += [f"{tasks} tasks asked, but the script runs once, on the first node;",
                   f"`srun {interpreter} {shlex.quote(script_name)}` runs one copy per task, "
                   "for a script written for that (torch.distributed, mpi4py)."]
-    parts = JobParts(
-        job_name=job_name(notebook_name),
-        notes=tuple(notes),
+    return render(request, job.profile, JobParts(
+        job_name=job_name(notebook_name), notes=tuple(notes),
         prologue=("set -e", *world),  # world: the notebook's kernel's (convert/kernelspec.py)
         run=("# Display code was stripped; Agg draws any remaining figure off-screen.",
              "export MPLBACKEND=Agg",
-             f"{interpreter} {shlex.quote(script_name)}"),
-    )
-    return render(request, job.profile, parts)
+             f"{interpreter} {shlex.quote(script_name)}")))

@@ -32,8 +32,7 @@ class Written:
 def convert_file(
     notebook: Path, output_dir: Path | None = None, profile: str | None = None,
     interpreter: str | None = None, comment_removed: bool = True, strict: bool = False,
-    flags: Mapping[str, Any] | None = None, force: bool = False,
-) -> Written:
+    flags: Mapping[str, Any] | None = None, force: bool = False) -> Written:
     """``flags``: raw flag texts by request field (as ``-t 10`` gives ``time_s="10"``), over
     the notebook's metadata and the profile's defaults; ``None`` values are left out.
     An existing NAME.py or NAME.sbatch that differs is replaced only with ``force``: it may
@@ -51,8 +50,7 @@ def convert_file(
                       origin=f"the command line over {job.origin}")
     folder = output_dir or notebook.parent
     folder.mkdir(parents=True, exist_ok=True)
-    script = folder / f"{name}.py"
-    sbatch = folder / f"{name}.sbatch"
+    script, sbatch = folder / f"{name}.py", folder / f"{name}.sbatch"
     # the notebook's kernel's interpreter and world, not this process's (core/notebook_world)
     python, world = script_world(data, interpreter, job.profile.environment)
     texts = {script: conversion.script,

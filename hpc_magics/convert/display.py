@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import display_rules as rules
-from ._source import SourceEditor, comment_block
+from ._source import SourceEditor, comment_block, parsed
 from .cells import RUN_AS_IS, cell_policy
 from .display_rules import DATA, DRAW, ECHO, IMPORT, KEEP, SAVE, SHOW, STYLE
 
@@ -48,8 +48,7 @@ class _Record:
 # ---------------------------------------------------------------------- syntax questions
 def _library_of(module: str) -> rules.Library | None:
     """The library a module belongs to (its most specific table)."""
-    matches = [(len(prefix), library) for library in rules.LIBRARIES
-               for prefix in library.modules
+    matches = [(len(prefix), library) for library in rules.LIBRARIES for prefix in library.modules
                if module == prefix or module.startswith(prefix + ".")]
     return max(matches, key=lambda m: m[0])[1] if matches else None
 
@@ -80,8 +79,7 @@ def _inert(node: ast.AST, pure_calls: bool = False) -> bool:
         return all(_inert(e, pure_calls) for e in node.elts)
     if isinstance(node, ast.UnaryOp):
         return _inert(node.operand, pure_calls)
-    if isinstance(node, ast.Call) and pure_calls and not any(k.arg == "inplace"
-                                                             for k in node.keywords):
+    if isinstance(node, ast.Call) and pure_calls and all(k.arg != "inplace" for k in node.keywords):
         args_inert = all(_inert(a) for a in [*node.args, *(k.value for k in node.keywords)])
         if isinstance(node.func, ast.Attribute) and node.func.attr in rules.PURE_METHODS:
             return args_inert and _inert(node.func.value, pure_calls)
@@ -104,13 +102,10 @@ def _chain(node: ast.AST) -> tuple[str | None, list[str], int]:
     attrs: list[str] = []
     calls = 0
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Call):
-            calls, node = calls + 1, node.func
-        elif isinstance(node, ast.Attribute):
+        if isinstance(node, ast.Attribute):
             attrs.append(node.attr)
-            node = node.value
-        else:
-            node = node.value
+        calls += isinstance(node, ast.Call)
+        node = node.func if isinstance(node, ast.Call) else node.value
     return (node.id if isinstance(node, ast.Name) else None), attrs[::-1], calls
 
 
@@ -146,10 +141,9 @@ class _Notebook:
 
     def _union(self, a: int, b: int) -> None:
         ra, rb = self._find(a), self._find(b)
-        if ra != rb:
-            self.parent[rb] = ra
-            if rb in self.kept:
-                self.kept.add(ra)
+        self.parent[rb] = ra
+        if rb in self.kept:
+            self.kept.add(ra)
 
     def _keep(self, group: int) -> None:
         self.kept.add(self._find(group))
@@ -165,19 +159,14 @@ class _Notebook:
     # ------------------------------------------------------------- one expression
     def _role_of(self, root: str | None) -> tuple[rules.Library, str | None] | None:
         """The library ``root`` names (and the function it is), if any."""
-        if root is None:
-            return None
-        role = self.roles.get(root)
-        if role is None and root == "display" and "display" not in self.rebound:
+        if root == "display" and root not in self.roles and root not in self.rebound:
             return rules.IPYTHON_DISPLAY, "display"  # the notebook's built-in display()
-        return role
+        return self.roles.get(root) if root is not None else None
 
     def classify(self, node: ast.AST) -> tuple[str, int | None]:
         """(kind, group) of an expression evaluated for its effect or its value."""
-        if not isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.Name)):
-            return KEEP, None
         root, attrs, calls = _chain(node)
-        if root is None:
+        if root is None:  # not a chain of names, attributes and calls
             return KEEP, None
         if root in self.objects:
             group = self.objects[root]
@@ -326,12 +315,9 @@ class _Notebook:
         return tuple(a for a in found if not any(a is not b and a in _executed(b) for b in found))
 
     def _computes_nothing(self, node: ast.AST) -> bool:
-        for child in _executed(node):
-            if isinstance(child, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
-                return False
-            if isinstance(child, ast.Call) and not self._pure_or_display_call(child):
-                return False
-        return True
+        return not any(isinstance(child, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await))
+                       or (isinstance(child, ast.Call) and not self._pure_or_display_call(child))
+                       for child in _executed(node))
 
     def _pure_or_display_call(self, call: ast.Call) -> bool:
         function = call.func
@@ -457,9 +443,8 @@ class _Notebook:
                 if library is None or library is module_library:  # not a submodule: a function
                     library, function = module_library, alias.name
             self._forget([name])
-            if library is None:
-                display_only = False
-            else:
+            display_only &= library is not None
+            if library is not None:
                 self.roles[name] = library, function
             bound.append(name)
         return _Record(IMPORT if display_only else KEEP, names=tuple(bound))
@@ -487,16 +472,14 @@ class _Notebook:
     def _block_goes(self, statement: ast.stmt) -> bool:
         """A block whose body went goes too, unless its own part computes: a loop's
         iterator or condition that calls something, a loop variable read later."""
-        if not (self._all_dropped(getattr(statement, "body", []))
-                and self._all_dropped(getattr(statement, "orelse", []))):
-            return False
         if isinstance(statement, ast.While):
             return False  # its condition runs again and again: it stays
-        if not all(self._computes_nothing(p) for p in self._own_expressions(statement)):
+        if isinstance(statement, (ast.For, ast.AsyncFor)) and \
+                _names(statement.target, ast.Store) & self.reads:
             return False
-        if isinstance(statement, (ast.For, ast.AsyncFor)):
-            return not (_names(statement.target, ast.Store) & self.reads)
-        return True
+        return self._all_dropped(getattr(statement, "body", [])) and \
+            self._all_dropped(getattr(statement, "orelse", [])) and \
+            all(self._computes_nothing(p) for p in self._own_expressions(statement))
 
     def _dropped(self, statement: ast.stmt) -> bool:
         """The statement goes entirely (display only, nothing in it computes)."""
@@ -532,12 +515,11 @@ class _Notebook:
                 for decorator in getattr(statement, "decorator_list", []):
                     if id(decorator) in self.display_decorators:
                         line = editor.line_text(decorator.lineno)
-                        editor.replace_lines(decorator.lineno, decorator.end_lineno or
-                                             decorator.lineno, comment_block(
-                                                 line, editor.indentation(decorator),
-                                                 "[display]") if comment else "")
-                        removed.append("@" + (ast.get_source_segment(editor.text, decorator)
-                                              or ""))
+                        editor.replace_lines(
+                            decorator.lineno, decorator.end_lineno or decorator.lineno,
+                            comment_block(line, editor.indentation(decorator), "[display]")
+                            if comment else "")
+                        removed.append(f"@{ast.get_source_segment(editor.text, decorator) or ''}")
                 for child in _bodies(statement):
                     self.edit(editor, child, removed, comment)
 
@@ -561,23 +543,18 @@ def strip_cells(cells: Sequence[MutableMapping[str, Any]], comment_removed: bool
     An ``hpc-keep`` cell stays as it is; its reads still keep the figures it uses.  A cell
     that does not parse is left as it is.
     """
-    code = [(c, cell_policy(c) == RUN_AS_IS) for c in cells if c.get("cell_type") == "code"]
+    code = [(c, cell_policy(c) == RUN_AS_IS, parsed(c["source"]))
+            for c in cells if c.get("cell_type") == "code"]
     notebook = _Notebook()
-    trees: list[ast.Module | None] = []
-    for cell, keep_all in code:
-        try:
-            tree: ast.Module | None = ast.parse(cell["source"])
-        except SyntaxError:
-            tree = None
-        trees.append(tree)
+    for _, keep_all, tree in code:
         if tree is not None:
             notebook.walk_body(tree.body, keep_all, last_is_echo=True)
             notebook.current = None  # the inline backend closes the cell's figures
-    for tree in trees:
+    for _, _, tree in code:
         if tree is not None:
             notebook.collect_kept_reads(tree.body)
     removed_per_cell: list[list[str]] = []
-    for (cell, keep_all), tree in zip(code, trees, strict=True):
+    for cell, keep_all, tree in code:
         removed: list[str] = []
         if tree is not None and not keep_all:
             editor = SourceEditor(cell["source"])

@@ -21,14 +21,10 @@ class HpcScriptExporter(Exporter):
 
     export_from_notebook = "HPC batch script"
     output_mimetype = "text/x-python"
-    strict = Bool(
-        False,
-        help="Refuse a notebook with a cell that is not Python (else: keep it as a comment, "
-        "with a warning naming the cell).",
-    ).tag(config=True)
-    comment_removed = Bool(
-        True, help="Comment removed statements out (# [display] ...) instead of deleting them."
-    ).tag(config=True)
+    strict = Bool(False, help="Refuse a notebook with a cell that is not Python (else: keep it "
+                  "as a comment, with a warning naming the cell).").tag(config=True)
+    comment_removed = Bool(True, help="Comment removed statements out (# [display] ...) instead "
+                           "of deleting them.").tag(config=True)
 
     @default("file_extension")
     def _file_extension_default(self) -> str:

@@ -19,13 +19,11 @@ from ..core.kernel_world import login_only_root, read
 from ..core.login_paths import nodes_share_tmp
 from ..core.notebook_world import NotebookKernel, kernel_of, notebook_parts
 
-DEFAULT_KERNEL = "python3"
-
 
 def notebook_kernel(notebook: Mapping[str, Any]) -> str:
     """The kernelspec name the notebook's metadata names (``python3`` when none)."""
     spec = notebook.get("metadata", {}).get("kernelspec") or {}
-    return str(spec.get("name") or DEFAULT_KERNEL)
+    return str(spec.get("name") or "python3")
 
 
 def _spec(name: str) -> Any:
@@ -63,9 +61,8 @@ def script_world(notebook: Mapping[str, Any], interpreter: str | None,
     """For ``hpc-magics convert``: the run line's interpreter (``interpreter`` when given,
     else the notebook's kernel's, else ``python`` from the job's PATH) and the script's
     lines for that kernel's world (its modules and venv, never this process's)."""
-    name = notebook_kernel(notebook)
     try:
-        _spec(name)
+        _spec(notebook_kernel(notebook))
     except InvalidRequest as missing:  # converting needs no kernel: say what the script runs
         return interpreter or "python", (f"# {missing}", "# so the script runs "
                                          f"`{interpreter or 'python'}` from the job's PATH")

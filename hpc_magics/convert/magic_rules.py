@@ -12,8 +12,7 @@ import re
 
 INSTALLERS = re.compile(
     r"^\s*(?:\S*python[\d.]*\s+-m\s+|\{sys\.executable\}\s+-m\s+|sudo\s+)?"
-    r"(?:pip3?|conda|mamba|micromamba|uv\s+pip)\s+(?:install|uninstall|remove|update)\b"
-)
+    r"(?:pip3?|conda|mamba|micromamba|uv\s+pip)\s+(?:install|uninstall|remove|update)\b")
 DISPLAY_CELL_MAGICS = {"html", "HTML", "javascript", "js", "markdown", "latex", "svg"}
 SCRIPT_CELL_MAGICS = {"bash", "sh", "perl", "ruby", "python", "python2", "python3", "pypy"}
 _INTERACTIVE_LINE_MAGICS = set("""
@@ -28,27 +27,22 @@ _INTERACTIVE_EXTENSIONS = {"autoreload", "tensorboard", "watermark", "jupyter_bl
 _HELP_LINE_MAGICS = {"pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pfile"}
 _HPC_LINE_MAGICS = re.compile(r"^(?:hpc_\w+|sbatch\w*|jobs?)$")
 
-INSTALL_WHY = (
-    "install packages before the job runs (setup lines of the .sbatch file or "
-    "the environment), not inside it"
-)
+INSTALL_WHY = ("install packages before the job runs (setup lines of the .sbatch file or "
+               "the environment), not inside it")
 
 
 def why_dropped(name: str, line: str, shown: str) -> str | None:
     """The comment for a line magic that has no place in a batch job, else None."""
     if name == "matplotlib":
-        return (
-            f"{shown}: dropped, a batch job has no display "
-            "(figures render off-screen with MPLBACKEND=Agg)"
-        )
+        return (f"{shown}: dropped, a batch job has no display "
+                "(figures render off-screen with MPLBACKEND=Agg)")
     if INSTALLERS.match(f"{name} {line}"):  # ``%pip install``: the rule ``!pip install`` meets
         return f"{shown}: dropped, {INSTALL_WHY}"
     if name in _HELP_LINE_MAGICS:
         asked = {"pinfo": f"{line}?", "pinfo2": f"{line}??"}.get(name, shown)
         return f"{asked}: help look-up dropped, nobody reads it in a batch job"
-    interactive_extension = name in {"load_ext", "reload_ext"} and (
+    interactive_extension = name in {"load_ext", "reload_ext"} and \
         line.strip() in _INTERACTIVE_EXTENSIONS
-    )
     if interactive_extension or name in _INTERACTIVE_LINE_MAGICS or _HPC_LINE_MAGICS.match(name):
         return f"{shown}: dropped, it only matters in an interactive session"
     return None

@@ -29,14 +29,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ._source import SourceEditor, string_literal
-from .magic_rules import (
-    DISPLAY_CELL_MAGICS,
-    INSTALL_WHY,
-    INSTALLERS,
-    SCRIPT_CELL_MAGICS,
-    why_dropped,
-)
+from . import magic_rules as rules
+from ._source import SourceEditor, parsed, string_literal
 
 #: helper names a translated cell may need in the script's prelude
 SUBPROCESS, TIMER, IPYTHON, OS, SYS = "subprocess", "timer", "ipython", "os", "sys"
@@ -64,10 +58,7 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
     stripped = source.lstrip()
     if stripped.startswith("%%"):  # the only place IPython reads a cell magic
         return _cell_magic(stripped, needs)
-    try:
-        plain: ast.Module | None = ast.parse(source)
-    except SyntaxError:
-        plain = None
+    plain = parsed(source)
     # a one-line expression cell (``ls -la``, ``pwd``) IPython may read as an automagic
     if plain is not None and "get_ipython" not in source and not (
             len(plain.body) == 1 and isinstance(plain.body[0], ast.Expr)
@@ -82,8 +73,7 @@ def _translate(source: str, needs: set[str], bound: Collection[str] = ()) -> str
     for node in ast.walk(tree):
         if id(node) in inside:
             continue
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
-                and _ipython_call(node.value):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             replacement = _line_statement(node.value, editor.indentation(node), needs)
             if replacement is not None:
                 inside |= {id(n) for n in ast.walk(node)}
@@ -129,30 +119,26 @@ def _string_args(call: ast.Call) -> list[str]:
 # ---------------------------------------------------------------------- line level
 def _line_statement(call: ast.Call, indent: str, needs: set[str]) -> str | None:
     """Replacement lines for a magic used as a statement; None keeps the IPython call."""
-    method = _ipython_call(call)
-    args = _string_args(call)
-    if not args:
-        return None
-    if method == "system":
+    method, args = _ipython_call(call), _string_args(call)
+    if method == "system" and args:
         return _system(args[0], indent, needs)
-    if method != "run_line_magic" or len(args) != 2:
-        return None
-    return _line_magic(args[0], args[1], indent, needs)
+    if method == "run_line_magic" and len(args) == 2:
+        return _line_magic(args[0], args[1], indent, needs)
+    return None
 
 
 def _line_magic(name: str, line: str, indent: str, needs: set[str]) -> str:
     """``%name line`` as plain Python lines: dropped with a reason, translated, an alias's
     shell command, or else IPython's own shell in the job."""
     shown = f"%{name} {line}".strip()
-    reason = why_dropped(name, line, shown)
-    if reason is not None:
+    if (reason := rules.why_dropped(name, line, shown)) is not None:
         return f"{indent}# {reason}\n"
     translate = _LINE_MAGICS.get(name)
     translated = translate(line, indent, shown, needs) if translate is not None else None
     if translated is not None:
         return translated
-    command = alias_command(name, line)
-    if command is not None:  # ``%ls``, ``cat FILE``: IPython's aliases run a shell command
+    # ``%ls``, ``cat FILE``: IPython's aliases run a shell command
+    if (command := alias_command(name, line)) is not None:
         return _system(command, indent, needs)
     needs.add(IPYTHON)
     return f"{indent}_ipython().run_line_magic({name!r}, {line!r})\n"
@@ -174,8 +160,8 @@ def _cd(line: str, indent: str, shown: str, needs: set[str]) -> str | None:
 
 
 def _system(command: str, indent: str, needs: set[str]) -> str:
-    if INSTALLERS.match(command):
-        return f"{indent}# !{command}: dropped, {INSTALL_WHY}\n"
+    if rules.INSTALLERS.match(command):
+        return f"{indent}# !{command}: dropped, {rules.INSTALL_WHY}\n"
     needs.add(SUBPROCESS)
     return f'{indent}subprocess.run(["bash", "-c", {_command_literal(command)}], check=False)\n'
 
@@ -217,8 +203,7 @@ _LINE_MAGICS: dict[str, Callable[[str, str, str, set[str]], str | None]] = {
     "time": _time, "cd": _cd, "env": _env, "set_env": _env,
     "system": lambda line, indent, _, needs: _system(line, indent, needs) if line else None,
     "sx": lambda line, indent, _, needs: (indent + _captured_command(line, needs) + "\n"
-                                          if line else None),
-}
+                                          if line else None)}
 
 
 # ---------------------------------------------------------------------- cell level
@@ -229,15 +214,15 @@ def _cell_magic(text: str, needs: set[str]) -> str:
     shown = f"%%{name} {line}".strip()
     if name == "time":
         return _time(body.rstrip(), "", shown, needs)
-    if name == "capture" and not [w for w in line.split() if not w.startswith("-")]:
+    if name == "capture" and all(w.startswith("-") for w in line.split()):
         return f"# {shown}: dropped, the output goes to the job's log\n" + _translate(body, needs)
     if name == "sbatch":
         return "# %%sbatch: this cell already runs inside the batch job\n" + _translate(body, needs)
-    if name in DISPLAY_CELL_MAGICS:
+    if name in rules.DISPLAY_CELL_MAGICS:
         return f"# {shown}: cell dropped, it only displays in the notebook\n"
     if name in {"writefile", "file"}:  # ``%%file`` is IPython's old name for it
         return _writefile(line, body, shown, needs)
-    if name in SCRIPT_CELL_MAGICS or name == "script":
+    if name in rules.SCRIPT_CELL_MAGICS or name == "script":
         program = _script_program(name, line)
         if program is not None:
             needs.add(SUBPROCESS)
@@ -252,10 +237,8 @@ def _cell_magic(text: str, needs: set[str]) -> str:
 
 def _script_program(name: str, line: str) -> list[str] | None:
     if name == "script":
-        words = [w for w in shlex.split(line) if not w.startswith("-")]
-        if len(words) != len(shlex.split(line)) or not words:
-            return None  # --bg, --out and friends: IPython's shell handles them
-        return words
+        words = shlex.split(line)  # --bg, --out and friends: IPython's shell handles them
+        return words if words and not any(w.startswith("-") for w in words) else None
     if line.strip() and line.strip() != "--no-raise-error":
         return None
     return ["python"] if name.startswith("python") or name == "pypy" else [name]
@@ -276,9 +259,6 @@ def _writefile(line: str, body: str, shown: str, needs: set[str]) -> str:
 # A private shell: not IPython's singleton, its own ``user_module`` (never ``__main__``), and
 # what its constructor sets for interactive sessions (``sys.ps1``, ``builtins.display``, the
 # exit hook) is put back, so converting inside a kernel or a Jupyter server changes nothing.
-_SENTINEL = object()
-
-
 @cache
 def _shell() -> Any:
     from IPython.core.interactiveshell import InteractiveShell
@@ -288,28 +268,25 @@ def _shell() -> Any:
     config = Config()
     config.HistoryManager.enabled = False
     touched = ((vars(builtins), ("__IPYTHON__", "display")), (vars(sys), ("ps1", "ps2")))
-    saved = [(space, key, space.get(key, _SENTINEL)) for space, keys in touched for key in keys]
-    shell = InteractiveShell(
-        config=config, user_module=types.ModuleType("_hpc_magics_prefilter_namespace")
-    )
+    saved = [(space, key, key in space, space.get(key)) for space, keys in touched for key in keys]
+    shell = InteractiveShell(config=config,
+                             user_module=types.ModuleType("_hpc_magics_prefilter_namespace"))
     atexit.unregister(shell.atexit_operations)
     # the extensions a kernel loads (storemagic: %store), as the script's shell does
     for extension in InteractiveShellApp.default_extensions.default() or ():
         shell.run_line_magic("load_ext", extension)
-    for space, key, value in saved:  # what the constructor set for an interactive session
-        if value is _SENTINEL:
-            space.pop(key, None)
-        else:
+    for space, key, present, value in saved:
+        if present:
             space[key] = value
+        else:
+            space.pop(key, None)
     return shell
 
 
 def transform_cell(source: str, bound: Collection[str] = ()) -> str:
     """A cell as IPython runs it: its input transformer, and for a one-line cell its prefilter
-    (automagics and aliases: ``cd data`` → a ``%cd`` magic call).
-
-    ``bound``: the names the notebook has defined so far; they hide magics of the same name,
-    as in IPython (``ls = [1]`` then ``ls`` shows the list).
+    (automagics and aliases: ``cd data`` → a ``%cd`` magic call); ``bound`` hides magics of
+    the same name, as in IPython (``ls = [1]`` then ``ls`` shows the list).
     """
     shell = _shell()
     namespace = shell.user_ns

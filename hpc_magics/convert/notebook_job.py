@@ -30,7 +30,7 @@ from .script import helper_code, progress_cells, skip_cells, translate_cells
 NOTEBOOK_IN = "notebook.ipynb"
 NOTEBOOK_OUT = "executed.ipynb"
 FIGURES_DIR = "figures"
-INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
 
 def _comment_installs(source: str) -> str:
     """``%pip install``, ``!conda install`` and the like, commented out with the reason."""
@@ -44,8 +44,7 @@ def _comment_installs(source: str) -> str:
     return "".join(lines)
 
 
-def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False
-                     ) -> dict[str, Any]:
+def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False) -> dict[str, Any]:
     """The notebook the job runs: no outputs, skipped cells out, installs commented out."""
     cells = plain_cells(notebook, "cell-")
     skip_cells(cells)
@@ -54,8 +53,7 @@ def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False
         translate_cells(cells, needs)
     for cell in cells:
         if cell["cell_type"] == "code":
-            cell["source"] = _comment_installs(cell["source"])
-            cell.update(outputs=[], execution_count=None)
+            cell.update(source=_comment_installs(cell["source"]), outputs=[], execution_count=None)
     progress_cells(cells)
     if strip_display:
         strip_cells(cells)
@@ -63,22 +61,17 @@ def prepare_notebook(notebook: Mapping[str, Any], *, strip_display: bool = False
             cells.insert(0, {"cell_type": "code", "id": "hpc-magics-helpers", "outputs": [],
                              "execution_count": None, "metadata": {"tags": ["hpc-helpers"]},
                              "source": helper_code(needs).strip() + "\n"})
-    metadata = dict(notebook.get("metadata", {}))
     return {"nbformat": 4, "nbformat_minor": max(int(notebook.get("nbformat_minor", 5)), 5),
-            "metadata": metadata, "cells": cells}
+            "metadata": dict(notebook.get("metadata", {})), "cells": cells}
 
 
 def save_figures(notebook: Mapping[str, Any], folder: Path) -> list[str]:
     """Every PNG the notebook displayed, as ``figures/cell-N-K.png``; relative paths."""
     saved: list[str] = []
     for number, cell in enumerate(notebook.get("cells", []), start=1):
-        count = 0
-        for output in cell.get("outputs", []) or []:
-            data = output.get("data", {}) if isinstance(output, Mapping) else {}
-            png = data.get("image/png")
-            if not png:
-                continue
-            count += 1
+        pngs = [output.get("data", {}).get("image/png") for output in cell.get("outputs", []) or []
+                if isinstance(output, Mapping)]
+        for count, png in enumerate(filter(None, pngs), start=1):
             target = folder / FIGURES_DIR / f"cell-{number}-{count}.png"
             target.parent.mkdir(exist_ok=True)
             target.write_bytes(base64.b64decode("".join(png) if isinstance(png, list) else png))
@@ -109,7 +102,7 @@ def run_notebook_job(job_folder: str, workdir: str, kernel_name: str = "python3"
                             resources={"metadata": {"path": workdir}})
     # The runner forces Agg for itself; the kernel draws inline so figures land in outputs.
     saved = dict(os.environ)
-    os.environ["MPLBACKEND"] = INLINE_BACKEND
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     for variable in ("DISPLAY", "WAYLAND_DISPLAY"):  # no window, no image viewer
         os.environ.pop(variable, None)
     failure: CellExecutionError | None = None

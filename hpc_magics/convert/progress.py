@@ -24,8 +24,7 @@ def plain_progress_bars(source: str) -> str:
             for line in lines)
     editor = SourceEditor(source)
     for node in nodes:
-        replacement = _replacement(node)
-        if replacement is not None:
+        if (replacement := _replacement(node)) is not None:
             editor.replace_node(node, replacement)
     return editor.result()
 

@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import HpcMagicsError
 from ..shipping.main_guard import guard_actions
 from . import magics
-from ._source import SourceEditor, comment_block
+from ._source import SourceEditor, comment_block, parsed
 from .cells import SKIP, SKIP_TAGS, cell_policy, plain_cells, tags
 from .display import strip_cells
 from .progress import plain_progress_bars
@@ -41,8 +41,7 @@ def skip_cells(cells: list[Cell]) -> None:
                             "metadata": {"hpc_magics": {"skipped": tag}}}
 
 
-def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True
-                    ) -> list[str]:
+def translate_cells(cells: Iterable[Cell], needs: set[str], *, strict: bool = True) -> list[str]:
     """IPython syntax → plain Python in every code cell; ``needs`` gets the helpers used.
 
     A cell that is not Python even as IPython input raises ``ConversionError`` when
@@ -83,11 +82,7 @@ def hoist_futures(text: str) -> tuple[list[str], str]:
     Python accepts them only at the top of a file: the script puts them there, above the
     code the converter adds, and leaves a comment where they were.
     """
-    if "__future__" not in text:
-        return [], text
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
+    if "__future__" not in text or (tree := parsed(text)) is None:
         return [], text
     futures = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
     editor = SourceEditor(text)
@@ -146,8 +141,7 @@ def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collecti
     futures: list[str] = []
     defined: set[str] = set()  # names bound outside the guard, for the cells after
     for number, cell in enumerate(cells, start=1):
-        kind = cell.get("cell_type")
-        text = cell["source"]
+        kind, text = cell.get("cell_type"), cell["source"]
         note = cell.get("metadata", {}).get("hpc_magics", {})
         if kind == "code":
             hoisted, text = hoist_futures(text)
@@ -169,8 +163,7 @@ def render_script(name: str, cells: Sequence[Mapping[str, Any]], needs: Collecti
         '"# [output]", and IPython magics are translated to plain Python.  What a cell does\n'
         'runs under `if __name__ == "__main__":`; imports, functions and classes stay outside,\n'
         'so worker processes (multiprocessing, dask) that import this script again find them\n'
-        'without running the notebook again.\n"""\n'
-    )
+        'without running the notebook again.\n"""\n')
     helpers = helper_code(set(needs) - {magics.OS})  # the headless set-up imports os
     return (header + "".join(dict.fromkeys(futures)) + _HEADLESS
             + ("\n" + helpers if helpers else "") + "\n\n" + "\n\n".join(body))
@@ -186,10 +179,7 @@ class Conversion:
 
 def convert_notebook(notebook: Mapping[str, Any], name: str, *, comment_removed: bool = True,
                      strict: bool = False) -> Conversion:
-    """Run every step on a notebook (a dict as read from JSON; outputs are ignored).
-
-    A cell that is not Python is kept as a comment with a warning; ``strict`` refuses it.
-    """
+    """Run every step on a notebook (a dict as read from JSON; outputs are ignored)."""
     cells: list[Cell] = plain_cells(notebook)
     needs: set[str] = set()
     skip_cells(cells)
@@ -203,8 +193,7 @@ def convert_notebook(notebook: Mapping[str, Any], name: str, *, comment_removed:
 def read_notebook(path: Path) -> dict[str, Any]:
     """A notebook file as a dict, without its outputs (a batch script never needs them)."""
     try:
-        with path.open("rb") as handle:
-            data = json.load(handle)
+        data = json.loads(path.read_bytes())
     except FileNotFoundError:
         raise ConversionError(f"{path}: no such notebook: check the path") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
