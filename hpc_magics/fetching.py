@@ -212,14 +212,6 @@ def cell_outputs(folder: JobFolder, job_id: str, state: str) -> list[dict[str, A
     return shown
 
 
-def show_output(folder: JobFolder, live: Any = None) -> None:
-    """The cell's output, shown once: the live view in the cell takes the rest of it
-    (``widgets/live_output.py``; in the very cell that shows it, the view gives way to
-    plain output), or it is shown as that view renders it."""
-    if live is None or live.finish():
-        show_outputs(written_output(folder))
-
-
 def show_outputs(outputs: list[dict[str, Any]]) -> None:
     """nbformat outputs shown as a local cell shows them: stdout to stdout, stderr to
     stderr, a display (the node's, a figure) displayed as made (its mime bundle as it is),

@@ -173,8 +173,7 @@ def read_segment(folder: Path) -> dict[str, Any]:
 def check_owned(path: Path) -> None:
     """Refuse a file or folder another user owns or may write (a folder's files could be
     swapped): its results would run their code when unpickled."""
-    refusal = _refusal(path, path.stat())
-    if refusal is not None:
+    if (refusal := _refusal(path, path.stat())) is not None:
         raise HpcMagicsError(refusal)
 
 
@@ -195,18 +194,16 @@ def load_own(path: Path) -> Any:
     Raises ``HpcMagicsError`` for a file not the user's alone, ``OSError`` for one that
     cannot be read, and what unpickling raises for a damaged one."""
     with path.open("rb") as stream:
-        refusal = _refusal(path, os.fstat(stream.fileno()))
-        if refusal is not None:
+        if (refusal := _refusal(path, os.fstat(stream.fileno()))) is not None:
             raise HpcMagicsError(refusal)
         return pickle.load(stream)  # checked: the user's own private file
 
 
 def load_gathered(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, list[Any]], int]:
     """Every rank's values of ``names`` (name → list by rank), and how many ranks wrote them."""
-    files = sorted((folder / GATHER_DIR).glob("rank-*.pkl"))
     by_rank: dict[int, dict[str, Any]] = {}
     world_size = 0
-    for path in files:
+    for path in sorted((folder / GATHER_DIR).glob("rank-*.pkl")):
         data = load_own(path)
         by_rank[int(data["rank"])] = data["values"]
         world_size = max(world_size, int(data["world_size"]))

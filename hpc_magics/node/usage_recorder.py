@@ -49,12 +49,9 @@ def _node() -> str:
 def _cgroup_mb(which: str) -> float | None:
     try:
         found = memory_cgroup_dir(Path("/proc/self/cgroup").read_text(), os.path.isdir)
-    except OSError:
-        return None
-    if found is None:
-        return None
-    directory, version = found
-    try:
+        if found is None:
+            return None
+        directory, version = found
         value = bytes_value(Path(directory, CGROUP_FILES[version][which]).read_text())
     except OSError:
         return None
@@ -64,11 +61,9 @@ def _cgroup_mb(which: str) -> float | None:
 def _write(folder: Path, record: dict[str, Any]) -> None:
     host = _node()
     rank = os.environ.get("SLURM_PROCID", "0")
-    try:
+    with contextlib.suppress(OSError):  # a fact the report can do without: never fail the job
         write_atomically(folder / node_file(attempt_id(), host, rank), json.dumps(
             {"host": host, "hostname": socket.gethostname(), "rank": rank, **record}))
-    except OSError:
-        pass  # a fact the report can do without; never fail the job for it
 
 
 def record_start(folder: Path) -> None:
