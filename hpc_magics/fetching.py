@@ -91,11 +91,9 @@ def kept_in_notebook(job_id: str, result: CellResult, values: Mapping[str, Any],
     """The values to put in the notebook: a name that comes back by value (changed in place
     by the job, or holding what comes back) that the notebook changed meanwhile keeps the
     notebook's object (said, with where the job's value is)."""
-    kept = []
-    for name in (*result.changed_in_place, *result.came_back_with):
-        if name not in meanwhile or name not in values:
-            continue
-        kept.append(name)
+    kept = [name for name in (*result.changed_in_place, *result.came_back_with)
+            if name in meanwhile and name in values]
+    for name in kept:
         how = (", and by the job" if name in result.changed_in_place
                else " (the job left it unchanged)")
         notes.append(f"{name} was changed in the notebook while job {job_id} ran{how}: the "

@@ -110,10 +110,6 @@ class JobHandle:
         """The watcher's latest snapshot of this job (asks nobody)."""
         return watcher().latest(self.folder, self._task)
 
-    @property
-    def _state(self) -> str:
-        return self.status.state
-
     def refresh(self, max_age_s: float | None = None) -> str:
         """Ask the watcher for a fresh snapshot (batched and cached there)."""
         polled = watcher().poll_jobs([(self.folder, self._task)], max_age_s=max_age_s)
@@ -125,7 +121,7 @@ class JobHandle:
         """Slurm's state (PENDING, RUNNING, COMPLETED, ...), fresh within a second or so."""
         if not self.status.definite and time.monotonic() - self._state_checked > 1.0:
             self.refresh()
-        return self._state
+        return self.status.state
 
     @property
     def done(self) -> bool:
@@ -299,7 +295,7 @@ class JobHandle:
         from .cell_job import rerun
 
         if not self.done:
-            raise HpcMagicsError(f"job {self.job_id} is {self._state}: wait for its end, or "
+            raise HpcMagicsError(f"job {self.job_id} is {self.status.state}: wait for its end, or "
                                  "cancel it, before running it again")
         job_id, folder = rerun(self.folder, self.job_id, changes)
         handle = JobHandle(job_id, self.backend, folder, self.name)
@@ -354,7 +350,7 @@ class JobHandle:
     def summary(self) -> str:
         """One line: id, name, state, where it ran, its folder."""
         where = "ran locally (no Slurm here)" if self.ran_locally else "Slurm"
-        return (f"job {self.job_id} ({self.name}) · {self._state} · {where} · "
+        return (f"job {self.job_id} ({self.name}) · {self.status.state} · {where} · "
                 f"folder {self.folder.path}")
 
     def __repr__(self) -> str:

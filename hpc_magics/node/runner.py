@@ -215,8 +215,7 @@ def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
         return (*dump_results(values, last, unchanged), last, {})
     skipped: dict[str, str] = {}
     for name in list(values):  # find the culprits
-        error = pickling_error(values[name])
-        if error is not None:
+        if (error := pickling_error(values[name])) is not None:
             value = values.pop(name)
             skipped[name] = f"{type(value).__name__} does not pickle ({error})".splitlines()[0]
     if last is not None and pickling_error(last) is not None:

@@ -27,8 +27,7 @@ PRIVATE_PREFIX = "hpc_magics-"
 def local_root(environ: Mapping[str, str] | None = None) -> Path:
     """This node's folder for the job's staged data (the same for every task on it)."""
     env = os.environ if environ is None else environ
-    site = env.get("SLURM_TMPDIR")
-    if site:
+    if site := env.get("SLURM_TMPDIR"):
         return Path(site)
     import tempfile
 

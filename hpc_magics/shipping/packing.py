@@ -131,8 +131,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                                     "it cannot be shipped; use the names it holds")
             modules[name] = value.__name__
             continue
-        reason = _refusal(value)
-        if reason:
+        if reason := _refusal(value):
             raise ShippingError(f"cannot ship {name!r}: {reason} (or run the notebook in a "
                                 "Slurm kernel, where nothing is shipped)")
         values[name] = value
