@@ -9,6 +9,7 @@ job folder and the notebook, not the scheduler.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import pickle
 import sys
@@ -40,10 +41,8 @@ def await_results(job_id: str, folder: JobFolder, show: bool,
               "(network file systems can show files late)")
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        try:  # listing the folder makes NFS revalidate its cached directory entries
+        with contextlib.suppress(OSError):  # listing makes NFS revalidate its cached entries
             os.listdir(folder.path)
-        except OSError:
-            pass
         if folder.has_results():
             return True
         time.sleep(min(0.5, max(0.05, deadline - time.monotonic())))

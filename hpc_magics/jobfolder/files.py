@@ -6,6 +6,7 @@ results, output, figures, the requeue segment, checkpoints and gathered values.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -227,8 +228,5 @@ def stored_usage(folder: Path, job_id: str | None) -> tuple[Usage, ...] | None:
 
 def store_usage(folder: Path, usages: tuple[Usage, ...]) -> None:
     """Keep a job's final accounting figures (several kernels may store them at once)."""
-    try:
-        write_atomically(folder / USAGE_FILE,
-                         json.dumps([u.to_dict() for u in usages], indent=1).encode())
-    except OSError:
-        pass  # asked again next time
+    with contextlib.suppress(OSError):  # asked again next time
+        write_atomically(folder / USAGE_FILE, json.dumps([u.to_dict() for u in usages], indent=1))

@@ -7,6 +7,7 @@ named by user, job and node. Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -44,10 +45,8 @@ def private_dir(path: Path) -> Path:
     """``path`` created 0700, or an existing one that is a real folder of this user's:
     another user could make the fallback name in /tmp first, or point it elsewhere."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
+    with contextlib.suppress(FileExistsError):
         path.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise RuntimeError(f"refusing to stage into {path}: it is not a folder (a symlink?); "
