@@ -43,8 +43,7 @@ LOG_TAIL_BYTES = 256 * 1024
 CANCEL_LOOK_EVERY_S = 0.5
 # a line of submitit's own logger ("%(name)s %(levelname)s (%(asctime)s) - %(message)s",
 # submitit/core/logger.py), not a line of the cell's that starts with the word
-SUBMITIT_LOG_LINE = re.compile(
-    r"submitit [A-Z]+ \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\) - ")
+SUBMITIT_LOG_LINE = re.compile(r"submitit [A-Z]+ \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\) - ")
 
 
 def wait_for_end(refresh: Callable[..., str], deadline: float) -> str:

@@ -254,8 +254,7 @@ def _stop_the_cell(signum: int, frame: Any) -> None:
     raise StoppedBySlurm(f"signal {signum} from Slurm")
 
 
-def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
-             ) -> dict[str, Any]:
+def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None) -> dict[str, Any]:
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
     started = time.time()
     job_folder = Path(folder)
