@@ -69,8 +69,7 @@ def handle_of(folder: JobFolder, task: str | None = None) -> JobHandle:
     """The handle of the job in ``folder`` (``task``: one task of its array)."""
     check_owned(folder.path)
     meta = folder.meta()
-    kind: type[JobHandle] = JobHandle
-    if task is None and meta.get("kind") == "sweep":  # one handle for all its tasks
-        kind = SweepHandle
+    # a sweep: one handle for all its tasks
+    kind = SweepHandle if task is None and meta.get("kind") == "sweep" else JobHandle
     return kind(task or str(meta["job_id"]), get_backend(meta.get("backend", "auto")), folder,
                 meta.get("name", ""))

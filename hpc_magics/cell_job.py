@@ -100,8 +100,7 @@ def changed_request(meta: Mapping[str, Any], changes: Mapping[str, Any]) -> Reso
     """An ended job's request (its ``meta``'s) with ``changes`` (``mem="12G"``,
     ``time="2h"``, ``partition="long"``) as the flags of the same names would set them. The
     jobs it depended on (-d) have ended long ago: run again, it waits for nothing."""
-    unknown = sorted(set(changes) - set(_FIELDS))
-    if unknown:
+    if unknown := sorted(set(changes) - set(_FIELDS)):
         raise InvalidRequest(f"rerun: no request named {', '.join(unknown)}: use sbatch's "
                              f"long names with _ for - ({', '.join(sorted(_FIELDS))})")
     request = from_dict(meta.get("request") or {})

@@ -9,6 +9,7 @@ job folder and the notebook, not the scheduler.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import pickle
 import sys
@@ -40,10 +41,8 @@ def await_results(job_id: str, folder: JobFolder, show: bool,
               "(network file systems can show files late)")
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        try:  # listing the folder makes NFS revalidate its cached directory entries
+        with contextlib.suppress(OSError):  # listing makes NFS revalidate its cached entries
             os.listdir(folder.path)
-        except OSError:
-            pass
         if folder.has_results():
             return True
         time.sleep(min(0.5, max(0.05, deadline - time.monotonic())))
@@ -91,11 +90,9 @@ def kept_in_notebook(job_id: str, result: CellResult, values: Mapping[str, Any],
     """The values to put in the notebook: a name that comes back by value (changed in place
     by the job, or holding what comes back) that the notebook changed meanwhile keeps the
     notebook's object (said, with where the job's value is)."""
-    kept = []
-    for name in (*result.changed_in_place, *result.came_back_with):
-        if name not in meanwhile or name not in values:
-            continue
-        kept.append(name)
+    kept = [name for name in (*result.changed_in_place, *result.came_back_with)
+            if name in meanwhile and name in values]
+    for name in kept:
         how = (", and by the job" if name in result.changed_in_place
                else " (the job left it unchanged)")
         notes.append(f"{name} was changed in the notebook while job {job_id} ran{how}: the "
@@ -210,14 +207,6 @@ def cell_outputs(folder: JobFolder, job_id: str, state: str) -> list[dict[str, A
         shown.append({"output_type": "execute_result", "execution_count": None,
                       "metadata": {}, "data": {"text/plain": result.last_value_repr}})
     return shown
-
-
-def show_output(folder: JobFolder, live: Any = None) -> None:
-    """The cell's output, shown once: the live view in the cell takes the rest of it
-    (``widgets/live_output.py``; in the very cell that shows it, the view gives way to
-    plain output), or it is shown as that view renders it."""
-    if live is None or live.finish():
-        show_outputs(written_output(folder))
 
 
 def show_outputs(outputs: list[dict[str, Any]]) -> None:

@@ -14,20 +14,9 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import fetching
 from .core.errors import FETCHED_FAILURE_HOOKS, HpcMagicsError, JobFailed
 from .core.jobs import SLURM_ENDED_IT, SUCCESS_STATES, is_final, normalize_state
-from .fetching import (
-    RESULTS_GRACE_S,
-    await_results,
-    changed_meanwhile,
-    figure_outputs,
-    gathered,
-    kept_in_notebook,
-    resolver,
-    say_what_came_back,
-    show_output,
-    show_outputs,
-)
 from .jobfacts import end_reason, failed_because, suggested_rerun
 from .jobfolder.files import read_tail
 from .jobfolder.folder import JobFolder, damaged
@@ -54,8 +43,7 @@ LOG_TAIL_BYTES = 256 * 1024
 CANCEL_LOOK_EVERY_S = 0.5
 # a line of submitit's own logger ("%(name)s %(levelname)s (%(asctime)s) - %(message)s",
 # submitit/core/logger.py), not a line of the cell's that starts with the word
-SUBMITIT_LOG_LINE = re.compile(
-    r"submitit [A-Z]+ \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\) - ")
+SUBMITIT_LOG_LINE = re.compile(r"submitit [A-Z]+ \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\) - ")
 
 
 def wait_for_end(refresh: Callable[..., str], deadline: float) -> str:
@@ -121,10 +109,6 @@ class JobHandle:
         """The watcher's latest snapshot of this job (asks nobody)."""
         return watcher().latest(self.folder, self._task)
 
-    @property
-    def _state(self) -> str:
-        return self.status.state
-
     def refresh(self, max_age_s: float | None = None) -> str:
         """Ask the watcher for a fresh snapshot (batched and cached there)."""
         polled = watcher().poll_jobs([(self.folder, self._task)], max_age_s=max_age_s)
@@ -136,7 +120,7 @@ class JobHandle:
         """Slurm's state (PENDING, RUNNING, COMPLETED, ...), fresh within a second or so."""
         if not self.status.definite and time.monotonic() - self._state_checked > 1.0:
             self.refresh()
-        return self._state
+        return self.status.state
 
     @property
     def done(self) -> bool:
@@ -204,8 +188,8 @@ class JobHandle:
             time.sleep(min(FOLDER_POLL_S, left) if watch_folder else left)
 
     # --------------------------------------------------------------- fetch
-    def fetch(self, namespace: MutableMapping[str, Any] | None = None,
-              show: bool = True, results_grace_s: float = RESULTS_GRACE_S) -> dict[str, Any]:
+    def fetch(self, namespace: MutableMapping[str, Any] | None = None, show: bool = True,
+              results_grace_s: float = fetching.RESULTS_GRACE_S) -> dict[str, Any]:
         """Bring results back: names into ``namespace``, output printed, figures shown.
 
         ``results_grace_s``: how long a COMPLETED job's result file may take to appear
@@ -218,8 +202,8 @@ class JobHandle:
                                      f"(%hpc_fetch {self.job_id} --wait) or check later")
             if normalize_state(state) not in SUCCESS_STATES:
                 raise self._failure(state, "")
-            if not await_results(self.job_id, self.folder, show, results_grace_s):
-                if results_grace_s < RESULTS_GRACE_S:
+            if not fetching.await_results(self.job_id, self.folder, show, results_grace_s):
+                if results_grace_s < fetching.RESULTS_GRACE_S:
                     raise HpcMagicsError(
                         f"job {self.job_id} COMPLETED, but its results are not visible in "
                         f"{self.folder.path} yet (network file systems can show files late):"
@@ -227,14 +211,16 @@ class JobHandle:
                 raise self._failure(state, "")
         result = self.folder.load_results()
         meta = self.folder.meta()
-        if show:  # once: a live view in the cell has shown it as it came
-            show_output(self.folder, self.live)
+        # shown once: the live view in the cell takes the rest of it (in the very cell that
+        # shows it, it gives way to plain output: ``widgets/live_output.py``), or as it renders
+        if show and (self.live is None or self.live.finish()):
+            fetching.show_outputs(fetching.written_output(self.folder))
         figures = result.figures
         if meta.get("kind") == "notebook":  # a whole-notebook job saves figures per cell
             figures = tuple(str(p.relative_to(self.folder.path))
                             for p in sorted((self.folder.path / "figures").glob("cell-*.png")))
         if show:
-            show_outputs(figure_outputs(self.folder.path, figures))
+            fetching.show_outputs(fetching.figure_outputs(self.folder.path, figures))
             if meta.get("executed_notebook"):
                 print(f"[hpc_magics] executed notebook: {meta['executed_notebook']}")
         if result.error_type is not None:
@@ -251,32 +237,31 @@ class JobHandle:
                 hook(failure)
             raise failure
         notes: list[str] = []
-        meanwhile = changed_meanwhile(result, namespace, meta.get("fingerprints") or {},
-                                      self.folder.path)
+        meanwhile = fetching.changed_meanwhile(result, namespace,
+                                               meta.get("fingerprints") or {}, self.folder.path)
         try:
             values, last = load_results(
-                result.state, resolver(self.job_id, result, namespace, notes, meanwhile))
+                result.state, fetching.resolver(self.job_id, result, namespace, notes, meanwhile))
         except (pickle.UnpicklingError, EOFError) as error:
             raise damaged(self.folder.results_path, error) from None
         values.update((name, importlib.import_module(module_name))
                       for name, module_name in result.modules.items())
-        values.update(gathered(self.folder.path, meta, notes))
+        values.update(fetching.gathered(self.folder.path, meta, notes))
         assigned = values if namespace is None else \
-            kept_in_notebook(self.job_id, result, values, meanwhile, notes)
+            fetching.kept_in_notebook(self.job_id, result, values, meanwhile, notes)
         if namespace is not None:
             namespace.update(assigned)
         if show:
-            say_what_came_back(self.job_id, result, assigned, notes)
+            fetching.say_what_came_back(self.job_id, result, assigned, notes)
             if result.last_value_repr is not None:
                 from IPython.display import display
 
                 display(last if result.has_last_value else result.last_value_repr)
         self.fetched = True
         self.folder.update_meta(fetched=True)
-        values_with_last = dict(values)
-        if result.has_last_value:
-            values_with_last["_"] = last
-        return values_with_last
+        if result.has_last_value:  # in what fetch returns, never put in the notebook
+            values["_"] = last
+        return values
 
     def segments(self) -> tuple[Any, ...]:
         """A requeued job's runs (``--checkpoint``): index, state, start, end, from
@@ -295,12 +280,10 @@ class JobHandle:
         if self.backend.name == "slurm":
             state = failed_because(self.job_id, normalize_state(state))
         hint = end_reason(self.folder, self.job_id, normalize_state(state))
-        tail = self.log(tail=15)
         message = f"job {self.job_id} has no results: {hint} (log: {self.folder.path})"
-        executed = self.folder.meta().get("executed_notebook")
-        if executed:
+        if executed := self.folder.meta().get("executed_notebook"):
             message += f"; the cells that finished kept their outputs in {executed}"
-        return JobFailed(message, remote or tail)
+        return JobFailed(message, remote or self.log(tail=15))
 
     # -------------------------------------------------------------- control
     def rerun(self, **changes: Any) -> JobHandle:
@@ -311,7 +294,7 @@ class JobHandle:
         from .cell_job import rerun
 
         if not self.done:
-            raise HpcMagicsError(f"job {self.job_id} is {self._state}: wait for its end, or "
+            raise HpcMagicsError(f"job {self.job_id} is {self.status.state}: wait for its end, or "
                                  "cancel it, before running it again")
         job_id, folder = rerun(self.folder, self.job_id, changes)
         handle = JobHandle(job_id, self.backend, folder, self.name)
@@ -366,7 +349,7 @@ class JobHandle:
     def summary(self) -> str:
         """One line: id, name, state, where it ran, its folder."""
         where = "ran locally (no Slurm here)" if self.ran_locally else "Slurm"
-        return (f"job {self.job_id} ({self.name}) · {self._state} · {where} · "
+        return (f"job {self.job_id} ({self.name}) · {self.status.state} · {where} · "
                 f"folder {self.folder.path}")
 
     def __repr__(self) -> str:

@@ -138,7 +138,6 @@ def ended_because_all(ended: Mapping[str, str]) -> dict[str, str]:
     one sacct call for the FAILED and CANCELLED jobs not asked about before (who
     cancelled is kept for ``end_line``); a job's own state when accounting cannot say,
     asked again next time."""
-    from .core.errors import HpcMagicsError
     from .scheduler import commands
 
     asking = sorted(j for j, state in ended.items() if state in ASKED_ABOUT and j not in _SAID)

@@ -109,8 +109,7 @@ def submit_notebook(path: Path, request: ResourceRequest, profile: ClusterProfil
     from .jobfolder.folder import JobFolder
     from .shipping.packing import Payload
 
-    request, backend, prepared, kernel = _prepare(path, request, profile,
-                                                  strip_display)
+    request, backend, prepared, kernel = _prepare(path, request, profile, strip_display)
     name = name or job_name(path.stem)
     folder = JobFolder.create(jobs_root, name)
     (folder.path / NOTEBOOK_IN).write_text(json.dumps(prepared, indent=1), encoding="utf-8")

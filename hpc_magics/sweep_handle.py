@@ -89,21 +89,15 @@ class SweepHandle(JobHandle):
     # ------------------------------------------------------------ results
     def table(self, namespace: MutableMapping[str, Any] | None = None, ask: bool = True) -> Any:
         """The results table (a pandas DataFrame when pandas is installed)."""
-        return sweep_table(self.folder, self.task_states(ask=ask),
-                           self._table_resolver(namespace))
-
-    def _table_resolver(self, namespace: MutableMapping[str, Any] | None
-                        ) -> Callable[[str], Any]:
-        if namespace is None:
-            namespace = shell_namespace()
+        notebook = shell_namespace() if namespace is None else namespace
 
         def resolve(name: str) -> Any:
-            if namespace is None or name not in namespace:
+            if notebook is None or name not in notebook:
                 raise HpcMagicsError(f"a result refers to the notebook's {name!r}, which it "
                                      "no longer has: define it again, then ask again")
-            return namespace[name]
+            return notebook[name]
 
-        return resolve
+        return sweep_table(self.folder, self.task_states(ask=ask), resolve)
 
     def fetch(self, namespace: MutableMapping[str, Any] | None = None,
               show: bool = True, results_grace_s: float = 0.0) -> dict[str, Any]:

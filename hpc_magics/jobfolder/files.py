@@ -6,6 +6,7 @@ results, output, figures, the requeue segment, checkpoints and gathered values.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -173,8 +174,7 @@ def read_segment(folder: Path) -> dict[str, Any]:
 def check_owned(path: Path) -> None:
     """Refuse a file or folder another user owns or may write (a folder's files could be
     swapped): its results would run their code when unpickled."""
-    refusal = _refusal(path, path.stat())
-    if refusal is not None:
+    if (refusal := _refusal(path, path.stat())) is not None:
         raise HpcMagicsError(refusal)
 
 
@@ -195,18 +195,16 @@ def load_own(path: Path) -> Any:
     Raises ``HpcMagicsError`` for a file not the user's alone, ``OSError`` for one that
     cannot be read, and what unpickling raises for a damaged one."""
     with path.open("rb") as stream:
-        refusal = _refusal(path, os.fstat(stream.fileno()))
-        if refusal is not None:
+        if (refusal := _refusal(path, os.fstat(stream.fileno()))) is not None:
             raise HpcMagicsError(refusal)
         return pickle.load(stream)  # checked: the user's own private file
 
 
 def load_gathered(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, list[Any]], int]:
     """Every rank's values of ``names`` (name → list by rank), and how many ranks wrote them."""
-    files = sorted((folder / GATHER_DIR).glob("rank-*.pkl"))
     by_rank: dict[int, dict[str, Any]] = {}
     world_size = 0
-    for path in files:
+    for path in sorted((folder / GATHER_DIR).glob("rank-*.pkl")):
         data = load_own(path)
         by_rank[int(data["rank"])] = data["values"]
         world_size = max(world_size, int(data["world_size"]))
@@ -230,8 +228,5 @@ def stored_usage(folder: Path, job_id: str | None) -> tuple[Usage, ...] | None:
 
 def store_usage(folder: Path, usages: tuple[Usage, ...]) -> None:
     """Keep a job's final accounting figures (several kernels may store them at once)."""
-    try:
-        write_atomically(folder / USAGE_FILE,
-                         json.dumps([u.to_dict() for u in usages], indent=1).encode())
-    except OSError:
-        pass  # asked again next time
+    with contextlib.suppress(OSError):  # asked again next time
+        write_atomically(folder / USAGE_FILE, json.dumps([u.to_dict() for u in usages], indent=1))

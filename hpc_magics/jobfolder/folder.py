@@ -55,20 +55,16 @@ def ensure_jobs_root(root: Path) -> Path:
     if not root.exists():
         parent = root.parent
         parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE)
-        mode = parent.stat().st_mode  # a project folder: group-writable, not /tmp
-        shared = bool(mode & stat.S_IWGRP) and not mode & stat.S_IWOTH
+        above = parent.stat()  # a project folder: group-writable, not /tmp
+        shared = bool(above.st_mode & stat.S_IWGRP) and not above.st_mode & stat.S_IWOTH
         try:
             root.mkdir(mode=PRIVATE)
         except FileExistsError:
             pass  # a group member made it just now
         else:
-            if shared:
-                parent_gid = parent.stat().st_gid
-                if root.stat().st_gid != parent_gid:  # parent not setgid: take its group
-                    os.chown(root, -1, parent_gid)
-                root.chmod(SHARED_JOBS_ROOT)
-            else:
-                root.chmod(PRIVATE)
+            if shared and root.stat().st_gid != above.st_gid:  # parent not setgid: its group
+                os.chown(root, -1, above.st_gid)
+            root.chmod(SHARED_JOBS_ROOT if shared else PRIVATE)
             return root
     info = root.stat()
     if info.st_uid == os.getuid():
@@ -121,12 +117,11 @@ class JobFolder:
             except FileNotFoundError:
                 return {}
             except (OSError, ValueError) as error:
-                if attempt == META_READ_TRIES - 1:
-                    if strict:
-                        raise damaged(path, error) from None
-                    return {}
-                time.sleep(META_RETRY_S)
-        return {}  # pragma: no cover - the loop returns or raises
+                if attempt < META_READ_TRIES - 1:
+                    time.sleep(META_RETRY_S)
+                elif strict:
+                    raise damaged(path, error) from None
+        return {}
 
     def update_meta(self, **changes: Any) -> None:
         """Read, change and write ``meta.json`` under the folder's lock: no change is lost."""

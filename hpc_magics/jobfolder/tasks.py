@@ -30,7 +30,6 @@ def task_outcome(folder: Path, meta: dict[str, Any], job_id: str) -> bool | None
         for start, stop in array.get("indices", ()):  # runs of point indices, in task order
             if position < stop - start:
                 outcome = read_outcome(task_dir(folder, start + position))
-                return outcome.failed if outcome is not None and outcome.job_id == job_id \
-                    else None
+                return outcome.failed if outcome is not None and outcome.job_id == job_id else None
             position -= stop - start
     return None

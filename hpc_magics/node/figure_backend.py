@@ -4,12 +4,9 @@
 Imported by matplotlib only, when the cell uses pyplot.
 """
 
-from matplotlib.backend_bases import FigureManagerBase
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backend_bases import FigureManagerBase as FigureManager
+from matplotlib.backends.backend_agg import FigureCanvasAgg as FigureCanvas
 
 from .live_display import show
-
-FigureCanvas = FigureCanvasAgg
-FigureManager = FigureManagerBase
 
 __all__ = ["FigureCanvas", "FigureManager", "show"]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..jobfolder.files import move_into_place, write_atomically
+from ..jobfolder.folder import JobFolder
 from .walltime import EXTENSION_ARGUMENT
 
 CONNECTION_FILE = "connection.json"
@@ -74,8 +75,6 @@ def kernel_argv(template: Sequence[str], connection_file: Path) -> list[str]:
 def curve_keys(folder: Path) -> tuple[bytes, bytes] | tuple[None, None]:
     """A CurveZMQ key pair (public, secret) when the provisioner asked for one: the kernel
     then talks only to clients that read its private connection file (IOPub too)."""
-    from ..jobfolder.folder import JobFolder
-
     if JobFolder(folder).meta().get("encryption") != CURVE:
         return None, None
     import zmq
@@ -114,8 +113,6 @@ def main(argv: Sequence[str]) -> None:
     folder = Path(argv[0])
     connection = prepare(folder)
     command = kernel_argv(argv[2:], connection)
-    from ..jobfolder.folder import JobFolder
-
     target = scancel_target(os.environ.get("SLURM_JOB_ID", ""),
                             os.environ.get("SLURM_STEP_ID", ""),
                             bool(JobFolder(folder).meta().get("allocation")))

@@ -52,8 +52,7 @@ def _picklable(names: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     for name, value in names.items():
         if name.startswith("__") and name.endswith("__"):
             continue  # __builtins__ and the like: the notebook has its own
-        why = pickling_error(value, max_bytes=LOCAL_MAX_BYTES)
-        if why is None:
+        if (why := pickling_error(value, max_bytes=LOCAL_MAX_BYTES)) is None:
             values[name] = value
         else:
             kind = type(value)

@@ -182,22 +182,13 @@ def execute(payload: Payload, namespace: dict[str, Any]) -> tuple[bool, Any]:
     linecache.cache[CELL_FILENAME] = (len(payload.code), None,
                                       payload.code.splitlines(True), CELL_FILENAME)
     module = ast.parse(payload.code, filename=CELL_FILENAME)
-    last: ast.expr | None = None
-    if payload.capture_last_expression and module.body and isinstance(module.body[-1], ast.Expr):
-        final_statement = module.body.pop()
-        assert isinstance(final_statement, ast.Expr)
-        last = final_statement.value
+    last = module.body[-1] if module.body and payload.capture_last_expression else None
+    if isinstance(last, ast.Expr):
+        module.body.pop()
     exec(compile(module, CELL_FILENAME, "exec"), namespace)
-    if last is None:
+    if not isinstance(last, ast.Expr):
         return False, None
-    expression = ast.Expression(last)
-    return True, eval(compile(expression, CELL_FILENAME, "eval"), namespace)
-
-
-def _fingerprints(payload: Payload, namespace: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """name → (shipped object, hash of its state): kept alive, so no id is ever reused."""
-    return {name: (namespace[name], fingerprint(namespace[name]))
-            for name in payload.data_names if name in namespace}
+    return True, eval(compile(ast.Expression(last.value), CELL_FILENAME, "eval"), namespace)
 
 
 def _changed_in_place(before: dict[str, tuple[Any, Any]], namespace: dict[str, Any],
@@ -220,15 +211,11 @@ def _changed_in_place(before: dict[str, tuple[Any, Any]], namespace: dict[str, A
 def _pickle_results(values: dict[str, Any], last: Any, unchanged: dict[str, Any]
                     ) -> tuple[bytes, tuple[str, ...], Any, dict[str, str]]:
     """One pickle for all; a value that does not pickle is left out with the reason."""
+    with contextlib.suppress(Exception):
+        return (*dump_results(values, last, unchanged), last, {})
     skipped: dict[str, str] = {}
-    try:
-        state, referenced = dump_results(values, last, unchanged)
-        return state, referenced, last, skipped
-    except Exception:
-        pass
     for name in list(values):  # find the culprits
-        error = pickling_error(values[name])
-        if error is not None:
+        if (error := pickling_error(values[name])) is not None:
             value = values.pop(name)
             skipped[name] = f"{type(value).__name__} does not pickle ({error})".splitlines()[0]
     if last is not None and pickling_error(last) is not None:
@@ -267,8 +254,7 @@ def _stop_the_cell(signum: int, frame: Any) -> None:
     raise StoppedBySlurm(f"signal {signum} from Slurm")
 
 
-def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
-             ) -> dict[str, Any]:
+def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None) -> dict[str, Any]:
     """Entry point the job calls (through submitit). Raises again if the cell raised."""
     started = time.time()
     job_folder = Path(folder)
@@ -293,7 +279,9 @@ def run_cell(payload: Payload, folder: str, options: ScaleOptions | None = None
             namespace = main.__dict__
             namespace.update(_rebuild_namespace(payload, job_folder))
             task.prepare(namespace)
-            shipped = _fingerprints(payload, namespace) if lead_task else {}
+            # name → (shipped object, hash of its state): kept alive, so no id is reused
+            shipped = {n: (namespace[n], fingerprint(namespace[n])) for n in payload.data_names
+                       if n in namespace and lead_task}
             task.cell_running = True
             with as_main(main):
                 has_last, last_value = execute(payload, namespace)

@@ -7,6 +7,7 @@ named by user, job and node. Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -27,8 +28,7 @@ PRIVATE_PREFIX = "hpc_magics-"
 def local_root(environ: Mapping[str, str] | None = None) -> Path:
     """This node's folder for the job's staged data (the same for every task on it)."""
     env = os.environ if environ is None else environ
-    site = env.get("SLURM_TMPDIR")
-    if site:
+    if site := env.get("SLURM_TMPDIR"):
         return Path(site)
     import tempfile
 
@@ -45,10 +45,8 @@ def private_dir(path: Path) -> Path:
     """``path`` created 0700, or an existing one that is a real folder of this user's:
     another user could make the fallback name in /tmp first, or point it elsewhere."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
+    with contextlib.suppress(FileExistsError):
         path.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise RuntimeError(f"refusing to stage into {path}: it is not a folder (a symlink?); "

@@ -136,9 +136,8 @@ class NodeTask:
         _CURRENT = self
         self.namespace = namespace
         export_distributed(self.folder)
-        job_values = {"rank": self.rank, "local_rank": self.local_rank,
-                      "world_size": self.world_size}
-        for name, value in job_values.items():
+        for name, value in (("rank", self.rank), ("local_rank", self.local_rank),
+                            ("world_size", self.world_size)):
             if self.world_size > 1 or name not in namespace:  # a notebook's own name wins
                 namespace[name] = value     # only in a one-task job
         opts = self.options
@@ -156,9 +155,7 @@ class NodeTask:
             root = staging.private_dir(staging.local_root())
             namespace["stage_dir"] = str(root)
             namespace["staged"] = staging.staged_paths(opts.stage, root)
-            out = root / staging.OUT_DIR
-            staging.private_dir(out)
-            namespace["stage_out"] = str(out)
+            namespace["stage_out"] = str(staging.private_dir(root / staging.OUT_DIR))
 
     def _restore(self, namespace: dict[str, Any]) -> bool:
         path = self.folder / CHECKPOINT_FILE

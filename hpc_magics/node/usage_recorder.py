@@ -49,12 +49,9 @@ def _node() -> str:
 def _cgroup_mb(which: str) -> float | None:
     try:
         found = memory_cgroup_dir(Path("/proc/self/cgroup").read_text(), os.path.isdir)
-    except OSError:
-        return None
-    if found is None:
-        return None
-    directory, version = found
-    try:
+        if found is None:
+            return None
+        directory, version = found
         value = bytes_value(Path(directory, CGROUP_FILES[version][which]).read_text())
     except OSError:
         return None
@@ -64,11 +61,9 @@ def _cgroup_mb(which: str) -> float | None:
 def _write(folder: Path, record: dict[str, Any]) -> None:
     host = _node()
     rank = os.environ.get("SLURM_PROCID", "0")
-    try:
+    with contextlib.suppress(OSError):  # a fact the report can do without: never fail the job
         write_atomically(folder / node_file(attempt_id(), host, rank), json.dumps(
             {"host": host, "hostname": socket.gethostname(), "rank": rank, **record}))
-    except OSError:
-        pass  # a fact the report can do without; never fail the job for it
 
 
 def record_start(folder: Path) -> None:
@@ -109,8 +104,7 @@ def start_gpu_sampler(folder: Path) -> subprocess.Popen[bytes] | None:
 
 def _current_mb() -> float | None:
     """The job's memory on this node now: its cgroup's usage, else this task's resident size."""
-    current = _cgroup_mb("current")
-    if current is not None:
+    if (current := _cgroup_mb("current")) is not None:
         return current
     try:
         pages = int(Path("/proc/self/statm").read_text().split()[1])
@@ -127,20 +121,17 @@ def start_memory_sampler(folder: Path) -> threading.Event | None:
     stop = threading.Event()
 
     def sample() -> None:
-        try:
+        with contextlib.suppress(OSError):  # a plot the widget can do without: never fail the job
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with os.fdopen(fd, "a", encoding="ascii") as out:
                 peak = 0.0  # the whole run's, in every line: the widget reads only the end
                 while True:
-                    megabytes = _current_mb()
-                    if megabytes is not None:
+                    if (megabytes := _current_mb()) is not None:
                         peak = max(peak, megabytes)
                         out.write(f"{time.time():.0f},{megabytes:.0f},{peak:.0f}\n")
                         out.flush()  # the widget reads it while the job runs
                     if stop.wait(MEMORY_SAMPLE_EVERY_S):
                         return
-        except OSError:
-            pass  # a plot the widget can do without; never fail the job for it
 
     threading.Thread(target=sample, name="hpc-magics-memory-samples", daemon=True).start()
     return stop

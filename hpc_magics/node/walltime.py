@@ -61,8 +61,7 @@ def watch(warnings: Warnings, say: Callable[[str], None],
     """Say each warning when it falls due (run in a daemon thread)."""
     while (at := warnings.next_at()) is not None:
         sleep(max(0.0, at - clock()))
-        text = warnings.due(clock())
-        if text:
+        if text := warnings.due(clock()):
             say(text)
 
 
@@ -81,8 +80,7 @@ def load_ipython_extension(ipython: Any) -> None:
     for_cells = Warnings(job.job_id, job.end_time, minutes, now)
 
     def before_a_cell(*_: Any) -> None:
-        text = for_cells.due(time.time())
-        if text:
+        if text := for_cells.due(time.time()):
             _stderr(text)
 
     ipython.events.register("pre_run_cell", before_a_cell)

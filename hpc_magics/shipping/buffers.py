@@ -167,11 +167,9 @@ def _remember(path: Path, name: str, cache: int) -> None:
 
 def _prune(cache: int) -> None:
     """Keep the ``CACHE_KEEP`` newest files (job folders keep their own links)."""
-    try:
+    with contextlib.suppress(OSError):
         with os.scandir(cache) as entries:
             found = [(entry.stat(follow_symlinks=False).st_mtime, entry.name)
                      for entry in entries if entry.name.endswith(".bin")]
         for _, name in sorted(found, reverse=True)[CACHE_KEEP:]:
             os.unlink(name, dir_fd=cache)
-    except OSError:
-        pass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import io
 import tokenize
 from collections.abc import Iterable
@@ -106,12 +107,10 @@ def is_definition(statement: ast.stmt, known: set[str]) -> bool:
 def _string_lines(text: str) -> set[int]:
     """Line numbers that begin inside a multi-line string (indenting them changes it)."""
     inside: set[int] = set()
-    try:
+    with contextlib.suppress(tokenize.TokenError, SyntaxError):
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.end[0] > token.start[0]:
                 inside.update(range(token.start[0] + 1, token.end[0] + 1))
-    except (tokenize.TokenError, SyntaxError):
-        pass
     return inside
 
 

@@ -11,7 +11,7 @@ import pickle
 import socket
 import threading
 import types
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,15 @@ _SHELL_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "_", "__",
                           "_i", "_ii", "_iii", "_oh", "_ih", "_dh"})
 _LOCK_TYPES: tuple[type, ...] = (type(threading.Lock()), type(threading.RLock()),
                                  threading.Condition, threading.Event, threading.Semaphore)
+# what only makes sense in this process, and why (``{kind}``: the value's type)
+_REFUSALS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (io.IOBase, "an open file ({kind}) belongs to this kernel: open it inside the cell"),
+    (_LOCK_TYPES, "a {kind} only synchronises threads of this kernel: create it inside the cell"),
+    ((types.GeneratorType, types.AsyncGeneratorType, types.CoroutineType),
+     "a {kind} cannot be copied mid-iteration: build it inside the cell, or turn it into a "
+     "list first"),
+    (socket.socket, "a socket is a live connection of this kernel: open it inside the cell"),
+)
 
 
 @dataclass(frozen=True)
@@ -99,17 +108,8 @@ def human_size(size: float) -> str:
 
 def _refusal(value: Any) -> str | None:
     """Why this value cannot run elsewhere, or None."""
-    kind = type(value).__name__
-    if isinstance(value, io.IOBase):
-        return f"an open file ({kind}) belongs to this kernel: open it inside the cell"
-    if isinstance(value, _LOCK_TYPES):
-        return f"a {kind} only synchronises threads of this kernel: create it inside the cell"
-    if isinstance(value, (types.GeneratorType, types.AsyncGeneratorType, types.CoroutineType)):
-        return (f"a {kind} cannot be copied mid-iteration: build it inside the cell, "
-                "or turn it into a list first")
-    if isinstance(value, socket.socket):
-        return "a socket is a live connection of this kernel: open it inside the cell"
-    return None
+    return next((why.format(kind=type(value).__name__) for kinds, why in _REFUSALS
+                 if isinstance(value, kinds)), None)
 
 
 def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
@@ -131,8 +131,7 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                                     "it cannot be shipped; use the names it holds")
             modules[name] = value.__name__
             continue
-        reason = _refusal(value)
-        if reason:
+        if reason := _refusal(value):
             raise ShippingError(f"cannot ship {name!r}: {reason} (or run the notebook in a "
                                 "Slurm kernel, where nothing is shipped)")
         values[name] = value
@@ -149,21 +148,14 @@ def pack(code: str, names: CellNames, namespace: Mapping[str, Any],
                 "shipped state: save it to a file the job loads (np.save, to_parquet), or raise "
                 "the limit with c.HpcMagicsKernel.max_shipped_mb")
 
-    pickling: list[str] = []  # the name being pickled, for the message if it fails
     buffers: list[pickle.PickleBuffer] = []  # big arrays, kept apart from the pickle
-
-    def in_order() -> Iterator[tuple[str, Any]]:
-        for name, value in values.items():
-            pickling[:] = [name]
-            yield name, value
-
     try:
         # one pickler for all names: what two names share is written once and stays shared
-        state = dump_names(in_order(), on_size=check_size, out_of_band=buffers)
+        state = dump_names(values.items(), on_size=check_size, out_of_band=buffers)
     except ShippingError:
         raise
     except Exception as error:
-        name = pickling[0]
+        name = next(name for name in values if name not in sizes)  # sized once pickled
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ShippingError(
             f"cannot ship {name!r} ({type(values[name]).__name__}): {first_line}; create it "

@@ -100,14 +100,10 @@ def fingerprint(value: Any, apart: list[pickle.PickleBuffer] | None = None) -> b
     counts as changed). With ``apart`` (a list), big buffers are appended to it, only their
     sizes hashed: a caller compares them when it must (hashing costs more than shipping)."""
     sink = _HashSink()
-
-    def counted(size: int) -> None:
-        sink.digest.update(size.to_bytes(8, "little"))
-
+    apart_too = None if apart is None else _kept_apart(
+        apart, lambda size: sink.digest.update(size.to_bytes(8, "little")))
     try:
-        cloudpickle.CloudPickler(
-            sink, protocol=PROTOCOL,
-            buffer_callback=None if apart is None else _kept_apart(apart, counted)).dump(value)
+        cloudpickle.CloudPickler(sink, protocol=PROTOCOL, buffer_callback=apart_too).dump(value)
     except Exception:
         return None
     return sink.digest.digest()
