@@ -88,7 +88,9 @@ def wanted_states(text: str | None) -> set[str] | None:
             raise InvalidRequest(
                 f"--state {part!r} is not a job state: use squeue's names or codes, comma "
                 f"separated: {codes}; {', '.join(job_states.OWN_STATES)}; or all")
-    return {job_states.normalize_state(part) for part in parts}
+    wanted = {job_states.normalize_state(part) for part in parts}
+    # FINISHED (submitit's word for a local job that ended well) is listed as COMPLETED
+    return wanted | job_states.SUCCESS_STATES if wanted & job_states.SUCCESS_STATES else wanted
 
 
 # ------------------------------------------------------------------ the one source

@@ -48,7 +48,9 @@ def test_all_is_this_notebooks_listing_and_more_a_local_job_included(
     state = magics.handles[job_id].wait(timeout=60)  # its process too, after the results
     monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch here: a laptop
     capsys.readouterr()
-    for line in ("", "--all", f"--all --state {state}"):
+    # the error's list of states offers FINISHED (submitit's word for a local job that
+    # ended well): it finds the job the listing calls COMPLETED, as CD does
+    for line in ("", "--all", f"--all --state {state}", "--state FINISHED", "--state CD"):
         shell.run_line_magic("hpc_jobs", line)
         rows = capsys.readouterr().out.splitlines()
         assert any(row.split()[:3] == [job_id, state, "cell"] for row in rows), rows
