@@ -267,13 +267,18 @@ class JobHandle:
         """A requeued job's runs (``--checkpoint``): index, state, start, end, from
         ``sacct --duplicates``; raises when accounting cannot be asked."""
         from .scheduler.accounting import job_segments
+        from .scheduler.cluster import accounting_kept
 
         if self.ran_locally:  # its id is a pid: sacct would answer of another job, or not
             raise HpcMagicsError(no_accounting_here(self.job_id, "segments (it ran once)"))
         found = job_segments(self.job_id)
+        if found is None and accounting_kept() is False:  # no "try again" can help
+            raise HpcMagicsError(f"job {self.job_id}'s segments are Slurm's accounting "
+                                 "(sacct), which this cluster does not keep "
+                                 "(AccountingStorageType=accounting_storage/none)")
         if found is None:
             raise HpcMagicsError(f"could not ask sacct about job {self.job_id}'s segments "
-                                 "(accounting off or unreachable): try again later")
+                                 "(slurmdbd unreachable): try again later")
         return found
 
     def _failure(self, state: str, remote: str) -> JobFailed:

@@ -32,6 +32,12 @@ def cluster_name() -> str:
             or config_value(config_text(), "ClusterName") or UNKNOWN_CLUSTER)
 
 
+def accounting_kept() -> bool | None:
+    """Whether the cluster keeps accounting (sacct's records); None when Slurm cannot say."""
+    storage = config_value(config_text(), "AccountingStorageType")
+    return None if not storage else not storage.endswith("/none")
+
+
 def is_foreign(cluster_names: tuple[str, ...]) -> bool:
     """A profile naming these clusters describes another cluster than the one here (a
     profile naming none, like ``generic``, describes whichever cluster this is)."""
