@@ -13,6 +13,7 @@ the profile, the backend's preflight) and the one renderer and submission door
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from .backends import get_backend
 from .core import validation
 from .core.errors import HpcMagicsError, InvalidRequest, SubmissionError
 from .core.flags import SBATCH_FLAGS
+from .core.jobscript import slurm_only
 from .core.profiles import ClusterProfile, load_profile
 from .core.resources import ResourceRequest, from_dict, to_dict, updated
 from .core.scale import ScaleOptions
@@ -52,6 +54,10 @@ def submitted(folder: JobFolder, submit: Callable[[], str], backend: Any,
             "request": to_dict(request), "shipped": shipped, "results": list(results),
             "notebook": os.environ.get("JPY_SESSION_NAME", ""), "state": "SUBMITTING",
             **more_meta}
+    if backend.name == "local" and (ignored := slurm_only(request)):
+        # tried out here: it runs, but never as if on Slurm
+        print(f"[hpc_magics] runs on this machine as one process: {', '.join(ignored)} "
+              "apply on Slurm only", file=sys.stderr)
     try:
         folder.write_meta(meta)
         return submit()

@@ -189,7 +189,6 @@ class HpcMagicsKernel(Magics):
         from ..cell_job import submit_cell
         from ..core import errors, login_paths
         from ..core.checkscript import syntax_problems
-        from ..core.jobscript import slurm_only
         from ..core.scale import injected_names
         from ..handle import JobHandle
         from ..jobfolder.folder import JobFolder
@@ -270,11 +269,6 @@ class HpcMagicsKernel(Magics):
                           session_request=self.request, from_environment=from_environment,
                           live=live)
             return None
-        if backend.name == "local":  # tried out here: run it, but never as if on Slurm
-            ignored = slurm_only(request)
-            if ignored:
-                print(f"[hpc_magics] runs on this machine as one process: {', '.join(ignored)}"
-                      " apply on Slurm only", file=sys.stderr)
         print(f"[hpc_magics] {payload.summary()}")
         job_id, folder = submit_cell(self.jobs_root, backend, payload, request, profile,
                                      job_name, options, **sent_from_meta(self.shell))

@@ -131,3 +131,19 @@ def test_a_plain_local_job_says_nothing_of_slurm(
         shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_cell_magic("sbatch", "--backend local --wait -t 5 -N 1 -c 2", "x = 1\n")
     assert "Slurm only" not in capsys.readouterr().err
+
+
+def test_a_local_rerun_names_what_only_slurm_gives_too(
+        shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """``rerun(mem=...)`` of a local job goes through the same door as the cell: the memory
+    it asks for is named as Slurm's only, as %%sbatch names it (it used to say nothing)."""
+    shell.run_cell_magic("sbatch", "--backend local --wait -t 5", "x = 1\n")
+    magics = shell.magics_manager.registry["HpcMagicsKernel"]
+    first = magics.handles[magics.last_job]
+    first.wait(timeout=60)
+    capsys.readouterr()
+    again = first.rerun(mem="2G")
+    said = [row for row in capsys.readouterr().err.splitlines() if "Slurm only" in row]
+    assert said == ["[hpc_magics] runs on this machine as one process: --mem 2G apply on "
+                    "Slurm only"], said
+    again.wait(timeout=60)
