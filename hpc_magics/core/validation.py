@@ -214,8 +214,8 @@ def account(request: ResourceRequest, profile: ClusterProfile, partition: Landin
             yield _error("account", f"account {name!r} is a placeholder: use your own "
                          f"project{example}")
         elif profile.account_pattern and not re.fullmatch(profile.account_pattern, name):
-            yield _warn("account", f"account {name!r} does not look like a {profile.name} "
-                        f"project{example}")
+            yield _warn("account", f"account {name!r} does not look like a project of "
+                        f"{profile.name}{example}")
     elif profile.account_required and request.backend != "local":
         yield _warn("account", f"no -A/--account: Slurm charges your default {profile.name} "
                     f"account, and refuses the job if you have several: add -A "

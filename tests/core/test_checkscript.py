@@ -145,6 +145,14 @@ def test_placeholders_fail_naming_the_option() -> None:
     assert check("#SBATCH -p debug -t 5 --mail-user=<ada@example.org>\n").ok
 
 
+def test_an_account_unlike_the_sites_runs_with_a_warning_showing_its_style() -> None:
+    found = check("#SBATCH -A C3SE512-22-1 -t 1:00:00 -C NOGPU\n", "alvis")  # an older style
+    assert found.ok
+    said = [f.message for f in found.findings if f.field == "account"]
+    assert said == ["account 'C3SE512-22-1' does not look like a project of alvis (like "
+                    "NAISS2024-5-1)"], said
+
+
 def test_legacy_daint_scripts_are_recognised_with_advice_for_alps() -> None:
     script = ("#!/bin/bash -l\n#SBATCH --account=s1160 --constraint=gpu\n"
               "#SBATCH --time=01:00:00 --nodes=2 --ntasks-per-core=1 --hint=nomultithread\n"
