@@ -111,9 +111,8 @@ class JobWidget(widgets.VBox):
     # ------------------------------------------------------------------ parts
     def __repr__(self) -> str:
         # the text/plain of every display (ipywidgets makes it from repr): the default walks
-        # every trait of every part, ~3 ms of each submission's CPU, cut at 110 characters.
-        # It is what a terminal IPython, or a notebook saved without widget state, shows.
-        return f"job {self.handle.job_id} submitted: %hpc_jobs shows its state"
+        # every trait of every part, ~3 ms of each submission's CPU, cut at 110 characters
+        return f"JobWidget(job {self.handle.job_id})"
 
     def _html(self) -> widgets.HTML:
         # HTML, not Output: it renders without a kernel's output capture (and tests see it)

@@ -104,10 +104,9 @@ def test_under_the_cells_live_view_the_log_shows_only_on_more(shell: Any) -> Non
 
 def test_its_plain_text_names_the_job_without_walking_its_parts(shell: Any) -> None:
     """Every display of the widget makes its text/plain from repr: ipywidgets' walks every
-    trait of every part (~3 ms of each submission), cut at 110 characters; a terminal
-    IPython shows it: it says what to do, not the class's name."""
+    trait of every part (~3 ms of each submission), cut at 110 characters."""
     handle = submitted(shell, "x = 1")
-    assert repr(JobWidget(handle)) == f"job {handle.job_id} submitted: %hpc_jobs shows its state"
+    assert repr(JobWidget(handle)) == f"JobWidget(job {handle.job_id})"
 
 
 def test_the_looks_are_one_per_kernel_and_made_again_once_closed() -> None:
